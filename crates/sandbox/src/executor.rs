@@ -1,0 +1,85 @@
+//! A job executor that awaits host futures instead of polling them in a loop.
+//!
+//! Boa's default executor re-polls pending futures after yielding; in a Web
+//! Worker that yield is a microtask, so a future waiting on a real event (a
+//! timer, `fetch`, `postMessage`) starves the event loop that would complete it.
+//! Here microtasks run to exhaustion, then the executor parks on the set of
+//! pending host futures until one completes.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::mem;
+use std::rc::Rc;
+
+use boa_engine::job::{GenericJob, Job, JobExecutor, NativeAsyncJob, PromiseJob};
+use boa_engine::{Context, JsResult};
+use futures::StreamExt;
+use futures::stream::FuturesUnordered;
+
+#[derive(Default)]
+pub(crate) struct HostJobExecutor {
+    promise_jobs: RefCell<VecDeque<PromiseJob>>,
+    generic_jobs: RefCell<VecDeque<GenericJob>>,
+    async_jobs: RefCell<VecDeque<NativeAsyncJob>>,
+}
+
+impl HostJobExecutor {
+    /// Runs promise and generic jobs until none is left. Async jobs stay queued.
+    fn drain_microtasks(&self, context: &mut Context) -> JsResult<()> {
+        loop {
+            let next = self.promise_jobs.borrow_mut().pop_front();
+            if let Some(job) = next {
+                job.call(context)?;
+                continue;
+            }
+            let next = self.generic_jobs.borrow_mut().pop_front();
+            match next {
+                Some(job) => job.call(context)?,
+                None => return Ok(()),
+            };
+        }
+    }
+
+    fn has_microtasks(&self) -> bool {
+        !self.promise_jobs.borrow().is_empty() || !self.generic_jobs.borrow().is_empty()
+    }
+}
+
+impl JobExecutor for HostJobExecutor {
+    fn enqueue_job(self: Rc<Self>, job: Job, _context: &mut Context) {
+        match job {
+            Job::PromiseJob(job) => self.promise_jobs.borrow_mut().push_back(job),
+            Job::GenericJob(job) => self.generic_jobs.borrow_mut().push_back(job),
+            Job::AsyncJob(job) => self.async_jobs.borrow_mut().push_back(job),
+            // The guest has no timers (only the host-driven `sleep`), and a
+            // FinalizationRegistry callback is never promised to run: dropping
+            // these keeps a run from outliving its program.
+            Job::TimeoutJob(_) | Job::IntervalJob(_) | Job::FinalizationRegistryCleanupJob(_) => {}
+            _ => {}
+        }
+    }
+
+    fn run_jobs(self: Rc<Self>, context: &mut Context) -> JsResult<()> {
+        self.drain_microtasks(context)
+    }
+
+    async fn run_jobs_async(self: Rc<Self>, context: &RefCell<&mut Context>) -> JsResult<()> {
+        let mut pending = FuturesUnordered::new();
+        loop {
+            self.drain_microtasks(&mut context.borrow_mut())?;
+            context.borrow_mut().clear_kept_objects();
+            for job in mem::take(&mut *self.async_jobs.borrow_mut()) {
+                pending.push(job.call(context));
+            }
+            if self.has_microtasks() {
+                continue;
+            }
+            match pending.next().await {
+                None => return Ok(()),
+                Some(result) => {
+                    result?;
+                }
+            }
+        }
+    }
+}

@@ -1,0 +1,115 @@
+//! Runs one guest JavaScript program in a fresh Boa context and reports what happened.
+//!
+//! This is the only crate that knows Boa. A program is the body of an async
+//! function: it may `await`, `return` a value and call `console.*`. The guest gets
+//! no ambient authority: string compilation (`eval`, `Function`) is refused at the
+//! engine's host hook, and there are no timers, no network and no host objects.
+//!
+//! The run is `async` because the guest's promises may wait on host futures; the
+//! job executor ([`executor`]) awaits them instead of spinning, so in a Web Worker
+//! the event loop keeps turning while a run is parked.
+
+mod console;
+mod executor;
+mod hooks;
+mod inspect;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use boa_engine::builtins::promise::PromiseState;
+use boa_engine::job::JobExecutor;
+use boa_engine::object::builtins::JsPromise;
+use boa_engine::{Context, JsError, Script, Source};
+use kiln_types::{RunError, RunErrorKind, RunLimits, RunOutcome, RunReport};
+use web_time::Instant;
+
+use crate::console::ConsoleBuffer;
+use crate::executor::HostJobExecutor;
+
+/// The name of the engine, as reported to hosts.
+pub const ENGINE: &str = "boa 0.22";
+
+/// Guest code is placed inside this wrapper so that top-level `await` and `return`
+/// work. The body starts on the wrapper's first line, so line numbers in syntax
+/// errors are the program's own.
+const WRAPPER_OPEN: &str = "(async function () {";
+const WRAPPER_CLOSE: &str = "\n})()";
+
+/// Runs `code` to completion in a fresh context and reports the outcome.
+///
+/// Never panics on guest input: every failure becomes a [`RunOutcome::Failed`].
+/// The wall budget in `limits` is enforced by the caller (the sandbox worker's
+/// host terminates the worker; the CLI has a process deadline), since Boa has no
+/// interrupt hook.
+pub async fn run(code: &str, limits: &RunLimits) -> RunReport {
+    let started = Instant::now();
+    let executor = Rc::new(HostJobExecutor::default());
+    let console = ConsoleBuffer::new(limits.console_bytes);
+
+    let outcome = match new_context(executor.clone(), console.clone()) {
+        Ok(mut context) => evaluate(code, &executor, &mut context).await,
+        Err(error) => RunOutcome::Failed(RunError::new(
+            RunErrorKind::Engine,
+            format!("the sandbox could not set up a JavaScript context: {error}"),
+        )),
+    };
+
+    let (console, console_dropped) = console.take();
+    RunReport { outcome, console, console_dropped, duration_ms: started.elapsed().as_secs_f64() * 1e3 }
+}
+
+fn new_context(executor: Rc<HostJobExecutor>, console: ConsoleBuffer) -> Result<Context, JsError> {
+    let mut context = Context::builder()
+        .job_executor(executor)
+        .host_hooks(Rc::new(hooks::GuestHooks))
+        .build()?;
+    console::install(&mut context, console)?;
+    Ok(context)
+}
+
+async fn evaluate(code: &str, executor: &Rc<HostJobExecutor>, context: &mut Context) -> RunOutcome {
+    let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
+    let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
+        Ok(script) => script,
+        Err(error) => return failed(RunErrorKind::Syntax, &error, context),
+    };
+    let promise = match script.evaluate(context) {
+        Ok(value) => value,
+        Err(error) => return failed(RunErrorKind::Script, &error, context),
+    };
+    let Some(promise) = promise.as_object().and_then(|object| JsPromise::from_object(object).ok())
+    else {
+        return RunOutcome::Failed(RunError::new(
+            RunErrorKind::Engine,
+            "the program's wrapper did not produce a promise",
+        ));
+    };
+
+    let jobs = executor.clone().run_jobs_async(&RefCell::new(&mut *context)).await;
+    if let Err(error) = jobs {
+        return failed(RunErrorKind::Script, &error, context);
+    }
+
+    match promise.state() {
+        PromiseState::Fulfilled(value) => match inspect::to_json(&value, context) {
+            Ok(value) => RunOutcome::Completed { value },
+            Err(error) => failed(RunErrorKind::Script, &error, context),
+        },
+        PromiseState::Rejected(reason) => {
+            let error = JsError::from_opaque(reason);
+            failed(RunErrorKind::Script, &error, context)
+        }
+        PromiseState::Pending => RunOutcome::Failed(RunError::new(
+            RunErrorKind::NeverSettled,
+            "the program is waiting on a promise that nothing can settle (nothing is left to run)",
+        )),
+    }
+}
+
+fn failed(kind: RunErrorKind, error: &JsError, context: &mut Context) -> RunOutcome {
+    RunOutcome::Failed(RunError::new(kind, inspect::error_message(error, context)))
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,90 @@
+//! Native tests of the sandbox: tables of programs and what they must report.
+
+use kiln_types::{RunLimits, RunOutcome, RunReport};
+
+use super::run;
+
+/// Renders a report as one comparable line: the outcome, then console lines.
+pub(crate) fn summary(report: &RunReport) -> String {
+    let outcome = match &report.outcome {
+        RunOutcome::Completed { value } => format!("completed {value}"),
+        RunOutcome::Failed(error) => {
+            let kind = serde_json::to_value(error.kind).unwrap_or_default();
+            format!("{} {}", kind.as_str().unwrap_or("?"), error.message)
+        }
+    };
+    let console: Vec<String> =
+        report.console.iter().map(|line| format!("{}> {}", line.level.method(), line.text)).collect();
+    if console.is_empty() { outcome } else { format!("{outcome} | {}", console.join(" | ")) }
+}
+
+/// Programs every sandbox build must run identically, natively and in wasm.
+pub const CASES: &[(&str, &str)] = &[
+    ("return 1 + 1", "completed 2"),
+    ("return {a: [1, 'x', true, null]}", r#"completed {"a":[1,"x",true,null]}"#),
+    ("const x = await Promise.resolve(5); return x * 2", "completed 10"),
+    ("return 'text'", r#"completed "text""#),
+    ("return undefined", "completed null"),
+    ("", "completed null"),
+    ("console.log('hi', 1, {a: 1, 'b-c': [2]}); console.warn('w'); return null",
+     r#"completed null | log> hi 1 { a: 1, "b-c": [ 2 ] } | warn> w"#),
+    ("function named() {} console.log(named, () => 1)",
+     "completed null | log> [Function: named] [Function (anonymous)]"),
+    ("const a = {n: 1}; a.self = a; console.log(a)",
+     "completed null | log> { n: 1, self: [Circular] }"),
+    ("console.error(new RangeError('out'))", "completed null | error> RangeError: out"),
+    ("throw new TypeError('bad input')", "script TypeError: bad input"),
+    ("await Promise.reject(new Error('later'))", "script Error: later"),
+    ("throw 'boom'", "script Uncaught boom"),
+    ("null.x", "script TypeError: cannot convert 'null' or 'undefined' to object"),
+    ("return (", "syntax"),
+    ("await new Promise(() => {})",
+     "never_settled the program is waiting on a promise that nothing can settle (nothing is left to run)"),
+    ("return eval('1')", "script EvalError: eval is not allowed in the Kiln sandbox"),
+    ("return (function(){}).constructor('return 1')()",
+     "script EvalError: compiling a string into code (eval, Function) is not allowed in the Kiln sandbox"),
+    ("return (async function(){}).constructor('return 1')",
+     "script EvalError: compiling a string into code (eval, Function) is not allowed in the Kiln sandbox"),
+    ("return typeof setTimeout + typeof fetch + typeof require", r#"completed "undefinedundefinedundefined""#),
+];
+
+/// Checks one case; `syntax` alone matches any syntax error, whose wording is Boa's.
+pub fn check(code: &str, expected: &str, report: &RunReport) -> Result<(), String> {
+    let actual = summary(report);
+    let matches = if expected == "syntax" { actual.starts_with("syntax ") } else { actual == expected };
+    if matches {
+        Ok(())
+    } else {
+        Err(format!("program `{code}`\n  expected: {expected}\n  actual:   {actual}"))
+    }
+}
+
+#[test]
+fn programs_report_what_they_did() {
+    let failures: Vec<String> = CASES
+        .iter()
+        .filter_map(|(code, expected)| {
+            let report = futures::executor::block_on(run(code, &RunLimits::default()));
+            check(code, expected, &report).err()
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_syntax_error_names_the_line_of_the_program() {
+    let report = futures::executor::block_on(run("let a = 1;\nlet = = 2;", &RunLimits::default()));
+    let text = summary(&report);
+    assert!(text.starts_with("syntax ") && text.contains("line 2"), "{text}");
+}
+
+#[test]
+fn console_output_past_its_budget_is_dropped_and_counted() {
+    let limits = RunLimits { console_bytes: 10, ..RunLimits::default() };
+    let report = futures::executor::block_on(run(
+        "for (let i = 0; i < 5; i++) console.log('12345')",
+        &limits,
+    ));
+    assert_eq!(report.console.len(), 2);
+    assert_eq!(report.console_dropped, 3);
+}

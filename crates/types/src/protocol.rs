@@ -1,0 +1,123 @@
+//! The versioned messages between a host page and a sandbox worker.
+//!
+//! Messages cross `postMessage` as JSON text in an [`Envelope`]: strings are
+//! cheap to structured-clone, and a peer speaking another protocol version is
+//! refused by name instead of misread.
+
+use serde::{Deserialize, Serialize};
+
+use crate::run::{RunLimits, RunReport};
+
+/// Bumped whenever a message changes shape.
+pub const PROTOCOL_VERSION: u32 = 1;
+
+/// Every message on the wire: the protocol version and one message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Envelope<M> {
+    pub v: u32,
+    pub msg: M,
+}
+
+/// From the host to a sandbox worker.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ToSandbox {
+    /// Run one program. The worker answers with [`FromSandbox::Report`].
+    Run { run_id: u64, code: String, limits: RunLimits },
+}
+
+/// From a sandbox worker to its host.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum FromSandbox {
+    /// The worker's wasm is instantiated and it accepts runs.
+    Ready,
+    /// The outcome of the run with this id.
+    Report { run_id: u64, report: RunReport },
+    /// A message the worker could not read; `problem` says what was wrong.
+    Rejected { problem: String },
+}
+
+/// Why a message from the wire could not be read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecodeError {
+    Json(String),
+    Version { found: u32 },
+}
+
+impl std::fmt::Display for DecodeError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Json(problem) => write!(f, "not a Kiln protocol message: {problem}"),
+            Self::Version { found } => write!(
+                f,
+                "protocol version `{found}` is not the expected `{PROTOCOL_VERSION}`\nhint: reload the page so the page and its workers come from the same build"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for DecodeError {}
+
+/// Encodes a message for the wire.
+#[must_use]
+pub fn encode<M: Serialize>(msg: M) -> String {
+    // Serializing these plain enums cannot fail: no maps with non-string keys, no
+    // non-finite floats reach them unchecked (serde_json writes `null` for those).
+    serde_json::to_string(&Envelope { v: PROTOCOL_VERSION, msg }).unwrap_or_default()
+}
+
+/// Decodes a message from the wire, refusing other protocol versions.
+pub fn decode<M: for<'de> Deserialize<'de>>(text: &str) -> Result<M, DecodeError> {
+    #[derive(Deserialize)]
+    struct VersionOnly {
+        v: u32,
+    }
+    let version: VersionOnly =
+        serde_json::from_str(text).map_err(|e| DecodeError::Json(e.to_string()))?;
+    if version.v != PROTOCOL_VERSION {
+        return Err(DecodeError::Version { found: version.v });
+    }
+    let envelope: Envelope<M> =
+        serde_json::from_str(text).map_err(|e| DecodeError::Json(e.to_string()))?;
+    Ok(envelope.msg)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::RunError;
+
+    #[test]
+    fn round_trips_a_run_and_a_report() {
+        let run = ToSandbox::Run { run_id: 7, code: "return 1".into(), limits: RunLimits::default() };
+        assert_eq!(decode::<ToSandbox>(&encode(&run)), Ok(run));
+
+        let report = FromSandbox::Report {
+            run_id: 7,
+            report: RunReport::stopped(RunError::wall_budget(5), 5.0),
+        };
+        assert_eq!(decode::<FromSandbox>(&encode(&report)), Ok(report));
+    }
+
+    #[test]
+    fn refuses_other_versions_and_garbage_by_name() {
+        let err = decode::<ToSandbox>(r#"{"v":2,"msg":{"type":"run"}}"#).unwrap_err();
+        assert_eq!(err, DecodeError::Version { found: 2 });
+        assert!(err.to_string().contains("`2`"));
+
+        let err = decode::<ToSandbox>("{").unwrap_err();
+        assert!(matches!(err, DecodeError::Json(_)), "{err:?}");
+        let err = decode::<ToSandbox>(r#"{"v":1,"msg":{"type":"fly"}}"#).unwrap_err();
+        assert!(err.to_string().contains("fly"), "{err}");
+    }
+
+    #[test]
+    fn limits_clamp_and_default() {
+        let limits: RunLimits = serde_json::from_str("{}").unwrap();
+        assert_eq!(limits, RunLimits::default());
+        let wide = RunLimits { wall_ms: u64::MAX, console_bytes: usize::MAX }.clamped();
+        assert_eq!(wide.wall_ms, RunLimits::MAX_WALL_MS);
+        assert!(serde_json::from_str::<RunLimits>(r#"{"wal_ms":1}"#).is_err());
+    }
+}

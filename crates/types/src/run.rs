@@ -1,0 +1,143 @@
+//! One program run: what is asked (limits) and what comes back (the report).
+
+use serde::{Deserialize, Serialize};
+
+/// Limits of one run. Every default is the safe one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default, deny_unknown_fields)]
+pub struct RunLimits {
+    /// Wall-clock budget of the whole run, in milliseconds. In the browser the
+    /// host terminates the sandbox worker when it passes; the CLI exits.
+    /// Default 5,000.
+    pub wall_ms: u64,
+    /// Most bytes of console text kept; later lines are dropped and counted.
+    /// Default 64 KiB.
+    pub console_bytes: usize,
+}
+
+impl RunLimits {
+    pub const DEFAULT_WALL_MS: u64 = 5_000;
+    /// The longest wall budget a caller may ask for (30 minutes).
+    pub const MAX_WALL_MS: u64 = 30 * 60 * 1_000;
+    pub const DEFAULT_CONSOLE_BYTES: usize = 64 * 1024;
+
+    /// The limits with every value clamped into its documented range.
+    #[must_use]
+    pub fn clamped(self) -> Self {
+        Self {
+            wall_ms: self.wall_ms.clamp(1, Self::MAX_WALL_MS),
+            console_bytes: self.console_bytes.min(Self::DEFAULT_CONSOLE_BYTES * 16),
+        }
+    }
+}
+
+impl Default for RunLimits {
+    fn default() -> Self {
+        Self { wall_ms: Self::DEFAULT_WALL_MS, console_bytes: Self::DEFAULT_CONSOLE_BYTES }
+    }
+}
+
+/// What a run produced: its outcome, its console lines and how long it took.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunReport {
+    pub outcome: RunOutcome,
+    pub console: Vec<ConsoleLine>,
+    /// Console lines dropped because the console budget was spent.
+    #[serde(default)]
+    pub console_dropped: usize,
+    /// Wall time of the run as the sandbox measured it, in milliseconds.
+    pub duration_ms: f64,
+}
+
+impl RunReport {
+    /// A report for a run that the host ended before the sandbox could answer.
+    #[must_use]
+    pub fn stopped(error: RunError, duration_ms: f64) -> Self {
+        Self { outcome: RunOutcome::Failed(error), console: Vec::new(), console_dropped: 0, duration_ms }
+    }
+}
+
+/// How a run ended.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RunOutcome {
+    /// The program returned. `value` is the returned value as JSON (`null` for
+    /// `undefined`).
+    Completed { value: serde_json::Value },
+    Failed(RunError),
+}
+
+/// Why a run failed, in words a person can act on.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RunError {
+    pub kind: RunErrorKind,
+    /// One line, no stack trace: `TypeError: x is not a function`.
+    pub message: String,
+}
+
+impl RunError {
+    #[must_use]
+    pub fn new(kind: RunErrorKind, message: impl Into<String>) -> Self {
+        Self { kind, message: message.into() }
+    }
+
+    /// The wall budget ran out and the host stopped the program.
+    #[must_use]
+    pub fn wall_budget(wall_ms: u64) -> Self {
+        Self::new(
+            RunErrorKind::BudgetExhausted,
+            format!(
+                "budget_exhausted:wall: the program ran longer than its wall budget of {wall_ms} ms and was stopped"
+            ),
+        )
+    }
+}
+
+/// The stable category of a failed run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum RunErrorKind {
+    /// The program did not parse.
+    Syntax,
+    /// The program threw (or its promise rejected) and nothing caught it.
+    Script,
+    /// The program's promise can never settle: nothing is left that could resolve it.
+    NeverSettled,
+    /// A budget ran out (`message` names which one).
+    BudgetExhausted,
+    /// The engine or the sandbox worker failed on its own account.
+    Engine,
+}
+
+/// One `console.*` line as the program printed it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConsoleLine {
+    pub level: ConsoleLevel,
+    pub text: String,
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ConsoleLevel {
+    Log,
+    Info,
+    Warn,
+    Error,
+    Debug,
+}
+
+impl ConsoleLevel {
+    pub const ALL: [Self; 5] = [Self::Log, Self::Info, Self::Warn, Self::Error, Self::Debug];
+
+    /// The method name on `console`.
+    #[must_use]
+    pub const fn method(self) -> &'static str {
+        match self {
+            Self::Log => "log",
+            Self::Info => "info",
+            Self::Warn => "warn",
+            Self::Error => "error",
+            Self::Debug => "debug",
+        }
+    }
+}
