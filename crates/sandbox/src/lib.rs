@@ -13,6 +13,7 @@ mod console;
 mod executor;
 mod hooks;
 mod inspect;
+mod sleep;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -29,6 +30,8 @@ use crate::executor::HostJobExecutor;
 
 /// The name of the engine, as reported to hosts.
 pub const ENGINE: &str = "boa 0.22";
+
+pub use sleep::MAX_SLEEP_MS;
 
 /// Guest code is placed inside this wrapper so that top-level `await` and `return`
 /// work. The body starts on the wrapper's first line, so line numbers in syntax
@@ -65,6 +68,7 @@ fn new_context(executor: Rc<HostJobExecutor>, console: ConsoleBuffer) -> Result<
         .host_hooks(Rc::new(hooks::GuestHooks))
         .build()?;
     console::install(&mut context, console)?;
+    sleep::install(&mut context)?;
     Ok(context)
 }
 
@@ -111,5 +115,3 @@ fn failed(kind: RunErrorKind, error: &JsError, context: &mut Context) -> RunOutc
     RunOutcome::Failed(RunError::new(kind, inspect::error_message(error, context)))
 }
 
-#[cfg(test)]
-mod tests;

@@ -1,1 +1,155 @@
+//! Kiln's page: a program editor, a Run button and a result panel.
+//!
+//! The page only talks the sandbox protocol (through [`sandbox_client`]); it
+//! never evaluates guest code on the main thread.
 
+pub mod sandbox_client;
+mod view_model;
+
+use leptos::ev::KeyboardEvent;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::sandbox_client::SandboxClient;
+use crate::view_model::{ResultView, Tone};
+use kiln_types::{RunLimits, RunReport};
+
+/// The program shown on first load.
+pub const SAMPLE_PROGRAM: &str = r#"// A program is the body of an async function: await, return, console.log.
+const squares = [1, 2, 3, 4].map((n) => n * n);
+console.log("squares:", squares);
+await Promise.resolve();
+return { squares, total: squares.reduce((a, b) => a + b, 0) };
+"#;
+
+#[derive(Clone, Debug, PartialEq)]
+enum RunState {
+    Idle,
+    Running,
+    Done(RunReport),
+}
+
+/// The whole page.
+#[component]
+pub fn App() -> impl IntoView {
+    let client = SandboxClient::default();
+    client.warm_up();
+    let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
+    let (state, set_state) = signal(RunState::Idle);
+    let running = move || state.with(|state| *state == RunState::Running);
+
+    let run = move || {
+        if running() {
+            return;
+        }
+        set_state.set(RunState::Running);
+        let client = client.clone();
+        let program = code.get_untracked();
+        spawn_local(async move {
+            let report = client.run(program, RunLimits::default()).await;
+            set_state.set(RunState::Done(report));
+            performance_mark("kiln:result");
+        });
+    };
+    let run_on_click = run.clone();
+    let on_keydown = move |event: KeyboardEvent| {
+        if event.key() == "Enter" && (event.ctrl_key() || event.meta_key()) {
+            event.prevent_default();
+            run();
+        }
+    };
+
+    Effect::new(|| performance_mark("kiln:interactive"));
+
+    view! {
+        <main class="app" data-testid="app">
+            <header class="app-header">
+                <h1>"Kiln"</h1>
+                <p class="tagline">
+                    "Write a JavaScript program and run it in a Boa sandbox inside a Web Worker."
+                </p>
+            </header>
+            <section class="editor">
+                <label for="program">"Program"</label>
+                <textarea
+                    id="program"
+                    data-testid="code-editor"
+                    spellcheck="false"
+                    autocomplete="off"
+                    prop:value=code
+                    on:input=move |event| set_code.set(event_target_value(&event))
+                    on:keydown=on_keydown
+                ></textarea>
+                <div class="actions">
+                    <button
+                        data-testid="run-button"
+                        on:click=move |_| run_on_click()
+                        disabled=running
+                    >
+                        {move || if running() { "Running…" } else { "Run" }}
+                    </button>
+                    <span class="hint">"Ctrl+Enter runs · a program is stopped after 5 s"</span>
+                </div>
+            </section>
+            <ResultPanel state=state />
+        </main>
+    }
+}
+
+/// Marks a moment on the page's performance timeline, for `cargo xtask bench`.
+fn performance_mark(name: &str) {
+    if let Some(performance) = web_sys::window().and_then(|window| window.performance()) {
+        let _ = performance.mark(name);
+    }
+}
+
+#[component]
+fn ResultPanel(state: ReadSignal<RunState>) -> impl IntoView {
+    view! {
+        <section class="result" data-testid="result-panel" aria-live="polite">
+            <h2>"Result"</h2>
+            {move || match state.get() {
+                RunState::Idle => view! {
+                    <p class="status idle" data-testid="run-status">"Press Run to start."</p>
+                }.into_any(),
+                RunState::Running => view! {
+                    <p class="status running" data-testid="run-status">"Running…"</p>
+                }.into_any(),
+                RunState::Done(report) => report_view(&ResultView::from_report(&report)).into_any(),
+            }}
+        </section>
+    }
+}
+
+fn report_view(result: &ResultView) -> impl IntoView + use<> {
+    let tone = match result.tone {
+        Tone::Success => "status success",
+        Tone::Failure => "status failure",
+    };
+    let value = result.value.clone().map(|value| {
+        view! {
+            <h3>"Return value"</h3>
+            <pre class="value" data-testid="result-value">{value}</pre>
+        }
+    });
+    let detail = result.detail.clone().map(|detail| {
+        view! { <pre class="error" data-testid="run-error">{detail}</pre> }
+    });
+    let console = (!result.console.is_empty()).then(|| {
+        let lines = result
+            .console
+            .iter()
+            .map(|(level, text)| view! { <li class=format!("console-{level}")>{text.clone()}</li> })
+            .collect_view();
+        view! {
+            <h3>"Console"</h3>
+            <ol class="console" data-testid="console-output">{lines}</ol>
+        }
+    });
+    view! {
+        <p class=tone data-testid="run-status">{result.status.clone()}</p>
+        {detail}
+        {value}
+        {console}
+    }
+}

@@ -1,0 +1,48 @@
+//! `sleep(ms)`: the guest's only way to wait on time.
+//!
+//! Following the codemode contract: `ms` is an integer from 0 to 10,000 and
+//! anything else throws a `RangeError` naming the limit. The wait is a host
+//! future (a thread timer natively, `setTimeout` in a worker) that the job
+//! executor awaits, so a sleeping run costs no CPU and never blocks the worker's
+//! event loop. A sleep counts against the wall budget only.
+
+use std::time::Duration;
+
+use boa_engine::job::NativeAsyncJob;
+use boa_engine::object::builtins::JsPromise;
+use boa_engine::property::Attribute;
+use boa_engine::{Context, JsNativeError, JsResult, JsValue, NativeFunction, js_string};
+
+/// The longest single sleep, in milliseconds.
+pub const MAX_SLEEP_MS: f64 = 10_000.0;
+
+pub(crate) fn install(context: &mut Context) -> JsResult<()> {
+    let sleep = NativeFunction::from_fn_ptr(sleep).to_js_function(context.realm());
+    context.register_global_property(js_string!("sleep"), sleep, Attribute::WRITABLE | Attribute::CONFIGURABLE)
+}
+
+fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let ms = args.first().cloned().unwrap_or_default();
+    let valid = ms.as_number().filter(|ms| ms.fract() == 0.0 && (0.0..=MAX_SLEEP_MS).contains(ms));
+    let Some(ms) = valid else {
+        let shown = match ms.as_string() {
+            Some(text) => format!("the string {:?}", text.to_std_string_escaped()),
+            None => ms.to_string(context).map(|text| text.to_std_string_escaped()).unwrap_or_default(),
+        };
+        return Err(JsNativeError::range()
+            .with_message(format!(
+                "sleep(ms) takes an integer number of milliseconds from 0 to 10000; got {shown}"
+            ))
+            .into());
+    };
+    let (promise, resolvers) = JsPromise::new_pending(context);
+    context.enqueue_job(
+        NativeAsyncJob::new(async move |context| {
+            // `ms` is an integer in 0..=10_000, so the conversion is exact.
+            futures_timer::Delay::new(Duration::from_millis(ms as u64)).await;
+            resolvers.resolve.call(&JsValue::undefined(), &[], &mut context.borrow_mut())
+        })
+        .into(),
+    );
+    Ok(promise.into())
+}

@@ -1,0 +1,40 @@
+//! Native tests of the sandbox: the shared table of programs, and what only a
+//! native build shows.
+#![cfg(not(target_arch = "wasm32"))]
+
+mod cases;
+
+use kiln_sandbox::run;
+use kiln_types::RunLimits;
+
+use cases::{CASES, check, summary};
+
+#[test]
+fn programs_report_what_they_did() {
+    let failures: Vec<String> = CASES
+        .iter()
+        .filter_map(|(code, expected)| {
+            let report = futures::executor::block_on(run(code, &RunLimits::default()));
+            check(code, expected, &report).err()
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn a_syntax_error_names_the_line_of_the_program() {
+    let report = futures::executor::block_on(run("let a = 1;\nlet = = 2;", &RunLimits::default()));
+    let text = summary(&report);
+    assert!(text.starts_with("syntax ") && text.contains("line 2"), "{text}");
+}
+
+#[test]
+fn console_output_past_its_budget_is_dropped_and_counted() {
+    let limits = RunLimits { console_bytes: 10, ..RunLimits::default() };
+    let report = futures::executor::block_on(run(
+        "for (let i = 0; i < 5; i++) console.log('12345')",
+        &limits,
+    ));
+    assert_eq!(report.console.len(), 2);
+    assert_eq!(report.console_dropped, 3);
+}

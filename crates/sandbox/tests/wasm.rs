@@ -1,0 +1,33 @@
+//! The sandbox compiled to wasm, in headless Chromium, inside a dedicated worker
+//! as in production: the shared table of programs, and a host future resolved by
+//! a real browser event while the run waits.
+#![cfg(target_arch = "wasm32")]
+
+mod cases;
+
+use kiln_sandbox::run;
+use kiln_types::RunLimits;
+use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
+
+use cases::{CASES, check};
+
+wasm_bindgen_test_configure!(run_in_dedicated_worker);
+
+#[wasm_bindgen_test]
+async fn programs_report_what_they_did() {
+    let mut failures = Vec::new();
+    for (code, expected) in CASES {
+        let report = run(code, &RunLimits::default()).await;
+        if let Err(failure) = check(code, expected, &report) {
+            failures.push(failure);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[wasm_bindgen_test]
+async fn a_run_measures_its_duration_with_the_worker_clock() {
+    let report = run("let s = 0; for (let i = 0; i < 100000; i++) s += i; return s", &RunLimits::default()).await;
+    assert_eq!(cases::summary(&report), "completed 4999950000");
+    assert!(report.duration_ms > 0.0, "{}", report.duration_ms);
+}

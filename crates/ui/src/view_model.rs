@@ -1,0 +1,110 @@
+//! What the result panel says about a run report, as plain strings: pure, so it
+//! is tested natively.
+
+use kiln_types::{RunErrorKind, RunOutcome, RunReport};
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Tone {
+    Success,
+    Failure,
+}
+
+/// The panel's text for one finished run.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct ResultView {
+    pub tone: Tone,
+    /// One plain sentence: what happened.
+    pub status: String,
+    /// The error message, when the run failed.
+    pub detail: Option<String>,
+    /// The returned value as pretty JSON, when the run completed.
+    pub value: Option<String>,
+    /// Console lines as `(level, text)`.
+    pub console: Vec<(&'static str, String)>,
+}
+
+impl ResultView {
+    pub(crate) fn from_report(report: &RunReport) -> Self {
+        let mut console: Vec<(&'static str, String)> =
+            report.console.iter().map(|line| (line.level.method(), line.text.clone())).collect();
+        if report.console_dropped > 0 {
+            console.push(("warn", format!("… {} more lines dropped (console budget spent)", report.console_dropped)));
+        }
+        let duration = format_ms(report.duration_ms);
+        match &report.outcome {
+            RunOutcome::Completed { value } => Self {
+                tone: Tone::Success,
+                status: format!("Completed in {duration}."),
+                detail: None,
+                value: Some(serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())),
+                console,
+            },
+            RunOutcome::Failed(error) => {
+                let status = match error.kind {
+                    RunErrorKind::Syntax => "The program has a syntax error.".to_owned(),
+                    RunErrorKind::Script => format!("The program threw an error after {duration}."),
+                    RunErrorKind::NeverSettled => {
+                        "The program never finished: it awaits something that cannot happen.".to_owned()
+                    }
+                    RunErrorKind::BudgetExhausted => format!(
+                        "Stopped after {duration}: the program ran past its time budget. \
+                         The sandbox was restarted; you can run again."
+                    ),
+                    RunErrorKind::Engine => "The sandbox failed to run the program.".to_owned(),
+                };
+                Self { tone: Tone::Failure, status, detail: Some(error.message.clone()), value: None, console }
+            }
+        }
+    }
+}
+
+fn format_ms(ms: f64) -> String {
+    if ms >= 1000.0 { format!("{:.1} s", ms / 1000.0) } else { format!("{ms:.1} ms") }
+}
+
+#[cfg(test)]
+mod tests {
+    use kiln_types::{ConsoleLevel, ConsoleLine, RunError};
+
+    use super::*;
+
+    fn report(outcome: RunOutcome, duration_ms: f64) -> RunReport {
+        RunReport {
+            outcome,
+            console: vec![ConsoleLine { level: ConsoleLevel::Log, text: "hi".into() }],
+            console_dropped: 2,
+            duration_ms,
+        }
+    }
+
+    #[test]
+    fn panel_text_for_each_outcome() {
+        let cases = [
+            (
+                report(RunOutcome::Completed { value: serde_json::json!({"a": 1}) }, 3.25),
+                "Completed in 3.2 ms.",
+                None,
+                Some("{\n  \"a\": 1\n}"),
+            ),
+            (
+                report(RunOutcome::Failed(RunError::wall_budget(5000)), 5003.0),
+                "Stopped after 5.0 s: the program ran past its time budget. The sandbox was restarted; you can run again.",
+                Some("budget_exhausted:wall: the program ran longer than its wall budget of 5000 ms and was stopped"),
+                None,
+            ),
+            (
+                report(RunOutcome::Failed(RunError::new(RunErrorKind::Script, "TypeError: x")), 1.0),
+                "The program threw an error after 1.0 ms.",
+                Some("TypeError: x"),
+                None,
+            ),
+        ];
+        for (report, status, detail, value) in cases {
+            let view = ResultView::from_report(&report);
+            assert_eq!(view.status, status);
+            assert_eq!(view.detail.as_deref(), detail);
+            assert_eq!(view.value.as_deref(), value);
+            assert_eq!(view.console.len(), 2, "the dropped-lines notice follows the kept lines");
+        }
+    }
+}

@@ -1,0 +1,48 @@
+//! `cargo xtask bench`: the wasm files' sizes (raw and gzipped) and the page
+//! figures measured in headless Chromium by `playwright/bench/page.mjs`.
+
+use std::io::Write as _;
+use std::path::Path;
+use std::process::Command;
+
+use anyhow::{Context as _, Result};
+use flate2::Compression;
+use flate2::write::GzEncoder;
+
+use crate::build::{build_app, run_checked};
+use crate::serve::StaticServer;
+use crate::tools::{self, CHROMIUM};
+
+pub fn run(root: &Path) -> Result<()> {
+    tools::ensure_browser()?;
+    let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
+    build_app(root)?;
+
+    println!("wasm and JavaScript files of pkg/ (bytes):");
+    let pkg = root.join("pkg");
+    let mut files: Vec<_> = std::fs::read_dir(&pkg)?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.extension().is_some_and(|extension| extension == "wasm" || extension == "js"))
+        .collect();
+    files.sort();
+    for path in files {
+        let bytes = std::fs::read(&path).with_context(|| format!("reading {}", path.display()))?;
+        let mut gzip = GzEncoder::new(Vec::new(), Compression::best());
+        gzip.write_all(&bytes)?;
+        let gzipped = gzip.finish()?.len();
+        let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
+        println!("  {name:<34} raw {:>9}   gzip -9 {:>9}", bytes.len(), gzipped);
+    }
+
+    let server = StaticServer::start(&pkg, 0)?;
+    println!("page figures (headless Chromium, {}):", server.url());
+    let mut node = Command::new("node");
+    node.arg(root.join("playwright/bench/page.mjs"))
+        .current_dir(root.join("playwright"))
+        .env("KILN_URL", server.url())
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .env("NODE_PATH", &node_modules);
+    run_checked(&mut node)?;
+    Ok(())
+}

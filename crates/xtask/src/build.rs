@@ -1,0 +1,131 @@
+//! Builds the static site into `pkg/`: release wasm for the page and the sandbox
+//! worker, `wasm-bindgen --target web`, `wasm-opt`, and the files of `www/` and
+//! `workers/`. The result is what any static host serves.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use anyhow::{Context as _, Result, bail};
+
+use crate::tools::{self, BuildTools, WASM_TARGET};
+
+/// One wasm module of the site.
+pub struct WasmModule {
+    /// Cargo package.
+    pub package: &'static str,
+    /// `--bin` name, for a binary crate; `None` for a cdylib.
+    pub bin: Option<&'static str>,
+    /// Cargo profile: speed for the sandbox, size for the page.
+    pub profile: &'static str,
+    /// The file name cargo writes, without `.wasm`.
+    pub artifact: &'static str,
+    /// The name of the module in `pkg/`.
+    pub out_name: &'static str,
+    /// `wasm-opt` level.
+    pub wasm_opt_level: &'static str,
+}
+
+pub const MODULES: [WasmModule; 2] = [
+    WasmModule {
+        package: "kiln-sandbox-worker",
+        bin: None,
+        profile: "release",
+        artifact: "kiln_sandbox_worker",
+        out_name: "kiln_sandbox_worker",
+        wasm_opt_level: "-O3",
+    },
+    WasmModule {
+        package: "kiln-ui",
+        bin: Some("kiln-ui"),
+        profile: "wasm-ui",
+        artifact: "kiln-ui",
+        out_name: "kiln_ui",
+        wasm_opt_level: "-Oz",
+    },
+];
+
+/// Builds everything into `root/pkg`.
+pub fn build_app(root: &Path) -> Result<()> {
+    let tools = tools::ensure_build_tools(root)?;
+    let pkg = root.join("pkg");
+    if pkg.exists() {
+        std::fs::remove_dir_all(&pkg).with_context(|| format!("clearing {}", pkg.display()))?;
+    }
+    for module in &MODULES {
+        build_module(root, &tools, module, &pkg)?;
+    }
+    copy_dir(&root.join("www"), &pkg)?;
+    copy_dir(&root.join("workers"), &pkg.join("workers"))?;
+    eprintln!("xtask: the app is in {}", pkg.display());
+    Ok(())
+}
+
+fn build_module(root: &Path, tools: &BuildTools, module: &WasmModule, pkg: &Path) -> Result<()> {
+    eprintln!("xtask: building {} ({} profile)", module.package, module.profile);
+    let mut cargo = Command::new("cargo");
+    cargo
+        .args(["build", "--target", WASM_TARGET, "--package", module.package, "--profile", module.profile])
+        .current_dir(root);
+    if let Some(bin) = module.bin {
+        cargo.args(["--bin", bin]);
+    }
+    run_checked(&mut cargo)?;
+
+    let wasm = target_dir(root).join(WASM_TARGET).join(module.profile).join(format!("{}.wasm", module.artifact));
+    let mut bindgen = Command::new(&tools.wasm_bindgen);
+    bindgen
+        .args(["--target", "web", "--no-typescript", "--out-name", module.out_name, "--out-dir"])
+        .arg(pkg)
+        .arg(&wasm);
+    run_checked(&mut bindgen)?;
+
+    let bg = pkg.join(format!("{}_bg.wasm", module.out_name));
+    let mut opt = Command::new(&tools.wasm_opt);
+    opt.arg(module.wasm_opt_level)
+        // Features the Rust toolchain's wasm32 target emits by default.
+        .args(["--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
+               "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue"])
+        .arg(&bg)
+        .arg("-o")
+        .arg(&bg);
+    run_checked(&mut opt)?;
+    Ok(())
+}
+
+/// Cargo's target directory (honours `CARGO_TARGET_DIR`).
+pub fn target_dir(root: &Path) -> PathBuf {
+    std::env::var_os("CARGO_TARGET_DIR").map_or_else(|| root.join("target"), PathBuf::from)
+}
+
+fn copy_dir(from: &Path, to: &Path) -> Result<()> {
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let entry = entry?;
+        let target = to.join(entry.file_name());
+        if entry.file_type()?.is_dir() {
+            copy_dir(&entry.path(), &target)?;
+        } else {
+            std::fs::copy(entry.path(), &target)
+                .with_context(|| format!("copying {} to {}", entry.path().display(), target.display()))?;
+        }
+    }
+    Ok(())
+}
+
+/// Runs a command with inherited output and fails with its command line if it fails.
+pub fn run_checked(command: &mut Command) -> Result<()> {
+    let status = command.status().with_context(|| format!("starting `{}`", describe(command)))?;
+    if !status.success() {
+        bail!("`{}` failed ({status})", describe(command));
+    }
+    Ok(())
+}
+
+/// A command line as a person would type it.
+pub fn describe(command: &Command) -> String {
+    std::iter::once(command.get_program())
+        .chain(command.get_args())
+        .map(|part| part.to_string_lossy().into_owned())
+        .collect::<Vec<_>>()
+        .join(" ")
+}

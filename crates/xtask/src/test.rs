@@ -1,0 +1,188 @@
+//! `cargo xtask test`: every test of the project, in order — lints, native tests,
+//! `wasm-bindgen-test` suites in headless Chromium, Playwright specs against the
+//! built app — ending with one line `N passed, N failed`.
+
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+use std::process::{Command, ExitCode, Stdio};
+use std::time::Instant;
+
+use anyhow::{Context as _, Result};
+
+use crate::build::{build_app, describe};
+use crate::serve::StaticServer;
+use crate::tools::{self, CHROMEDRIVER, CHROMIUM};
+
+/// Counts of one stage or of the whole run.
+#[derive(Debug, Default, Clone, Copy, PartialEq, Eq)]
+struct Tally {
+    passed: usize,
+    failed: usize,
+}
+
+impl std::ops::AddAssign for Tally {
+    fn add_assign(&mut self, other: Self) {
+        self.passed += other.passed;
+        self.failed += other.failed;
+    }
+}
+
+/// The wasm-bindgen-test suites: (package, what they cover).
+const WASM_SUITES: &[&str] = &["kiln-sandbox"];
+
+pub fn run_all(root: &Path) -> Result<ExitCode> {
+    let started = Instant::now();
+    let tools = tools::ensure_build_tools(root)?;
+    tools::ensure_browser()?;
+    let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
+    let mut total = Tally::default();
+    let mut stages = Vec::new();
+
+    let mut record = |name: &str, tally: Tally| {
+        eprintln!("xtask: {name}: {} passed, {} failed", tally.passed, tally.failed);
+        stages.push(format!("{name}: {} passed, {} failed", tally.passed, tally.failed));
+        total += tally;
+    };
+
+    record("lints", lints(root));
+
+    let mut native = Command::new("cargo");
+    native.args(["test", "--workspace"]).current_dir(root);
+    record("native tests", run_counted(&mut native, parse_cargo_line));
+
+    // The app is built before the browser stages; a build failure fails them all.
+    let built = build_app(root);
+    if let Err(error) = &built {
+        eprintln!("xtask: the app did not build: {error:#}");
+    }
+
+    for package in WASM_SUITES {
+        let mut wasm = Command::new("cargo");
+        wasm.args(["test", "--release", "--target", tools::WASM_TARGET, "--package", package])
+            .current_dir(root)
+            .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &tools.wasm_bindgen_test_runner)
+            .env("CHROMEDRIVER", CHROMEDRIVER)
+            .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", root.join("tests/webdriver.json"))
+            .env("WASM_BINDGEN_TEST_TIMEOUT", "120");
+        record(&format!("wasm tests ({package})"), run_counted(&mut wasm, parse_cargo_line));
+    }
+
+    if built.is_ok() {
+        let server = StaticServer::start(&root.join("pkg"), 0)?;
+        let mut playwright = Command::new("node");
+        playwright
+            .args(["--test", "--test-reporter=spec", "--test-concurrency=1"])
+            .arg(root.join("playwright/specs"))
+            .current_dir(root.join("playwright"))
+            .env("KILN_URL", server.url())
+            .env("KILN_CHROMIUM", CHROMIUM)
+            .env("NODE_PATH", &node_modules);
+        record("playwright", run_counted(&mut playwright, parse_node_line));
+        drop(server);
+    } else {
+        record("browser stages (app did not build)", Tally { passed: 0, failed: 1 });
+    }
+
+    eprintln!();
+    for stage in &stages {
+        eprintln!("  {stage}");
+    }
+    eprintln!("  took {:.1} min", started.elapsed().as_secs_f64() / 60.0);
+    println!("{} passed, {} failed", total.passed, total.failed);
+    Ok(if total.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+}
+
+/// `cargo fmt --check` and `clippy -D warnings`, one check each.
+fn lints(root: &Path) -> Tally {
+    let mut tally = Tally::default();
+    let checks: [&[&str]; 2] = [
+        &["fmt", "--all", "--", "--check"],
+        &["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"],
+    ];
+    for args in checks {
+        let mut command = Command::new("cargo");
+        command.args(args).current_dir(root);
+        match command.status() {
+            Ok(status) if status.success() => tally.passed += 1,
+            _ => {
+                eprintln!("xtask: `{}` failed", describe(&command));
+                tally.failed += 1;
+            }
+        }
+    }
+    tally
+}
+
+/// Runs a test command, echoing its output and counting what its runner reports.
+/// A command that fails without reporting a failure (it did not build, say)
+/// counts as one failure.
+fn run_counted(command: &mut Command, parse: fn(&str) -> Option<Tally>) -> Tally {
+    eprintln!("xtask: running `{}`", describe(command));
+    let mut tally = Tally::default();
+    let child = command.stdout(Stdio::piped()).spawn();
+    let mut child = match child.with_context(|| format!("starting `{}`", describe(command))) {
+        Ok(child) => child,
+        Err(error) => {
+            eprintln!("xtask: {error:#}");
+            return Tally { passed: 0, failed: 1 };
+        }
+    };
+    if let Some(stdout) = child.stdout.take() {
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            // Test output goes to stderr so that the summary is the last line of stdout.
+            eprintln!("{line}");
+            if let Some(counts) = parse(&line) {
+                tally += counts;
+            }
+        }
+    }
+    let success = child.wait().is_ok_and(|status| status.success());
+    if !success && tally.failed == 0 {
+        eprintln!("xtask: `{}` failed before reporting a failed test", describe(command));
+        tally.failed = 1;
+    }
+    tally
+}
+
+/// `test result: ok. 3 passed; 0 failed; ...` (libtest and wasm-bindgen-test).
+fn parse_cargo_line(line: &str) -> Option<Tally> {
+    let rest = line.trim().strip_prefix("test result: ")?;
+    let count = |word: &str| -> Option<usize> {
+        let before = rest.split(&format!(" {word}")).next()?;
+        before.rsplit([' ', '.', ';']).next()?.parse().ok()
+    };
+    Some(Tally { passed: count("passed")?, failed: count("failed")? })
+}
+
+/// `ℹ pass 3` / `ℹ fail 0` (node's spec reporter), one count per line.
+fn parse_node_line(line: &str) -> Option<Tally> {
+    let rest = line.trim().strip_prefix('ℹ')?.trim();
+    let (word, number) = rest.split_once(' ')?;
+    let number: usize = number.trim().parse().ok()?;
+    match word {
+        "pass" => Some(Tally { passed: number, failed: 0 }),
+        "fail" => Some(Tally { passed: 0, failed: number }),
+        _ => None,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn reads_runner_summaries() {
+        let cases: &[(&str, fn(&str) -> Option<Tally>, Option<(usize, usize)>)] = &[
+            ("test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.12s", parse_cargo_line, Some((3, 0))),
+            ("test result: FAILED. 12 passed; 2 failed; 0 ignored", parse_cargo_line, Some((12, 2))),
+            ("test tests::x ... ok", parse_cargo_line, None),
+            ("ℹ pass 4", parse_node_line, Some((4, 0))),
+            ("ℹ fail 1", parse_node_line, Some((0, 1))),
+            ("ℹ tests 5", parse_node_line, None),
+        ];
+        for (line, parse, expected) in cases {
+            let actual = parse(line).map(|tally| (tally.passed, tally.failed));
+            assert_eq!(actual, *expected, "{line}");
+        }
+    }
+}

@@ -1,0 +1,57 @@
+// Starts Debian's Chromium through playwright-core with a fresh profile, and opens the app.
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { chromium } from "playwright-core";
+
+// Without the background-networking flags Chromium reaches for hosts this
+// machine cannot reach; as root it needs --no-sandbox.
+export const CHROMIUM_ARGS = [
+  "--no-sandbox",
+  "--disable-gpu",
+  "--disable-quic",
+  "--no-first-run",
+  "--disable-background-networking",
+  "--disable-component-update",
+  "--disable-sync",
+  "--disable-dev-shm-usage",
+];
+
+export const APP_URL = process.env.KILN_URL ?? "http://127.0.0.1:8080/";
+
+/** Launches a browser with a new profile; `close()` ends it and removes the profile. */
+export async function launch() {
+  const profile = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
+  const context = await chromium.launchPersistentContext(profile, {
+    executablePath: process.env.KILN_CHROMIUM ?? "/usr/bin/chromium",
+    headless: true,
+    args: CHROMIUM_ARGS,
+  });
+  const page = context.pages()[0] ?? (await context.newPage());
+  const errors = [];
+  page.on("pageerror", (error) => errors.push(String(error)));
+  return {
+    context,
+    page,
+    errors,
+    async close() {
+      await context.close();
+      rmSync(profile, { recursive: true, force: true });
+    },
+  };
+}
+
+/** Opens the app and waits until the Run button can be pressed. */
+export async function openApp(page) {
+  await page.goto(APP_URL);
+  await page.getByTestId("run-button").waitFor({ state: "visible" });
+}
+
+/** Replaces the program, presses Run, and waits for the run to finish. */
+export async function runProgram(page, code, { timeout = 30_000 } = {}) {
+  await page.getByTestId("code-editor").fill(code);
+  await page.getByTestId("run-button").click();
+  await page.locator('[data-testid="run-status"]:not(.running)').waitFor({ timeout });
+  await page.getByTestId("run-button").waitFor({ state: "visible" });
+  return (await page.getByTestId("run-status").textContent()).trim();
+}

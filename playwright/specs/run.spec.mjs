@@ -1,0 +1,65 @@
+// A person types a program, runs it, and reads the answer; a program that never
+// ends is stopped, and the next run works.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { launch, openApp, runProgram } from "../lib/browser.mjs";
+
+let browser;
+before(async () => {
+  browser = await launch();
+  await openApp(browser.page);
+});
+after(async () => {
+  await browser?.close();
+});
+
+test("runs a program and shows its value and console lines", async () => {
+  const { page } = browser;
+  const status = await runProgram(
+    page,
+    'console.log("hello from the sandbox", {n: 1});\nconst x = await Promise.resolve(20);\nreturn {answer: x + 22};',
+  );
+  assert.match(status, /^Completed in \d+(\.\d+)? m?s\.$/);
+  const value = JSON.parse(await page.getByTestId("result-value").textContent());
+  assert.deepEqual(value, { answer: 42 });
+  assert.equal(await page.getByTestId("console-output").textContent(), "hello from the sandbox { n: 1 }");
+});
+
+test("shows a thrown error and a syntax error as readable messages", async () => {
+  const { page } = browser;
+  assert.match(await runProgram(page, 'throw new TypeError("no such thing")'), /threw an error/);
+  assert.equal(await page.getByTestId("run-error").textContent(), "TypeError: no such thing");
+  assert.match(await runProgram(page, "return ("), /syntax error/);
+  assert.match(await page.getByTestId("run-error").textContent(), /^SyntaxError: /);
+});
+
+test("stops a program that never ends, then runs the next one", async () => {
+  const { page } = browser;
+  const started = Date.now();
+  const status = await runProgram(page, "while (true) {}", { timeout: 20_000 });
+  const elapsed = Date.now() - started;
+  assert.match(status, /^Stopped after 5\.\d s: the program ran past its time budget\./);
+  assert.ok(elapsed >= 4_900, `stopped after ${elapsed} ms, before the 5 s budget`);
+  assert.match(await page.getByTestId("run-error").textContent(), /budget_exhausted:wall/);
+
+  // The page kept serving, and the next run gets a fresh worker.
+  assert.match(await runProgram(page, "return 6 * 7"), /^Completed/);
+  assert.equal(await page.getByTestId("result-value").textContent(), "42");
+});
+
+test("Ctrl+Enter in the editor runs the program", async () => {
+  const { page } = browser;
+  await page.getByTestId("code-editor").fill('return "keyboard"');
+  await page.getByTestId("code-editor").press("Control+Enter");
+  await page.locator('[data-testid="run-status"].success').waitFor();
+  assert.equal(await page.getByTestId("result-value").textContent(), '"keyboard"');
+});
+
+test("the page never evaluated guest code on the main thread and raised no errors", async () => {
+  const { page, errors } = browser;
+  // A program that would mark the main thread's global if it ran there.
+  await runProgram(page, "globalThis.__kiln_guest_was_here = true; return typeof window");
+  assert.equal(await page.getByTestId("result-value").textContent(), '"undefined"');
+  assert.equal(await page.evaluate(() => globalThis.__kiln_guest_was_here), undefined);
+  assert.deepEqual(errors, []);
+});
