@@ -15,7 +15,11 @@ use clap::{Parser, Subcommand};
 use kiln_types::{RunError, RunLimits, RunOutcome, RunReport};
 
 #[derive(Parser)]
-#[command(name = "kiln", version, about = "Run JavaScript programs in Kiln's Boa sandbox")]
+#[command(
+    name = "kiln",
+    version,
+    about = "Run JavaScript programs in Kiln's Boa sandbox"
+)]
 struct Cli {
     #[command(subcommand)]
     command: Command,
@@ -52,16 +56,19 @@ fn main() -> ExitCode {
 fn prepare(file: &PathBuf, limits: Option<&PathBuf>) -> Result<(String, RunLimits)> {
     let code = if file.as_os_str() == "-" {
         let mut code = String::new();
-        std::io::stdin().read_to_string(&mut code).context("reading the program from standard input")?;
+        std::io::stdin()
+            .read_to_string(&mut code)
+            .context("reading the program from standard input")?;
         code
     } else {
-        std::fs::read_to_string(file).with_context(|| format!("reading the program `{}`", file.display()))?
+        std::fs::read_to_string(file)
+            .with_context(|| format!("reading the program `{}`", file.display()))?
     };
     let limits = match limits {
         None => RunLimits::default(),
         Some(path) => {
-            let text =
-                std::fs::read_to_string(path).with_context(|| format!("reading the limits `{}`", path.display()))?;
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the limits `{}`", path.display()))?;
             serde_json::from_str::<RunLimits>(&text)
                 .with_context(|| format!("the limits `{}` are not valid", path.display()))?
         }
@@ -75,19 +82,27 @@ fn prepare(file: &PathBuf, limits: Option<&PathBuf>) -> Result<(String, RunLimit
 fn run_with_deadline(code: String, limits: RunLimits) -> RunReport {
     let started = Instant::now();
     let (sender, receiver) = mpsc::channel();
-    let spawned = std::thread::Builder::new().name("kiln-sandbox".into()).spawn(move || {
-        let report = futures::executor::block_on(kiln_sandbox::run(&code, &limits));
-        let _ = sender.send(report);
-    });
+    let spawned = std::thread::Builder::new()
+        .name("kiln-sandbox".into())
+        .spawn(move || {
+            let report = futures::executor::block_on(kiln_sandbox::run(&code, &limits));
+            let _ = sender.send(report);
+        });
     if let Err(error) = spawned {
         return RunReport::stopped(
-            RunError::new(kiln_types::RunErrorKind::Engine, format!("could not start the sandbox thread: {error}")),
+            RunError::new(
+                kiln_types::RunErrorKind::Engine,
+                format!("could not start the sandbox thread: {error}"),
+            ),
             0.0,
         );
     }
     match receiver.recv_timeout(Duration::from_millis(limits.wall_ms)) {
         Ok(report) => report,
-        Err(_) => RunReport::stopped(RunError::wall_budget(limits.wall_ms), started.elapsed().as_secs_f64() * 1e3),
+        Err(_) => RunReport::stopped(
+            RunError::wall_budget(limits.wall_ms),
+            started.elapsed().as_secs_f64() * 1e3,
+        ),
     }
 }
 

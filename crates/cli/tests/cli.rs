@@ -13,12 +13,21 @@ fn kiln(args: &[&str], stdin: Option<&str>) -> (i32, serde_json::Value, String) 
         .spawn()
         .unwrap();
     if let Some(input) = stdin {
-        child.stdin.take().unwrap().write_all(input.as_bytes()).unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(input.as_bytes())
+            .unwrap();
     }
     drop(child.stdin.take());
     let output = child.wait_with_output().unwrap();
     let json = serde_json::from_slice(&output.stdout).unwrap_or(serde_json::Value::Null);
-    (output.status.code().unwrap_or(-1), json, String::from_utf8_lossy(&output.stderr).into_owned())
+    (
+        output.status.code().unwrap_or(-1),
+        json,
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
 }
 
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
@@ -31,10 +40,16 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
 
 #[test]
 fn runs_a_file_and_prints_the_report() {
-    let file = temp_file("ok.js", "console.log('hi'); return {n: await Promise.resolve(3)}");
+    let file = temp_file(
+        "ok.js",
+        "console.log('hi'); return {n: await Promise.resolve(3)}",
+    );
     let (code, report, _) = kiln(&["run", file.to_str().unwrap()], None);
     assert_eq!(code, 0);
-    assert_eq!(report["outcome"], serde_json::json!({"status": "completed", "value": {"n": 3}}));
+    assert_eq!(
+        report["outcome"],
+        serde_json::json!({"status": "completed", "value": {"n": 3}})
+    );
     assert_eq!(report["console"][0]["text"], "hi");
 }
 
@@ -49,7 +64,10 @@ fn reads_standard_input_and_exits_1_on_a_thrown_error() {
 #[test]
 fn stops_a_program_that_never_ends_at_its_wall_budget() {
     let limits = temp_file("limits.json", r#"{"wall_ms": 300}"#);
-    let (code, report, _) = kiln(&["run", "-", "--limits", limits.to_str().unwrap()], Some("while (true) {}"));
+    let (code, report, _) = kiln(
+        &["run", "-", "--limits", limits.to_str().unwrap()],
+        Some("while (true) {}"),
+    );
     assert_eq!(code, 1);
     assert_eq!(report["outcome"]["kind"], "budget_exhausted");
 }
@@ -61,7 +79,13 @@ fn refuses_unreadable_input_with_exit_2_and_a_message_naming_it() {
     assert!(stderr.contains("`/nonexistent/program.js`"), "{stderr}");
 
     let limits = temp_file("bad-limits.json", r#"{"wall": 1}"#);
-    let (code, _, stderr) = kiln(&["run", "-", "--limits", limits.to_str().unwrap()], Some("return 1"));
+    let (code, _, stderr) = kiln(
+        &["run", "-", "--limits", limits.to_str().unwrap()],
+        Some("return 1"),
+    );
     assert_eq!(code, 2);
-    assert!(stderr.contains("bad-limits.json") && stderr.contains("wall"), "{stderr}");
+    assert!(
+        stderr.contains("bad-limits.json") && stderr.contains("wall"),
+        "{stderr}"
+    );
 }

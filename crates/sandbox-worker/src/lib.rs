@@ -35,13 +35,19 @@ fn on_message(event: &MessageEvent) {
         return;
     };
     match decode::<ToSandbox>(&text) {
-        Ok(ToSandbox::Run { run_id, code, limits }) => {
+        Ok(ToSandbox::Run {
+            run_id,
+            code,
+            limits,
+        }) => {
             wasm_bindgen_futures::spawn_local(async move {
                 let report = kiln_sandbox::run(&code, &limits.clamped()).await;
                 post(&FromSandbox::Report { run_id, report });
             });
         }
-        Err(problem) => post(&FromSandbox::Rejected { problem: problem.to_string() }),
+        Err(problem) => post(&FromSandbox::Rejected {
+            problem: problem.to_string(),
+        }),
     }
 }
 

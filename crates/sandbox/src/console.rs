@@ -24,7 +24,11 @@ struct Inner {
 
 impl ConsoleBuffer {
     pub(crate) fn new(budget_bytes: usize) -> Self {
-        Self(Rc::new(RefCell::new(Inner { lines: Vec::new(), bytes_left: budget_bytes, dropped: 0 })))
+        Self(Rc::new(RefCell::new(Inner {
+            lines: Vec::new(),
+            bytes_left: budget_bytes,
+            dropped: 0,
+        })))
     }
 
     fn push(&self, level: ConsoleLevel, text: String) {
@@ -44,7 +48,6 @@ impl ConsoleBuffer {
         (std::mem::take(&mut inner.lines), inner.dropped)
     }
 }
-
 
 /// Defines the global `console` object on `context`, printing into `buffer`.
 pub(crate) fn install(context: &mut Context, buffer: ConsoleBuffer) -> JsResult<()> {

@@ -18,7 +18,11 @@ impl HostHooks for GuestHooks {
         direct: bool,
         _context: &mut Context,
     ) -> JsResult<()> {
-        let what = if direct { "eval" } else { "compiling a string into code (eval, Function)" };
+        let what = if direct {
+            "eval"
+        } else {
+            "compiling a string into code (eval, Function)"
+        };
         Err(JsNativeError::eval()
             .with_message(format!("{what} is not allowed in the Kiln sandbox"))
             .into())

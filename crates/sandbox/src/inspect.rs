@@ -3,7 +3,6 @@
 //! Everything here runs guest code (getters, proxies) inside the guest's context,
 //! so it is bounded by the same engine limits as the program, and it never panics.
 
-
 use boa_engine::{Context, JsError, JsObject, JsResult, JsValue, JsVariant, js_string};
 
 /// How deep `console.log` descends before printing `[Object]`.
@@ -40,7 +39,9 @@ fn write_value(
             out.push_str(&number.to_string());
             out.push('n');
         }
-        JsVariant::Symbol(symbol) => out.push_str(&symbol.descriptive_string().to_std_string_escaped()),
+        JsVariant::Symbol(symbol) => {
+            out.push_str(&symbol.descriptive_string().to_std_string_escaped())
+        }
         _ => out.push_str(&value.to_string(context)?.to_std_string_escaped()),
     }
     Ok(())
@@ -55,7 +56,10 @@ fn write_object(
 ) -> JsResult<()> {
     if object.is_callable() {
         let name = object.get(js_string!("name"), context)?;
-        let name = name.as_string().map(|name| name.to_std_string_escaped()).unwrap_or_default();
+        let name = name
+            .as_string()
+            .map(|name| name.to_std_string_escaped())
+            .unwrap_or_default();
         if name.is_empty() {
             out.push_str("[Function (anonymous)]");
         } else {
@@ -118,7 +122,9 @@ fn object_keys(object: &JsObject, context: &mut Context) -> JsResult<Vec<boa_eng
     let Some(keys) = keys.as_object() else {
         return Ok(Vec::new());
     };
-    let length = keys.get(js_string!("length"), context)?.to_length(context)?;
+    let length = keys
+        .get(js_string!("length"), context)?
+        .to_length(context)?;
     let mut out = Vec::new();
     for index in 0..length {
         let key = keys.get(index, context)?;
@@ -145,10 +151,19 @@ fn error_summary(object: &JsObject, context: &mut Context) -> JsResult<Option<St
     if !is_error {
         return Ok(None);
     }
-    let name = object.get(js_string!("name"), context)?.to_string(context)?.to_std_string_escaped();
-    let message =
-        object.get(js_string!("message"), context)?.to_string(context)?.to_std_string_escaped();
-    Ok(Some(if message.is_empty() { name } else { format!("{name}: {message}") }))
+    let name = object
+        .get(js_string!("name"), context)?
+        .to_string(context)?
+        .to_std_string_escaped();
+    let message = object
+        .get(js_string!("message"), context)?
+        .to_string(context)?
+        .to_std_string_escaped();
+    Ok(Some(if message.is_empty() {
+        name
+    } else {
+        format!("{name}: {message}")
+    }))
 }
 
 fn is_identifier(text: &str) -> bool {
@@ -174,7 +189,11 @@ pub(crate) fn error_message(error: &JsError, context: &mut Context) -> String {
         Ok(native) => {
             let message = native.message();
             let name = native.kind().to_string();
-            if message.is_empty() { name } else { format!("{name}: {message}") }
+            if message.is_empty() {
+                name
+            } else {
+                format!("{name}: {message}")
+            }
         }
         Err(engine) => format!("the engine stopped the program: {engine}"),
     }
@@ -182,5 +201,31 @@ pub(crate) fn error_message(error: &JsError, context: &mut Context) -> String {
 
 /// The returned value as JSON: `undefined` becomes `null`; a cycle is refused.
 pub(crate) fn to_json(value: &JsValue, context: &mut Context) -> JsResult<serde_json::Value> {
-    Ok(value.to_json(context)?.unwrap_or(serde_json::Value::Null))
+    let mut json = value.to_json(context)?.unwrap_or(serde_json::Value::Null);
+    integral_numbers(&mut json);
+    Ok(json)
+}
+
+/// JavaScript has one number type; Boa hands integers past `i32` over as `f64`,
+/// which serde writes as `4999950000.0`. Write them as `JSON.stringify` does.
+/// Iterative, so a deep value cannot exhaust the host's stack here.
+fn integral_numbers(json: &mut serde_json::Value) {
+    /// Integers up to 2^53 are exact in an `f64`.
+    const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
+    let mut stack = vec![json];
+    while let Some(value) = stack.pop() {
+        match value {
+            serde_json::Value::Number(number) => {
+                if let Some(float) = number.as_f64().filter(|_| number.is_f64()) {
+                    if float.fract() == 0.0 && float.abs() <= MAX_SAFE {
+                        // Exact: |float| <= 2^53 and integral.
+                        *number = serde_json::Number::from(float as i64);
+                    }
+                }
+            }
+            serde_json::Value::Array(items) => stack.extend(items.iter_mut()),
+            serde_json::Value::Object(map) => stack.extend(map.values_mut()),
+            _ => {}
+        }
+    }
 }

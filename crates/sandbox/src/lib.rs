@@ -34,9 +34,9 @@ pub const ENGINE: &str = "boa 0.22";
 pub use sleep::MAX_SLEEP_MS;
 
 /// Guest code is placed inside this wrapper so that top-level `await` and `return`
-/// work. The body starts on the wrapper's first line, so line numbers in syntax
-/// errors are the program's own.
-const WRAPPER_OPEN: &str = "(async function () {";
+/// work. The body starts on the wrapper's second line; [`program_position`]
+/// turns positions in syntax errors back into the program's own.
+const WRAPPER_OPEN: &str = "(async function () {\n";
 const WRAPPER_CLOSE: &str = "\n})()";
 
 /// Runs `code` to completion in a fresh context and reports the outcome.
@@ -59,7 +59,12 @@ pub async fn run(code: &str, limits: &RunLimits) -> RunReport {
     };
 
     let (console, console_dropped) = console.take();
-    RunReport { outcome, console, console_dropped, duration_ms: started.elapsed().as_secs_f64() * 1e3 }
+    RunReport {
+        outcome,
+        console,
+        console_dropped,
+        duration_ms: started.elapsed().as_secs_f64() * 1e3,
+    }
 }
 
 fn new_context(executor: Rc<HostJobExecutor>, console: ConsoleBuffer) -> Result<Context, JsError> {
@@ -76,13 +81,18 @@ async fn evaluate(code: &str, executor: &Rc<HostJobExecutor>, context: &mut Cont
     let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
     let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
         Ok(script) => script,
-        Err(error) => return failed(RunErrorKind::Syntax, &error, context),
+        Err(error) => {
+            let message = program_position(&inspect::error_message(&error, context));
+            return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
+        }
     };
     let promise = match script.evaluate(context) {
         Ok(value) => value,
         Err(error) => return failed(RunErrorKind::Script, &error, context),
     };
-    let Some(promise) = promise.as_object().and_then(|object| JsPromise::from_object(object).ok())
+    let Some(promise) = promise
+        .as_object()
+        .and_then(|object| JsPromise::from_object(object).ok())
     else {
         return RunOutcome::Failed(RunError::new(
             RunErrorKind::Engine,
@@ -90,7 +100,10 @@ async fn evaluate(code: &str, executor: &Rc<HostJobExecutor>, context: &mut Cont
         ));
     };
 
-    let jobs = executor.clone().run_jobs_async(&RefCell::new(&mut *context)).await;
+    let jobs = executor
+        .clone()
+        .run_jobs_async(&RefCell::new(&mut *context))
+        .await;
     if let Err(error) = jobs {
         return failed(RunErrorKind::Script, &error, context);
     }
@@ -111,7 +124,28 @@ async fn evaluate(code: &str, executor: &Rc<HostJobExecutor>, context: &mut Cont
     }
 }
 
+/// Rewrites Boa's `at line N, col M` for the wrapper's extra first line.
+fn program_position(message: &str) -> String {
+    const MARK: &str = " at line ";
+    let Some(start) = message.rfind(MARK) else {
+        return message.to_owned();
+    };
+    let digits_start = start + MARK.len();
+    let digits_len = message[digits_start..]
+        .bytes()
+        .take_while(u8::is_ascii_digit)
+        .count();
+    match message[digits_start..digits_start + digits_len].parse::<u64>() {
+        Ok(line) if line > 1 => format!(
+            "{}{}{}",
+            &message[..digits_start],
+            line - 1,
+            &message[digits_start + digits_len..]
+        ),
+        _ => message.to_owned(),
+    }
+}
+
 fn failed(kind: RunErrorKind, error: &JsError, context: &mut Context) -> RunOutcome {
     RunOutcome::Failed(RunError::new(kind, inspect::error_message(error, context)))
 }
-

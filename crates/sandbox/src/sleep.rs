@@ -18,16 +18,25 @@ pub const MAX_SLEEP_MS: f64 = 10_000.0;
 
 pub(crate) fn install(context: &mut Context) -> JsResult<()> {
     let sleep = NativeFunction::from_fn_ptr(sleep).to_js_function(context.realm());
-    context.register_global_property(js_string!("sleep"), sleep, Attribute::WRITABLE | Attribute::CONFIGURABLE)
+    context.register_global_property(
+        js_string!("sleep"),
+        sleep,
+        Attribute::WRITABLE | Attribute::CONFIGURABLE,
+    )
 }
 
 fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
     let ms = args.first().cloned().unwrap_or_default();
-    let valid = ms.as_number().filter(|ms| ms.fract() == 0.0 && (0.0..=MAX_SLEEP_MS).contains(ms));
+    let valid = ms
+        .as_number()
+        .filter(|ms| ms.fract() == 0.0 && (0.0..=MAX_SLEEP_MS).contains(ms));
     let Some(ms) = valid else {
         let shown = match ms.as_string() {
             Some(text) => format!("the string {:?}", text.to_std_string_escaped()),
-            None => ms.to_string(context).map(|text| text.to_std_string_escaped()).unwrap_or_default(),
+            None => ms
+                .to_string(context)
+                .map(|text| text.to_std_string_escaped())
+                .unwrap_or_default(),
         };
         return Err(JsNativeError::range()
             .with_message(format!(
@@ -40,7 +49,9 @@ fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
         NativeAsyncJob::new(async move |context| {
             // `ms` is an integer in 0..=10_000, so the conversion is exact.
             futures_timer::Delay::new(Duration::from_millis(ms as u64)).await;
-            resolvers.resolve.call(&JsValue::undefined(), &[], &mut context.borrow_mut())
+            resolvers
+                .resolve
+                .call(&JsValue::undefined(), &[], &mut context.borrow_mut())
         })
         .into(),
     );

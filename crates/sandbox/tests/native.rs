@@ -25,12 +25,21 @@ fn programs_report_what_they_did() {
 fn a_syntax_error_names_the_line_of_the_program() {
     let report = futures::executor::block_on(run("let a = 1;\nlet = = 2;", &RunLimits::default()));
     let text = summary(&report);
-    assert!(text.starts_with("syntax ") && text.contains("line 2"), "{text}");
+    assert!(
+        text.starts_with("syntax ") && text.ends_with("at line 2, col 7"),
+        "{text}"
+    );
+    let report = futures::executor::block_on(run("return +* 1", &RunLimits::default()));
+    let text = summary(&report);
+    assert!(text.ends_with("at line 1, col 9"), "{text}");
 }
 
 #[test]
 fn console_output_past_its_budget_is_dropped_and_counted() {
-    let limits = RunLimits { console_bytes: 10, ..RunLimits::default() };
+    let limits = RunLimits {
+        console_bytes: 10,
+        ..RunLimits::default()
+    };
     let report = futures::executor::block_on(run(
         "for (let i = 0; i < 5; i++) console.log('12345')",
         &limits,

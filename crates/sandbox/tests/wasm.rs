@@ -27,7 +27,11 @@ async fn programs_report_what_they_did() {
 
 #[wasm_bindgen_test]
 async fn a_run_measures_its_duration_with_the_worker_clock() {
-    let report = run("let s = 0; for (let i = 0; i < 100000; i++) s += i; return s", &RunLimits::default()).await;
+    let report = run(
+        "let s = 0; for (let i = 0; i < 100000; i++) s += i; return s",
+        &RunLimits::default(),
+    )
+    .await;
     assert_eq!(cases::summary(&report), "completed 4999950000");
     assert!(report.duration_ms > 0.0, "{}", report.duration_ms);
 }

@@ -6,4 +6,6 @@
 pub mod protocol;
 pub mod run;
 
-pub use run::{ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport};
+pub use run::{
+    ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport,
+};

@@ -23,7 +23,11 @@ pub struct Envelope<M> {
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToSandbox {
     /// Run one program. The worker answers with [`FromSandbox::Report`].
-    Run { run_id: u64, code: String, limits: RunLimits },
+    Run {
+        run_id: u64,
+        code: String,
+        limits: RunLimits,
+    },
 }
 
 /// From a sandbox worker to its host.
@@ -64,7 +68,11 @@ impl std::error::Error for DecodeError {}
 pub fn encode<M: Serialize>(msg: M) -> String {
     // Serializing these plain enums cannot fail: no maps with non-string keys, no
     // non-finite floats reach them unchecked (serde_json writes `null` for those).
-    serde_json::to_string(&Envelope { v: PROTOCOL_VERSION, msg }).unwrap_or_default()
+    serde_json::to_string(&Envelope {
+        v: PROTOCOL_VERSION,
+        msg,
+    })
+    .unwrap_or_default()
 }
 
 /// Decodes a message from the wire, refusing other protocol versions.
@@ -90,7 +98,11 @@ mod tests {
 
     #[test]
     fn round_trips_a_run_and_a_report() {
-        let run = ToSandbox::Run { run_id: 7, code: "return 1".into(), limits: RunLimits::default() };
+        let run = ToSandbox::Run {
+            run_id: 7,
+            code: "return 1".into(),
+            limits: RunLimits::default(),
+        };
         assert_eq!(decode::<ToSandbox>(&encode(&run)), Ok(run));
 
         let report = FromSandbox::Report {
@@ -116,7 +128,11 @@ mod tests {
     fn limits_clamp_and_default() {
         let limits: RunLimits = serde_json::from_str("{}").unwrap();
         assert_eq!(limits, RunLimits::default());
-        let wide = RunLimits { wall_ms: u64::MAX, console_bytes: usize::MAX }.clamped();
+        let wide = RunLimits {
+            wall_ms: u64::MAX,
+            console_bytes: usize::MAX,
+        }
+        .clamped();
         assert_eq!(wide.wall_ms, RunLimits::MAX_WALL_MS);
         assert!(serde_json::from_str::<RunLimits>(r#"{"wal_ms":1}"#).is_err());
     }

@@ -33,7 +33,10 @@ impl RunLimits {
 
 impl Default for RunLimits {
     fn default() -> Self {
-        Self { wall_ms: Self::DEFAULT_WALL_MS, console_bytes: Self::DEFAULT_CONSOLE_BYTES }
+        Self {
+            wall_ms: Self::DEFAULT_WALL_MS,
+            console_bytes: Self::DEFAULT_CONSOLE_BYTES,
+        }
     }
 }
 
@@ -53,7 +56,12 @@ impl RunReport {
     /// A report for a run that the host ended before the sandbox could answer.
     #[must_use]
     pub fn stopped(error: RunError, duration_ms: f64) -> Self {
-        Self { outcome: RunOutcome::Failed(error), console: Vec::new(), console_dropped: 0, duration_ms }
+        Self {
+            outcome: RunOutcome::Failed(error),
+            console: Vec::new(),
+            console_dropped: 0,
+            duration_ms,
+        }
     }
 }
 
@@ -63,7 +71,9 @@ impl RunReport {
 pub enum RunOutcome {
     /// The program returned. `value` is the returned value as JSON (`null` for
     /// `undefined`).
-    Completed { value: serde_json::Value },
+    Completed {
+        value: serde_json::Value,
+    },
     Failed(RunError),
 }
 
@@ -78,7 +88,10 @@ pub struct RunError {
 impl RunError {
     #[must_use]
     pub fn new(kind: RunErrorKind, message: impl Into<String>) -> Self {
-        Self { kind, message: message.into() }
+        Self {
+            kind,
+            message: message.into(),
+        }
     }
 
     /// The wall budget ran out and the host stopped the program.

@@ -46,21 +46,39 @@ impl SandboxWorker {
         let (sender, events) = mpsc::unbounded();
         let on_message_sender = sender.clone();
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
-            let event = match event.data().as_string().map(|text| decode::<FromSandbox>(&text)) {
+            let event = match event
+                .data()
+                .as_string()
+                .map(|text| decode::<FromSandbox>(&text))
+            {
                 Some(Ok(message)) => Event::Message(message),
-                Some(Err(problem)) => Event::Failed(format!("the sandbox worker said something unreadable: {problem}")),
+                Some(Err(problem)) => Event::Failed(format!(
+                    "the sandbox worker said something unreadable: {problem}"
+                )),
                 None => Event::Failed("the sandbox worker sent a message that is not text".into()),
             };
             let _ = on_message_sender.unbounded_send(event);
         });
         let onerror = Closure::<dyn FnMut(ErrorEvent)>::new(move |event: ErrorEvent| {
             let message = event.message();
-            let message = if message.is_empty() { "the worker script could not load".to_owned() } else { message };
-            let _ = sender.unbounded_send(Event::Failed(format!("the sandbox worker failed: {message}")));
+            let message = if message.is_empty() {
+                "the worker script could not load".to_owned()
+            } else {
+                message
+            };
+            let _ = sender.unbounded_send(Event::Failed(format!(
+                "the sandbox worker failed: {message}"
+            )));
         });
         worker.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
         worker.set_onerror(Some(onerror.as_ref().unchecked_ref()));
-        Ok(Self { worker, events, ready: false, _onmessage: onmessage, _onerror: onerror })
+        Ok(Self {
+            worker,
+            events,
+            ready: false,
+            _onmessage: onmessage,
+            _onerror: onerror,
+        })
     }
 
     /// Waits for the worker's `ready`, once.
@@ -81,9 +99,10 @@ impl SandboxWorker {
                 Err("the sandbox worker answered before it was ready".into())
             }
             Either::Left((None, _)) => Err("the sandbox worker went away while starting".into()),
-            Either::Right(_) => {
-                Err(format!("the sandbox worker did not start within {} s", WORKER_START_MS / 1000))
-            }
+            Either::Right(_) => Err(format!(
+                "the sandbox worker did not start within {} s",
+                WORKER_START_MS / 1000
+            )),
         }
     }
 }
@@ -130,9 +149,16 @@ impl SandboxClient {
             *next += 1;
             *next
         };
-        let message = encode(ToSandbox::Run { run_id, code, limits });
+        let message = encode(ToSandbox::Run {
+            run_id,
+            code,
+            limits,
+        });
         if let Err(error) = worker.worker.post_message(&JsValue::from_str(&message)) {
-            return engine_failure(format!("could not send the program: {}", describe(&error)), started);
+            return engine_failure(
+                format!("could not send the program: {}", describe(&error)),
+                started,
+            );
         }
 
         let budget = sleep_ms(limits.wall_ms).fuse();
@@ -140,28 +166,43 @@ impl SandboxClient {
         loop {
             let next = worker.events.next();
             match select(next, &mut budget).await {
-                Either::Left((Some(Event::Message(FromSandbox::Report { run_id: id, report })), _))
-                    if id == run_id =>
-                {
+                Either::Left((
+                    Some(Event::Message(FromSandbox::Report { run_id: id, report })),
+                    _,
+                )) if id == run_id => {
                     self.keep_idle(worker);
                     return report;
                 }
                 // A stale report or a repeated `ready`: not ours, keep waiting.
-                Either::Left((Some(Event::Message(FromSandbox::Report { .. } | FromSandbox::Ready)), _)) => {}
-                Either::Left((Some(Event::Message(FromSandbox::Rejected { problem }) | Event::Failed(problem)), _)) => {
+                Either::Left((
+                    Some(Event::Message(FromSandbox::Report { .. } | FromSandbox::Ready)),
+                    _,
+                )) => {}
+                Either::Left((
+                    Some(
+                        Event::Message(FromSandbox::Rejected { problem }) | Event::Failed(problem),
+                    ),
+                    _,
+                )) => {
                     drop(worker);
                     self.warm_up();
                     return engine_failure(problem, started);
                 }
                 Either::Left((None, _)) => {
                     self.warm_up();
-                    return engine_failure("the sandbox worker went away during the run".into(), started);
+                    return engine_failure(
+                        "the sandbox worker went away during the run".into(),
+                        started,
+                    );
                 }
                 Either::Right(_) => {
                     // Boa has no interrupt hook: ending the worker is how a run stops.
                     drop(worker);
                     self.warm_up();
-                    return RunReport::stopped(RunError::wall_budget(limits.wall_ms), now_ms() - started);
+                    return RunReport::stopped(
+                        RunError::wall_budget(limits.wall_ms),
+                        now_ms() - started,
+                    );
                 }
             }
         }
@@ -176,7 +217,10 @@ impl SandboxClient {
 }
 
 fn engine_failure(problem: String, started: f64) -> RunReport {
-    RunReport::stopped(RunError::new(RunErrorKind::Engine, problem), now_ms() - started)
+    RunReport::stopped(
+        RunError::new(RunErrorKind::Engine, problem),
+        now_ms() - started,
+    )
 }
 
 fn describe(error: &JsValue) -> String {
@@ -189,7 +233,9 @@ fn describe(error: &JsValue) -> String {
 
 /// Milliseconds on the page's monotonic clock.
 pub fn now_ms() -> f64 {
-    web_sys::window().and_then(|window| window.performance()).map_or(0.0, |performance| performance.now())
+    web_sys::window()
+        .and_then(|window| window.performance())
+        .map_or(0.0, |performance| performance.now())
 }
 
 /// A future that resolves after `ms` milliseconds on the page's timer.

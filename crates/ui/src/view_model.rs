@@ -25,10 +25,19 @@ pub(crate) struct ResultView {
 
 impl ResultView {
     pub(crate) fn from_report(report: &RunReport) -> Self {
-        let mut console: Vec<(&'static str, String)> =
-            report.console.iter().map(|line| (line.level.method(), line.text.clone())).collect();
+        let mut console: Vec<(&'static str, String)> = report
+            .console
+            .iter()
+            .map(|line| (line.level.method(), line.text.clone()))
+            .collect();
         if report.console_dropped > 0 {
-            console.push(("warn", format!("… {} more lines dropped (console budget spent)", report.console_dropped)));
+            console.push((
+                "warn",
+                format!(
+                    "… {} more lines dropped (console budget spent)",
+                    report.console_dropped
+                ),
+            ));
         }
         let duration = format_ms(report.duration_ms);
         match &report.outcome {
@@ -36,7 +45,9 @@ impl ResultView {
                 tone: Tone::Success,
                 status: format!("Completed in {duration}."),
                 detail: None,
-                value: Some(serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string())),
+                value: Some(
+                    serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
+                ),
                 console,
             },
             RunOutcome::Failed(error) => {
@@ -44,7 +55,8 @@ impl ResultView {
                     RunErrorKind::Syntax => "The program has a syntax error.".to_owned(),
                     RunErrorKind::Script => format!("The program threw an error after {duration}."),
                     RunErrorKind::NeverSettled => {
-                        "The program never finished: it awaits something that cannot happen.".to_owned()
+                        "The program never finished: it awaits something that cannot happen."
+                            .to_owned()
                     }
                     RunErrorKind::BudgetExhausted => format!(
                         "Stopped after {duration}: the program ran past its time budget. \
@@ -52,14 +64,24 @@ impl ResultView {
                     ),
                     RunErrorKind::Engine => "The sandbox failed to run the program.".to_owned(),
                 };
-                Self { tone: Tone::Failure, status, detail: Some(error.message.clone()), value: None, console }
+                Self {
+                    tone: Tone::Failure,
+                    status,
+                    detail: Some(error.message.clone()),
+                    value: None,
+                    console,
+                }
             }
         }
     }
 }
 
 fn format_ms(ms: f64) -> String {
-    if ms >= 1000.0 { format!("{:.1} s", ms / 1000.0) } else { format!("{ms:.1} ms") }
+    if ms >= 1000.0 {
+        format!("{:.1} s", ms / 1000.0)
+    } else {
+        format!("{ms:.1} ms")
+    }
 }
 
 #[cfg(test)]
@@ -71,7 +93,10 @@ mod tests {
     fn report(outcome: RunOutcome, duration_ms: f64) -> RunReport {
         RunReport {
             outcome,
-            console: vec![ConsoleLine { level: ConsoleLevel::Log, text: "hi".into() }],
+            console: vec![ConsoleLine {
+                level: ConsoleLevel::Log,
+                text: "hi".into(),
+            }],
             console_dropped: 2,
             duration_ms,
         }
@@ -81,7 +106,12 @@ mod tests {
     fn panel_text_for_each_outcome() {
         let cases = [
             (
-                report(RunOutcome::Completed { value: serde_json::json!({"a": 1}) }, 3.25),
+                report(
+                    RunOutcome::Completed {
+                        value: serde_json::json!({"a": 1}),
+                    },
+                    3.25,
+                ),
                 "Completed in 3.2 ms.",
                 None,
                 Some("{\n  \"a\": 1\n}"),
@@ -89,11 +119,16 @@ mod tests {
             (
                 report(RunOutcome::Failed(RunError::wall_budget(5000)), 5003.0),
                 "Stopped after 5.0 s: the program ran past its time budget. The sandbox was restarted; you can run again.",
-                Some("budget_exhausted:wall: the program ran longer than its wall budget of 5000 ms and was stopped"),
+                Some(
+                    "budget_exhausted:wall: the program ran longer than its wall budget of 5000 ms and was stopped",
+                ),
                 None,
             ),
             (
-                report(RunOutcome::Failed(RunError::new(RunErrorKind::Script, "TypeError: x")), 1.0),
+                report(
+                    RunOutcome::Failed(RunError::new(RunErrorKind::Script, "TypeError: x")),
+                    1.0,
+                ),
                 "The program threw an error after 1.0 ms.",
                 Some("TypeError: x"),
                 None,
@@ -104,7 +139,11 @@ mod tests {
             assert_eq!(view.status, status);
             assert_eq!(view.detail.as_deref(), detail);
             assert_eq!(view.value.as_deref(), value);
-            assert_eq!(view.console.len(), 2, "the dropped-lines notice follows the kept lines");
+            assert_eq!(
+                view.console.len(),
+                2,
+                "the dropped-lines notice follows the kept lines"
+            );
         }
     }
 }

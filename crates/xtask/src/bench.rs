@@ -23,7 +23,10 @@ pub fn run(root: &Path) -> Result<()> {
     let mut files: Vec<_> = std::fs::read_dir(&pkg)?
         .filter_map(Result::ok)
         .map(|entry| entry.path())
-        .filter(|path| path.extension().is_some_and(|extension| extension == "wasm" || extension == "js"))
+        .filter(|path| {
+            path.extension()
+                .is_some_and(|extension| extension == "wasm" || extension == "js")
+        })
         .collect();
     files.sort();
     for path in files {
@@ -31,8 +34,15 @@ pub fn run(root: &Path) -> Result<()> {
         let mut gzip = GzEncoder::new(Vec::new(), Compression::best());
         gzip.write_all(&bytes)?;
         let gzipped = gzip.finish()?.len();
-        let name = path.file_name().map(|name| name.to_string_lossy().into_owned()).unwrap_or_default();
-        println!("  {name:<34} raw {:>9}   gzip -9 {:>9}", bytes.len(), gzipped);
+        let name = path
+            .file_name()
+            .map(|name| name.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        println!(
+            "  {name:<34} raw {:>9}   gzip -9 {:>9}",
+            bytes.len(),
+            gzipped
+        );
     }
 
     let server = StaticServer::start(&pkg, 0)?;

@@ -61,35 +61,102 @@ pub fn build_app(root: &Path) -> Result<()> {
 }
 
 fn build_module(root: &Path, tools: &BuildTools, module: &WasmModule, pkg: &Path) -> Result<()> {
-    eprintln!("xtask: building {} ({} profile)", module.package, module.profile);
+    eprintln!(
+        "xtask: building {} ({} profile)",
+        module.package, module.profile
+    );
     let mut cargo = Command::new("cargo");
     cargo
-        .args(["build", "--target", WASM_TARGET, "--package", module.package, "--profile", module.profile])
+        .args([
+            "build",
+            "--target",
+            WASM_TARGET,
+            "--package",
+            module.package,
+            "--profile",
+            module.profile,
+        ])
         .current_dir(root);
     if let Some(bin) = module.bin {
         cargo.args(["--bin", bin]);
     }
     run_checked(&mut cargo)?;
 
-    let wasm = target_dir(root).join(WASM_TARGET).join(module.profile).join(format!("{}.wasm", module.artifact));
+    let wasm = target_dir(root)
+        .join(WASM_TARGET)
+        .join(module.profile)
+        .join(format!("{}.wasm", module.artifact));
+    let staged = stage(root, tools, module, &wasm)?;
+    copy_dir(&staged, pkg)
+}
+
+/// Runs `wasm-bindgen` and `wasm-opt` on `wasm` into a staging folder under
+/// `target/`, unless that folder already holds the output for this exact input
+/// (wasm-opt on the sandbox takes minutes).
+fn stage(root: &Path, tools: &BuildTools, module: &WasmModule, wasm: &Path) -> Result<PathBuf> {
+    let staged = target_dir(root).join("kiln-site").join(module.out_name);
+    let stamp_path = staged.with_extension("stamp");
+    let input = std::fs::read(wasm).with_context(|| format!("reading {}", wasm.display()))?;
+    let stamp = format!(
+        "{:016x} {} {}",
+        fnv1a(&input),
+        module.wasm_opt_level,
+        tools.wasm_bindgen.display()
+    );
+    if std::fs::read_to_string(&stamp_path).ok().as_deref() == Some(stamp.as_str())
+        && staged.is_dir()
+    {
+        return Ok(staged);
+    }
+    if staged.exists() {
+        std::fs::remove_dir_all(&staged)
+            .with_context(|| format!("clearing {}", staged.display()))?;
+    }
+
     let mut bindgen = Command::new(&tools.wasm_bindgen);
     bindgen
-        .args(["--target", "web", "--no-typescript", "--out-name", module.out_name, "--out-dir"])
-        .arg(pkg)
-        .arg(&wasm);
+        .args([
+            "--target",
+            "web",
+            "--no-typescript",
+            "--out-name",
+            module.out_name,
+            "--out-dir",
+        ])
+        .arg(&staged)
+        .arg(wasm);
     run_checked(&mut bindgen)?;
 
-    let bg = pkg.join(format!("{}_bg.wasm", module.out_name));
+    eprintln!(
+        "xtask: wasm-opt {} {}",
+        module.wasm_opt_level, module.out_name
+    );
+    let bg = staged.join(format!("{}_bg.wasm", module.out_name));
     let mut opt = Command::new(&tools.wasm_opt);
     opt.arg(module.wasm_opt_level)
         // Features the Rust toolchain's wasm32 target emits by default.
-        .args(["--enable-bulk-memory", "--enable-nontrapping-float-to-int", "--enable-sign-ext",
-               "--enable-mutable-globals", "--enable-reference-types", "--enable-multivalue"])
+        .args([
+            "--enable-bulk-memory",
+            "--enable-nontrapping-float-to-int",
+            "--enable-sign-ext",
+            "--enable-mutable-globals",
+            "--enable-reference-types",
+            "--enable-multivalue",
+        ])
         .arg(&bg)
         .arg("-o")
         .arg(&bg);
     run_checked(&mut opt)?;
-    Ok(())
+    std::fs::write(&stamp_path, stamp)
+        .with_context(|| format!("writing {}", stamp_path.display()))?;
+    Ok(staged)
+}
+
+/// FNV-1a over the bytes: a cheap fingerprint of a build artifact.
+fn fnv1a(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
+        (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// Cargo's target directory (honours `CARGO_TARGET_DIR`).
@@ -105,8 +172,9 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
         if entry.file_type()?.is_dir() {
             copy_dir(&entry.path(), &target)?;
         } else {
-            std::fs::copy(entry.path(), &target)
-                .with_context(|| format!("copying {} to {}", entry.path().display(), target.display()))?;
+            std::fs::copy(entry.path(), &target).with_context(|| {
+                format!("copying {} to {}", entry.path().display(), target.display())
+            })?;
         }
     }
     Ok(())
@@ -114,7 +182,9 @@ fn copy_dir(from: &Path, to: &Path) -> Result<()> {
 
 /// Runs a command with inherited output and fails with its command line if it fails.
 pub fn run_checked(command: &mut Command) -> Result<()> {
-    let status = command.status().with_context(|| format!("starting `{}`", describe(command)))?;
+    let status = command
+        .status()
+        .with_context(|| format!("starting `{}`", describe(command)))?;
     if !status.success() {
         bail!("`{}` failed ({status})", describe(command));
     }

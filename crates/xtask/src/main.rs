@@ -1,8 +1,8 @@
 //! `cargo xtask`: the two commands of the README (`serve`, `test`) and the ones
 //! behind them (`build`, `bench`). Each installs what it needs on a fresh machine.
 
-mod build;
 mod bench;
+mod build;
 mod serve;
 mod test;
 mod tools;
@@ -69,7 +69,9 @@ fn parse_port(args: &[String]) -> Result<u16> {
             .with_context(|| format!("`--port {value}` is not a port number (1-65535)")),
         [flag] if flag.starts_with("--port=") => {
             let value = &flag["--port=".len()..];
-            value.parse().with_context(|| format!("`{flag}` is not a port number (1-65535)"))
+            value
+                .parse()
+                .with_context(|| format!("`{flag}` is not a port number (1-65535)"))
         }
         other => bail!("unexpected arguments `{}`\n\n{USAGE}", other.join(" ")),
     }

@@ -19,9 +19,13 @@ pub struct StaticServer {
 impl StaticServer {
     /// Serves `dir` on 127.0.0.1:`port` (0 picks a free port) from background threads.
     pub fn start(dir: &Path, port: u16) -> Result<Self> {
-        let server = Server::http(("127.0.0.1", port))
-            .map_err(|error| anyhow!("cannot listen on 127.0.0.1:{port}: {error}\nhint: pass another `--port`"))?;
-        let port = server.server_addr().to_ip().map_or(port, |address| address.port());
+        let server = Server::http(("127.0.0.1", port)).map_err(|error| {
+            anyhow!("cannot listen on 127.0.0.1:{port}: {error}\nhint: pass another `--port`")
+        })?;
+        let port = server
+            .server_addr()
+            .to_ip()
+            .map_or(port, |address| address.port());
         let server = Arc::new(server);
         let threads = (0..4)
             .map(|_| {
@@ -34,7 +38,11 @@ impl StaticServer {
                 })
             })
             .collect();
-        Ok(Self { server, threads, port })
+        Ok(Self {
+            server,
+            threads,
+            port,
+        })
     }
 
     pub fn url(&self) -> String {
@@ -67,7 +75,11 @@ fn respond(dir: &Path, request: Request) {
     let response = match resolve(dir, request.url()) {
         Some(path) => match std::fs::read(&path) {
             Ok(bytes) => {
-                let response = with_header(Response::from_data(bytes), "Content-Type", content_type(&path));
+                let response = with_header(
+                    Response::from_data(bytes),
+                    "Content-Type",
+                    content_type(&path),
+                );
                 with_header(response, "Cache-Control", "no-cache")
             }
             Err(_) => not_found(),
@@ -78,7 +90,11 @@ fn respond(dir: &Path, request: Request) {
 }
 
 fn not_found() -> Response<std::io::Cursor<Vec<u8>>> {
-    with_header(Response::from_string("not found").with_status_code(404), "Content-Type", "text/plain; charset=utf-8")
+    with_header(
+        Response::from_string("not found").with_status_code(404),
+        "Content-Type",
+        "text/plain; charset=utf-8",
+    )
 }
 
 /// The file a URL names inside `dir`, refusing anything that climbs out of it.
@@ -113,7 +129,11 @@ fn content_type(path: &Path) -> &'static str {
     }
 }
 
-fn with_header<R: std::io::Read>(mut response: Response<R>, name: &str, value: &str) -> Response<R> {
+fn with_header<R: std::io::Read>(
+    mut response: Response<R>,
+    name: &str,
+    value: &str,
+) -> Response<R> {
     // Names and values are ASCII constants chosen above, which always parse.
     if let Ok(header) = Header::from_bytes(name.as_bytes(), value.as_bytes()) {
         response.add_header(header);
@@ -132,7 +152,10 @@ mod tests {
         std::fs::write(dir.join("index.html"), "<p>").unwrap();
         std::fs::write(dir.join("workers/sandbox.js"), "").unwrap();
         assert_eq!(resolve(&dir, "/"), Some(dir.join("index.html")));
-        assert_eq!(resolve(&dir, "/workers/sandbox.js?v=1"), Some(dir.join("workers/sandbox.js")));
+        assert_eq!(
+            resolve(&dir, "/workers/sandbox.js?v=1"),
+            Some(dir.join("workers/sandbox.js"))
+        );
         assert_eq!(resolve(&dir, "/../Cargo.toml"), None);
         assert_eq!(resolve(&dir, "/missing.js"), None);
         assert_eq!(content_type(Path::new("a_bg.wasm")), "application/wasm");

@@ -39,8 +39,14 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     let mut stages = Vec::new();
 
     let mut record = |name: &str, tally: Tally| {
-        eprintln!("xtask: {name}: {} passed, {} failed", tally.passed, tally.failed);
-        stages.push(format!("{name}: {} passed, {} failed", tally.passed, tally.failed));
+        eprintln!(
+            "xtask: {name}: {} passed, {} failed",
+            tally.passed, tally.failed
+        );
+        stages.push(format!(
+            "{name}: {} passed, {} failed",
+            tally.passed, tally.failed
+        ));
         total += tally;
     };
 
@@ -58,21 +64,38 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
 
     for package in WASM_SUITES {
         let mut wasm = Command::new("cargo");
-        wasm.args(["test", "--release", "--target", tools::WASM_TARGET, "--package", package])
-            .current_dir(root)
-            .env("CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER", &tools.wasm_bindgen_test_runner)
-            .env("CHROMEDRIVER", CHROMEDRIVER)
-            .env("WASM_BINDGEN_TEST_WEBDRIVER_JSON", root.join("tests/webdriver.json"))
-            .env("WASM_BINDGEN_TEST_TIMEOUT", "120");
-        record(&format!("wasm tests ({package})"), run_counted(&mut wasm, parse_cargo_line));
+        wasm.args([
+            "test",
+            "--release",
+            "--target",
+            tools::WASM_TARGET,
+            "--package",
+            package,
+        ])
+        .current_dir(root)
+        .env(
+            "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
+            &tools.wasm_bindgen_test_runner,
+        )
+        .env("CHROMEDRIVER", CHROMEDRIVER)
+        .env(
+            "WASM_BINDGEN_TEST_WEBDRIVER_JSON",
+            root.join("tests/webdriver.json"),
+        )
+        .env("WASM_BINDGEN_TEST_TIMEOUT", "120");
+        record(
+            &format!("wasm tests ({package})"),
+            run_counted(&mut wasm, parse_cargo_line),
+        );
     }
 
     if built.is_ok() {
         let server = StaticServer::start(&root.join("pkg"), 0)?;
+        let specs = spec_files(&root.join("playwright/specs"))?;
         let mut playwright = Command::new("node");
         playwright
             .args(["--test", "--test-reporter=spec", "--test-concurrency=1"])
-            .arg(root.join("playwright/specs"))
+            .args(&specs)
             .current_dir(root.join("playwright"))
             .env("KILN_URL", server.url())
             .env("KILN_CHROMIUM", CHROMIUM)
@@ -80,7 +103,13 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
         record("playwright", run_counted(&mut playwright, parse_node_line));
         drop(server);
     } else {
-        record("browser stages (app did not build)", Tally { passed: 0, failed: 1 });
+        record(
+            "browser stages (app did not build)",
+            Tally {
+                passed: 0,
+                failed: 1,
+            },
+        );
     }
 
     eprintln!();
@@ -89,7 +118,24 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     }
     eprintln!("  took {:.1} min", started.elapsed().as_secs_f64() / 60.0);
     println!("{} passed, {} failed", total.passed, total.failed);
-    Ok(if total.failed == 0 { ExitCode::SUCCESS } else { ExitCode::FAILURE })
+    Ok(if total.failed == 0 {
+        ExitCode::SUCCESS
+    } else {
+        ExitCode::FAILURE
+    })
+}
+
+/// The Playwright specs (`*.spec.mjs`), in name order. Node 20's `--test` does not
+/// find files by that name on its own, so they are passed explicitly.
+fn spec_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
+    let mut specs: Vec<_> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(Result::ok)
+        .map(|entry| entry.path())
+        .filter(|path| path.to_string_lossy().ends_with(".spec.mjs"))
+        .collect();
+    specs.sort();
+    Ok(specs)
 }
 
 /// `cargo fmt --check` and `clippy -D warnings`, one check each.
@@ -97,7 +143,15 @@ fn lints(root: &Path) -> Tally {
     let mut tally = Tally::default();
     let checks: [&[&str]; 2] = [
         &["fmt", "--all", "--", "--check"],
-        &["clippy", "--workspace", "--all-targets", "--quiet", "--", "-D", "warnings"],
+        &[
+            "clippy",
+            "--workspace",
+            "--all-targets",
+            "--quiet",
+            "--",
+            "-D",
+            "warnings",
+        ],
     ];
     for args in checks {
         let mut command = Command::new("cargo");
@@ -124,7 +178,10 @@ fn run_counted(command: &mut Command, parse: fn(&str) -> Option<Tally>) -> Tally
         Ok(child) => child,
         Err(error) => {
             eprintln!("xtask: {error:#}");
-            return Tally { passed: 0, failed: 1 };
+            return Tally {
+                passed: 0,
+                failed: 1,
+            };
         }
     };
     if let Some(stdout) = child.stdout.take() {
@@ -138,7 +195,10 @@ fn run_counted(command: &mut Command, parse: fn(&str) -> Option<Tally>) -> Tally
     }
     let success = child.wait().is_ok_and(|status| status.success());
     if !success && tally.failed == 0 {
-        eprintln!("xtask: `{}` failed before reporting a failed test", describe(command));
+        eprintln!(
+            "xtask: `{}` failed before reporting a failed test",
+            describe(command)
+        );
         tally.failed = 1;
     }
     tally
@@ -151,7 +211,10 @@ fn parse_cargo_line(line: &str) -> Option<Tally> {
         let before = rest.split(&format!(" {word}")).next()?;
         before.rsplit([' ', '.', ';']).next()?.parse().ok()
     };
-    Some(Tally { passed: count("passed")?, failed: count("failed")? })
+    Some(Tally {
+        passed: count("passed")?,
+        failed: count("failed")?,
+    })
 }
 
 /// `ℹ pass 3` / `ℹ fail 0` (node's spec reporter), one count per line.
@@ -160,8 +223,14 @@ fn parse_node_line(line: &str) -> Option<Tally> {
     let (word, number) = rest.split_once(' ')?;
     let number: usize = number.trim().parse().ok()?;
     match word {
-        "pass" => Some(Tally { passed: number, failed: 0 }),
-        "fail" => Some(Tally { passed: 0, failed: number }),
+        "pass" => Some(Tally {
+            passed: number,
+            failed: 0,
+        }),
+        "fail" => Some(Tally {
+            passed: 0,
+            failed: number,
+        }),
         _ => None,
     }
 }
@@ -173,8 +242,16 @@ mod tests {
     #[test]
     fn reads_runner_summaries() {
         let cases: &[(&str, fn(&str) -> Option<Tally>, Option<(usize, usize)>)] = &[
-            ("test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.12s", parse_cargo_line, Some((3, 0))),
-            ("test result: FAILED. 12 passed; 2 failed; 0 ignored", parse_cargo_line, Some((12, 2))),
+            (
+                "test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.12s",
+                parse_cargo_line,
+                Some((3, 0)),
+            ),
+            (
+                "test result: FAILED. 12 passed; 2 failed; 0 ignored",
+                parse_cargo_line,
+                Some((12, 2)),
+            ),
             ("test tests::x ... ok", parse_cargo_line, None),
             ("ℹ pass 4", parse_node_line, Some((4, 0))),
             ("ℹ fail 1", parse_node_line, Some((0, 1))),

@@ -26,13 +26,26 @@ pub fn ensure_build_tools(root: &Path) -> Result<BuildTools> {
     let wasm_bindgen_dir = cache_dir()?.join(format!("wasm-bindgen-{version}"));
     let wasm_bindgen = wasm_bindgen_dir.join("bin/wasm-bindgen");
     if !reports_version(&wasm_bindgen, &version) {
-        eprintln!("xtask: installing wasm-bindgen-cli {version} (once; about 10 minutes on 2 cores)");
+        eprintln!(
+            "xtask: installing wasm-bindgen-cli {version} (once; about 10 minutes on 2 cores)"
+        );
         // `--locked` fails: a locked dependency of the CLI is gone from the registry.
         let mut install = Command::new("cargo");
-        install.args(["install", "wasm-bindgen-cli", "--version", &version, "--root"]).arg(&wasm_bindgen_dir);
+        install
+            .args([
+                "install",
+                "wasm-bindgen-cli",
+                "--version",
+                &version,
+                "--root",
+            ])
+            .arg(&wasm_bindgen_dir);
         run_checked(&mut install)?;
         if !reports_version(&wasm_bindgen, &version) {
-            bail!("`{}` does not report version {version} after installing it", wasm_bindgen.display());
+            bail!(
+                "`{}` does not report version {version} after installing it",
+                wasm_bindgen.display()
+            );
         }
     }
     let wasm_opt = ensure_npm_packages(&root.join("crates/xtask/npm"))?.join(".bin/wasm-opt");
@@ -53,7 +66,9 @@ pub fn ensure_browser() -> Result<()> {
     update.arg("update").arg("-q");
     run_checked(&mut update).context("hint: installing Chromium needs root (apt-get)")?;
     let mut install = Command::new("apt-get");
-    install.args(["install", "-y", "-q", "chromium", "chromium-driver"]).env("DEBIAN_FRONTEND", "noninteractive");
+    install
+        .args(["install", "-y", "-q", "chromium", "chromium-driver"])
+        .env("DEBIAN_FRONTEND", "noninteractive");
     run_checked(&mut install).context("hint: installing Chromium needs root (apt-get)")?;
     Ok(())
 }
@@ -70,7 +85,8 @@ pub fn ensure_npm_packages(dir: &Path) -> Result<PathBuf> {
     }
     eprintln!("xtask: npm ci in {}", dir.display());
     let mut npm = Command::new("npm");
-    npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"]).current_dir(dir);
+    npm.args(["ci", "--no-audit", "--no-fund", "--loglevel=error"])
+        .current_dir(dir);
     run_checked(&mut npm).context("hint: npm must be on PATH (Debian's nodejs and npm)")?;
     std::fs::write(&stamp, &lock).with_context(|| format!("writing {}", stamp.display()))?;
     Ok(node_modules)
@@ -80,8 +96,13 @@ fn ensure_wasm_target() -> Result<()> {
     let output = Command::new("rustup")
         .args(["target", "list", "--installed"])
         .output()
-        .context("running `rustup target list --installed`\nhint: Kiln builds with a rustup toolchain")?;
-    if String::from_utf8_lossy(&output.stdout).lines().any(|line| line.trim() == WASM_TARGET) {
+        .context(
+            "running `rustup target list --installed`\nhint: Kiln builds with a rustup toolchain",
+        )?;
+    if String::from_utf8_lossy(&output.stdout)
+        .lines()
+        .any(|line| line.trim() == WASM_TARGET)
+    {
         return Ok(());
     }
     eprintln!("xtask: adding the {WASM_TARGET} target");
@@ -94,7 +115,10 @@ fn wasm_bindgen_version(root: &Path) -> Result<String> {
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
         if line.trim() == "name = \"wasm-bindgen\"" {
-            if let Some(version) = lines.next().and_then(|line| line.trim().strip_prefix("version = ")) {
+            if let Some(version) = lines
+                .next()
+                .and_then(|line| line.trim().strip_prefix("version = "))
+            {
                 return Ok(version.trim_matches('"').to_owned());
             }
         }
@@ -106,14 +130,22 @@ fn reports_version(binary: &Path, version: &str) -> bool {
     Command::new(binary)
         .arg("--version")
         .output()
-        .is_ok_and(|output| String::from_utf8_lossy(&output.stdout).split_whitespace().nth(1) == Some(version))
+        .is_ok_and(|output| {
+            String::from_utf8_lossy(&output.stdout)
+                .split_whitespace()
+                .nth(1)
+                == Some(version)
+        })
 }
 
 /// Where installed tools are kept across clones: `$CARGO_HOME/kiln-tools`.
 fn cache_dir() -> Result<PathBuf> {
     let cargo_home = match std::env::var_os("CARGO_HOME") {
         Some(home) => PathBuf::from(home),
-        None => PathBuf::from(std::env::var_os("HOME").context("neither CARGO_HOME nor HOME is set")?).join(".cargo"),
+        None => {
+            PathBuf::from(std::env::var_os("HOME").context("neither CARGO_HOME nor HOME is set")?)
+                .join(".cargo")
+        }
     };
     Ok(cargo_home.join("kiln-tools"))
 }

@@ -12,59 +12,122 @@ pub fn summary(report: &RunReport) -> String {
             format!("{} {}", kind.as_str().unwrap_or("?"), error.message)
         }
     };
-    let console: Vec<String> =
-        report.console.iter().map(|line| format!("{}> {}", line.level.method(), line.text)).collect();
-    if console.is_empty() { outcome } else { format!("{outcome} | {}", console.join(" | ")) }
+    let console: Vec<String> = report
+        .console
+        .iter()
+        .map(|line| format!("{}> {}", line.level.method(), line.text))
+        .collect();
+    if console.is_empty() {
+        outcome
+    } else {
+        format!("{outcome} | {}", console.join(" | "))
+    }
 }
 
 /// Programs every sandbox build must run identically, natively and in wasm.
 pub const CASES: &[(&str, &str)] = &[
     ("return 1 + 1", "completed 2"),
-    ("return {a: [1, 'x', true, null]}", r#"completed {"a":[1,"x",true,null]}"#),
-    ("const x = await Promise.resolve(5); return x * 2", "completed 10"),
+    (
+        "return {a: [1, 'x', true, null]}",
+        r#"completed {"a":[1,"x",true,null]}"#,
+    ),
+    (
+        "const x = await Promise.resolve(5); return x * 2",
+        "completed 10",
+    ),
+    (
+        "return [2 ** 40, -(2 ** 33), 0.5, -0, 1e21]",
+        "completed [1099511627776,-8589934592,0.5,0,1e+21]",
+    ),
     ("return 'text'", r#"completed "text""#),
     ("return undefined", "completed null"),
     ("", "completed null"),
-    ("console.log('hi', 1, {a: 1, 'b-c': [2]}); console.warn('w'); return null",
-     r#"completed null | log> hi 1 { a: 1, "b-c": [ 2 ] } | warn> w"#),
-    ("function named() {} console.log(named, () => 1)",
-     "completed null | log> [Function: named] [Function (anonymous)]"),
-    ("const a = {n: 1}; a.self = a; console.log(a)",
-     "completed null | log> { n: 1, self: [Circular] }"),
-    ("console.error(new RangeError('out'))", "completed null | error> RangeError: out"),
-    ("throw new TypeError('bad input')", "script TypeError: bad input"),
-    ("await Promise.reject(new Error('later'))", "script Error: later"),
+    (
+        "console.log('hi', 1, {a: 1, 'b-c': [2]}); console.warn('w'); return null",
+        r#"completed null | log> hi 1 { a: 1, "b-c": [ 2 ] } | warn> w"#,
+    ),
+    (
+        "function named() {} console.log(named, () => 1)",
+        "completed null | log> [Function: named] [Function (anonymous)]",
+    ),
+    (
+        "const a = {n: 1}; a.self = a; console.log(a)",
+        "completed null | log> { n: 1, self: [Circular] }",
+    ),
+    (
+        "console.error(new RangeError('out'))",
+        "completed null | error> RangeError: out",
+    ),
+    (
+        "throw new TypeError('bad input')",
+        "script TypeError: bad input",
+    ),
+    (
+        "await Promise.reject(new Error('later'))",
+        "script Error: later",
+    ),
     ("throw 'boom'", "script Uncaught boom"),
-    ("null.x", "script TypeError: cannot convert 'null' or 'undefined' to object"),
+    (
+        "null.x",
+        "script TypeError: cannot convert 'null' or 'undefined' to object",
+    ),
     ("return (", "syntax"),
-    ("await new Promise(() => {})",
-     "never_settled the program is waiting on a promise that nothing can settle (nothing is left to run)"),
-    ("return eval('1')", "script EvalError: eval is not allowed in the Kiln sandbox"),
-    ("return (function(){}).constructor('return 1')()",
-     "script EvalError: compiling a string into code (eval, Function) is not allowed in the Kiln sandbox"),
-    ("return (async function(){}).constructor('return 1')",
-     "script EvalError: compiling a string into code (eval, Function) is not allowed in the Kiln sandbox"),
+    (
+        "await new Promise(() => {})",
+        "never_settled the program is waiting on a promise that nothing can settle (nothing is left to run)",
+    ),
+    (
+        "return eval('1')",
+        "script EvalError: eval is not allowed in the Kiln sandbox",
+    ),
+    (
+        "return (function(){}).constructor('return 1')()",
+        "script EvalError: compiling a string into code (eval, Function) is not allowed in the Kiln sandbox",
+    ),
+    (
+        "return (async function(){}).constructor('return 1')",
+        "script EvalError: compiling a string into code (eval, Function) is not allowed in the Kiln sandbox",
+    ),
     ("await sleep(20); return 'slept'", r#"completed "slept""#),
-    ("const t = Date.now(); await Promise.all([sleep(30), sleep(30)]); return Date.now() - t < 1000",
-     "completed true"),
-    ("await sleep(-1)",
-     "script RangeError: sleep(ms) takes an integer number of milliseconds from 0 to 10000; got -1"),
-    ("await sleep(1.5)",
-     "script RangeError: sleep(ms) takes an integer number of milliseconds from 0 to 10000; got 1.5"),
-    ("await sleep('5')",
-     "script RangeError: sleep(ms) takes an integer number of milliseconds from 0 to 10000; got the string \"5\""),
-    ("try { sleep(10001) } catch (e) { return e instanceof RangeError }", "completed true"),
-    ("return typeof setTimeout + typeof fetch + typeof require", r#"completed "undefinedundefinedundefined""#),
+    (
+        "const t = Date.now(); await Promise.all([sleep(30), sleep(30)]); return Date.now() - t < 1000",
+        "completed true",
+    ),
+    (
+        "await sleep(-1)",
+        "script RangeError: sleep(ms) takes an integer number of milliseconds from 0 to 10000; got -1",
+    ),
+    (
+        "await sleep(1.5)",
+        "script RangeError: sleep(ms) takes an integer number of milliseconds from 0 to 10000; got 1.5",
+    ),
+    (
+        "await sleep('5')",
+        "script RangeError: sleep(ms) takes an integer number of milliseconds from 0 to 10000; got the string \"5\"",
+    ),
+    (
+        "try { sleep(10001) } catch (e) { return e instanceof RangeError }",
+        "completed true",
+    ),
+    (
+        "return typeof setTimeout + typeof fetch + typeof require",
+        r#"completed "undefinedundefinedundefined""#,
+    ),
 ];
 
 /// Checks one case; `syntax` alone matches any syntax error, whose wording is Boa's.
 pub fn check(code: &str, expected: &str, report: &RunReport) -> Result<(), String> {
     let actual = summary(report);
-    let matches = if expected == "syntax" { actual.starts_with("syntax ") } else { actual == expected };
+    let matches = if expected == "syntax" {
+        actual.starts_with("syntax ")
+    } else {
+        actual == expected
+    };
     if matches {
         Ok(())
     } else {
-        Err(format!("program `{code}`\n  expected: {expected}\n  actual:   {actual}"))
+        Err(format!(
+            "program `{code}`\n  expected: {expected}\n  actual:   {actual}"
+        ))
     }
 }
-
