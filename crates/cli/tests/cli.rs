@@ -1,6 +1,11 @@
 //! The `kiln` binary as a person runs it: files, standard input, exit codes, and
 //! a program that never ends stopped at its wall budget.
 
+#![expect(
+    clippy::unwrap_used,
+    reason = "test helpers: a panic here is a failed test with its line"
+)]
+
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 

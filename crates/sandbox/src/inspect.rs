@@ -175,10 +175,10 @@ fn is_identifier(text: &str) -> bool {
 /// The one-line message of an uncaught error: `Name: message`, no stack.
 pub(crate) fn error_message(error: &JsError, context: &mut Context) -> String {
     if let Some(value) = error.as_opaque() {
-        if let Some(object) = value.as_object() {
-            if let Ok(Some(summary)) = error_summary(&object, context) {
-                return summary;
-            }
+        if let Some(object) = value.as_object()
+            && let Ok(Some(summary)) = error_summary(&object, context)
+        {
+            return summary;
         }
         return match display(value, context) {
             Ok(text) => format!("Uncaught {text}"),
@@ -216,11 +216,12 @@ fn integral_numbers(json: &mut serde_json::Value) {
     while let Some(value) = stack.pop() {
         match value {
             serde_json::Value::Number(number) => {
-                if let Some(float) = number.as_f64().filter(|_| number.is_f64()) {
-                    if float.fract() == 0.0 && float.abs() <= MAX_SAFE {
-                        // Exact: |float| <= 2^53 and integral.
-                        *number = serde_json::Number::from(float as i64);
-                    }
+                let integral = number.as_f64().filter(|float| {
+                    number.is_f64() && float.fract() == 0.0 && float.abs() <= MAX_SAFE
+                });
+                if let Some(float) = integral {
+                    // Exact: |float| <= 2^53 and integral.
+                    *number = serde_json::Number::from(float as i64);
                 }
             }
             serde_json::Value::Array(items) => stack.extend(items.iter_mut()),

@@ -123,10 +123,10 @@ pub struct SandboxClient {
 impl SandboxClient {
     /// Starts a worker now so that the first run does not pay for it.
     pub fn warm_up(&self) {
-        if self.idle.borrow().is_none() {
-            if let Ok(worker) = SandboxWorker::start() {
-                *self.idle.borrow_mut() = Some(worker);
-            }
+        if self.idle.borrow().is_none()
+            && let Ok(worker) = SandboxWorker::start()
+        {
+            *self.idle.borrow_mut() = Some(worker);
         }
     }
 

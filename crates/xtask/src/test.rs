@@ -27,7 +27,10 @@ impl std::ops::AddAssign for Tally {
     }
 }
 
-/// The wasm-bindgen-test suites: (package, what they cover).
+/// Reads one line of a test runner's output; `Some` for a line that reports counts.
+type SummaryParser = fn(&str) -> Option<Tally>;
+
+/// The packages with `wasm-bindgen-test` suites.
 const WASM_SUITES: &[&str] = &["kiln-sandbox"];
 
 pub fn run_all(root: &Path) -> Result<ExitCode> {
@@ -170,7 +173,7 @@ fn lints(root: &Path) -> Tally {
 /// Runs a test command, echoing its output and counting what its runner reports.
 /// A command that fails without reporting a failure (it did not build, say)
 /// counts as one failure.
-fn run_counted(command: &mut Command, parse: fn(&str) -> Option<Tally>) -> Tally {
+fn run_counted(command: &mut Command, parse: SummaryParser) -> Tally {
     eprintln!("xtask: running `{}`", describe(command));
     let mut tally = Tally::default();
     let child = command.stdout(Stdio::piped()).spawn();
@@ -239,9 +242,12 @@ fn parse_node_line(line: &str) -> Option<Tally> {
 mod tests {
     use super::*;
 
+    /// A runner's line, its parser, and the (passed, failed) it should read.
+    type Case = (&'static str, SummaryParser, Option<(usize, usize)>);
+
     #[test]
     fn reads_runner_summaries() {
-        let cases: &[(&str, fn(&str) -> Option<Tally>, Option<(usize, usize)>)] = &[
+        let cases: &[Case] = &[
             (
                 "test result: ok. 3 passed; 0 failed; 0 ignored; 0 measured; 0 filtered out; finished in 0.12s",
                 parse_cargo_line,

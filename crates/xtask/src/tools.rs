@@ -114,13 +114,12 @@ fn wasm_bindgen_version(root: &Path) -> Result<String> {
     let lock = std::fs::read_to_string(root.join("Cargo.lock")).context("reading Cargo.lock")?;
     let mut lines = lock.lines();
     while let Some(line) = lines.next() {
-        if line.trim() == "name = \"wasm-bindgen\"" {
-            if let Some(version) = lines
+        if line.trim() == "name = \"wasm-bindgen\""
+            && let Some(version) = lines
                 .next()
                 .and_then(|line| line.trim().strip_prefix("version = "))
-            {
-                return Ok(version.trim_matches('"').to_owned());
-            }
+        {
+            return Ok(version.trim_matches('"').to_owned());
         }
     }
     bail!("Cargo.lock has no `wasm-bindgen` package\nhint: run `cargo generate-lockfile`")
