@@ -5,6 +5,7 @@
 
 pub mod protocol;
 pub mod run;
+pub mod tool_result;
 
 pub use run::{
     ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport,
