@@ -9,6 +9,7 @@
 //! job executor ([`executor`]) awaits them instead of spinning, so in a Web Worker
 //! the event loop keeps turning while a run is parked.
 
+pub mod catalog;
 mod console;
 mod executor;
 mod hooks;
