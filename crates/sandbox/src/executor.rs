@@ -6,7 +6,7 @@
 //! Here microtasks run to exhaustion, then the executor parks on the set of
 //! pending host futures until one completes.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
 use std::mem;
 use std::rc::Rc;
@@ -21,12 +21,22 @@ pub(crate) struct HostJobExecutor {
     promise_jobs: RefCell<VecDeque<PromiseJob>>,
     generic_jobs: RefCell<VecDeque<GenericJob>>,
     async_jobs: RefCell<VecDeque<NativeAsyncJob>>,
+    /// Set by a budget stop: no further job runs, pending host futures are dropped.
+    halted: Rc<Cell<bool>>,
 }
 
 impl HostJobExecutor {
+    /// The flag that stops this executor for good once set.
+    pub(crate) fn halt_flag(&self) -> Rc<Cell<bool>> {
+        self.halted.clone()
+    }
+
     /// Runs promise and generic jobs until none is left. Async jobs stay queued.
     fn drain_microtasks(&self, context: &mut Context) -> JsResult<()> {
         loop {
+            if self.halted.get() {
+                return Ok(());
+            }
             let next = self.promise_jobs.borrow_mut().pop_front();
             if let Some(job) = next {
                 job.call(context)?;
@@ -67,6 +77,9 @@ impl JobExecutor for HostJobExecutor {
         let mut pending = FuturesUnordered::new();
         loop {
             self.drain_microtasks(&mut context.borrow_mut())?;
+            if self.halted.get() {
+                return Ok(());
+            }
             context.borrow_mut().clear_kept_objects();
             for job in mem::take(&mut *self.async_jobs.borrow_mut()) {
                 pending.push(job.call(context));
@@ -79,6 +92,9 @@ impl JobExecutor for HostJobExecutor {
                 Some(result) => {
                     result?;
                 }
+            }
+            if self.halted.get() {
+                return Ok(());
             }
         }
     }

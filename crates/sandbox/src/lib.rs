@@ -14,25 +14,34 @@ mod console;
 mod executor;
 mod hooks;
 mod inspect;
+pub mod scripted;
 mod sleep;
+pub mod tools;
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use boa_engine::builtins::promise::PromiseState;
+use boa_engine::error::{EngineError, RuntimeLimitError};
 use boa_engine::job::JobExecutor;
 use boa_engine::object::builtins::JsPromise;
-use boa_engine::{Context, JsError, Script, Source};
+use boa_engine::{Context, JsError, JsObject, JsValue, Script, Source};
+use kiln_types::tool_result::Budget;
 use kiln_types::{RunError, RunErrorKind, RunLimits, RunOutcome, RunReport};
 use web_time::Instant;
 
+use crate::catalog::Admission;
 use crate::console::ConsoleBuffer;
 use crate::executor::HostJobExecutor;
+use crate::tools::{NoTools, SharedRunTools, ToolHost};
 
 /// The name of the engine, as reported to hosts.
 pub const ENGINE: &str = "boa 0.22";
 
 pub use sleep::MAX_SLEEP_MS;
+
+/// The most tool calls a run may make unless its limits say otherwise.
+pub const DEFAULT_MAX_TOOL_CALLS: u32 = 200;
 
 /// Guest code is placed inside this wrapper so that top-level `await` and `return`
 /// work. The body starts on the wrapper's second line; [`program_position`]
@@ -40,23 +49,46 @@ pub use sleep::MAX_SLEEP_MS;
 const WRAPPER_OPEN: &str = "(async function () {\n";
 const WRAPPER_CLOSE: &str = "\n})()";
 
-/// Runs `code` to completion in a fresh context and reports the outcome.
+/// Runs `code` to completion in a fresh context with no tools.
+pub async fn run(code: &str, limits: &RunLimits) -> RunReport {
+    run_with_tools(
+        code,
+        limits,
+        Rc::new(Admission::default()),
+        Rc::new(NoTools),
+    )
+    .await
+}
+
+/// Runs `code` to completion in a fresh context whose `tools` object exposes
+/// what `admission` admitted, every call going to `host`.
 ///
 /// Never panics on guest input: every failure becomes a [`RunOutcome::Failed`].
 /// The wall budget in `limits` is enforced by the caller (the sandbox worker's
 /// host terminates the worker; the CLI has a process deadline), since Boa has no
 /// interrupt hook.
-pub async fn run(code: &str, limits: &RunLimits) -> RunReport {
+pub async fn run_with_tools(
+    code: &str,
+    limits: &RunLimits,
+    admission: Rc<Admission>,
+    host: Rc<dyn ToolHost>,
+) -> RunReport {
     let started = Instant::now();
     let executor = Rc::new(HostJobExecutor::default());
     let console = ConsoleBuffer::new(limits.console_bytes);
 
-    let outcome = match new_context(executor.clone(), console.clone()) {
-        Ok(mut context) => evaluate(code, &executor, &mut context).await,
-        Err(error) => RunOutcome::Failed(RunError::new(
-            RunErrorKind::Engine,
-            format!("the sandbox could not set up a JavaScript context: {error}"),
-        )),
+    let (outcome, calls) = match new_context(executor.clone(), console.clone(), admission, host) {
+        Ok((mut context, tools)) => {
+            let outcome = evaluate(code, &executor, &mut context, &tools).await;
+            (outcome, tools.0.calls.borrow().clone())
+        }
+        Err(error) => (
+            RunOutcome::Failed(RunError::new(
+                RunErrorKind::Engine,
+                format!("the sandbox could not set up a JavaScript context: {error}"),
+            )),
+            Vec::new(),
+        ),
     };
 
     let (console, console_dropped) = console.take();
@@ -65,20 +97,33 @@ pub async fn run(code: &str, limits: &RunLimits) -> RunReport {
         console,
         console_dropped,
         duration_ms: started.elapsed().as_secs_f64() * 1e3,
+        calls,
     }
 }
 
-fn new_context(executor: Rc<HostJobExecutor>, console: ConsoleBuffer) -> Result<Context, JsError> {
+fn new_context(
+    executor: Rc<HostJobExecutor>,
+    console: ConsoleBuffer,
+    admission: Rc<Admission>,
+    host: Rc<dyn ToolHost>,
+) -> Result<(Context, SharedRunTools), JsError> {
     let mut context = Context::builder()
-        .job_executor(executor)
+        .job_executor(executor.clone())
         .host_hooks(Rc::new(hooks::GuestHooks))
         .build()?;
     console::install(&mut context, console)?;
     sleep::install(&mut context)?;
-    Ok(context)
+    let halt = executor.halt_flag();
+    let tools = tools::install(&mut context, host, admission, DEFAULT_MAX_TOOL_CALLS, halt)?;
+    Ok((context, tools))
 }
 
-async fn evaluate(code: &str, executor: &Rc<HostJobExecutor>, context: &mut Context) -> RunOutcome {
+async fn evaluate(
+    code: &str,
+    executor: &Rc<HostJobExecutor>,
+    context: &mut Context,
+    tools: &SharedRunTools,
+) -> RunOutcome {
     let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
     let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
         Ok(script) => script,
@@ -89,7 +134,7 @@ async fn evaluate(code: &str, executor: &Rc<HostJobExecutor>, context: &mut Cont
     };
     let promise = match script.evaluate(context) {
         Ok(value) => value,
-        Err(error) => return failed(RunErrorKind::Script, &error, context),
+        Err(error) => return failed(&error, context, tools),
     };
     let Some(promise) = promise
         .as_object()
@@ -106,22 +151,87 @@ async fn evaluate(code: &str, executor: &Rc<HostJobExecutor>, context: &mut Cont
         .run_jobs_async(&RefCell::new(&mut *context))
         .await;
     if let Err(error) = jobs {
-        return failed(RunErrorKind::Script, &error, context);
+        return failed(&error, context, tools);
+    }
+    if let Some(budget) = *tools.0.budget_stop.borrow() {
+        return budget_stop(budget, tools);
     }
 
     match promise.state() {
         PromiseState::Fulfilled(value) => match inspect::to_json(&value, context) {
             Ok(value) => RunOutcome::Completed { value },
-            Err(error) => failed(RunErrorKind::Script, &error, context),
+            Err(error) => failed(&error, context, tools),
         },
-        PromiseState::Rejected(reason) => {
-            let error = JsError::from_opaque(reason);
-            failed(RunErrorKind::Script, &error, context)
-        }
+        PromiseState::Rejected(reason) => failed(&JsError::from_opaque(reason), context, tools),
         PromiseState::Pending => RunOutcome::Failed(RunError::new(
             RunErrorKind::NeverSettled,
             "the program is waiting on a promise that nothing can settle (nothing is left to run)",
         )),
+    }
+}
+
+/// Classifies an uncaught error: a budget stop, an uncaught tool rejection (with
+/// that call's code and a one-line message naming the tool and call), or a
+/// script error.
+fn failed(error: &JsError, context: &mut Context, tools: &SharedRunTools) -> RunOutcome {
+    if let Some(budget) = *tools.0.budget_stop.borrow() {
+        return budget_stop(budget, tools);
+    }
+    if let Some(EngineError::RuntimeLimit(limit)) = engine_error(error, context) {
+        let budget = match limit {
+            RuntimeLimitError::Recursion => Budget::Recursion,
+            RuntimeLimitError::StackSize | RuntimeLimitError::LoopIteration => Budget::Stack,
+        };
+        return RunOutcome::Failed(RunError::budget(
+            budget,
+            format!("{}: {limit}", budget.error_code()),
+        ));
+    }
+    if let Some(object) = error.as_opaque().and_then(JsValue::as_object) {
+        let raised = tools.0.raised.borrow();
+        if let Some(raised) = raised
+            .iter()
+            .find(|raised| JsObject::equals(&raised.object, &object))
+        {
+            return RunOutcome::Failed(RunError {
+                code: Some(raised.failure.code.clone()),
+                detail: raised.failure.detail.clone(),
+                ..RunError::new(
+                    RunErrorKind::Tool,
+                    format!(
+                        "{} (call {}) failed: {}",
+                        raised.tool, raised.call_number, raised.failure.message
+                    ),
+                )
+            });
+        }
+    }
+    RunOutcome::Failed(RunError::new(
+        RunErrorKind::Script,
+        inspect::error_message(error, context),
+    ))
+}
+
+fn budget_stop(budget: Budget, tools: &SharedRunTools) -> RunOutcome {
+    let message = match budget {
+        Budget::ToolCalls => format!(
+            "{}: the program made more than {} tool calls",
+            budget.error_code(),
+            tools.0.max_calls()
+        ),
+        other => format!(
+            "{}: the program ran out of its {} budget",
+            other.error_code(),
+            other.as_str()
+        ),
+    };
+    RunOutcome::Failed(RunError::budget(budget, message))
+}
+
+fn engine_error(error: &JsError, context: &mut Context) -> Option<EngineError> {
+    match error.try_native(context) {
+        Err(boa_engine::error::TryNativeError::EngineError { source }) => Some(source),
+        _ => None,
     }
 }
 
@@ -145,8 +255,4 @@ fn program_position(message: &str) -> String {
         ),
         _ => message.to_owned(),
     }
-}
-
-fn failed(kind: RunErrorKind, error: &JsError, context: &mut Context) -> RunOutcome {
-    RunOutcome::Failed(RunError::new(kind, inspect::error_message(error, context)))
 }

@@ -7,7 +7,12 @@ mod cases;
 use kiln_sandbox::run;
 use kiln_types::RunLimits;
 
-use cases::{CASES, check, summary};
+use std::rc::Rc;
+
+use cases::{CASES, TOOL_CASES, TOOL_CATALOG, check, summary};
+use kiln_sandbox::catalog::Admission;
+use kiln_sandbox::run_with_tools;
+use kiln_sandbox::scripted::ScriptedTools;
 
 #[test]
 fn programs_report_what_they_did() {
@@ -46,4 +51,24 @@ fn console_output_past_its_budget_is_dropped_and_counted() {
     ));
     assert_eq!(report.console.len(), 2);
     assert_eq!(report.console_dropped, 3);
+}
+
+#[test]
+fn programs_call_their_tools_by_the_codemode_contract() {
+    let catalog: serde_json::Value = serde_json::from_str(TOOL_CATALOG).unwrap();
+    let admission = Rc::new(Admission::admit(&catalog, "scripted").unwrap());
+    let host = Rc::new(ScriptedTools::from_catalog(&catalog).unwrap());
+    let failures: Vec<String> = TOOL_CASES
+        .iter()
+        .filter_map(|(code, expected)| {
+            let report = futures::executor::block_on(run_with_tools(
+                code,
+                &RunLimits::default(),
+                admission.clone(),
+                host.clone(),
+            ));
+            check(code, expected, &report).err()
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

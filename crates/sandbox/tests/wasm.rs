@@ -1,6 +1,7 @@
 //! The sandbox compiled to wasm, in headless Chromium, inside a dedicated worker
 //! as in production: the shared table of programs, and a host future resolved by
-//! a real browser event while the run waits.
+//! a real browser event (the worker's `setTimeout`) while the run waits: the
+//! `sleep` and delayed tool cases.
 #![cfg(target_arch = "wasm32")]
 
 mod cases;
@@ -9,7 +10,12 @@ use kiln_sandbox::run;
 use kiln_types::RunLimits;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
-use cases::{CASES, check};
+use std::rc::Rc;
+
+use cases::{CASES, TOOL_CASES, TOOL_CATALOG, check};
+use kiln_sandbox::catalog::Admission;
+use kiln_sandbox::run_with_tools;
+use kiln_sandbox::scripted::ScriptedTools;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 
@@ -34,4 +40,20 @@ async fn a_run_measures_its_duration_with_the_worker_clock() {
     .await;
     assert_eq!(cases::summary(&report), "completed 4999950000");
     assert!(report.duration_ms > 0.0, "{}", report.duration_ms);
+}
+
+#[wasm_bindgen_test]
+async fn programs_call_their_tools_by_the_codemode_contract() {
+    let catalog: serde_json::Value = serde_json::from_str(TOOL_CATALOG).unwrap();
+    let admission = Rc::new(Admission::admit(&catalog, "scripted").unwrap());
+    let host = Rc::new(ScriptedTools::from_catalog(&catalog).unwrap());
+    let mut failures = Vec::new();
+    for (code, expected) in TOOL_CASES {
+        let report =
+            run_with_tools(code, &RunLimits::default(), admission.clone(), host.clone()).await;
+        if let Err(failure) = check(code, expected, &report) {
+            failures.push(failure);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
 }

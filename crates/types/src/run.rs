@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::tool_result::{Budget, CallSummary};
+
 /// Limits of one run. Every default is the safe one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
@@ -50,6 +52,9 @@ pub struct RunReport {
     pub console_dropped: usize,
     /// Wall time of the run as the sandbox measured it, in milliseconds.
     pub duration_ms: f64,
+    /// The program's tool calls, in call order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<CallSummary>,
 }
 
 impl RunReport {
@@ -61,6 +66,7 @@ impl RunReport {
             console: Vec::new(),
             console_dropped: 0,
             duration_ms,
+            calls: Vec::new(),
         }
     }
 }
@@ -83,6 +89,15 @@ pub struct RunError {
     pub kind: RunErrorKind,
     /// One line, no stack trace: `TypeError: x is not a function`.
     pub message: String,
+    /// For [`RunErrorKind::Tool`]: the failed call's own code (`tool_unavailable`, …).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code: Option<String>,
+    /// For [`RunErrorKind::Tool`]: the provider's detail.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<serde_json::Value>,
+    /// For [`RunErrorKind::BudgetExhausted`]: which budget ran out.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub budget: Option<Budget>,
 }
 
 impl RunError {
@@ -91,14 +106,26 @@ impl RunError {
         Self {
             kind,
             message: message.into(),
+            code: None,
+            detail: None,
+            budget: None,
+        }
+    }
+
+    /// A budget ran out; `message` says how.
+    #[must_use]
+    pub fn budget(budget: Budget, message: impl Into<String>) -> Self {
+        Self {
+            budget: Some(budget),
+            ..Self::new(RunErrorKind::BudgetExhausted, message)
         }
     }
 
     /// The wall budget ran out and the host stopped the program.
     #[must_use]
     pub fn wall_budget(wall_ms: u64) -> Self {
-        Self::new(
-            RunErrorKind::BudgetExhausted,
+        Self::budget(
+            Budget::Wall,
             format!(
                 "budget_exhausted:wall: the program ran longer than its wall budget of {wall_ms} ms and was stopped"
             ),
@@ -114,6 +141,8 @@ pub enum RunErrorKind {
     Syntax,
     /// The program threw (or its promise rejected) and nothing caught it.
     Script,
+    /// A tool call's rejection was left uncaught; `code` is the call's code.
+    Tool,
     /// The program's promise can never settle: nothing is left that could resolve it.
     NeverSettled,
     /// A budget ran out (`message` names which one).

@@ -54,6 +54,9 @@ impl ResultView {
                 let status = match error.kind {
                     RunErrorKind::Syntax => "The program has a syntax error.".to_owned(),
                     RunErrorKind::Script => format!("The program threw an error after {duration}."),
+                    RunErrorKind::Tool => {
+                        format!("A tool call failed and the program did not catch it ({duration}).")
+                    }
                     RunErrorKind::NeverSettled => {
                         "The program never finished: it awaits something that cannot happen."
                             .to_owned()
@@ -99,6 +102,7 @@ mod tests {
             }],
             console_dropped: 2,
             duration_ms,
+            calls: Vec::new(),
         }
     }
 

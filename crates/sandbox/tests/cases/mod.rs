@@ -3,15 +3,29 @@
 
 use kiln_types::{RunOutcome, RunReport};
 
-/// Renders a report as one comparable line: the outcome, then console lines.
+/// Renders a report as one comparable line: the outcome, the calls (when
+/// there are a few), then console lines.
 pub fn summary(report: &RunReport) -> String {
-    let outcome = match &report.outcome {
+    let mut outcome = match &report.outcome {
         RunOutcome::Completed { value } => format!("completed {value}"),
         RunOutcome::Failed(error) => {
             let kind = serde_json::to_value(error.kind).unwrap_or_default();
-            format!("{} {}", kind.as_str().unwrap_or("?"), error.message)
+            let code = error
+                .code
+                .as_deref()
+                .map(|code| format!(" {code}"))
+                .unwrap_or_default();
+            format!("{}{code} {}", kind.as_str().unwrap_or("?"), error.message)
         }
     };
+    if !report.calls.is_empty() && report.calls.len() <= 5 {
+        let calls: Vec<String> = report
+            .calls
+            .iter()
+            .map(|call| format!("{} {}", call.tool, call.outcome.as_str()))
+            .collect();
+        outcome.push_str(&format!(" [{}]", calls.join(", ")));
+    }
     let console: Vec<String> = report
         .console
         .iter()
@@ -131,3 +145,62 @@ pub fn check(code: &str, expected: &str, report: &RunReport) -> Result<(), Strin
         ))
     }
 }
+
+/// The catalog the tool cases run against (scripted tools).
+pub const TOOL_CATALOG: &str = r#"[
+    {"name": "echo", "description": "Echoes its arguments"},
+    {"name": "answer", "returns": {"answer": 42}},
+    {"name": "slow", "returns": "late", "delay_ms": 30},
+    {"name": "broken", "error": {"code": "no_session", "message": "No session.", "detail": {"hint": "launch"}}},
+    {"name": "dup"}, {"name": "dup"},
+    {"name": "get-sum"}
+]"#;
+
+/// Programs against [`TOOL_CATALOG`] and what they must report, calls included.
+pub const TOOL_CASES: &[(&str, &str)] = &[
+    (
+        "return await tools.echo({text: 'hi', n: [1, 2]})",
+        r#"completed {"n":[1,2],"text":"hi"} [echo ok]"#,
+    ),
+    (
+        "return await tools.answer()",
+        r#"completed {"answer":42} [answer ok]"#,
+    ),
+    (
+        "const [a, b] = await Promise.all([tools.slow(), tools.echo({x: 1})]); return [a, b]",
+        r#"completed ["late",{"x":1}] [slow ok, echo ok]"#,
+    ),
+    (
+        "await tools.broken({})",
+        "tool no_session broken (call 1) failed: No session. [broken error]",
+    ),
+    (
+        "try { await tools.broken() } catch (e) { return [e.code, e.message, e.detail] }",
+        r#"completed ["no_session","No session.",{"hint":"launch"}] [broken error]"#,
+    ),
+    (
+        "await tools.echo(); await tools.dup()",
+        "tool tool_unavailable dup (call 2) failed: dup is unavailable in this run (duplicate_name) [echo ok, dup tool_unavailable]",
+    ),
+    (
+        "tools.work()",
+        "script TypeError: tools.work is not available in this codemode run. Available tools: answer, broken, dup, echo, slow (5). Not every tool is available inside programs yet.",
+    ),
+    (
+        "return [Object.keys(tools), 'echo' in tools, 'work' in tools, typeof tools.echo]",
+        r#"completed [["answer","broken","dup","echo","slow"],true,false,"function"]"#,
+    ),
+    (
+        "return [tools.then, tools.toJSON, tools[Symbol.iterator], JSON.stringify(tools), (await tools) === tools]",
+        r#"completed [null,null,null,"{}",true]"#,
+    ),
+    ("tools.echo = 1", "script TypeError: tools is read-only"),
+    (
+        "const a = {}; a.self = a; await tools.echo(a)",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: cyclic object value",
+    ),
+    (
+        "for (let i = 0; i < 300; i++) { try { await tools.echo({i}) } catch (e) {} }",
+        "budget_exhausted budget_exhausted:tool_calls: the program made more than 200 tool calls",
+    ),
+];

@@ -1,0 +1,108 @@
+//! Scripted tools: a catalog entry that says what its tool answers. The CLI's
+//! `--tools CATALOG.json` serves them until real capabilities arrive, and tests
+//! use them to drive the `tools` contract.
+//!
+//! An entry may carry `returns` (the value; absent, the call echoes its
+//! arguments), `error` (`{code, message, detail?}`: the call rejects with it) and
+//! `delay_ms` (how long the answer takes, at most 60,000).
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use futures::future::LocalBoxFuture;
+use kiln_types::tool_result::CallOutcome;
+use serde_json::Value;
+
+use crate::tools::{ToolCall, ToolFailure, ToolHost, ToolReply};
+
+/// The longest scripted delay.
+pub const MAX_DELAY_MS: u64 = 60_000;
+
+#[derive(Debug, Clone)]
+struct Script {
+    returns: Option<Value>,
+    error: Option<ToolFailure>,
+    delay_ms: u64,
+}
+
+/// Serves scripted catalog entries.
+#[derive(Debug, Clone, Default)]
+pub struct ScriptedTools {
+    scripts: BTreeMap<String, Script>,
+}
+
+impl ScriptedTools {
+    /// Reads the scripts of a catalog. Entries that admission will drop are
+    /// skipped here too; a malformed script field is reported by name.
+    pub fn from_catalog(catalog: &Value) -> Result<Self, String> {
+        let mut scripts = BTreeMap::new();
+        for (index, entry) in catalog.as_array().into_iter().flatten().enumerate() {
+            let Some(name) = entry.get("name").and_then(Value::as_str) else {
+                continue;
+            };
+            let error = match entry.get("error") {
+                None | Some(Value::Null) => None,
+                Some(error) => Some(parse_error(error).map_err(|problem| {
+                    format!("catalog entry {index} (`{name}`): `error` {problem}")
+                })?),
+            };
+            let delay_ms = match entry.get("delay_ms") {
+                None => 0,
+                Some(delay) => delay.as_u64().filter(|ms| *ms <= MAX_DELAY_MS).ok_or_else(|| {
+                    format!(
+                        "catalog entry {index} (`{name}`): `delay_ms` must be an integer from 0 to {MAX_DELAY_MS}; got {delay}"
+                    )
+                })?,
+            };
+            scripts.insert(
+                name.to_owned(),
+                Script {
+                    returns: entry.get("returns").cloned(),
+                    error,
+                    delay_ms,
+                },
+            );
+        }
+        Ok(Self { scripts })
+    }
+}
+
+fn parse_error(error: &Value) -> Result<ToolFailure, String> {
+    let code = error
+        .get("code")
+        .and_then(Value::as_str)
+        .ok_or("needs a string `code`")?;
+    let message = error
+        .get("message")
+        .and_then(Value::as_str)
+        .ok_or("needs a string `message`")?;
+    Ok(ToolFailure {
+        code: code.to_owned(),
+        message: message.to_owned(),
+        detail: error.get("detail").cloned(),
+        outcome: CallOutcome::Error,
+    })
+}
+
+impl ToolHost for ScriptedTools {
+    fn call(&self, call: ToolCall) -> LocalBoxFuture<'static, ToolReply> {
+        let script = self.scripts.get(&call.tool).cloned();
+        Box::pin(async move {
+            let Some(script) = script else {
+                return Err(ToolFailure {
+                    code: "tool_unavailable".into(),
+                    message: format!("{} has no script", call.tool),
+                    detail: None,
+                    outcome: CallOutcome::ToolUnavailable,
+                });
+            };
+            if script.delay_ms > 0 {
+                futures_timer::Delay::new(Duration::from_millis(script.delay_ms)).await;
+            }
+            match script.error {
+                Some(failure) => Err(failure),
+                None => Ok(script.returns.unwrap_or(call.args)),
+            }
+        })
+    }
+}

@@ -1,0 +1,326 @@
+//! The guest's `tools` object and the [`ToolHost`] seam through which every call
+//! leaves the sandbox.
+//!
+//! `tools` is a Proxy over a frozen, prototype-less object holding one function
+//! per exposed name. Reading a name the run does not have throws the reference's
+//! `TypeError`; `then`, `toJSON` and symbol keys read as `undefined` so that
+//! `await tools` and `JSON.stringify(tools)` do not throw. A call converts its
+//! arguments to JSON inside the guest, asks the host, and settles its promise
+//! with the host's reply; the host future is awaited by the job executor, never
+//! polled in a loop.
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use boa_engine::error::{EngineError, PanicError};
+use boa_engine::job::NativeAsyncJob;
+use boa_engine::object::builtins::{JsPromise, JsProxy};
+use boa_engine::object::{FunctionObjectBuilder, IntegrityLevel, ObjectInitializer};
+use boa_engine::property::{Attribute, PropertyKey};
+use boa_engine::{
+    Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, NativeFunction,
+    js_string,
+};
+use futures::future::LocalBoxFuture;
+use kiln_types::tool_result::{Budget, CallOutcome, CallSummary};
+use serde_json::Value;
+use web_time::Instant;
+
+use crate::catalog::Admission;
+use crate::inspect;
+
+/// One call as the host receives it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    /// 1-based, in the order the program made its calls.
+    pub call_number: u32,
+    pub tool: String,
+    pub args: Value,
+}
+
+/// A tool's refusal or failure, as the guest's rejected promise carries it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolFailure {
+    /// Stable snake_case code: `tool_unavailable`, `denied`, or the tool's own.
+    pub code: String,
+    pub message: String,
+    pub detail: Option<Value>,
+    /// How the call summary records it.
+    pub outcome: CallOutcome,
+}
+
+/// What the host answers to a call.
+pub type ToolReply = Result<Value, ToolFailure>;
+
+/// Where tool calls go. The sandbox knows nothing of what a tool does.
+pub trait ToolHost {
+    fn call(&self, call: ToolCall) -> LocalBoxFuture<'static, ToolReply>;
+}
+
+/// A host with no tools: every call is refused (admission exposes none anyway).
+pub struct NoTools;
+
+impl ToolHost for NoTools {
+    fn call(&self, call: ToolCall) -> LocalBoxFuture<'static, ToolReply> {
+        let failure = ToolFailure {
+            code: "tool_unavailable".into(),
+            message: format!("{} is not served by this host", call.tool),
+            detail: None,
+            outcome: CallOutcome::ToolUnavailable,
+        };
+        Box::pin(async move { Err(failure) })
+    }
+}
+
+/// A tool rejection handed to the guest, remembered so that an uncaught one
+/// fails the run with the call's code.
+pub(crate) struct RaisedFailure {
+    pub object: JsObject,
+    pub call_number: u32,
+    pub tool: String,
+    pub failure: ToolFailure,
+}
+
+/// The run's tool state, kept in the context's host data.
+pub(crate) struct RunTools {
+    host: Rc<dyn ToolHost>,
+    admission: Rc<Admission>,
+    max_calls: u32,
+    pub calls: RefCell<Vec<CallSummary>>,
+    pub raised: RefCell<Vec<RaisedFailure>>,
+    /// Set when a budget stop was thrown, so the run reports that budget.
+    pub budget_stop: RefCell<Option<Budget>>,
+    /// Stops the job executor when a budget runs out.
+    halt: Rc<Cell<bool>>,
+}
+
+impl RunTools {
+    pub(crate) const fn max_calls(&self) -> u32 {
+        self.max_calls
+    }
+}
+
+#[derive(Clone)]
+pub(crate) struct SharedRunTools(pub Rc<RunTools>);
+
+/// Defines `tools` on the context's global object.
+pub(crate) fn install(
+    context: &mut Context,
+    host: Rc<dyn ToolHost>,
+    admission: Rc<Admission>,
+    max_calls: u32,
+    halt: Rc<Cell<bool>>,
+) -> JsResult<SharedRunTools> {
+    let state = SharedRunTools(Rc::new(RunTools {
+        host,
+        admission: admission.clone(),
+        max_calls,
+        calls: RefCell::new(Vec::new()),
+        raised: RefCell::new(Vec::new()),
+        budget_stop: RefCell::new(None),
+        halt,
+    }));
+    context.insert_data(state.clone());
+
+    let functions: Vec<(JsString, JsObject)> = admission
+        .exposed_names()
+        .into_iter()
+        .map(|name| {
+            let function =
+                NativeFunction::from_copy_closure_with_captures(call_tool, JsString::from(name));
+            let function = FunctionObjectBuilder::new(context.realm(), function)
+                .name(JsString::from(name))
+                .length(1)
+                .build();
+            (JsString::from(name), JsObject::from(function))
+        })
+        .collect();
+    let mut target = ObjectInitializer::new(context);
+    for (name, function) in functions {
+        target.property(name, function, Attribute::ENUMERABLE);
+    }
+    let target = target.build();
+    target.set_prototype(None);
+    target.set_integrity_level(IntegrityLevel::Frozen, context)?;
+
+    let proxy = JsProxy::builder(target)
+        .get(get_trap)
+        .set(refuse_write)
+        .build(context)?;
+    context.register_global_property(js_string!("tools"), proxy, Attribute::empty())?;
+    Ok(state)
+}
+
+/// `get` trap: known names read their function; `then`, `toJSON` and symbols read
+/// `undefined`; anything else throws naming the run's tools.
+fn get_trap(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let target = args.first().and_then(JsValue::as_object);
+    let key = args.get(1).cloned().unwrap_or_default();
+    let Some(target) = target else {
+        return Ok(JsValue::undefined());
+    };
+    if key.is_symbol() {
+        return Ok(JsValue::undefined());
+    }
+    let name = key.to_string(context)?;
+    let property = PropertyKey::from(name.clone());
+    if target.has_own_property(property.clone(), context)? {
+        return target.get(property, context);
+    }
+    let name = name.to_std_string_escaped();
+    if name == "then" || name == "toJSON" {
+        return Ok(JsValue::undefined());
+    }
+    let names = context.get_data::<SharedRunTools>().map(|state| {
+        state
+            .0
+            .admission
+            .exposed_names()
+            .iter()
+            .map(|name| (*name).to_owned())
+            .collect::<Vec<_>>()
+    });
+    let names = names.unwrap_or_default();
+    Err(JsNativeError::typ()
+        .with_message(format!(
+            "tools.{name} is not available in this codemode run. Available tools: {} ({}). \
+             Not every tool is available inside programs yet.",
+            if names.is_empty() {
+                "none".to_owned()
+            } else {
+                names.join(", ")
+            },
+            names.len()
+        ))
+        .into())
+}
+
+fn refuse_write(_this: &JsValue, _args: &[JsValue], _context: &mut Context) -> JsResult<JsValue> {
+    Err(JsNativeError::typ()
+        .with_message("tools is read-only")
+        .into())
+}
+
+fn call_tool(
+    _this: &JsValue,
+    args: &[JsValue],
+    name: &JsString,
+    context: &mut Context,
+) -> JsResult<JsValue> {
+    let Some(state) = context.get_data::<SharedRunTools>().cloned() else {
+        return Err(JsNativeError::typ()
+            .with_message("tools are not available in this context")
+            .into());
+    };
+    let state = state.0;
+    let tool = name.to_std_string_escaped();
+    let call_number = u32::try_from(state.calls.borrow().len())
+        .unwrap_or(u32::MAX)
+        .saturating_add(1);
+    if call_number > state.max_calls {
+        *state.budget_stop.borrow_mut() = Some(Budget::ToolCalls);
+        state.halt.set(true);
+        // Uncatchable: a budget stop ends the run, whatever the program catches.
+        return Err(JsError::from(EngineError::from(PanicError::new(format!(
+            "budget_exhausted:tool_calls: the program made more than {} tool calls",
+            state.max_calls
+        )))));
+    }
+    let input = args.first().cloned().unwrap_or_default();
+    let args = match inspect::to_json(&input, context) {
+        Ok(Value::Null) if input.is_undefined() => Value::Object(serde_json::Map::new()),
+        Ok(args) => args,
+        Err(error) => {
+            let problem = inspect::error_message(&error, context);
+            return Err(JsNativeError::typ()
+                .with_message(format!(
+                    "tools.{tool} (call {call_number}): its arguments are not JSON: {problem}"
+                ))
+                .into());
+        }
+    };
+    let started = Instant::now();
+    state.calls.borrow_mut().push(CallSummary {
+        tool: tool.clone(),
+        outcome: CallOutcome::OutcomeUnknown,
+        waited_on_person: false,
+        duration_ms: 0,
+    });
+    let index = state.calls.borrow().len() - 1;
+
+    let (promise, resolvers) = JsPromise::new_pending(context);
+    let reply: LocalBoxFuture<'static, ToolReply> = match state.admission.unavailable.get(&tool) {
+        Some(unavailable) => {
+            let failure = ToolFailure {
+                code: "tool_unavailable".into(),
+                message: format!("{tool} is unavailable in this run ({})", unavailable.reason),
+                detail: Some(
+                    serde_json::json!({"reason": unavailable.reason, "module": unavailable.module}),
+                ),
+                outcome: CallOutcome::ToolUnavailable,
+            };
+            Box::pin(async move { Err(failure) })
+        }
+        None => state.host.call(ToolCall {
+            call_number,
+            tool: tool.clone(),
+            args,
+        }),
+    };
+    context.enqueue_job(
+        NativeAsyncJob::new(async move |context| {
+            let reply = reply.await;
+            let context = &mut context.borrow_mut();
+            let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            let outcome = match &reply {
+                Ok(_) => CallOutcome::Ok,
+                Err(failure) => failure.outcome,
+            };
+            if let Some(summary) = state.calls.borrow_mut().get_mut(index) {
+                summary.outcome = outcome;
+                summary.duration_ms = duration_ms;
+            }
+            match reply {
+                Ok(value) => {
+                    let value = JsValue::from_json(&value, context)?;
+                    resolvers
+                        .resolve
+                        .call(&JsValue::undefined(), &[value], context)
+                }
+                Err(failure) => {
+                    let error = failure_object(&failure, context)?;
+                    state.raised.borrow_mut().push(RaisedFailure {
+                        object: error.clone(),
+                        call_number,
+                        tool,
+                        failure,
+                    });
+                    resolvers
+                        .reject
+                        .call(&JsValue::undefined(), &[error.into()], context)
+                }
+            }
+        })
+        .into(),
+    );
+    Ok(promise.into())
+}
+
+/// An `Error` with `code` and `detail`, as the guest sees a tool's refusal.
+fn failure_object(failure: &ToolFailure, context: &mut Context) -> JsResult<JsObject> {
+    let error: JsObject = JsNativeError::error()
+        .with_message(failure.message.clone())
+        .into_opaque(context);
+    error.set(
+        js_string!("code"),
+        JsString::from(failure.code.as_str()),
+        false,
+        context,
+    )?;
+    let detail = match &failure.detail {
+        Some(detail) => JsValue::from_json(detail, context)?,
+        None => JsValue::undefined(),
+    };
+    error.set(js_string!("detail"), detail, false, context)?;
+    Ok(error)
+}
