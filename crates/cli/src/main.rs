@@ -1,8 +1,9 @@
 //! `kiln`: run a program in the same Boa sandbox the browser uses, from a terminal.
 //!
-//! `kiln run FILE` prints the run report as JSON. Exit codes: 0 the program
-//! completed, 1 it failed (threw, did not parse, ran out of a budget), 2 the run
-//! was refused (unreadable file or limits).
+//! `kiln run FILE` prints the run's `tool-result/v1` object as JSON. Exit codes:
+//! 0 the program completed, 1 the result is an error (threw, did not parse, a
+//! tool call failed uncaught, a budget ran out), 2 the run was refused
+//! (unreadable file, invalid catalog or limits).
 
 use std::io::Read as _;
 use std::path::PathBuf;
@@ -10,9 +11,14 @@ use std::process::ExitCode;
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
+use std::rc::Rc;
+
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
-use kiln_types::{RunError, RunLimits, RunOutcome, RunReport};
+use kiln_sandbox::catalog::Admission;
+use kiln_sandbox::scripted::ScriptedTools;
+use kiln_types::tool_result::ToolResult;
+use kiln_types::{RunError, RunLimits, RunReport};
 
 #[derive(Parser)]
 #[command(
@@ -27,10 +33,14 @@ struct Cli {
 
 #[derive(Subcommand)]
 enum Command {
-    /// Run a program (the body of an async function) and print its report as JSON.
+    /// Run a program (the body of an async function) and print its tool-result/v1 as JSON.
     Run {
         /// The program's file, or `-` for standard input.
         file: PathBuf,
+        /// A JSON array of tool entries: `{name, description?, input_schema?,
+        /// returns?, error?: {code, message, detail?}, delay_ms?}`.
+        #[arg(long, value_name = "CATALOG.json")]
+        tools: Option<PathBuf>,
         /// A JSON file of limits, e.g. `{"wall_ms": 2000}`.
         #[arg(long, value_name = "LIMITS.json")]
         limits: Option<PathBuf>,
@@ -40,10 +50,17 @@ enum Command {
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Run { file, limits } => match prepare(&file, limits.as_ref()) {
-            Ok((code, limits)) => {
-                let report = run_with_deadline(code, limits);
-                print_report(&report)
+        Command::Run {
+            file,
+            tools,
+            limits,
+        } => match prepare(&file, tools.as_ref(), limits.as_ref()) {
+            Ok(run) => {
+                let warnings = run.admission.warnings.clone();
+                let digest = run.admission.digest();
+                let report = run_with_deadline(run);
+                let summary = report.into_summary(new_run_id(), warnings, digest, true);
+                print_result(&summary.into_result())
             }
             Err(error) => {
                 eprintln!("error: {error:#}");
@@ -53,7 +70,15 @@ fn main() -> ExitCode {
     }
 }
 
-fn prepare(file: &PathBuf, limits: Option<&PathBuf>) -> Result<(String, RunLimits)> {
+/// Everything a run needs, read and checked before it starts.
+struct Prepared {
+    code: String,
+    limits: RunLimits,
+    catalog: serde_json::Value,
+    admission: Admission,
+}
+
+fn prepare(file: &PathBuf, tools: Option<&PathBuf>, limits: Option<&PathBuf>) -> Result<Prepared> {
     let code = if file.as_os_str() == "-" {
         let mut code = String::new();
         std::io::stdin()
@@ -73,19 +98,64 @@ fn prepare(file: &PathBuf, limits: Option<&PathBuf>) -> Result<(String, RunLimit
                 .with_context(|| format!("the limits `{}` are not valid", path.display()))?
         }
     };
-    Ok((code, limits.clamped()))
+    let catalog = match tools {
+        None => serde_json::Value::Array(Vec::new()),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the tool catalog `{}`", path.display()))?;
+            serde_json::from_str(&text)
+                .with_context(|| format!("the tool catalog `{}` is not JSON", path.display()))?
+        }
+    };
+    let admission = Admission::admit(&catalog, "scripted").with_context(|| {
+        format!(
+            "the tool catalog `{}` was refused",
+            tools.map(|p| p.display().to_string()).unwrap_or_default()
+        )
+    })?;
+    // Check the scripts now, so a bad one refuses the run instead of failing a call.
+    ScriptedTools::from_catalog(&catalog).map_err(anyhow::Error::msg)?;
+    Ok(Prepared {
+        code,
+        limits: limits.clamped(),
+        catalog,
+        admission,
+    })
+}
+
+/// `codemode:` and 16 random hex digits.
+fn new_run_id() -> String {
+    let mut bytes = [0_u8; 8];
+    // Without OS randomness the id is still unique enough for one process's output.
+    if getrandom::fill(&mut bytes).is_err() {
+        bytes = std::process::id()
+            .to_le_bytes()
+            .repeat(2)
+            .try_into()
+            .unwrap_or_default();
+    }
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    format!("codemode:{hex}")
 }
 
 /// Runs the program on its own thread and gives up on it at the wall budget:
 /// Boa has no interrupt hook, so the process deadline is what bounds a run that
 /// never yields. The abandoned thread ends with the process.
-fn run_with_deadline(code: String, limits: RunLimits) -> RunReport {
+fn run_with_deadline(run: Prepared) -> RunReport {
     let started = Instant::now();
+    let limits = run.limits;
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("kiln-sandbox".into())
         .spawn(move || {
-            let report = futures::executor::block_on(kiln_sandbox::run(&code, &limits));
+            // `prepare` already checked the scripts.
+            let host = ScriptedTools::from_catalog(&run.catalog).unwrap_or_default();
+            let report = futures::executor::block_on(kiln_sandbox::run_with_tools(
+                &run.code,
+                &run.limits,
+                Rc::new(run.admission),
+                Rc::new(host),
+            ));
             let _ = sender.send(report);
         });
     if let Err(error) = spawned {
@@ -106,16 +176,17 @@ fn run_with_deadline(code: String, limits: RunLimits) -> RunReport {
     }
 }
 
-fn print_report(report: &RunReport) -> ExitCode {
-    match serde_json::to_string_pretty(report) {
+fn print_result(result: &ToolResult) -> ExitCode {
+    match serde_json::to_string_pretty(result) {
         Ok(json) => println!("{json}"),
         Err(error) => {
-            eprintln!("error: the report could not be written as JSON: {error}");
+            eprintln!("error: the result could not be written as JSON: {error}");
             return ExitCode::FAILURE;
         }
     }
-    match report.outcome {
-        RunOutcome::Completed { .. } => ExitCode::SUCCESS,
-        RunOutcome::Failed(_) => ExitCode::FAILURE,
+    if result.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }

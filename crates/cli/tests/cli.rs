@@ -44,37 +44,88 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
 }
 
 #[test]
-fn runs_a_file_and_prints_the_report() {
+fn runs_a_file_and_prints_its_tool_result() {
     let file = temp_file(
         "ok.js",
         "console.log('hi'); return {n: await Promise.resolve(3)}",
     );
-    let (code, report, _) = kiln(&["run", file.to_str().unwrap()], None);
+    let (code, result, _) = kiln(&["run", file.to_str().unwrap()], None);
+    assert_eq!(code, 0);
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["status"], "completed");
+    assert_eq!(structured["value"], serde_json::json!({"n": 3}));
+    assert_eq!(structured["output"], "hi\n");
+    assert!(
+        structured["run_id"]
+            .as_str()
+            .unwrap()
+            .starts_with("codemode:")
+    );
+    let text = result["content"][0]["text"].as_str().unwrap();
+    assert!(text.starts_with("completed · "), "{text}");
+    assert!(
+        text.contains("\n\nReturn value:\n{\n  \"n\": 3\n}\n\nOutput:\nhi\n"),
+        "{text}"
+    );
+    assert!(result.get("isError").is_none());
+}
+
+#[test]
+fn scripted_tools_answer_and_an_uncaught_refusal_carries_its_code() {
+    let catalog = temp_file(
+        "catalog.json",
+        r#"[{"name": "echo"}, {"name": "broken", "error": {"code": "no_session", "message": "No session."}}, {"name": "a-b"}]"#,
+    );
+    let tools = catalog.to_str().unwrap();
+    let (code, result, _) = kiln(
+        &["run", "-", "--tools", tools],
+        Some("return await tools.echo({x: 1})"),
+    );
     assert_eq!(code, 0);
     assert_eq!(
-        report["outcome"],
-        serde_json::json!({"status": "completed", "value": {"n": 3}})
+        result["structuredContent"]["value"],
+        serde_json::json!({"x": 1})
     );
-    assert_eq!(report["console"][0]["text"], "hi");
+    assert_eq!(result["structuredContent"]["calls"][0]["outcome"], "ok");
+    assert_eq!(
+        result["structuredContent"]["warnings"][0]["code"],
+        "tool_entry_invalid"
+    );
+
+    let program = "await tools.echo(); await tools.broken()";
+    let (code, result, _) = kiln(&["run", "-", "--tools", tools], Some(program));
+    assert_eq!(code, 1);
+    assert_eq!(result["isError"], true);
+    assert_eq!(result["errorCode"], "no_session");
+    assert_eq!(
+        result["structuredContent"]["error"]["message"],
+        "broken (call 2) failed: No session."
+    );
 }
 
 #[test]
 fn reads_standard_input_and_exits_1_on_a_thrown_error() {
-    let (code, report, _) = kiln(&["run", "-"], Some("throw new Error('nope')"));
+    let (code, result, _) = kiln(&["run", "-"], Some("throw new Error('nope')"));
     assert_eq!(code, 1);
-    assert_eq!(report["outcome"]["kind"], "script");
-    assert_eq!(report["outcome"]["message"], "Error: nope");
+    assert_eq!(result["errorCode"], "script");
+    assert_eq!(
+        result["structuredContent"]["error"]["message"],
+        "Error: nope"
+    );
 }
 
 #[test]
 fn stops_a_program_that_never_ends_at_its_wall_budget() {
     let limits = temp_file("limits.json", r#"{"wall_ms": 300}"#);
-    let (code, report, _) = kiln(
-        &["run", "-", "--limits", limits.to_str().unwrap()],
-        Some("while (true) {}"),
-    );
+    let args = ["run", "-", "--limits", limits.to_str().unwrap()];
+    let (code, result, _) = kiln(&args, Some("while (true) {}"));
     assert_eq!(code, 1);
-    assert_eq!(report["outcome"]["kind"], "budget_exhausted");
+    assert_eq!(result["errorCode"], "budget_exhausted");
+    assert_eq!(result["structuredContent"]["budget"], "wall");
+    assert_eq!(
+        result["structuredContent"]["termination_reason"],
+        "budget_exhausted:wall"
+    );
 }
 
 #[test]
@@ -82,6 +133,28 @@ fn refuses_unreadable_input_with_exit_2_and_a_message_naming_it() {
     let (code, _, stderr) = kiln(&["run", "/nonexistent/program.js"], None);
     assert_eq!(code, 2);
     assert!(stderr.contains("`/nonexistent/program.js`"), "{stderr}");
+
+    let catalog = temp_file("object-catalog.json", r#"{"echo": {}}"#);
+    let (code, _, stderr) = kiln(
+        &["run", "-", "--tools", catalog.to_str().unwrap()],
+        Some("return 1"),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("must be a JSON array") && stderr.contains("invalid_catalog"),
+        "{stderr}"
+    );
+
+    let catalog = temp_file("object-catalog.json", r#"{"echo": {}}"#);
+    let (code, _, stderr) = kiln(
+        &["run", "-", "--tools", catalog.to_str().unwrap()],
+        Some("return 1"),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("must be a JSON array") && stderr.contains("invalid_catalog"),
+        "{stderr}"
+    );
 
     let limits = temp_file("bad-limits.json", r#"{"wall": 1}"#);
     let (code, _, stderr) = kiln(

@@ -2,7 +2,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::tool_result::{Budget, CallSummary};
+use crate::tool_result::{Budget, CallSummary, RunFailure, RunStatus, RunSummary, Warning};
 
 /// Limits of one run. Every default is the safe one.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
@@ -180,6 +180,110 @@ impl ConsoleLevel {
             Self::Warn => "warn",
             Self::Error => "error",
             Self::Debug => "debug",
+        }
+    }
+}
+
+impl RunReport {
+    /// The `tool-result/v1` summary of this run.
+    ///
+    /// `run_id` is the caller's (`codemode:<id>`); `warnings` and
+    /// `catalog_digest` come from admission.
+    #[must_use]
+    pub fn into_summary(
+        self,
+        run_id: String,
+        mut warnings: Vec<Warning>,
+        catalog_digest: String,
+        keyless: bool,
+    ) -> RunSummary {
+        if keyless {
+            warnings.push(Warning {
+                code: "keyless".into(),
+                message: "this run has no call key, so its result cannot be recovered if this reply is lost"
+                    .into(),
+                module: None,
+                tool: None,
+                index: None,
+                reason: None,
+            });
+        }
+        let mut output = String::new();
+        for line in &self.console {
+            output.push_str(&line.text);
+            output.push('\n');
+        }
+        if self.console_dropped > 0 {
+            output.push_str(&format!(
+                "[{} more console lines dropped: the console budget was spent]\n",
+                self.console_dropped
+            ));
+        }
+        let (status, termination_reason, value, error, budget) = match self.outcome {
+            RunOutcome::Completed { value } => (
+                RunStatus::Completed,
+                "completed".to_owned(),
+                value,
+                None,
+                None,
+            ),
+            RunOutcome::Failed(error) => {
+                let code = match (error.kind, &error.budget, &error.code) {
+                    (RunErrorKind::BudgetExhausted, Some(budget), _) => budget.error_code(),
+                    (RunErrorKind::Tool, _, Some(code)) => code.clone(),
+                    (kind, _, _) => kind.code().to_owned(),
+                };
+                let termination_reason = if error.budget.is_some() {
+                    code.clone()
+                } else {
+                    "failed".to_owned()
+                };
+                let failure = RunFailure {
+                    code,
+                    message: error.message,
+                    detail: error.detail,
+                };
+                (
+                    RunStatus::Failed,
+                    termination_reason,
+                    serde_json::Value::Null,
+                    Some(failure),
+                    error.budget,
+                )
+            }
+        };
+        let duration_ms = self.duration_ms.max(0.0).round();
+        RunSummary {
+            run_id,
+            status,
+            termination_reason,
+            // Rounded, non-negative and far below 2^53 ms: the cast is exact.
+            duration_ms: duration_ms as u64,
+            person_wait_ms: 0,
+            call_count: u32::try_from(self.calls.len()).unwrap_or(u32::MAX),
+            calls: self.calls,
+            value,
+            output,
+            warnings,
+            keyless,
+            catalog_digest,
+            error,
+            budget,
+        }
+    }
+}
+
+impl RunErrorKind {
+    /// The stable run error code of this kind (a tool failure carries its own).
+    #[must_use]
+    pub const fn code(self) -> &'static str {
+        match self {
+            Self::Syntax => "syntax",
+            Self::Script => "script",
+            Self::Tool => "tool_failed",
+            Self::NeverSettled => "never_settled",
+            Self::BudgetExhausted => "budget_exhausted",
+            Self::Engine => "engine",
         }
     }
 }

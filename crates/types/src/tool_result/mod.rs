@@ -214,13 +214,15 @@ impl RunSummary {
             self.person_wait_ms
         );
         if let Some(error) = &self.error {
-            text.push_str(&format!("\n\nError ({}): {}", error.code, error.message));
+            open_section(&mut text);
+            text.push_str(&format!("Error ({}): {}", error.code, error.message));
             if let Some(detail) = &error.detail {
                 text.push_str(&format!("\nError detail: {detail}"));
             }
         }
         if self.status == RunStatus::Completed {
-            text.push_str("\n\nReturn value:");
+            open_section(&mut text);
+            text.push_str("Return value:");
             match &self.value {
                 Value::Null => text.push_str(" none"),
                 Value::String(string) => {
@@ -238,12 +240,14 @@ impl RunSummary {
             }
         }
         if !self.output.is_empty() {
-            text.push_str("\n\nOutput:\n");
+            open_section(&mut text);
+            text.push_str("Output:\n");
             text.push_str(&self.output);
         }
         if !self.calls.is_empty() {
+            open_section(&mut text);
             text.push_str(
-                "\n\nTool | Outcome | Waited on person | Duration (ms)\n--- | --- | --- | ---\n",
+                "Tool | Outcome | Waited on person | Duration (ms)\n--- | --- | --- | ---\n",
             );
             for call in &self.calls {
                 text.push_str(&format!(
@@ -256,11 +260,8 @@ impl RunSummary {
             }
         }
         if !self.warnings.is_empty() {
-            text.push_str(if text.ends_with('\n') {
-                "\nWarnings:"
-            } else {
-                "\n\nWarnings:"
-            });
+            open_section(&mut text);
+            text.push_str("Warnings:");
             for warning in &self.warnings {
                 text.push_str(&format!("\n- {}: {}", warning.code, warning.message));
             }
@@ -280,6 +281,14 @@ impl RunSummary {
             is_error: error_code.is_some(),
             error_code,
         })
+    }
+}
+
+/// Ends `text` with exactly one blank line before the next section, whatever
+/// the previous section (verbatim console output, say) ended with.
+fn open_section(text: &mut String) {
+    while !text.ends_with("\n\n") {
+        text.push('\n');
     }
 }
 

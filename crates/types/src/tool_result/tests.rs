@@ -37,6 +37,16 @@ fn model_text_follows_the_fixed_rules() {
     let cases: Vec<(RunSummary, &str)> = vec![
         (
             RunSummary {
+                output: "got it\n".into(),
+                call_count: 1,
+                calls: vec![echo_call()],
+                ..summary()
+            },
+            "completed · 10 ms · 1 calls · person wait 0 ms\n\nReturn value: none\n\nOutput:\ngot it\n\n\
+             Tool | Outcome | Waited on person | Duration (ms)\n--- | --- | --- | ---\necho | ok | false | 8\n",
+        ),
+        (
+            RunSummary {
                 value: json!({"answer": 42}),
                 call_count: 1,
                 calls: vec![echo_call()],
