@@ -23,6 +23,7 @@ use boa_engine::{
 };
 use futures::future::LocalBoxFuture;
 use kiln_types::tool_result::{Budget, CallOutcome, CallSummary};
+pub use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde_json::Value;
 use web_time::Instant;
 
@@ -37,20 +38,6 @@ pub struct ToolCall {
     pub tool: String,
     pub args: Value,
 }
-
-/// A tool's refusal or failure, as the guest's rejected promise carries it.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ToolFailure {
-    /// Stable snake_case code: `tool_unavailable`, `denied`, or the tool's own.
-    pub code: String,
-    pub message: String,
-    pub detail: Option<Value>,
-    /// How the call summary records it.
-    pub outcome: CallOutcome,
-}
-
-/// What the host answers to a call.
-pub type ToolReply = Result<Value, ToolFailure>;
 
 /// Where tool calls go. The sandbox knows nothing of what a tool does.
 pub trait ToolHost {

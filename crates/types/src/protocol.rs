@@ -7,6 +7,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::run::{RunLimits, RunReport};
+use crate::tool_result::{ToolReply, Warning};
 
 /// Bumped whenever a message changes shape.
 pub const PROTOCOL_VERSION: u32 = 1;
@@ -22,12 +23,25 @@ pub struct Envelope<M> {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum ToSandbox {
-    /// Run one program. The worker answers with [`FromSandbox::Report`].
+    /// Run one program against `catalog` (a JSON array of tool entries, which
+    /// the worker admits). The worker answers with [`FromSandbox::Report`].
     Run {
         run_id: u64,
         code: String,
         limits: RunLimits,
+        #[serde(default = "empty_catalog")]
+        catalog: serde_json::Value,
     },
+    /// The host's answer to [`FromSandbox::ToolCall`].
+    ToolReply {
+        run_id: u64,
+        call_number: u32,
+        reply: ToolReply,
+    },
+}
+
+fn empty_catalog() -> serde_json::Value {
+    serde_json::Value::Array(Vec::new())
 }
 
 /// From a sandbox worker to its host.
@@ -36,8 +50,20 @@ pub enum ToSandbox {
 pub enum FromSandbox {
     /// The worker's wasm is instantiated and it accepts runs.
     Ready,
-    /// The outcome of the run with this id.
-    Report { run_id: u64, report: RunReport },
+    /// The program called a tool; the host answers with [`ToSandbox::ToolReply`].
+    ToolCall {
+        run_id: u64,
+        call_number: u32,
+        tool: String,
+        args: serde_json::Value,
+    },
+    /// The outcome of the run with this id, with admission's warnings and digest.
+    Report {
+        run_id: u64,
+        report: RunReport,
+        warnings: Vec<Warning>,
+        catalog_digest: String,
+    },
     /// A message the worker could not read; `problem` says what was wrong.
     Rejected { problem: String },
 }
@@ -102,12 +128,15 @@ mod tests {
             run_id: 7,
             code: "return 1".into(),
             limits: RunLimits::default(),
+            catalog: serde_json::json!([{"name": "echo"}]),
         };
         assert_eq!(decode::<ToSandbox>(&encode(&run)), Ok(run));
 
         let report = FromSandbox::Report {
             run_id: 7,
             report: RunReport::stopped(RunError::wall_budget(5), 5.0),
+            warnings: Vec::new(),
+            catalog_digest: "sha256:0".into(),
         };
         assert_eq!(decode::<FromSandbox>(&encode(&report)), Ok(report));
     }

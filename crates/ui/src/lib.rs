@@ -3,6 +3,7 @@
 //! The page only talks the sandbox protocol (through [`sandbox_client`]); it
 //! never evaluates guest code on the main thread.
 
+pub mod demo_tools;
 pub mod sandbox_client;
 mod view_model;
 
@@ -10,16 +11,21 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use std::rc::Rc;
+
+use crate::demo_tools::{DemoTools, PageTools};
 use crate::sandbox_client::SandboxClient;
 use crate::view_model::{ResultView, Tone};
 use kiln_types::{RunLimits, RunReport};
 
 /// The program shown on first load.
 pub const SAMPLE_PROGRAM: &str = r#"// A program is the body of an async function: await, return, console.log.
+// It calls the page's tools through `tools` (listed below the editor).
 const squares = [1, 2, 3, 4].map((n) => n * n);
 console.log("squares:", squares);
-await Promise.resolve();
-return { squares, total: squares.reduce((a, b) => a + b, 0) };
+const answer = await tools.add({ a: 20, b: 22 });
+await sleep(100);
+return { squares, answer, at: (await tools.clock()).iso };
 "#;
 
 #[derive(Clone, Debug, PartialEq)]
@@ -46,7 +52,9 @@ pub fn App() -> impl IntoView {
         let client = client.clone();
         let program = code.get_untracked();
         spawn_local(async move {
-            let report = client.run(program, RunLimits::default()).await;
+            let report = client
+                .run(program, RunLimits::default(), Rc::new(DemoTools))
+                .await;
             set_state.set(RunState::Done(report));
             performance_mark("kiln:result");
         });
@@ -90,9 +98,43 @@ pub fn App() -> impl IntoView {
                     </button>
                     <span class="hint">"Ctrl+Enter runs · a program is stopped after 5 s"</span>
                 </div>
+                <ToolList />
             </section>
             <ResultPanel state=state />
         </main>
+    }
+}
+
+/// The tools a program can call, from the demo catalog.
+#[component]
+fn ToolList() -> impl IntoView {
+    let catalog = DemoTools.catalog();
+    let entries: Vec<(String, String)> = catalog
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter_map(|entry| {
+            let name = entry.get("name")?.as_str()?.to_owned();
+            let description = entry
+                .get("description")
+                .and_then(|d| d.as_str())
+                .unwrap_or("")
+                .to_owned();
+            Some((name, description))
+        })
+        .collect();
+    let count = entries.len();
+    let items = entries
+        .into_iter()
+        .map(|(name, description)| {
+            view! { <li><code>{format!("tools.{name}")}</code>" — "{description}</li> }
+        })
+        .collect_view();
+    view! {
+        <details class="tools" data-testid="tool-list">
+            <summary>{format!("Tools available to programs ({count})")}</summary>
+            <ul>{items}</ul>
+        </details>
     }
 }
 
@@ -135,6 +177,30 @@ fn report_view(result: &ResultView) -> impl IntoView + use<> {
     let detail = result.detail.clone().map(|detail| {
         view! { <pre class="error" data-testid="run-error">{detail}</pre> }
     });
+    let calls = (!result.calls.is_empty()).then(|| {
+        let rows = result
+            .calls
+            .iter()
+            .enumerate()
+            .map(|(index, (tool, outcome, duration))| {
+                view! {
+                    <tr class=format!("outcome-{outcome}")>
+                        <td>{index + 1}</td>
+                        <td><code>{tool.clone()}</code></td>
+                        <td>{*outcome}</td>
+                        <td>{duration.clone()}</td>
+                    </tr>
+                }
+            })
+            .collect_view();
+        view! {
+            <h3>"Tool calls"</h3>
+            <table class="calls" data-testid="tool-calls">
+                <thead><tr><th>"#"</th><th>"Tool"</th><th>"Outcome"</th><th>"Duration"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        }
+    });
     let console = (!result.console.is_empty()).then(|| {
         let lines = result
             .console
@@ -151,5 +217,6 @@ fn report_view(result: &ResultView) -> impl IntoView + use<> {
         {detail}
         {value}
         {console}
+        {calls}
     }
 }

@@ -12,6 +12,8 @@ use futures::future::{Either, select};
 use futures::{FutureExt, StreamExt};
 use kiln_types::protocol::{FromSandbox, ToSandbox, decode, encode};
 use kiln_types::{RunError, RunErrorKind, RunLimits, RunReport};
+
+use crate::demo_tools::PageTools;
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
@@ -22,6 +24,10 @@ const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
 const WORKER_START_MS: u64 = 30_000;
 
 /// What a worker told us, or that it failed.
+#[expect(
+    clippy::large_enum_variant,
+    reason = "events pass one at a time through a channel; boxing reports would buy nothing"
+)]
 enum Event {
     Message(FromSandbox),
     Failed(String),
@@ -95,9 +101,10 @@ impl SandboxWorker {
             }
             Either::Left((Some(Event::Message(FromSandbox::Rejected { problem })), _))
             | Either::Left((Some(Event::Failed(problem)), _)) => Err(problem),
-            Either::Left((Some(Event::Message(FromSandbox::Report { .. })), _)) => {
-                Err("the sandbox worker answered before it was ready".into())
-            }
+            Either::Left((
+                Some(Event::Message(FromSandbox::Report { .. } | FromSandbox::ToolCall { .. })),
+                _,
+            )) => Err("the sandbox worker answered before it was ready".into()),
             Either::Left((None, _)) => Err("the sandbox worker went away while starting".into()),
             Either::Right(_) => Err(format!(
                 "the sandbox worker did not start within {} s",
@@ -132,7 +139,12 @@ impl SandboxClient {
 
     /// Runs `code` under `limits` and reports the outcome. A run that passes its
     /// wall budget is stopped by terminating its worker; a fresh worker replaces it.
-    pub async fn run(&self, code: String, limits: RunLimits) -> RunReport {
+    pub async fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<dyn PageTools>,
+    ) -> RunReport {
         let limits = limits.clamped();
         let started = now_ms();
         let idle = self.idle.borrow_mut().take();
@@ -149,10 +161,12 @@ impl SandboxClient {
             *next += 1;
             *next
         };
+        let catalog = tools.catalog();
         let message = encode(ToSandbox::Run {
             run_id,
             code,
             limits,
+            catalog,
         });
         if let Err(error) = worker.worker.post_message(&JsValue::from_str(&message)) {
             return engine_failure(
@@ -164,45 +178,57 @@ impl SandboxClient {
         let budget = sleep_ms(limits.wall_ms).fuse();
         futures::pin_mut!(budget);
         loop {
-            let next = worker.events.next();
-            match select(next, &mut budget).await {
-                Either::Left((
-                    Some(Event::Message(FromSandbox::Report { run_id: id, report })),
-                    _,
-                )) if id == run_id => {
-                    self.keep_idle(worker);
-                    return report;
-                }
-                // A stale report or a repeated `ready`: not ours, keep waiting.
-                Either::Left((
-                    Some(Event::Message(FromSandbox::Report { .. } | FromSandbox::Ready)),
-                    _,
-                )) => {}
-                Either::Left((
-                    Some(
-                        Event::Message(FromSandbox::Rejected { problem }) | Event::Failed(problem),
-                    ),
-                    _,
-                )) => {
-                    drop(worker);
-                    self.warm_up();
-                    return engine_failure(problem, started);
-                }
-                Either::Left((None, _)) => {
-                    self.warm_up();
-                    return engine_failure(
-                        "the sandbox worker went away during the run".into(),
-                        started,
-                    );
-                }
+            let event = match select(worker.events.next(), &mut budget).await {
+                Either::Left((event, _)) => event,
                 Either::Right(_) => {
                     // Boa has no interrupt hook: ending the worker is how a run stops.
                     drop(worker);
                     self.warm_up();
-                    return RunReport::stopped(
-                        RunError::wall_budget(limits.wall_ms),
-                        now_ms() - started,
-                    );
+                    let elapsed = now_ms() - started;
+                    return RunReport::stopped(RunError::wall_budget(limits.wall_ms), elapsed);
+                }
+            };
+            match event {
+                Some(Event::Message(FromSandbox::Report {
+                    run_id: id, report, ..
+                })) if id == run_id => {
+                    self.keep_idle(worker);
+                    return report;
+                }
+                Some(Event::Message(FromSandbox::ToolCall {
+                    run_id: id,
+                    call_number,
+                    tool,
+                    args,
+                })) if id == run_id => {
+                    let reply = tools.call(&tool, args);
+                    let target = worker.worker.clone();
+                    wasm_bindgen_futures::spawn_local(async move {
+                        let reply = reply.await;
+                        let message = encode(ToSandbox::ToolReply {
+                            run_id,
+                            call_number,
+                            reply,
+                        });
+                        // A worker terminated meanwhile drops the reply, as it should.
+                        let _ = target.post_message(&JsValue::from_str(&message));
+                    });
+                }
+                // A stale report or call, or a repeated `ready`: not ours, keep waiting.
+                Some(Event::Message(
+                    FromSandbox::Report { .. } | FromSandbox::ToolCall { .. } | FromSandbox::Ready,
+                )) => {}
+                Some(
+                    Event::Message(FromSandbox::Rejected { problem }) | Event::Failed(problem),
+                ) => {
+                    drop(worker);
+                    self.warm_up();
+                    return engine_failure(problem, started);
+                }
+                None => {
+                    self.warm_up();
+                    let problem = "the sandbox worker went away during the run".to_owned();
+                    return engine_failure(problem, started);
                 }
             }
         }
@@ -239,7 +265,7 @@ pub fn now_ms() -> f64 {
 }
 
 /// A future that resolves after `ms` milliseconds on the page's timer.
-async fn sleep_ms(ms: u64) {
+pub(crate) async fn sleep_ms(ms: u64) {
     let promise = js_sys::Promise::new(&mut |resolve, _reject| {
         if let Some(window) = web_sys::window() {
             let ms = i32::try_from(ms).unwrap_or(i32::MAX);

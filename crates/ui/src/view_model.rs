@@ -1,6 +1,7 @@
 //! What the result panel says about a run report, as plain strings: pure, so it
 //! is tested natively.
 
+use kiln_types::tool_result::Budget;
 use kiln_types::{RunErrorKind, RunOutcome, RunReport};
 
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -21,6 +22,8 @@ pub(crate) struct ResultView {
     pub value: Option<String>,
     /// Console lines as `(level, text)`.
     pub console: Vec<(&'static str, String)>,
+    /// Tool calls as `(tool, outcome, duration)`, in call order.
+    pub calls: Vec<(String, &'static str, String)>,
 }
 
 impl ResultView {
@@ -40,6 +43,17 @@ impl ResultView {
             ));
         }
         let duration = format_ms(report.duration_ms);
+        let calls = report
+            .calls
+            .iter()
+            .map(|call| {
+                (
+                    call.tool.clone(),
+                    call.outcome.as_str(),
+                    format!("{} ms", call.duration_ms),
+                )
+            })
+            .collect();
         match &report.outcome {
             RunOutcome::Completed { value } => Self {
                 tone: Tone::Success,
@@ -49,6 +63,7 @@ impl ResultView {
                     serde_json::to_string_pretty(value).unwrap_or_else(|_| value.to_string()),
                 ),
                 console,
+                calls,
             },
             RunOutcome::Failed(error) => {
                 let status = match error.kind {
@@ -61,10 +76,22 @@ impl ResultView {
                         "The program never finished: it awaits something that cannot happen."
                             .to_owned()
                     }
-                    RunErrorKind::BudgetExhausted => format!(
-                        "Stopped after {duration}: the program ran past its time budget. \
-                         The sandbox was restarted; you can run again."
-                    ),
+                    RunErrorKind::BudgetExhausted => match error.budget {
+                        Some(Budget::ToolCalls) => {
+                            "Stopped: the program made more tool calls than its budget allows."
+                                .to_owned()
+                        }
+                        Some(Budget::Wall) | None => format!(
+                            "Stopped after {duration}: the program ran past its time budget. \
+                             The sandbox was restarted; you can run again."
+                        ),
+                        Some(other) => {
+                            format!(
+                                "Stopped: the program ran out of its {} budget.",
+                                other.as_str()
+                            )
+                        }
+                    },
                     RunErrorKind::Engine => "The sandbox failed to run the program.".to_owned(),
                 };
                 Self {
@@ -73,6 +100,7 @@ impl ResultView {
                     detail: Some(error.message.clone()),
                     value: None,
                     console,
+                    calls,
                 }
             }
         }

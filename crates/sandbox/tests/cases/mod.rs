@@ -160,7 +160,7 @@ pub const TOOL_CATALOG: &str = r#"[
 pub const TOOL_CASES: &[(&str, &str)] = &[
     (
         "return await tools.echo({text: 'hi', n: [1, 2]})",
-        r#"completed {"n":[1,2],"text":"hi"} [echo ok]"#,
+        r#"completed {"text":"hi","n":[1,2]} [echo ok]"#,
     ),
     (
         "return await tools.answer()",

@@ -127,6 +127,22 @@ impl CallOutcome {
     }
 }
 
+/// A tool's refusal or failure: what a rejected call carries into the guest
+/// (`error.code`, `error.message`, `error.detail`) and how its summary row reads.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFailure {
+    /// Stable snake_case code: `tool_unavailable`, `denied`, or the tool's own.
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub detail: Option<Value>,
+    /// How the call summary records it.
+    pub outcome: CallOutcome,
+}
+
+/// What a host answers to one tool call.
+pub type ToolReply = Result<Value, ToolFailure>;
+
 /// A limit of a run that can run out.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]

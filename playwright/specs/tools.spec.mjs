@@ -1,0 +1,81 @@
+// A program calls the page's tools: each call crosses from the sandbox worker
+// to the page and back, and the result panel lists the calls.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { launch, openApp, runProgram } from "../lib/browser.mjs";
+
+let browser;
+before(async () => {
+  browser = await launch();
+  await openApp(browser.page);
+});
+after(async () => {
+  await browser?.close();
+});
+
+async function callRows(page) {
+  return page.locator('[data-testid="tool-calls"] tbody tr').evaluateAll((rows) =>
+    rows.map((row) => [...row.querySelectorAll("td")].slice(1, 3).map((cell) => cell.textContent)),
+  );
+}
+
+test("the page lists the tools a program can call", async () => {
+  const { page } = browser;
+  await page.getByTestId("tool-list").locator("summary").click();
+  assert.equal(await page.getByTestId("tool-list").locator("summary").textContent(), "Tools available to programs (4)");
+  assert.match(await page.getByTestId("tool-list").textContent(), /tools\.add — Adds two numbers/);
+});
+
+test("a program awaits tools across the worker boundary", async () => {
+  const { page } = browser;
+  const status = await runProgram(
+    page,
+    [
+      "const [sum, waited, echoed] = await Promise.all([",
+      "  tools.add({a: 2, b: 40}), tools.wait({ms: 50}), tools.echo({bytes: [1, 2], nested: {ok: true}}),",
+      "]);",
+      "return {sum, waited, echoed};",
+    ].join("\n"),
+  );
+  assert.match(status, /^Completed/);
+  assert.deepEqual(JSON.parse(await page.getByTestId("result-value").textContent()), {
+    sum: 42,
+    waited: { waited_ms: 50 },
+    echoed: { bytes: [1, 2], nested: { ok: true } },
+  });
+  assert.deepEqual(await callRows(page), [
+    ["add", "ok"],
+    ["wait", "ok"],
+    ["echo", "ok"],
+  ]);
+});
+
+test("an uncaught tool failure names the tool and the call", async () => {
+  const { page } = browser;
+  const status = await runProgram(page, 'await tools.echo({});\nawait tools.add({a: 1, b: "x"});');
+  assert.match(status, /^A tool call failed and the program did not catch it/);
+  assert.match(await page.getByTestId("run-error").textContent(), /^add \(call 2\) failed: add needs numbers `a` and `b`/);
+  assert.deepEqual(await callRows(page), [
+    ["echo", "ok"],
+    ["add", "error"],
+  ]);
+});
+
+test("a caught tool failure does not fail the run, and an unknown tool is named", async () => {
+  const { page } = browser;
+  await runProgram(page, "try { await tools.add({}) } catch (e) { return e.code }");
+  assert.equal(await page.getByTestId("result-value").textContent(), '"invalid_arguments"');
+  await runProgram(page, "return await tools.weather()");
+  assert.equal(
+    await page.getByTestId("run-error").textContent(),
+    "TypeError: tools.weather is not available in this codemode run. Available tools: add, clock, echo, wait (4). Not every tool is available inside programs yet.",
+  );
+});
+
+test("a run stopped at its wall budget while a tool call is out leaves the page working", async () => {
+  const { page } = browser;
+  const status = await runProgram(page, "await tools.wait({ms: 10000})", { timeout: 20_000 });
+  assert.match(status, /^Stopped after 5\.\d s/);
+  assert.match(await runProgram(page, "return await tools.add({a: 1, b: 1})"), /^Completed/);
+  assert.equal(await page.getByTestId("result-value").textContent(), "2");
+});
