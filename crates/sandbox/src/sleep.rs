@@ -1,4 +1,4 @@
-//! `sleep(ms)`: the guest's only way to wait on time.
+//! `sleep(ms)`, the guest's only way to wait on time, and `waitFor`, built on it.
 //!
 //! Following the codemode contract: `ms` is an integer from 0 to 10,000 and
 //! anything else throws a `RangeError` naming the limit. The wait is a host
@@ -11,18 +11,30 @@ use std::time::Duration;
 use boa_engine::job::NativeAsyncJob;
 use boa_engine::object::builtins::JsPromise;
 use boa_engine::property::Attribute;
-use boa_engine::{Context, JsNativeError, JsResult, JsValue, NativeFunction, js_string};
+use boa_engine::{Context, JsNativeError, JsResult, JsValue, NativeFunction, Source, js_string};
 
 /// The longest single sleep, in milliseconds.
 pub const MAX_SLEEP_MS: f64 = 10_000.0;
 
+/// `waitFor`, written in JavaScript over `sleep` (see `wait_for.js`).
+const WAIT_FOR: &str = include_str!("wait_for.js");
+
+/// Defines the globals `sleep` and `waitFor`.
 pub(crate) fn install(context: &mut Context) -> JsResult<()> {
     let sleep = NativeFunction::from_fn_ptr(sleep).to_js_function(context.realm());
-    context.register_global_property(
-        js_string!("sleep"),
-        sleep,
-        Attribute::WRITABLE | Attribute::CONFIGURABLE,
-    )
+    let attributes = Attribute::WRITABLE | Attribute::CONFIGURABLE;
+    context.register_global_property(js_string!("sleep"), sleep.clone(), attributes)?;
+
+    let date = context.intrinsics().constructors().date().constructor();
+    let date_now = date.get(js_string!("now"), context)?;
+    let factory = context.eval(Source::from_bytes(WAIT_FOR))?;
+    let Some(factory) = factory.as_callable() else {
+        return Err(JsNativeError::typ()
+            .with_message("waitFor's definition is not a function")
+            .into());
+    };
+    let wait_for = factory.call(&JsValue::undefined(), &[sleep.into(), date_now], context)?;
+    context.register_global_property(js_string!("waitFor"), wait_for, attributes)
 }
 
 fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {

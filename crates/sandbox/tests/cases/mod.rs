@@ -124,6 +124,27 @@ pub const CASES: &[(&str, &str)] = &[
         "completed true",
     ),
     (
+        "let n = 0; return await waitFor(() => ++n >= 3 && n, {interval: 1, timeout: 5000})",
+        "completed 3",
+    ),
+    (
+        "let n = 0; try { await waitFor(() => { n++; return false }, {timeout: 600, interval: 250}) } \
+      catch (e) { return [e.code, e.message, n] }",
+        r#"completed ["wait_timeout","waitFor timed out after 600 ms: the condition was still falsy after 4 attempts",4]"#,
+    ),
+    (
+        "await waitFor(() => true, {timeout: 30001})",
+        "script RangeError: waitFor timeout must be an integer number of milliseconds from 0 to 30000; got 30001",
+    ),
+    (
+        "await waitFor(async () => { throw new TypeError('inner') })",
+        "script TypeError: inner",
+    ),
+    (
+        "await waitFor(42)",
+        "script TypeError: waitFor(condition, {timeout, interval}) needs a function as its condition",
+    ),
+    (
         "return typeof setTimeout + typeof fetch + typeof require",
         r#"completed "undefinedundefinedundefined""#,
     ),
