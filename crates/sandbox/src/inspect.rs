@@ -3,7 +3,9 @@
 //! Everything here runs guest code (getters, proxies) inside the guest's context,
 //! so it is bounded by the same engine limits as the program, and it never panics.
 
-use boa_engine::{Context, JsError, JsObject, JsResult, JsValue, JsVariant, js_string};
+use boa_engine::{
+    Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, JsVariant, js_string,
+};
 
 /// How deep `console.log` descends before printing `[Object]`.
 const MAX_DEPTH: usize = 4;
@@ -199,34 +201,146 @@ pub(crate) fn error_message(error: &JsError, context: &mut Context) -> String {
     }
 }
 
-/// The returned value as JSON: `undefined` becomes `null`; a cycle is refused.
+/// How deep a value crossing to the host may nest: `serde_json` reads no
+/// deeper, and a bound here keeps a hostile value from exhausting the stack.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// A guest value as JSON, by `JSON.stringify`'s rules, converted inside the
+/// guest's context so getters, proxies and `toJSON` run under its limits:
+/// `undefined`, functions and symbols become `null` at the top and in arrays and
+/// are left out of objects; non-finite numbers become `null`; a `BigInt`, a
+/// cycle or nesting past [`MAX_JSON_DEPTH`] is refused with a `TypeError` that
+/// names where it is.
 pub(crate) fn to_json(value: &JsValue, context: &mut Context) -> JsResult<serde_json::Value> {
-    let mut json = value.to_json(context)?.unwrap_or(serde_json::Value::Null);
-    integral_numbers(&mut json);
-    Ok(json)
+    let mut ancestors = Vec::new();
+    Ok(json_value(value, context, &mut ancestors, "value")?.unwrap_or(serde_json::Value::Null))
 }
 
-/// JavaScript has one number type; Boa hands integers past `i32` over as `f64`,
-/// which serde writes as `4999950000.0`. Write them as `JSON.stringify` does.
-/// Iterative, so a deep value cannot exhaust the host's stack here.
-fn integral_numbers(json: &mut serde_json::Value) {
+/// `None` for what JSON leaves out (`undefined`, functions, symbols).
+fn json_value(
+    value: &JsValue,
+    context: &mut Context,
+    ancestors: &mut Vec<(JsObject, String)>,
+    path: &str,
+) -> JsResult<Option<serde_json::Value>> {
+    let mut value = value.clone();
+    if let Some(object) = value.as_object() {
+        let to_json = object.get(js_string!("toJSON"), context)?;
+        if let Some(to_json) = to_json.as_callable() {
+            // `JSON.stringify` passes the property's key; the top-level key is "".
+            let key = if ancestors.is_empty() {
+                ""
+            } else {
+                path.rsplit(['.', '['])
+                    .next()
+                    .unwrap_or("")
+                    .trim_end_matches(']')
+            };
+            value = to_json.call(&value, &[JsString::from(key).into()], context)?;
+        }
+    }
+    Ok(match value.variant() {
+        JsVariant::Null => Some(serde_json::Value::Null),
+        JsVariant::Undefined | JsVariant::Symbol(_) => None,
+        JsVariant::Boolean(flag) => Some(serde_json::Value::Bool(flag)),
+        JsVariant::Integer32(number) => Some(serde_json::Value::from(number)),
+        JsVariant::Float64(number) => Some(json_number(number)),
+        JsVariant::String(text) => Some(serde_json::Value::String(text.to_std_string_escaped())),
+        JsVariant::BigInt(_) => {
+            return Err(JsNativeError::typ()
+                .with_message(format!("`{path}` is a BigInt, which JSON cannot carry"))
+                .into());
+        }
+        JsVariant::Object(object) => {
+            if object.is_callable() {
+                return Ok(None);
+            }
+            if let Some((_, first)) = ancestors
+                .iter()
+                .find(|(other, _)| JsObject::equals(other, &object))
+            {
+                return Err(JsNativeError::typ()
+                    .with_message(format!(
+                        "cyclic value: `{}` refers back to `{}`",
+                        short(path),
+                        short(first)
+                    ))
+                    .into());
+            }
+            if ancestors.len() >= MAX_JSON_DEPTH {
+                return Err(JsNativeError::typ()
+                    .with_message(format!(
+                        "`{}` is nested more than {MAX_JSON_DEPTH} levels deep, deeper than JSON may carry here",
+                        short(path)
+                    ))
+                    .into());
+            }
+            ancestors.push((object.clone(), path.to_owned()));
+            let converted = if object.is_array() {
+                json_array(&object, context, ancestors, path)
+            } else {
+                json_object(&object, context, ancestors, path)
+            };
+            ancestors.pop();
+            Some(converted?)
+        }
+    })
+}
+
+fn json_array(
+    array: &JsObject,
+    context: &mut Context,
+    ancestors: &mut Vec<(JsObject, String)>,
+    path: &str,
+) -> JsResult<serde_json::Value> {
+    let length = array
+        .get(js_string!("length"), context)?
+        .to_length(context)?;
+    let mut items = Vec::new();
+    for index in 0..length {
+        let item = array.get(index, context)?;
+        let item = json_value(&item, context, ancestors, &format!("{path}[{index}]"))?;
+        items.push(item.unwrap_or(serde_json::Value::Null));
+    }
+    Ok(serde_json::Value::Array(items))
+}
+
+fn json_object(
+    object: &JsObject,
+    context: &mut Context,
+    ancestors: &mut Vec<(JsObject, String)>,
+    path: &str,
+) -> JsResult<serde_json::Value> {
+    let mut map = serde_json::Map::new();
+    for key in object_keys(object, context)? {
+        let name = key.to_std_string_escaped();
+        let item = object.get(key, context)?;
+        if let Some(item) = json_value(&item, context, ancestors, &format!("{path}.{name}"))? {
+            map.insert(name, item);
+        }
+    }
+    Ok(serde_json::Value::Object(map))
+}
+
+/// A path short enough for a one-line message: its end, which says the most.
+fn short(path: &str) -> String {
+    const KEEP: usize = 60;
+    match path.char_indices().rev().nth(KEEP) {
+        Some((cut, _)) if path.len() > KEEP + 20 => format!("…{}", &path[cut..]),
+        _ => path.to_owned(),
+    }
+}
+
+/// A number as `JSON.stringify` writes it: integers without a fraction,
+/// non-finite numbers as `null`.
+fn json_number(number: f64) -> serde_json::Value {
     /// Integers up to 2^53 are exact in an `f64`.
     const MAX_SAFE: f64 = 9_007_199_254_740_991.0;
-    let mut stack = vec![json];
-    while let Some(value) = stack.pop() {
-        match value {
-            serde_json::Value::Number(number) => {
-                let integral = number.as_f64().filter(|float| {
-                    number.is_f64() && float.fract() == 0.0 && float.abs() <= MAX_SAFE
-                });
-                if let Some(float) = integral {
-                    // Exact: |float| <= 2^53 and integral.
-                    *number = serde_json::Number::from(float as i64);
-                }
-            }
-            serde_json::Value::Array(items) => stack.extend(items.iter_mut()),
-            serde_json::Value::Object(map) => stack.extend(map.values_mut()),
-            _ => {}
-        }
+    if number.fract() == 0.0 && number.abs() <= MAX_SAFE {
+        // Exact: |number| <= 2^53 and integral (and -0 becomes 0, as in JSON).
+        serde_json::Value::from(number as i64)
+    } else {
+        serde_json::Number::from_f64(number)
+            .map_or(serde_json::Value::Null, serde_json::Value::Number)
     }
 }

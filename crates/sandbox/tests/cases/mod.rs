@@ -124,6 +124,42 @@ pub const CASES: &[(&str, &str)] = &[
         "completed true",
     ),
     (
+        "return [new Date(0), NaN, -Infinity, undefined, () => 1, Symbol('s')]",
+        r#"completed ["1970-01-01T00:00:00.000Z",null,null,null,null,null]"#,
+    ),
+    (
+        "return {a: undefined, f() {}, b: 2, toString: 1}",
+        r#"completed {"b":2,"toString":1}"#,
+    ),
+    (
+        "return {toJSON(key) { return 'key=' + key }}",
+        r#"completed "key=""#,
+    ),
+    (
+        "return {inner: {toJSON(key) { return key }}}",
+        r#"completed {"inner":"inner"}"#,
+    ),
+    (
+        "return {a: {b: 1n}}",
+        "script TypeError: `value.a.b` is a BigInt, which JSON cannot carry",
+    ),
+    (
+        "const a = {x: []}; a.x.push(a); return a",
+        "script TypeError: cyclic value: `value.x[0]` refers back to `value`",
+    ),
+    (
+        "let o = {}; let c = o; for (let i = 0; i < 100000; i++) { c.n = {}; c = c.n } return o",
+        "script TypeError: `…n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n` is nested more than 128 levels deep, deeper than JSON may carry here",
+    ),
+    (
+        "return new Proxy({}, {ownKeys() { throw new Error('trap') }})",
+        "script Error: trap",
+    ),
+    (
+        "return {get boom() { throw new RangeError('getter') }}",
+        "script RangeError: getter",
+    ),
+    (
         "let n = 0; return await waitFor(() => ++n >= 3 && n, {interval: 1, timeout: 5000})",
         "completed 3",
     ),
@@ -218,7 +254,7 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
     ("tools.echo = 1", "script TypeError: tools is read-only"),
     (
         "const a = {}; a.self = a; await tools.echo(a)",
-        "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: cyclic object value",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: cyclic value: `value.self` refers back to `value`",
     ),
     (
         "for (let i = 0; i < 300; i++) { try { await tools.echo({i}) } catch (e) {} }",
