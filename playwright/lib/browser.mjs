@@ -2,6 +2,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { after, before } from "node:test";
 import { chromium } from "playwright-core";
 
 // Without the background-networking flags Chromium reaches for hosts this
@@ -54,4 +55,20 @@ export async function runProgram(page, code, { timeout = 30_000 } = {}) {
   await page.locator('[data-testid="run-status"]:not(.running)').waitFor({ timeout });
   await page.getByTestId("run-button").waitFor({ state: "visible" });
   return (await page.getByTestId("run-status").textContent()).trim();
+}
+
+/**
+ * For a spec file: launches the browser and opens the app before its tests,
+ * closes it after them. Returns a function giving `{page, errors}`.
+ */
+export function useApp() {
+  let browser;
+  before(async () => {
+    browser = await launch();
+    await openApp(browser.page);
+  });
+  after(async () => {
+    await browser?.close();
+  });
+  return () => browser;
 }

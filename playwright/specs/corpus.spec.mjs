@@ -4,9 +4,9 @@
 import assert from "node:assert/strict";
 import { readdirSync, readFileSync, statSync } from "node:fs";
 import { join, relative } from "node:path";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { fileURLToPath } from "node:url";
-import { launch, openApp, runProgram } from "../lib/browser.mjs";
+import { runProgram, useApp } from "../lib/browser.mjs";
 
 const corpus = fileURLToPath(new URL("../../../shared/testdata/escape-corpus/", import.meta.url));
 
@@ -20,17 +20,10 @@ function programs(dir) {
     });
 }
 
-let browser;
-before(async () => {
-  browser = await launch();
-  await openApp(browser.page);
-});
-after(async () => {
-  await browser?.close();
-});
+const app = useApp();
 
 test("hostile programs end cleanly in the browser sandbox", async () => {
-  const { page, errors } = browser;
+  const { page, errors } = app();
   const all = programs(corpus);
   assert.ok(all.length >= 200, `the corpus should be beside the checkout at ${corpus}`);
   const subset = all.filter((_, index) => index % 9 === 0);

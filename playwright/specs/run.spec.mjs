@@ -1,20 +1,13 @@
 // A person types a program, runs it, and reads the answer; a program that never
 // ends is stopped, and the next run works.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { launch, openApp, runProgram } from "../lib/browser.mjs";
+import { test } from "node:test";
+import { runProgram, useApp } from "../lib/browser.mjs";
 
-let browser;
-before(async () => {
-  browser = await launch();
-  await openApp(browser.page);
-});
-after(async () => {
-  await browser?.close();
-});
+const app = useApp();
 
 test("runs a program and shows its value and console lines", async () => {
-  const { page } = browser;
+  const { page } = app();
   const status = await runProgram(
     page,
     'console.log("hello from the sandbox", {n: 1});\nconst x = await Promise.resolve(20);\nreturn {answer: x + 22};',
@@ -26,7 +19,7 @@ test("runs a program and shows its value and console lines", async () => {
 });
 
 test("shows a thrown error and a syntax error as readable messages", async () => {
-  const { page } = browser;
+  const { page } = app();
   assert.match(await runProgram(page, 'throw new TypeError("no such thing")'), /threw an error/);
   assert.equal(await page.getByTestId("run-error").textContent(), "TypeError: no such thing");
   assert.match(await runProgram(page, "return ("), /syntax error/);
@@ -34,7 +27,7 @@ test("shows a thrown error and a syntax error as readable messages", async () =>
 });
 
 test("stops a program that never ends, then runs the next one", async () => {
-  const { page } = browser;
+  const { page } = app();
   const started = Date.now();
   const status = await runProgram(page, "while (true) {}", { timeout: 20_000 });
   const elapsed = Date.now() - started;
@@ -48,7 +41,7 @@ test("stops a program that never ends, then runs the next one", async () => {
 });
 
 test("Ctrl+Enter in the editor runs the program", async () => {
-  const { page } = browser;
+  const { page } = app();
   await page.getByTestId("code-editor").fill('return "keyboard"');
   await page.getByTestId("code-editor").press("Control+Enter");
   await page.locator('[data-testid="run-status"].success').waitFor();
@@ -56,7 +49,7 @@ test("Ctrl+Enter in the editor runs the program", async () => {
 });
 
 test("the page never evaluated guest code on the main thread and raised no errors", async () => {
-  const { page, errors } = browser;
+  const { page, errors } = app();
   // A program that would mark the main thread's global if it ran there.
   await runProgram(page, "globalThis.__kiln_guest_was_here = true; return typeof window");
   assert.equal(await page.getByTestId("result-value").textContent(), '"undefined"');

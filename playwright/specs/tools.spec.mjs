@@ -1,17 +1,10 @@
 // A program calls the page's tools: each call crosses from the sandbox worker
 // to the page and back, and the result panel lists the calls.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
-import { launch, openApp, runProgram } from "../lib/browser.mjs";
+import { test } from "node:test";
+import { runProgram, useApp } from "../lib/browser.mjs";
 
-let browser;
-before(async () => {
-  browser = await launch();
-  await openApp(browser.page);
-});
-after(async () => {
-  await browser?.close();
-});
+const app = useApp();
 
 async function callRows(page) {
   return page.locator('[data-testid="tool-calls"] tbody tr').evaluateAll((rows) =>
@@ -20,14 +13,14 @@ async function callRows(page) {
 }
 
 test("the page lists the tools a program can call", async () => {
-  const { page } = browser;
+  const { page } = app();
   await page.getByTestId("tool-list").locator("summary").click();
   assert.equal(await page.getByTestId("tool-list").locator("summary").textContent(), "Tools available to programs (4)");
   assert.match(await page.getByTestId("tool-list").textContent(), /tools\.add — Adds two numbers/);
 });
 
 test("a program awaits tools across the worker boundary", async () => {
-  const { page } = browser;
+  const { page } = app();
   const status = await runProgram(
     page,
     [
@@ -51,7 +44,7 @@ test("a program awaits tools across the worker boundary", async () => {
 });
 
 test("an uncaught tool failure names the tool and the call", async () => {
-  const { page } = browser;
+  const { page } = app();
   const status = await runProgram(page, 'await tools.echo({});\nawait tools.add({a: 1, b: "x"});');
   assert.match(status, /^A tool call failed and the program did not catch it/);
   assert.match(await page.getByTestId("run-error").textContent(), /^add \(call 2\) failed: add needs numbers `a` and `b`/);
@@ -62,7 +55,7 @@ test("an uncaught tool failure names the tool and the call", async () => {
 });
 
 test("a caught tool failure does not fail the run, and an unknown tool is named", async () => {
-  const { page } = browser;
+  const { page } = app();
   await runProgram(page, "try { await tools.add({}) } catch (e) { return e.code }");
   assert.equal(await page.getByTestId("result-value").textContent(), '"invalid_arguments"');
   await runProgram(page, "return await tools.weather()");
@@ -73,7 +66,7 @@ test("a caught tool failure does not fail the run, and an unknown tool is named"
 });
 
 test("a run stopped at its wall budget while a tool call is out leaves the page working", async () => {
-  const { page } = browser;
+  const { page } = app();
   const status = await runProgram(page, "await tools.wait({ms: 10000})", { timeout: 20_000 });
   assert.match(status, /^Stopped after 5\.\d s/);
   assert.match(await runProgram(page, "return await tools.add({a: 1, b: 1})"), /^Completed/);

@@ -145,17 +145,6 @@ fn refuses_unreadable_input_with_exit_2_and_a_message_naming_it() {
         "{stderr}"
     );
 
-    let catalog = temp_file("object-catalog.json", r#"{"echo": {}}"#);
-    let (code, _, stderr) = kiln(
-        &["run", "-", "--tools", catalog.to_str().unwrap()],
-        Some("return 1"),
-    );
-    assert_eq!(code, 2);
-    assert!(
-        stderr.contains("must be a JSON array") && stderr.contains("invalid_catalog"),
-        "{stderr}"
-    );
-
     let limits = temp_file("bad-limits.json", r#"{"wall": 1}"#);
     let (code, _, stderr) = kiln(
         &["run", "-", "--limits", limits.to_str().unwrap()],
