@@ -156,3 +156,36 @@ fn refuses_unreadable_input_with_exit_2_and_a_message_naming_it() {
         "{stderr}"
     );
 }
+
+#[test]
+fn limits_set_the_tool_call_and_return_value_budgets() {
+    let catalog = temp_file("echo-catalog.json", r#"[{"name": "echo"}]"#);
+    let limits = temp_file(
+        "small-limits.json",
+        r#"{"tool_calls": 2, "return_bytes": 8}"#,
+    );
+    let args = [
+        "run",
+        "-",
+        "--tools",
+        catalog.to_str().unwrap(),
+        "--limits",
+        limits.to_str().unwrap(),
+    ];
+
+    let (code, result, _) = kiln(
+        &args,
+        Some("for (;;) { try { await tools.echo() } catch (e) {} }"),
+    );
+    assert_eq!(code, 1);
+    assert_eq!(result["structuredContent"]["budget"], "tool_calls");
+    assert_eq!(result["structuredContent"]["call_count"], 2);
+
+    let (code, result, _) = kiln(&args, Some("return 'more than eight bytes'"));
+    assert_eq!(code, 1);
+    assert_eq!(result["structuredContent"]["budget"], "return_value");
+    assert_eq!(
+        result["structuredContent"]["termination_reason"],
+        "budget_exhausted:return_value"
+    );
+}

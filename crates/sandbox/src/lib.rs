@@ -40,9 +40,6 @@ pub const ENGINE: &str = "boa 0.22";
 
 pub use sleep::MAX_SLEEP_MS;
 
-/// The most tool calls a run may make unless its limits say otherwise.
-pub const DEFAULT_MAX_TOOL_CALLS: u32 = 200;
-
 /// Guest code is placed inside this wrapper so that top-level `await` and `return`
 /// work. The body starts on the wrapper's second line; [`program_position`]
 /// turns positions in syntax errors back into the program's own.
@@ -77,9 +74,17 @@ pub async fn run_with_tools(
     let executor = Rc::new(HostJobExecutor::default());
     let console = ConsoleBuffer::new(limits.console_bytes);
 
-    let (outcome, calls) = match new_context(executor.clone(), console.clone(), admission, host) {
+    let setup = new_context(
+        executor.clone(),
+        console.clone(),
+        admission,
+        host,
+        limits.tool_calls,
+    );
+    let (outcome, calls) = match setup {
         Ok((mut context, tools)) => {
             let outcome = evaluate(code, &executor, &mut context, &tools).await;
+            let outcome = cap_return_value(outcome, limits.return_bytes);
             (outcome, tools.0.calls.borrow().clone())
         }
         Err(error) => (
@@ -106,6 +111,7 @@ fn new_context(
     console: ConsoleBuffer,
     admission: Rc<Admission>,
     host: Rc<dyn ToolHost>,
+    tool_calls: u32,
 ) -> Result<(Context, SharedRunTools), JsError> {
     let mut context = Context::builder()
         .job_executor(executor.clone())
@@ -114,8 +120,27 @@ fn new_context(
     console::install(&mut context, console)?;
     sleep::install(&mut context)?;
     let halt = executor.halt_flag();
-    let tools = tools::install(&mut context, host, admission, DEFAULT_MAX_TOOL_CALLS, halt)?;
+    let tools = tools::install(&mut context, host, admission, tool_calls, halt)?;
     Ok((context, tools))
+}
+
+/// Ends a run whose returned value is larger than `return_bytes` of JSON with
+/// `budget_exhausted:return_value`, naming both sizes.
+fn cap_return_value(outcome: RunOutcome, return_bytes: usize) -> RunOutcome {
+    let RunOutcome::Completed { value } = &outcome else {
+        return outcome;
+    };
+    let size = serde_json::to_string(value).map_or(usize::MAX, |json| json.len());
+    if size <= return_bytes {
+        return outcome;
+    }
+    RunOutcome::Failed(RunError::budget(
+        Budget::ReturnValue,
+        format!(
+            "{}: the returned value is {size} bytes of JSON, more than the {return_bytes} bytes a run may return",
+            Budget::ReturnValue.error_code()
+        ),
+    ))
 }
 
 async fn evaluate(

@@ -159,10 +159,15 @@ mod tests {
         assert_eq!(limits, RunLimits::default());
         let wide = RunLimits {
             wall_ms: u64::MAX,
+            tool_calls: u32::MAX,
+            return_bytes: usize::MAX,
             console_bytes: usize::MAX,
         }
         .clamped();
         assert_eq!(wide.wall_ms, RunLimits::MAX_WALL_MS);
+        assert_eq!(wide.tool_calls, RunLimits::MAX_TOOL_CALLS);
+        assert_eq!(wide.return_bytes, RunLimits::MAX_RETURN_BYTES);
+        assert_eq!(wide.console_bytes, RunLimits::MAX_CONSOLE_BYTES);
         assert!(serde_json::from_str::<RunLimits>(r#"{"wal_ms":1}"#).is_err());
     }
 }

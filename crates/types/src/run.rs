@@ -4,16 +4,23 @@ use serde::{Deserialize, Serialize};
 
 use crate::tool_result::{Budget, CallSummary, RunFailure, RunStatus, RunSummary, Warning};
 
-/// Limits of one run. Every default is the safe one.
+/// Limits of one run. Every default is the safe one; every value is clamped to
+/// a documented ceiling ([`RunLimits::clamped`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct RunLimits {
     /// Wall-clock budget of the whole run, in milliseconds. In the browser the
     /// host terminates the sandbox worker when it passes; the CLI exits.
-    /// Default 5,000.
+    /// Default 5,000, at most 30 minutes.
     pub wall_ms: u64,
+    /// Most tool calls; the next one ends the run `budget_exhausted:tool_calls`.
+    /// Default 200, at most 10,000.
+    pub tool_calls: u32,
+    /// Most bytes of the returned value as JSON; more ends the run
+    /// `budget_exhausted:return_value`. Default 16 KiB, at most 1 MiB.
+    pub return_bytes: usize,
     /// Most bytes of console text kept; later lines are dropped and counted.
-    /// Default 64 KiB.
+    /// Default 64 KiB, at most 1 MiB.
     pub console_bytes: usize,
 }
 
@@ -21,14 +28,21 @@ impl RunLimits {
     pub const DEFAULT_WALL_MS: u64 = 5_000;
     /// The longest wall budget a caller may ask for (30 minutes).
     pub const MAX_WALL_MS: u64 = 30 * 60 * 1_000;
+    pub const DEFAULT_TOOL_CALLS: u32 = 200;
+    pub const MAX_TOOL_CALLS: u32 = 10_000;
+    pub const DEFAULT_RETURN_BYTES: usize = 16 * 1024;
+    pub const MAX_RETURN_BYTES: usize = 1024 * 1024;
     pub const DEFAULT_CONSOLE_BYTES: usize = 64 * 1024;
+    pub const MAX_CONSOLE_BYTES: usize = 1024 * 1024;
 
     /// The limits with every value clamped into its documented range.
     #[must_use]
     pub fn clamped(self) -> Self {
         Self {
             wall_ms: self.wall_ms.clamp(1, Self::MAX_WALL_MS),
-            console_bytes: self.console_bytes.min(Self::DEFAULT_CONSOLE_BYTES * 16),
+            tool_calls: self.tool_calls.min(Self::MAX_TOOL_CALLS),
+            return_bytes: self.return_bytes.min(Self::MAX_RETURN_BYTES),
+            console_bytes: self.console_bytes.min(Self::MAX_CONSOLE_BYTES),
         }
     }
 }
@@ -37,6 +51,8 @@ impl Default for RunLimits {
     fn default() -> Self {
         Self {
             wall_ms: Self::DEFAULT_WALL_MS,
+            tool_calls: Self::DEFAULT_TOOL_CALLS,
+            return_bytes: Self::DEFAULT_RETURN_BYTES,
             console_bytes: Self::DEFAULT_CONSOLE_BYTES,
         }
     }

@@ -123,6 +123,11 @@ pub const CASES: &[(&str, &str)] = &[
         "try { sleep(10001) } catch (e) { return e instanceof RangeError }",
         "completed true",
     ),
+    ("return 'x'.repeat(16 * 1024 - 2)", "completed_len 16384"),
+    (
+        "return 'x'.repeat(16 * 1024)",
+        "budget_exhausted budget_exhausted:return_value: the returned value is 16386 bytes of JSON, more than the 16384 bytes a run may return",
+    ),
     (
         "return [new Date(0), NaN, -Infinity, undefined, () => 1, Symbol('s')]",
         r#"completed ["1970-01-01T00:00:00.000Z",null,null,null,null,null]"#,
@@ -186,13 +191,16 @@ pub const CASES: &[(&str, &str)] = &[
     ),
 ];
 
-/// Checks one case; `syntax` alone matches any syntax error, whose wording is Boa's.
+/// Checks one case; `syntax` alone matches any syntax error, whose wording is
+/// Boa's, and `completed_len N` a completed run whose value is N bytes of JSON.
 pub fn check(code: &str, expected: &str, report: &RunReport) -> Result<(), String> {
     let actual = summary(report);
-    let matches = if expected == "syntax" {
-        actual.starts_with("syntax ")
-    } else {
-        actual == expected
+    let matches = match expected.strip_prefix("completed_len ") {
+        // A long value: compare its JSON length, not its text.
+        Some(length) => matches!(&report.outcome, RunOutcome::Completed { value }
+            if value.to_string().len().to_string() == length),
+        None if expected == "syntax" => actual.starts_with("syntax "),
+        None => actual == expected,
     };
     if matches {
         Ok(())
