@@ -3,6 +3,7 @@
 //! Everything here runs guest code (getters, proxies) inside the guest's context,
 //! so it is bounded by the same engine limits as the program, and it never panics.
 
+use crate::catalog::is_identifier;
 use boa_engine::{
     Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, JsVariant, js_string,
 };
@@ -166,12 +167,6 @@ fn error_summary(object: &JsObject, context: &mut Context) -> JsResult<Option<St
     } else {
         format!("{name}: {message}")
     }))
-}
-
-fn is_identifier(text: &str) -> bool {
-    let mut chars = text.chars();
-    matches!(chars.next(), Some(c) if c == '_' || c == '$' || c.is_alphabetic())
-        && chars.all(|c| c == '_' || c == '$' || c.is_alphanumeric())
 }
 
 /// The one-line message of an uncaught error: `Name: message`, no stack.
