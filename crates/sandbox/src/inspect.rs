@@ -3,10 +3,11 @@
 //! Everything here runs guest code (getters, proxies) inside the guest's context,
 //! so it is bounded by the same engine limits as the program, and it never panics.
 
-use crate::catalog::is_identifier;
 use boa_engine::{
     Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, JsVariant, js_string,
 };
+
+use crate::catalog::is_identifier;
 
 /// How deep `console.log` descends before printing `[Object]`.
 const MAX_DEPTH: usize = 4;
