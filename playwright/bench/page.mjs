@@ -13,7 +13,7 @@ function median(values) {
 
 const interactive = [];
 const firstResult = [];
-let warm = [];
+const warm = [];
 for (let load = 0; load < LOADS; load++) {
   const browser = await launch();
   const { page } = browser;

@@ -74,7 +74,7 @@ fn main() -> ExitCode {
 struct Prepared {
     code: String,
     limits: RunLimits,
-    catalog: serde_json::Value,
+    host: ScriptedTools,
     admission: Admission,
 }
 
@@ -113,12 +113,12 @@ fn prepare(file: &PathBuf, tools: Option<&PathBuf>, limits: Option<&PathBuf>) ->
             tools.map(|p| p.display().to_string()).unwrap_or_default()
         )
     })?;
-    // Check the scripts now, so a bad one refuses the run instead of failing a call.
-    ScriptedTools::from_catalog(&catalog).map_err(anyhow::Error::msg)?;
+    // Read the scripts now, so a bad one refuses the run instead of failing a call.
+    let host = ScriptedTools::from_catalog(&catalog).map_err(anyhow::Error::msg)?;
     Ok(Prepared {
         code,
         limits: limits.clamped(),
-        catalog,
+        host,
         admission,
     })
 }
@@ -148,13 +148,11 @@ fn run_with_deadline(run: Prepared) -> RunReport {
     let spawned = std::thread::Builder::new()
         .name("kiln-sandbox".into())
         .spawn(move || {
-            // `prepare` already checked the scripts.
-            let host = ScriptedTools::from_catalog(&run.catalog).unwrap_or_default();
             let report = futures::executor::block_on(kiln_sandbox::run_with_tools(
                 &run.code,
                 &run.limits,
                 Rc::new(run.admission),
-                Rc::new(host),
+                Rc::new(run.host),
             ));
             let _ = sender.send(report);
         });

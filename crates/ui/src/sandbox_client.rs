@@ -4,7 +4,7 @@
 //! **Invariant:** the main thread never evaluates guest code; it only posts text
 //! to workers and reads their reports.
 
-use std::cell::RefCell;
+use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures::channel::mpsc;
@@ -124,7 +124,7 @@ impl Drop for SandboxWorker {
 #[derive(Clone, Default)]
 pub struct SandboxClient {
     idle: Rc<RefCell<Option<SandboxWorker>>>,
-    next_run_id: Rc<RefCell<u64>>,
+    next_run_id: Rc<Cell<u64>>,
 }
 
 impl SandboxClient {
@@ -157,9 +157,9 @@ impl SandboxClient {
             return engine_failure(problem, started);
         }
         let run_id = {
-            let mut next = self.next_run_id.borrow_mut();
-            *next += 1;
-            *next
+            let next = self.next_run_id.get() + 1;
+            self.next_run_id.set(next);
+            next
         };
         let catalog = tools.catalog();
         let message = encode(ToSandbox::Run {
