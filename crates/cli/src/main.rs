@@ -8,16 +8,16 @@
 use std::io::Read as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
-use std::sync::mpsc;
-use std::time::{Duration, Instant};
-
 use std::rc::Rc;
+use std::sync::{Arc, mpsc};
+use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
 use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::scripted::ScriptedTools;
-use kiln_types::tool_result::ToolResult;
+use kiln_sandbox::{CpuGauge, Sandbox};
+use kiln_types::tool_result::{ToolResult, run_id_from};
 use kiln_types::{RunError, RunLimits, RunReport};
 
 #[derive(Parser)]
@@ -128,33 +128,42 @@ fn new_run_id() -> String {
     let mut bytes = [0_u8; 8];
     // Without OS randomness the id is still unique enough for one process's output.
     if getrandom::fill(&mut bytes).is_err() {
-        bytes = std::process::id()
-            .to_le_bytes()
-            .repeat(2)
-            .try_into()
-            .unwrap_or_default();
+        let pid = std::process::id().to_le_bytes();
+        bytes[..4].copy_from_slice(&pid);
+        bytes[4..].copy_from_slice(&pid);
     }
-    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
-    format!("codemode:{hex}")
+    run_id_from(bytes)
 }
 
-/// Runs the program on its own thread and gives up on it at the wall budget:
-/// Boa has no interrupt hook, so the process deadline is what bounds a run that
-/// never yields. The abandoned thread ends with the process.
+/// Runs the program on its own thread and watches it: Boa has no interrupt
+/// hook, so a guest that runs JavaScript past its CPU budget without stopping,
+/// or a run past its wall budget, is given up on here, and the abandoned thread
+/// ends with the process. Both budgets are also kept inside the sandbox, which
+/// reports them itself whenever the guest stops in time.
 fn run_with_deadline(run: Prepared) -> RunReport {
+    /// How often the watchdog reads the guest's CPU time.
+    const TICK: Duration = Duration::from_millis(5);
     let started = Instant::now();
     let limits = run.limits;
+    let gauge = Arc::new(CpuGauge::default());
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("kiln-sandbox".into())
-        .spawn(move || {
-            let report = futures::executor::block_on(kiln_sandbox::run_with_tools(
-                &run.code,
-                &run.limits,
-                Rc::new(run.admission),
-                Rc::new(run.host),
-            ));
-            let _ = sender.send(report);
+        .spawn({
+            let gauge = gauge.clone();
+            move || {
+                let report = match Sandbox::new() {
+                    Ok(sandbox) => futures::executor::block_on(sandbox.run(
+                        &run.code,
+                        &run.limits,
+                        Rc::new(run.admission),
+                        Rc::new(run.host),
+                        Some(gauge),
+                    )),
+                    Err(report) => *report,
+                };
+                let _ = sender.send(report);
+            }
         });
     if let Err(error) = spawned {
         return RunReport::stopped(
@@ -165,12 +174,31 @@ fn run_with_deadline(run: Prepared) -> RunReport {
             0.0,
         );
     }
-    match receiver.recv_timeout(Duration::from_millis(limits.wall_ms)) {
-        Ok(report) => report,
-        Err(_) => RunReport::stopped(
-            RunError::wall_budget(limits.wall_ms),
-            started.elapsed().as_secs_f64() * 1e3,
-        ),
+    let wall = Duration::from_millis(limits.wall_ms);
+    let js_cpu = Duration::from_millis(limits.js_cpu_ms);
+    loop {
+        let left = wall.saturating_sub(started.elapsed());
+        match receiver.recv_timeout(left.min(TICK)) {
+            Ok(report) => return report,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return RunReport::stopped(
+                    RunError::new(
+                        kiln_types::RunErrorKind::Engine,
+                        "the sandbox thread ended without a report",
+                    ),
+                    started.elapsed().as_secs_f64() * 1e3,
+                );
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let stop = if started.elapsed() >= wall {
+            RunError::wall_budget(limits.wall_ms)
+        } else if gauge.spent() > js_cpu {
+            RunError::js_cpu_budget(limits.js_cpu_ms)
+        } else {
+            continue;
+        };
+        return RunReport::stopped(stop, started.elapsed().as_secs_f64() * 1e3);
     }
 }
 

@@ -189,3 +189,99 @@ fn limits_set_the_tool_call_and_return_value_budgets() {
         "budget_exhausted:return_value"
     );
 }
+
+/// The budgets that only time spends: JS CPU (guest execution only), wall and
+/// person wait, as a table of (program, limits, expected termination reason).
+#[test]
+fn time_budgets_count_what_the_reference_counts() {
+    let catalog = temp_file(
+        "time-catalog.json",
+        r#"[{"name": "slow", "delay_ms": 400},
+            {"name": "approve", "person_wait_ms": 300, "returns": {"approved": true}}]"#,
+    );
+    let busy = "const t = Date.now(); while (Date.now() - t < 150) {}";
+    let cases: &[(&str, String, &str, &str)] = &[
+        // A guest that never stops is ended from outside, by the watchdog.
+        (
+            "never stops",
+            "while (true) {}".into(),
+            r#"{"js_cpu_ms": 300}"#,
+            "budget_exhausted:js_cpu",
+        ),
+        // Short spans between sleeps add up; the sandbox stops it when it goes idle.
+        (
+            "spans add up",
+            format!("for (let i = 0; i < 10; i++) {{ {busy}; await sleep(1); }}"),
+            r#"{"js_cpu_ms": 400}"#,
+            "budget_exhausted:js_cpu",
+        ),
+        // Sleeping and awaiting a tool are not JS CPU.
+        (
+            "waits are free",
+            "await sleep(500); await tools.slow(); await sleep(500);".into(),
+            r#"{"js_cpu_ms": 200}"#,
+            "completed",
+        ),
+        (
+            "wall",
+            "await sleep(2000);".into(),
+            r#"{"wall_ms": 300}"#,
+            "budget_exhausted:wall",
+        ),
+        (
+            "person wait",
+            "await tools.approve();".into(),
+            r#"{"person_wait_ms": 100}"#,
+            "budget_exhausted:person_wait",
+        ),
+    ];
+    let tools = catalog.to_str().unwrap();
+    for (name, program, limits, reason) in cases {
+        let limits = temp_file(&format!("time-{}.json", name.replace(' ', "-")), limits);
+        let args = [
+            "run",
+            "-",
+            "--tools",
+            tools,
+            "--limits",
+            limits.to_str().unwrap(),
+        ];
+        let (_, result, stderr) = kiln(&args, Some(program));
+        let structured = &result["structuredContent"];
+        assert_eq!(
+            structured["termination_reason"], *reason,
+            "{name}: {result} {stderr}"
+        );
+        if *reason != "completed" {
+            assert_eq!(result["errorCode"], "budget_exhausted", "{name}");
+            assert_eq!(
+                Some(structured["budget"].as_str().unwrap()),
+                reason.strip_prefix("budget_exhausted:"),
+                "{name}"
+            );
+        }
+    }
+}
+
+#[test]
+fn person_wait_is_counted_only_while_every_call_is_held_and_nothing_sleeps() {
+    let catalog = temp_file(
+        "person-catalog.json",
+        r#"[{"name": "approve", "person_wait_ms": 300, "returns": {"approved": true}}]"#,
+    );
+    let tools = catalog.to_str().unwrap();
+    let person_wait = |program: &str| {
+        let (code, result, _) = kiln(&["run", "-", "--tools", tools], Some(program));
+        assert_eq!(code, 0, "{result}");
+        let structured = &result["structuredContent"];
+        assert_eq!(structured["calls"][0]["waited_on_person"], true);
+        let text = result["content"][0]["text"].as_str().unwrap().to_owned();
+        (structured["person_wait_ms"].as_u64().unwrap(), text)
+    };
+    let (held, text) = person_wait("return await tools.approve()");
+    assert!((280..600).contains(&held), "{held}");
+    assert!(text.contains(&format!("· person wait {held} ms")), "{text}");
+    // While a sleep is pending, waiting is the program's own: not person wait.
+    let (asleep, _) = person_wait("await Promise.all([tools.approve(), sleep(200)])");
+    assert!((80..250).contains(&asleep), "{asleep}");
+}

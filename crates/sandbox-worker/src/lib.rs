@@ -5,7 +5,8 @@
 //! It holds no logic of its own: admission and the run are the sandbox crate's,
 //! what a tool does is the host's. One run at a time: the host sends the next
 //! run only after this one's report (or terminates the worker when a budget
-//! passes).
+//! passes). Between runs the worker builds the next run's context, so a run
+//! starts without paying for one.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -13,22 +14,34 @@ use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
+use kiln_sandbox::Sandbox;
 use kiln_sandbox::catalog::Admission;
+use kiln_sandbox::clock::{IdleState, PersonSignal};
 use kiln_sandbox::tools::{ToolCall, ToolHost};
 use kiln_types::RunReport;
-use kiln_types::protocol::{FromSandbox, ToSandbox, decode, encode};
+use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
 
 thread_local! {
-    /// Tool calls waiting for the host's reply, by (run, call number).
-    static PENDING: RefCell<HashMap<(u64, u32), oneshot::Sender<ToolReply>>> = RefCell::new(HashMap::new());
+    /// Tool calls waiting for the host's reply, by (run, call number), with the
+    /// handle through which the host says a call is held on a person.
+    static PENDING: RefCell<HashMap<(u64, u32), Pending>> = RefCell::new(HashMap::new());
+    /// Calls made since the guest last went idle, sent all at once when it does.
+    static OUTBOX: RefCell<Vec<CallRequest>> = const { RefCell::new(Vec::new()) };
+    /// The next run's context, built while the worker waits for work.
+    static NEXT: RefCell<Option<Sandbox>> = const { RefCell::new(None) };
 }
 
-/// Runs when `workers/sandbox.js` instantiates the module: listens for runs and
-/// tells the host it is ready.
+struct Pending {
+    reply: oneshot::Sender<ToolReply>,
+    person: PersonSignal,
+}
+
+/// Runs when `workers/sandbox.js` instantiates the module: listens for runs,
+/// builds the first context, and tells the host it is ready.
 #[wasm_bindgen(start)]
 pub fn start() {
     console_error_panic_hook::set_once();
@@ -42,7 +55,19 @@ pub fn start() {
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     // The handler lives as long as the worker does.
     onmessage.forget();
+    prepare_next();
     post(&FromSandbox::Ready);
+}
+
+/// Builds the next run's context now, so that a run starts without waiting
+/// for one. A context that could not be built is retried at the run, which
+/// then reports the engine failure.
+fn prepare_next() {
+    if NEXT.with(|next| next.borrow().is_none())
+        && let Ok(sandbox) = Sandbox::new()
+    {
+        NEXT.with(|next| *next.borrow_mut() = Some(sandbox));
+    }
 }
 
 fn on_message(event: &MessageEvent) {
@@ -68,24 +93,31 @@ fn on_message(event: &MessageEvent) {
                     return;
                 }
             };
+            let sandbox = NEXT
+                .with(|next| next.borrow_mut().take())
+                .map_or_else(Sandbox::new, Ok);
             wasm_bindgen_futures::spawn_local(async move {
                 let warnings = admission.warnings.clone();
                 let catalog_digest = admission.digest();
                 let host = Rc::new(PostMessageTools { run_id });
-                let report: RunReport = kiln_sandbox::run_with_tools(
-                    &code,
-                    &limits.clamped(),
-                    Rc::new(admission),
-                    host,
-                )
-                .await;
+                let report: RunReport = match sandbox {
+                    Ok(sandbox) => {
+                        sandbox
+                            .run(&code, &limits.clamped(), Rc::new(admission), host, None)
+                            .await
+                    }
+                    Err(report) => *report,
+                };
                 PENDING.with(|pending| pending.borrow_mut().retain(|(run, _), _| *run != run_id));
+                OUTBOX.with(|outbox| outbox.borrow_mut().clear());
                 post(&FromSandbox::Report {
                     run_id,
                     report,
                     warnings,
                     catalog_digest,
                 });
+                // After the report is out: the host is not kept waiting for it.
+                prepare_next();
             });
         }
         Ok(ToSandbox::ToolReply {
@@ -95,48 +127,74 @@ fn on_message(event: &MessageEvent) {
         }) => {
             let waiting =
                 PENDING.with(|pending| pending.borrow_mut().remove(&(run_id, call_number)));
-            if let Some(sender) = waiting {
+            if let Some(waiting) = waiting {
                 // The run may have ended meanwhile; then nobody is listening.
-                let _ = sender.send(reply);
+                let _ = waiting.reply.send(reply);
             }
         }
+        Ok(ToSandbox::ToolHeld {
+            run_id,
+            call_number,
+            held,
+        }) => PENDING.with(|pending| {
+            if let Some(waiting) = pending.borrow().get(&(run_id, call_number)) {
+                waiting.person.held(held);
+            }
+        }),
         Err(problem) => post(&FromSandbox::Rejected {
             problem: problem.to_string(),
         }),
     }
 }
 
-/// Sends each tool call to the host page and waits for its reply message.
+/// Sends the guest's tool calls to the host page when it goes idle, and waits
+/// for each reply message.
 struct PostMessageTools {
     run_id: u64,
 }
 
 impl ToolHost for PostMessageTools {
-    fn call(&self, call: ToolCall) -> LocalBoxFuture<'static, ToolReply> {
+    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
         let (sender, receiver) = oneshot::channel();
         let run_id = self.run_id;
         PENDING.with(|pending| {
-            pending
-                .borrow_mut()
-                .insert((run_id, call.call_number), sender)
+            pending.borrow_mut().insert(
+                (run_id, call.call_number),
+                Pending {
+                    reply: sender,
+                    person,
+                },
+            )
         });
-        post(&FromSandbox::ToolCall {
-            run_id,
-            call_number: call.call_number,
-            tool: call.tool.clone(),
-            args: call.args,
+        let tool = call.tool.clone();
+        OUTBOX.with(|outbox| {
+            outbox.borrow_mut().push(CallRequest {
+                call_number: call.call_number,
+                tool: call.tool,
+                args: call.args,
+            });
         });
         Box::pin(async move {
             match receiver.await {
                 Ok(reply) => reply,
                 Err(_) => Err(ToolFailure {
                     code: "outcome_unknown".into(),
-                    message: format!("the host dropped the call to {}", call.tool),
+                    message: format!("the host dropped the call to {tool}"),
                     detail: None,
                     outcome: CallOutcome::OutcomeUnknown,
                 }),
             }
         })
+    }
+
+    fn idle(&self, state: IdleState) {
+        let calls = OUTBOX.with(|outbox| std::mem::take(&mut *outbox.borrow_mut()));
+        post(&FromSandbox::Idle {
+            run_id: self.run_id,
+            calls,
+            cpu_ms: state.cpu_ms,
+            wake_in_ms: state.wake_in_ms,
+        });
     }
 }
 

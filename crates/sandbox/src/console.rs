@@ -42,6 +42,11 @@ impl ConsoleBuffer {
         }
     }
 
+    /// Sets the run's budget before the program prints anything.
+    pub(crate) fn set_budget(&self, budget_bytes: usize) {
+        self.0.borrow_mut().bytes_left = budget_bytes;
+    }
+
     /// The kept lines and the number dropped.
     pub(crate) fn take(&self) -> (Vec<ConsoleLine>, usize) {
         let mut inner = self.0.borrow_mut();

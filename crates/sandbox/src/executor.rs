@@ -5,8 +5,13 @@
 //! timer, `fetch`, `postMessage`) starves the event loop that would complete it.
 //! Here microtasks run to exhaustion, then the executor parks on the set of
 //! pending host futures until one completes.
+//!
+//! Those two moments, starting and stopping, are when the guest starts and stops
+//! running JavaScript: the executor tells the [`RunClock`] (which spends the CPU
+//! budget and keeps the person-wait time) and the [`ToolHost`] (which, in a
+//! worker, sends the calls made so far and tells the page the guest is idle).
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::mem;
 use std::rc::Rc;
@@ -14,27 +19,42 @@ use std::rc::Rc;
 use boa_engine::job::{GenericJob, Job, JobExecutor, NativeAsyncJob, PromiseJob};
 use boa_engine::{Context, JsResult};
 use futures::StreamExt;
+use futures::future::{Either, select};
 use futures::stream::FuturesUnordered;
+
+use crate::clock::RunClock;
+use crate::tools::ToolHost;
 
 #[derive(Default)]
 pub(crate) struct HostJobExecutor {
     promise_jobs: RefCell<VecDeque<PromiseJob>>,
     generic_jobs: RefCell<VecDeque<GenericJob>>,
     async_jobs: RefCell<VecDeque<NativeAsyncJob>>,
-    /// Set by a budget stop: no further job runs, pending host futures are dropped.
-    halted: Rc<Cell<bool>>,
+    /// The run's clock and host, attached when the run starts (the context is
+    /// built before the run is known). Once the clock records a budget stop, no
+    /// further job runs and pending host futures are dropped.
+    run: RefCell<Option<Attached>>,
 }
 
+/// What a run attaches to the executor.
+type Attached = (Rc<RunClock>, Rc<dyn ToolHost>);
+
 impl HostJobExecutor {
-    /// The flag that stops this executor for good once set.
-    pub(crate) fn halt_flag(&self) -> Rc<Cell<bool>> {
-        self.halted.clone()
+    pub(crate) fn attach(&self, clock: Rc<RunClock>, host: Rc<dyn ToolHost>) {
+        *self.run.borrow_mut() = Some((clock, host));
+    }
+
+    fn halted(&self) -> bool {
+        self.run
+            .borrow()
+            .as_ref()
+            .is_some_and(|(clock, _)| clock.stopped().is_some())
     }
 
     /// Runs promise and generic jobs until none is left. Async jobs stay queued.
     fn drain_microtasks(&self, context: &mut Context) -> JsResult<()> {
         loop {
-            if self.halted.get() {
+            if self.halted() {
                 return Ok(());
             }
             let next = self.promise_jobs.borrow_mut().pop_front();
@@ -77,7 +97,7 @@ impl JobExecutor for HostJobExecutor {
         let mut pending = FuturesUnordered::new();
         loop {
             self.drain_microtasks(&mut context.borrow_mut())?;
-            if self.halted.get() {
+            if self.halted() {
                 return Ok(());
             }
             context.borrow_mut().clear_kept_objects();
@@ -87,13 +107,32 @@ impl JobExecutor for HostJobExecutor {
             if self.has_microtasks() {
                 continue;
             }
-            match pending.next().await {
+            if pending.is_empty() {
+                return Ok(());
+            }
+            let Some((clock, host)) = self.run.borrow().clone() else {
+                return Ok(());
+            };
+            let idle = clock.idle();
+            if self.halted() {
+                return Ok(());
+            }
+            host.idle(idle);
+            let next = loop {
+                match select(pending.next(), Box::pin(clock.watch())).await {
+                    Either::Left((next, _)) => break next,
+                    Either::Right(_) if self.halted() => return Ok(()),
+                    Either::Right(_) => {}
+                }
+            };
+            clock.busy();
+            match next {
                 None => return Ok(()),
                 Some(result) => {
                     result?;
                 }
             }
-            if self.halted.get() {
+            if self.halted() {
                 return Ok(());
             }
         }

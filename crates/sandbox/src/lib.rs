@@ -10,6 +10,7 @@
 //! the event loop keeps turning while a run is parked.
 
 pub mod catalog;
+pub mod clock;
 mod console;
 mod executor;
 mod hooks;
@@ -20,6 +21,7 @@ pub mod tools;
 
 use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::Arc;
 
 use boa_engine::builtins::promise::PromiseState;
 use boa_engine::error::{EngineError, RuntimeLimitError};
@@ -28,9 +30,10 @@ use boa_engine::object::builtins::JsPromise;
 use boa_engine::{Context, JsError, JsObject, JsValue, Script, Source};
 use kiln_types::tool_result::Budget;
 use kiln_types::{RunError, RunErrorKind, RunLimits, RunOutcome, RunReport};
-use web_time::Instant;
 
 use crate::catalog::Admission;
+pub use crate::clock::CpuGauge;
+use crate::clock::RunClock;
 use crate::console::ConsoleBuffer;
 use crate::executor::HostJobExecutor;
 use crate::tools::{NoTools, SharedRunTools, ToolHost};
@@ -59,69 +62,129 @@ pub async fn run(code: &str, limits: &RunLimits) -> RunReport {
 
 /// Runs `code` to completion in a fresh context whose `tools` object exposes
 /// what `admission` admitted, every call going to `host`.
-///
-/// Never panics on guest input: every failure becomes a [`RunOutcome::Failed`].
-/// The wall budget in `limits` is enforced by the caller (the sandbox worker's
-/// host terminates the worker; the CLI has a process deadline), since Boa has no
-/// interrupt hook.
 pub async fn run_with_tools(
     code: &str,
     limits: &RunLimits,
     admission: Rc<Admission>,
     host: Rc<dyn ToolHost>,
 ) -> RunReport {
-    let started = Instant::now();
-    let executor = Rc::new(HostJobExecutor::default());
-    let console = ConsoleBuffer::new(limits.console_bytes);
-
-    let setup = new_context(
-        executor.clone(),
-        console.clone(),
-        admission,
-        host,
-        limits.tool_calls,
-    );
-    let (outcome, calls) = match setup {
-        Ok((mut context, tools)) => {
-            let outcome = evaluate(code, &executor, &mut context, &tools).await;
-            let outcome = cap_return_value(outcome, limits.return_bytes);
-            (outcome, tools.0.calls.borrow().clone())
-        }
-        Err(error) => (
-            RunOutcome::Failed(RunError::new(
-                RunErrorKind::Engine,
-                format!("the sandbox could not set up a JavaScript context: {error}"),
-            )),
-            Vec::new(),
-        ),
-    };
-
-    let (console, console_dropped) = console.take();
-    RunReport {
-        outcome,
-        console,
-        console_dropped,
-        duration_ms: started.elapsed().as_secs_f64() * 1e3,
-        calls,
+    match Sandbox::new() {
+        Ok(sandbox) => sandbox.run(code, limits, admission, host, None).await,
+        Err(report) => *report,
     }
 }
 
-fn new_context(
+/// A fresh JavaScript context with the guest's globals defined, ready for one
+/// run. Making one is most of the cost of starting a run, so a worker makes
+/// the next one while it waits for work ([`Sandbox::new`] then
+/// [`Sandbox::run`]); a context is never used for a second run.
+pub struct Sandbox {
+    context: Context,
     executor: Rc<HostJobExecutor>,
     console: ConsoleBuffer,
-    admission: Rc<Admission>,
-    host: Rc<dyn ToolHost>,
-    tool_calls: u32,
-) -> Result<(Context, SharedRunTools), JsError> {
-    let mut context = Context::builder()
-        .job_executor(executor.clone())
-        .host_hooks(Rc::new(hooks::GuestHooks))
-        .build()?;
-    console::install(&mut context, console)?;
-    sleep::install(&mut context)?;
-    let halt = executor.halt_flag();
-    let tools = tools::install(&mut context, host, admission, tool_calls, halt)?;
-    Ok((context, tools))
+}
+
+impl Sandbox {
+    /// Builds the context: intrinsics, the string-compilation hook, `console`,
+    /// `sleep` and `waitFor`. `tools` and the budgets come with the run.
+    ///
+    /// # Errors
+    ///
+    /// A report of the engine failure when the context cannot be built.
+    pub fn new() -> Result<Self, Box<RunReport>> {
+        let executor = Rc::new(HostJobExecutor::default());
+        let console = ConsoleBuffer::new(0);
+        let built = (|| {
+            let mut context = Context::builder()
+                .job_executor(executor.clone())
+                .host_hooks(Rc::new(hooks::GuestHooks))
+                .build()?;
+            console::install(&mut context, console.clone())?;
+            sleep::install(&mut context)?;
+            Ok::<_, JsError>(context)
+        })();
+        match built {
+            Ok(context) => Ok(Self {
+                context,
+                executor,
+                console,
+            }),
+            Err(error) => Err(Box::new(RunReport::stopped(
+                RunError::new(
+                    RunErrorKind::Engine,
+                    format!("the sandbox could not set up a JavaScript context: {error}"),
+                ),
+                0.0,
+            ))),
+        }
+    }
+
+    /// Runs `code` to completion under `limits` (already clamped by the
+    /// caller, or taken as given). `gauge`, when given, lets another thread
+    /// read the guest's CPU time while the run goes on.
+    ///
+    /// Never panics on guest input: every failure becomes a
+    /// [`RunOutcome::Failed`]. A guest that runs JavaScript without ever
+    /// stopping cannot be interrupted from inside (Boa has no interrupt hook):
+    /// its JS CPU and wall budgets are enforced by the caller (the page
+    /// terminates the worker; the CLI's watchdog reads `gauge`). Every other
+    /// budget is enforced here.
+    pub async fn run(
+        self,
+        code: &str,
+        limits: &RunLimits,
+        admission: Rc<Admission>,
+        host: Rc<dyn ToolHost>,
+        gauge: Option<Arc<CpuGauge>>,
+    ) -> RunReport {
+        let Self {
+            mut context,
+            executor,
+            console,
+        } = self;
+        let clock = Rc::new(RunClock::new(
+            limits.js_cpu_ms,
+            limits.person_wait_ms,
+            gauge,
+        ));
+        console.set_budget(limits.console_bytes);
+        executor.attach(clock.clone(), host.clone());
+        context.insert_data(clock.clone());
+        let outcome = match tools::install(
+            &mut context,
+            host,
+            admission,
+            limits.tool_calls,
+            clock.clone(),
+        ) {
+            Ok(tools) => {
+                let outcome = evaluate(code, &executor, &mut context, &tools, &clock, limits).await;
+                cap_return_value(outcome, limits.return_bytes)
+            }
+            Err(error) => RunOutcome::Failed(RunError::new(
+                RunErrorKind::Engine,
+                format!("the sandbox could not define `tools`: {error}"),
+            )),
+        };
+        let mut calls = context
+            .get_data::<SharedRunTools>()
+            .map(|tools| tools.0.calls.borrow().clone())
+            .unwrap_or_default();
+        // Calls still in flight when a budget ended the run keep what is known.
+        for (number, call) in (1..).zip(calls.iter_mut()) {
+            call.waited_on_person |= clock.was_held(number);
+        }
+
+        let (console, console_dropped) = console.take();
+        RunReport {
+            outcome,
+            console,
+            console_dropped,
+            duration_ms: clock.elapsed().as_secs_f64() * 1e3,
+            person_wait_ms: clock.person_wait().as_secs_f64() * 1e3,
+            calls,
+        }
+    }
 }
 
 /// Ends a run whose returned value is larger than `return_bytes` of JSON with
@@ -148,6 +211,26 @@ async fn evaluate(
     executor: &Rc<HostJobExecutor>,
     context: &mut Context,
     tools: &SharedRunTools,
+    clock: &RunClock,
+    limits: &RunLimits,
+) -> RunOutcome {
+    clock.busy();
+    let outcome = evaluate_busy(code, executor, context, tools, clock, limits).await;
+    // A program that finished inside one long span of JavaScript still spent it.
+    clock.idle();
+    match clock.stopped() {
+        Some(budget) => budget_stop(budget, tools, limits),
+        None => outcome,
+    }
+}
+
+async fn evaluate_busy(
+    code: &str,
+    executor: &Rc<HostJobExecutor>,
+    context: &mut Context,
+    tools: &SharedRunTools,
+    clock: &RunClock,
+    limits: &RunLimits,
 ) -> RunOutcome {
     let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
     let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
@@ -159,7 +242,7 @@ async fn evaluate(
     };
     let promise = match script.evaluate(context) {
         Ok(value) => value,
-        Err(error) => return failed(&error, context, tools),
+        Err(error) => return failed(&error, context, tools, clock, limits),
     };
     let Some(promise) = promise
         .as_object()
@@ -176,18 +259,20 @@ async fn evaluate(
         .run_jobs_async(&RefCell::new(&mut *context))
         .await;
     if let Err(error) = jobs {
-        return failed(&error, context, tools);
+        return failed(&error, context, tools, clock, limits);
     }
-    if let Some(budget) = *tools.0.budget_stop.borrow() {
-        return budget_stop(budget, tools);
+    if let Some(budget) = clock.stopped() {
+        return budget_stop(budget, tools, limits);
     }
 
     match promise.state() {
         PromiseState::Fulfilled(value) => match inspect::to_json(&value, context) {
             Ok(value) => RunOutcome::Completed { value },
-            Err(error) => failed(&error, context, tools),
+            Err(error) => failed(&error, context, tools, clock, limits),
         },
-        PromiseState::Rejected(reason) => failed(&JsError::from_opaque(reason), context, tools),
+        PromiseState::Rejected(reason) => {
+            failed(&JsError::from_opaque(reason), context, tools, clock, limits)
+        }
         PromiseState::Pending => RunOutcome::Failed(RunError::new(
             RunErrorKind::NeverSettled,
             "the program is waiting on a promise that nothing can settle (nothing is left to run)",
@@ -198,9 +283,15 @@ async fn evaluate(
 /// Classifies an uncaught error: a budget stop, an uncaught tool rejection (with
 /// that call's code and a one-line message naming the tool and call), or a
 /// script error.
-fn failed(error: &JsError, context: &mut Context, tools: &SharedRunTools) -> RunOutcome {
-    if let Some(budget) = *tools.0.budget_stop.borrow() {
-        return budget_stop(budget, tools);
+fn failed(
+    error: &JsError,
+    context: &mut Context,
+    tools: &SharedRunTools,
+    clock: &RunClock,
+    limits: &RunLimits,
+) -> RunOutcome {
+    if let Some(budget) = clock.stopped() {
+        return budget_stop(budget, tools, limits);
     }
     if let Some(EngineError::RuntimeLimit(limit)) = engine_error(error, context) {
         let budget = match limit {
@@ -237,13 +328,17 @@ fn failed(error: &JsError, context: &mut Context, tools: &SharedRunTools) -> Run
     ))
 }
 
-fn budget_stop(budget: Budget, tools: &SharedRunTools) -> RunOutcome {
+fn budget_stop(budget: Budget, tools: &SharedRunTools, limits: &RunLimits) -> RunOutcome {
     let message = match budget {
         Budget::ToolCalls => format!(
             "{}: the program made more than {} tool calls",
             budget.error_code(),
             tools.0.max_calls()
         ),
+        Budget::JsCpu => return RunOutcome::Failed(RunError::js_cpu_budget(limits.js_cpu_ms)),
+        Budget::PersonWait => {
+            return RunOutcome::Failed(RunError::person_wait_budget(limits.person_wait_ms));
+        }
         other => format!(
             "{}: the program ran out of its {} budget",
             other.error_code(),

@@ -4,7 +4,9 @@
 //!
 //! An entry may carry `returns` (the value; absent, the call echoes its
 //! arguments), `error` (`{code, message, detail?}`: the call rejects with it) and
-//! `delay_ms` (how long the answer takes, at most 60,000).
+//! `delay_ms` (how long the answer takes, at most 60,000) and `person_wait_ms`
+//! (how long, before that, the call is held on a person, as an approval would
+//! hold it; at most 60,000).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -13,6 +15,7 @@ use futures::future::LocalBoxFuture;
 use kiln_types::tool_result::CallOutcome;
 use serde_json::Value;
 
+use crate::clock::PersonSignal;
 use crate::tools::{ToolCall, ToolFailure, ToolHost, ToolReply};
 
 /// The longest scripted delay.
@@ -23,6 +26,7 @@ struct Script {
     returns: Option<Value>,
     error: Option<ToolFailure>,
     delay_ms: u64,
+    person_wait_ms: u64,
 }
 
 /// Serves scripted catalog entries.
@@ -46,20 +50,25 @@ impl ScriptedTools {
                     format!("catalog entry {index} (`{name}`): `error` {problem}")
                 })?),
             };
-            let delay_ms = match entry.get("delay_ms") {
-                None => 0,
-                Some(delay) => delay.as_u64().filter(|ms| *ms <= MAX_DELAY_MS).ok_or_else(|| {
+            let milliseconds = |field: &str| {
+                match entry.get(field) {
+                None => Ok(0),
+                Some(ms) => ms.as_u64().filter(|ms| *ms <= MAX_DELAY_MS).ok_or_else(|| {
                     format!(
-                        "catalog entry {index} (`{name}`): `delay_ms` must be an integer from 0 to {MAX_DELAY_MS}; got {delay}"
+                        "catalog entry {index} (`{name}`): `{field}` must be an integer from 0 to {MAX_DELAY_MS}; got {ms}"
                     )
-                })?,
+                }),
+            }
             };
+            let delay_ms = milliseconds("delay_ms")?;
+            let person_wait_ms = milliseconds("person_wait_ms")?;
             scripts.insert(
                 name.to_owned(),
                 Script {
                     returns: entry.get("returns").cloned(),
                     error,
                     delay_ms,
+                    person_wait_ms,
                 },
             );
         }
@@ -85,7 +94,7 @@ fn parse_error(error: &Value) -> Result<ToolFailure, String> {
 }
 
 impl ToolHost for ScriptedTools {
-    fn call(&self, call: ToolCall) -> LocalBoxFuture<'static, ToolReply> {
+    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
         let script = self.scripts.get(&call.tool).cloned();
         Box::pin(async move {
             let Some(script) = script else {
@@ -96,6 +105,11 @@ impl ToolHost for ScriptedTools {
                     outcome: CallOutcome::ToolUnavailable,
                 });
             };
+            if script.person_wait_ms > 0 {
+                person.held(true);
+                futures_timer::Delay::new(Duration::from_millis(script.person_wait_ms)).await;
+                person.held(false);
+            }
             if script.delay_ms > 0 {
                 futures_timer::Delay::new(Duration::from_millis(script.delay_ms)).await;
             }

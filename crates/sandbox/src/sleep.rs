@@ -6,12 +6,16 @@
 //! executor awaits, so a sleeping run costs no CPU and never blocks the worker's
 //! event loop. A sleep counts against the wall budget only.
 
+use std::rc::Rc;
 use std::time::Duration;
 
 use boa_engine::job::NativeAsyncJob;
 use boa_engine::object::builtins::JsPromise;
 use boa_engine::property::Attribute;
 use boa_engine::{Context, JsNativeError, JsResult, JsValue, NativeFunction, Source, js_string};
+use web_time::Instant;
+
+use crate::clock::RunClock;
 
 /// The longest single sleep, in milliseconds.
 pub const MAX_SLEEP_MS: f64 = 10_000.0;
@@ -56,11 +60,20 @@ fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
             ))
             .into());
     };
+    // `ms` is an integer in 0..=10_000, so the conversion is exact.
+    let duration = Duration::from_millis(ms as u64);
+    let clock = context.get_data::<Rc<RunClock>>().cloned();
+    let deadline = Instant::now() + duration;
+    if let Some(clock) = &clock {
+        clock.sleep_started(deadline);
+    }
     let (promise, resolvers) = JsPromise::new_pending(context);
     context.enqueue_job(
         NativeAsyncJob::new(async move |context| {
-            // `ms` is an integer in 0..=10_000, so the conversion is exact.
-            futures_timer::Delay::new(Duration::from_millis(ms as u64)).await;
+            futures_timer::Delay::new(duration).await;
+            if let Some(clock) = &clock {
+                clock.sleep_ended(deadline);
+            }
             resolvers
                 .resolve
                 .call(&JsValue::undefined(), &[], &mut context.borrow_mut())

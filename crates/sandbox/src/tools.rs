@@ -9,7 +9,7 @@
 //! with the host's reply; the host future is awaited by the job executor, never
 //! polled in a loop.
 
-use std::cell::{Cell, RefCell};
+use std::cell::RefCell;
 use std::rc::Rc;
 
 use boa_engine::error::{EngineError, PanicError};
@@ -28,6 +28,7 @@ use serde_json::Value;
 use web_time::Instant;
 
 use crate::catalog::Admission;
+use crate::clock::{IdleState, PersonSignal, RunClock};
 use crate::inspect;
 
 /// One call as the host receives it.
@@ -41,14 +42,20 @@ pub struct ToolCall {
 
 /// Where tool calls go. The sandbox knows nothing of what a tool does.
 pub trait ToolHost {
-    fn call(&self, call: ToolCall) -> LocalBoxFuture<'static, ToolReply>;
+    /// Starts one call. `person` lets the host say when the call is held on a
+    /// person (an approval, a decision), which the person-wait budget counts.
+    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply>;
+
+    /// The guest stopped running JavaScript and waits on its calls and sleeps.
+    /// A host across a worker boundary sends the calls made so far now.
+    fn idle(&self, _state: IdleState) {}
 }
 
 /// A host with no tools: every call is refused (admission exposes none anyway).
 pub struct NoTools;
 
 impl ToolHost for NoTools {
-    fn call(&self, call: ToolCall) -> LocalBoxFuture<'static, ToolReply> {
+    fn call(&self, call: ToolCall, _person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
         let failure = ToolFailure {
             code: "tool_unavailable".into(),
             message: format!("{} is not served by this host", call.tool),
@@ -75,10 +82,8 @@ pub(crate) struct RunTools {
     max_calls: u32,
     pub calls: RefCell<Vec<CallSummary>>,
     pub raised: RefCell<Vec<RaisedFailure>>,
-    /// Set when a budget stop was thrown, so the run reports that budget.
-    pub budget_stop: RefCell<Option<Budget>>,
-    /// Stops the job executor when a budget runs out.
-    halt: Rc<Cell<bool>>,
+    /// Keeps the calls in flight and records a budget stop.
+    clock: Rc<RunClock>,
 }
 
 impl RunTools {
@@ -96,7 +101,7 @@ pub(crate) fn install(
     host: Rc<dyn ToolHost>,
     admission: Rc<Admission>,
     max_calls: u32,
-    halt: Rc<Cell<bool>>,
+    clock: Rc<RunClock>,
 ) -> JsResult<SharedRunTools> {
     let state = SharedRunTools(Rc::new(RunTools {
         host,
@@ -104,8 +109,7 @@ pub(crate) fn install(
         max_calls,
         calls: RefCell::new(Vec::new()),
         raised: RefCell::new(Vec::new()),
-        budget_stop: RefCell::new(None),
-        halt,
+        clock,
     }));
     context.insert_data(state.clone());
 
@@ -205,8 +209,7 @@ fn call_tool(
         .unwrap_or(u32::MAX)
         .saturating_add(1);
     if call_number > state.max_calls {
-        *state.budget_stop.borrow_mut() = Some(Budget::ToolCalls);
-        state.halt.set(true);
+        state.clock.stop(Budget::ToolCalls);
         // Uncatchable: a budget stop ends the run, whatever the program catches.
         return Err(JsError::from(EngineError::from(PanicError::new(format!(
             "budget_exhausted:tool_calls: the program made more than {} tool calls",
@@ -248,15 +251,20 @@ fn call_tool(
             };
             Box::pin(async move { Err(failure) })
         }
-        None => state.host.call(ToolCall {
-            call_number,
-            tool: tool.clone(),
-            args,
-        }),
+        None => state.host.call(
+            ToolCall {
+                call_number,
+                tool: tool.clone(),
+                args,
+            },
+            state.clock.person_signal(call_number),
+        ),
     };
+    state.clock.call_started(call_number);
     context.enqueue_job(
         NativeAsyncJob::new(async move |context| {
             let reply = reply.await;
+            let waited_on_person = state.clock.call_settled(call_number);
             let context = &mut context.borrow_mut();
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
             let outcome = match &reply {
@@ -266,6 +274,7 @@ fn call_tool(
             if let Some(summary) = state.calls.borrow_mut().get_mut(index) {
                 summary.outcome = outcome;
                 summary.duration_ms = duration_ms;
+                summary.waited_on_person = waited_on_person;
             }
             match reply {
                 Ok(value) => {

@@ -32,11 +32,20 @@ pub enum ToSandbox {
         #[serde(default = "empty_catalog")]
         catalog: serde_json::Value,
     },
-    /// The host's answer to [`FromSandbox::ToolCall`].
+    /// The host's answer to one of the calls of [`FromSandbox::Idle`]. The guest
+    /// runs again from the moment the host sends it.
     ToolReply {
         run_id: u64,
         call_number: u32,
         reply: ToolReply,
+    },
+    /// The call is now held on a person (`held: true`: an approval, a
+    /// decision) or no longer is. Time the program spends blocked with every
+    /// in-flight call held counts against its person-wait budget.
+    ToolHeld {
+        run_id: u64,
+        call_number: u32,
+        held: bool,
     },
 }
 
@@ -50,12 +59,20 @@ fn empty_catalog() -> serde_json::Value {
 pub enum FromSandbox {
     /// The worker's wasm is instantiated and it accepts runs.
     Ready,
-    /// The program called a tool; the host answers with [`ToSandbox::ToolReply`].
-    ToolCall {
+    /// The guest stopped running JavaScript: it is waiting on the tool calls it
+    /// has made (those in `calls` are new; the host answers each with
+    /// [`ToSandbox::ToolReply`]) and on its sleeps. It runs again when the host
+    /// replies, or by itself after `wake_in_ms` when a sleep is pending. The host
+    /// counts guest CPU from these transitions: `cpu_ms` is the guest's total so
+    /// far, and a worker that runs past its budget without going idle is
+    /// terminated.
+    Idle {
         run_id: u64,
-        call_number: u32,
-        tool: String,
-        args: serde_json::Value,
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        calls: Vec<CallRequest>,
+        cpu_ms: f64,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        wake_in_ms: Option<f64>,
     },
     /// The outcome of the run with this id, with admission's warnings and digest.
     Report {
@@ -66,6 +83,15 @@ pub enum FromSandbox {
     },
     /// A message the worker could not read; `problem` says what was wrong.
     Rejected { problem: String },
+}
+
+/// One tool call the program made, as the host receives it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CallRequest {
+    /// 1-based, in the order the program made its calls.
+    pub call_number: u32,
+    pub tool: String,
+    pub args: serde_json::Value,
 }
 
 /// Why a message from the wire could not be read.
@@ -123,6 +149,32 @@ mod tests {
     use crate::run::RunError;
 
     #[test]
+    fn round_trips_idle_and_held() {
+        let idle = FromSandbox::Idle {
+            run_id: 3,
+            calls: vec![CallRequest {
+                call_number: 1,
+                tool: "echo".into(),
+                args: serde_json::json!({"text": "hi"}),
+            }],
+            cpu_ms: 1.5,
+            wake_in_ms: Some(20.0),
+        };
+        assert_eq!(decode::<FromSandbox>(&encode(&idle)), Ok(idle));
+        let bare: FromSandbox =
+            decode(r#"{"v":1,"msg":{"type":"idle","run_id":3,"cpu_ms":0}}"#).unwrap();
+        assert!(
+            matches!(bare, FromSandbox::Idle { calls, wake_in_ms: None, .. } if calls.is_empty())
+        );
+        let held = ToSandbox::ToolHeld {
+            run_id: 3,
+            call_number: 1,
+            held: true,
+        };
+        assert_eq!(decode::<ToSandbox>(&encode(&held)), Ok(held));
+    }
+
+    #[test]
     fn round_trips_a_run_and_a_report() {
         let run = ToSandbox::Run {
             run_id: 7,
@@ -159,11 +211,26 @@ mod tests {
         assert_eq!(limits, RunLimits::default());
         let wide = RunLimits {
             wall_ms: u64::MAX,
+            js_cpu_ms: u64::MAX,
+            person_wait_ms: u64::MAX,
+            memory_bytes: u64::MAX,
             tool_calls: u32::MAX,
             return_bytes: usize::MAX,
             console_bytes: usize::MAX,
         }
         .clamped();
+        assert_eq!(wide.js_cpu_ms, RunLimits::MAX_JS_CPU_MS);
+        assert_eq!(wide.person_wait_ms, RunLimits::MAX_PERSON_WAIT_MS);
+        assert_eq!(wide.memory_bytes, RunLimits::MAX_MEMORY_BYTES);
+        let narrow = RunLimits {
+            wall_ms: 0,
+            js_cpu_ms: 0,
+            memory_bytes: 0,
+            ..RunLimits::default()
+        }
+        .clamped();
+        assert_eq!((narrow.wall_ms, narrow.js_cpu_ms), (1, 1));
+        assert_eq!(narrow.memory_bytes, RunLimits::MIN_MEMORY_BYTES);
         assert_eq!(wide.wall_ms, RunLimits::MAX_WALL_MS);
         assert_eq!(wide.tool_calls, RunLimits::MAX_TOOL_CALLS);
         assert_eq!(wide.return_bytes, RunLimits::MAX_RETURN_BYTES);

@@ -11,8 +11,18 @@ use crate::tool_result::{Budget, CallSummary, RunFailure, RunStatus, RunSummary,
 pub struct RunLimits {
     /// Wall-clock budget of the whole run, in milliseconds. In the browser the
     /// host terminates the sandbox worker when it passes; the CLI exits.
-    /// Default 5,000, at most 30 minutes.
+    /// Default and ceiling 30 minutes.
     pub wall_ms: u64,
+    /// Guest JavaScript execution time, in milliseconds: time awaiting a tool,
+    /// sleeping or waiting on a person does not count. Default 10 s, at most
+    /// 30 minutes.
+    pub js_cpu_ms: u64,
+    /// Cumulative time the program was blocked with every in-flight call held
+    /// on a person (never while it sleeps). Default 10 minutes, at most 30.
+    pub person_wait_ms: u64,
+    /// Most bytes the sandbox may hold on the heap during the run; more ends it
+    /// `budget_exhausted:memory`. Default 256 MiB, from 16 MiB to 1 GiB.
+    pub memory_bytes: u64,
     /// Most tool calls; the next one ends the run `budget_exhausted:tool_calls`.
     /// Default 200, at most 10,000.
     pub tool_calls: u32,
@@ -25,9 +35,16 @@ pub struct RunLimits {
 }
 
 impl RunLimits {
-    pub const DEFAULT_WALL_MS: u64 = 5_000;
-    /// The longest wall budget a caller may ask for (30 minutes).
+    /// The longest wall budget a caller may ask for (30 minutes), also the default.
     pub const MAX_WALL_MS: u64 = 30 * 60 * 1_000;
+    pub const DEFAULT_WALL_MS: u64 = Self::MAX_WALL_MS;
+    pub const DEFAULT_JS_CPU_MS: u64 = 10_000;
+    pub const MAX_JS_CPU_MS: u64 = Self::MAX_WALL_MS;
+    pub const DEFAULT_PERSON_WAIT_MS: u64 = 10 * 60 * 1_000;
+    pub const MAX_PERSON_WAIT_MS: u64 = Self::MAX_WALL_MS;
+    pub const DEFAULT_MEMORY_BYTES: u64 = 256 * 1024 * 1024;
+    pub const MIN_MEMORY_BYTES: u64 = 16 * 1024 * 1024;
+    pub const MAX_MEMORY_BYTES: u64 = 1024 * 1024 * 1024;
     pub const DEFAULT_TOOL_CALLS: u32 = 200;
     pub const MAX_TOOL_CALLS: u32 = 10_000;
     pub const DEFAULT_RETURN_BYTES: usize = 16 * 1024;
@@ -40,6 +57,11 @@ impl RunLimits {
     pub fn clamped(self) -> Self {
         Self {
             wall_ms: self.wall_ms.clamp(1, Self::MAX_WALL_MS),
+            js_cpu_ms: self.js_cpu_ms.clamp(1, Self::MAX_JS_CPU_MS),
+            person_wait_ms: self.person_wait_ms.min(Self::MAX_PERSON_WAIT_MS),
+            memory_bytes: self
+                .memory_bytes
+                .clamp(Self::MIN_MEMORY_BYTES, Self::MAX_MEMORY_BYTES),
             tool_calls: self.tool_calls.min(Self::MAX_TOOL_CALLS),
             return_bytes: self.return_bytes.min(Self::MAX_RETURN_BYTES),
             console_bytes: self.console_bytes.min(Self::MAX_CONSOLE_BYTES),
@@ -51,6 +73,9 @@ impl Default for RunLimits {
     fn default() -> Self {
         Self {
             wall_ms: Self::DEFAULT_WALL_MS,
+            js_cpu_ms: Self::DEFAULT_JS_CPU_MS,
+            person_wait_ms: Self::DEFAULT_PERSON_WAIT_MS,
+            memory_bytes: Self::DEFAULT_MEMORY_BYTES,
             tool_calls: Self::DEFAULT_TOOL_CALLS,
             return_bytes: Self::DEFAULT_RETURN_BYTES,
             console_bytes: Self::DEFAULT_CONSOLE_BYTES,
@@ -68,6 +93,9 @@ pub struct RunReport {
     pub console_dropped: usize,
     /// Wall time of the run as the sandbox measured it, in milliseconds.
     pub duration_ms: f64,
+    /// Time the program was blocked with every in-flight call held on a person.
+    #[serde(default)]
+    pub person_wait_ms: f64,
     /// The program's tool calls, in call order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSummary>,
@@ -82,6 +110,7 @@ impl RunReport {
             console: Vec::new(),
             console_dropped: 0,
             duration_ms,
+            person_wait_ms: 0.0,
             calls: Vec::new(),
         }
     }
@@ -144,6 +173,39 @@ impl RunError {
             Budget::Wall,
             format!(
                 "budget_exhausted:wall: the program ran longer than its wall budget of {wall_ms} ms and was stopped"
+            ),
+        )
+    }
+
+    /// The guest ran JavaScript for longer than its CPU budget.
+    #[must_use]
+    pub fn js_cpu_budget(js_cpu_ms: u64) -> Self {
+        Self::budget(
+            Budget::JsCpu,
+            format!(
+                "budget_exhausted:js_cpu: the program ran JavaScript for more than its CPU budget of {js_cpu_ms} ms and was stopped"
+            ),
+        )
+    }
+
+    /// The program waited on people for longer than its person-wait budget.
+    #[must_use]
+    pub fn person_wait_budget(person_wait_ms: u64) -> Self {
+        Self::budget(
+            Budget::PersonWait,
+            format!(
+                "budget_exhausted:person_wait: the program waited on a person for more than {person_wait_ms} ms in all and was stopped"
+            ),
+        )
+    }
+
+    /// The guest's heap grew past its memory budget.
+    #[must_use]
+    pub fn memory_budget(memory_bytes: u64) -> Self {
+        Self::budget(
+            Budget::Memory,
+            format!(
+                "budget_exhausted:memory: the program needed more than its memory budget of {memory_bytes} bytes and was stopped"
             ),
         )
     }
@@ -269,13 +331,15 @@ impl RunReport {
             }
         };
         let duration_ms = self.duration_ms.max(0.0).round();
+        let person_wait_ms = self.person_wait_ms.max(0.0).round();
         RunSummary {
             run_id,
             status,
             termination_reason,
             // Rounded, non-negative and far below 2^53 ms: the cast is exact.
             duration_ms: duration_ms as u64,
-            person_wait_ms: 0,
+            // As for the duration: the cast is exact.
+            person_wait_ms: person_wait_ms as u64,
             call_count: u32::try_from(self.calls.len()).unwrap_or(u32::MAX),
             calls: self.calls,
             value,

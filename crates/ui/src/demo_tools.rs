@@ -2,15 +2,10 @@
 //! dispatcher replaces them: `echo`, `add`, `clock` and `wait`.
 
 use futures::future::LocalBoxFuture;
+use kiln_host::{PageTools, PersonHold};
+use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::{Value, json};
-
-/// Serves tool calls that a sandbox worker forwards to the page.
-pub trait PageTools {
-    /// The catalog sent with each run: `[{name, description, input_schema}]`.
-    fn catalog(&self) -> Value;
-    fn call(&self, tool: &str, args: Value) -> LocalBoxFuture<'static, ToolReply>;
-}
 
 /// The longest `wait`, in milliseconds.
 const MAX_WAIT_MS: u64 = 10_000;
@@ -33,8 +28,8 @@ impl PageTools for DemoTools {
         ])
     }
 
-    fn call(&self, tool: &str, args: Value) -> LocalBoxFuture<'static, ToolReply> {
-        let tool = tool.to_owned();
+    fn call(&self, call: CallRequest, _person: PersonHold) -> LocalBoxFuture<'static, ToolReply> {
+        let CallRequest { tool, args, .. } = call;
         Box::pin(async move {
             match tool.as_str() {
                 "echo" => Ok(args),
@@ -61,7 +56,8 @@ impl PageTools for DemoTools {
                     .filter(|ms| *ms <= MAX_WAIT_MS)
                 {
                     Some(ms) => {
-                        crate::sandbox_client::sleep_ms(ms).await;
+                        // At most 10,000 ms: exact as f64.
+                        kiln_host::sleep_ms(ms as f64).await;
                         Ok(json!({"waited_ms": ms}))
                     }
                     None => Err(invalid(

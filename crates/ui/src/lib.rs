@@ -1,10 +1,9 @@
 //! Kiln's page: a program editor, a Run button and a result panel.
 //!
-//! The page only talks the sandbox protocol (through [`sandbox_client`]); it
+//! The page only talks the sandbox protocol (through `kiln-host`'s pool); it
 //! never evaluates guest code on the main thread.
 
 pub mod demo_tools;
-pub mod sandbox_client;
 mod view_model;
 
 use leptos::ev::KeyboardEvent;
@@ -13,10 +12,16 @@ use leptos::task::spawn_local;
 
 use std::rc::Rc;
 
-use crate::demo_tools::{DemoTools, PageTools};
-use crate::sandbox_client::SandboxClient;
+use crate::demo_tools::DemoTools;
 use crate::view_model::{ResultView, Tone};
-use kiln_types::{RunLimits, RunReport};
+use kiln_host::{PageTools, RunResult, SandboxPool};
+use kiln_types::RunLimits;
+use kiln_types::tool_result::ContentPart;
+
+/// Where the sandbox worker's bootstrap is served, relative to the page.
+const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
+/// Started workers kept between runs.
+const POOL_SIZE: usize = 2;
 
 /// The program shown on first load.
 pub const SAMPLE_PROGRAM: &str = r#"// A program is the body of an async function: await, return, console.log.
@@ -32,13 +37,14 @@ return { squares, answer, at: (await tools.clock()).iso };
 enum RunState {
     Idle,
     Running,
-    Done(RunReport),
+    /// The run and its `tool-result/v1` model text, made once when it ended.
+    Done(Box<RunResult>, String),
 }
 
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
-    let client = SandboxClient::default();
+    let client = SandboxPool::new(SANDBOX_WORKER_URL, POOL_SIZE);
     client.warm_up();
     let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
     let (state, set_state) = signal(RunState::Idle);
@@ -52,10 +58,18 @@ pub fn App() -> impl IntoView {
         let client = client.clone();
         let program = code.get_untracked();
         spawn_local(async move {
-            let report = client
+            let result = client
                 .run(program, RunLimits::default(), Rc::new(DemoTools))
                 .await;
-            set_state.set(RunState::Done(report));
+            let text = result
+                .clone()
+                .into_tool_result()
+                .content
+                .into_iter()
+                .map(|ContentPart::Text { text }| text)
+                .collect::<Vec<_>>()
+                .join("\n");
+            set_state.set(RunState::Done(Box::new(result), text));
             performance_mark("kiln:result");
         });
     };
@@ -157,13 +171,15 @@ fn ResultPanel(state: ReadSignal<RunState>) -> impl IntoView {
                 RunState::Running => view! {
                     <p class="status running" data-testid="run-status">"Running…"</p>
                 }.into_any(),
-                RunState::Done(report) => report_view(&ResultView::from_report(&report)).into_any(),
+                RunState::Done(result, text) => {
+                    report_view(&ResultView::from_report(&result.report), text).into_any()
+                }
             }}
         </section>
     }
 }
 
-fn report_view(result: &ResultView) -> impl IntoView + use<> {
+fn report_view(result: &ResultView, model_text: String) -> impl IntoView + use<> {
     let tone = match result.tone {
         Tone::Success => "status success",
         Tone::Failure => "status failure",
@@ -218,5 +234,9 @@ fn report_view(result: &ResultView) -> impl IntoView + use<> {
         {value}
         {console}
         {calls}
+        <details class="model-text">
+            <summary>"What the model reads (tool-result/v1 text)"</summary>
+            <pre data-testid="model-text">{model_text}</pre>
+        </details>
     }
 }

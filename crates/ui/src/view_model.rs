@@ -130,6 +130,7 @@ mod tests {
             }],
             console_dropped: 2,
             duration_ms,
+            person_wait_ms: 0.0,
             calls: Vec::new(),
         }
     }

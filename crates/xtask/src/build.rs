@@ -25,7 +25,7 @@ pub struct WasmModule {
     pub wasm_opt_level: &'static str,
 }
 
-pub const MODULES: [WasmModule; 2] = [
+pub const MODULES: [WasmModule; 3] = [
     WasmModule {
         package: "kiln-sandbox-worker",
         bin: None,
@@ -40,6 +40,14 @@ pub const MODULES: [WasmModule; 2] = [
         profile: "wasm-ui",
         artifact: "kiln-ui",
         out_name: "kiln_ui",
+        wasm_opt_level: "-Oz",
+    },
+    WasmModule {
+        package: "kiln-page",
+        bin: None,
+        profile: "wasm-ui",
+        artifact: "kiln_page",
+        out_name: "kiln_page",
         wasm_opt_level: "-Oz",
     },
 ];

@@ -397,3 +397,15 @@ fn truncate_text(text: &str, max_json_bytes: usize) -> String {
 
 #[cfg(test)]
 mod tests;
+
+/// A keyless run id, `codemode:` and 16 hex digits, from 8 random bytes the
+/// caller draws from its platform's randomness.
+#[must_use]
+pub fn run_id_from(bytes: [u8; 8]) -> String {
+    use std::fmt::Write as _;
+    let mut id = String::from("codemode:");
+    for byte in bytes {
+        let _ = write!(id, "{byte:02x}");
+    }
+    id
+}

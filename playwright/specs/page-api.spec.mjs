@@ -1,0 +1,129 @@
+// Other pages run programs through the ES module API in pkg/: Kiln.load(),
+// then kiln.run({code, tools, limits}) resolves to the tool-result/v1 object.
+import assert from "node:assert/strict";
+import { test } from "node:test";
+import { useApp } from "../lib/browser.mjs";
+
+const app = useApp();
+
+/** Runs `request` (with tools written as source text) through the page API in the page. */
+async function run(request, { tools = {} } = {}) {
+  const { page } = app();
+  return page.evaluate(
+    async ({ request, tools }) => {
+      const { Kiln } = await import("./kiln.js");
+      window.kiln ??= await Kiln.load();
+      const built = {};
+      for (const [name, source] of Object.entries(tools)) {
+        built[name] = { description: `the ${name} tool`, input_schema: { type: "object" }, call: eval(source) };
+      }
+      return window.kiln.run({ ...request, tools: built });
+    },
+    { request, tools },
+  );
+}
+
+test("a page runs a program against its own tools and gets tool-result/v1", async () => {
+  const result = await run(
+    { code: 'const r = await tools.echo({text: "hi"});\nconsole.log("got", r);\nreturn {answer: 42, r};' },
+    { tools: { echo: "async (args) => args" } },
+  );
+  assert.equal(result.isError, undefined);
+  const s = result.structuredContent;
+  assert.match(s.run_id, /^codemode:[0-9a-f]{16}$/);
+  assert.equal(s.status, "completed");
+  assert.equal(s.termination_reason, "completed");
+  assert.deepEqual(s.value, { answer: 42, r: { text: "hi" } });
+  assert.equal(s.output, 'got { text: "hi" }\n');
+  assert.equal(s.call_count, 1);
+  assert.deepEqual({ ...s.calls[0], duration_ms: 0 }, { tool: "echo", outcome: "ok", waited_on_person: false, duration_ms: 0 });
+  assert.match(s.catalog_digest, /^sha256:[0-9a-f]{64}$/);
+  assert.match(result.content[0].text, /^completed · \d+ ms · 1 calls · person wait 0 ms\n\nReturn value:\n\{\n  "answer": 42,/);
+});
+
+test("an uncaught tool rejection carries the tool's code and names the call", async () => {
+  const result = await run(
+    { code: "await tools.browse({});" },
+    { tools: { browse: "async () => { throw Object.assign(new Error('No session.'), {code: 'no_session', detail: {hint: 'launch'}}) }" } },
+  );
+  assert.equal(result.isError, true);
+  assert.equal(result.errorCode, "no_session");
+  assert.deepEqual(result.structuredContent.error, {
+    code: "no_session",
+    message: "browse (call 1) failed: No session.",
+    detail: { hint: "launch" },
+  });
+  assert.equal(result.structuredContent.calls[0].outcome, "error");
+});
+
+test("a guest that never stops is ended at its JS CPU budget, and the next run works", async () => {
+  const result = await run({ code: "while (true) {}", limits: { js_cpu_ms: 300 } });
+  assert.equal(result.errorCode, "budget_exhausted");
+  assert.equal(result.structuredContent.budget, "js_cpu");
+  assert.equal(result.structuredContent.termination_reason, "budget_exhausted:js_cpu");
+  const next = await run({ code: "return 1 + 1" });
+  assert.equal(next.structuredContent.value, 2);
+});
+
+test("sleeping and awaiting tools do not spend JS CPU; the wall budget still ends the run", async () => {
+  const slow = await run(
+    { code: "await sleep(400); await tools.slow({}); await sleep(400); return 'done';", limits: { js_cpu_ms: 300 } },
+    { tools: { slow: "() => new Promise((resolve) => setTimeout(() => resolve(1), 400))" } },
+  );
+  assert.equal(slow.structuredContent.value, "done");
+  assert.ok(slow.structuredContent.duration_ms >= 1200, slow.structuredContent.duration_ms);
+
+  const walled = await run({ code: "await sleep(5000);", limits: { wall_ms: 300 } });
+  assert.equal(walled.structuredContent.termination_reason, "budget_exhausted:wall");
+});
+
+test("time a call is held on a person counts as person wait, and has a budget", async () => {
+  const approve = "(args, ctx) => ctx.waitOnPerson(new Promise((resolve) => setTimeout(() => resolve({approved: true}), 300)))";
+  const held = await run({ code: "return await tools.approve({});" }, { tools: { approve } });
+  assert.deepEqual(held.structuredContent.value, { approved: true });
+  assert.ok(held.structuredContent.person_wait_ms >= 250, JSON.stringify(held.structuredContent));
+  assert.equal(held.structuredContent.calls[0].waited_on_person, true);
+
+  const sleeping = await run({ code: "const [r] = await Promise.all([tools.approve({}), sleep(300)]); return r;" }, { tools: { approve } });
+  assert.ok(sleeping.structuredContent.person_wait_ms < 100, "time asleep is never person wait");
+
+  const over = await run({ code: "return await tools.approve({});", limits: { person_wait_ms: 100 } }, { tools: { approve } });
+  assert.equal(over.structuredContent.termination_reason, "budget_exhausted:person_wait");
+});
+
+test("runs at the same time each get a worker of the pool", async () => {
+  const { page } = app();
+  const values = await page.evaluate(async () => {
+    const { Kiln } = await import("./kiln.js");
+    window.kiln ??= await Kiln.load();
+    const runs = [1, 2, 3].map((n) => window.kiln.run({ code: `await sleep(200); return ${n};` }));
+    return (await Promise.all(runs)).map((result) => result.structuredContent.value);
+  });
+  assert.deepEqual(values, [1, 2, 3]);
+});
+
+test("bad requests are refused with a TypeError that names what was wrong", async () => {
+  const { page } = app();
+  const problems = await page.evaluate(async () => {
+    const { Kiln } = await import("./kiln.js");
+    window.kiln ??= await Kiln.load();
+    const refused = async (request) => {
+      try {
+        await window.kiln.run(request);
+        return "accepted";
+      } catch (error) {
+        return `${error.name}: ${error.message}`;
+      }
+    };
+    return [
+      await refused("return 1"),
+      await refused({ code: 42 }),
+      await refused({ code: "return 1", tools: { echo: { description: "x" } } }),
+      await refused({ code: "return 1", limits: { js_cpu: 5 } }),
+    ];
+  });
+  assert.match(problems[0], /^TypeError: kiln\.run: takes one object/);
+  assert.match(problems[1], /`code` must be a string/);
+  assert.match(problems[2], /`tools\.echo\.call` must be a function/);
+  assert.match(problems[3], /`limits` are not valid: unknown field `js_cpu`/);
+});
