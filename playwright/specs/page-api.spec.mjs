@@ -127,3 +127,22 @@ test("bad requests are refused with a TypeError that names what was wrong", asyn
   assert.match(problems[2], /`tools\.echo\.call` must be a function/);
   assert.match(problems[3], /`limits` are not valid: unknown field `js_cpu`/);
 });
+
+test("bytes stay bytes both ways between the guest and a page tool", async () => {
+  const result = await run(
+    { code: "const out = await tools.reverse({data: new Uint8Array([1, 2, 3])});\nreturn [out instanceof Uint8Array, Array.from(out), out];" },
+    { tools: { reverse: "(args) => { if (!(args.data instanceof Uint8Array)) throw new Error('not bytes'); return args.data.slice().reverse(); }" } },
+  );
+  assert.deepEqual(result.structuredContent.value, [true, [3, 2, 1], { $bytes: "AwIB" }]);
+});
+
+test("a guest that allocates without bound ends budget_exhausted:memory, and the next run works", async () => {
+  const result = await run({
+    code: "let a = []; while (true) a.push('x'.repeat(1e6) + a.length);",
+    limits: { memory_bytes: 32 * 1024 * 1024 },
+  });
+  assert.equal(result.errorCode, "budget_exhausted");
+  assert.equal(result.structuredContent.budget, "memory");
+  const next = await run({ code: "return 'alive'" });
+  assert.equal(next.structuredContent.value, "alive");
+});

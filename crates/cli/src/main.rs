@@ -5,11 +5,11 @@
 //! tool call failed uncaught, a budget ran out), 2 the run was refused
 //! (unreadable file, invalid catalog or limits).
 
-use std::io::Read as _;
+use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::{Arc, mpsc};
+use std::sync::{Arc, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
@@ -38,13 +38,60 @@ enum Command {
         /// The program's file, or `-` for standard input.
         file: PathBuf,
         /// A JSON array of tool entries: `{name, description?, input_schema?,
-        /// returns?, error?: {code, message, detail?}, delay_ms?}`.
+        /// returns?, error?: {code, message, detail?}, delay_ms?, person_wait_ms?}`.
         #[arg(long, value_name = "CATALOG.json")]
         tools: Option<PathBuf>,
-        /// A JSON file of limits, e.g. `{"wall_ms": 2000}`.
+        /// A JSON file of limits: `js_cpu_ms`, `tool_calls`, `wall_ms`,
+        /// `person_wait_ms`, `return_bytes`, `console_bytes`, `memory_bytes`.
         #[arg(long, value_name = "LIMITS.json")]
         limits: Option<PathBuf>,
+        /// Print the sandbox's own report (outcome, console, calls, timings)
+        /// instead of the tool-result/v1 object. For tools and benchmarks.
+        #[arg(long)]
+        report: bool,
     },
+}
+
+/// Every allocation of the process counts against the run's memory budget.
+#[global_allocator]
+static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
+
+/// What the memory hook needs to answer for the run: it runs inside a refused
+/// allocation on the sandbox thread, the last thing before the process ends.
+struct MemoryStop {
+    run_id: String,
+    warnings: Vec<kiln_types::tool_result::Warning>,
+    digest: String,
+    memory_bytes: u64,
+    started: Instant,
+    raw: bool,
+}
+
+static MEMORY_STOP: OnceLock<MemoryStop> = OnceLock::new();
+
+/// The memory budget ran out: print the run's result and end the process, since
+/// the refused allocation would abort it.
+fn memory_exhausted(_limit: usize) {
+    let Some(stop) = MEMORY_STOP.get() else {
+        return;
+    };
+    let report = RunReport::stopped(
+        RunError::memory_budget(stop.memory_bytes),
+        stop.started.elapsed().as_secs_f64() * 1e3,
+    );
+    if stop.raw {
+        print_report(&report, &stop.warnings, &stop.digest);
+    } else {
+        let summary = report.into_summary(
+            stop.run_id.clone(),
+            stop.warnings.clone(),
+            stop.digest.clone(),
+            true,
+        );
+        print_result(&summary.into_result());
+    }
+    let _ = std::io::stdout().flush();
+    std::process::exit(1);
 }
 
 fn main() -> ExitCode {
@@ -54,12 +101,31 @@ fn main() -> ExitCode {
             file,
             tools,
             limits,
+            report: raw,
         } => match prepare(&file, tools.as_ref(), limits.as_ref()) {
             Ok(run) => {
                 let warnings = run.admission.warnings.clone();
                 let digest = run.admission.digest();
+                let run_id = new_run_id();
+                let _ = MEMORY_STOP.set(MemoryStop {
+                    run_id: run_id.clone(),
+                    warnings: warnings.clone(),
+                    digest: digest.clone(),
+                    memory_bytes: run.limits.memory_bytes,
+                    started: Instant::now(),
+                    raw,
+                });
+                kiln_alloc::set_exhausted_hook(memory_exhausted);
+                // The budget counts the process's whole heap, from here on.
+                kiln_alloc::set_limit(
+                    usize::try_from(run.limits.memory_bytes).unwrap_or(usize::MAX),
+                );
                 let report = run_with_deadline(run);
-                let summary = report.into_summary(new_run_id(), warnings, digest, true);
+                kiln_alloc::set_limit(usize::MAX);
+                if raw {
+                    return print_report(&report, &warnings, &digest);
+                }
+                let summary = report.into_summary(run_id, warnings, digest, true);
                 print_result(&summary.into_result())
             }
             Err(error) => {
@@ -199,6 +265,25 @@ fn run_with_deadline(run: Prepared) -> RunReport {
             continue;
         };
         return RunReport::stopped(stop, started.elapsed().as_secs_f64() * 1e3);
+    }
+}
+
+/// `--report`: the sandbox's own report, admission's warnings and the digest.
+fn print_report(
+    report: &RunReport,
+    warnings: &[kiln_types::tool_result::Warning],
+    digest: &str,
+) -> ExitCode {
+    let json = serde_json::json!({
+        "report": report,
+        "warnings": warnings,
+        "catalog_digest": digest,
+    });
+    println!("{json:#}");
+    if matches!(report.outcome, kiln_types::RunOutcome::Failed(_)) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
     }
 }
 

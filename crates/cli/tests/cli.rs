@@ -190,8 +190,9 @@ fn limits_set_the_tool_call_and_return_value_budgets() {
     );
 }
 
-/// The budgets that only time spends: JS CPU (guest execution only), wall and
-/// person wait, as a table of (program, limits, expected termination reason).
+/// The budgets a guest spends without asking the host: JS CPU (guest execution
+/// only), wall, person wait and memory, as a table of (program, limits,
+/// expected termination reason).
 #[test]
 fn time_budgets_count_what_the_reference_counts() {
     let catalog = temp_file(
@@ -233,6 +234,13 @@ fn time_budgets_count_what_the_reference_counts() {
             "await tools.approve();".into(),
             r#"{"person_wait_ms": 100}"#,
             "budget_exhausted:person_wait",
+        ),
+        // Not a budget of time, but one a guest also spends without stopping.
+        (
+            "memory",
+            "let a = []; while (true) a.push('x'.repeat(1e6) + a.length);".into(),
+            r#"{"memory_bytes": 16777216}"#,
+            "budget_exhausted:memory",
         ),
     ];
     let tools = catalog.to_str().unwrap();
@@ -284,4 +292,35 @@ fn person_wait_is_counted_only_while_every_call_is_held_and_nothing_sleeps() {
     // While a sleep is pending, waiting is the program's own: not person wait.
     let (asleep, _) = person_wait("await Promise.all([tools.approve(), sleep(200)])");
     assert!((80..250).contains(&asleep), "{asleep}");
+}
+
+/// Work that never yields inside the engine or inside value conversion (a
+/// catastrophic regex, a looping Proxy trap, a getter that never returns) is
+/// bounded by the CLI's watchdog at the JS CPU budget, like any loop.
+#[test]
+fn engine_work_that_never_yields_ends_at_the_cpu_budget() {
+    let catalog = temp_file("hostile-catalog.json", r#"[{"name": "echo"}]"#);
+    let limits = temp_file("hostile-limits.json", r#"{"js_cpu_ms": 400}"#);
+    let programs = [
+        "return /(a+)+$/.test('a'.repeat(64) + 'b')",
+        "await tools.echo(new Proxy({}, {ownKeys() { for (;;) {} }}))",
+        "return {get x() { for (;;) {} }}",
+        "await tools.echo({toJSON() { while (true) {} }})",
+    ];
+    let args = [
+        "run",
+        "-",
+        "--tools",
+        catalog.to_str().unwrap(),
+        "--limits",
+        limits.to_str().unwrap(),
+    ];
+    for program in programs {
+        let (code, result, stderr) = kiln(&args, Some(program));
+        assert_eq!(code, 1, "{program}: {stderr}");
+        assert_eq!(
+            result["structuredContent"]["termination_reason"], "budget_exhausted:js_cpu",
+            "{program}: {result}"
+        );
+    }
 }

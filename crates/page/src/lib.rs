@@ -17,6 +17,11 @@
 //! // result is the tool-result/v1 object: {content, structuredContent, isError?, errorCode?}
 //! ```
 //!
+//! Values cross as JSON, and a `Uint8Array` stays bytes both ways: the guest's
+//! bytes arrive in `args` as a `Uint8Array`, and a `Uint8Array` a tool returns
+//! reaches the guest as one (in the `tool-result/v1` value, bytes read
+//! `{"$bytes": "<base64>"}`).
+//!
 //! A tool's `call(args, ctx)` may return a value or a promise; a throw or a
 //! rejection fails the call, with the error's `code` (snake_case), `message`
 //! and `detail`. `ctx.callNumber` is the call's number in the run, and
@@ -32,12 +37,14 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
 use futures::future::LocalBoxFuture;
-use js_sys::{Function, JSON, Object, Promise, Reflect};
+use js_sys::{Function, JSON, Object, Promise, Reflect, Uint8Array};
 use kiln_host::{PageTools, PersonHold, SandboxPool};
-use kiln_types::RunLimits;
 use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_types::{BYTES_KEY, RunLimits};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -63,6 +70,25 @@ impl Kiln {
             .await
             .map_err(|problem| JsError::new(&problem))?;
         Ok(Self { pool })
+    }
+
+    /// Runs one program like [`Kiln::run`] and resolves to the sandbox's own
+    /// account of it instead: `{report, warnings, catalog_digest}`, where
+    /// `report` has the outcome, console lines, calls and the timings
+    /// (`duration_ms`, `start_ms`, `context_ms`, `person_wait_ms`). For tools
+    /// and benchmarks; a model reads `run`'s result.
+    pub fn report(&self, request: JsValue) -> Promise {
+        let pool = self.pool.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let (code, tools, limits) = read_request(&request).map_err(type_error)?;
+            let result = pool.run(code, limits, Rc::new(tools)).await;
+            let json = json!({
+                "report": result.report,
+                "warnings": result.warnings,
+                "catalog_digest": result.catalog_digest,
+            });
+            Ok(from_json_text(&json.to_string()))
+        })
     }
 
     /// Runs one program; resolves to its `tool-result/v1` object.
@@ -103,12 +129,62 @@ fn read_request(request: &JsValue) -> Result<(String, JsTools, RunLimits), Strin
     Ok((code, tools, limits))
 }
 
-/// `JSON.stringify` of a page value, or why it is not JSON.
+#[wasm_bindgen]
+extern "C" {
+    #[wasm_bindgen(catch, js_namespace = JSON, js_name = parse)]
+    fn parse_with_reviver(text: &str, reviver: &Function) -> Result<JsValue, JsValue>;
+}
+
+thread_local! {
+    /// `JSON.parse` reviver: `{"$bytes": "<base64>"}` → `Uint8Array`.
+    static REVIVER: Function = Closure::<dyn FnMut(JsValue, JsValue) -> JsValue>::new(
+        |_key: JsValue, value: JsValue| {
+            bytes_of(&value)
+                .map_or(value, |bytes| Uint8Array::from(bytes.as_slice()).into())
+        },
+    )
+    .into_js_value()
+    .unchecked_into();
+    /// `JSON.stringify` replacer: `Uint8Array` → `{"$bytes": "<base64>"}`.
+    static REPLACER: Function = Closure::<dyn FnMut(JsValue, JsValue) -> JsValue>::new(
+        |_key: JsValue, value: JsValue| match value.dyn_ref::<Uint8Array>() {
+            Some(bytes) => {
+                let object = Object::new();
+                let text = BASE64_STANDARD.encode(bytes.to_vec());
+                let _ = Reflect::set(&object, &BYTES_KEY.into(), &text.into());
+                object.into()
+            }
+            None => value,
+        },
+    )
+    .into_js_value()
+    .unchecked_into();
+}
+
+/// The bytes of `{"$bytes": "<base64>"}` (exactly that one key), if `value` is one.
+fn bytes_of(value: &JsValue) -> Option<Vec<u8>> {
+    let object = value.dyn_ref::<Object>()?;
+    if js_sys::Array::is_array(value) || Object::keys(object).length() != 1 {
+        return None;
+    }
+    let text = Reflect::get(object, &BYTES_KEY.into()).ok()?.as_string()?;
+    BASE64_STANDARD.decode(text).ok()
+}
+
+/// A page value as JSON text (bytes as `{"$bytes"}`), or why it is not JSON.
 fn to_json_text(value: &JsValue) -> Result<String, String> {
-    match JSON::stringify(value) {
+    let replaced = REPLACER.with(|replacer| JSON::stringify_with_replacer(value, replacer));
+    match replaced {
         Ok(text) => Ok(text.as_string().unwrap_or_else(|| "null".into())),
         Err(error) => Err(format!("is not JSON: {}", describe(&error))),
     }
+}
+
+/// JSON text as a page value (`{"$bytes"}` as `Uint8Array`).
+fn from_json_text(text: &str) -> JsValue {
+    REVIVER
+        .with(|reviver| parse_with_reviver(text, reviver))
+        .unwrap_or_default()
 }
 
 fn describe(error: &JsValue) -> String {
@@ -198,8 +274,7 @@ impl PageTools for JsTools {
             };
             let tool = call.tool.clone();
             let args = serde_json::to_string(&call.args)
-                .ok()
-                .and_then(|text| JSON::parse(&text).ok())
+                .map(|text| from_json_text(&text))
                 .unwrap_or_default();
             let wait_on_person = wait_on_person(person);
             let ctx = Object::new();

@@ -11,6 +11,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
@@ -18,12 +19,21 @@ use kiln_sandbox::Sandbox;
 use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::clock::{IdleState, PersonSignal};
 use kiln_sandbox::tools::{ToolCall, ToolHost};
-use kiln_types::RunReport;
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_types::{RunError, RunReport};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+/// Every allocation of the worker counts against the running program's memory
+/// budget (see `kiln-alloc`).
+#[global_allocator]
+static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
+
+/// The run in progress, for the memory hook (which cannot reach thread-locals
+/// safely while an allocation is half done).
+static CURRENT_RUN: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
     /// Tool calls waiting for the host's reply, by (run, call number), with the
@@ -55,6 +65,7 @@ pub fn start() {
     scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
     // The handler lives as long as the worker does.
     onmessage.forget();
+    kiln_alloc::set_exhausted_hook(memory_exhausted);
     prepare_next();
     post(&FromSandbox::Ready);
 }
@@ -71,6 +82,7 @@ fn prepare_next() {
 }
 
 fn on_message(event: &MessageEvent) {
+    let received = now_ms();
     let Some(text) = event.data().as_string() else {
         post(&FromSandbox::Rejected {
             problem: "a sandbox message must be a JSON string; this one was not a string".into(),
@@ -96,18 +108,28 @@ fn on_message(event: &MessageEvent) {
             let sandbox = NEXT
                 .with(|next| next.borrow_mut().take())
                 .map_or_else(Sandbox::new, Ok);
+            let limits = limits.clamped();
+            CURRENT_RUN.store(run_id, Ordering::SeqCst);
+            // The budget counts the worker's whole heap, context included.
+            kiln_alloc::set_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
             wasm_bindgen_futures::spawn_local(async move {
                 let warnings = admission.warnings.clone();
                 let catalog_digest = admission.digest();
                 let host = Rc::new(PostMessageTools { run_id });
-                let report: RunReport = match sandbox {
+                let before_run = now_ms() - received;
+                let mut report: RunReport = match sandbox {
                     Ok(sandbox) => {
                         sandbox
-                            .run(&code, &limits.clamped(), Rc::new(admission), host, None)
+                            .run(&code, &limits, Rc::new(admission), host, None)
                             .await
                     }
                     Err(report) => *report,
                 };
+                if report.start_ms > 0.0 {
+                    // Reading the message and admitting the catalog came first.
+                    report.start_ms += before_run;
+                }
+                kiln_alloc::set_limit(usize::MAX);
                 PENDING.with(|pending| pending.borrow_mut().retain(|(run, _), _| *run != run_id));
                 OUTBOX.with(|outbox| outbox.borrow_mut().clear());
                 post(&FromSandbox::Report {
@@ -196,6 +218,24 @@ impl ToolHost for PostMessageTools {
             wake_in_ms: state.wake_in_ms,
         });
     }
+}
+
+/// The memory budget ran out: tell the host now, since the wasm aborts as soon
+/// as this returns. The host ends the run and replaces this worker.
+fn memory_exhausted(limit: usize) {
+    post(&FromSandbox::Lost {
+        run_id: CURRENT_RUN.load(Ordering::SeqCst),
+        error: RunError::memory_budget(u64::try_from(limit).unwrap_or(u64::MAX)),
+    });
+}
+
+/// Milliseconds on the worker's monotonic clock.
+fn now_ms() -> f64 {
+    js_sys::global()
+        .dyn_into::<DedicatedWorkerGlobalScope>()
+        .ok()
+        .and_then(|scope| scope.performance())
+        .map_or(0.0, |performance| performance.now())
 }
 
 fn post(message: &FromSandbox) {

@@ -117,6 +117,8 @@ pub(crate) struct RunClock {
     person: Cell<Duration>,
     person_since: Cell<Option<Instant>>,
     stop: Cell<Option<Budget>>,
+    /// When the program's first statement was about to run, from the start.
+    first_statement: Cell<Option<Duration>>,
     generation: Cell<u64>,
     wakers: RefCell<Vec<Waker>>,
 }
@@ -136,6 +138,7 @@ impl RunClock {
             person: Cell::new(Duration::ZERO),
             person_since: Cell::new(None),
             stop: Cell::new(None),
+            first_statement: Cell::new(None),
             generation: Cell::new(0),
             wakers: RefCell::new(Vec::new()),
         }
@@ -143,6 +146,16 @@ impl RunClock {
 
     pub(crate) fn elapsed(&self) -> Duration {
         self.started.elapsed()
+    }
+
+    /// The program is parsed and its first statement runs next.
+    pub(crate) fn starting(&self) {
+        self.first_statement.set(Some(self.started.elapsed()));
+    }
+
+    /// How long the run took to reach the program's first statement.
+    pub(crate) fn start_time(&self) -> Option<Duration> {
+        self.first_statement.get()
     }
 
     /// Ends the run by `budget`: no further job runs. The first stop wins.

@@ -3,9 +3,13 @@
 //! Everything here runs guest code (getters, proxies) inside the guest's context,
 //! so it is bounded by the same engine limits as the program, and it never panics.
 
+use base64::Engine as _;
+use base64::prelude::BASE64_STANDARD;
+use boa_engine::object::builtins::{JsArray, JsArrayBuffer, JsUint8Array};
 use boa_engine::{
     Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, JsVariant, js_string,
 };
+use kiln_types::BYTES_KEY;
 
 use crate::catalog::is_identifier;
 
@@ -221,6 +225,10 @@ fn json_value(
 ) -> JsResult<Option<serde_json::Value>> {
     let mut value = value.clone();
     if let Some(object) = value.as_object() {
+        // Bytes stay bytes: checked before `toJSON`, which a guest may define.
+        if let Ok(bytes) = JsUint8Array::from_object(object.clone()) {
+            return bytes_json(&bytes, context, path).map(Some);
+        }
         let to_json = object.get(js_string!("toJSON"), context)?;
         if let Some(to_json) = to_json.as_callable() {
             // `JSON.stringify` passes the property's key; the top-level key is "".
@@ -316,6 +324,91 @@ fn json_object(
         }
     }
     Ok(serde_json::Value::Object(map))
+}
+
+/// A `Uint8Array` as `{"$bytes": "<base64>"}` ([`kiln_types::BYTES_KEY`]).
+fn bytes_json(
+    bytes: &JsUint8Array,
+    context: &mut Context,
+    path: &str,
+) -> JsResult<serde_json::Value> {
+    let offset = bytes.byte_offset(context)?;
+    let length = bytes.byte_length(context)?;
+    let buffer = bytes
+        .buffer(context)?
+        .as_object()
+        .and_then(|buffer| JsArrayBuffer::from_object(buffer.clone()).ok());
+    let data = buffer.as_ref().and_then(JsArrayBuffer::data);
+    let Some(slice) = data
+        .as_ref()
+        .and_then(|data| data.get(offset..offset + length))
+    else {
+        return Err(JsNativeError::typ()
+            .with_message(format!(
+                "`{}` is a Uint8Array whose buffer is detached",
+                short(path)
+            ))
+            .into());
+    };
+    let mut map = serde_json::Map::new();
+    map.insert(
+        BYTES_KEY.to_owned(),
+        serde_json::Value::String(BASE64_STANDARD.encode(slice)),
+    );
+    Ok(serde_json::Value::Object(map))
+}
+
+/// A JSON value from the host as a guest value, built directly (no JSON text):
+/// `{"$bytes": "<base64>"}` becomes a `Uint8Array`.
+pub(crate) fn from_json(value: &serde_json::Value, context: &mut Context) -> JsResult<JsValue> {
+    Ok(match value {
+        serde_json::Value::Null => JsValue::null(),
+        serde_json::Value::Bool(flag) => JsValue::from(*flag),
+        serde_json::Value::Number(number) => match number.as_i64() {
+            Some(integer) => match i32::try_from(integer) {
+                Ok(small) => JsValue::from(small),
+                // Beyond i32 a JS number is an f64, as JSON.parse would read it.
+                Err(_) => JsValue::from(integer as f64),
+            },
+            None => JsValue::from(number.as_f64().unwrap_or(f64::NAN)),
+        },
+        serde_json::Value::String(text) => JsValue::from(JsString::from(text.as_str())),
+        serde_json::Value::Array(items) => {
+            let mut values = Vec::with_capacity(items.len());
+            for item in items {
+                values.push(from_json(item, context)?);
+            }
+            JsArray::from_iter(values, context).into()
+        }
+        serde_json::Value::Object(map) => {
+            if let Some(bytes) = as_bytes(map) {
+                let bytes = BASE64_STANDARD.decode(bytes).map_err(|error| {
+                    JsNativeError::typ().with_message(format!(
+                        "a `{BYTES_KEY}` value from the host is not base64: {error}"
+                    ))
+                })?;
+                return Ok(JsUint8Array::from_iter(bytes, context)?.into());
+            }
+            let object = JsObject::with_object_proto(context.intrinsics());
+            for (key, item) in map {
+                let item = from_json(item, context)?;
+                object.create_data_property_or_throw(
+                    JsString::from(key.as_str()),
+                    item,
+                    context,
+                )?;
+            }
+            object.into()
+        }
+    })
+}
+
+/// The base64 text of `{"$bytes": "<base64>"}`, if that is what `map` is.
+fn as_bytes(map: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+    match map.get(BYTES_KEY) {
+        Some(serde_json::Value::String(text)) if map.len() == 1 => Some(text),
+        _ => None,
+    }
 }
 
 /// A path short enough for a one-line message: its end, which says the most.

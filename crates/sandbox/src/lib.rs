@@ -82,6 +82,8 @@ pub struct Sandbox {
     context: Context,
     executor: Rc<HostJobExecutor>,
     console: ConsoleBuffer,
+    /// How long building the context took, in milliseconds.
+    context_ms: f64,
 }
 
 impl Sandbox {
@@ -92,6 +94,7 @@ impl Sandbox {
     ///
     /// A report of the engine failure when the context cannot be built.
     pub fn new() -> Result<Self, Box<RunReport>> {
+        let started = web_time::Instant::now();
         let executor = Rc::new(HostJobExecutor::default());
         let console = ConsoleBuffer::new(0);
         let built = (|| {
@@ -108,6 +111,7 @@ impl Sandbox {
                 context,
                 executor,
                 console,
+                context_ms: started.elapsed().as_secs_f64() * 1e3,
             }),
             Err(error) => Err(Box::new(RunReport::stopped(
                 RunError::new(
@@ -141,6 +145,7 @@ impl Sandbox {
             mut context,
             executor,
             console,
+            context_ms,
         } = self;
         let clock = Rc::new(RunClock::new(
             limits.js_cpu_ms,
@@ -182,6 +187,10 @@ impl Sandbox {
             console_dropped,
             duration_ms: clock.elapsed().as_secs_f64() * 1e3,
             person_wait_ms: clock.person_wait().as_secs_f64() * 1e3,
+            start_ms: clock
+                .start_time()
+                .map_or(0.0, |start| start.as_secs_f64() * 1e3),
+            context_ms,
             calls,
         }
     }
@@ -240,6 +249,7 @@ async fn evaluate_busy(
             return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
         }
     };
+    clock.starting();
     let promise = match script.evaluate(context) {
         Ok(value) => value,
         Err(error) => return failed(&error, context, tools, clock, limits),

@@ -278,7 +278,7 @@ fn call_tool(
             }
             match reply {
                 Ok(value) => {
-                    let value = JsValue::from_json(&value, context)?;
+                    let value = inspect::from_json(&value, context)?;
                     resolvers
                         .resolve
                         .call(&JsValue::undefined(), &[value], context)
@@ -314,7 +314,7 @@ fn failure_object(failure: &ToolFailure, context: &mut Context) -> JsResult<JsOb
         context,
     )?;
     let detail = match &failure.detail {
-        Some(detail) => JsValue::from_json(detail, context)?,
+        Some(detail) => inspect::from_json(detail, context)?,
         None => JsValue::undefined(),
     };
     error.set(js_string!("detail"), detail, false, context)?;

@@ -7,6 +7,13 @@ pub mod protocol;
 pub mod run;
 pub mod tool_result;
 
+/// How bytes cross every JSON boundary (guest ⇄ host, worker ⇄ page, the
+/// result): a `Uint8Array` travels as an object with this one key and its
+/// contents in standard base64 with padding, `{"$bytes": "AQID"}`, and becomes
+/// a `Uint8Array` again on the other side. An object of exactly this one
+/// string-valued key is read as bytes wherever it arrives.
+pub const BYTES_KEY: &str = "$bytes";
+
 pub use run::{
     ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport,
 };

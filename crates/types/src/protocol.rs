@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::{RunLimits, RunReport};
+use crate::run::{RunError, RunLimits, RunReport};
 use crate::tool_result::{ToolReply, Warning};
 
 /// Bumped whenever a message changes shape.
@@ -54,6 +54,10 @@ fn empty_catalog() -> serde_json::Value {
 }
 
 /// From a sandbox worker to its host.
+#[allow(
+    clippy::large_enum_variant,
+    reason = "messages are decoded one at a time and moved once; boxing the report would buy nothing (the lint fires only on some targets)"
+)]
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromSandbox {
@@ -81,6 +85,10 @@ pub enum FromSandbox {
         warnings: Vec<Warning>,
         catalog_digest: String,
     },
+    /// The run ended in a way that leaves this worker unusable (its memory
+    /// budget ran out and its wasm is about to abort): the host ends the run
+    /// with `error` and replaces the worker.
+    Lost { run_id: u64, error: RunError },
     /// A message the worker could not read; `problem` says what was wrong.
     Rejected { problem: String },
 }
@@ -146,7 +154,6 @@ pub fn decode<M: for<'de> Deserialize<'de>>(text: &str) -> Result<M, DecodeError
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::run::RunError;
 
     #[test]
     fn round_trips_idle_and_held() {

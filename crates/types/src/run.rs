@@ -96,6 +96,15 @@ pub struct RunReport {
     /// Time the program was blocked with every in-flight call held on a person.
     #[serde(default)]
     pub person_wait_ms: f64,
+    /// Time from the run request reaching the sandbox to the program's first
+    /// statement (parse included), in milliseconds; 0 when it never started.
+    #[serde(default)]
+    pub start_ms: f64,
+    /// Time building the run's JavaScript context took, in milliseconds. A
+    /// worker builds it before the run is asked for, so it is not in
+    /// `start_ms` there; natively it is built on demand.
+    #[serde(default)]
+    pub context_ms: f64,
     /// The program's tool calls, in call order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSummary>,
@@ -111,6 +120,8 @@ impl RunReport {
             console_dropped: 0,
             duration_ms,
             person_wait_ms: 0.0,
+            start_ms: 0.0,
+            context_ms: 0.0,
             calls: Vec::new(),
         }
     }

@@ -76,22 +76,35 @@ impl ResultView {
                         "The program never finished: it awaits something that cannot happen."
                             .to_owned()
                     }
-                    RunErrorKind::BudgetExhausted => match error.budget {
-                        Some(Budget::ToolCalls) => {
-                            "Stopped: the program made more tool calls than its budget allows."
-                                .to_owned()
+                    RunErrorKind::BudgetExhausted => {
+                        const RESTARTED: &str = "The sandbox was restarted; you can run again.";
+                        match error.budget {
+                            Some(Budget::ToolCalls) => {
+                                "Stopped: the program made more tool calls than its budget allows."
+                                    .to_owned()
+                            }
+                            Some(Budget::JsCpu) => format!(
+                                "Stopped after {duration}: the program ran JavaScript for longer than its CPU budget. {RESTARTED}"
+                            ),
+                            Some(Budget::Wall) | None => format!(
+                                "Stopped after {duration}: the program ran past its wall-clock budget. {RESTARTED}"
+                            ),
+                            Some(Budget::PersonWait) => format!(
+                                "Stopped after {duration}: the program waited on a person for longer than its budget."
+                            ),
+                            Some(Budget::Memory) => format!(
+                                "Stopped: the program needed more memory than its budget allows. {RESTARTED}"
+                            ),
+                            Some(Budget::ReturnValue) => {
+                                "Stopped: the returned value is larger than a run may return."
+                                    .to_owned()
+                            }
+                            Some(Budget::Recursion | Budget::Stack) => {
+                                "Stopped: the program recursed deeper than the sandbox allows."
+                                    .to_owned()
+                            }
                         }
-                        Some(Budget::Wall) | None => format!(
-                            "Stopped after {duration}: the program ran past its time budget. \
-                             The sandbox was restarted; you can run again."
-                        ),
-                        Some(other) => {
-                            format!(
-                                "Stopped: the program ran out of its {} budget.",
-                                other.as_str()
-                            )
-                        }
-                    },
+                    }
                     RunErrorKind::Engine => "The sandbox failed to run the program.".to_owned(),
                 };
                 Self {
@@ -131,6 +144,8 @@ mod tests {
             console_dropped: 2,
             duration_ms,
             person_wait_ms: 0.0,
+            start_ms: 0.0,
+            context_ms: 0.0,
             calls: Vec::new(),
         }
     }
@@ -151,7 +166,7 @@ mod tests {
             ),
             (
                 report(RunOutcome::Failed(RunError::wall_budget(5000)), 5003.0),
-                "Stopped after 5.0 s: the program ran past its time budget. The sandbox was restarted; you can run again.",
+                "Stopped after 5.0 s: the program ran past its wall-clock budget. The sandbox was restarted; you can run again.",
                 Some(
                     "budget_exhausted:wall: the program ran longer than its wall budget of 5000 ms and was stopped",
                 ),

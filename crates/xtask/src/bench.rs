@@ -1,5 +1,7 @@
-//! `cargo xtask bench`: the wasm files' sizes (raw and gzipped) and the page
-//! figures measured in headless Chromium by `playwright/bench/page.mjs`.
+//! `cargo xtask bench`: the wasm files' sizes (raw and gzipped), the page
+//! figures measured in headless Chromium by `playwright/bench/page.mjs`, and
+//! the sandbox side by side with the peer `quickjs-emscripten` (in Chromium)
+//! and natively through the release `kiln` CLI (`playwright/bench/sandbox.mjs`).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -51,6 +53,23 @@ pub fn run(root: &Path) -> Result<()> {
     node.arg(root.join("playwright/bench/page.mjs"))
         .current_dir(root.join("playwright"))
         .env("KILN_URL", server.url())
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .env("NODE_PATH", &node_modules);
+    run_checked(&mut node)?;
+    drop(server);
+
+    eprintln!("xtask: building the release `kiln` CLI for the native figures");
+    run_checked(
+        Command::new("cargo")
+            .args(["build", "--release", "--package", "kiln-cli"])
+            .current_dir(root),
+    )?;
+    println!("sandbox figures, Kiln beside quickjs-emscripten (ms, medians):");
+    let mut node = Command::new("node");
+    node.arg(root.join("playwright/bench/sandbox.mjs"))
+        .current_dir(root.join("playwright"))
+        .env("KILN_PKG", &pkg)
+        .env("KILN_CLI", root.join("target/release/kiln"))
         .env("KILN_CHROMIUM", CHROMIUM)
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;

@@ -268,4 +268,36 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
         "for (let i = 0; i < 300; i++) { try { await tools.echo({i}) } catch (e) {} }",
         "budget_exhausted budget_exhausted:tool_calls: the program made more than 200 tool calls",
     ),
+    // Values across the boundary: bytes stay bytes both ways; Date, undefined
+    // and non-finite numbers follow JSON.stringify.
+    (
+        "const b = new Uint8Array([1, 2, 3, 255]); const back = await tools.echo({b, sub: b.subarray(1, 3)}); return [back.b instanceof Uint8Array, Array.from(back.sub), back]",
+        r#"completed [true,[2,3],{"b":{"$bytes":"AQID/w=="},"sub":{"$bytes":"AgM="}}] [echo ok]"#,
+    ),
+    (
+        "return await tools.echo({d: new Date(0), n: NaN, u: undefined, i: -Infinity, a: [undefined, () => 1]})",
+        r#"completed {"d":"1970-01-01T00:00:00.000Z","n":null,"i":null,"a":[null,null]} [echo ok]"#,
+    ),
+    // Hostile arguments: conversion runs in the guest, so a trap's throw is the
+    // guest's own error, and nothing reaches the host.
+    (
+        "await tools.echo(new Proxy({}, {ownKeys() { throw new Error('trap') }}))",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: Error: trap",
+    ),
+    (
+        "await tools.echo({get x() { throw new RangeError('no getter for you') }})",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: RangeError: no getter for you",
+    ),
+    (
+        "return await tools.echo({then(resolve) { resolve('thenable') }, x: 1})",
+        r#"completed {"x":1} [echo ok]"#,
+    ),
+    (
+        "let o = {}; for (let i = 0; i < 1e5; i++) o = {o}; await tools.echo(o)",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: `…o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o` is nested more than 128 levels deep, deeper than JSON may carry here",
+    ),
+    (
+        "await tools.echo({toJSON() { throw new Error('no JSON') }})",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: Error: no JSON",
+    ),
 ];

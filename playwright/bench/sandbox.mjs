@@ -1,0 +1,182 @@
+// Kiln's sandbox side by side with the peer (quickjs-emscripten) in one headless
+// Chromium, and natively through the `kiln` CLI. Prints JSON lines that
+// `cargo xtask bench` shows. Not a test: it asserts nothing about time.
+//
+// Both run in a module worker of the same page. Kiln's figures come from the
+// page API's `kiln.report()` (timings the sandbox measured); the peer times
+// itself inside its worker. The page is served with cross-origin isolation
+// headers only so that `performance.now()` reads in 5 µs steps instead of
+// 100 µs (sub-millisecond figures would otherwise be rounding); the app itself
+// needs no such headers.
+import { execFileSync } from "node:child_process";
+import { createReadStream, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
+import { createServer } from "node:http";
+import { tmpdir } from "node:os";
+import { extname, join, normalize } from "node:path";
+import { launch } from "../lib/browser.mjs";
+import { buildPeerWorker } from "./peer/build.mjs";
+import { measurePeer } from "./peer/run-peer.mjs";
+
+const PKG = process.env.KILN_PKG;
+const CLI = process.env.KILN_CLI;
+const RUNS = 5;
+const STARTS = 50;
+
+const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+const round = (ms) => Math.round(ms * 1000) / 1000;
+
+// The workloads, as Kiln programs. `rows` comes from a page tool, so the 5,000
+// rows cross the worker boundary both ways as well.
+const PROGRAMS = {
+  calls: "let r; for (let i = 0; i < 200; i++) r = await tools.echo({i}); return r.i;",
+  rows: [
+    "const rows = await tools.rows({});",
+    "return rows.filter((r) => r.price > 0).map((r) => ({id: r.id, total: r.price * r.qty, label: r.name.toUpperCase()}));",
+  ].join("\n"),
+  fib: "function fib(n) { return n < 2 ? n : fib(n - 1) + fib(n - 2) } return fib(25);",
+  loop: "let s = 0; for (let i = 0; i < 5e6; i++) s += i; return s;",
+};
+const LIMITS = { return_bytes: 1024 * 1024, js_cpu_ms: 60_000 };
+
+function serve(dirs) {
+  const types = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".css": "text/css" };
+  const server = createServer((request, response) => {
+    const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^\/+/, "");
+    const file = dirs.map((dir) => join(dir, path === "" ? "index.html" : path)).find((f) => existsSync(f) && statSync(f).isFile());
+    if (!file || path.includes("..")) {
+      response.writeHead(404).end();
+      return;
+    }
+    response.writeHead(200, {
+      "content-type": types[extname(file)] ?? "application/octet-stream",
+      "cross-origin-opener-policy": "same-origin",
+      "cross-origin-embedder-policy": "require-corp",
+    });
+    createReadStream(file).pipe(response);
+  });
+  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
+}
+
+async function measureKiln(page) {
+  return page.evaluate(
+    async ({ PROGRAMS, LIMITS, RUNS, STARTS }) => {
+      const { Kiln } = await import("/kiln.js");
+      const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+      const rows = Array.from({ length: 5000 }, (_, i) => ({
+        id: i, name: `item-${i}`, price: (i % 100) + 0.5, qty: (i % 7) + 1, category: `cat-${i % 10}`, active: i % 3 !== 0,
+      }));
+      const tools = {
+        echo: { description: "echo", input_schema: { type: "object" }, call: (args) => args },
+        rows: { description: "rows", input_schema: { type: "object" }, call: () => rows },
+      };
+      const report = async (kiln, code) => {
+        const t0 = performance.now();
+        const { report } = await kiln.report({ code, tools, limits: LIMITS });
+        if (report.outcome.status !== "completed") throw new Error(`${code}: ${JSON.stringify(report.outcome)}`);
+        return { ...report, page_ms: performance.now() - t0 };
+      };
+
+      // Cold: a fresh pool's first worker builds its first context after the
+      // module loads; the run then starts on it.
+      const cold = await Kiln.load({ poolSize: 1 });
+      const first = await report(cold, "return 1");
+      const figures = { start_cold_ms: first.context_ms + first.start_ms, context_ms: first.context_ms };
+
+      const kiln = await Kiln.load({ poolSize: 1 });
+      await report(kiln, "return 1");
+      const starts = [];
+      for (let i = 0; i < STARTS; i++) starts.push((await report(kiln, "return 1")).start_ms);
+      figures.start_warm_ms = median(starts);
+
+      for (const [name, code] of Object.entries(PROGRAMS)) {
+        await report(kiln, code);
+        const inside = [];
+        const page = [];
+        for (let i = 0; i < RUNS; i++) {
+          const result = await report(kiln, code);
+          inside.push(result.duration_ms);
+          page.push(result.page_ms);
+        }
+        figures[`${name}_ms`] = median(inside);
+        figures[`${name}_page_ms`] = median(page);
+      }
+      return figures;
+    },
+    { PROGRAMS, LIMITS, RUNS, STARTS },
+  );
+}
+
+/** The same programs through the native CLI (`kiln run --report`): the median of RUNS processes. */
+function measureNative() {
+  const dir = mkdtempSync(join(tmpdir(), "kiln-bench-"));
+  try {
+    const rows = Array.from({ length: 5000 }, (_, i) => ({
+      id: i, name: `item-${i}`, price: (i % 100) + 0.5, qty: (i % 7) + 1, category: `cat-${i % 10}`, active: i % 3 !== 0,
+    }));
+    writeFileSync(join(dir, "tools.json"), JSON.stringify([{ name: "echo" }, { name: "rows", returns: rows }]));
+    writeFileSync(join(dir, "limits.json"), JSON.stringify(LIMITS));
+    const run = (code) => {
+      writeFileSync(join(dir, "program.js"), code);
+      const out = execFileSync(CLI, ["run", join(dir, "program.js"), "--tools", join(dir, "tools.json"), "--limits", join(dir, "limits.json"), "--report"], { maxBuffer: 64 << 20 });
+      return JSON.parse(out).report;
+    };
+    const figures = {};
+    const starts = [];
+    const contexts = [];
+    for (let i = 0; i < RUNS * 2; i++) {
+      const report = run("return 1");
+      starts.push(report.start_ms);
+      contexts.push(report.context_ms);
+    }
+    figures.start_warm_ms = median(starts);
+    figures.context_ms = median(contexts);
+    figures.start_cold_ms = figures.context_ms + figures.start_warm_ms;
+    for (const [name, code] of Object.entries(PROGRAMS)) {
+      const samples = [];
+      for (let i = 0; i < RUNS; i++) samples.push(run(code).duration_ms);
+      figures[`${name}_ms`] = median(samples);
+    }
+    return figures;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+const bundleDir = mkdtempSync(join(tmpdir(), "kiln-peer-"));
+await buildPeerWorker(join(bundleDir, "bench", "peer-worker.js"));
+const server = await serve([PKG, bundleDir]);
+const browser = await launch();
+try {
+  const { page } = browser;
+  await page.goto(`http://127.0.0.1:${server.address().port}/`);
+  const isolated = await page.evaluate(() => crossOriginIsolated);
+  const kiln = await measureKiln(page);
+  const peer = await measurePeer(page, "/bench/peer-worker.js");
+  const native = CLI ? measureNative() : {};
+  // [figure, Kiln's key, the peer's key]
+  const rows = [
+    ["run start, warm (request reaches a warm worker → first statement; peer: bare context + trivial eval)", "start_warm_ms", "start_warm_ms"],
+    ["run start, cold (first context after the module loads, then the run)", "start_cold_ms", "start_cold_ms"],
+    ["200 sequential tool calls across the worker boundary (target ≤ 20 ms)", "calls_ms", "calls_200_ms"],
+    ["5,000 rows in, filtered and mapped, 5,000 out (target ≤ 100 ms)", "rows_ms", "rows_5000_ms"],
+    ["fib(25)", "fib_ms", "fib25_ms"],
+    ["5e6-iteration loop", "loop_ms", "loop_5e6_ms"],
+  ];
+  console.log(JSON.stringify({ figure: "timer", crossOriginIsolated: isolated }));
+  for (const [figure, key, peerKey] of rows) {
+    const pageKey = key.replace(/_ms$/, "_page_ms");
+    console.log(JSON.stringify({
+      figure,
+      kiln_ms: round(kiln[key]),
+      peer_ms: round(peer[peerKey]),
+      kiln_over_peer: Math.round((kiln[key] / peer[peerKey]) * 100) / 100,
+      ...(pageKey in kiln ? { kiln_page_round_trip_ms: round(kiln[pageKey]) } : {}),
+      ...(key in native ? { kiln_native_ms: round(native[key]) } : {}),
+    }));
+  }
+  console.log(JSON.stringify({ figure: "context build (ms): worker, first after module load", value: round(kiln.context_ms), native: round(native.context_ms ?? NaN) }));
+} finally {
+  await browser.close();
+  server.close();
+  rmSync(bundleDir, { recursive: true, force: true });
+}
