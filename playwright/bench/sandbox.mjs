@@ -76,11 +76,14 @@ async function measureKiln(page) {
         return { ...report, page_ms: performance.now() - t0 };
       };
 
-      // Cold: a fresh pool's first worker builds its first context after the
-      // module loads; the run then starts on it.
+      // Cold: the first run on a fresh worker, counting the build of its
+      // context (done before the worker said it was ready, after a warm-up
+      // run) as the peer counts its first context after the module loads.
+      const t0 = performance.now();
       const cold = await Kiln.load({ poolSize: 1 });
+      const loadMs = performance.now() - t0;
       const first = await report(cold, "return 1");
-      const figures = { start_cold_ms: first.context_ms + first.start_ms, context_ms: first.context_ms };
+      const figures = { start_cold_ms: first.context_ms + first.start_ms, context_ms: first.context_ms, load_ms: loadMs };
 
       const kiln = await Kiln.load({ poolSize: 1 });
       await report(kiln, "return 1");
@@ -156,7 +159,7 @@ try {
   // [figure, Kiln's key, the peer's key]
   const rows = [
     ["run start, warm (request reaches a warm worker → first statement; peer: bare context + trivial eval)", "start_warm_ms", "start_warm_ms"],
-    ["run start, cold (first context after the module loads, then the run)", "start_cold_ms", "start_cold_ms"],
+    ["run start, cold (first run on a fresh worker, its context's build included; peer: first context after the module loads)", "start_cold_ms", "start_cold_ms"],
     ["200 sequential tool calls across the worker boundary (target ≤ 20 ms)", "calls_ms", "calls_200_ms"],
     ["5,000 rows in, filtered and mapped, 5,000 out (target ≤ 100 ms)", "rows_ms", "rows_5000_ms"],
     ["fib(25)", "fib_ms", "fib25_ms"],
@@ -174,7 +177,8 @@ try {
       ...(key in native ? { kiln_native_ms: round(native[key]) } : {}),
     }));
   }
-  console.log(JSON.stringify({ figure: "context build (ms): worker, first after module load", value: round(kiln.context_ms), native: round(native.context_ms ?? NaN) }));
+  console.log(JSON.stringify({ figure: "fresh worker: Kiln.load() until ready (module fetch, compile, warm-up run, first context)", kiln_ms: round(kiln.load_ms) }));
+  console.log(JSON.stringify({ figure: "building one context", kiln_ms: round(kiln.context_ms), ...(native.context_ms !== undefined ? { kiln_native_ms: round(native.context_ms) } : {}) }));
 } finally {
   await browser.close();
   server.close();

@@ -288,19 +288,9 @@ impl SandboxPool {
                 }
             };
             let event = match step {
+                // Boa has no interrupt hook: ending the worker ends the run.
                 Step::Timer => match watch.overrun(now_ms()) {
-                    Some(error) => {
-                        // Boa has no interrupt hook: ending the worker ends the run.
-                        drop(worker);
-                        self.warm_up();
-                        let mut report = RunReport::stopped(error, now_ms() - started);
-                        report.calls = calls.borrow().clone();
-                        return RunResult {
-                            report,
-                            warnings: Vec::new(),
-                            catalog_digest: String::new(),
-                        };
-                    }
+                    Some(error) => return self.replace(worker, error, started, &calls.borrow()),
                     None => continue,
                 },
                 Step::Event(event) => event,
@@ -330,17 +320,9 @@ impl SandboxPool {
                         dispatch(request, &tools, &worker.worker, run_id, &calls, &replies);
                     }
                 }
+                // The worker's wasm is aborting: it takes no further run.
                 Some(Event::Message(FromSandbox::Lost { run_id: id, error })) if id == run_id => {
-                    // The worker's wasm is aborting: it takes no further run.
-                    drop(worker);
-                    self.warm_up();
-                    let mut report = RunReport::stopped(error, now_ms() - started);
-                    report.calls = calls.borrow().clone();
-                    return RunResult {
-                        report,
-                        warnings: Vec::new(),
-                        catalog_digest: String::new(),
-                    };
+                    return self.replace(worker, error, started, &calls.borrow());
                 }
                 // A stale report or call, or a repeated `ready`: not ours, keep waiting.
                 Some(Event::Message(
@@ -362,6 +344,28 @@ impl SandboxPool {
                     return engine_failure(problem, started);
                 }
             }
+        }
+    }
+}
+
+impl SandboxPool {
+    /// Ends a run by terminating its worker, and starts a fresh one: the run's
+    /// result is `error` with the calls the host saw.
+    fn replace(
+        &self,
+        worker: SandboxWorker,
+        error: RunError,
+        started: f64,
+        calls: &[CallSummary],
+    ) -> RunResult {
+        drop(worker);
+        self.warm_up();
+        let mut report = RunReport::stopped(error, now_ms() - started);
+        report.calls = calls.to_vec();
+        RunResult {
+            report,
+            warnings: Vec::new(),
+            catalog_digest: String::new(),
         }
     }
 }

@@ -37,14 +37,12 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
-use base64::Engine as _;
-use base64::prelude::BASE64_STANDARD;
 use futures::future::LocalBoxFuture;
-use js_sys::{Function, JSON, Object, Promise, Reflect, Uint8Array};
+use js_sys::{Function, JSON, Object, Promise, Reflect};
 use kiln_host::{PageTools, PersonHold, SandboxPool};
+use kiln_types::RunLimits;
 use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
-use kiln_types::{BYTES_KEY, RunLimits};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -129,52 +127,44 @@ fn read_request(request: &JsValue) -> Result<(String, JsTools, RunLimits), Strin
     Ok((code, tools, limits))
 }
 
-#[wasm_bindgen]
+// The JSON codec of page values, in JavaScript: `JSON.stringify`'s replacer and
+// `JSON.parse`'s reviver run once per value, and a call from the engine into
+// JavaScript is far cheaper than one into wasm. Bytes travel as
+// `{"$bytes": "<base64>"}` (`kiln_types::BYTES_KEY`).
+#[wasm_bindgen(inline_js = r#"
+const BYTES = "$bytes";
+function toBase64(bytes) {
+  let text = "";
+  for (let i = 0; i < bytes.length; i += 0x8000) text += String.fromCharCode.apply(null, bytes.subarray(i, i + 0x8000));
+  return btoa(text);
+}
+function fromBase64(text) {
+  const binary = atob(text);
+  const bytes = new Uint8Array(binary.length);
+  for (let i = 0; i < binary.length; i++) bytes[i] = binary.charCodeAt(i);
+  return bytes;
+}
+export function encodeJson(value) {
+  return JSON.stringify(value, (key, item) => (item instanceof Uint8Array ? { [BYTES]: toBase64(item) } : item));
+}
+export function decodeJson(text) {
+  return JSON.parse(text, (key, item) =>
+    item !== null && typeof item === "object" && !Array.isArray(item) && typeof item[BYTES] === "string" && Object.keys(item).length === 1
+      ? fromBase64(item[BYTES])
+      : item,
+  );
+}
+"#)]
 extern "C" {
-    #[wasm_bindgen(catch, js_namespace = JSON, js_name = parse)]
-    fn parse_with_reviver(text: &str, reviver: &Function) -> Result<JsValue, JsValue>;
-}
-
-thread_local! {
-    /// `JSON.parse` reviver: `{"$bytes": "<base64>"}` → `Uint8Array`.
-    static REVIVER: Function = Closure::<dyn FnMut(JsValue, JsValue) -> JsValue>::new(
-        |_key: JsValue, value: JsValue| {
-            bytes_of(&value)
-                .map_or(value, |bytes| Uint8Array::from(bytes.as_slice()).into())
-        },
-    )
-    .into_js_value()
-    .unchecked_into();
-    /// `JSON.stringify` replacer: `Uint8Array` → `{"$bytes": "<base64>"}`.
-    static REPLACER: Function = Closure::<dyn FnMut(JsValue, JsValue) -> JsValue>::new(
-        |_key: JsValue, value: JsValue| match value.dyn_ref::<Uint8Array>() {
-            Some(bytes) => {
-                let object = Object::new();
-                let text = BASE64_STANDARD.encode(bytes.to_vec());
-                let _ = Reflect::set(&object, &BYTES_KEY.into(), &text.into());
-                object.into()
-            }
-            None => value,
-        },
-    )
-    .into_js_value()
-    .unchecked_into();
-}
-
-/// The bytes of `{"$bytes": "<base64>"}` (exactly that one key), if `value` is one.
-fn bytes_of(value: &JsValue) -> Option<Vec<u8>> {
-    let object = value.dyn_ref::<Object>()?;
-    if js_sys::Array::is_array(value) || Object::keys(object).length() != 1 {
-        return None;
-    }
-    let text = Reflect::get(object, &BYTES_KEY.into()).ok()?.as_string()?;
-    BASE64_STANDARD.decode(text).ok()
+    #[wasm_bindgen(catch, js_name = encodeJson)]
+    fn encode_json(value: &JsValue) -> Result<JsValue, JsValue>;
+    #[wasm_bindgen(catch, js_name = decodeJson)]
+    fn decode_json(text: &str) -> Result<JsValue, JsValue>;
 }
 
 /// A page value as JSON text (bytes as `{"$bytes"}`), or why it is not JSON.
 fn to_json_text(value: &JsValue) -> Result<String, String> {
-    let replaced = REPLACER.with(|replacer| JSON::stringify_with_replacer(value, replacer));
-    match replaced {
+    match encode_json(value) {
         Ok(text) => Ok(text.as_string().unwrap_or_else(|| "null".into())),
         Err(error) => Err(format!("is not JSON: {}", describe(&error))),
     }
@@ -182,9 +172,7 @@ fn to_json_text(value: &JsValue) -> Result<String, String> {
 
 /// JSON text as a page value (`{"$bytes"}` as `Uint8Array`).
 fn from_json_text(text: &str) -> JsValue {
-    REVIVER
-        .with(|reviver| parse_with_reviver(text, reviver))
-        .unwrap_or_default()
+    decode_json(text).unwrap_or_default()
 }
 
 fn describe(error: &JsValue) -> String {

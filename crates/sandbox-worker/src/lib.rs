@@ -13,15 +13,16 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::FutureExt as _;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use kiln_sandbox::Sandbox;
 use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::clock::{IdleState, PersonSignal};
-use kiln_sandbox::tools::{ToolCall, ToolHost};
+use kiln_sandbox::tools::{NoTools, ToolCall, ToolHost};
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
-use kiln_types::{RunError, RunReport};
+use kiln_types::{RunError, RunLimits, RunReport};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
@@ -66,8 +67,35 @@ pub fn start() {
     // The handler lives as long as the worker does.
     onmessage.forget();
     kiln_alloc::set_exhausted_hook(memory_exhausted);
+    warm_up();
     prepare_next();
     post(&FromSandbox::Ready);
+}
+
+/// A program that touches the engine's common paths (literals, closures, array
+/// methods, strings, JSON, exceptions, a promise, console, the value
+/// conversion), run once before the worker says it is ready.
+const WARM_UP: &str = r#"const rows = [1, 2, 3].map((n) => ({ n, s: "x" + n })).filter((r) => r.n > 1);
+try { JSON.parse("{"); } catch (error) { console.log(error.name, rows.length); }
+await Promise.resolve(rows);
+return { rows, text: JSON.stringify(rows).toUpperCase() };"#;
+
+/// Runs [`WARM_UP`] in a context of its own: a fresh wasm instance compiles
+/// each function the first time it runs, and without this the first real run
+/// would pay for all of them. The program settles without host futures, so one
+/// poll finishes it.
+fn warm_up() {
+    if let Ok(sandbox) = Sandbox::new() {
+        let limits = RunLimits::default();
+        let run = sandbox.run(
+            WARM_UP,
+            &limits,
+            Rc::new(Admission::default()),
+            Rc::new(NoTools),
+            None,
+        );
+        let _ = run.now_or_never();
+    }
 }
 
 /// Builds the next run's context now, so that a run starts without waiting

@@ -6,6 +6,7 @@
 use base64::Engine as _;
 use base64::prelude::BASE64_STANDARD;
 use boa_engine::object::builtins::{JsArray, JsArrayBuffer, JsUint8Array};
+use boa_engine::property::PropertyDescriptor;
 use boa_engine::{
     Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, JsVariant, js_string,
 };
@@ -212,150 +213,208 @@ pub const MAX_JSON_DEPTH: usize = 128;
 /// cycle or nesting past [`MAX_JSON_DEPTH`] is refused with a `TypeError` that
 /// names where it is.
 pub(crate) fn to_json(value: &JsValue, context: &mut Context) -> JsResult<serde_json::Value> {
-    let mut ancestors = Vec::new();
-    Ok(json_value(value, context, &mut ancestors, "value")?.unwrap_or(serde_json::Value::Null))
-}
-
-/// `None` for what JSON leaves out (`undefined`, functions, symbols).
-fn json_value(
-    value: &JsValue,
-    context: &mut Context,
-    ancestors: &mut Vec<(JsObject, String)>,
-    path: &str,
-) -> JsResult<Option<serde_json::Value>> {
-    let mut value = value.clone();
-    if let Some(object) = value.as_object() {
-        // Bytes stay bytes: checked before `toJSON`, which a guest may define.
-        if let Ok(bytes) = JsUint8Array::from_object(object.clone()) {
-            return bytes_json(&bytes, context, path).map(Some);
-        }
-        let to_json = object.get(js_string!("toJSON"), context)?;
-        if let Some(to_json) = to_json.as_callable() {
-            // `JSON.stringify` passes the property's key; the top-level key is "".
-            let key = if ancestors.is_empty() {
-                ""
-            } else {
-                path.rsplit(['.', '['])
-                    .next()
-                    .unwrap_or("")
-                    .trim_end_matches(']')
-            };
-            value = to_json.call(&value, &[JsString::from(key).into()], context)?;
-        }
-    }
-    Ok(match value.variant() {
-        JsVariant::Null => Some(serde_json::Value::Null),
-        JsVariant::Undefined | JsVariant::Symbol(_) => None,
-        JsVariant::Boolean(flag) => Some(serde_json::Value::Bool(flag)),
-        JsVariant::Integer32(number) => Some(serde_json::Value::from(number)),
-        JsVariant::Float64(number) => Some(json_number(number)),
-        JsVariant::String(text) => Some(serde_json::Value::String(text.to_std_string_escaped())),
-        JsVariant::BigInt(_) => {
-            return Err(JsNativeError::typ()
-                .with_message(format!("`{path}` is a BigInt, which JSON cannot carry"))
-                .into());
-        }
-        JsVariant::Object(object) => {
-            if object.is_callable() {
-                return Ok(None);
-            }
-            if let Some((_, first)) = ancestors
-                .iter()
-                .find(|(other, _)| JsObject::equals(other, &object))
-            {
-                return Err(JsNativeError::typ()
-                    .with_message(format!(
-                        "cyclic value: `{}` refers back to `{}`",
-                        short(path),
-                        short(first)
-                    ))
-                    .into());
-            }
-            if ancestors.len() >= MAX_JSON_DEPTH {
-                return Err(JsNativeError::typ()
-                    .with_message(format!(
-                        "`{}` is nested more than {MAX_JSON_DEPTH} levels deep, deeper than JSON may carry here",
-                        short(path)
-                    ))
-                    .into());
-            }
-            ancestors.push((object.clone(), path.to_owned()));
-            let converted = if object.is_array() {
-                json_array(&object, context, ancestors, path)
-            } else {
-                json_object(&object, context, ancestors, path)
-            };
-            ancestors.pop();
-            Some(converted?)
-        }
-    })
-}
-
-fn json_array(
-    array: &JsObject,
-    context: &mut Context,
-    ancestors: &mut Vec<(JsObject, String)>,
-    path: &str,
-) -> JsResult<serde_json::Value> {
-    let length = array
-        .get(js_string!("length"), context)?
-        .to_length(context)?;
-    let mut items = Vec::new();
-    for index in 0..length {
-        let item = array.get(index, context)?;
-        let item = json_value(&item, context, ancestors, &format!("{path}[{index}]"))?;
-        items.push(item.unwrap_or(serde_json::Value::Null));
-    }
-    Ok(serde_json::Value::Array(items))
-}
-
-fn json_object(
-    object: &JsObject,
-    context: &mut Context,
-    ancestors: &mut Vec<(JsObject, String)>,
-    path: &str,
-) -> JsResult<serde_json::Value> {
-    let mut map = serde_json::Map::new();
-    for key in object_keys(object, context)? {
-        let name = key.to_std_string_escaped();
-        let item = object.get(key, context)?;
-        if let Some(item) = json_value(&item, context, ancestors, &format!("{path}.{name}"))? {
-            map.insert(name, item);
-        }
-    }
-    Ok(serde_json::Value::Object(map))
-}
-
-/// A `Uint8Array` as `{"$bytes": "<base64>"}` ([`kiln_types::BYTES_KEY`]).
-fn bytes_json(
-    bytes: &JsUint8Array,
-    context: &mut Context,
-    path: &str,
-) -> JsResult<serde_json::Value> {
-    let offset = bytes.byte_offset(context)?;
-    let length = bytes.byte_length(context)?;
-    let buffer = bytes
-        .buffer(context)?
-        .as_object()
-        .and_then(|buffer| JsArrayBuffer::from_object(buffer.clone()).ok());
-    let data = buffer.as_ref().and_then(JsArrayBuffer::data);
-    let Some(slice) = data
-        .as_ref()
-        .and_then(|data| data.get(offset..offset + length))
-    else {
-        return Err(JsNativeError::typ()
-            .with_message(format!(
-                "`{}` is a Uint8Array whose buffer is detached",
-                short(path)
-            ))
-            .into());
+    let mut writer = JsonWriter {
+        ancestors: Vec::new(),
+        path: Vec::new(),
+        keys: None,
     };
-    let mut map = serde_json::Map::new();
-    map.insert(
-        BYTES_KEY.to_owned(),
-        serde_json::Value::String(BASE64_STANDARD.encode(slice)),
-    );
-    Ok(serde_json::Value::Object(map))
+    Ok(writer
+        .value(value, context)?
+        .unwrap_or(serde_json::Value::Null))
+}
+
+/// Where a value sits in the one being converted: a property name or an index.
+enum Segment {
+    Key(JsString),
+    Index(u64),
+}
+
+/// The state of one conversion. The path is kept as segments and rendered only
+/// for an error message: a value of many properties costs no strings.
+struct JsonWriter {
+    /// The objects being converted, outermost first, with the path length at each.
+    ancestors: Vec<(JsObject, usize)>,
+    path: Vec<Segment>,
+    /// `Object.keys`, looked up once per conversion.
+    keys: Option<JsObject>,
+}
+
+impl JsonWriter {
+    /// The path of the value at `depth` segments, as `value.a[2].b`.
+    fn path_at(&self, depth: usize) -> String {
+        let mut path = String::from("value");
+        for segment in &self.path[..depth.min(self.path.len())] {
+            match segment {
+                Segment::Key(key) => {
+                    path.push('.');
+                    path.push_str(&key.to_std_string_escaped());
+                }
+                Segment::Index(index) => path.push_str(&format!("[{index}]")),
+            }
+        }
+        short(&path)
+    }
+
+    fn error(&self, message: String) -> JsError {
+        JsNativeError::typ().with_message(message).into()
+    }
+
+    /// `None` for what JSON leaves out (`undefined`, functions, symbols).
+    fn value(
+        &mut self,
+        value: &JsValue,
+        context: &mut Context,
+    ) -> JsResult<Option<serde_json::Value>> {
+        let mut value = value.clone();
+        if let Some(object) = value.as_object() {
+            // Bytes stay bytes: checked before `toJSON`, which a guest may define.
+            if let Ok(bytes) = JsUint8Array::from_object(object.clone()) {
+                return self.bytes(&bytes, context).map(Some);
+            }
+            let to_json = object.get(js_string!("toJSON"), context)?;
+            if let Some(to_json) = to_json.as_callable() {
+                // `JSON.stringify` passes the property's key; the top-level key is "".
+                let key = match self.path.last() {
+                    None => JsString::default(),
+                    Some(Segment::Key(key)) => key.clone(),
+                    Some(Segment::Index(index)) => JsString::from(index.to_string()),
+                };
+                value = to_json.call(&value, &[key.into()], context)?;
+            }
+        }
+        Ok(match value.variant() {
+            JsVariant::Null => Some(serde_json::Value::Null),
+            JsVariant::Undefined | JsVariant::Symbol(_) => None,
+            JsVariant::Boolean(flag) => Some(serde_json::Value::Bool(flag)),
+            JsVariant::Integer32(number) => Some(serde_json::Value::from(number)),
+            JsVariant::Float64(number) => Some(json_number(number)),
+            JsVariant::String(text) => {
+                Some(serde_json::Value::String(text.to_std_string_escaped()))
+            }
+            JsVariant::BigInt(_) => {
+                return Err(self.error(format!(
+                    "`{}` is a BigInt, which JSON cannot carry",
+                    self.path_at(self.path.len())
+                )));
+            }
+            JsVariant::Object(object) => {
+                if object.is_callable() {
+                    return Ok(None);
+                }
+                if let Some((_, depth)) = self
+                    .ancestors
+                    .iter()
+                    .find(|(other, _)| JsObject::equals(other, &object))
+                {
+                    return Err(self.error(format!(
+                        "cyclic value: `{}` refers back to `{}`",
+                        self.path_at(self.path.len()),
+                        self.path_at(*depth)
+                    )));
+                }
+                if self.ancestors.len() >= MAX_JSON_DEPTH {
+                    return Err(self.error(format!(
+                        "`{}` is nested more than {MAX_JSON_DEPTH} levels deep, deeper than JSON may carry here",
+                        self.path_at(self.path.len())
+                    )));
+                }
+                self.ancestors.push((object.clone(), self.path.len()));
+                let converted = if object.is_array() {
+                    self.array(&object, context)
+                } else {
+                    self.object(&object, context)
+                };
+                self.ancestors.pop();
+                Some(converted?)
+            }
+        })
+    }
+
+    fn array(&mut self, array: &JsObject, context: &mut Context) -> JsResult<serde_json::Value> {
+        let length = array
+            .get(js_string!("length"), context)?
+            .to_length(context)?;
+        let mut items = Vec::new();
+        for index in 0..length {
+            let item = array.get(index, context)?;
+            self.path.push(Segment::Index(index));
+            let item = self.value(&item, context);
+            self.path.pop();
+            items.push(item?.unwrap_or(serde_json::Value::Null));
+        }
+        Ok(serde_json::Value::Array(items))
+    }
+
+    fn object(&mut self, object: &JsObject, context: &mut Context) -> JsResult<serde_json::Value> {
+        let mut map = serde_json::Map::new();
+        for key in self.own_keys(object, context)? {
+            let item = object.get(key.clone(), context)?;
+            let name = key.to_std_string_escaped();
+            self.path.push(Segment::Key(key));
+            let item = self.value(&item, context);
+            self.path.pop();
+            if let Some(item) = item? {
+                map.insert(name, item);
+            }
+        }
+        Ok(serde_json::Value::Object(map))
+    }
+
+    /// The object's own enumerable string keys, in order, as `Object.keys`
+    /// gives them (a Proxy's traps run).
+    fn own_keys(&mut self, object: &JsObject, context: &mut Context) -> JsResult<Vec<JsString>> {
+        let keys_fn = match &self.keys {
+            Some(keys_fn) => keys_fn.clone(),
+            None => {
+                let constructor = context.intrinsics().constructors().object().constructor();
+                let keys_fn = constructor
+                    .get(js_string!("keys"), context)?
+                    .as_object()
+                    .ok_or_else(|| self.error("Object.keys is not available".into()))?;
+                self.keys = Some(keys_fn.clone());
+                keys_fn
+            }
+        };
+        let keys = keys_fn.call(&JsValue::undefined(), &[object.clone().into()], context)?;
+        let Some(keys) = keys
+            .as_object()
+            .and_then(|keys| JsArray::from_object(keys).ok())
+        else {
+            return Ok(Vec::new());
+        };
+        let length = keys.length(context)?;
+        let mut out = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
+        for index in 0..length {
+            out.push(keys.get(index, context)?.to_string(context)?);
+        }
+        Ok(out)
+    }
+
+    /// A `Uint8Array` as `{"$bytes": "<base64>"}` ([`kiln_types::BYTES_KEY`]).
+    fn bytes(&self, bytes: &JsUint8Array, context: &mut Context) -> JsResult<serde_json::Value> {
+        let offset = bytes.byte_offset(context)?;
+        let length = bytes.byte_length(context)?;
+        let buffer = bytes
+            .buffer(context)?
+            .as_object()
+            .and_then(|buffer| JsArrayBuffer::from_object(buffer.clone()).ok());
+        let data = buffer.as_ref().and_then(JsArrayBuffer::data);
+        let Some(slice) = data
+            .as_ref()
+            .and_then(|data| data.get(offset..offset + length))
+        else {
+            return Err(self.error(format!(
+                "`{}` is a Uint8Array whose buffer is detached",
+                self.path_at(self.path.len())
+            )));
+        };
+        let mut map = serde_json::Map::new();
+        map.insert(
+            BYTES_KEY.to_owned(),
+            serde_json::Value::String(BASE64_STANDARD.encode(slice)),
+        );
+        Ok(serde_json::Value::Object(map))
+    }
 }
 
 /// A JSON value from the host as a guest value, built directly (no JSON text):
@@ -391,12 +450,14 @@ pub(crate) fn from_json(value: &serde_json::Value, context: &mut Context) -> JsR
             }
             let object = JsObject::with_object_proto(context.intrinsics());
             for (key, item) in map {
-                let item = from_json(item, context)?;
-                object.create_data_property_or_throw(
-                    JsString::from(key.as_str()),
-                    item,
-                    context,
-                )?;
+                // A fresh ordinary object: inserting the data property directly
+                // is what `CreateDataProperty` would do, without its checks.
+                let property = PropertyDescriptor::builder()
+                    .value(from_json(item, context)?)
+                    .writable(true)
+                    .enumerable(true)
+                    .configurable(true);
+                object.insert_property(JsString::from(key.as_str()), property);
             }
             object.into()
         }
