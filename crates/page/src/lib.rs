@@ -34,6 +34,7 @@
 //! was wrong; everything the program does comes back as a `tool-result/v1`
 //! object, never as a rejection.
 
+use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
 
@@ -147,6 +148,33 @@ function fromBase64(text) {
 export function encodeJson(value) {
   return JSON.stringify(value, (key, item) => (item instanceof Uint8Array ? { [BYTES]: toBase64(item) } : item));
 }
+export function invokeTool(call, argsText, callNumber, hold) {
+  let open = true;
+  const ctx = {
+    callNumber,
+    // Held while `pending` is pending; after the call settles it no longer counts.
+    waitOnPerson(pending) {
+      if (!open) return Promise.resolve(pending);
+      hold(callNumber, true);
+      return Promise.resolve(pending).finally(() => open && hold(callNumber, false));
+    },
+  };
+  const close = (value) => ((open = false), value);
+  const fail = (error) => {
+    open = false;
+    throw error;
+  };
+  let out;
+  try {
+    out = call(decodeJson(argsText), ctx);
+  } catch (error) {
+    fail(error);
+  }
+  // Only a thenable costs a turn of the event loop.
+  return out !== null && (typeof out === "object" || typeof out === "function") && typeof out.then === "function"
+    ? Promise.resolve(out).then(close, fail)
+    : close(out);
+}
 export function decodeJson(text) {
   return JSON.parse(text, (key, item) =>
     item !== null && typeof item === "object" && !Array.isArray(item) && typeof item[BYTES] === "string" && Object.keys(item).length === 1
@@ -160,6 +188,15 @@ extern "C" {
     fn encode_json(value: &JsValue) -> Result<JsValue, JsValue>;
     #[wasm_bindgen(catch, js_name = decodeJson)]
     fn decode_json(text: &str) -> Result<JsValue, JsValue>;
+    /// `call(args, ctx)` with `ctx = {callNumber, waitOnPerson}`: its value, or
+    /// a promise when it returned a thenable.
+    #[wasm_bindgen(catch, js_name = invokeTool)]
+    fn invoke_tool(
+        call: &Function,
+        args_text: &str,
+        call_number: u32,
+        hold: &Function,
+    ) -> Result<JsValue, JsValue>;
 }
 
 /// A page value as JSON text (bytes as `{"$bytes"}`), or why it is not JSON.
@@ -193,16 +230,33 @@ fn describe(error: &JsValue) -> String {
 struct JsTools {
     catalog: Value,
     calls: HashMap<String, Function>,
+    /// The calls in flight, for `ctx.waitOnPerson`.
+    holds: Rc<RefCell<HashMap<u32, PersonHold>>>,
+    /// `hold(callNumber, held)`, one function for the run's every call.
+    hold: Function,
 }
 
 impl JsTools {
     fn read(tools: &JsValue) -> Result<Self, String> {
         let mut catalog = Vec::new();
         let mut calls = HashMap::new();
+        let holds: Rc<RefCell<HashMap<u32, PersonHold>>> = Rc::default();
+        let hold = {
+            let holds = holds.clone();
+            Closure::<dyn FnMut(u32, bool)>::new(move |call_number: u32, held: bool| {
+                if let Some(person) = holds.borrow().get(&call_number) {
+                    person.held(held);
+                }
+            })
+            .into_js_value()
+            .unchecked_into::<Function>()
+        };
         if tools.is_undefined() || tools.is_null() {
             return Ok(Self {
                 catalog: Value::Array(catalog),
                 calls,
+                holds,
+                hold,
             });
         }
         let Some(object) = tools.dyn_ref::<Object>() else {
@@ -240,6 +294,8 @@ impl JsTools {
         Ok(Self {
             catalog: Value::Array(catalog),
             calls,
+            holds,
+            hold,
         })
     }
 }
@@ -251,6 +307,8 @@ impl PageTools for JsTools {
 
     fn call(&self, call: CallRequest, person: PersonHold) -> LocalBoxFuture<'static, ToolReply> {
         let function = self.calls.get(&call.tool).cloned();
+        let holds = self.holds.clone();
+        let hold = self.hold.clone();
         Box::pin(async move {
             let Some(function) = function else {
                 return Err(ToolFailure {
@@ -261,20 +319,16 @@ impl PageTools for JsTools {
                 });
             };
             let tool = call.tool.clone();
-            let args = serde_json::to_string(&call.args)
-                .map(|text| from_json_text(&text))
-                .unwrap_or_default();
-            let wait_on_person = wait_on_person(person);
-            let ctx = Object::new();
-            let _ = Reflect::set(&ctx, &"callNumber".into(), &call.call_number.into());
-            let _ = Reflect::set(&ctx, &"waitOnPerson".into(), wait_on_person.as_ref());
-            let returned = function.call2(&JsValue::UNDEFINED, &args, &ctx);
-            let settled = match returned {
-                Ok(value) => JsFuture::from(Promise::resolve(&value)).await,
+            let args = serde_json::to_string(&call.args).unwrap_or_else(|_| "{}".into());
+            holds.borrow_mut().insert(call.call_number, person);
+            let settled = match invoke_tool(&function, &args, call.call_number, &hold) {
+                Ok(value) => match value.dyn_into::<Promise>() {
+                    Ok(promise) => JsFuture::from(promise).await,
+                    Err(value) => Ok(value),
+                },
                 Err(error) => Err(error),
             };
-            // The page may still hold `ctx`; after the call it no longer counts.
-            drop(wait_on_person);
+            holds.borrow_mut().remove(&call.call_number);
             match settled {
                 Ok(value) if value.is_undefined() => Ok(Value::Null),
                 Ok(value) => {
@@ -295,22 +349,6 @@ impl PageTools for JsTools {
             }
         })
     }
-}
-
-/// `ctx.waitOnPerson(promise)`: held while `promise` is pending.
-fn wait_on_person(person: PersonHold) -> Closure<dyn FnMut(JsValue) -> Promise> {
-    Closure::new(move |pending: JsValue| {
-        person.held(true);
-        let release = person.clone();
-        let release = Closure::once_into_js(move || release.held(false));
-        let promise = Promise::resolve(&pending);
-        // `promise.finally(release)`, with a one-shot JS function.
-        Reflect::get(&promise, &"finally".into())
-            .ok()
-            .and_then(|finally| finally.dyn_into::<Function>().ok())
-            .and_then(|finally| finally.call1(&promise, &release).ok())
-            .map_or(promise, JsCast::unchecked_into)
-    })
 }
 
 /// A thrown value as a tool failure: the error's snake_case `code` (else

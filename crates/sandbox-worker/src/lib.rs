@@ -42,6 +42,8 @@ thread_local! {
     static PENDING: RefCell<HashMap<(u64, u32), Pending>> = RefCell::new(HashMap::new());
     /// Calls made since the guest last went idle, sent all at once when it does.
     static OUTBOX: RefCell<Vec<CallRequest>> = const { RefCell::new(Vec::new()) };
+    /// The worker's global scope, looked up once (`None` outside a worker).
+    static SCOPE: Option<DedicatedWorkerGlobalScope> = js_sys::global().dyn_into().ok();
     /// The next run's context, built while the worker waits for work.
     static NEXT: RefCell<Option<Sandbox>> = const { RefCell::new(None) };
 }
@@ -259,17 +261,20 @@ fn memory_exhausted(limit: usize) {
 
 /// Milliseconds on the worker's monotonic clock.
 fn now_ms() -> f64 {
-    js_sys::global()
-        .dyn_into::<DedicatedWorkerGlobalScope>()
-        .ok()
-        .and_then(|scope| scope.performance())
-        .map_or(0.0, |performance| performance.now())
+    SCOPE.with(|scope| {
+        scope
+            .as_ref()
+            .and_then(|scope| scope.performance())
+            .map_or(0.0, |performance| performance.now())
+    })
 }
 
 fn post(message: &FromSandbox) {
-    if let Ok(scope) = js_sys::global().dyn_into::<DedicatedWorkerGlobalScope>() {
-        // Posting a string cannot fail to clone; a closed port drops it, which is
-        // what the host expects of a worker it terminated.
-        let _ = scope.post_message(&JsValue::from_str(&encode(message)));
-    }
+    SCOPE.with(|scope| {
+        if let Some(scope) = scope {
+            // Posting a string cannot fail to clone; a closed port drops it, which
+            // is what the host expects of a worker it terminated.
+            let _ = scope.post_message(&JsValue::from_str(&encode(message)));
+        }
+    });
 }
