@@ -213,10 +213,16 @@ impl RunError {
     /// The guest's heap grew past its memory budget.
     #[must_use]
     pub fn memory_budget(memory_bytes: u64) -> Self {
+        const MIB: u64 = 1024 * 1024;
+        let budget = if memory_bytes % MIB == 0 {
+            format!("{} MiB", memory_bytes / MIB)
+        } else {
+            format!("{memory_bytes} bytes")
+        };
         Self::budget(
             Budget::Memory,
             format!(
-                "budget_exhausted:memory: the program needed more than its memory budget of {memory_bytes} bytes and was stopped"
+                "budget_exhausted:memory: the program needed more than its memory budget of {budget} and was stopped"
             ),
         )
     }

@@ -110,7 +110,7 @@ pub fn App() -> impl IntoView {
                     >
                         {move || if running() { "Running…" } else { "Run" }}
                     </button>
-                    <span class="hint">"Ctrl+Enter runs · a program is stopped after 5 s"</span>
+                    <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
                 </div>
                 <ToolList />
             </section>
