@@ -214,7 +214,7 @@ impl RunError {
     #[must_use]
     pub fn memory_budget(memory_bytes: u64) -> Self {
         const MIB: u64 = 1024 * 1024;
-        let budget = if memory_bytes % MIB == 0 {
+        let budget = if memory_bytes.is_multiple_of(MIB) {
             format!("{} MiB", memory_bytes / MIB)
         } else {
             format!("{memory_bytes} bytes")
