@@ -146,3 +146,12 @@ test("a guest that allocates without bound ends budget_exhausted:memory, and the
   const next = await run({ code: "return 'alive'" });
   assert.equal(next.structuredContent.value, "alive");
 });
+
+test("engine work that overflows the worker's stack ends the run as an engine failure, and the next run works", async () => {
+  // Boa's JSON.stringify recurses on the wasm stack with no bound of its own.
+  const result = await run({ code: "let o = {}; for (let i = 0; i < 1e5; i++) o = {o}; return JSON.stringify(o).length" });
+  assert.equal(result.errorCode, "engine");
+  assert.match(result.structuredContent.error.message, /^the sandbox worker failed: /);
+  const next = await run({ code: "return 'alive'" });
+  assert.equal(next.structuredContent.value, "alive");
+});

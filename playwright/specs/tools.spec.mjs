@@ -15,7 +15,7 @@ async function callRows(page) {
 test("the page lists the tools a program can call", async () => {
   const { page } = app();
   await page.getByTestId("tool-list").locator("summary").click();
-  assert.equal(await page.getByTestId("tool-list").locator("summary").textContent(), "Tools available to programs (4)");
+  assert.equal(await page.getByTestId("tool-list").locator("summary").textContent(), "Tools available to programs (5)");
   assert.match(await page.getByTestId("tool-list").textContent(), /tools\.add — Adds two numbers/);
 });
 
@@ -61,7 +61,7 @@ test("a caught tool failure does not fail the run, and an unknown tool is named"
   await runProgram(page, "return await tools.weather()");
   assert.equal(
     await page.getByTestId("run-error").textContent(),
-    "TypeError: tools.weather is not available in this codemode run. Available tools: add, clock, echo, wait (4). Not every tool is available inside programs yet.",
+    "TypeError: tools.weather is not available in this codemode run. Available tools: add, ask, clock, echo, wait (5). Not every tool is available inside programs yet.",
   );
 });
 
@@ -80,4 +80,21 @@ test("a run stopped while a tool call is out leaves the page working", async () 
   assert.deepEqual(await callRows(page), [["wait", "outcome_unknown"]]);
   assert.match(await runProgram(page, "return await tools.add({a: 1, b: 1})"), /^Completed/);
   assert.equal(await page.getByTestId("result-value").textContent(), "2");
+});
+
+test("a program asks the person, and the time they take counts as person wait", async () => {
+  const { page } = app();
+  await page.getByTestId("code-editor").fill('const r = await tools.ask({question: "Deploy to production?"});\nreturn r;');
+  await page.getByTestId("run-button").click();
+  await page.getByTestId("question").waitFor();
+  assert.equal(await page.getByTestId("question-text").textContent(), "Deploy to production?");
+  await page.waitForTimeout(400);
+  await page.getByTestId("answer-yes").click();
+  await page.locator('[data-testid="run-status"].success').waitFor();
+  assert.equal(await page.getByTestId("question").count(), 0, "the card goes once answered");
+  assert.deepEqual(JSON.parse(await page.getByTestId("result-value").textContent()), { answer: true });
+  const text = await page.getByTestId("model-text").textContent();
+  const wait = Number(text.match(/· person wait (\d+) ms/)[1]);
+  assert.ok(wait >= 350, `person wait ${wait} ms`);
+  assert.match(text, /\nask \| ok \| true \| \d+\n/);
 });

@@ -94,6 +94,9 @@ fn memory_exhausted(_limit: usize) {
     std::process::exit(1);
 }
 
+/// Set in the environment of the process that runs the program itself.
+const CHILD_ENV: &str = "KILN_SANDBOX_CHILD";
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
@@ -103,6 +106,9 @@ fn main() -> ExitCode {
             limits,
             report: raw,
         } => match prepare(&file, tools.as_ref(), limits.as_ref()) {
+            Ok(run) if std::env::var_os(CHILD_ENV).is_none() => {
+                supervise(&run, tools.as_ref(), limits.as_ref(), raw)
+            }
             Ok(run) => {
                 let warnings = run.admission.warnings.clone();
                 let digest = run.admission.digest();
@@ -133,6 +139,94 @@ fn main() -> ExitCode {
                 ExitCode::from(2)
             }
         },
+    }
+}
+
+/// Runs the program in a child process (this same binary, with the program on
+/// its standard input) and passes its answer through. Some engine work recurses
+/// on the host's stack without a bound of its own (`JSON.stringify` of a value
+/// nested a million levels deep, say), and a stack overflow aborts a process:
+/// the child is what aborts, and this process still answers with a result.
+fn supervise(
+    run: &Prepared,
+    tools: Option<&PathBuf>,
+    limits: Option<&PathBuf>,
+    raw: bool,
+) -> ExitCode {
+    let started = Instant::now();
+    let crashed = |problem: String| {
+        let report = RunReport::stopped(
+            RunError::new(kiln_types::RunErrorKind::Engine, problem),
+            started.elapsed().as_secs_f64() * 1e3,
+        );
+        let warnings = run.admission.warnings.clone();
+        let digest = run.admission.digest();
+        if raw {
+            return print_report(&report, &warnings, &digest);
+        }
+        print_result(
+            &report
+                .into_summary(new_run_id(), warnings, digest, true)
+                .into_result(),
+        )
+    };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            return crashed(format!(
+                "could not find the kiln binary to run the sandbox: {error}"
+            ));
+        }
+    };
+    let mut command = std::process::Command::new(exe);
+    command.args(["run", "-"]);
+    if let Some(tools) = tools {
+        command.arg("--tools").arg(tools);
+    }
+    if let Some(limits) = limits {
+        command.arg("--limits").arg(limits);
+    }
+    if raw {
+        command.arg("--report");
+    }
+    let child = command
+        .env(CHILD_ENV, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(error) => return crashed(format!("could not start the sandbox process: {error}")),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A child that died before reading its program is reported below.
+        let _ = stdin.write_all(run.code.as_bytes());
+    }
+    let output = match child.wait_with_output() {
+        Ok(output) => output,
+        Err(error) => return crashed(format!("lost the sandbox process: {error}")),
+    };
+    let answered = serde_json::from_slice::<serde_json::Value>(&output.stdout).is_ok();
+    match output.status.code() {
+        Some(code @ (0 | 1)) if answered => {
+            let _ = std::io::stdout().write_all(&output.stdout);
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
+        _ => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let cause = stderr
+                .lines()
+                .rev()
+                .find(|line| line.contains("overflowed its stack") || line.contains("panicked"))
+                .or_else(|| stderr.lines().rev().find(|line| !line.trim().is_empty()))
+                .map(|line| format!(": {}", line.trim()))
+                .unwrap_or_default();
+            crashed(format!(
+                "the sandbox process ended without a result ({}){cause}",
+                output.status
+            ))
+        }
     }
 }
 

@@ -324,3 +324,26 @@ fn engine_work_that_never_yields_ends_at_the_cpu_budget() {
         );
     }
 }
+
+/// Some engine work recurses on the host's stack with no bound of its own:
+/// `JSON.stringify` of a value nested 100,000 levels deep overflows it. The
+/// program runs in a child process, so that is an `engine` failure with a plain
+/// message, not a dead CLI.
+#[test]
+fn an_engine_stack_overflow_is_an_engine_failure_not_a_dead_cli() {
+    let program =
+        "let o = {}; for (let i = 0; i < 1e5; i++) o = {o}; return JSON.stringify(o).length";
+    let (code, result, _) = kiln(&["run", "-"], Some(program));
+    assert_eq!(code, 1, "{result}");
+    assert_eq!(result["errorCode"], "engine");
+    let message = result["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(message.contains("overflowed its stack"), "{message}");
+    // The next run is a new process, as always.
+    let (code, result, _) = kiln(&["run", "-"], Some("return 'alive'"));
+    assert_eq!(
+        (code, &result["structuredContent"]["value"]),
+        (0, &serde_json::json!("alive"))
+    );
+}

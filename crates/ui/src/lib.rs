@@ -12,9 +12,9 @@ use leptos::task::spawn_local;
 
 use std::rc::Rc;
 
-use crate::demo_tools::DemoTools;
+use crate::demo_tools::{Asker, DemoTools};
 use crate::view_model::{ResultView, Tone};
-use kiln_host::{PageTools, RunResult, SandboxPool};
+use kiln_host::{RunResult, SandboxPool};
 use kiln_types::RunLimits;
 use kiln_types::tool_result::ContentPart;
 
@@ -49,6 +49,9 @@ pub fn App() -> impl IntoView {
     let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
     let (state, set_state) = signal(RunState::Idle);
     let running = move || state.with(|state| *state == RunState::Running);
+    let (question, set_question) = signal(None::<String>);
+    let asker = Asker::new(set_question);
+    let card_asker = asker.clone();
 
     let run = move || {
         if running() {
@@ -57,10 +60,13 @@ pub fn App() -> impl IntoView {
         set_state.set(RunState::Running);
         let client = client.clone();
         let program = code.get_untracked();
+        let asker = asker.clone();
         spawn_local(async move {
-            let result = client
-                .run(program, RunLimits::default(), Rc::new(DemoTools))
-                .await;
+            let tools = Rc::new(DemoTools {
+                asker: asker.clone(),
+            });
+            let result = client.run(program, RunLimits::default(), tools).await;
+            asker.withdraw();
             let text = result
                 .clone()
                 .into_tool_result()
@@ -114,15 +120,39 @@ pub fn App() -> impl IntoView {
                 </div>
                 <ToolList />
             </section>
+            <QuestionCard question=question asker=card_asker />
             <ResultPanel state=state />
         </main>
+    }
+}
+
+/// A program's question to the person (`tools.ask`), while it waits for them.
+#[component]
+fn QuestionCard(question: ReadSignal<Option<String>>, asker: Asker) -> impl IntoView {
+    // The asker holds the run's answer channel, which is not `Send`.
+    let asker = StoredValue::new_local(asker);
+    move || {
+        question.get().map(|text| {
+            let yes = move || asker.with_value(|asker| asker.answer(true));
+            let no = move || asker.with_value(|asker| asker.answer(false));
+            view! {
+                <section class="question" data-testid="question" role="alertdialog" aria-label="The program asks you">
+                    <h2>"The program asks you"</h2>
+                    <p data-testid="question-text">{text}</p>
+                    <div class="actions">
+                        <button data-testid="answer-yes" on:click=move |_| yes()>"Yes"</button>
+                        <button class="secondary" data-testid="answer-no" on:click=move |_| no()>"No"</button>
+                    </div>
+                </section>
+            }
+        })
     }
 }
 
 /// The tools a program can call, from the demo catalog.
 #[component]
 fn ToolList() -> impl IntoView {
-    let catalog = DemoTools.catalog();
+    let catalog = demo_tools::catalog();
     let entries: Vec<(String, String)> = catalog
         .as_array()
         .into_iter()
