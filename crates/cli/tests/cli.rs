@@ -35,6 +35,18 @@ fn kiln(args: &[&str], stdin: Option<&str>) -> (i32, serde_json::Value, String) 
     )
 }
 
+/// `run - --tools CATALOG --limits LIMITS`: a program from standard input.
+fn stdin_run<'a>(catalog: &'a std::path::Path, limits: &'a std::path::Path) -> [&'a str; 6] {
+    [
+        "run",
+        "-",
+        "--tools",
+        catalog.to_str().unwrap(),
+        "--limits",
+        limits.to_str().unwrap(),
+    ]
+}
+
 fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     let dir = std::env::temp_dir().join(format!("kiln-cli-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
@@ -164,14 +176,7 @@ fn limits_set_the_tool_call_and_return_value_budgets() {
         "small-limits.json",
         r#"{"tool_calls": 2, "return_bytes": 8}"#,
     );
-    let args = [
-        "run",
-        "-",
-        "--tools",
-        catalog.to_str().unwrap(),
-        "--limits",
-        limits.to_str().unwrap(),
-    ];
+    let args = stdin_run(&catalog, &limits);
 
     let (code, result, _) = kiln(
         &args,
@@ -243,17 +248,9 @@ fn time_budgets_count_what_the_reference_counts() {
             "budget_exhausted:memory",
         ),
     ];
-    let tools = catalog.to_str().unwrap();
     for (name, program, limits, reason) in cases {
         let limits = temp_file(&format!("time-{}.json", name.replace(' ', "-")), limits);
-        let args = [
-            "run",
-            "-",
-            "--tools",
-            tools,
-            "--limits",
-            limits.to_str().unwrap(),
-        ];
+        let args = stdin_run(&catalog, &limits);
         let (_, result, stderr) = kiln(&args, Some(program));
         let structured = &result["structuredContent"];
         assert_eq!(
@@ -307,14 +304,7 @@ fn engine_work_that_never_yields_ends_at_the_cpu_budget() {
         "return {get x() { for (;;) {} }}",
         "await tools.echo({toJSON() { while (true) {} }})",
     ];
-    let args = [
-        "run",
-        "-",
-        "--tools",
-        catalog.to_str().unwrap(),
-        "--limits",
-        limits.to_str().unwrap(),
-    ];
+    let args = stdin_run(&catalog, &limits);
     for program in programs {
         let (code, result, stderr) = kiln(&args, Some(program));
         assert_eq!(code, 1, "{program}: {stderr}");
