@@ -155,3 +155,17 @@ test("engine work that overflows the worker's stack ends the run as an engine fa
   const next = await run({ code: "return 'alive'" });
   assert.equal(next.structuredContent.value, "alive");
 });
+
+test("a run ended by terminating its worker keeps the output and calls the host saw", async () => {
+  const result = await run(
+    { code: "console.log('before'); await tools.echo({a: 1}); while (true) {}", limits: { js_cpu_ms: 300 } },
+    { tools: { echo: "(args) => args" } },
+  );
+  assert.equal(result.structuredContent.termination_reason, "budget_exhausted:js_cpu");
+  assert.equal(result.structuredContent.output, "before\n");
+  assert.deepEqual(
+    result.structuredContent.calls.map((call) => [call.tool, call.outcome]),
+    [["echo", "ok"]],
+  );
+  assert.match(result.content[0].text, /\nOutput:\nbefore\n/);
+});

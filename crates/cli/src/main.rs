@@ -9,16 +9,19 @@ use std::io::{Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
-use std::sync::{Arc, OnceLock, mpsc};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand};
+use futures::future::LocalBoxFuture;
 use kiln_sandbox::catalog::Admission;
+use kiln_sandbox::clock::{IdleState, PersonSignal};
 use kiln_sandbox::scripted::ScriptedTools;
+use kiln_sandbox::tools::{ToolCall, ToolHost, ToolReply};
 use kiln_sandbox::{CpuGauge, Sandbox};
-use kiln_types::tool_result::{ToolResult, run_id_from};
-use kiln_types::{RunError, RunLimits, RunReport};
+use kiln_types::tool_result::{CallOutcome, CallSummary, ToolResult, run_id_from};
+use kiln_types::{ConsoleLine, RunError, RunLimits, RunReport};
 
 #[derive(Parser)]
 #[command(
@@ -59,6 +62,7 @@ static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
 /// What the memory hook needs to answer for the run: it runs inside a refused
 /// allocation on the sandbox thread, the last thing before the process ends.
 struct MemoryStop {
+    progress: Arc<Mutex<Progress>>,
     run_id: String,
     warnings: Vec<kiln_types::tool_result::Warning>,
     digest: String,
@@ -75,9 +79,10 @@ fn memory_exhausted(_limit: usize) {
     let Some(stop) = MEMORY_STOP.get() else {
         return;
     };
-    let report = RunReport::stopped(
+    let report = progress_report(
         RunError::memory_budget(stop.memory_bytes),
-        stop.started.elapsed().as_secs_f64() * 1e3,
+        stop.started,
+        &stop.progress,
     );
     if stop.raw {
         print_report(&report, &stop.warnings, &stop.digest);
@@ -113,7 +118,9 @@ fn main() -> ExitCode {
                 let warnings = run.admission.warnings.clone();
                 let digest = run.admission.digest();
                 let run_id = new_run_id();
+                let progress = Arc::new(Mutex::new(Progress::default()));
                 let _ = MEMORY_STOP.set(MemoryStop {
+                    progress: progress.clone(),
                     run_id: run_id.clone(),
                     warnings: warnings.clone(),
                     digest: digest.clone(),
@@ -126,7 +133,7 @@ fn main() -> ExitCode {
                 kiln_alloc::set_limit(
                     usize::try_from(run.limits.memory_bytes).unwrap_or(usize::MAX),
                 );
-                let report = run_with_deadline(run);
+                let report = run_with_deadline(run, &progress);
                 kiln_alloc::set_limit(usize::MAX);
                 if raw {
                     return print_report(&report, &warnings, &digest);
@@ -300,7 +307,7 @@ fn new_run_id() -> String {
 /// or a run past its wall budget, is given up on here, and the abandoned thread
 /// ends with the process. Both budgets are also kept inside the sandbox, which
 /// reports them itself whenever the guest stops in time.
-fn run_with_deadline(run: Prepared) -> RunReport {
+fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunReport {
     /// How often the watchdog reads the guest's CPU time.
     const TICK: Duration = Duration::from_millis(5);
     let started = Instant::now();
@@ -311,13 +318,17 @@ fn run_with_deadline(run: Prepared) -> RunReport {
         .name("kiln-sandbox".into())
         .spawn({
             let gauge = gauge.clone();
+            let host = WatchedTools {
+                inner: run.host,
+                progress: progress.clone(),
+            };
             move || {
                 let report = match Sandbox::new() {
                     Ok(sandbox) => futures::executor::block_on(sandbox.run(
                         &run.code,
                         &run.limits,
                         Rc::new(run.admission),
-                        Rc::new(run.host),
+                        Rc::new(host),
                         Some(gauge),
                     )),
                     Err(report) => *report,
@@ -358,7 +369,70 @@ fn run_with_deadline(run: Prepared) -> RunReport {
         } else {
             continue;
         };
-        return RunReport::stopped(stop, started.elapsed().as_secs_f64() * 1e3);
+        return progress_report(stop, started, progress);
+    }
+}
+
+/// What a run has shown so far, kept where the watchdog and the memory hook can
+/// read it when they end the run from outside the sandbox thread.
+#[derive(Default)]
+struct Progress {
+    console: Vec<ConsoleLine>,
+    calls: Vec<CallSummary>,
+}
+
+/// A report for a run ended from outside: `error`, with the output and the
+/// calls seen so far.
+fn progress_report(error: RunError, started: Instant, progress: &Mutex<Progress>) -> RunReport {
+    let mut report = RunReport::stopped(error, started.elapsed().as_secs_f64() * 1e3);
+    if let Ok(progress) = progress.lock() {
+        report.console = progress.console.clone();
+        report.calls = progress.calls.clone();
+    }
+    report
+}
+
+/// The scripted tools, recording each call and the console output as the run
+/// goes (the console reaches the host each time the guest goes idle).
+struct WatchedTools {
+    inner: ScriptedTools,
+    progress: Arc<Mutex<Progress>>,
+}
+
+impl ToolHost for WatchedTools {
+    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
+        let index = self.progress.lock().ok().map(|mut progress| {
+            progress.calls.push(CallSummary {
+                tool: call.tool.clone(),
+                outcome: CallOutcome::OutcomeUnknown,
+                waited_on_person: false,
+                duration_ms: 0,
+            });
+            progress.calls.len() - 1
+        });
+        let started = Instant::now();
+        let reply = self.inner.call(call, person);
+        let progress = self.progress.clone();
+        Box::pin(async move {
+            let reply = reply.await;
+            if let (Some(index), Ok(mut progress)) = (index, progress.lock())
+                && let Some(summary) = progress.calls.get_mut(index)
+            {
+                summary.outcome = match &reply {
+                    Ok(_) => CallOutcome::Ok,
+                    Err(failure) => failure.outcome,
+                };
+                summary.duration_ms =
+                    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            }
+            reply
+        })
+    }
+
+    fn idle(&self, state: IdleState) {
+        if let Ok(mut progress) = self.progress.lock() {
+            progress.console.extend(state.console);
+        }
     }
 }
 

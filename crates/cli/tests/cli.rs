@@ -337,3 +337,19 @@ fn an_engine_stack_overflow_is_an_engine_failure_not_a_dead_cli() {
         (0, &serde_json::json!("alive"))
     );
 }
+
+/// A run ended from outside (the watchdog) keeps the output the guest printed
+/// before it last went idle, and its known call outcomes.
+#[test]
+fn a_run_ended_by_the_watchdog_keeps_its_output_and_calls() {
+    let catalog = temp_file("kept-catalog.json", r#"[{"name": "echo"}]"#);
+    let limits = temp_file("kept-limits.json", r#"{"js_cpu_ms": 300}"#);
+    let program = "console.log('before'); await tools.echo({a: 1}); while (true) {}";
+    let (code, result, _) = kiln(&stdin_run(&catalog, &limits), Some(program));
+    assert_eq!(code, 1);
+    let structured = &result["structuredContent"];
+    assert_eq!(structured["termination_reason"], "budget_exhausted:js_cpu");
+    assert_eq!(structured["output"], "before\n");
+    assert_eq!(structured["calls"][0]["tool"], "echo");
+    assert_eq!(structured["calls"][0]["outcome"], "ok");
+}

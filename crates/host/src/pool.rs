@@ -28,7 +28,7 @@ use futures::future::{Either, select};
 use futures::{FutureExt, StreamExt};
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
 use kiln_types::tool_result::{CallOutcome, CallSummary, ToolReply, Warning};
-use kiln_types::{RunError, RunErrorKind, RunLimits, RunReport};
+use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
@@ -257,6 +257,8 @@ impl SandboxPool {
         }
         let mut watch = Watch::new(started, &limits);
         let calls = Rc::new(RefCell::new(Vec::<CallSummary>::new()));
+        // The output so far, kept in case the worker has to be terminated.
+        let mut console = Vec::<ConsoleLine>::new();
         let (replies, mut replied) = mpsc::unbounded::<(u32, ToolReply)>();
 
         // One timer at a time, set for the earliest moment a budget could run
@@ -290,7 +292,9 @@ impl SandboxPool {
             let event = match step {
                 // Boa has no interrupt hook: ending the worker ends the run.
                 Step::Timer => match watch.overrun(now_ms()) {
-                    Some(error) => return self.replace(worker, error, started, &calls.borrow()),
+                    Some(error) => {
+                        return self.replace(worker, error, started, &calls.borrow(), console);
+                    }
                     None => continue,
                 },
                 Step::Event(event) => event,
@@ -314,15 +318,17 @@ impl SandboxPool {
                     calls: requests,
                     cpu_ms,
                     wake_in_ms,
+                    console: lines,
                 })) if id == run_id => {
                     watch.idle(now_ms(), cpu_ms, wake_in_ms);
+                    console.extend(lines);
                     for request in requests {
                         dispatch(request, &tools, &worker.worker, run_id, &calls, &replies);
                     }
                 }
                 // The worker's wasm is aborting: it takes no further run.
                 Some(Event::Message(FromSandbox::Lost { run_id: id, error })) if id == run_id => {
-                    return self.replace(worker, error, started, &calls.borrow());
+                    return self.replace(worker, error, started, &calls.borrow(), console);
                 }
                 // A stale report or call, or a repeated `ready`: not ours, keep waiting.
                 Some(Event::Message(
@@ -350,18 +356,21 @@ impl SandboxPool {
 
 impl SandboxPool {
     /// Ends a run by terminating its worker, and starts a fresh one: the run's
-    /// result is `error` with the calls the host saw.
+    /// result is `error` with the calls the host saw and the output the worker
+    /// sent before it was stopped.
     fn replace(
         &self,
         worker: SandboxWorker,
         error: RunError,
         started: f64,
         calls: &[CallSummary],
+        console: Vec<ConsoleLine>,
     ) -> RunResult {
         drop(worker);
         self.warm_up();
         let mut report = RunReport::stopped(error, now_ms() - started);
         report.calls = calls.to_vec();
+        report.console = console;
         RunResult {
             report,
             warnings: Vec::new(),

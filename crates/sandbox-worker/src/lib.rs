@@ -246,6 +246,7 @@ impl ToolHost for PostMessageTools {
             calls,
             cpu_ms: state.cpu_ms,
             wake_in_ms: state.wake_in_ms,
+            console: state.console,
         });
     }
 }

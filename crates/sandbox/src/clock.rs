@@ -24,17 +24,21 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use futures::future::{Either, select};
+use kiln_types::ConsoleLine;
 use kiln_types::tool_result::Budget;
 use web_time::Instant;
 
 /// What the guest is waiting on when it stops running JavaScript.
-#[derive(Debug, Clone, Copy, PartialEq)]
+#[derive(Debug, Clone, PartialEq)]
 pub struct IdleState {
     /// Guest JavaScript time so far, in milliseconds.
     pub cpu_ms: f64,
     /// When a sleep is pending: how long until the earliest one ends, in
     /// milliseconds. The guest runs again then even if no call is answered.
     pub wake_in_ms: Option<f64>,
+    /// Console lines printed since the guest last stopped, so that a host
+    /// that has to end the run from outside still has its output.
+    pub console: Vec<ConsoleLine>,
 }
 
 /// The guest's JavaScript time, readable from another thread while the run
@@ -204,6 +208,7 @@ impl RunClock {
         IdleState {
             cpu_ms: self.cpu.get().as_secs_f64() * 1e3,
             wake_in_ms,
+            console: Vec::new(),
         }
     }
 

@@ -18,6 +18,8 @@ pub(crate) struct ConsoleBuffer(Rc<RefCell<Inner>>);
 
 struct Inner {
     lines: Vec<ConsoleLine>,
+    /// How many of `lines` were handed out by [`ConsoleBuffer::new_lines`].
+    reported: usize,
     bytes_left: usize,
     dropped: usize,
 }
@@ -26,6 +28,7 @@ impl ConsoleBuffer {
     pub(crate) fn new(budget_bytes: usize) -> Self {
         Self(Rc::new(RefCell::new(Inner {
             lines: Vec::new(),
+            reported: 0,
             bytes_left: budget_bytes,
             dropped: 0,
         })))
@@ -45,6 +48,14 @@ impl ConsoleBuffer {
     /// Sets the run's budget before the program prints anything.
     pub(crate) fn set_budget(&self, budget_bytes: usize) {
         self.0.borrow_mut().bytes_left = budget_bytes;
+    }
+
+    /// The lines kept since the last call.
+    pub(crate) fn new_lines(&self) -> Vec<ConsoleLine> {
+        let mut inner = self.0.borrow_mut();
+        let start = inner.reported.min(inner.lines.len());
+        inner.reported = inner.lines.len();
+        inner.lines[start..].to_vec()
     }
 
     /// The kept lines and the number dropped.

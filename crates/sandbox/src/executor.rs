@@ -23,6 +23,7 @@ use futures::future::{Either, select};
 use futures::stream::FuturesUnordered;
 
 use crate::clock::RunClock;
+use crate::console::ConsoleBuffer;
 use crate::tools::ToolHost;
 
 #[derive(Default)]
@@ -34,14 +35,22 @@ pub(crate) struct HostJobExecutor {
     /// built before the run is known). Once the clock records a budget stop, no
     /// further job runs and pending host futures are dropped.
     run: RefCell<Option<Attached>>,
+    /// The run's console, whose new lines go to the host at each idle point.
+    console: RefCell<Option<ConsoleBuffer>>,
 }
 
 /// What a run attaches to the executor.
 type Attached = (Rc<RunClock>, Rc<dyn ToolHost>);
 
 impl HostJobExecutor {
-    pub(crate) fn attach(&self, clock: Rc<RunClock>, host: Rc<dyn ToolHost>) {
+    pub(crate) fn attach(
+        &self,
+        clock: Rc<RunClock>,
+        host: Rc<dyn ToolHost>,
+        console: ConsoleBuffer,
+    ) {
         *self.run.borrow_mut() = Some((clock, host));
+        *self.console.borrow_mut() = Some(console);
     }
 
     fn halted(&self) -> bool {
@@ -113,9 +122,12 @@ impl JobExecutor for HostJobExecutor {
             let Some((clock, host)) = self.run.borrow().clone() else {
                 return Ok(());
             };
-            let idle = clock.idle();
+            let mut idle = clock.idle();
             if self.halted() {
                 return Ok(());
+            }
+            if let Some(console) = self.console.borrow().as_ref() {
+                idle.console = console.new_lines();
             }
             host.idle(idle);
             let next = loop {

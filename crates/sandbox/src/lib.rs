@@ -153,7 +153,7 @@ impl Sandbox {
             gauge,
         ));
         console.set_budget(limits.console_bytes);
-        executor.attach(clock.clone(), host.clone());
+        executor.attach(clock.clone(), host.clone(), console.clone());
         context.insert_data(clock.clone());
         let outcome = match tools::install(
             &mut context,

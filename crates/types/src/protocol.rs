@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::{RunError, RunLimits, RunReport};
+use crate::run::{ConsoleLine, RunError, RunLimits, RunReport};
 use crate::tool_result::{ToolReply, Warning};
 
 /// Bumped whenever a message changes shape.
@@ -77,6 +77,10 @@ pub enum FromSandbox {
         cpu_ms: f64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         wake_in_ms: Option<f64>,
+        /// Console lines printed since the last `Idle`: what the host keeps of
+        /// the output if it has to end the run by terminating the worker.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        console: Vec<ConsoleLine>,
     },
     /// The outcome of the run with this id, with admission's warnings and digest.
     Report {
@@ -166,6 +170,10 @@ mod tests {
             }],
             cpu_ms: 1.5,
             wake_in_ms: Some(20.0),
+            console: vec![ConsoleLine {
+                level: crate::run::ConsoleLevel::Log,
+                text: "hi".into(),
+            }],
         };
         assert_eq!(decode::<FromSandbox>(&encode(&idle)), Ok(idle));
         let bare: FromSandbox =
