@@ -109,6 +109,33 @@ async function measureKiln(page) {
   );
 }
 
+/**
+ * The floor under any tool call across the worker boundary: 200 sequential
+ * round trips of a short JSON string between the page and a worker that only
+ * echoes it, in the same browser.
+ */
+async function measurePingPong(page) {
+  return page.evaluate(async () => {
+    const source = "onmessage = (event) => postMessage(event.data);";
+    const worker = new Worker(URL.createObjectURL(new Blob([source], { type: "text/javascript" })));
+    const roundTrip = (message) =>
+      new Promise((resolve) => {
+        worker.onmessage = (event) => resolve(event.data);
+        worker.postMessage(message);
+      });
+    const message = JSON.stringify({ v: 1, msg: { type: "tool_reply", run_id: 1, call_number: 1, reply: { Ok: { i: 1 } } } });
+    for (let i = 0; i < 50; i++) await roundTrip(message);
+    const samples = [];
+    for (let run = 0; run < 5; run++) {
+      const t0 = performance.now();
+      for (let i = 0; i < 200; i++) await roundTrip(message);
+      samples.push(performance.now() - t0);
+    }
+    worker.terminate();
+    return samples.sort((a, b) => a - b)[2];
+  });
+}
+
 /** The same programs through the native CLI (`kiln run --report`): the median of RUNS processes. */
 function measureNative() {
   const dir = mkdtempSync(join(tmpdir(), "kiln-bench-"));
@@ -155,6 +182,7 @@ try {
   const isolated = await page.evaluate(() => crossOriginIsolated);
   const kiln = await measureKiln(page);
   const peer = await measurePeer(page, "/bench/peer-worker.js");
+  const pingPong = await measurePingPong(page);
   const native = CLI ? measureNative() : {};
   // [figure, Kiln's key, the peer's key]
   const rows = [
@@ -177,6 +205,7 @@ try {
       ...(key in native ? { kiln_native_ms: round(native[key]) } : {}),
     }));
   }
+  console.log(JSON.stringify({ figure: "floor: 200 bare postMessage round trips, page ⇄ an echoing worker", ms: round(pingPong) }));
   console.log(JSON.stringify({ figure: "fresh worker: Kiln.load() until ready (module fetch, compile, warm-up run, first context)", kiln_ms: round(kiln.load_ms) }));
   console.log(JSON.stringify({ figure: "building one context", kiln_ms: round(kiln.context_ms), ...(native.context_ms !== undefined ? { kiln_native_ms: round(native.context_ms) } : {}) }));
 } finally {
