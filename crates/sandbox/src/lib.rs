@@ -163,7 +163,13 @@ impl Sandbox {
             clock.clone(),
         ) {
             Ok(tools) => {
-                let outcome = evaluate(code, &executor, &mut context, &tools, &clock, limits).await;
+                let evaluation = Evaluation {
+                    executor: &executor,
+                    tools: &tools,
+                    clock: &clock,
+                    limits,
+                };
+                let outcome = evaluation.run(code, &mut context).await;
                 cap_return_value(outcome, limits.return_bytes)
             }
             Err(error) => RunOutcome::Failed(RunError::new(
@@ -215,147 +221,141 @@ fn cap_return_value(outcome: RunOutcome, return_bytes: usize) -> RunOutcome {
     ))
 }
 
-async fn evaluate(
-    code: &str,
-    executor: &Rc<HostJobExecutor>,
-    context: &mut Context,
-    tools: &SharedRunTools,
-    clock: &RunClock,
-    limits: &RunLimits,
-) -> RunOutcome {
-    clock.busy();
-    let outcome = evaluate_busy(code, executor, context, tools, clock, limits).await;
-    // A program that finished inside one long span of JavaScript still spent it.
-    clock.idle();
-    match clock.stopped() {
-        Some(budget) => budget_stop(budget, tools, limits),
-        None => outcome,
-    }
+/// What a run's evaluation needs besides the context: the executor that drives
+/// its jobs, its tools (for uncaught tool rejections), its clock (for budget
+/// stops) and its limits (for their messages).
+struct Evaluation<'a> {
+    executor: &'a Rc<HostJobExecutor>,
+    tools: &'a SharedRunTools,
+    clock: &'a RunClock,
+    limits: &'a RunLimits,
 }
 
-async fn evaluate_busy(
-    code: &str,
-    executor: &Rc<HostJobExecutor>,
-    context: &mut Context,
-    tools: &SharedRunTools,
-    clock: &RunClock,
-    limits: &RunLimits,
-) -> RunOutcome {
-    let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
-    let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
-        Ok(script) => script,
-        Err(error) => {
-            let message = program_position(&inspect::error_message(&error, context));
-            return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
+impl Evaluation<'_> {
+    /// Runs `code` to an outcome, counting the JavaScript it runs as CPU.
+    async fn run(&self, code: &str, context: &mut Context) -> RunOutcome {
+        self.clock.busy();
+        let outcome = self.run_busy(code, context).await;
+        // A program that finished inside one long span of JavaScript still spent it.
+        self.clock.idle();
+        match self.clock.stopped() {
+            Some(budget) => self.budget_stop(budget),
+            None => outcome,
         }
-    };
-    clock.starting();
-    let promise = match script.evaluate(context) {
-        Ok(value) => value,
-        Err(error) => return failed(&error, context, tools, clock, limits),
-    };
-    let Some(promise) = promise
-        .as_object()
-        .and_then(|object| JsPromise::from_object(object).ok())
-    else {
-        return RunOutcome::Failed(RunError::new(
-            RunErrorKind::Engine,
-            "the program's wrapper did not produce a promise",
-        ));
-    };
-
-    let jobs = executor
-        .clone()
-        .run_jobs_async(&RefCell::new(&mut *context))
-        .await;
-    if let Err(error) = jobs {
-        return failed(&error, context, tools, clock, limits);
-    }
-    if let Some(budget) = clock.stopped() {
-        return budget_stop(budget, tools, limits);
     }
 
-    match promise.state() {
-        PromiseState::Fulfilled(value) => match inspect::to_json(&value, context) {
-            Ok(value) => RunOutcome::Completed { value },
-            Err(error) => failed(&error, context, tools, clock, limits),
-        },
-        PromiseState::Rejected(reason) => {
-            failed(&JsError::from_opaque(reason), context, tools, clock, limits)
-        }
-        PromiseState::Pending => RunOutcome::Failed(RunError::new(
-            RunErrorKind::NeverSettled,
-            "the program is waiting on a promise that nothing can settle (nothing is left to run)",
-        )),
-    }
-}
-
-/// Classifies an uncaught error: a budget stop, an uncaught tool rejection (with
-/// that call's code and a one-line message naming the tool and call), or a
-/// script error.
-fn failed(
-    error: &JsError,
-    context: &mut Context,
-    tools: &SharedRunTools,
-    clock: &RunClock,
-    limits: &RunLimits,
-) -> RunOutcome {
-    if let Some(budget) = clock.stopped() {
-        return budget_stop(budget, tools, limits);
-    }
-    if let Some(EngineError::RuntimeLimit(limit)) = engine_error(error, context) {
-        let budget = match limit {
-            RuntimeLimitError::Recursion => Budget::Recursion,
-            RuntimeLimitError::StackSize | RuntimeLimitError::LoopIteration => Budget::Stack,
+    async fn run_busy(&self, code: &str, context: &mut Context) -> RunOutcome {
+        let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
+        let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
+            Ok(script) => script,
+            Err(error) => {
+                let message = program_position(&inspect::error_message(&error, context));
+                return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
+            }
         };
-        return RunOutcome::Failed(RunError::budget(
-            budget,
-            format!("{}: {limit}", budget.error_code()),
-        ));
-    }
-    if let Some(object) = error.as_opaque().and_then(JsValue::as_object) {
-        let raised = tools.0.raised.borrow();
-        if let Some(raised) = raised
-            .iter()
-            .find(|raised| JsObject::equals(&raised.object, &object))
-        {
-            return RunOutcome::Failed(RunError {
-                code: Some(raised.failure.code.clone()),
-                detail: raised.failure.detail.clone(),
-                ..RunError::new(
-                    RunErrorKind::Tool,
-                    format!(
-                        "{} (call {}) failed: {}",
-                        raised.tool, raised.call_number, raised.failure.message
-                    ),
-                )
-            });
-        }
-    }
-    RunOutcome::Failed(RunError::new(
-        RunErrorKind::Script,
-        inspect::error_message(error, context),
-    ))
-}
+        self.clock.starting();
+        let promise = match script.evaluate(context) {
+            Ok(value) => value,
+            Err(error) => return self.failed(&error, context),
+        };
+        let Some(promise) = promise
+            .as_object()
+            .and_then(|object| JsPromise::from_object(object).ok())
+        else {
+            return RunOutcome::Failed(RunError::new(
+                RunErrorKind::Engine,
+                "the program's wrapper did not produce a promise",
+            ));
+        };
 
-fn budget_stop(budget: Budget, tools: &SharedRunTools, limits: &RunLimits) -> RunOutcome {
-    let message = match budget {
-        Budget::ToolCalls => format!(
-            "{}: the program made more than {} tool calls",
-            budget.error_code(),
-            tools.0.max_calls()
-        ),
-        Budget::JsCpu => return RunOutcome::Failed(RunError::js_cpu_budget(limits.js_cpu_ms)),
-        Budget::PersonWait => {
-            return RunOutcome::Failed(RunError::person_wait_budget(limits.person_wait_ms));
+        let jobs = self
+            .executor
+            .clone()
+            .run_jobs_async(&RefCell::new(&mut *context))
+            .await;
+        if let Err(error) = jobs {
+            return self.failed(&error, context);
         }
-        other => format!(
-            "{}: the program ran out of its {} budget",
-            other.error_code(),
-            other.as_str()
-        ),
-    };
-    RunOutcome::Failed(RunError::budget(budget, message))
+        if let Some(budget) = self.clock.stopped() {
+            return self.budget_stop(budget);
+        }
+
+        match promise.state() {
+            PromiseState::Fulfilled(value) => match inspect::to_json(&value, context) {
+                Ok(value) => RunOutcome::Completed { value },
+                Err(error) => self.failed(&error, context),
+            },
+            PromiseState::Rejected(reason) => self.failed(&JsError::from_opaque(reason), context),
+            PromiseState::Pending => RunOutcome::Failed(RunError::new(
+                RunErrorKind::NeverSettled,
+                "the program is waiting on a promise that nothing can settle (nothing is left to run)",
+            )),
+        }
+    }
+
+    /// Classifies an uncaught error: a budget stop, an uncaught tool rejection (with
+    /// that call's code and a one-line message naming the tool and call), or a
+    /// script error.
+    fn failed(&self, error: &JsError, context: &mut Context) -> RunOutcome {
+        if let Some(budget) = self.clock.stopped() {
+            return self.budget_stop(budget);
+        }
+        if let Some(EngineError::RuntimeLimit(limit)) = engine_error(error, context) {
+            let budget = match limit {
+                RuntimeLimitError::Recursion => Budget::Recursion,
+                RuntimeLimitError::StackSize | RuntimeLimitError::LoopIteration => Budget::Stack,
+            };
+            return RunOutcome::Failed(RunError::budget(
+                budget,
+                format!("{}: {limit}", budget.error_code()),
+            ));
+        }
+        if let Some(object) = error.as_opaque().and_then(JsValue::as_object) {
+            let raised = self.tools.0.raised.borrow();
+            if let Some(raised) = raised
+                .iter()
+                .find(|raised| JsObject::equals(&raised.object, &object))
+            {
+                return RunOutcome::Failed(RunError {
+                    code: Some(raised.failure.code.clone()),
+                    detail: raised.failure.detail.clone(),
+                    ..RunError::new(
+                        RunErrorKind::Tool,
+                        format!(
+                            "{} (call {}) failed: {}",
+                            raised.tool, raised.call_number, raised.failure.message
+                        ),
+                    )
+                });
+            }
+        }
+        RunOutcome::Failed(RunError::new(
+            RunErrorKind::Script,
+            inspect::error_message(error, context),
+        ))
+    }
+
+    /// The outcome of a stop by `budget`, in words that name the limit.
+    fn budget_stop(&self, budget: Budget) -> RunOutcome {
+        let limits = self.limits;
+        let message = match budget {
+            Budget::ToolCalls => format!(
+                "{}: the program made more than {} tool calls",
+                budget.error_code(),
+                limits.tool_calls
+            ),
+            Budget::JsCpu => return RunOutcome::Failed(RunError::js_cpu_budget(limits.js_cpu_ms)),
+            Budget::PersonWait => {
+                return RunOutcome::Failed(RunError::person_wait_budget(limits.person_wait_ms));
+            }
+            other => format!(
+                "{}: the program ran out of its {} budget",
+                other.error_code(),
+                other.as_str()
+            ),
+        };
+        RunOutcome::Failed(RunError::budget(budget, message))
+    }
 }
 
 fn engine_error(error: &JsError, context: &mut Context) -> Option<EngineError> {

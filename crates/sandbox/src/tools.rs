@@ -86,12 +86,6 @@ pub(crate) struct RunTools {
     clock: Rc<RunClock>,
 }
 
-impl RunTools {
-    pub(crate) const fn max_calls(&self) -> u32 {
-        self.max_calls
-    }
-}
-
 #[derive(Clone)]
 pub(crate) struct SharedRunTools(pub Rc<RunTools>);
 
