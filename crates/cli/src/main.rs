@@ -5,7 +5,9 @@
 //! tool call failed uncaught, a budget ran out), 2 the run was refused
 //! (unreadable file, invalid catalog or limits).
 
-use std::io::{Read as _, Write as _};
+mod approve;
+
+use std::io::{IsTerminal as _, Read as _, Write as _};
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -13,13 +15,18 @@ use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
-use clap::{Parser, Subcommand};
+use clap::{Parser, Subcommand, ValueEnum};
 use futures::future::LocalBoxFuture;
+use kiln_capabilities::gate::{Fixed, Headless};
+use kiln_capabilities::{
+    Answer, Approver, Dispatcher, Gate, GateSettings, HeldSignal, Mode, Registry, Secret,
+    SecretScope,
+};
 use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::clock::{IdleState, PersonSignal};
-use kiln_sandbox::scripted::ScriptedTools;
 use kiln_sandbox::tools::{ToolCall, ToolHost, ToolReply};
 use kiln_sandbox::{CpuGauge, Sandbox};
+use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::{CallOutcome, CallSummary, ToolResult, run_id_from};
 use kiln_types::{ConsoleLine, RunError, RunLimits, RunReport};
 
@@ -41,9 +48,27 @@ enum Command {
         /// The program's file, or `-` for standard input.
         file: PathBuf,
         /// A JSON array of tool entries: `{name, description?, input_schema?,
-        /// returns?, error?: {code, message, detail?}, delay_ms?, person_wait_ms?}`.
+        /// category?: read|write|execute|external (default external), returns?,
+        /// error?: {code, message, detail?}, delay_ms?, person_wait_ms?}`.
         #[arg(long, value_name = "CATALOG.json")]
         tools: Option<PathBuf>,
+        /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`.
+        /// Repeatable.
+        #[arg(long, value_name = "NAME=URL")]
+        mcp: Vec<String>,
+        /// The permission mode: plan runs only read calls, default asks before
+        /// anything else, auto allows. Default: `default` when kiln can ask on
+        /// a terminal, `auto` otherwise.
+        #[arg(long, value_name = "MODE")]
+        permission_mode: Option<Mode>,
+        /// Who answers when the ladder asks: `ask` prompts on the terminal
+        /// (the headless deny when there is none), `yes` approves, `no` denies.
+        #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
+        approve: ApproveWith,
+        /// Put the environment variable ENV (default NAME) into the run's secret
+        /// scope as NAME. Capabilities read it by name; the program never sees it.
+        #[arg(long, value_name = "NAME[=ENV]")]
+        secret: Vec<String>,
         /// A JSON file of limits: `js_cpu_ms`, `tool_calls`, `wall_ms`,
         /// `person_wait_ms`, `return_bytes`, `console_bytes`, `memory_bytes`.
         #[arg(long, value_name = "LIMITS.json")]
@@ -55,6 +80,35 @@ enum Command {
     },
 }
 
+/// `--approve`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum ApproveWith {
+    Ask,
+    Yes,
+    No,
+}
+
+impl ApproveWith {
+    fn as_str(self) -> &'static str {
+        match self {
+            Self::Ask => "ask",
+            Self::Yes => "yes",
+            Self::No => "no",
+        }
+    }
+}
+
+/// How the parent tells the child that its stderr is a terminal it may ask on.
+const TERMINAL_ENV: &str = "KILN_ASK_TERMINAL";
+
+/// The permission options of one run, as parsed.
+struct Permissions {
+    mcp: Vec<String>,
+    mode: Option<Mode>,
+    approve: ApproveWith,
+    secrets: Vec<String>,
+}
+
 /// Every allocation of the process counts against the run's memory budget.
 #[global_allocator]
 static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
@@ -64,8 +118,6 @@ static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
 struct MemoryStop {
     progress: Arc<Mutex<Progress>>,
     run_id: String,
-    warnings: Vec<kiln_types::tool_result::Warning>,
-    digest: String,
     memory_bytes: u64,
     started: Instant,
     raw: bool,
@@ -84,15 +136,11 @@ fn memory_exhausted(_limit: usize) {
         stop.started,
         &stop.progress,
     );
+    let (warnings, digest) = admitted(&stop.progress);
     if stop.raw {
-        print_report(&report, &stop.warnings, &stop.digest);
+        print_report(&report, &warnings, &digest);
     } else {
-        let summary = report.into_summary(
-            stop.run_id.clone(),
-            stop.warnings.clone(),
-            stop.digest.clone(),
-            true,
-        );
+        let summary = report.into_summary(stop.run_id.clone(), warnings, digest, true);
         print_result(&summary.into_result());
     }
     let _ = std::io::stdout().flush();
@@ -110,42 +158,61 @@ fn main() -> ExitCode {
             tools,
             limits,
             report: raw,
-        } => match prepare(&file, tools.as_ref(), limits.as_ref()) {
-            Ok(run) if std::env::var_os(CHILD_ENV).is_none() => {
-                supervise(&run, tools.as_ref(), limits.as_ref(), raw)
-            }
-            Ok(run) => {
-                let warnings = run.admission.warnings.clone();
-                let digest = run.admission.digest();
-                let run_id = new_run_id();
-                let progress = Arc::new(Mutex::new(Progress::default()));
-                let _ = MEMORY_STOP.set(MemoryStop {
-                    progress: progress.clone(),
-                    run_id: run_id.clone(),
-                    warnings: warnings.clone(),
-                    digest: digest.clone(),
-                    memory_bytes: run.limits.memory_bytes,
-                    started: Instant::now(),
-                    raw,
-                });
-                kiln_alloc::set_exhausted_hook(memory_exhausted);
-                // The budget counts the process's whole heap, from here on.
-                kiln_alloc::set_limit(
-                    usize::try_from(run.limits.memory_bytes).unwrap_or(usize::MAX),
-                );
-                let report = run_with_deadline(run, &progress);
-                kiln_alloc::set_limit(usize::MAX);
-                if raw {
-                    return print_report(&report, &warnings, &digest);
+            mcp,
+            permission_mode,
+            approve,
+            secret,
+        } => {
+            let permissions = Permissions {
+                mcp,
+                mode: permission_mode,
+                approve,
+                secrets: secret,
+            };
+            let child = std::env::var_os(CHILD_ENV).is_some();
+            match prepare(
+                &file,
+                tools.as_ref(),
+                limits.as_ref(),
+                child.then_some(&permissions),
+            ) {
+                Ok(run) if !child => {
+                    supervise(&run, tools.as_ref(), limits.as_ref(), raw, &permissions)
                 }
-                let summary = report.into_summary(run_id, warnings, digest, true);
-                print_result(&summary.into_result())
+                Ok(run) => {
+                    let run_id = new_run_id();
+                    let progress = Arc::new(Mutex::new(Progress {
+                        warnings: run.admission.warnings.clone(),
+                        digest: run.admission.digest(),
+                        ..Progress::default()
+                    }));
+                    let _ = MEMORY_STOP.set(MemoryStop {
+                        progress: progress.clone(),
+                        run_id: run_id.clone(),
+                        memory_bytes: run.limits.memory_bytes,
+                        started: Instant::now(),
+                        raw,
+                    });
+                    kiln_alloc::set_exhausted_hook(memory_exhausted);
+                    // The budget counts the process's whole heap, from here on.
+                    kiln_alloc::set_limit(
+                        usize::try_from(run.limits.memory_bytes).unwrap_or(usize::MAX),
+                    );
+                    let report = run_with_deadline(run, &progress);
+                    kiln_alloc::set_limit(usize::MAX);
+                    let (warnings, digest) = admitted(&progress);
+                    if raw {
+                        return print_report(&report, &warnings, &digest);
+                    }
+                    let summary = report.into_summary(run_id, warnings, digest, true);
+                    print_result(&summary.into_result())
+                }
+                Err(error) => {
+                    eprintln!("error: {error:#}");
+                    ExitCode::from(2)
+                }
             }
-            Err(error) => {
-                eprintln!("error: {error:#}");
-                ExitCode::from(2)
-            }
-        },
+        }
     }
 }
 
@@ -159,6 +226,7 @@ fn supervise(
     tools: Option<&PathBuf>,
     limits: Option<&PathBuf>,
     raw: bool,
+    permissions: &Permissions,
 ) -> ExitCode {
     let started = Instant::now();
     let crashed = |problem: String| {
@@ -195,6 +263,20 @@ fn supervise(
     }
     if raw {
         command.arg("--report");
+    }
+    for server in &permissions.mcp {
+        command.arg("--mcp").arg(server);
+    }
+    for secret in &permissions.secrets {
+        command.arg("--secret").arg(secret);
+    }
+    if let Some(mode) = permissions.mode {
+        command.arg("--permission-mode").arg(mode.as_str());
+    }
+    command.arg("--approve").arg(permissions.approve.as_str());
+    // The child's streams are pipes; it asks on /dev/tty when ours is a terminal.
+    if permissions.approve == ApproveWith::Ask && std::io::stderr().is_terminal() {
+        command.env(TERMINAL_ENV, "1");
     }
     let child = command
         .env(CHILD_ENV, "1")
@@ -241,11 +323,80 @@ fn supervise(
 struct Prepared {
     code: String,
     limits: RunLimits,
-    host: ScriptedTools,
+    catalog: serde_json::Value,
+    /// The scripted catalog's admission: what the supervising process reports
+    /// if the run's process dies.
     admission: Admission,
+    /// How to build the ladder (in the process that runs the program).
+    ladder: Option<Ladder>,
 }
 
-fn prepare(file: &PathBuf, tools: Option<&PathBuf>, limits: Option<&PathBuf>) -> Result<Prepared> {
+/// Who answers the ladder's questions in the run's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Asker {
+    Terminal,
+    Headless,
+    Yes,
+    No,
+}
+
+/// The run's gate, secrets and MCP servers, checked before the run starts and
+/// built on the sandbox's thread (the ladder is single-threaded).
+struct Ladder {
+    mode: Mode,
+    asker: Asker,
+    secrets: Vec<(String, String)>,
+    mcp: Vec<(String, String)>,
+}
+
+impl Ladder {
+    /// The registry (scripted tools, MCP servers), the gate and the
+    /// dispatcher, and the sandbox's admission of what they serve.
+    fn build(
+        self,
+        catalog: &serde_json::Value,
+        limits: RunLimits,
+    ) -> Result<(Dispatcher, Admission), String> {
+        let mut registry = Registry::new();
+        kiln_capabilities::scripted::add_catalog(&mut registry, catalog, "scripted")?;
+        let (host, approver): (&str, Rc<dyn Approver>) = match self.asker {
+            Asker::Yes => ("kiln run --approve yes", Rc::new(Fixed(Answer::Approve))),
+            Asker::No => ("kiln run --approve no", Rc::new(Fixed(Answer::Deny))),
+            Asker::Terminal => ("kiln run", Rc::new(approve::Terminal)),
+            Asker::Headless => {
+                let host = "kiln run (no terminal to ask on)";
+                (host, Rc::new(Headless::new(host)))
+            }
+        };
+        let settings = GateSettings {
+            mode: self.mode,
+            ..GateSettings::default()
+        };
+        let gate = Gate::new(host, settings, approver)?;
+        let mut secrets = SecretScope::new();
+        for (name, value) in self.secrets {
+            secrets.insert(name, Secret::new(value));
+        }
+        let dispatcher =
+            Dispatcher::new(Rc::new(registry), Some(gate), secrets, limits, "kiln run");
+        let mut admission =
+            Admission::admit(&dispatcher.catalog(), "scripted").map_err(|e| e.to_string())?;
+        let mut warnings = dispatcher.warnings().to_vec();
+        warnings.append(&mut admission.warnings);
+        admission.warnings = warnings;
+        Ok((dispatcher, admission))
+    }
+}
+
+/// Reads and checks the run. The process that runs the program (`permissions`
+/// given) also builds its registry and gate; the supervising one only admits
+/// the catalog, for the answer it gives if the run's process dies.
+fn prepare(
+    file: &PathBuf,
+    tools: Option<&PathBuf>,
+    limits: Option<&PathBuf>,
+    permissions: Option<&Permissions>,
+) -> Result<Prepared> {
     let code = if file.as_os_str() == "-" {
         let mut code = String::new();
         std::io::stdin()
@@ -274,20 +425,84 @@ fn prepare(file: &PathBuf, tools: Option<&PathBuf>, limits: Option<&PathBuf>) ->
                 .with_context(|| format!("the tool catalog `{}` is not JSON", path.display()))?
         }
     };
-    let admission = Admission::admit(&catalog, "scripted").with_context(|| {
+    let refused = || {
         format!(
             "the tool catalog `{}` was refused",
             tools.map(|p| p.display().to_string()).unwrap_or_default()
         )
-    })?;
+    };
+    let mut registry = Registry::new();
     // Read the scripts now, so a bad one refuses the run instead of failing a call.
-    let host = ScriptedTools::from_catalog(&catalog).map_err(anyhow::Error::msg)?;
+    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
+        .map_err(anyhow::Error::msg)
+        .with_context(refused)?;
+    let admission = Admission::admit(&registry.catalog(), "scripted").with_context(refused)?;
+    let ladder = permissions.map(ladder).transpose()?;
     Ok(Prepared {
         code,
         limits: limits.clamped(),
-        host,
+        catalog,
         admission,
+        ladder,
     })
+}
+
+/// The run's ladder settings: the mode asked for (or the reference's
+/// default: `default` when a terminal can be asked, `auto` otherwise), who
+/// answers, the secrets and the MCP servers.
+fn ladder(permissions: &Permissions) -> Result<Ladder> {
+    let terminal = std::env::var_os(TERMINAL_ENV).is_some();
+    let asker = match permissions.approve {
+        ApproveWith::Yes => Asker::Yes,
+        ApproveWith::No => Asker::No,
+        ApproveWith::Ask if terminal => Asker::Terminal,
+        ApproveWith::Ask => Asker::Headless,
+    };
+    let mode = permissions.mode.unwrap_or(if asker == Asker::Terminal {
+        Mode::Default
+    } else {
+        Mode::Auto
+    });
+    // `--secret NAME[=ENV]`: the value comes from the environment, never the
+    // command line.
+    let mut secrets = Vec::new();
+    for spec in &permissions.secrets {
+        let (name, variable) = spec.split_once('=').unwrap_or((spec, spec));
+        let value = std::env::var(variable).map_err(|_| {
+            anyhow::anyhow!(
+                "--secret {spec}: the environment variable `{variable}` is not set (or not UTF-8)"
+            )
+        })?;
+        secrets.push((name.to_owned(), value));
+    }
+    let mut mcp = Vec::new();
+    for spec in &permissions.mcp {
+        let Some((name, url)) = spec.split_once('=') else {
+            anyhow::bail!(
+                "--mcp {spec}: expected NAME=URL, e.g. --mcp everything=http://127.0.0.1:3001/mcp"
+            );
+        };
+        if !kiln_capabilities::registry::is_identifier(name) {
+            anyhow::bail!(
+                "--mcp {spec}: the server name `{name}` must be a JavaScript identifier, since it prefixes its tools' names"
+            );
+        }
+        mcp.push((name.to_owned(), url.to_owned()));
+    }
+    Ok(Ladder {
+        mode,
+        asker,
+        secrets,
+        mcp,
+    })
+}
+
+/// The warnings and catalog digest of the run as admitted so far.
+fn admitted(progress: &Mutex<Progress>) -> (Vec<kiln_types::tool_result::Warning>, String) {
+    progress
+        .lock()
+        .map(|progress| (progress.warnings.clone(), progress.digest.clone()))
+        .unwrap_or_default()
 }
 
 /// `codemode:` and 16 random hex digits.
@@ -318,16 +533,35 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
         .name("kiln-sandbox".into())
         .spawn({
             let gauge = gauge.clone();
-            let host = WatchedTools {
-                inner: run.host,
-                progress: progress.clone(),
-            };
+            let progress = progress.clone();
             move || {
+                let (dispatcher, admission) = match run.ladder {
+                    Some(ladder) => match ladder.build(&run.catalog, run.limits) {
+                        Ok((dispatcher, admission)) => (Some(dispatcher), admission),
+                        Err(problem) => {
+                            let error = RunError::new(
+                                kiln_types::RunErrorKind::Engine,
+                                format!("the run's capabilities could not be set up: {problem}"),
+                            );
+                            let _ = sender.send(RunReport::stopped(error, 0.0));
+                            return;
+                        }
+                    },
+                    None => (None, run.admission),
+                };
+                if let Ok(mut progress) = progress.lock() {
+                    progress.warnings = admission.warnings.clone();
+                    progress.digest = admission.digest();
+                }
+                let host = WatchedTools {
+                    dispatcher,
+                    progress,
+                };
                 let report = match Sandbox::new() {
                     Ok(sandbox) => futures::executor::block_on(sandbox.run(
                         &run.code,
                         &run.limits,
-                        Rc::new(run.admission),
+                        Rc::new(admission),
                         Rc::new(host),
                         Some(gauge),
                     )),
@@ -379,6 +613,8 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
 struct Progress {
     console: Vec<ConsoleLine>,
     calls: Vec<CallSummary>,
+    warnings: Vec<kiln_types::tool_result::Warning>,
+    digest: String,
 }
 
 /// A report for a run ended from outside: `error`, with the output and the
@@ -392,10 +628,11 @@ fn progress_report(error: RunError, started: Instant, progress: &Mutex<Progress>
     report
 }
 
-/// The scripted tools, recording each call and the console output as the run
-/// goes (the console reaches the host each time the guest goes idle).
+/// The run's door to its capabilities (the ladder), recording each call and
+/// the console output as the run goes (the console reaches the host each time
+/// the guest goes idle).
 struct WatchedTools {
-    inner: ScriptedTools,
+    dispatcher: Option<Dispatcher>,
     progress: Arc<Mutex<Progress>>,
 }
 
@@ -411,7 +648,24 @@ impl ToolHost for WatchedTools {
             progress.calls.len() - 1
         });
         let started = Instant::now();
-        let reply = self.inner.call(call, person);
+        let held: HeldSignal = Rc::new(move |on| person.held(on));
+        let request = CallRequest {
+            call_number: call.call_number,
+            tool: call.tool,
+            args: call.args,
+        };
+        let reply = match &self.dispatcher {
+            Some(dispatcher) => dispatcher.call(request, held),
+            // Only the supervising process has no ladder, and it runs nothing.
+            None => Box::pin(async move {
+                Err(kiln_types::tool_result::ToolFailure {
+                    code: "tool_unavailable".into(),
+                    message: format!("{} is not served by this process", request.tool),
+                    detail: None,
+                    outcome: CallOutcome::ToolUnavailable,
+                })
+            }),
+        };
         let progress = self.progress.clone();
         Box::pin(async move {
             let reply = reply.await;

@@ -93,8 +93,10 @@ fn entry_warning(
 }
 
 impl Admission {
-    /// Admits `catalog` (a JSON array of entries) served by `module`.
-    pub fn admit(catalog: &Value, module: &str) -> Result<Self, InvalidCatalog> {
+    /// Admits `catalog` (a JSON array of entries) served by `module`, unless
+    /// an entry names its own `module` (a registry with several sources).
+    pub fn admit(catalog: &Value, default_module: &str) -> Result<Self, InvalidCatalog> {
+        let module = default_module;
         let Value::Array(entries) = catalog else {
             return Err(InvalidCatalog {
                 message: format!(
@@ -146,7 +148,16 @@ impl Admission {
                 continue;
             }
             *claims.entry(name.to_owned()).or_default() += 1;
-            candidates.push((index, name.to_owned(), parse_fields(object, name)));
+            let own_module = object
+                .get("module")
+                .and_then(Value::as_str)
+                .unwrap_or(module);
+            candidates.push((
+                index,
+                name.to_owned(),
+                own_module.to_owned(),
+                parse_fields(object, name),
+            ));
         }
 
         let duplicated: BTreeSet<&String> = claims
@@ -173,7 +184,8 @@ impl Admission {
                 },
             );
         }
-        for (index, name, fields) in candidates {
+        for (index, name, own_module, fields) in candidates {
+            let module = own_module.as_str();
             if duplicated.contains(&name) {
                 continue;
             }

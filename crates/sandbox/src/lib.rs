@@ -15,7 +15,6 @@ mod console;
 mod executor;
 mod hooks;
 mod inspect;
-pub mod scripted;
 mod sleep;
 pub mod tools;
 

@@ -9,10 +9,10 @@ use kiln_types::RunLimits;
 
 use std::rc::Rc;
 
+use cases::scripted::ScriptedTools;
 use cases::{CASES, TOOL_CASES, TOOL_CATALOG, check, summary};
 use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::run_with_tools;
-use kiln_sandbox::scripted::ScriptedTools;
 
 #[test]
 fn programs_report_what_they_did() {

@@ -12,10 +12,10 @@ use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
 use std::rc::Rc;
 
+use cases::scripted::ScriptedTools;
 use cases::{CASES, TOOL_CASES, TOOL_CATALOG, check};
 use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::run_with_tools;
-use kiln_sandbox::scripted::ScriptedTools;
 
 wasm_bindgen_test_configure!(run_in_dedicated_worker);
 

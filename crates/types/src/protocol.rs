@@ -232,6 +232,9 @@ mod tests {
             tool_calls: u32::MAX,
             return_bytes: usize::MAX,
             console_bytes: usize::MAX,
+            fetch_calls: u32::MAX,
+            fetch_body_bytes: usize::MAX,
+            fetch_timeout_ms: u64::MAX,
         }
         .clamped();
         assert_eq!(wide.js_cpu_ms, RunLimits::MAX_JS_CPU_MS);
@@ -250,6 +253,9 @@ mod tests {
         assert_eq!(wide.tool_calls, RunLimits::MAX_TOOL_CALLS);
         assert_eq!(wide.return_bytes, RunLimits::MAX_RETURN_BYTES);
         assert_eq!(wide.console_bytes, RunLimits::MAX_CONSOLE_BYTES);
+        assert_eq!(wide.fetch_calls, RunLimits::MAX_FETCH_CALLS);
+        assert_eq!(wide.fetch_body_bytes, RunLimits::MAX_FETCH_BODY_BYTES);
+        assert_eq!(wide.fetch_timeout_ms, RunLimits::MAX_FETCH_TIMEOUT_MS);
         assert!(serde_json::from_str::<RunLimits>(r#"{"wal_ms":1}"#).is_err());
     }
 }

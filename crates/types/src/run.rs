@@ -32,6 +32,14 @@ pub struct RunLimits {
     /// Most bytes of console text kept; later lines are dropped and counted.
     /// Default 64 KiB, at most 1 MiB.
     pub console_bytes: usize,
+    /// Most `http_request` calls (the fetch capability), parallel ones
+    /// counted alike. Default 20, at most 100.
+    pub fetch_calls: u32,
+    /// Most bytes of one response body kept; the rest is cut and the result
+    /// says `truncated`. Default 1 MiB, at most 50 MiB.
+    pub fetch_body_bytes: usize,
+    /// Longest one request may take, in milliseconds. Default 15 s, at most 120 s.
+    pub fetch_timeout_ms: u64,
 }
 
 impl RunLimits {
@@ -51,6 +59,12 @@ impl RunLimits {
     pub const MAX_RETURN_BYTES: usize = 1024 * 1024;
     pub const DEFAULT_CONSOLE_BYTES: usize = 64 * 1024;
     pub const MAX_CONSOLE_BYTES: usize = 1024 * 1024;
+    pub const DEFAULT_FETCH_CALLS: u32 = 20;
+    pub const MAX_FETCH_CALLS: u32 = 100;
+    pub const DEFAULT_FETCH_BODY_BYTES: usize = 1024 * 1024;
+    pub const MAX_FETCH_BODY_BYTES: usize = 50 * 1024 * 1024;
+    pub const DEFAULT_FETCH_TIMEOUT_MS: u64 = 15_000;
+    pub const MAX_FETCH_TIMEOUT_MS: u64 = 120_000;
 
     /// The limits with every value clamped into its documented range.
     #[must_use]
@@ -65,6 +79,9 @@ impl RunLimits {
             tool_calls: self.tool_calls.min(Self::MAX_TOOL_CALLS),
             return_bytes: self.return_bytes.min(Self::MAX_RETURN_BYTES),
             console_bytes: self.console_bytes.min(Self::MAX_CONSOLE_BYTES),
+            fetch_calls: self.fetch_calls.min(Self::MAX_FETCH_CALLS),
+            fetch_body_bytes: self.fetch_body_bytes.min(Self::MAX_FETCH_BODY_BYTES),
+            fetch_timeout_ms: self.fetch_timeout_ms.clamp(1, Self::MAX_FETCH_TIMEOUT_MS),
         }
     }
 }
@@ -79,6 +96,9 @@ impl Default for RunLimits {
             tool_calls: Self::DEFAULT_TOOL_CALLS,
             return_bytes: Self::DEFAULT_RETURN_BYTES,
             console_bytes: Self::DEFAULT_CONSOLE_BYTES,
+            fetch_calls: Self::DEFAULT_FETCH_CALLS,
+            fetch_body_bytes: Self::DEFAULT_FETCH_BODY_BYTES,
+            fetch_timeout_ms: Self::DEFAULT_FETCH_TIMEOUT_MS,
         }
     }
 }

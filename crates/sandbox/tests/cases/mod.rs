@@ -1,6 +1,8 @@
 //! The table of programs every sandbox build must report identically, natively
 //! and in wasm, and the helper that compares a report with its expectation.
 
+pub mod scripted;
+
 use kiln_types::{RunOutcome, RunReport};
 
 /// Renders a report as one comparable line: the outcome, the calls (when

@@ -1,6 +1,8 @@
-//! Scripted tools: a catalog entry that says what its tool answers. The CLI's
-//! `--tools CATALOG.json` serves them until real capabilities arrive, and tests
-//! use them to drive the `tools` contract.
+//! Scripted tools for the engine's own tests: a catalog entry that says what
+//! its tool answers, served straight through the `ToolHost` seam. Tools that
+//! people and programs use are capabilities (`kiln-capabilities`), reached
+//! only through its ladder; this host exists to test the `tools` contract of
+//! the engine alone.
 //!
 //! An entry may carry `returns` (the value; absent, the call echoes its
 //! arguments), `error` (`{code, message, detail?}`: the call rejects with it) and
@@ -15,8 +17,8 @@ use futures::future::LocalBoxFuture;
 use kiln_types::tool_result::CallOutcome;
 use serde_json::Value;
 
-use crate::clock::PersonSignal;
-use crate::tools::{ToolCall, ToolFailure, ToolHost, ToolReply};
+use kiln_sandbox::clock::PersonSignal;
+use kiln_sandbox::tools::{ToolCall, ToolFailure, ToolHost, ToolReply};
 
 /// The longest scripted delay.
 pub const MAX_DELAY_MS: u64 = 60_000;

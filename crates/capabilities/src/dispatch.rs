@@ -1,0 +1,290 @@
+//! The ladder every call walks, from every entrance: lookup → argument
+//! coercion and validation → permission decision → approval round trip when
+//! asked → implementation. Results and errors leave it scrubbed of the run's
+//! secrets.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use kiln_types::protocol::CallRequest;
+use kiln_types::run::RunLimits;
+use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, Warning};
+use serde_json::Value;
+
+use crate::gate::{Answer, ApprovalRequest, AskReason, Decision, Gate, Refusal};
+use crate::registry::Registry;
+use crate::secrets::{SecretScope, redact_for_display};
+
+/// Proof that the ladder admitted a call. Only this module makes one, and an
+/// [`crate::Implementation`] cannot be called without it:
+///
+/// ```compile_fail
+/// let permit = kiln_capabilities::Permit(());
+/// ```
+#[derive(Debug)]
+pub struct Permit(());
+
+/// Says whether a call waits on a person (`true`) or no longer does. The
+/// sandbox suspends the run's JS CPU clock and counts person wait meanwhile.
+pub type HeldSignal = Rc<dyn Fn(bool)>;
+
+/// What only the run knows, handed to an implementation at call time.
+#[derive(Clone)]
+pub struct CallContext {
+    pub call_number: u32,
+    pub tool: String,
+    pub secrets: Rc<SecretScope>,
+    pub run: Rc<RunState>,
+    /// For an implementation that itself waits on a person.
+    pub held: HeldSignal,
+}
+
+/// Per-run counters capabilities share (the fetch budget).
+#[derive(Debug)]
+pub struct RunState {
+    pub limits: RunLimits,
+    fetch_calls: Cell<u32>,
+}
+
+impl RunState {
+    #[must_use]
+    pub fn new(limits: RunLimits) -> Self {
+        Self {
+            limits: limits.clamped(),
+            fetch_calls: Cell::new(0),
+        }
+    }
+
+    /// Takes one request from the run's fetch budget, or says it is spent.
+    pub fn take_fetch(&self, tool: &str, call_number: u32) -> Result<(), ToolFailure> {
+        let used = self.fetch_calls.get();
+        if used >= self.limits.fetch_calls {
+            return Err(ToolFailure {
+                code: "budget_exhausted:fetch_calls".into(),
+                message: format!(
+                    "{tool} (call {call_number}) was not sent: the run's budget of {} requests is spent",
+                    self.limits.fetch_calls
+                ),
+                detail: None,
+                outcome: CallOutcome::Refused,
+            });
+        }
+        self.fetch_calls.set(used + 1);
+        Ok(())
+    }
+
+    #[must_use]
+    pub fn fetch_calls(&self) -> u32 {
+        self.fetch_calls.get()
+    }
+}
+
+/// One run's door to its capabilities.
+pub struct Dispatcher {
+    registry: Rc<Registry>,
+    gate: Rc<Gate>,
+    secrets: Rc<SecretScope>,
+    run: Rc<RunState>,
+    warnings: Vec<Warning>,
+}
+
+impl Dispatcher {
+    /// `gate` is the host's; `None` is a bug the dispatcher reports as a
+    /// warning and answers by failing closed (reads pass, the rest is denied).
+    #[must_use]
+    pub fn new(
+        registry: Rc<Registry>,
+        gate: Option<Rc<Gate>>,
+        secrets: SecretScope,
+        limits: RunLimits,
+        entrance: &str,
+    ) -> Self {
+        let mut warnings = registry.warnings().to_vec();
+        let gate = gate.unwrap_or_else(|| {
+            warnings.push(Warning {
+                code: "gate_missing".into(),
+                message: format!(
+                    "{entrance} set no permission gate (a bug): calls that need approval are denied"
+                ),
+                module: None,
+                tool: None,
+                index: None,
+                reason: None,
+            });
+            Gate::fail_closed(entrance)
+        });
+        Self {
+            registry,
+            gate,
+            secrets: Rc::new(secrets),
+            run: Rc::new(RunState::new(limits)),
+            warnings,
+        }
+    }
+
+    /// The sandbox catalog of this run's capabilities.
+    #[must_use]
+    pub fn catalog(&self) -> Value {
+        self.registry.catalog()
+    }
+
+    /// Warnings of the registry's sources and of this dispatcher.
+    #[must_use]
+    pub fn warnings(&self) -> &[Warning] {
+        &self.warnings
+    }
+
+    #[must_use]
+    pub fn gate(&self) -> &Rc<Gate> {
+        &self.gate
+    }
+
+    #[must_use]
+    pub fn run_state(&self) -> &Rc<RunState> {
+        &self.run
+    }
+
+    /// Walks the ladder for one call.
+    pub fn call(&self, call: CallRequest, held: HeldSignal) -> LocalBoxFuture<'static, ToolReply> {
+        let CallRequest {
+            call_number,
+            tool,
+            args,
+        } = call;
+        let named = format!("{tool} (call {call_number})");
+        let entry = match self.registry.lookup(&tool) {
+            Ok(entry) => entry.clone(),
+            Err(why) => {
+                return ready(Err(failure(
+                    "tool_unavailable",
+                    why,
+                    CallOutcome::ToolUnavailable,
+                )));
+            }
+        };
+        let args = match entry.schema().check(&named, args) {
+            Ok(args) => args,
+            Err(error) => {
+                let message = self.secrets.redact_text(&error.message);
+                return ready(Err(failure(error.code, message, CallOutcome::Error)));
+            }
+        };
+        let category = entry.spec().category;
+        let decision = self.gate.decide(&tool, category);
+        let gate = self.gate.clone();
+        let secrets = self.secrets.clone();
+        let context = CallContext {
+            call_number,
+            tool: tool.clone(),
+            secrets: secrets.clone(),
+            run: self.run.clone(),
+            held: held.clone(),
+        };
+        Box::pin(async move {
+            match decision {
+                Decision::Allow => {}
+                Decision::Refuse(Refusal::PlanMode) => {
+                    return Err(failure(
+                        "refused",
+                        format!(
+                            "{named} was refused: plan mode runs only read calls, and {tool} is a \
+                             {category} tool. This is a deliberate setting; ask the person to \
+                             change the mode if the action is needed"
+                        ),
+                        CallOutcome::Refused,
+                    ));
+                }
+                Decision::Refuse(Refusal::Blocked) => {
+                    return Err(failure(
+                        "refused",
+                        format!(
+                            "{named} was refused: the person has blocked {tool} for this agent. \
+                             The restriction is deliberate: do not try to work around it; report \
+                             it to the person"
+                        ),
+                        CallOutcome::Refused,
+                    ));
+                }
+                Decision::Ask(reason) => {
+                    let request = ApprovalRequest {
+                        call_number,
+                        tool: tool.clone(),
+                        category,
+                        module: entry.spec().source.module(),
+                        description: entry.spec().description.clone(),
+                        args: redact_for_display(&secrets, args.clone()),
+                        reason,
+                        host: gate.host().to_owned(),
+                    };
+                    let answer = ask(&gate, request, &held).await;
+                    admit(&gate, &named, &tool, reason, answer)?;
+                }
+            }
+            let reply = entry.implementation().call(args, context, Permit(())).await;
+            match reply {
+                Ok(value) => Ok(secrets.redact(value)),
+                Err(mut failure) => {
+                    failure.message = secrets.redact_text(&failure.message);
+                    failure.detail = failure.detail.map(|detail| secrets.redact(detail));
+                    Err(failure)
+                }
+            }
+        })
+    }
+}
+
+async fn ask(gate: &Gate, request: ApprovalRequest, held: &HeldSignal) -> Answer {
+    let approver = gate.approver();
+    let person = approver.is_person();
+    if person {
+        held(true);
+    }
+    let answer = approver.ask(request).await;
+    if person {
+        held(false);
+    }
+    answer
+}
+
+fn admit(
+    gate: &Gate,
+    named: &str,
+    tool: &str,
+    reason: AskReason,
+    answer: Answer,
+) -> Result<(), ToolFailure> {
+    match answer {
+        Answer::Approve => Ok(()),
+        Answer::AllowForSession => {
+            gate.allow_for_session(tool);
+            Ok(())
+        }
+        Answer::Deny => Err(failure(
+            "denied",
+            format!("{named} was denied by the person asked to approve it"),
+            CallOutcome::Denied,
+        )),
+        Answer::Unavailable { reason: nobody } => Err(failure(
+            "consent_unavailable",
+            format!(
+                "{named} needs approval ({}), and nobody could be asked: {nobody}",
+                reason.sentence()
+            ),
+            CallOutcome::ConsentUnavailable,
+        )),
+    }
+}
+
+fn failure(code: &str, message: String, outcome: CallOutcome) -> ToolFailure {
+    ToolFailure {
+        code: code.to_owned(),
+        message,
+        detail: None,
+        outcome,
+    }
+}
+
+fn ready(reply: ToolReply) -> LocalBoxFuture<'static, ToolReply> {
+    Box::pin(async move { reply })
+}

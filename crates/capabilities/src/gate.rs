@@ -1,0 +1,446 @@
+//! The permission ladder's decision half: one pure function over mode,
+//! category, per-tool autonomy, the auto-run brake and the session allow-set,
+//! and the [`Gate`] a host publishes so that every loop under it reads the
+//! same settings and the same allow-set by reference.
+//!
+//! Behaviour from the reference ("Where the permission gate is set",
+//! `decidePermission`/`gatedCall`; "Autonomy" and "The workspace brake"):
+//! read-class calls take the fast path; plan blocks what mutates or reaches
+//! out; default asks for it; auto allows. A per-tool setting runs without
+//! asking, asks, or blocks, for built-ins too; `return_result` cannot be
+//! blocked. The brake drops auto-approval of code-execution tools and asks
+//! instead, outranking the agent's autonomy and the session allow-set, and
+//! releasing it restores the rules exactly (nothing is rewritten).
+
+use std::cell::RefCell;
+use std::collections::{BTreeMap, BTreeSet};
+use std::fmt;
+use std::rc::Rc;
+use std::str::FromStr;
+
+use futures::future::LocalBoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::spec::Category;
+
+/// The one tool that cannot be blocked: how a job reports that it finished or
+/// got stuck.
+pub const RETURN_RESULT: &str = "return_result";
+
+/// The permission mode of a thread or run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Look, don't touch: only read-class calls run.
+    Plan,
+    /// Ask before anything that mutates or reaches out.
+    Default,
+    /// Run everything the settings allow without asking.
+    Auto,
+}
+
+impl Mode {
+    pub const ALL: [Self; 3] = [Self::Plan, Self::Default, Self::Auto];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Plan => "plan",
+            Self::Default => "default",
+            Self::Auto => "auto",
+        }
+    }
+}
+
+impl fmt::Display for Mode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Mode {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|mode| mode.as_str() == text)
+            .ok_or_else(|| {
+                format!("unknown permission mode `{text}`; expected plan, default or auto")
+            })
+    }
+}
+
+/// A per-agent, per-tool rule.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Autonomy {
+    /// Run without asking.
+    Auto,
+    /// Ask for approval.
+    Ask,
+    /// Never allow this tool.
+    Block,
+}
+
+impl Autonomy {
+    pub const ALL: [Self; 3] = [Self::Auto, Self::Ask, Self::Block];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Ask => "ask",
+            Self::Block => "block",
+        }
+    }
+}
+
+impl FromStr for Autonomy {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|autonomy| autonomy.as_str() == text)
+            .ok_or_else(|| format!("unknown tool setting `{text}`; expected auto, ask or block"))
+    }
+}
+
+/// Why the ladder asks the person.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum AskReason {
+    /// Default mode asks before what mutates or reaches out.
+    Mode,
+    /// The tool is set to ask.
+    Setting,
+    /// The auto-run brake is engaged and this tool executes code.
+    Brake,
+}
+
+impl AskReason {
+    #[must_use]
+    pub fn sentence(self) -> &'static str {
+        match self {
+            Self::Mode => "default mode asks before a call that changes something or reaches out",
+            Self::Setting => "this tool is set to ask for approval",
+            Self::Brake => "the auto-run brake is engaged: code-execution tools ask every time",
+        }
+    }
+}
+
+/// Why the ladder refuses without asking.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// Plan mode blocks what mutates or reaches out.
+    PlanMode,
+    /// The tool's setting is block.
+    Blocked,
+}
+
+/// What the ladder does with one call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Decision {
+    Allow,
+    Ask(AskReason),
+    Refuse(Refusal),
+}
+
+/// Everything one decision reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Situation<'a> {
+    pub tool: &'a str,
+    pub category: Category,
+    pub mode: Mode,
+    pub autonomy: Option<Autonomy>,
+    pub brake: bool,
+    pub session_allowed: bool,
+}
+
+/// The decision, as one pure function of the situation.
+#[must_use]
+pub fn decide(situation: Situation<'_>) -> Decision {
+    let Situation {
+        tool,
+        category,
+        mode,
+        autonomy,
+        brake,
+        session_allowed,
+    } = situation;
+    if tool == RETURN_RESULT {
+        return Decision::Allow;
+    }
+    if autonomy == Some(Autonomy::Block) {
+        return Decision::Refuse(Refusal::Blocked);
+    }
+    if mode == Mode::Plan && category != Category::Read {
+        return Decision::Refuse(Refusal::PlanMode);
+    }
+    if brake && category == Category::Execute {
+        return Decision::Ask(AskReason::Brake);
+    }
+    let decided = match autonomy {
+        Some(Autonomy::Ask) => Decision::Ask(AskReason::Setting),
+        Some(Autonomy::Auto) => Decision::Allow,
+        Some(Autonomy::Block) | None => match (category, mode) {
+            (Category::Read, _) | (_, Mode::Auto) => Decision::Allow,
+            _ => Decision::Ask(AskReason::Mode),
+        },
+    };
+    match decided {
+        Decision::Ask(_) if session_allowed => Decision::Allow,
+        other => other,
+    }
+}
+
+/// The settings a person changes: mode, per-tool rules, the brake.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateSettings {
+    pub mode: Mode,
+    #[serde(default)]
+    pub autonomy: BTreeMap<String, Autonomy>,
+    #[serde(default)]
+    pub brake: bool,
+}
+
+impl Default for GateSettings {
+    fn default() -> Self {
+        Self {
+            mode: Mode::Default,
+            autonomy: BTreeMap::new(),
+            brake: false,
+        }
+    }
+}
+
+impl GateSettings {
+    /// Refuses settings the ladder would not honour, by name.
+    pub fn check(&self) -> Result<(), String> {
+        if self.autonomy.get(RETURN_RESULT) == Some(&Autonomy::Block) {
+            return Err(blocking_return_result());
+        }
+        Ok(())
+    }
+}
+
+fn blocking_return_result() -> String {
+    format!(
+        "{RETURN_RESULT} cannot be blocked: it is how a job reports that it finished or got stuck, \
+         and blocking it would leave every job unable to end"
+    )
+}
+
+/// One call that needs the person's answer. Arguments arrive redacted.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ApprovalRequest {
+    pub call_number: u32,
+    pub tool: String,
+    pub category: Category,
+    /// Where the tool comes from (`builtin`, `page`, `mcp:everything`).
+    pub module: String,
+    pub description: String,
+    pub args: Value,
+    pub reason: AskReason,
+    /// The host whose gate asks (`page`, `kiln run`).
+    pub host: String,
+}
+
+/// The person's answer.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "answer")]
+pub enum Answer {
+    Approve,
+    Deny,
+    /// Approve, and answer the same for this tool for the rest of the session.
+    AllowForSession,
+    /// Nobody could be asked; `reason` names who and why.
+    Unavailable {
+        reason: String,
+    },
+}
+
+/// Who answers when the ladder asks.
+pub trait Approver {
+    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer>;
+
+    /// Whether a person answers (the wait then counts as person wait and the
+    /// run's JS CPU clock is suspended); fixed and headless approvers answer
+    /// at once.
+    fn is_person(&self) -> bool {
+        true
+    }
+}
+
+/// Nobody to ask: every question is answered "unavailable", naming the host.
+#[derive(Debug, Clone)]
+pub struct Headless {
+    host: String,
+}
+
+impl Headless {
+    #[must_use]
+    pub fn new(host: impl Into<String>) -> Self {
+        Self { host: host.into() }
+    }
+
+    /// The sentence a headless host can print once at the start.
+    #[must_use]
+    pub fn reason(&self) -> String {
+        format!(
+            "{} has nobody to ask for approval, so its gate denies every call that needs it",
+            self.host
+        )
+    }
+}
+
+impl Approver for Headless {
+    fn ask(&self, _request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        let reason = self.reason();
+        Box::pin(async move { Answer::Unavailable { reason } })
+    }
+
+    fn is_person(&self) -> bool {
+        false
+    }
+}
+
+/// The same answer every time (`kiln run --approve yes|no`).
+#[derive(Debug, Clone)]
+pub struct Fixed(pub Answer);
+
+impl Approver for Fixed {
+    fn ask(&self, _request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        let answer = self.0.clone();
+        Box::pin(async move { answer })
+    }
+
+    fn is_person(&self) -> bool {
+        false
+    }
+}
+
+/// The gate a host publishes: settings, the session allow-set and the
+/// approver, shared by reference with every loop and run under the host, so a
+/// mode change or an "allow for this session" reaches runs already going.
+pub struct Gate {
+    host: String,
+    settings: RefCell<GateSettings>,
+    session_allow: RefCell<BTreeSet<String>>,
+    approver: Rc<dyn Approver>,
+}
+
+impl fmt::Debug for Gate {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Gate")
+            .field("host", &self.host)
+            .field("settings", &self.settings)
+            .field("session_allow", &self.session_allow)
+            .finish_non_exhaustive()
+    }
+}
+
+impl Gate {
+    /// A gate whose questions go to `approver`.
+    pub fn new(
+        host: impl Into<String>,
+        settings: GateSettings,
+        approver: Rc<dyn Approver>,
+    ) -> Result<Rc<Self>, String> {
+        settings.check()?;
+        Ok(Rc::new(Self {
+            host: host.into(),
+            settings: RefCell::new(settings),
+            session_allow: RefCell::new(BTreeSet::new()),
+            approver,
+        }))
+    }
+
+    /// A host with nobody to ask: it keeps its mode, and every question is
+    /// answered "unavailable" naming the host.
+    pub fn headless(host: impl Into<String>, settings: GateSettings) -> Result<Rc<Self>, String> {
+        let host = host.into();
+        Self::new(host.clone(), settings, Rc::new(Headless::new(host)))
+    }
+
+    /// What an entrance uses when its host set no gate: a bug, so it fails
+    /// closed — reads pass, everything else asks nobody and is denied.
+    #[must_use]
+    pub fn fail_closed(entrance: &str) -> Rc<Self> {
+        let host = format!("{entrance} (no gate was set: a bug; failing closed)");
+        Rc::new(Self {
+            host: host.clone(),
+            settings: RefCell::new(GateSettings::default()),
+            session_allow: RefCell::new(BTreeSet::new()),
+            approver: Rc::new(Headless::new(host)),
+        })
+    }
+
+    #[must_use]
+    pub fn host(&self) -> &str {
+        &self.host
+    }
+
+    #[must_use]
+    pub fn settings(&self) -> GateSettings {
+        self.settings.borrow().clone()
+    }
+
+    pub fn set_mode(&self, mode: Mode) {
+        self.settings.borrow_mut().mode = mode;
+    }
+
+    pub fn set_brake(&self, engaged: bool) {
+        self.settings.borrow_mut().brake = engaged;
+    }
+
+    /// Sets or clears (`None`) one tool's rule.
+    pub fn set_autonomy(&self, tool: &str, autonomy: Option<Autonomy>) -> Result<(), String> {
+        if tool == RETURN_RESULT && autonomy == Some(Autonomy::Block) {
+            return Err(blocking_return_result());
+        }
+        let mut settings = self.settings.borrow_mut();
+        match autonomy {
+            Some(autonomy) => settings.autonomy.insert(tool.to_owned(), autonomy),
+            None => settings.autonomy.remove(tool),
+        };
+        Ok(())
+    }
+
+    /// Replaces every setting at once (the session allow-set stays).
+    pub fn set_settings(&self, settings: GateSettings) -> Result<(), String> {
+        settings.check()?;
+        *self.settings.borrow_mut() = settings;
+        Ok(())
+    }
+
+    pub fn allow_for_session(&self, tool: &str) {
+        self.session_allow.borrow_mut().insert(tool.to_owned());
+    }
+
+    #[must_use]
+    pub fn session_allowed(&self, tool: &str) -> bool {
+        self.session_allow.borrow().contains(tool)
+    }
+
+    /// The ladder's decision for `tool` now.
+    #[must_use]
+    pub fn decide(&self, tool: &str, category: Category) -> Decision {
+        let settings = self.settings.borrow();
+        decide(Situation {
+            tool,
+            category,
+            mode: settings.mode,
+            autonomy: settings.autonomy.get(tool).copied(),
+            brake: settings.brake,
+            session_allowed: self.session_allowed(tool),
+        })
+    }
+
+    pub(crate) fn approver(&self) -> Rc<dyn Approver> {
+        self.approver.clone()
+    }
+}

@@ -1,0 +1,27 @@
+//! The only door to a tool. Every call, from every entrance (a sandbox
+//! program today; a model's direct tool call and a sub-agent later), walks one
+//! ladder ([`Dispatcher::call`]): lookup in the [`Registry`] → argument
+//! coercion and validation ([`args`]) → permission decision ([`gate::decide`])
+//! → approval round trip when asked ([`gate::Approver`]) → implementation.
+//!
+//! Sources feed one registry: built-in capabilities, the host's own tools
+//! (the page's `tools`, the CLI's scripted catalog) and MCP servers.
+
+// `ToolFailure` is the contract's error, made at most once per call: boxing it
+// would buy nothing.
+#![allow(clippy::result_large_err)]
+
+pub mod args;
+mod describe;
+pub mod dispatch;
+pub mod gate;
+pub mod registry;
+pub mod scripted;
+pub mod secrets;
+pub mod spec;
+
+pub use dispatch::{CallContext, Dispatcher, HeldSignal, Permit, RunState};
+pub use gate::{Answer, ApprovalRequest, Approver, Autonomy, Decision, Gate, GateSettings, Mode};
+pub use registry::{Entry, Implementation, Registry};
+pub use secrets::{Secret, SecretScope};
+pub use spec::{CapabilitySpec, Category, Source};

@@ -1,0 +1,161 @@
+//! A run's secret scope. A capability reads a secret only by a name in the
+//! run's scope; guest code never sees one. Values never print: `Debug` and
+//! `Display` say `<redacted>`, and everything a call answers (results, errors,
+//! approval cards) is scrubbed of every value in scope before it leaves the
+//! dispatcher.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde_json::Value;
+
+/// One secret value. It prints redacted; only [`Secret::expose`] reads it.
+#[derive(Clone, PartialEq, Eq)]
+pub struct Secret(String);
+
+impl Secret {
+    #[must_use]
+    pub fn new(value: impl Into<String>) -> Self {
+        Self(value.into())
+    }
+
+    /// The value, for the one place that sends it (a header to its service).
+    #[must_use]
+    pub fn expose(&self) -> &str {
+        &self.0
+    }
+}
+
+impl fmt::Debug for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("Secret(<redacted>)")
+    }
+}
+
+impl fmt::Display for Secret {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("<redacted>")
+    }
+}
+
+/// The secrets one run may use, by name.
+#[derive(Clone, Default, PartialEq, Eq)]
+pub struct SecretScope {
+    secrets: BTreeMap<String, Secret>,
+}
+
+impl fmt::Debug for SecretScope {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_set().entries(self.secrets.keys()).finish()
+    }
+}
+
+impl SecretScope {
+    #[must_use]
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    pub fn insert(&mut self, name: impl Into<String>, secret: Secret) {
+        self.secrets.insert(name.into(), secret);
+    }
+
+    /// The secret `name`, or an error naming it and what the scope holds.
+    pub fn get(&self, name: &str) -> Result<&Secret, String> {
+        self.secrets.get(name).ok_or_else(|| {
+            let names: Vec<&str> = self.secrets.keys().map(String::as_str).collect();
+            format!(
+                "no secret named `{name}` in this run's scope (it holds {})",
+                if names.is_empty() {
+                    "none".to_owned()
+                } else {
+                    names
+                        .iter()
+                        .map(|n| format!("`{n}`"))
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                }
+            )
+        })
+    }
+
+    #[must_use]
+    pub fn names(&self) -> Vec<&str> {
+        self.secrets.keys().map(String::as_str).collect()
+    }
+
+    #[must_use]
+    pub fn is_empty(&self) -> bool {
+        self.secrets.is_empty()
+    }
+
+    /// `text` with every secret value in scope replaced by `[redacted:NAME]`.
+    #[must_use]
+    pub fn redact_text(&self, text: &str) -> String {
+        let mut out = text.to_owned();
+        for (name, secret) in &self.secrets {
+            // An empty value would match everywhere; it hides nothing anyway.
+            if !secret.0.is_empty() && out.contains(&secret.0) {
+                out = out.replace(&secret.0, &format!("[redacted:{name}]"));
+            }
+        }
+        out
+    }
+
+    /// `value` with every string (keys included) scrubbed.
+    #[must_use]
+    pub fn redact(&self, value: Value) -> Value {
+        if self.secrets.is_empty() {
+            return value;
+        }
+        match value {
+            Value::String(text) => Value::String(self.redact_text(&text)),
+            Value::Array(items) => {
+                Value::Array(items.into_iter().map(|v| self.redact(v)).collect())
+            }
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(k, v)| (self.redact_text(&k), self.redact(v)))
+                    .collect(),
+            ),
+            other => other,
+        }
+    }
+}
+
+/// Keys whose values an approval card never shows, whatever the scope holds.
+const SENSITIVE_KEYS: [&str; 8] = [
+    "authorization",
+    "password",
+    "passwd",
+    "secret",
+    "token",
+    "api_key",
+    "apikey",
+    "cookie",
+];
+
+/// Arguments as an approval card shows them: scoped values scrubbed, and the
+/// values of keys that name a credential replaced.
+#[must_use]
+pub fn redact_for_display(scope: &SecretScope, args: Value) -> Value {
+    fn walk(value: Value) -> Value {
+        match value {
+            Value::Object(map) => Value::Object(
+                map.into_iter()
+                    .map(|(key, value)| {
+                        let lower = key.to_ascii_lowercase();
+                        if SENSITIVE_KEYS.iter().any(|s| lower.contains(s)) && !value.is_object() {
+                            (key, Value::String("<redacted>".into()))
+                        } else {
+                            (key, walk(value))
+                        }
+                    })
+                    .collect(),
+            ),
+            Value::Array(items) => Value::Array(items.into_iter().map(walk).collect()),
+            other => other,
+        }
+    }
+    walk(scope.redact(args))
+}

@@ -1,0 +1,112 @@
+//! What a capability is as data: the part a model, a prompt and the permission
+//! ladder read without loading any implementation.
+
+use std::fmt;
+use std::str::FromStr;
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// What a call can do to the world. The permission ladder decides by it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// Reads what the run may see; changes nothing.
+    Read,
+    /// Changes state the person owns (files, memory, settings).
+    Write,
+    /// Runs code or a process.
+    Execute,
+    /// Reaches outside: the network, another service, a plan of many actions.
+    External,
+}
+
+impl Category {
+    pub const ALL: [Self; 4] = [Self::Read, Self::Write, Self::Execute, Self::External];
+
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Read => "read",
+            Self::Write => "write",
+            Self::Execute => "execute",
+            Self::External => "external",
+        }
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Category {
+    type Err = String;
+
+    fn from_str(text: &str) -> Result<Self, Self::Err> {
+        Self::ALL
+            .into_iter()
+            .find(|category| category.as_str() == text)
+            .ok_or_else(|| {
+                format!("unknown permission category `{text}`; expected read, write, execute or external")
+            })
+    }
+}
+
+/// Where a capability comes from. Warnings and call details name it.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum Source {
+    /// Compiled into Kiln.
+    Builtin,
+    /// Declared by the host: the page's `tools`, the CLI's `--tools` catalog.
+    Host { host: String },
+    /// A tool of an MCP server, under the server's name.
+    Mcp { server: String, tool: String },
+}
+
+impl Source {
+    /// The module name admission and warnings use.
+    #[must_use]
+    pub fn module(&self) -> String {
+        match self {
+            Self::Builtin => "builtin".into(),
+            Self::Host { host } => host.clone(),
+            Self::Mcp { server, .. } => format!("mcp:{server}"),
+        }
+    }
+}
+
+/// A capability's spec: wire name, description, input schema, category and
+/// the shape of what it answers.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CapabilitySpec {
+    /// The name on `tools.<name>` and on the wire: a JavaScript identifier.
+    pub name: String,
+    pub description: String,
+    /// JSON Schema of the arguments object.
+    pub input_schema: Value,
+    pub category: Category,
+    /// JSON Schema of the value a successful call answers (`{}` when any).
+    #[serde(default = "any_result")]
+    pub result: Value,
+    pub source: Source,
+}
+
+fn any_result() -> Value {
+    Value::Object(serde_json::Map::new())
+}
+
+impl CapabilitySpec {
+    /// The entry this spec makes in a sandbox run's catalog.
+    #[must_use]
+    pub fn catalog_entry(&self) -> Value {
+        serde_json::json!({
+            "name": self.name,
+            "description": self.description,
+            "input_schema": self.input_schema,
+            "category": self.category,
+        })
+    }
+}

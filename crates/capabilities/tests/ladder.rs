@@ -1,0 +1,390 @@
+//! The ladder end to end: lookup, arguments, decision, approval, the
+//! implementation, and what leaves it (outcomes, redaction).
+
+// Helpers outside `#[test]` functions unwrap too: a panic is a failed test.
+#![allow(clippy::unwrap_used, clippy::result_large_err)]
+
+use std::cell::{Cell, RefCell};
+use std::rc::Rc;
+
+use futures::executor::block_on;
+use futures::future::LocalBoxFuture;
+use kiln_capabilities::gate::{Fixed, Headless};
+use kiln_capabilities::{
+    Answer, ApprovalRequest, Approver, Autonomy, CallContext, CapabilitySpec, Category, Dispatcher,
+    Gate, GateSettings, HeldSignal, Implementation, Mode, Permit, Registry, Secret, SecretScope,
+    Source,
+};
+use kiln_types::protocol::CallRequest;
+use kiln_types::run::RunLimits;
+use kiln_types::tool_result::{CallOutcome, ToolReply};
+use serde_json::{Value, json};
+
+/// Answers with its arguments plus the secret `TOKEN` when asked, and counts calls.
+struct Probe {
+    calls: Rc<Cell<u32>>,
+}
+
+impl Implementation for Probe {
+    fn call(
+        &self,
+        args: Value,
+        context: CallContext,
+        _permit: Permit,
+    ) -> LocalBoxFuture<'static, ToolReply> {
+        self.calls.set(self.calls.get() + 1);
+        Box::pin(async move {
+            let token = context
+                .secrets
+                .get("TOKEN")
+                .map(|s| s.expose().to_owned())
+                .unwrap_or_default();
+            if args.get("fail").is_some() {
+                return Err(kiln_types::tool_result::ToolFailure {
+                    code: "upstream".into(),
+                    message: format!("upstream refused key {token}"),
+                    detail: Some(json!({"sent": token})),
+                    outcome: CallOutcome::Error,
+                });
+            }
+            Ok(json!({"args": args, "echo": format!("Bearer {token}")}))
+        })
+    }
+}
+
+/// Records the requests and answers from a queue.
+#[derive(Default)]
+struct PersonState {
+    asked: RefCell<Vec<ApprovalRequest>>,
+    answers: RefCell<Vec<Answer>>,
+}
+
+#[derive(Clone)]
+struct Person(Rc<PersonState>);
+
+impl std::ops::Deref for Person {
+    type Target = PersonState;
+    fn deref(&self) -> &PersonState {
+        &self.0
+    }
+}
+
+impl Approver for Person {
+    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        self.asked.borrow_mut().push(request);
+        let answer = self.answers.borrow_mut().remove(0);
+        Box::pin(async move { answer })
+    }
+}
+
+struct Setup {
+    dispatcher: Dispatcher,
+    calls: Rc<Cell<u32>>,
+    held: Rc<RefCell<Vec<bool>>>,
+}
+
+fn setup(gate: Option<Rc<Gate>>) -> Setup {
+    let calls = Rc::new(Cell::new(0));
+    let mut registry = Registry::new();
+    for (name, category) in [
+        ("look", Category::Read),
+        ("save", Category::Write),
+        ("run_code", Category::Execute),
+    ] {
+        let spec = CapabilitySpec {
+            name: name.into(),
+            description: format!("{name} things"),
+            input_schema: json!({"type": "object", "properties": {"note_id": {"type": "string"}, "password": {"type": "string"}, "fail": {}}}),
+            category,
+            result: json!({}),
+            source: Source::Builtin,
+        };
+        registry
+            .add(
+                spec,
+                Rc::new(Probe {
+                    calls: calls.clone(),
+                }),
+            )
+            .unwrap();
+    }
+    let mut secrets = SecretScope::new();
+    secrets.insert("TOKEN", Secret::new("sk-live-123456"));
+    let dispatcher = Dispatcher::new(
+        Rc::new(registry),
+        gate,
+        secrets,
+        RunLimits::default(),
+        "ladder test",
+    );
+    Setup {
+        dispatcher,
+        calls,
+        held: Rc::new(RefCell::new(Vec::new())),
+    }
+}
+
+impl Setup {
+    fn call(&self, number: u32, tool: &str, args: Value) -> ToolReply {
+        let held = self.held.clone();
+        let signal: HeldSignal = Rc::new(move |on| held.borrow_mut().push(on));
+        block_on(self.dispatcher.call(
+            CallRequest {
+                call_number: number,
+                tool: tool.into(),
+                args,
+            },
+            signal,
+        ))
+    }
+}
+
+fn person(answers: Vec<Answer>) -> Person {
+    Person(Rc::new(PersonState {
+        asked: RefCell::default(),
+        answers: RefCell::new(answers),
+    }))
+}
+
+fn gate_with(mode: Mode, approver: Rc<dyn Approver>) -> Rc<Gate> {
+    Gate::new(
+        "ladder test",
+        GateSettings {
+            mode,
+            ..GateSettings::default()
+        },
+        approver,
+    )
+    .unwrap()
+}
+
+#[test]
+fn approve_runs_the_call_and_the_wait_is_held_on_a_person() {
+    let person = person(vec![Answer::Approve]);
+    let setup = setup(Some(gate_with(Mode::Default, Rc::new(person.clone()))));
+    let reply = setup
+        .call(1, "save", json!({"noteId": "n1", "password": "hunter2"}))
+        .unwrap();
+    assert_eq!(
+        reply["args"],
+        json!({"note_id": "n1", "password": "hunter2"})
+    );
+    assert_eq!(*setup.held.borrow(), vec![true, false]);
+    let asked = person.asked.borrow();
+    assert_eq!(asked.len(), 1);
+    assert_eq!(asked[0].tool, "save");
+    assert_eq!(asked[0].category, Category::Write);
+    assert_eq!(
+        asked[0].args,
+        json!({"note_id": "n1", "password": "<redacted>"})
+    );
+    assert_eq!(asked[0].host, "ladder test");
+}
+
+#[test]
+fn reads_take_the_fast_path_and_are_never_asked() {
+    let person = person(vec![]);
+    let setup = setup(Some(gate_with(Mode::Default, Rc::new(person.clone()))));
+    setup.call(1, "look", json!({})).unwrap();
+    assert!(person.asked.borrow().is_empty());
+    assert!(setup.held.borrow().is_empty());
+}
+
+#[test]
+fn deny_refuses_without_running_the_implementation() {
+    let setup = setup(Some(gate_with(
+        Mode::Default,
+        Rc::new(person(vec![Answer::Deny])),
+    )));
+    let failure = setup.call(2, "save", json!({})).unwrap_err();
+    assert_eq!(
+        (failure.code.as_str(), failure.outcome),
+        ("denied", CallOutcome::Denied)
+    );
+    assert!(
+        failure.message.contains("save (call 2) was denied"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(setup.calls.get(), 0);
+}
+
+#[test]
+fn allow_for_session_answers_once_for_every_later_call_and_every_run_of_the_gate() {
+    let person = person(vec![Answer::AllowForSession]);
+    let gate = gate_with(Mode::Default, Rc::new(person.clone()));
+    let first = setup(Some(gate.clone()));
+    first.call(1, "save", json!({})).unwrap();
+    first.call(2, "save", json!({})).unwrap();
+    // Another run (another loop) under the same gate.
+    let second = setup(Some(gate.clone()));
+    second.call(1, "save", json!({})).unwrap();
+    assert_eq!(person.asked.borrow().len(), 1);
+    assert!(gate.session_allowed("save"));
+}
+
+#[test]
+fn a_headless_gate_denies_naming_its_host_and_holds_nobody() {
+    let gate = Gate::headless(
+        "kiln run (stdin is not a terminal)",
+        GateSettings::default(),
+    )
+    .unwrap();
+    let setup = setup(Some(gate));
+    let failure = setup.call(1, "save", json!({})).unwrap_err();
+    assert_eq!(failure.code, "consent_unavailable");
+    assert_eq!(failure.outcome, CallOutcome::ConsentUnavailable);
+    assert!(
+        failure
+            .message
+            .contains("kiln run (stdin is not a terminal) has nobody to ask"),
+        "{}",
+        failure.message
+    );
+    assert!(setup.held.borrow().is_empty());
+    assert_eq!(setup.calls.get(), 0);
+}
+
+#[test]
+fn a_missing_gate_is_a_warned_bug_that_fails_closed() {
+    let setup = setup(None);
+    assert!(
+        setup
+            .dispatcher
+            .warnings()
+            .iter()
+            .any(|w| w.code == "gate_missing")
+    );
+    setup.call(1, "look", json!({})).unwrap();
+    let failure = setup.call(2, "save", json!({})).unwrap_err();
+    assert_eq!(failure.code, "consent_unavailable");
+    assert!(
+        failure.message.contains("no gate was set"),
+        "{}",
+        failure.message
+    );
+}
+
+#[test]
+fn plan_mode_and_a_blocked_tool_refuse_with_deliberate_wording() {
+    let plan = setup(Some(gate_with(Mode::Plan, Rc::new(Fixed(Answer::Approve)))));
+    let failure = plan.call(1, "save", json!({})).unwrap_err();
+    assert_eq!(
+        (failure.code.as_str(), failure.outcome),
+        ("refused", CallOutcome::Refused)
+    );
+    assert!(
+        failure.message.contains("plan mode runs only read calls"),
+        "{}",
+        failure.message
+    );
+    plan.call(2, "look", json!({})).unwrap();
+
+    let gate = gate_with(Mode::Auto, Rc::new(Fixed(Answer::Approve)));
+    gate.set_autonomy("look", Some(Autonomy::Block)).unwrap();
+    let blocked = setup(Some(gate));
+    let failure = blocked.call(1, "look", json!({})).unwrap_err();
+    assert_eq!(failure.outcome, CallOutcome::Refused);
+    for words in [
+        "blocked look",
+        "deliberate",
+        "do not try to work around it",
+        "report it",
+    ] {
+        assert!(
+            failure.message.contains(words),
+            "`{words}` in {}",
+            failure.message
+        );
+    }
+    assert_eq!(blocked.calls.get(), 0);
+}
+
+#[test]
+fn the_brake_asks_before_code_execution_even_in_auto() {
+    let person = person(vec![Answer::Deny]);
+    let gate = gate_with(Mode::Auto, Rc::new(person.clone()));
+    gate.set_brake(true);
+    let setup = setup(Some(gate.clone()));
+    setup.call(1, "save", json!({})).unwrap();
+    let failure = setup.call(2, "run_code", json!({})).unwrap_err();
+    assert_eq!(failure.code, "denied");
+    assert_eq!(
+        person.asked.borrow()[0].reason,
+        kiln_capabilities::gate::AskReason::Brake
+    );
+    gate.set_brake(false);
+    setup.call(3, "run_code", json!({})).unwrap();
+}
+
+#[test]
+fn secrets_never_leave_in_results_or_errors() {
+    let setup = setup(Some(gate_with(Mode::Auto, Rc::new(Headless::new("t")))));
+    let reply = setup.call(1, "look", json!({})).unwrap();
+    assert_eq!(reply["echo"], "Bearer [redacted:TOKEN]");
+    let failure = setup.call(2, "look", json!({"fail": true})).unwrap_err();
+    assert!(!failure.message.contains("sk-live"), "{}", failure.message);
+    assert_eq!(failure.detail, Some(json!({"sent": "[redacted:TOKEN]"})));
+    let scope = {
+        let mut scope = SecretScope::new();
+        scope.insert("TOKEN", Secret::new("sk-live-123456"));
+        scope
+    };
+    assert_eq!(format!("{scope:?}"), "{\"TOKEN\"}");
+    assert_eq!(
+        format!("{:?} {}", Secret::new("x"), Secret::new("x")),
+        "Secret(<redacted>) <redacted>"
+    );
+    assert!(
+        scope
+            .get("OTHER")
+            .unwrap_err()
+            .contains("no secret named `OTHER`")
+    );
+}
+
+#[test]
+fn bad_arguments_are_refused_before_anyone_is_asked() {
+    let person = person(vec![]);
+    let setup = setup(Some(gate_with(Mode::Default, Rc::new(person.clone()))));
+    let failure = setup.call(4, "save", json!({"note_id": 7})).unwrap_err();
+    assert_eq!(failure.code, "invalid_arguments");
+    assert!(
+        failure
+            .message
+            .contains("save (call 4): argument `/note_id` must be a string; got an integer"),
+        "{}",
+        failure.message
+    );
+    assert!(person.asked.borrow().is_empty());
+}
+
+#[test]
+fn unknown_and_doubly_claimed_names_are_unavailable() {
+    let setup = setup(Some(gate_with(Mode::Auto, Rc::new(Headless::new("t")))));
+    let failure = setup.call(1, "nope", json!({})).unwrap_err();
+    assert_eq!(failure.outcome, CallOutcome::ToolUnavailable);
+
+    let mut registry = Registry::new();
+    for host in ["page", "cli"] {
+        let spec = CapabilitySpec {
+            name: "twin".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            category: Category::Read,
+            result: json!({}),
+            source: Source::Host { host: host.into() },
+        };
+        registry
+            .add(
+                spec,
+                Rc::new(Probe {
+                    calls: Rc::default(),
+                }),
+            )
+            .unwrap();
+    }
+    let why = registry.lookup("twin").err().unwrap();
+    assert!(why.contains("claimed by 2 sources (page, cli)"), "{why}");
+    assert_eq!(registry.catalog().as_array().map(Vec::len), Some(2));
+}
