@@ -1,0 +1,110 @@
+//! What tests need to meet real peers: the MCP reference server
+//! (`@modelcontextprotocol/server-everything`) started with `node` on a free
+//! loopback port and killed when dropped.
+//!
+//! The package is found at `$KILN_MCP_EVERYTHING`, else under
+//! `servers/node_modules` at the workspace root, where `cargo xtask test`
+//! installs it. Without it a test fails naming the fix: it is never skipped.
+
+#![allow(
+    clippy::unwrap_used,
+    clippy::expect_used,
+    clippy::missing_panics_doc,
+    reason = "test support: a panic is a failed test with a line number"
+)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::thread;
+use std::time::{Duration, Instant};
+
+/// The reference server on `127.0.0.1:port`, killed when dropped.
+pub struct EverythingServer {
+    child: Child,
+    pub port: u16,
+}
+
+impl EverythingServer {
+    #[must_use]
+    pub fn start() -> Self {
+        Self::start_on(free_port())
+    }
+
+    #[must_use]
+    pub fn start_on(port: u16) -> Self {
+        let package = package_dir();
+        let child = Command::new("node")
+            .arg(package.join("dist/index.js"))
+            .arg("streamableHttp")
+            .env("PORT", port.to_string())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| {
+                panic!("cannot start `node` for the reference server: {error}")
+            });
+        let mut server = Self { child, port };
+        server.wait_until_listening();
+        server
+    }
+
+    fn wait_until_listening(&mut self) {
+        let address = SocketAddr::from(([127, 0, 0, 1], self.port));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        loop {
+            if TcpStream::connect_timeout(&address, Duration::from_millis(200)).is_ok() {
+                return;
+            }
+            if let Some(status) = self.child.try_wait().unwrap() {
+                panic!("the reference server exited before listening on {address}: {status}");
+            }
+            assert!(
+                Instant::now() < deadline,
+                "the reference server is not listening on {address} after 15 s"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}/mcp", self.port)
+    }
+}
+
+impl Drop for EverythingServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[must_use]
+pub fn package_dir() -> PathBuf {
+    let package = std::env::var_os("KILN_MCP_EVERYTHING").map_or_else(
+        || {
+            PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+                .join("../../servers/node_modules/@modelcontextprotocol/server-everything")
+        },
+        PathBuf::from,
+    );
+    assert!(
+        package.join("dist/index.js").is_file(),
+        "the MCP reference server is not installed at `{}`\n\
+         hint: `cargo xtask test` installs it; or set KILN_MCP_EVERYTHING to the package directory",
+        package.display()
+    );
+    package
+}
+
+/// A loopback port nothing listens on (bound, then released).
+#[must_use]
+pub fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
