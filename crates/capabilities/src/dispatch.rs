@@ -15,6 +15,7 @@ use serde_json::Value;
 use crate::gate::{Answer, ApprovalRequest, AskReason, Decision, Gate, Refusal};
 use crate::registry::Registry;
 use crate::secrets::{SecretScope, redact_for_display};
+use crate::spec::Category;
 
 /// Proof that the ladder admitted a call. Only this module makes one, and an
 /// [`crate::Implementation`] cannot be called without it:
@@ -188,9 +189,14 @@ impl Dispatcher {
                     return Err(failure(
                         "refused",
                         format!(
-                            "{named} was refused: plan mode runs only read calls, and {tool} is a \
-                             {category} tool. This is a deliberate setting; ask the person to \
-                             change the mode if the action is needed"
+                            "{named} was refused: plan mode runs only read calls, and {tool} is \
+                             {} {category} tool. This is a deliberate setting; ask the person to \
+                             change the mode if the action is needed",
+                            if category == Category::External {
+                                "an"
+                            } else {
+                                "a"
+                            }
                         ),
                         CallOutcome::Refused,
                     ));

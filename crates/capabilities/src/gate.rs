@@ -323,13 +323,17 @@ impl Approver for Fixed {
     }
 }
 
+/// The tools a person allowed "for this session": shared by reference by
+/// every gate and loop of one session.
+pub type SessionAllow = Rc<RefCell<BTreeSet<String>>>;
+
 /// The gate a host publishes: settings, the session allow-set and the
 /// approver, shared by reference with every loop and run under the host, so a
 /// mode change or an "allow for this session" reaches runs already going.
 pub struct Gate {
     host: String,
     settings: RefCell<GateSettings>,
-    session_allow: RefCell<BTreeSet<String>>,
+    session_allow: SessionAllow,
     approver: Rc<dyn Approver>,
 }
 
@@ -350,13 +354,30 @@ impl Gate {
         settings: GateSettings,
         approver: Rc<dyn Approver>,
     ) -> Result<Rc<Self>, String> {
+        Self::in_session(host, settings, approver, SessionAllow::default())
+    }
+
+    /// A gate of an existing session: "allow for this session" answers given
+    /// under any gate of `session` hold here too.
+    pub fn in_session(
+        host: impl Into<String>,
+        settings: GateSettings,
+        approver: Rc<dyn Approver>,
+        session: SessionAllow,
+    ) -> Result<Rc<Self>, String> {
         settings.check()?;
         Ok(Rc::new(Self {
             host: host.into(),
             settings: RefCell::new(settings),
-            session_allow: RefCell::new(BTreeSet::new()),
+            session_allow: session,
             approver,
         }))
+    }
+
+    /// The session allow-set this gate shares.
+    #[must_use]
+    pub fn session(&self) -> SessionAllow {
+        self.session_allow.clone()
     }
 
     /// A host with nobody to ask: it keeps its mode, and every question is
@@ -374,7 +395,7 @@ impl Gate {
         Rc::new(Self {
             host: host.clone(),
             settings: RefCell::new(GateSettings::default()),
-            session_allow: RefCell::new(BTreeSet::new()),
+            session_allow: SessionAllow::default(),
             approver: Rc::new(Headless::new(host)),
         })
     }

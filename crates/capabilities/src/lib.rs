@@ -5,16 +5,19 @@
 //! → approval round trip when asked ([`gate::Approver`]) → implementation.
 //!
 //! Sources feed one registry: built-in capabilities, the host's own tools
-//! (the page's `tools`, the CLI's scripted catalog) and MCP servers.
+//! (the page's `tools`, the CLI's scripted catalog) and MCP servers ([`mcp`]).
 
 // `ToolFailure` is the contract's error, made at most once per call: boxing it
 // would buy nothing.
 #![allow(clippy::result_large_err)]
 
 pub mod args;
+pub mod builtin;
 mod describe;
 pub mod dispatch;
 pub mod gate;
+pub mod http_request;
+pub mod mcp;
 pub mod registry;
 pub mod scripted;
 pub mod secrets;

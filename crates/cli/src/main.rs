@@ -18,8 +18,9 @@ use anyhow::{Context as _, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::gate::{Fixed, Headless};
+use kiln_capabilities::mcp::McpServer;
 use kiln_capabilities::{
-    Answer, Approver, Dispatcher, Gate, GateSettings, HeldSignal, Mode, Registry, Secret,
+    Answer, Approver, Category, Dispatcher, Gate, GateSettings, HeldSignal, Mode, Registry, Secret,
     SecretScope,
 };
 use kiln_sandbox::catalog::Admission;
@@ -170,12 +171,7 @@ fn main() -> ExitCode {
                 secrets: secret,
             };
             let child = std::env::var_os(CHILD_ENV).is_some();
-            match prepare(
-                &file,
-                tools.as_ref(),
-                limits.as_ref(),
-                child.then_some(&permissions),
-            ) {
+            match prepare(&file, tools.as_ref(), limits.as_ref(), &permissions, child) {
                 Ok(run) if !child => {
                     supervise(&run, tools.as_ref(), limits.as_ref(), raw, &permissions)
                 }
@@ -356,9 +352,27 @@ impl Ladder {
         self,
         catalog: &serde_json::Value,
         limits: RunLimits,
-    ) -> Result<(Dispatcher, Admission), String> {
+    ) -> Result<(Dispatcher, Admission, Vec<McpServer>), String> {
         let mut registry = Registry::new();
         kiln_capabilities::scripted::add_catalog(&mut registry, catalog, "scripted")?;
+        let http = kiln_http::default_client();
+        kiln_capabilities::builtin::add_builtins(&mut registry, &http);
+        let mut servers = Vec::new();
+        for (name, url) in &self.mcp {
+            let connected = futures::executor::block_on(kiln_capabilities::mcp::connect(
+                name,
+                url,
+                Category::External,
+                http.clone(),
+            ));
+            match connected {
+                Ok(server) => {
+                    kiln_capabilities::mcp::add_server(&mut registry, &server);
+                    servers.push(server);
+                }
+                Err(warning) => registry.warn(*warning),
+            }
+        }
         let (host, approver): (&str, Rc<dyn Approver>) = match self.asker {
             Asker::Yes => ("kiln run --approve yes", Rc::new(Fixed(Answer::Approve))),
             Asker::No => ("kiln run --approve no", Rc::new(Fixed(Answer::Deny))),
@@ -384,18 +398,20 @@ impl Ladder {
         let mut warnings = dispatcher.warnings().to_vec();
         warnings.append(&mut admission.warnings);
         admission.warnings = warnings;
-        Ok((dispatcher, admission))
+        Ok((dispatcher, admission, servers))
     }
 }
 
-/// Reads and checks the run. The process that runs the program (`permissions`
-/// given) also builds its registry and gate; the supervising one only admits
-/// the catalog, for the answer it gives if the run's process dies.
+/// Reads and checks the run, so that a bad request is refused (exit 2) before
+/// anything runs. The process that runs the program (`child`) keeps the
+/// ladder's settings to build its registry and gate from; the supervising one
+/// only admits the catalog, for the answer it gives if the run's process dies.
 fn prepare(
     file: &PathBuf,
     tools: Option<&PathBuf>,
     limits: Option<&PathBuf>,
-    permissions: Option<&Permissions>,
+    permissions: &Permissions,
+    child: bool,
 ) -> Result<Prepared> {
     let code = if file.as_os_str() == "-" {
         let mut code = String::new();
@@ -437,7 +453,8 @@ fn prepare(
         .map_err(anyhow::Error::msg)
         .with_context(refused)?;
     let admission = Admission::admit(&registry.catalog(), "scripted").with_context(refused)?;
-    let ladder = permissions.map(ladder).transpose()?;
+    let ladder = ladder(permissions)?;
+    let ladder = child.then_some(ladder);
     Ok(Prepared {
         code,
         limits: limits.clamped(),
@@ -535,9 +552,11 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
             let gauge = gauge.clone();
             let progress = progress.clone();
             move || {
-                let (dispatcher, admission) = match run.ladder {
+                let (dispatcher, admission, servers) = match run.ladder {
                     Some(ladder) => match ladder.build(&run.catalog, run.limits) {
-                        Ok((dispatcher, admission)) => (Some(dispatcher), admission),
+                        Ok((dispatcher, admission, servers)) => {
+                            (Some(dispatcher), admission, servers)
+                        }
                         Err(problem) => {
                             let error = RunError::new(
                                 kiln_types::RunErrorKind::Engine,
@@ -547,7 +566,7 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
                             return;
                         }
                     },
-                    None => (None, run.admission),
+                    None => (None, run.admission, Vec::new()),
                 };
                 if let Ok(mut progress) = progress.lock() {
                     progress.warnings = admission.warnings.clone();
@@ -567,6 +586,11 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
                     )),
                     Err(report) => *report,
                 };
+                // End the MCP sessions (HTTP DELETE) before answering: the
+                // process ends soon after the answer.
+                for server in servers {
+                    let _ = futures::executor::block_on(server.client.close());
+                }
                 let _ = sender.send(report);
             }
         });

@@ -353,3 +353,248 @@ fn a_run_ended_by_the_watchdog_keeps_its_output_and_calls() {
     assert_eq!(structured["calls"][0]["tool"], "echo");
     assert_eq!(structured["calls"][0]["outcome"], "ok");
 }
+
+/// The `try/catch` program the ladder tests run: what the call answered, or
+/// the code and message it was refused with.
+const TRY_SUM: &str = "try { return {ok: await tools.everything_get_sum({a: 1, b: 2})} } \
+                       catch (error) { return {code: error.code, message: error.message} }";
+
+#[test]
+fn mcp_tools_from_the_reference_server_walk_the_ladder() {
+    let server = kiln_testkit::EverythingServer::start();
+    let mcp = format!("everything={}", server.url());
+    let program = "const sum = await tools.everything_get_sum({a: 2, b: 3});\n\
+                   const echo = await tools.everything_echo('hi');\n\
+                   const weather = await tools.everything_get_structured_content({location: 'Chicago'});\n\
+                   return {sum, echo, weather, names: Object.keys(tools).length};";
+    let (code, json, stderr) = kiln(&["run", "-", "--mcp", &mcp], Some(program));
+    assert_eq!(code, 0, "{json:#} {stderr}");
+    let value = &json["structuredContent"]["value"];
+    assert_eq!(value["sum"], "The sum of 2 and 3 is 5.");
+    // A lone string fills the only required string field (`message`).
+    assert_eq!(value["echo"], "Echo: hi");
+    assert_eq!(value["weather"]["temperature"], 36);
+    assert!(value["names"].as_u64().unwrap() > 10, "{value}");
+
+    // Mode × approver, with nobody at a terminal.
+    let cases: [(&[&str], &str, &str); 4] = [
+        (
+            &["--permission-mode", "plan"],
+            "refused",
+            "plan mode runs only read calls",
+        ),
+        (
+            &["--permission-mode", "default", "--approve", "no"],
+            "denied",
+            "was denied",
+        ),
+        (
+            &["--permission-mode", "default"],
+            "consent_unavailable",
+            "kiln run (no terminal to ask on) has nobody to ask",
+        ),
+        (
+            &["--permission-mode", "default", "--approve", "yes"],
+            "",
+            "",
+        ),
+    ];
+    for (flags, want_code, words) in cases {
+        let mut args = vec!["run", "-", "--mcp", &mcp];
+        args.extend_from_slice(flags);
+        let (code, json, stderr) = kiln(&args, Some(TRY_SUM));
+        assert_eq!(code, 0, "{flags:?}: {json:#} {stderr}");
+        let value = &json["structuredContent"]["value"];
+        if want_code.is_empty() {
+            assert_eq!(value["ok"], "The sum of 1 and 2 is 3.", "{flags:?}");
+            continue;
+        }
+        assert_eq!(value["code"], want_code, "{flags:?}: {value}");
+        let message = value["message"].as_str().unwrap();
+        assert!(message.contains(words), "{flags:?}: {message}");
+        let outcome = &json["structuredContent"]["calls"][0]["outcome"];
+        assert_eq!(outcome, want_code, "{flags:?}");
+    }
+}
+
+#[test]
+fn an_mcp_server_that_is_down_is_a_warning_and_the_run_goes_on() {
+    let url = format!("down=http://127.0.0.1:{}/mcp", kiln_testkit::free_port());
+    let (code, json, _) = kiln(&["run", "-", "--mcp", &url], Some("return 'down' in tools"));
+    assert_eq!(code, 0, "{json:#}");
+    assert_eq!(json["structuredContent"]["value"], false);
+    let warning = &json["structuredContent"]["warnings"][0];
+    assert_eq!(warning["code"], "tools_unavailable");
+    assert!(
+        warning["message"]
+            .as_str()
+            .unwrap()
+            .contains("MCP server `down`"),
+        "{warning}"
+    );
+}
+
+#[test]
+fn scripted_categories_meet_the_mode_and_the_terminal_approves() {
+    let catalog = temp_file(
+        "categories.json",
+        r#"[{"name": "look", "category": "read", "returns": "seen"},
+            {"name": "save", "category": "write", "returns": "saved"}]"#,
+    );
+    let program = temp_file(
+        "categories.js",
+        "const look = await tools.look();\n\
+         let save;\n\
+         try { save = await tools.save({note: 'x'}) } catch (error) { save = error.code }\n\
+         return {look, save};",
+    );
+    let run = |extra: &[&str]| {
+        let mut args = vec![
+            "run",
+            program.to_str().unwrap(),
+            "--tools",
+            catalog.to_str().unwrap(),
+        ];
+        args.extend_from_slice(extra);
+        let (_, json, stderr) = kiln(&args, None);
+        (json["structuredContent"]["value"].clone(), stderr)
+    };
+    let (value, stderr) = run(&["--permission-mode", "plan"]);
+    assert_eq!(
+        value,
+        serde_json::json!({"look": "seen", "save": "refused"}),
+        "{stderr}"
+    );
+    let (value, _) = run(&["--permission-mode", "auto"]);
+    assert_eq!(value, serde_json::json!({"look": "seen", "save": "saved"}));
+
+    // On a terminal (a pty from `script`), default mode asks there and reads
+    // the answer: `a` allows `save` for the rest of the session.
+    let command = format!(
+        "{} run {} --tools {}",
+        env!("CARGO_BIN_EXE_kiln"),
+        program.display(),
+        catalog.display()
+    );
+    let mut script = Command::new("script")
+        .args(["-qec", &command, "/dev/null"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    // Answer once the question is on the terminal (typed-ahead input is not
+    // read), and keep the keyboard open until the run ends.
+    let mut screen = script.stdout.take().unwrap();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let reader = std::thread::spawn({
+        let seen = seen.clone();
+        move || {
+            let mut chunk = [0_u8; 4096];
+            while let Ok(n @ 1..) = std::io::Read::read(&mut screen, &mut chunk) {
+                seen.lock().unwrap().extend_from_slice(&chunk[..n]);
+            }
+        }
+    });
+    let asked = |seen: &[u8]| String::from_utf8_lossy(seen).contains("Allow? [y]es");
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while !asked(&seen.lock().unwrap()) {
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no question on the terminal"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    let mut keyboard = script.stdin.take().unwrap();
+    keyboard.write_all(b"a\n").unwrap();
+    let status = script.wait().unwrap();
+    drop(keyboard);
+    reader.join().unwrap();
+    let stdout = seen.lock().unwrap().clone();
+    assert!(status.success(), "{}", String::from_utf8_lossy(&stdout));
+    let text = String::from_utf8_lossy(&stdout);
+    assert!(
+        text.contains("kiln: save (call 2) wants to run")
+            && text.contains("write tool from scripted"),
+        "{text}"
+    );
+    let json: serde_json::Value = text
+        .find("\n{")
+        .and_then(|start| serde_json::from_str(text[start..].trim()).ok())
+        .unwrap_or_else(|| panic!("no result in: {text}"));
+    assert_eq!(
+        json["structuredContent"]["value"],
+        serde_json::json!({"look": "seen", "save": "saved"})
+    );
+    assert_eq!(
+        json["structuredContent"]["calls"][1]["waited_on_person"],
+        true
+    );
+}
+
+#[test]
+fn secrets_reach_a_request_header_and_never_come_back() {
+    // A one-shot HTTP server that answers with the request it got.
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let echo = std::thread::spawn(move || {
+        use std::io::{BufRead as _, BufReader};
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut head = String::new();
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            head.push_str(&line);
+        }
+        let mut stream = stream;
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{head}",
+            head.len()
+        );
+        stream.write_all(answer.as_bytes()).unwrap();
+    });
+    let program = format!(
+        "const r = await tools.http_request({{url: 'http://127.0.0.1:{port}/x', \
+         secret_headers: {{authorization: 'Bearer ${{API_KEY}}'}}}});\n\
+         return {{status: r.status, body: r.body}};"
+    );
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["run", "-", "--secret", "API_KEY=KILN_TEST_KEY"])
+        .env("KILN_TEST_KEY", "sk-test-0123456789")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(program.as_bytes())
+        .unwrap();
+    let output = child.wait_with_output().unwrap();
+    echo.join().unwrap();
+    let text = String::from_utf8_lossy(&output.stdout);
+    assert!(!text.contains("sk-test-0123456789"), "{text}");
+    let json: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let body = json["structuredContent"]["value"]["body"].as_str().unwrap();
+    // The server got the key; what came back names it, redacted.
+    assert!(
+        body.contains("authorization: Bearer [redacted:API_KEY]"),
+        "{body}"
+    );
+
+    let (code, _, stderr) = kiln(
+        &["run", "-", "--secret", "NOT_SET_ANYWHERE_1"],
+        Some("return 1"),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("`NOT_SET_ANYWHERE_1` is not set"),
+        "{stderr}"
+    );
+}

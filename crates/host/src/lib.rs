@@ -2,7 +2,8 @@
 //! worker) links to run programs in sandbox workers.
 //!
 //! - [`SandboxPool`] starts sandbox workers, runs one program per worker at a
-//!   time, answers tool calls with the caller's [`PageTools`], and ends a run
+//!   time, sends every tool call up the caller's ladder
+//!   (`kiln_capabilities::Dispatcher`), and ends a run
 //!   that passes its wall or JS CPU budget by terminating its worker.
 //! - [`RunResult::into_tool_result`] turns a run into the `tool-result/v1`
 //!   object a model reads and a program parses.
@@ -16,7 +17,6 @@ mod tools;
 
 pub use pool::{RunResult, SandboxPool};
 pub use time::{now_ms, sleep_ms};
-pub use tools::{PageTools, PersonHold};
 
 use kiln_types::tool_result::{ToolResult, run_id_from};
 

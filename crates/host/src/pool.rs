@@ -34,7 +34,9 @@ use wasm_bindgen::prelude::*;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
 use crate::time::{now_ms, sleep_ms};
-use crate::tools::{PageTools, PersonHold};
+use kiln_capabilities::{Dispatcher, HeldSignal};
+
+use crate::tools::PersonHold;
 
 /// How long a new worker may take to fetch and instantiate its wasm.
 const WORKER_START_MS: f64 = 30_000.0;
@@ -225,14 +227,29 @@ impl SandboxPool {
         }
     }
 
-    /// Runs `code` under `limits` against `tools` and reports the outcome.
+    /// Runs `code` under `limits`; every tool call walks `dispatcher`'s ladder.
+    /// Reports the outcome, with the dispatcher's warnings (sources that did
+    /// not answer, entries dropped) ahead of the sandbox's.
     /// Never fails: a worker that cannot start or dies becomes an `engine`
     /// failure, a budget the host enforces becomes a budget stop.
     pub async fn run(
         &self,
         code: String,
         limits: RunLimits,
-        tools: Rc<dyn PageTools>,
+        dispatcher: Rc<Dispatcher>,
+    ) -> RunResult {
+        let mut result = self.run_inner(code, limits, &dispatcher).await;
+        let mut warnings = dispatcher.warnings().to_vec();
+        warnings.append(&mut result.warnings);
+        result.warnings = warnings;
+        result
+    }
+
+    async fn run_inner(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: &Rc<Dispatcher>,
     ) -> RunResult {
         let limits = limits.clamped();
         let started = now_ms();
@@ -323,7 +340,7 @@ impl SandboxPool {
                     watch.idle(now_ms(), cpu_ms, wake_in_ms);
                     console.extend(lines);
                     for request in requests {
-                        dispatch(request, &tools, &worker.worker, run_id, &calls, &replies);
+                        dispatch(request, tools, &worker.worker, run_id, &calls, &replies);
                     }
                 }
                 // The worker's wasm is aborting: it takes no further run.
@@ -388,10 +405,10 @@ enum Step {
     Timer,
 }
 
-/// Starts one tool call on the host; its reply comes back through `replies`.
+/// Starts one tool call up the ladder; its reply comes back through `replies`.
 fn dispatch(
     request: CallRequest,
-    tools: &Rc<dyn PageTools>,
+    tools: &Rc<Dispatcher>,
     worker: &Worker,
     run_id: u64,
     calls: &Rc<RefCell<Vec<CallSummary>>>,
@@ -407,7 +424,8 @@ fn dispatch(
     });
     let person = PersonHold::new(worker.clone(), run_id, call_number);
     let held = person.was_held();
-    let reply = tools.call(request, person);
+    let signal: HeldSignal = Rc::new(move |on| person.held(on));
+    let reply = tools.call(request, signal);
     let started = now_ms();
     let calls = calls.clone();
     let replies = replies.clone();

@@ -1,29 +1,15 @@
-//! What the host page serves: its tool catalog and the calls into it.
+//! How a call that waits on a person tells its sandbox worker so.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
-use kiln_types::protocol::{CallRequest, ToSandbox, encode};
-use kiln_types::tool_result::ToolReply;
-use serde_json::Value;
+use kiln_types::protocol::{ToSandbox, encode};
 use wasm_bindgen::JsValue;
 use web_sys::Worker;
 
-/// Serves the tool calls that a sandbox worker forwards to the host.
-pub trait PageTools {
-    /// The catalog sent with each run: `[{name, description, input_schema}]`.
-    /// The worker admits it under the codemode rules.
-    fn catalog(&self) -> Value;
-
-    /// Starts one call. `person` is how the tool says that it is waiting on a
-    /// person (an approval, a decision), which the run's person-wait budget counts.
-    fn call(&self, call: CallRequest, person: PersonHold) -> LocalBoxFuture<'static, ToolReply>;
-}
-
 /// Tells the sandbox that one call is, or no longer is, held on a person.
 #[derive(Clone)]
-pub struct PersonHold {
+pub(crate) struct PersonHold {
     worker: Worker,
     run_id: u64,
     call_number: u32,
@@ -41,7 +27,7 @@ impl PersonHold {
     }
 
     /// `true` while the call waits for a person, `false` once they answered.
-    pub fn held(&self, held: bool) {
+    pub(crate) fn held(&self, held: bool) {
         if held {
             self.held_ever.set(true);
         }

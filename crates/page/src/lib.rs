@@ -29,6 +29,28 @@
 //! `promise` is pending (an approval dialog, say), which the run's
 //! person-wait budget counts.
 //!
+//! Every call walks the capability ladder (`kiln_capabilities`): lookup,
+//! argument coercion and JSON Schema validation, the permission decision and,
+//! when it asks, the page's `approve` callback. More request fields:
+//!
+//! - `tools.<name>.category`: `read`, `write`, `execute` or `external`
+//!   (default `external`).
+//! - `permission: {mode?, autonomy?, brake?}`: mode `plan` | `default` |
+//!   `auto`; `autonomy` maps a tool name to `auto` | `ask` | `block`; `brake`
+//!   engages the auto-run brake. Default mode: `default` with an `approve`
+//!   callback, `auto` without one.
+//! - `approve(request)`: resolves `"approve"`, `"deny"` or
+//!   `"allow_for_session"` (the last holds for every later run of this
+//!   `Kiln`). `request` is `{tool, callNumber, category, module, description,
+//!   args, reason, host}` with secrets redacted. Without it, nobody is asked:
+//!   a call that needs approval fails `consent_unavailable`.
+//! - `mcp: {name: url | {url, category?}}`: mounts an MCP server's tools
+//!   (Streamable HTTP) as `name_<tool>`.
+//! - `secrets: {NAME: value}`: the run's secret scope (`http_request`'s
+//!   `secret_headers`); the program never sees a value.
+//!
+//! The built-in `http_request` is always offered (category `external`).
+//!
 //! Bad input (a request that is not an object, code that is not a string, a
 //! tool without `call`, unknown limits) rejects with a `TypeError` naming what
 //! was wrong; everything the program does comes back as a `tool-result/v1`
@@ -40,9 +62,16 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use js_sys::{Function, JSON, Object, Promise, Reflect};
-use kiln_host::{PageTools, PersonHold, SandboxPool};
+use kiln_capabilities::gate::{Headless, SessionAllow};
+use kiln_capabilities::mcp::McpServer;
+use kiln_capabilities::{
+    Answer, ApprovalRequest, Approver, Autonomy, CallContext, CapabilitySpec, Category, Dispatcher,
+    Gate, GateSettings, HeldSignal, Implementation, Mode, Permit, Registry, Secret, SecretScope,
+    Source,
+};
+use kiln_host::SandboxPool;
+use kiln_http::HttpClient;
 use kiln_types::RunLimits;
-use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
@@ -53,6 +82,9 @@ use wasm_bindgen_futures::JsFuture;
 #[wasm_bindgen]
 pub struct Kiln {
     pool: SandboxPool,
+    /// "Allow for this session" answers, shared by every run of this `Kiln`.
+    session: SessionAllow,
+    http: Rc<dyn HttpClient>,
 }
 
 #[wasm_bindgen]
@@ -68,7 +100,11 @@ impl Kiln {
         pool.ready()
             .await
             .map_err(|problem| JsError::new(&problem))?;
-        Ok(Self { pool })
+        Ok(Self {
+            pool,
+            session: SessionAllow::default(),
+            http: kiln_http::default_client(),
+        })
     }
 
     /// Runs one program like [`Kiln::run`] and resolves to the sandbox's own
@@ -78,9 +114,11 @@ impl Kiln {
     /// and benchmarks; a model reads `run`'s result.
     pub fn report(&self, request: JsValue) -> Promise {
         let pool = self.pool.clone();
+        let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (code, tools, limits) = read_request(&request).map_err(type_error)?;
-            let result = pool.run(code, limits, Rc::new(tools)).await;
+            let (code, limits, dispatcher, servers) = prepared?.await;
+            let result = pool.run(code, limits, dispatcher).await;
+            close(servers).await;
             let json = json!({
                 "report": result.report,
                 "warnings": result.warnings,
@@ -93,12 +131,118 @@ impl Kiln {
     /// Runs one program; resolves to its `tool-result/v1` object.
     pub fn run(&self, request: JsValue) -> Promise {
         let pool = self.pool.clone();
+        let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (code, tools, limits) = read_request(&request).map_err(type_error)?;
-            let result = pool.run(code, limits, Rc::new(tools)).await;
+            let (code, limits, dispatcher, servers) = prepared?.await;
+            let result = pool.run(code, limits, dispatcher).await;
+            close(servers).await;
             let json = serde_json::to_string(&result.into_tool_result())
                 .map_err(|error| type_error(format!("the result could not be encoded: {error}")))?;
             JSON::parse(&json)
+        })
+    }
+}
+
+/// What a run needs once its MCP servers answered.
+type Ready = (String, RunLimits, Rc<Dispatcher>, Vec<McpServer>);
+
+impl Kiln {
+    /// Reads the request now (so a bad one rejects before anything starts)
+    /// and returns the rest: connecting MCP servers, then the ladder.
+    fn prepare(&self, request: &JsValue) -> Result<LocalBoxFuture<'static, Ready>, JsValue> {
+        let parsed = read_request(request).map_err(type_error)?;
+        let session = self.session.clone();
+        let http = self.http.clone();
+        Ok(Box::pin(async move {
+            let Parsed {
+                code,
+                tools,
+                limits,
+                settings,
+                approve,
+                mcp,
+                secrets,
+            } = parsed;
+            let mut registry = Registry::new();
+            tools.register(&mut registry);
+            kiln_capabilities::builtin::add_builtins(&mut registry, &http);
+            let mut servers = Vec::new();
+            for (name, url, category) in mcp {
+                match kiln_capabilities::mcp::connect(&name, &url, category, http.clone()).await {
+                    Ok(server) => {
+                        kiln_capabilities::mcp::add_server(&mut registry, &server);
+                        servers.push(server);
+                    }
+                    Err(warning) => registry.warn(*warning),
+                }
+            }
+            let (host, approver): (&str, Rc<dyn Approver>) = match approve {
+                Some(callback) => ("page", Rc::new(JsApprover { callback })),
+                None => {
+                    let host = "kiln.run (no approve callback)";
+                    (host, Rc::new(Headless::new(host)))
+                }
+            };
+            // Settings were checked when the request was read.
+            let gate = Gate::in_session(host, settings, approver, session).ok();
+            let dispatcher = Dispatcher::new(Rc::new(registry), gate, secrets, limits, "kiln.run");
+            (code, limits, Rc::new(dispatcher), servers)
+        }))
+    }
+}
+
+/// Ends the run's MCP sessions (HTTP DELETE); a server that is gone is fine.
+async fn close(servers: Vec<McpServer>) {
+    for server in servers {
+        let _ = server.client.close().await;
+    }
+}
+
+/// Asks the page's `approve(request)` callback.
+struct JsApprover {
+    callback: Function,
+}
+
+impl Approver for JsApprover {
+    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        let object = json!({
+            "tool": request.tool,
+            "callNumber": request.call_number,
+            "category": request.category,
+            "module": request.module,
+            "description": request.description,
+            "args": request.args,
+            "reason": request.reason,
+            "why": request.reason.sentence(),
+            "host": request.host,
+        });
+        let called = self
+            .callback
+            .call1(&JsValue::NULL, &from_json_text(&object.to_string()));
+        Box::pin(async move {
+            let settled = match called {
+                Ok(value) => match value.dyn_into::<Promise>() {
+                    Ok(promise) => JsFuture::from(promise).await,
+                    Err(value) => Ok(value),
+                },
+                Err(error) => Err(error),
+            };
+            match settled {
+                Ok(value) => match value.as_string().as_deref() {
+                    Some("approve") => Answer::Approve,
+                    Some("deny") => Answer::Deny,
+                    Some("allow_for_session") => Answer::AllowForSession,
+                    _ => Answer::Unavailable {
+                        reason: format!(
+                            "the page's approve callback answered {}; expected \"approve\", \"deny\" or \"allow_for_session\"",
+                            describe(&value)
+                        ),
+                    },
+                },
+                Err(error) => Answer::Unavailable {
+                    reason: format!("the page's approve callback failed: {}", describe(&error)),
+                },
+            }
         })
     }
 }
@@ -107,25 +251,178 @@ fn type_error(message: impl AsRef<str>) -> JsValue {
     js_sys::TypeError::new(&format!("kiln.run: {}", message.as_ref())).into()
 }
 
-/// Reads `{code, tools?, limits?}`, naming the first thing that is wrong.
-fn read_request(request: &JsValue) -> Result<(String, JsTools, RunLimits), String> {
+/// A request, read and checked.
+struct Parsed {
+    code: String,
+    tools: JsTools,
+    limits: RunLimits,
+    settings: GateSettings,
+    approve: Option<Function>,
+    mcp: Vec<(String, String, Category)>,
+    secrets: SecretScope,
+}
+
+/// Reads the request, naming the first thing that is wrong.
+fn read_request(request: &JsValue) -> Result<Parsed, String> {
     if !request.is_object() {
-        return Err("takes one object, {code, tools?, limits?}".into());
+        return Err(
+            "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?}"
+                .into(),
+        );
     }
     let field = |name: &str| Reflect::get(request, &JsValue::from_str(name)).unwrap_or_default();
+    let absent = |value: &JsValue| value.is_undefined() || value.is_null();
     let code = field("code")
         .as_string()
         .ok_or("`code` must be a string of JavaScript (the body of an async function)")?;
     let tools = JsTools::read(&field("tools"))?;
     let limits = field("limits");
-    let limits = if limits.is_undefined() || limits.is_null() {
+    let limits = if absent(&limits) {
         RunLimits::default()
     } else {
         let text = to_json_text(&limits).map_err(|problem| format!("`limits` {problem}"))?;
         serde_json::from_str::<RunLimits>(&text)
             .map_err(|error| format!("`limits` are not valid: {error}"))?
     };
-    Ok((code, tools, limits))
+    let approve = field("approve");
+    let approve = if absent(&approve) {
+        None
+    } else {
+        Some(approve.dyn_into::<Function>().map_err(|_| {
+            "`approve` must be a function (request) => \"approve\" | \"deny\" | \"allow_for_session\""
+                .to_owned()
+        })?)
+    };
+    let settings = read_permission(&field("permission"), approve.is_some())?;
+    let mcp = read_mcp(&field("mcp"))?;
+    let secrets = read_secrets(&field("secrets"))?;
+    Ok(Parsed {
+        code,
+        tools,
+        limits,
+        settings,
+        approve,
+        mcp,
+        secrets,
+    })
+}
+
+/// `permission: {mode?, autonomy?, brake?}`.
+fn read_permission(permission: &JsValue, can_ask: bool) -> Result<GateSettings, String> {
+    let mut settings = GateSettings {
+        mode: if can_ask { Mode::Default } else { Mode::Auto },
+        ..GateSettings::default()
+    };
+    if permission.is_undefined() || permission.is_null() {
+        return Ok(settings);
+    }
+    let text = to_json_text(permission).map_err(|problem| format!("`permission` {problem}"))?;
+    let Value::Object(map) = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null) else {
+        return Err("`permission` must be an object {mode?, autonomy?, brake?}".into());
+    };
+    for (key, value) in map {
+        match key.as_str() {
+            "mode" => {
+                let mode = value.as_str().ok_or("`permission.mode` must be a string")?;
+                settings.mode = mode
+                    .parse()
+                    .map_err(|why| format!("`permission.mode`: {why}"))?;
+            }
+            "brake" => {
+                settings.brake = value
+                    .as_bool()
+                    .ok_or("`permission.brake` must be true or false")?;
+            }
+            "autonomy" => {
+                let Value::Object(rules) = value else {
+                    return Err("`permission.autonomy` must be an object {tool: \"auto\" | \"ask\" | \"block\"}".into());
+                };
+                for (tool, rule) in rules {
+                    let rule = rule
+                        .as_str()
+                        .ok_or_else(|| format!("`permission.autonomy.{tool}` must be a string"))?;
+                    let rule: Autonomy = rule
+                        .parse()
+                        .map_err(|why| format!("`permission.autonomy.{tool}`: {why}"))?;
+                    settings.autonomy.insert(tool, rule);
+                }
+            }
+            other => {
+                return Err(format!(
+                    "`permission.{other}` is not a setting; expected mode, autonomy or brake"
+                ));
+            }
+        }
+    }
+    settings
+        .check()
+        .map_err(|why| format!("`permission.autonomy`: {why}"))?;
+    Ok(settings)
+}
+
+/// `mcp: {name: url | {url, category?}}`.
+fn read_mcp(mcp: &JsValue) -> Result<Vec<(String, String, Category)>, String> {
+    if mcp.is_undefined() || mcp.is_null() {
+        return Ok(Vec::new());
+    }
+    let text = to_json_text(mcp).map_err(|problem| format!("`mcp` {problem}"))?;
+    let Value::Object(map) = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null) else {
+        return Err("`mcp` must be an object {name: url | {url, category?}}".into());
+    };
+    let mut servers = Vec::new();
+    for (name, server) in map {
+        if !kiln_capabilities::registry::is_identifier(&name) {
+            return Err(format!(
+                "`mcp.{name}`: a server name must be a JavaScript identifier, since it prefixes its tools' names"
+            ));
+        }
+        let (url, category) = match &server {
+            Value::String(url) => (url.clone(), Category::External),
+            Value::Object(fields) => {
+                let url = fields
+                    .get("url")
+                    .and_then(Value::as_str)
+                    .ok_or_else(|| format!("`mcp.{name}.url` must be a string"))?;
+                let category = match fields.get("category") {
+                    None => Category::External,
+                    Some(value) => value
+                        .as_str()
+                        .ok_or_else(|| format!("`mcp.{name}.category` must be a string"))?
+                        .parse()
+                        .map_err(|why| format!("`mcp.{name}.category`: {why}"))?,
+                };
+                (url.to_owned(), category)
+            }
+            _ => {
+                return Err(format!(
+                    "`mcp.{name}` must be a URL string or {{url, category?}}"
+                ));
+            }
+        };
+        servers.push((name, url, category));
+    }
+    Ok(servers)
+}
+
+/// `secrets: {NAME: value}`.
+fn read_secrets(secrets: &JsValue) -> Result<SecretScope, String> {
+    let mut scope = SecretScope::new();
+    if secrets.is_undefined() || secrets.is_null() {
+        return Ok(scope);
+    }
+    let Some(object) = secrets.dyn_ref::<Object>() else {
+        return Err("`secrets` must be an object {NAME: value}".into());
+    };
+    for entry in Object::entries(object).iter() {
+        let entry: js_sys::Array = entry.unchecked_into();
+        let name = entry.get(0).as_string().unwrap_or_default();
+        let value = entry
+            .get(1)
+            .as_string()
+            .ok_or_else(|| format!("`secrets.{name}` must be a string"))?;
+        scope.insert(name, Secret::new(value));
+    }
+    Ok(scope)
 }
 
 // The JSON codec of page values, in JavaScript: `JSON.stringify`'s replacer and
@@ -226,26 +523,25 @@ fn describe(error: &JsValue) -> String {
         .unwrap_or_else(|| "an unreadable error".into())
 }
 
-/// The page's tools: their catalog entries and their `call` functions.
+/// The page's tools: their specs and their `call` functions.
 struct JsTools {
-    catalog: Value,
-    calls: HashMap<String, Function>,
+    tools: Vec<(CapabilitySpec, Function)>,
     /// The calls in flight, for `ctx.waitOnPerson`.
-    holds: Rc<RefCell<HashMap<u32, PersonHold>>>,
+    holds: Rc<RefCell<HashMap<u32, HeldSignal>>>,
     /// `hold(callNumber, held)`, one function for the run's every call.
     hold: Function,
 }
 
 impl JsTools {
     fn read(tools: &JsValue) -> Result<Self, String> {
-        let mut catalog = Vec::new();
-        let mut calls = HashMap::new();
-        let holds: Rc<RefCell<HashMap<u32, PersonHold>>> = Rc::default();
+        let mut specs = Vec::new();
+        let holds: Rc<RefCell<HashMap<u32, HeldSignal>>> = Rc::default();
         let hold = {
             let holds = holds.clone();
             Closure::<dyn FnMut(u32, bool)>::new(move |call_number: u32, held: bool| {
-                if let Some(person) = holds.borrow().get(&call_number) {
-                    person.held(held);
+                let signal = holds.borrow().get(&call_number).cloned();
+                if let Some(signal) = signal {
+                    signal(held);
                 }
             })
             .into_js_value()
@@ -253,15 +549,15 @@ impl JsTools {
         };
         if tools.is_undefined() || tools.is_null() {
             return Ok(Self {
-                catalog: Value::Array(catalog),
-                calls,
+                tools: specs,
                 holds,
                 hold,
             });
         }
         let Some(object) = tools.dyn_ref::<Object>() else {
             return Err(
-                "`tools` must be an object of {name: {description, input_schema, call}}".into(),
+                "`tools` must be an object of {name: {description, input_schema, category?, call}}"
+                    .into(),
             );
         };
         for entry in Object::entries(object).iter() {
@@ -275,60 +571,94 @@ impl JsTools {
                     "`tools.{name}.call` must be a function (args, ctx) => value"
                 ));
             };
-            let mut spec = serde_json::Map::new();
-            spec.insert("name".into(), Value::String(name.clone()));
-            for field in ["description", "input_schema"] {
+            let json_field = |field: &str| -> Result<Option<Value>, String> {
                 let value = get(field);
                 if value.is_undefined() {
-                    continue;
+                    return Ok(None);
                 }
                 let text = to_json_text(&value)
                     .map_err(|problem| format!("`tools.{name}.{field}` {problem}"))?;
-                let value = serde_json::from_str(&text)
-                    .map_err(|error| format!("`tools.{name}.{field}` is not JSON: {error}"))?;
-                spec.insert(field.into(), value);
-            }
-            catalog.push(Value::Object(spec));
-            calls.insert(name, call);
+                serde_json::from_str(&text)
+                    .map(Some)
+                    .map_err(|error| format!("`tools.{name}.{field}` is not JSON: {error}"))
+            };
+            let description = match json_field("description")? {
+                None => String::new(),
+                Some(Value::String(text)) => text,
+                Some(_) => return Err(format!("`tools.{name}.description` must be a string")),
+            };
+            let input_schema =
+                json_field("input_schema")?.unwrap_or_else(|| json!({"type": "object"}));
+            let category = match json_field("category")? {
+                None => Category::External,
+                Some(Value::String(text)) => text
+                    .parse()
+                    .map_err(|why| format!("`tools.{name}.category`: {why}"))?,
+                Some(_) => return Err(format!("`tools.{name}.category` must be a string")),
+            };
+            let spec = CapabilitySpec {
+                name,
+                description,
+                input_schema,
+                category,
+                result: json!({}),
+                source: Source::Host {
+                    host: "page".into(),
+                },
+            };
+            specs.push((spec, call));
         }
         Ok(Self {
-            catalog: Value::Array(catalog),
-            calls,
+            tools: specs,
             holds,
             hold,
         })
     }
+
+    /// Adds the page's tools to the run's registry.
+    fn register(self, registry: &mut Registry) {
+        for (spec, function) in self.tools {
+            let tool = JsTool {
+                function,
+                holds: self.holds.clone(),
+                hold: self.hold.clone(),
+            };
+            // A name or schema the registry refuses becomes its warning.
+            let _ = registry.add(spec, Rc::new(tool));
+        }
+    }
 }
 
-impl PageTools for JsTools {
-    fn catalog(&self) -> Value {
-        self.catalog.clone()
-    }
+/// One page tool: its `call(args, ctx)`.
+struct JsTool {
+    function: Function,
+    holds: Rc<RefCell<HashMap<u32, HeldSignal>>>,
+    hold: Function,
+}
 
-    fn call(&self, call: CallRequest, person: PersonHold) -> LocalBoxFuture<'static, ToolReply> {
-        let function = self.calls.get(&call.tool).cloned();
+impl Implementation for JsTool {
+    fn call(
+        &self,
+        args: Value,
+        context: CallContext,
+        _permit: Permit,
+    ) -> LocalBoxFuture<'static, ToolReply> {
+        let function = self.function.clone();
         let holds = self.holds.clone();
         let hold = self.hold.clone();
         Box::pin(async move {
-            let Some(function) = function else {
-                return Err(ToolFailure {
-                    code: "tool_unavailable".into(),
-                    message: format!("the page serves no tool `{}`", call.tool),
-                    detail: None,
-                    outcome: CallOutcome::ToolUnavailable,
-                });
-            };
-            let tool = call.tool.clone();
-            let args = serde_json::to_string(&call.args).unwrap_or_else(|_| "{}".into());
-            holds.borrow_mut().insert(call.call_number, person);
-            let settled = match invoke_tool(&function, &args, call.call_number, &hold) {
+            let tool = context.tool.clone();
+            let call_number = context.call_number;
+            let args = serde_json::to_string(&args).unwrap_or_else(|_| "{}".into());
+            holds.borrow_mut().insert(call_number, context.held.clone());
+            let settled = match invoke_tool(&function, &args, call_number, &hold) {
                 Ok(value) => match value.dyn_into::<Promise>() {
                     Ok(promise) => JsFuture::from(promise).await,
                     Err(value) => Ok(value),
                 },
                 Err(error) => Err(error),
             };
-            holds.borrow_mut().remove(&call.call_number);
+            holds.borrow_mut().remove(&call_number);
             match settled {
                 Ok(value) if value.is_undefined() => Ok(Value::Null),
                 Ok(value) => {

@@ -1,21 +1,20 @@
-//! The page's built-in demo tools, served to programs until the capability
-//! dispatcher replaces them: `echo`, `add`, `clock`, `wait` and `ask`, which
-//! puts a yes/no question to the person at the page (the time it waits counts
-//! as person wait).
+//! The page's own tools, mounted as capabilities beside the built-ins and any
+//! MCP servers the person adds: `echo`, `add`, `clock`, `wait` and `ask`,
+//! which puts a yes/no question to the person at the page (the time it waits
+//! counts as person wait). Their arguments arrive checked against their
+//! schemas by the ladder.
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
-use kiln_host::{PageTools, PersonHold};
-use kiln_types::protocol::CallRequest;
+use kiln_capabilities::{
+    CallContext, CapabilitySpec, Category, HeldSignal, Implementation, Permit, Registry, Source,
+};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use leptos::prelude::{Set, WriteSignal};
 use serde_json::{Value, json};
-
-/// The longest `wait`, in milliseconds.
-const MAX_WAIT_MS: u64 = 10_000;
 
 /// The question a program is asking the person, shown on the page until they
 /// answer it or the run ends.
@@ -48,7 +47,7 @@ impl Asker {
         self.answer.borrow_mut().take();
     }
 
-    async fn ask(&self, question: String, person: PersonHold) -> Result<bool, ToolFailure> {
+    async fn ask(&self, question: String, held: HeldSignal) -> Result<bool, ToolFailure> {
         let (sender, receiver) = oneshot::channel();
         if self.answer.borrow().is_some() {
             return Err(ToolFailure {
@@ -60,9 +59,9 @@ impl Asker {
         }
         *self.answer.borrow_mut() = Some(sender);
         self.question.set(Some(question));
-        person.held(true);
+        held(true);
         let answer = receiver.await;
-        person.held(false);
+        held(false);
         answer.map_err(|_| ToolFailure {
             code: "withdrawn".into(),
             message: "the question was withdrawn before the person answered".into(),
@@ -72,101 +71,129 @@ impl Asker {
     }
 }
 
-pub struct DemoTools {
-    pub asker: Asker,
+/// Which demo tool.
+#[derive(Clone, Copy)]
+enum Demo {
+    Echo,
+    Add,
+    Clock,
+    Wait,
+    Ask,
 }
 
-/// The demo tools' catalog entries.
-#[must_use]
-pub fn catalog() -> Value {
-    json!([
-        {"name": "echo", "description": "Returns its arguments unchanged.",
-         "input_schema": {"type": "object"}},
-        {"name": "add", "description": "Adds two numbers: {a, b} → a + b.",
-         "input_schema": {"type": "object", "required": ["a", "b"],
-                          "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}},
-        {"name": "clock", "description": "The page's current time: {iso, epoch_ms}.",
-         "input_schema": {"type": "object"}},
-        {"name": "wait", "description": "Answers after {ms} milliseconds (at most 10000): {waited_ms}.",
-         "input_schema": {"type": "object", "required": ["ms"],
-                          "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": 10000}}}},
-        {"name": "ask", "description": "Asks the person at the page a yes/no {question} and waits for them: {answer}.",
-         "input_schema": {"type": "object", "required": ["question"],
-                          "properties": {"question": {"type": "string", "maxLength": 500}}}},
-    ])
+struct DemoTool {
+    demo: Demo,
+    asker: Asker,
 }
 
-impl PageTools for DemoTools {
-    fn catalog(&self) -> Value {
-        catalog()
+fn specs() -> Vec<(Demo, CapabilitySpec)> {
+    let spec =
+        |name: &str, description: &str, input_schema: Value, category: Category| CapabilitySpec {
+            name: name.into(),
+            description: description.into(),
+            input_schema,
+            category,
+            result: json!({}),
+            source: Source::Host {
+                host: "page".into(),
+            },
+        };
+    vec![
+        (
+            Demo::Echo,
+            spec(
+                "echo",
+                "Returns its arguments unchanged.",
+                json!({"type": "object"}),
+                Category::Read,
+            ),
+        ),
+        (
+            Demo::Add,
+            spec(
+                "add",
+                "Adds two numbers: {a, b} → a + b.",
+                json!({"type": "object", "required": ["a", "b"], "properties": {"a": {"type": "number"}, "b": {"type": "number"}}}),
+                Category::Read,
+            ),
+        ),
+        (
+            Demo::Clock,
+            spec(
+                "clock",
+                "The page's current time: {iso, epoch_ms}.",
+                json!({"type": "object"}),
+                Category::Read,
+            ),
+        ),
+        (
+            Demo::Wait,
+            spec(
+                "wait",
+                "Answers after {ms} milliseconds (at most 10000): {waited_ms}.",
+                json!({"type": "object", "required": ["ms"], "properties": {"ms": {"type": "integer", "minimum": 0, "maximum": 10000}}}),
+                Category::Read,
+            ),
+        ),
+        (
+            Demo::Ask,
+            spec(
+                "ask",
+                "Asks the person at the page a yes/no {question} and waits for them: {answer}.",
+                json!({"type": "object", "required": ["question"], "properties": {"question": {"type": "string", "minLength": 1, "maxLength": 500}}}),
+                Category::Read,
+            ),
+        ),
+    ]
+}
+
+/// Adds the demo tools to `registry`.
+pub fn register(registry: &mut Registry, asker: &Asker) {
+    for (demo, spec) in specs() {
+        let tool = DemoTool {
+            demo,
+            asker: asker.clone(),
+        };
+        // The demo specs are ours and compile.
+        let _ = registry.add(spec, Rc::new(tool));
     }
+}
 
-    fn call(&self, call: CallRequest, person: PersonHold) -> LocalBoxFuture<'static, ToolReply> {
-        let CallRequest { tool, args, .. } = call;
+impl Implementation for DemoTool {
+    fn call(
+        &self,
+        args: Value,
+        context: CallContext,
+        _permit: Permit,
+    ) -> LocalBoxFuture<'static, ToolReply> {
+        let demo = self.demo;
         let asker = self.asker.clone();
         Box::pin(async move {
-            match tool.as_str() {
-                "echo" => Ok(args),
-                "ask" => match args.get("question").and_then(Value::as_str) {
-                    Some(question) if !question.trim().is_empty() && question.len() <= 500 => {
-                        let yes = asker.ask(question.to_owned(), person).await?;
-                        Ok(json!({"answer": yes}))
-                    }
-                    _ => Err(invalid(
-                        &tool,
-                        format!(
-                            "ask needs `question`, a non-empty string of at most 500 bytes; got {args}"
-                        ),
-                    )),
-                },
-                "add" => {
-                    let a = args.get("a").and_then(Value::as_f64);
-                    let b = args.get("b").and_then(Value::as_f64);
-                    match (a, b) {
-                        (Some(a), Some(b)) => Ok(json!(a + b)),
-                        _ => Err(invalid(
-                            &tool,
-                            format!("add needs numbers `a` and `b`; got {args}"),
-                        )),
-                    }
-                }
-                "clock" => {
+            // The ladder validated `args` against the schema above.
+            let number = |key: &str| args.get(key).and_then(Value::as_f64).unwrap_or_default();
+            match demo {
+                Demo::Echo => Ok(args),
+                Demo::Add => Ok(json!(number("a") + number("b"))),
+                Demo::Clock => {
                     let now = js_sys::Date::new_0();
                     Ok(
                         json!({"iso": String::from(now.to_iso_string()), "epoch_ms": now.get_time()}),
                     )
                 }
-                "wait" => match args
-                    .get("ms")
-                    .and_then(Value::as_u64)
-                    .filter(|ms| *ms <= MAX_WAIT_MS)
-                {
-                    Some(ms) => {
-                        // At most 10,000 ms: exact as f64.
-                        kiln_host::sleep_ms(ms as f64).await;
-                        Ok(json!({"waited_ms": ms}))
-                    }
-                    None => Err(invalid(
-                        &tool,
-                        format!("wait needs `ms`, an integer from 0 to {MAX_WAIT_MS}; got {args}"),
-                    )),
-                },
-                other => Err(ToolFailure {
-                    code: "tool_unavailable".into(),
-                    message: format!("the page serves no tool `{other}`"),
-                    detail: None,
-                    outcome: CallOutcome::ToolUnavailable,
-                }),
+                Demo::Wait => {
+                    let ms = number("ms");
+                    kiln_host::sleep_ms(ms).await;
+                    Ok(json!({"waited_ms": ms}))
+                }
+                Demo::Ask => {
+                    let question = args
+                        .get("question")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default();
+                    let yes = asker.ask(question.to_owned(), context.held.clone()).await?;
+                    Ok(json!({"answer": yes}))
+                }
             }
         })
-    }
-}
-
-fn invalid(tool: &str, message: String) -> ToolFailure {
-    ToolFailure {
-        code: "invalid_arguments".into(),
-        message,
-        detail: Some(json!({"tool": tool})),
-        outcome: CallOutcome::Error,
     }
 }

@@ -3,6 +3,7 @@
 //! The page only talks the sandbox protocol (through `kiln-host`'s pool); it
 //! never evaluates guest code on the main thread.
 
+mod approval;
 pub mod demo_tools;
 mod view_model;
 
@@ -10,11 +11,20 @@ use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use std::cell::RefCell;
 use std::rc::Rc;
 
-use crate::demo_tools::{Asker, DemoTools};
+use crate::approval::PageApprover;
+use crate::demo_tools::Asker;
 use crate::view_model::{ResultView, Tone};
+use kiln_capabilities::gate::RETURN_RESULT;
+use kiln_capabilities::mcp::McpServer;
+use kiln_capabilities::{
+    Answer, ApprovalRequest, Autonomy, Category, Dispatcher, Gate, GateSettings, Mode, Registry,
+    SecretScope,
+};
 use kiln_host::{RunResult, SandboxPool};
+use kiln_http::HttpClient;
 use kiln_types::RunLimits;
 use kiln_types::tool_result::ContentPart;
 
@@ -41,6 +51,49 @@ enum RunState {
     Done(Box<RunResult>, String),
 }
 
+/// One row of the tool list.
+#[derive(Clone, Debug, PartialEq)]
+struct ToolRow {
+    name: String,
+    description: String,
+    category: Category,
+    module: String,
+}
+
+/// Everything a run's registry is built from: the page's own tools, the
+/// built-ins and the MCP servers the person added. Shared by the page's
+/// handlers (single-threaded).
+#[derive(Clone)]
+struct Sources {
+    asker: Asker,
+    servers: Rc<RefCell<Vec<McpServer>>>,
+    http: Rc<dyn HttpClient>,
+}
+
+impl Sources {
+    fn registry(&self) -> Registry {
+        let mut registry = Registry::new();
+        demo_tools::register(&mut registry, &self.asker);
+        kiln_capabilities::builtin::add_builtins(&mut registry, &self.http);
+        for server in self.servers.borrow().iter() {
+            kiln_capabilities::mcp::add_server(&mut registry, server);
+        }
+        registry
+    }
+
+    fn rows(&self) -> Vec<ToolRow> {
+        self.registry()
+            .specs()
+            .map(|spec| ToolRow {
+                name: spec.name.clone(),
+                description: spec.description.clone(),
+                category: spec.category,
+                module: spec.source.module(),
+            })
+            .collect()
+    }
+}
+
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
@@ -52,6 +105,22 @@ pub fn App() -> impl IntoView {
     let (question, set_question) = signal(None::<String>);
     let asker = Asker::new(set_question);
     let card_asker = asker.clone();
+    let (approval, set_approval) = signal(None::<ApprovalRequest>);
+    let approver = PageApprover::new(set_approval);
+    // The page's one gate: its settings change live (a run going on sees a
+    // new mode at its next call), and "allow for this session" lasts until
+    // the page is reloaded.
+    let gate = Gate::new("page", GateSettings::default(), Rc::new(approver.clone()))
+        .unwrap_or_else(|_| Gate::fail_closed("page"));
+    let sources = Sources {
+        asker: asker.clone(),
+        servers: Rc::default(),
+        http: kiln_http::default_client(),
+    };
+    let (tools, set_tools) = signal(sources.rows());
+    let panel_sources = sources.clone();
+    let panel_gate = gate.clone();
+    let card_approver = approver.clone();
 
     let run = move || {
         if running() {
@@ -61,12 +130,22 @@ pub fn App() -> impl IntoView {
         let client = client.clone();
         let program = code.get_untracked();
         let asker = asker.clone();
+        let approver = approver.clone();
+        let registry = sources.registry();
+        let gate = gate.clone();
         spawn_local(async move {
-            let tools = Rc::new(DemoTools {
-                asker: asker.clone(),
-            });
-            let result = client.run(program, RunLimits::default(), tools).await;
+            let dispatcher = Dispatcher::new(
+                Rc::new(registry),
+                Some(gate),
+                SecretScope::new(),
+                RunLimits::default(),
+                "page",
+            );
+            let result = client
+                .run(program, RunLimits::default(), Rc::new(dispatcher))
+                .await;
             asker.withdraw();
+            approver.withdraw();
             let text = result
                 .clone()
                 .into_tool_result()
@@ -118,8 +197,10 @@ pub fn App() -> impl IntoView {
                     </button>
                     <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
                 </div>
-                <ToolList />
+                <Permissions gate=panel_gate tools=tools />
+                <McpServers sources=panel_sources set_tools=set_tools />
             </section>
+            <ApprovalCard request=approval approver=card_approver />
             <QuestionCard question=question asker=card_asker />
             <ResultPanel state=state />
         </main>
@@ -149,35 +230,226 @@ fn QuestionCard(question: ReadSignal<Option<String>>, asker: Asker) -> impl Into
     }
 }
 
-/// The tools a program can call, from the demo catalog.
+/// A call waiting for the person's approval.
 #[component]
-fn ToolList() -> impl IntoView {
-    let catalog = demo_tools::catalog();
-    let entries: Vec<(String, String)> = catalog
-        .as_array()
-        .into_iter()
-        .flatten()
-        .filter_map(|entry| {
-            let name = entry.get("name")?.as_str()?.to_owned();
-            let description = entry
-                .get("description")
-                .and_then(|d| d.as_str())
-                .unwrap_or("")
-                .to_owned();
-            Some((name, description))
+fn ApprovalCard(
+    request: ReadSignal<Option<ApprovalRequest>>,
+    approver: PageApprover,
+) -> impl IntoView {
+    let approver = StoredValue::new_local(approver);
+    move || {
+        request.get().map(|request| {
+            let answer = move |answer: Answer| approver.with_value(|approver| approver.answer(answer));
+            let args = serde_json::to_string_pretty(&request.args).unwrap_or_default();
+            let title = format!("Allow {} (call {})?", request.tool, request.call_number);
+            let on_keydown = move |event: KeyboardEvent| {
+                if event.key() == "Escape" {
+                    event.prevent_default();
+                    answer(Answer::Deny);
+                }
+            };
+            let session_label = format!("Allow {} for this session", request.tool);
+            view! {
+                <section
+                    class="approval"
+                    data-testid="approval"
+                    role="alertdialog"
+                    aria-modal="false"
+                    aria-labelledby="approval-title"
+                    aria-describedby="approval-why"
+                    on:keydown=on_keydown
+                >
+                    <h2 id="approval-title" data-testid="approval-title">{title}</h2>
+                    <p id="approval-why">
+                        <span class=format!("category category-{}", request.category) data-testid="approval-category">{request.category.as_str()}</span>
+                        " tool from "<code>{request.module.clone()}</code>" — "{request.reason.sentence()}"."
+                    </p>
+                    <p class="description">{request.description.clone()}</p>
+                    <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre>
+                    <div class="actions">
+                        <button data-testid="approve" autofocus on:click=move |_| answer(Answer::Approve)>"Approve"</button>
+                        <button class="secondary" data-testid="deny" on:click=move |_| answer(Answer::Deny)>"Deny"</button>
+                        <button class="secondary" data-testid="allow-session" on:click=move |_| answer(Answer::AllowForSession)>{session_label}</button>
+                    </div>
+                    <p class="hint">"Esc denies. While you decide, the program's CPU clock is stopped; the wait counts as person wait (10 min at most)."</p>
+                </section>
+            }
         })
-        .collect();
-    let count = entries.len();
-    let items = entries
-        .into_iter()
-        .map(|(name, description)| {
-            view! { <li><code>{format!("tools.{name}")}</code>" — "{description}</li> }
-        })
-        .collect_view();
+    }
+}
+
+fn mode_from(value: &str) -> Mode {
+    value.parse().unwrap_or(Mode::Default)
+}
+
+/// The permission mode, the auto-run brake, and the tools with their
+/// category and per-tool setting.
+#[component]
+fn Permissions(gate: Rc<Gate>, tools: ReadSignal<Vec<ToolRow>>) -> impl IntoView {
+    let gate = StoredValue::new_local(gate);
+    let on_mode = move |event: leptos::ev::Event| {
+        let mode = mode_from(&event_target_value(&event));
+        gate.with_value(|gate| gate.set_mode(mode));
+    };
+    let on_brake = move |event: leptos::ev::Event| {
+        let engaged = event_target_checked(&event);
+        gate.with_value(|gate| gate.set_brake(engaged));
+    };
+    let rows = move || {
+        tools
+            .get()
+            .into_iter()
+            .map(|row| {
+                let name = row.name.clone();
+                let on_setting = move |event: leptos::ev::Event| {
+                    let value = event_target_value(&event);
+                    let setting = value.parse::<Autonomy>().ok();
+                    gate.with_value(|gate| {
+                        // Only `return_result` refuses a block, and it is not listed here.
+                        let _ = gate.set_autonomy(&name, setting);
+                    });
+                };
+                let current = gate.with_value(|gate| gate.settings().autonomy.get(&row.name).copied());
+                let selected = |value: Option<Autonomy>| current == value;
+                let blockable = row.name != RETURN_RESULT;
+                view! {
+                    <tr data-testid=format!("tool-{}", row.name)>
+                        <td><code>{format!("tools.{}", row.name)}</code><div class="description">{row.description.clone()}</div></td>
+                        <td><span class=format!("category category-{}", row.category)>{row.category.as_str()}</span></td>
+                        <td class="module">{row.module.clone()}</td>
+                        <td>
+                            <select aria-label=format!("Setting for {}", row.name) data-testid=format!("setting-{}", row.name) on:change=on_setting>
+                                <option value="" selected=selected(None)>"Follow the mode"</option>
+                                <option value="auto" selected=selected(Some(Autonomy::Auto))>"Run without asking"</option>
+                                <option value="ask" selected=selected(Some(Autonomy::Ask))>"Ask"</option>
+                                {blockable.then(|| view! { <option value="block" selected=selected(Some(Autonomy::Block))>"Block"</option> })}
+                            </select>
+                        </td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
     view! {
         <details class="tools" data-testid="tool-list">
-            <summary>{format!("Tools available to programs ({count})")}</summary>
-            <ul>{items}</ul>
+            <summary>{move || format!("Tools and permissions ({} tools)", tools.with(Vec::len))}</summary>
+            <div class="permission-settings">
+                <label>
+                    "Mode "
+                    <select data-testid="permission-mode" on:change=on_mode>
+                        <option value="plan">"Plan — only read calls run"</option>
+                        <option value="default" selected=true>"Default — ask before anything else"</option>
+                        <option value="auto">"Auto — run without asking"</option>
+                    </select>
+                </label>
+                <label class="brake">
+                    <input type="checkbox" data-testid="brake" on:change=on_brake />
+                    " Auto-run brake (code-execution tools always ask)"
+                </label>
+            </div>
+            <table class="tool-table">
+                <thead><tr><th>"Tool"</th><th>"Category"</th><th>"From"</th><th>"Setting"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </details>
+    }
+}
+
+/// MCP servers the person added by URL; their tools join the list.
+#[component]
+fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl IntoView {
+    let (name, set_name) = signal(String::from("everything"));
+    let (url, set_url) = signal(String::new());
+    let (status, set_status) = signal(None::<(bool, String)>);
+    let (listed, set_listed) = signal(Vec::<(String, String, usize)>::new());
+    let sources = StoredValue::new_local(sources);
+    let add = move || {
+        let name = name.get_untracked().trim().to_owned();
+        let url = url.get_untracked().trim().to_owned();
+        if !kiln_capabilities::registry::is_identifier(&name) {
+            set_status.set(Some((false, format!("The server name `{name}` must be a JavaScript identifier (letters, digits, _), since it prefixes its tools' names."))));
+            return;
+        }
+        if sources.with_value(|s| {
+            s.servers
+                .borrow()
+                .iter()
+                .any(|server| server.client.name() == name)
+        }) {
+            set_status.set(Some((
+                false,
+                format!("A server named `{name}` is already added."),
+            )));
+            return;
+        }
+        set_status.set(Some((true, format!("Connecting to {url}…"))));
+        let sources = sources.get_value();
+        spawn_local(async move {
+            match kiln_capabilities::mcp::connect(
+                &name,
+                &url,
+                Category::External,
+                sources.http.clone(),
+            )
+            .await
+            {
+                Ok(server) => {
+                    let count = server.tools.len();
+                    set_status.set(Some((
+                        true,
+                        format!(
+                            "{name}: {} {} — {count} tools",
+                            server.info.name, server.info.version
+                        ),
+                    )));
+                    sources.servers.borrow_mut().push(server);
+                    set_listed.update(|listed| listed.push((name, url, count)));
+                    set_tools.set(sources.rows());
+                }
+                Err(warning) => set_status.set(Some((false, warning.message))),
+            }
+        });
+    };
+    let remove = move |name: String| {
+        let sources = sources.get_value();
+        let server = {
+            let mut servers = sources.servers.borrow_mut();
+            servers
+                .iter()
+                .position(|s| s.client.name() == name)
+                .map(|i| servers.remove(i))
+        };
+        set_listed.update(|listed| listed.retain(|(n, _, _)| *n != name));
+        set_tools.set(sources.rows());
+        if let Some(server) = server {
+            spawn_local(async move {
+                let _ = server.client.close().await;
+            });
+        }
+    };
+    view! {
+        <details class="mcp" data-testid="mcp-servers">
+            <summary>"MCP servers"</summary>
+            <form class="mcp-form" on:submit=move |event| { event.prevent_default(); add(); }>
+                <label>"Name "<input data-testid="mcp-name" prop:value=name on:input=move |e| set_name.set(event_target_value(&e)) /></label>
+                <label>"URL "<input data-testid="mcp-url" type="url" placeholder="http://127.0.0.1:3001/mcp" prop:value=url on:input=move |e| set_url.set(event_target_value(&e)) /></label>
+                <button type="submit" data-testid="mcp-add">"Add server"</button>
+            </form>
+            <p class="mcp-status" data-testid="mcp-status" role="status">
+                {move || status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{text}</span> })}
+            </p>
+            <ul>
+                {move || listed.get().into_iter().map(|(name, url, count)| {
+                    let label = format!("Remove {name}");
+                    let target = name.clone();
+                    view! {
+                        <li data-testid=format!("mcp-server-{name}")>
+                            <code>{name.clone()}</code>" at "{url}" — "{count}" tools "
+                            <button class="secondary small" aria-label=label on:click=move |_| remove(target.clone())>"Remove"</button>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
         </details>
     }
 }

@@ -1,0 +1,82 @@
+//! The page's approver: when the ladder asks, an approval card shows the
+//! tool, its category, where it comes from, why it is asked and its arguments
+//! (secrets redacted), with Approve, Deny and Allow for this session. Calls
+//! that ask at the same time wait in line, one card at a time.
+
+use std::cell::RefCell;
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
+use kiln_capabilities::{Answer, ApprovalRequest, Approver};
+use leptos::prelude::{Set, WriteSignal};
+
+type Pending = VecDeque<(ApprovalRequest, oneshot::Sender<Answer>)>;
+
+/// Puts the ladder's questions on the page.
+#[derive(Clone)]
+pub struct PageApprover {
+    shown: WriteSignal<Option<ApprovalRequest>>,
+    pending: Rc<RefCell<Pending>>,
+}
+
+impl PageApprover {
+    #[must_use]
+    pub fn new(shown: WriteSignal<Option<ApprovalRequest>>) -> Self {
+        Self {
+            shown,
+            pending: Rc::default(),
+        }
+    }
+
+    fn show_next(&self) {
+        let next = self
+            .pending
+            .borrow()
+            .front()
+            .map(|(request, _)| request.clone());
+        self.shown.set(next);
+    }
+
+    /// The person answered the card on show.
+    pub fn answer(&self, answer: Answer) {
+        let Some((request, sender)) = self.pending.borrow_mut().pop_front() else {
+            return;
+        };
+        let _ = sender.send(answer.clone());
+        // "Allow for this session" also answers the calls of that tool waiting in line.
+        if answer == Answer::AllowForSession {
+            let mut pending = self.pending.borrow_mut();
+            let (same, rest): (Pending, Pending) = pending
+                .drain(..)
+                .partition(|(waiting, _)| waiting.tool == request.tool);
+            *pending = rest;
+            for (_, sender) in same {
+                let _ = sender.send(Answer::AllowForSession);
+            }
+        }
+        self.show_next();
+    }
+
+    /// The run ended: the open questions have nobody left to answer.
+    pub fn withdraw(&self) {
+        self.pending.borrow_mut().clear();
+        self.shown.set(None);
+    }
+}
+
+impl Approver for PageApprover {
+    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        let (sender, receiver) = oneshot::channel();
+        self.pending.borrow_mut().push_back((request, sender));
+        if self.pending.borrow().len() == 1 {
+            self.show_next();
+        }
+        Box::pin(async move {
+            receiver.await.unwrap_or_else(|_| Answer::Unavailable {
+                reason: "the question was withdrawn before the person answered".into(),
+            })
+        })
+    }
+}
