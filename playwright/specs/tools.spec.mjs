@@ -12,11 +12,14 @@ async function callRows(page) {
   );
 }
 
-test("the page lists the tools a program can call", async () => {
+test("the page lists the tools a program can call, with their category and setting", async () => {
   const { page } = app();
   await page.getByTestId("tool-list").locator("summary").click();
-  assert.equal(await page.getByTestId("tool-list").locator("summary").textContent(), "Tools available to programs (5)");
-  assert.match(await page.getByTestId("tool-list").textContent(), /tools\.add — Adds two numbers/);
+  assert.equal(await page.getByTestId("tool-list").locator("summary").textContent(), "Tools and permissions (6 tools)");
+  assert.match(await page.getByTestId("tool-add").textContent(), /tools\.addAdds two numbers.*read.*page/);
+  assert.match(await page.getByTestId("tool-http_request").textContent(), /external.*builtin/);
+  assert.equal(await page.getByTestId("setting-add").inputValue(), "");
+  await page.getByTestId("tool-list").locator("summary").click();
 });
 
 test("a program awaits tools across the worker boundary", async () => {
@@ -47,7 +50,7 @@ test("an uncaught tool failure names the tool and the call", async () => {
   const { page } = app();
   const status = await runProgram(page, 'await tools.echo({});\nawait tools.add({a: 1, b: "x"});');
   assert.match(status, /^A tool call failed and the program did not catch it/);
-  assert.match(await page.getByTestId("run-error").textContent(), /^add \(call 2\) failed: add needs numbers `a` and `b`/);
+  assert.match(await page.getByTestId("run-error").textContent(), /^add \(call 2\) failed: add \(call 2\): argument `\/b` must be a number; got a string/);
   assert.deepEqual(await callRows(page), [
     ["echo", "ok"],
     ["add", "error"],
@@ -61,7 +64,7 @@ test("a caught tool failure does not fail the run, and an unknown tool is named"
   await runProgram(page, "return await tools.weather()");
   assert.equal(
     await page.getByTestId("run-error").textContent(),
-    "TypeError: tools.weather is not available in this codemode run. Available tools: add, ask, clock, echo, wait (5). Not every tool is available inside programs yet.",
+    "TypeError: tools.weather is not available in this codemode run. Available tools: add, ask, clock, echo, http_request, wait (6). Not every tool is available inside programs yet.",
   );
 });
 

@@ -237,6 +237,15 @@ fn ApprovalCard(
     approver: PageApprover,
 ) -> impl IntoView {
     let approver = StoredValue::new_local(approver);
+    // Each new card takes the keyboard focus on its Approve button, so Enter
+    // approves and Tab reaches the other answers; Escape denies.
+    let approve_button = NodeRef::<leptos::html::Button>::new();
+    Effect::new(move || {
+        if let Some(button) = approve_button.get() {
+            let _ = button.focus();
+            button.scroll_into_view();
+        }
+    });
     move || {
         request.get().map(|request| {
             let answer = move |answer: Answer| approver.with_value(|approver| approver.answer(answer));
@@ -267,7 +276,7 @@ fn ApprovalCard(
                     <p class="description">{request.description.clone()}</p>
                     <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre>
                     <div class="actions">
-                        <button data-testid="approve" autofocus on:click=move |_| answer(Answer::Approve)>"Approve"</button>
+                        <button data-testid="approve" node_ref=approve_button on:click=move |_| answer(Answer::Approve)>"Approve"</button>
                         <button class="secondary" data-testid="deny" on:click=move |_| answer(Answer::Deny)>"Deny"</button>
                         <button class="secondary" data-testid="allow-session" on:click=move |_| answer(Answer::AllowForSession)>{session_label}</button>
                     </div>
@@ -500,12 +509,13 @@ fn report_view(result: &ResultView, model_text: String) -> impl IntoView + use<>
             .calls
             .iter()
             .enumerate()
-            .map(|(index, (tool, outcome, duration))| {
+            .map(|(index, (tool, outcome, waited, duration))| {
                 view! {
                     <tr class=format!("outcome-{outcome}")>
                         <td>{index + 1}</td>
                         <td><code>{tool.clone()}</code></td>
                         <td>{*outcome}</td>
+                        <td>{if *waited { "yes" } else { "no" }}</td>
                         <td>{duration.clone()}</td>
                     </tr>
                 }
@@ -514,7 +524,7 @@ fn report_view(result: &ResultView, model_text: String) -> impl IntoView + use<>
         view! {
             <h3>"Tool calls"</h3>
             <table class="calls" data-testid="tool-calls">
-                <thead><tr><th>"#"</th><th>"Tool"</th><th>"Outcome"</th><th>"Duration"</th></tr></thead>
+                <thead><tr><th>"#"</th><th>"Tool"</th><th>"Outcome"</th><th>"Waited on a person"</th><th>"Duration"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
         }

@@ -22,8 +22,8 @@ pub(crate) struct ResultView {
     pub value: Option<String>,
     /// Console lines as `(level, text)`.
     pub console: Vec<(&'static str, String)>,
-    /// Tool calls as `(tool, outcome, duration)`, in call order.
-    pub calls: Vec<(String, &'static str, String)>,
+    /// Tool calls as `(tool, outcome, waited on a person, duration)`, in call order.
+    pub calls: Vec<(String, &'static str, bool, String)>,
 }
 
 impl ResultView {
@@ -50,6 +50,7 @@ impl ResultView {
                 (
                     call.tool.clone(),
                     call.outcome.as_str(),
+                    call.waited_on_person,
                     format!("{} ms", call.duration_ms),
                 )
             })
