@@ -9,11 +9,11 @@
 // 100 µs (sub-millisecond figures would otherwise be rounding); the app itself
 // needs no such headers.
 import { execFileSync } from "node:child_process";
-import { createReadStream, existsSync, mkdtempSync, rmSync, statSync, writeFileSync } from "node:fs";
-import { createServer } from "node:http";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { extname, join, normalize } from "node:path";
+import { join } from "node:path";
 import { launch } from "../lib/browser.mjs";
+import { serveIsolated } from "../lib/serve.mjs";
 import { buildPeerWorker } from "./peer/build.mjs";
 import { measurePeer } from "./peer/run-peer.mjs";
 
@@ -37,25 +37,6 @@ const PROGRAMS = {
   loop: "let s = 0; for (let i = 0; i < 5e6; i++) s += i; return s;",
 };
 const LIMITS = { return_bytes: 1024 * 1024, js_cpu_ms: 60_000 };
-
-function serve(dirs) {
-  const types = { ".html": "text/html", ".js": "text/javascript", ".mjs": "text/javascript", ".wasm": "application/wasm", ".css": "text/css" };
-  const server = createServer((request, response) => {
-    const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^\/+/, "");
-    const file = dirs.map((dir) => join(dir, path === "" ? "index.html" : path)).find((f) => existsSync(f) && statSync(f).isFile());
-    if (!file || path.includes("..")) {
-      response.writeHead(404).end();
-      return;
-    }
-    response.writeHead(200, {
-      "content-type": types[extname(file)] ?? "application/octet-stream",
-      "cross-origin-opener-policy": "same-origin",
-      "cross-origin-embedder-policy": "require-corp",
-    });
-    createReadStream(file).pipe(response);
-  });
-  return new Promise((resolve) => server.listen(0, "127.0.0.1", () => resolve(server)));
-}
 
 async function measureKiln(page) {
   return page.evaluate(
@@ -174,7 +155,7 @@ function measureNative() {
 
 const bundleDir = mkdtempSync(join(tmpdir(), "kiln-peer-"));
 await buildPeerWorker(join(bundleDir, "bench", "peer-worker.js"));
-const server = await serve([PKG, bundleDir]);
+const server = await serveIsolated([PKG, bundleDir]);
 const browser = await launch();
 try {
   const { page } = browser;

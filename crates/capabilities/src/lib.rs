@@ -12,6 +12,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod args;
+pub mod bench;
 pub mod builtin;
 mod describe;
 pub mod dispatch;

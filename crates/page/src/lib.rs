@@ -128,6 +128,31 @@ impl Kiln {
         })
     }
 
+    /// For `cargo xtask bench`: the ladder's cost per call and its parts in
+    /// this page's wasm, `{iterations, call_ns, lookup_ns, arguments_ns,
+    /// decision_ns}` (medians over batches of 1,000 calls).
+    #[wasm_bindgen(js_name = benchLadder)]
+    pub fn bench_ladder(&self, iterations: u32) -> JsValue {
+        let figures = kiln_capabilities::bench::ladder(iterations, &kiln_host::now_ms);
+        from_json_text(&serde_json::to_string(&figures).unwrap_or_default())
+    }
+
+    /// For `cargo xtask bench`: `calls` MCP round trips to `url` through
+    /// `fetch`, `{calls, connect_ms, median_ms, p90_ms}`.
+    #[wasm_bindgen(js_name = benchMcp)]
+    pub fn bench_mcp(&self, url: String, calls: u32) -> Promise {
+        let http = self.http.clone();
+        wasm_bindgen_futures::future_to_promise(async move {
+            let figures =
+                kiln_capabilities::bench::mcp_round_trips(&url, calls, http, &kiln_host::now_ms)
+                    .await
+                    .map_err(|problem| JsValue::from(JsError::new(&problem)))?;
+            Ok(from_json_text(
+                &serde_json::to_string(&figures).unwrap_or_default(),
+            ))
+        })
+    }
+
     /// Runs one program; resolves to its `tool-result/v1` object.
     pub fn run(&self, request: JsValue) -> Promise {
         let pool = self.pool.clone();

@@ -1,7 +1,10 @@
 //! `cargo xtask bench`: the wasm files' sizes (raw and gzipped), the page
 //! figures measured in headless Chromium by `playwright/bench/page.mjs`, and
 //! the sandbox side by side with the peer `quickjs-emscripten` (in Chromium)
-//! and natively through the release `kiln` CLI (`playwright/bench/sandbox.mjs`).
+//! and natively through the release `kiln` CLI (`playwright/bench/sandbox.mjs`),
+//! and the capability ladder's cost per call and MCP round trips beside Ajv
+//! and the MCP TypeScript SDK, natively and in Chromium
+//! (`playwright/bench/ladder.mjs`).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -18,6 +21,7 @@ use crate::tools::{self, CHROMIUM};
 pub fn run(root: &Path) -> Result<()> {
     tools::ensure_browser()?;
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
+    let servers = tools::ensure_npm_packages(&root.join("servers"))?;
     build_app(root)?;
 
     println!("wasm and JavaScript files of pkg/ (bytes):");
@@ -70,6 +74,36 @@ pub fn run(root: &Path) -> Result<()> {
         .current_dir(root.join("playwright"))
         .env("KILN_PKG", &pkg)
         .env("KILN_CLI", root.join("target/release/kiln"))
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .env("NODE_PATH", &node_modules);
+    run_checked(&mut node)?;
+
+    eprintln!("xtask: building the native ladder benchmark");
+    run_checked(
+        Command::new("cargo")
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "kiln-capabilities",
+                "--example",
+                "ladder",
+            ])
+            .current_dir(root),
+    )?;
+    println!("capability ladder and MCP round trips, Kiln beside Ajv and the MCP TypeScript SDK:");
+    let mut node = Command::new("node");
+    node.arg(root.join("playwright/bench/ladder.mjs"))
+        .current_dir(root.join("playwright"))
+        .env("KILN_PKG", &pkg)
+        .env(
+            "KILN_LADDER_BIN",
+            root.join("target/release/examples/ladder"),
+        )
+        .env(
+            "KILN_MCP_EVERYTHING",
+            servers.join("@modelcontextprotocol/server-everything"),
+        )
         .env("KILN_CHROMIUM", CHROMIUM)
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
