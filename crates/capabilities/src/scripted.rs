@@ -14,7 +14,7 @@ use std::rc::Rc;
 use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
-use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, Warning};
+use kiln_types::tool_result::{ToolFailure, ToolReply, Warning};
 use serde_json::Value;
 
 use crate::dispatch::{CallContext, Permit};
@@ -107,7 +107,8 @@ pub fn add_catalog(registry: &mut Registry, catalog: &Value, host: &str) -> Resu
         let error = match object.get("error") {
             None | Some(Value::Null) => None,
             Some(error) => Some(
-                parse_error(error).map_err(|problem| format!("{} {problem}", field("error")))?,
+                ToolFailure::from_script(error)
+                    .map_err(|problem| format!("{} {problem}", field("error")))?,
             ),
         };
         let milliseconds = |key: &str| match object.get(key) {
@@ -146,21 +147,4 @@ pub fn add_catalog(registry: &mut Registry, catalog: &Value, host: &str) -> Resu
         let _ = registry.add(spec, Rc::new(script));
     }
     Ok(())
-}
-
-fn parse_error(error: &Value) -> Result<ToolFailure, String> {
-    let code = error
-        .get("code")
-        .and_then(Value::as_str)
-        .ok_or("needs a string `code`")?;
-    let message = error
-        .get("message")
-        .and_then(Value::as_str)
-        .ok_or("needs a string `message`")?;
-    Ok(ToolFailure {
-        code: code.to_owned(),
-        message: message.to_owned(),
-        detail: error.get("detail").cloned(),
-        outcome: CallOutcome::Error,
-    })
 }

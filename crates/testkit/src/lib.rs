@@ -13,6 +13,7 @@
     reason = "test support: a panic is a failed test with a line number"
 )]
 
+use std::io::Read as _;
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -107,4 +108,31 @@ pub fn free_port() -> u16 {
         .local_addr()
         .unwrap()
         .port()
+}
+
+/// Reads one raw HTTP/1.1 request from `stream`: the head and, when it has a
+/// `content-length`, the body. Ends early if the client closes.
+#[must_use]
+pub fn read_http_request(stream: &mut TcpStream) -> String {
+    let mut received = Vec::new();
+    let mut chunk = [0_u8; 4096];
+    loop {
+        let n = stream.read(&mut chunk).unwrap();
+        received.extend_from_slice(&chunk[..n]);
+        let text = String::from_utf8_lossy(&received).into_owned();
+        let complete = text.find("\r\n\r\n").is_some_and(|end| {
+            let length = text[..end]
+                .lines()
+                .find_map(|line| {
+                    let (name, value) = line.split_once(':')?;
+                    name.eq_ignore_ascii_case("content-length")
+                        .then(|| value.trim().parse().ok())?
+                })
+                .unwrap_or(0_usize);
+            received.len() >= end + 4 + length
+        });
+        if complete || n == 0 {
+            return text;
+        }
+    }
 }

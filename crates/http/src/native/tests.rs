@@ -1,8 +1,8 @@
 //! The native client against a one-connection server written here: what goes on the wire,
 //! and each way an exchange can end.
 
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write as _;
+use std::net::TcpListener;
 use std::thread::{self, JoinHandle};
 use std::time::Duration;
 
@@ -18,38 +18,13 @@ fn serve_once(answer: Vec<u8>, hold: Duration) -> (String, JoinHandle<String>) {
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
     let handle = thread::spawn(move || {
         let (mut stream, _) = listener.accept().unwrap();
-        let request = read_request(&mut stream);
+        let request = kiln_testkit::read_http_request(&mut stream);
         stream.write_all(&answer).unwrap();
         stream.flush().unwrap();
         thread::sleep(hold);
         request
     });
     (url, handle)
-}
-
-fn read_request(stream: &mut TcpStream) -> String {
-    let mut received = Vec::new();
-    let mut chunk = [0_u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk).unwrap();
-        received.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&received).into_owned();
-        if let Some(end) = text.find("\r\n\r\n") {
-            let length = text[..end]
-                .lines()
-                .find_map(|line| {
-                    let (name, value) = line.split_once(':')?;
-                    name.eq_ignore_ascii_case("content-length")
-                        .then(|| value.trim().parse().ok())?
-                })
-                .unwrap_or(0_usize);
-            if received.len() >= end + 4 + length || n == 0 {
-                return text;
-            }
-        } else if n == 0 {
-            return text;
-        }
-    }
 }
 
 fn request(url: &str) -> Request {

@@ -1,8 +1,8 @@
 //! The client against a scripted server written here: one canned HTTP answer per request,
 //! in order, each on its own connection. What each test shows is in its name.
 
-use std::io::{Read as _, Write as _};
-use std::net::{TcpListener, TcpStream};
+use std::io::Write as _;
+use std::net::TcpListener;
 use std::rc::Rc;
 use std::thread::{self, JoinHandle};
 use std::time::{Duration, Instant};
@@ -31,30 +31,12 @@ fn serve(answers: Vec<String>) -> (String, JoinHandle<Vec<String>>) {
                 }
             };
             stream.set_nonblocking(false).unwrap();
-            requests.push(read_request(&mut stream));
+            requests.push(kiln_testkit::read_http_request(&mut stream));
             stream.write_all(answer.as_bytes()).unwrap();
         }
         requests
     });
     (url, handle)
-}
-
-fn read_request(stream: &mut TcpStream) -> String {
-    let mut received = Vec::new();
-    let mut chunk = [0_u8; 4096];
-    loop {
-        let n = stream.read(&mut chunk).unwrap();
-        received.extend_from_slice(&chunk[..n]);
-        let text = String::from_utf8_lossy(&received).into_owned();
-        let Some(end) = text.find("\r\n\r\n") else {
-            assert!(n > 0, "the client closed mid-request: {text}");
-            continue;
-        };
-        let length: usize = header(&text, "content-length").map_or(0, |v| v.parse().unwrap());
-        if received.len() >= end + 4 + length {
-            return text;
-        }
-    }
 }
 
 /// The value of header `name` in a raw request.

@@ -48,7 +48,7 @@ impl ScriptedTools {
             };
             let error = match entry.get("error") {
                 None | Some(Value::Null) => None,
-                Some(error) => Some(parse_error(error).map_err(|problem| {
+                Some(error) => Some(ToolFailure::from_script(error).map_err(|problem| {
                     format!("catalog entry {index} (`{name}`): `error` {problem}")
                 })?),
             };
@@ -76,23 +76,6 @@ impl ScriptedTools {
         }
         Ok(Self { scripts })
     }
-}
-
-fn parse_error(error: &Value) -> Result<ToolFailure, String> {
-    let code = error
-        .get("code")
-        .and_then(Value::as_str)
-        .ok_or("needs a string `code`")?;
-    let message = error
-        .get("message")
-        .and_then(Value::as_str)
-        .ok_or("needs a string `message`")?;
-    Ok(ToolFailure {
-        code: code.to_owned(),
-        message: message.to_owned(),
-        detail: error.get("detail").cloned(),
-        outcome: CallOutcome::Error,
-    })
 }
 
 impl ToolHost for ScriptedTools {

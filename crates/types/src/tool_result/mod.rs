@@ -140,6 +140,27 @@ pub struct ToolFailure {
     pub outcome: CallOutcome,
 }
 
+impl ToolFailure {
+    /// A failure a catalog scripts: `{code, message, detail?}`, outcome
+    /// `error`; the error says which field is missing.
+    pub fn from_script(error: &Value) -> Result<Self, String> {
+        let code = error
+            .get("code")
+            .and_then(Value::as_str)
+            .ok_or("needs a string `code`")?;
+        let message = error
+            .get("message")
+            .and_then(Value::as_str)
+            .ok_or("needs a string `message`")?;
+        Ok(Self {
+            code: code.to_owned(),
+            message: message.to_owned(),
+            detail: error.get("detail").cloned(),
+            outcome: CallOutcome::Error,
+        })
+    }
+}
+
 /// What a host answers to one tool call.
 pub type ToolReply = Result<Value, ToolFailure>;
 
