@@ -160,6 +160,9 @@ impl Implementation for HttpRequest {
                 }
             };
             let as_bytes = text("response_type") == Some("bytes");
+            // A URL that could not be sent does not spend the run's budget.
+            kiln_http::check_scheme(&url)
+                .map_err(|error| failure("invalid_arguments", error.to_string()))?;
             context.run.take_fetch(&context.tool, context.call_number)?;
             let limits = context.run.limits;
             let request = Request {

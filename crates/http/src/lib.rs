@@ -100,9 +100,10 @@ pub fn default_client() -> Rc<dyn HttpClient> {
     Rc::new(FetchClient::new())
 }
 
-/// Refuses any scheme but `http` and `https` before a platform sees the URL: `fetch` would
+/// Refuses any scheme but `http` and `https` before a platform sees the URL (callers may ask
+/// first, before spending anything on a request): `fetch` would
 /// happily read `data:` or `blob:` URLs, and neither is a network peer.
-pub(crate) fn check_scheme(url: &str) -> Result<(), HttpError> {
+pub fn check_scheme(url: &str) -> Result<(), HttpError> {
     let invalid = |reason: String| HttpError::InvalidUrl {
         url: url.to_owned(),
         reason,
