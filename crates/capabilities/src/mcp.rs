@@ -62,16 +62,33 @@ impl std::fmt::Debug for McpServer {
     }
 }
 
-/// Connects to `url` (initialize, then the whole tool list). A failure is the
-/// `tools_unavailable` warning a run carries instead.
+/// Connects to `url` (initialize, then the whole tool list).
+pub async fn try_connect(
+    name: &str,
+    url: &str,
+    category: Category,
+    http: Rc<dyn HttpClient>,
+) -> Result<McpServer, McpError> {
+    let client = Rc::new(McpClient::new(name, url, http));
+    let info = client.connect().await?;
+    let tools = client.list_tools().await?;
+    Ok(McpServer {
+        client,
+        info,
+        tools,
+        category,
+    })
+}
+
+/// [`try_connect`] for a run: a failure is the `tools_unavailable` warning
+/// the run carries instead, and the run goes on with its other tools.
 pub async fn connect(
     name: &str,
     url: &str,
     category: Category,
     http: Rc<dyn HttpClient>,
 ) -> Result<McpServer, Box<Warning>> {
-    let client = Rc::new(McpClient::new(name, url, http));
-    let unavailable = |error: McpError| {
+    try_connect(name, url, category, http).await.map_err(|error| {
         Box::new(Warning {
             code: "tools_unavailable".into(),
             message: format!(
@@ -82,14 +99,6 @@ pub async fn connect(
             index: None,
             reason: Some("unreachable".into()),
         })
-    };
-    let info = client.connect().await.map_err(unavailable)?;
-    let tools = client.list_tools().await.map_err(unavailable)?;
-    Ok(McpServer {
-        client,
-        info,
-        tools,
-        category,
     })
 }
 

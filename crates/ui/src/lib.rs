@@ -394,7 +394,7 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
         set_status.set(Some((true, format!("Connecting to {url}…"))));
         let sources = sources.get_value();
         spawn_local(async move {
-            match kiln_capabilities::mcp::connect(
+            match kiln_capabilities::mcp::try_connect(
                 &name,
                 &url,
                 Category::External,
@@ -415,7 +415,13 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
                     set_listed.update(|listed| listed.push((name, url, count)));
                     set_tools.set(sources.rows());
                 }
-                Err(warning) => set_status.set(Some((false, warning.message))),
+                Err(error) => set_status.set(Some((
+                    false,
+                    format!(
+                        "Could not add `{name}`: {error}. Check the URL, that the server is \
+                         running, and that it allows this page's origin (CORS)."
+                    ),
+                ))),
             }
         });
     };
