@@ -101,3 +101,21 @@ test("a program asks the person, and the time they take counts as person wait", 
   assert.ok(wait >= 350, `person wait ${wait} ms`);
   assert.match(text, /\nask \| ok \| true \| \d+\n/);
 });
+
+test("calls that ask at once wait in line, and allowing one for the session answers the rest", async () => {
+  const { page } = app();
+  const url = new URL("kiln.css", page.url()).href;
+  await page.getByTestId("code-editor").fill(
+    `return await Promise.all([1, 2, 3].map((i) => tools.http_request({url: ${JSON.stringify(url)} + "?" + i}).then((r) => r.status)));`,
+  );
+  await page.getByTestId("run-button").click();
+  await page.getByTestId("approval").waitFor();
+  assert.equal(await page.getByTestId("approval-waiting").textContent(), "2 more calls waiting for an answer after this one.");
+  await page.getByTestId("approve").click();
+  await page.getByTestId("approval-title").filter({ hasText: "(call 2)" }).waitFor();
+  assert.equal(await page.getByTestId("approval-waiting").textContent(), "1 more call waiting for an answer after this one.");
+  await page.getByTestId("allow-session").click();
+  await page.locator('[data-testid="run-status"]:not(.running)').waitFor();
+  assert.equal(await page.getByTestId("approval").count(), 0);
+  assert.deepEqual(JSON.parse(await page.getByTestId("result-value").textContent()), [200, 200, 200]);
+});

@@ -1,7 +1,8 @@
 //! The page's approver: when the ladder asks, an approval card shows the
 //! tool, its category, where it comes from, why it is asked and its arguments
 //! (secrets redacted), with Approve, Deny and Allow for this session. Calls
-//! that ask at the same time wait in line, one card at a time.
+//! that ask at the same time wait in line, one card at a time, and the card
+//! says how many wait behind it.
 
 use std::cell::RefCell;
 use std::collections::VecDeque;
@@ -18,24 +19,28 @@ type Pending = VecDeque<(ApprovalRequest, oneshot::Sender<Answer>)>;
 #[derive(Clone)]
 pub struct PageApprover {
     shown: WriteSignal<Option<ApprovalRequest>>,
+    /// How many more calls wait behind the card on show.
+    behind: WriteSignal<usize>,
     pending: Rc<RefCell<Pending>>,
 }
 
 impl PageApprover {
     #[must_use]
-    pub fn new(shown: WriteSignal<Option<ApprovalRequest>>) -> Self {
+    pub fn new(shown: WriteSignal<Option<ApprovalRequest>>, behind: WriteSignal<usize>) -> Self {
         Self {
             shown,
+            behind,
             pending: Rc::default(),
         }
     }
 
     fn show_next(&self) {
-        let next = self
-            .pending
-            .borrow()
-            .front()
-            .map(|(request, _)| request.clone());
+        let (next, count) = {
+            let pending = self.pending.borrow();
+            let next = pending.front().map(|(request, _)| request.clone());
+            (next, pending.len())
+        };
+        self.behind.set(count.saturating_sub(1));
         self.shown.set(next);
     }
 
@@ -62,6 +67,7 @@ impl PageApprover {
     /// The run ended: the open questions have nobody left to answer.
     pub fn withdraw(&self) {
         self.pending.borrow_mut().clear();
+        self.behind.set(0);
         self.shown.set(None);
     }
 }
@@ -70,8 +76,11 @@ impl Approver for PageApprover {
     fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
         let (sender, receiver) = oneshot::channel();
         self.pending.borrow_mut().push_back((request, sender));
-        if self.pending.borrow().len() == 1 {
+        let waiting = self.pending.borrow().len();
+        if waiting == 1 {
             self.show_next();
+        } else {
+            self.behind.set(waiting - 1);
         }
         Box::pin(async move {
             receiver.await.unwrap_or_else(|_| Answer::Unavailable {

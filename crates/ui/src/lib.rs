@@ -106,7 +106,8 @@ pub fn App() -> impl IntoView {
     let asker = Asker::new(set_question);
     let card_asker = asker.clone();
     let (approval, set_approval) = signal(None::<ApprovalRequest>);
-    let approver = PageApprover::new(set_approval);
+    let (waiting, set_waiting) = signal(0_usize);
+    let approver = PageApprover::new(set_approval, set_waiting);
     // The page's one gate: its settings change live (a run going on sees a
     // new mode at its next call), and "allow for this session" lasts until
     // the page is reloaded.
@@ -200,7 +201,7 @@ pub fn App() -> impl IntoView {
                 <Permissions gate=panel_gate tools=tools />
                 <McpServers sources=panel_sources set_tools=set_tools />
             </section>
-            <ApprovalCard request=approval approver=card_approver />
+            <ApprovalCard request=approval waiting=waiting approver=card_approver />
             <QuestionCard question=question asker=card_asker />
             <ResultPanel state=state />
         </main>
@@ -234,6 +235,7 @@ fn QuestionCard(question: ReadSignal<Option<String>>, asker: Asker) -> impl Into
 #[component]
 fn ApprovalCard(
     request: ReadSignal<Option<ApprovalRequest>>,
+    waiting: ReadSignal<usize>,
     approver: PageApprover,
 ) -> impl IntoView {
     let approver = StoredValue::new_local(approver);
@@ -280,6 +282,14 @@ fn ApprovalCard(
                         <button class="secondary" data-testid="deny" on:click=move |_| answer(Answer::Deny)>"Deny"</button>
                         <button class="secondary" data-testid="allow-session" on:click=move |_| answer(Answer::AllowForSession)>{session_label}</button>
                     </div>
+                    {move || (waiting.get() > 0).then(|| {
+                        let count = waiting.get();
+                        let text = format!(
+                            "{count} more call{} waiting for an answer after this one.",
+                            if count == 1 { "" } else { "s" }
+                        );
+                        view! { <p class="waiting" data-testid="approval-waiting">{text}</p> }
+                    })}
                     <p class="hint">"Esc denies. While you decide, the program's CPU clock is stopped; the wait counts as person wait (10 min at most)."</p>
                 </section>
             }
