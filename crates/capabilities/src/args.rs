@@ -19,8 +19,8 @@ pub struct ArgumentError {
     pub message: String,
 }
 
-/// Where a schema is filed while it compiles. Nothing is fetched: a `$ref`
-/// to anywhere else does not compile.
+/// Where a schema is filed while it compiles. Nothing is fetched or read: a
+/// `$ref` to anywhere else (`file:`, `http:`) does not compile.
 const SCHEMA_URL: &str = "urn:kiln:input-schema";
 
 /// A compiled input schema (`boon`: every JSON Schema draft, checked against
@@ -51,6 +51,9 @@ impl InputSchema {
         }
         let mut schemas = boon::Schemas::new();
         let mut compiler = boon::Compiler::new();
+        // No loaders at all: natively boon would read `file:` URLs, and a
+        // tool's schema must not make us read anything.
+        compiler.use_loader(Box::new(boon::SchemeUrlLoader::new()));
         let index = compiler
             .add_resource(SCHEMA_URL, schema.clone())
             .and_then(|()| compiler.compile(SCHEMA_URL, &mut schemas))

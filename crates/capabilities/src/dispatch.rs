@@ -185,32 +185,8 @@ impl Dispatcher {
         Box::pin(async move {
             match decision {
                 Decision::Allow => {}
-                Decision::Refuse(Refusal::PlanMode) => {
-                    return Err(failure(
-                        "refused",
-                        format!(
-                            "{named} was refused: plan mode runs only read calls, and {tool} is \
-                             {} {category} tool. This is a deliberate setting; ask the person to \
-                             change the mode if the action is needed",
-                            if category == Category::External {
-                                "an"
-                            } else {
-                                "a"
-                            }
-                        ),
-                        CallOutcome::Refused,
-                    ));
-                }
-                Decision::Refuse(Refusal::Blocked) => {
-                    return Err(failure(
-                        "refused",
-                        format!(
-                            "{named} was refused: the person has blocked {tool} for this agent. \
-                             The restriction is deliberate: do not try to work around it; report \
-                             it to the person"
-                        ),
-                        CallOutcome::Refused,
-                    ));
+                Decision::Refuse(refusal) => {
+                    return Err(refused(&named, &tool, category, refusal));
                 }
                 Decision::Ask(reason) => {
                     let request = ApprovalRequest {
@@ -225,6 +201,11 @@ impl Dispatcher {
                     };
                     let answer = ask(&gate, request, &held).await;
                     admit(&gate, &named, &tool, reason, answer)?;
+                    // The settings may have changed while the person decided
+                    // (a block, plan mode): what they refuse now stays refused.
+                    if let Decision::Refuse(refusal) = gate.decide(&tool, category) {
+                        return Err(refused(&named, &tool, category, refusal));
+                    }
                 }
             }
             let reply = entry.implementation().call(args, context, Permit(())).await;
@@ -240,17 +221,48 @@ impl Dispatcher {
     }
 }
 
+/// Holds a call on a person until dropped: the hold ends whether the answer
+/// came or the call was given up (its future dropped).
+struct Hold(HeldSignal);
+
+impl Hold {
+    fn start(held: &HeldSignal) -> Self {
+        held(true);
+        Self(held.clone())
+    }
+}
+
+impl Drop for Hold {
+    fn drop(&mut self) {
+        (self.0)(false);
+    }
+}
+
 async fn ask(gate: &Gate, request: ApprovalRequest, held: &HeldSignal) -> Answer {
     let approver = gate.approver();
-    let person = approver.is_person();
-    if person {
-        held(true);
-    }
-    let answer = approver.ask(request).await;
-    if person {
-        held(false);
-    }
-    answer
+    let _hold = approver.is_person().then(|| Hold::start(held));
+    approver.ask(request).await
+}
+
+/// The refusal of `named` by a mode or a setting, worded as deliberate.
+fn refused(named: &str, tool: &str, category: Category, refusal: Refusal) -> ToolFailure {
+    let message = match refusal {
+        Refusal::PlanMode => format!(
+            "{named} was refused: plan mode runs only read calls, and {tool} is {} {category} \
+             tool. This is a deliberate setting; ask the person to change the mode if the action \
+             is needed",
+            if category == Category::External {
+                "an"
+            } else {
+                "a"
+            }
+        ),
+        Refusal::Blocked => format!(
+            "{named} was refused: the person has blocked {tool} for this agent. The restriction \
+             is deliberate: do not try to work around it; report it to the person"
+        ),
+    };
+    failure("refused", message, CallOutcome::Refused)
 }
 
 fn admit(
@@ -262,6 +274,10 @@ fn admit(
 ) -> Result<(), ToolFailure> {
     match answer {
         Answer::Approve => Ok(()),
+        // Under the brake, "for this session" is an approval of this call
+        // only: the brake asks every time, and an allowance kept in the
+        // meantime would quietly outlast it.
+        Answer::AllowForSession if reason == AskReason::Brake => Ok(()),
         Answer::AllowForSession => {
             gate.allow_for_session(tool);
             Ok(())

@@ -170,9 +170,12 @@ pub fn decide(situation: Situation<'_>) -> Decision {
         brake,
         session_allowed,
     } = situation;
-    if tool == RETURN_RESULT {
-        return Decision::Allow;
-    }
+    // `return_result` cannot be blocked: a block on it means "follow the
+    // mode" (it is still asked for or refused like any other call).
+    let autonomy = match autonomy {
+        Some(Autonomy::Block) if tool == RETURN_RESULT => None,
+        other => other,
+    };
     if autonomy == Some(Autonomy::Block) {
         return Decision::Refuse(Refusal::Blocked);
     }

@@ -201,6 +201,11 @@ fn a_schema_that_does_not_compile_says_why() {
         InputSchema::compile(&json!({"type": "object", "properties": {"a": {"type": "strang"}}}))
             .unwrap_err();
     assert!(problem.contains("strang"), "{problem}");
+    // A `$ref` elsewhere is never followed: not a file, not the network.
+    let problem = InputSchema::compile(&json!({"$ref": "file:///etc/hostname"})).unwrap_err();
+    assert!(problem.contains("file:///etc/hostname"), "{problem}");
+    let problem = InputSchema::compile(&json!({"$ref": "http://127.0.0.1:9/s.json"})).unwrap_err();
+    assert!(problem.contains("127.0.0.1:9"), "{problem}");
     let problem = InputSchema::compile(&json!([1])).unwrap_err();
     assert!(problem.contains("an array"), "{problem}");
 }

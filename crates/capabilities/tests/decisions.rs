@@ -106,15 +106,23 @@ fn the_rules_the_table_must_keep() {
 
 #[test]
 fn return_result_cannot_be_blocked() {
-    let situation = Situation {
-        tool: RETURN_RESULT,
-        category: Category::Write,
-        mode: Mode::Plan,
-        autonomy: Some(Autonomy::Block),
-        brake: true,
-        session_allowed: false,
-    };
-    assert_eq!(decide(situation), Decision::Allow);
+    // A block on it is ignored; the mode still decides, as for any call of
+    // its category (a tool merely named so gets no other favour).
+    for mode in Mode::ALL {
+        let situation = |autonomy| Situation {
+            tool: RETURN_RESULT,
+            category: Category::Write,
+            mode,
+            autonomy,
+            brake: false,
+            session_allowed: false,
+        };
+        assert_eq!(
+            decide(situation(Some(Autonomy::Block))),
+            decide(situation(None)),
+            "{mode}"
+        );
+    }
     let gate = Gate::headless("test", GateSettings::default()).unwrap();
     let refused = gate
         .set_autonomy(RETURN_RESULT, Some(Autonomy::Block))

@@ -388,3 +388,85 @@ fn unknown_and_doubly_claimed_names_are_unavailable() {
     assert!(why.contains("claimed by 2 sources (page, cli)"), "{why}");
     assert_eq!(registry.catalog().as_array().map(Vec::len), Some(2));
 }
+
+/// Answers after the gate's settings changed under it.
+struct ChangesSettings {
+    gate: Rc<RefCell<Option<Rc<Gate>>>>,
+    answer: Answer,
+}
+
+impl Approver for ChangesSettings {
+    fn ask(&self, _request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        if let Some(gate) = self.gate.borrow().as_ref() {
+            gate.set_autonomy("save", Some(Autonomy::Block)).unwrap();
+        }
+        let answer = self.answer.clone();
+        Box::pin(async move { answer })
+    }
+}
+
+#[test]
+fn a_setting_changed_while_the_person_decided_still_refuses() {
+    let slot: Rc<RefCell<Option<Rc<Gate>>>> = Rc::default();
+    let approver = ChangesSettings {
+        gate: slot.clone(),
+        answer: Answer::Approve,
+    };
+    let gate = gate_with(Mode::Default, Rc::new(approver));
+    *slot.borrow_mut() = Some(gate.clone());
+    let setup = setup(Some(gate));
+    let failure = setup.call(1, "save", json!({})).unwrap_err();
+    assert_eq!(failure.outcome, CallOutcome::Refused);
+    assert!(
+        failure.message.contains("has blocked save"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(setup.calls.get(), 0);
+}
+
+#[test]
+fn allow_for_session_under_the_brake_approves_that_call_only() {
+    let person = person(vec![Answer::AllowForSession, Answer::Deny]);
+    let gate = gate_with(Mode::Auto, Rc::new(person.clone()));
+    gate.set_brake(true);
+    let setup = setup(Some(gate.clone()));
+    setup.call(1, "run_code", json!({})).unwrap();
+    assert!(
+        !gate.session_allowed("run_code"),
+        "the brake's answers are not kept"
+    );
+    assert_eq!(
+        setup.call(2, "run_code", json!({})).unwrap_err().code,
+        "denied"
+    );
+}
+
+/// Never answers.
+struct Silent;
+
+impl Approver for Silent {
+    fn ask(&self, _request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        Box::pin(futures::future::pending())
+    }
+}
+
+#[test]
+fn a_call_given_up_while_held_is_no_longer_held() {
+    let setup = setup(Some(gate_with(Mode::Default, Rc::new(Silent))));
+    let held = setup.held.clone();
+    let signal: HeldSignal = Rc::new(move |on| held.borrow_mut().push(on));
+    let mut call = setup.dispatcher.call(
+        CallRequest {
+            call_number: 1,
+            tool: "save".into(),
+            args: json!({}),
+        },
+        signal,
+    );
+    assert!(futures::FutureExt::now_or_never(&mut call).is_none());
+    assert_eq!(*setup.held.borrow(), vec![true]);
+    drop(call);
+    assert_eq!(*setup.held.borrow(), vec![true, false]);
+    assert_eq!(setup.calls.get(), 0);
+}
