@@ -175,3 +175,23 @@ test("bad permission input is a TypeError naming the field", async () => {
   ];
   expected.forEach((pattern, i) => assert.match(messages[i], pattern));
 });
+
+test("a call still waiting for approval when its run is ended never runs", async () => {
+  const { page } = app();
+  const out = await page.evaluate(async () => {
+    const { Kiln } = await import("./kiln.js");
+    window.kiln ??= await Kiln.load();
+    let ran = 0;
+    // The person takes longer than the run's person-wait budget: the run ends
+    // first, and the late approval must run nothing.
+    const result = await window.kiln.run({
+      code: "return await tools.late({});",
+      tools: { late: { category: "write", call: () => (ran += 1) } },
+      approve: () => new Promise((resolve) => setTimeout(() => resolve("approve"), 600)),
+      limits: { person_wait_ms: 150 },
+    });
+    await new Promise((resolve) => setTimeout(resolve, 900));
+    return { reason: result.structuredContent.termination_reason, ran };
+  });
+  assert.deepEqual(out, { reason: "budget_exhausted:person_wait", ran: 0 });
+});

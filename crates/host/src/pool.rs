@@ -23,7 +23,7 @@ use std::cell::{Cell, RefCell};
 use std::rc::Rc;
 
 use futures::channel::mpsc;
-use futures::future::FusedFuture;
+use futures::future::{AbortHandle, FusedFuture, abortable};
 use futures::future::{Either, select};
 use futures::{FutureExt, StreamExt};
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
@@ -277,6 +277,9 @@ impl SandboxPool {
         // The output so far, kept in case the worker has to be terminated.
         let mut console = Vec::<ConsoleLine>::new();
         let (replies, mut replied) = mpsc::unbounded::<(u32, ToolReply)>();
+        // Calls still out when the run ends, however it ends, are given up:
+        // an answer after that (an approval, say) runs nothing.
+        let outstanding = Outstanding::default();
 
         // One timer at a time, set for the earliest moment a budget could run
         // out. Deadlines move later as the guest goes idle and runs again, so
@@ -340,7 +343,9 @@ impl SandboxPool {
                     watch.idle(now_ms(), cpu_ms, wake_in_ms);
                     console.extend(lines);
                     for request in requests {
-                        dispatch(request, tools, &worker.worker, run_id, &calls, &replies);
+                        let call =
+                            dispatch(request, tools, &worker.worker, run_id, &calls, &replies);
+                        outstanding.0.borrow_mut().push(call);
                     }
                 }
                 // The worker's wasm is aborting: it takes no further run.
@@ -413,7 +418,7 @@ fn dispatch(
     run_id: u64,
     calls: &Rc<RefCell<Vec<CallSummary>>>,
     replies: &mpsc::UnboundedSender<(u32, ToolReply)>,
-) {
+) -> AbortHandle {
     let call_number = request.call_number;
     let index = calls.borrow().len();
     calls.borrow_mut().push(CallSummary {
@@ -429,8 +434,11 @@ fn dispatch(
     let started = now_ms();
     let calls = calls.clone();
     let replies = replies.clone();
+    let (reply, handle) = abortable(reply);
     wasm_bindgen_futures::spawn_local(async move {
-        let reply = reply.await;
+        let Ok(reply) = reply.await else {
+            return;
+        };
         if let Some(summary) = calls.borrow_mut().get_mut(index) {
             summary.outcome = match &reply {
                 Ok(_) => CallOutcome::Ok,
@@ -443,6 +451,19 @@ fn dispatch(
         // The run may have ended; then nobody is listening.
         let _ = replies.unbounded_send((call_number, reply));
     });
+    handle
+}
+
+/// The run's calls still out; dropping it gives every one of them up.
+#[derive(Default)]
+struct Outstanding(RefCell<Vec<AbortHandle>>);
+
+impl Drop for Outstanding {
+    fn drop(&mut self) {
+        for call in self.0.borrow().iter() {
+            call.abort();
+        }
+    }
 }
 
 /// The host's view of a run's wall and JS CPU time.
