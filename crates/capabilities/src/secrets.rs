@@ -93,7 +93,11 @@ impl SecretScope {
     #[must_use]
     pub fn redact_text(&self, text: &str) -> String {
         let mut out = text.to_owned();
-        for (name, secret) in &self.secrets {
+        // Longest values first, so a secret that contains another is
+        // replaced whole rather than leaving its tail.
+        let mut secrets: Vec<(&String, &Secret)> = self.secrets.iter().collect();
+        secrets.sort_by_key(|(_, secret)| std::cmp::Reverse(secret.0.len()));
+        for (name, secret) in secrets {
             // An empty value would match everywhere; it hides nothing anyway.
             if !secret.0.is_empty() && out.contains(&secret.0) {
                 out = out.replace(&secret.0, &format!("[redacted:{name}]"));
@@ -110,6 +114,16 @@ impl SecretScope {
         }
         match value {
             Value::String(text) => Value::String(self.redact_text(&text)),
+            // A numeric secret can come back as a number.
+            Value::Number(number) => {
+                let text = number.to_string();
+                let redacted = self.redact_text(&text);
+                if redacted == text {
+                    Value::Number(number)
+                } else {
+                    Value::String(redacted)
+                }
+            }
             Value::Array(items) => {
                 Value::Array(items.into_iter().map(|v| self.redact(v)).collect())
             }

@@ -341,6 +341,16 @@ fn secrets_never_leave_in_results_or_errors() {
             .unwrap_err()
             .contains("no secret named `OTHER`")
     );
+    // One secret inside another is replaced whole; a number that prints as a
+    // secret is replaced too.
+    let mut scope = SecretScope::new();
+    scope.insert("A", Secret::new("abc123"));
+    scope.insert("B", Secret::new("abc123xyz"));
+    scope.insert("PIN", Secret::new("4242"));
+    assert_eq!(
+        scope.redact(json!({"t": "k=abc123xyz;abc123", "pin": 4242, "n": 7})),
+        json!({"t": "k=[redacted:B];[redacted:A]", "pin": "[redacted:PIN]", "n": 7})
+    );
 }
 
 #[test]

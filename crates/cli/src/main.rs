@@ -270,7 +270,10 @@ fn supervise(
         command.arg("--permission-mode").arg(mode.as_str());
     }
     command.arg("--approve").arg(permissions.approve.as_str());
-    // The child's streams are pipes; it asks on /dev/tty when ours is a terminal.
+    // The child's streams are pipes; it asks on /dev/tty when ours is a
+    // terminal. Only this decision reaches it, not a stray setting of the
+    // caller's environment.
+    command.env_remove(TERMINAL_ENV);
     if permissions.approve == ApproveWith::Ask && std::io::stderr().is_terminal() {
         command.env(TERMINAL_ENV, "1");
     }

@@ -14,7 +14,7 @@ use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast as _, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Headers, RequestInit};
+use web_sys::{AbortController, Headers, RequestCredentials, RequestInit};
 
 use crate::{HttpClient, HttpError, Request, Response, check_scheme};
 
@@ -54,6 +54,9 @@ async fn send(request: Request) -> Result<Response, HttpError> {
     }
     let init = RequestInit::new();
     init.set_method(&request.method);
+    // Never the page's cookies or HTTP auth: a request carries only what
+    // the caller put in it.
+    init.set_credentials(RequestCredentials::Omit);
     init.set_headers(&headers);
     if let Some(body) = &request.body {
         init.set_body(&Uint8Array::from(body.as_slice()));

@@ -260,7 +260,7 @@ impl Approver for JsApprover {
                     _ => Answer::Unavailable {
                         reason: format!(
                             "the page's approve callback answered {}; expected \"approve\", \"deny\" or \"allow_for_session\"",
-                            describe(&value)
+                            answer_text(&value)
                         ),
                     },
                 },
@@ -270,6 +270,17 @@ impl Approver for JsApprover {
             }
         })
     }
+}
+
+/// An approve callback's answer as a message shows it.
+fn answer_text(value: &JsValue) -> String {
+    if value.is_undefined() {
+        return "undefined (no answer)".into();
+    }
+    JSON::stringify(value)
+        .ok()
+        .and_then(|text| text.as_string())
+        .unwrap_or_else(|| describe(value))
 }
 
 fn type_error(message: impl AsRef<str>) -> JsValue {
