@@ -44,8 +44,17 @@ impl PageApprover {
         self.shown.set(next);
     }
 
-    /// The person answered the card on show.
-    pub fn answer(&self, answer: Answer) {
+    /// The person answered the card of call `call_number`; an answer for a
+    /// card no longer on show is ignored.
+    pub fn answer(&self, call_number: u32, answer: Answer) {
+        let on_show = self
+            .pending
+            .borrow()
+            .front()
+            .is_some_and(|(request, _)| request.call_number == call_number);
+        if !on_show {
+            return;
+        }
         let Some((request, sender)) = self.pending.borrow_mut().pop_front() else {
             return;
         };

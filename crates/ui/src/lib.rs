@@ -10,6 +10,7 @@ mod view_model;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use wasm_bindgen::JsCast as _;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -239,18 +240,40 @@ fn ApprovalCard(
     approver: PageApprover,
 ) -> impl IntoView {
     let approver = StoredValue::new_local(approver);
-    // Each new card takes the keyboard focus on its Approve button, so Enter
-    // approves and Tab reaches the other answers; Escape denies.
-    let approve_button = NodeRef::<leptos::html::Button>::new();
+    // Each new card takes the keyboard focus on its heading (so a key meant
+    // for the editor cannot answer it): Tab reaches Approve, Deny and Allow
+    // for this session; Escape denies. When the last card closes, the focus
+    // goes back where it was.
+    let heading = NodeRef::<leptos::html::H2>::new();
+    let before = StoredValue::new_local(None::<web_sys::HtmlElement>);
     Effect::new(move || {
-        if let Some(button) = approve_button.get() {
-            let _ = button.focus();
-            button.scroll_into_view();
+        if let Some(heading) = heading.get() {
+            if before.with_value(Option::is_none) {
+                let active = web_sys::window()
+                    .and_then(|window| window.document())
+                    .and_then(|document| document.active_element())
+                    .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok());
+                before.set_value(active);
+            }
+            let _ = heading.focus();
+            heading.scroll_into_view();
+        }
+    });
+    Effect::new(move || {
+        if request.with(Option::is_none)
+            && let Some(element) = before.try_update_value(Option::take).flatten()
+        {
+            let _ = element.focus();
         }
     });
     move || {
         request.get().map(|request| {
-            let answer = move |answer: Answer| approver.with_value(|approver| approver.answer(answer));
+            let call_number = request.call_number;
+            // An answer is for the card it was given on: a click that lands
+            // after that card was replaced answers nothing.
+            let answer = move |answer: Answer| {
+                approver.with_value(|approver| approver.answer(call_number, answer));
+            };
             let args = serde_json::to_string_pretty(&request.args).unwrap_or_default();
             let title = format!("Allow {} (call {})?", request.tool, request.call_number);
             let on_keydown = move |event: KeyboardEvent| {
@@ -270,7 +293,7 @@ fn ApprovalCard(
                     aria-describedby="approval-why"
                     on:keydown=on_keydown
                 >
-                    <h2 id="approval-title" data-testid="approval-title">{title}</h2>
+                    <h2 id="approval-title" data-testid="approval-title" tabindex="-1" node_ref=heading>{title}</h2>
                     <p id="approval-why">
                         <span class=format!("category category-{}", request.category) data-testid="approval-category">{request.category.as_str()}</span>
                         " tool from "<code>{request.module.clone()}</code>" — "{request.reason.sentence()}"."
@@ -278,7 +301,7 @@ fn ApprovalCard(
                     <p class="description">{request.description.clone()}</p>
                     <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre>
                     <div class="actions">
-                        <button data-testid="approve" node_ref=approve_button on:click=move |_| answer(Answer::Approve)>"Approve"</button>
+                        <button data-testid="approve" on:click=move |_| answer(Answer::Approve)>"Approve"</button>
                         <button class="secondary" data-testid="deny" on:click=move |_| answer(Answer::Deny)>"Deny"</button>
                         <button class="secondary" data-testid="allow-session" on:click=move |_| answer(Answer::AllowForSession)>{session_label}</button>
                     </div>
@@ -381,6 +404,8 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
     let (url, set_url) = signal(String::new());
     let (status, set_status) = signal(None::<(bool, String)>);
     let (listed, set_listed) = signal(Vec::<(String, String, usize)>::new());
+    // One server at a time: a second submit while connecting would add it twice.
+    let (connecting, set_connecting) = signal(false);
     let sources = StoredValue::new_local(sources);
     let add = move || {
         let name = name.get_untracked().trim().to_owned();
@@ -401,6 +426,10 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
             )));
             return;
         }
+        if connecting.get_untracked() {
+            return;
+        }
+        set_connecting.set(true);
         set_status.set(Some((true, format!("Connecting to {url}…"))));
         let sources = sources.get_value();
         spawn_local(async move {
@@ -433,6 +462,7 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
                     ),
                 ))),
             }
+            set_connecting.set(false);
         });
     };
     let remove = move |name: String| {
@@ -458,7 +488,7 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
             <form class="mcp-form" on:submit=move |event| { event.prevent_default(); add(); }>
                 <label>"Name "<input data-testid="mcp-name" prop:value=name on:input=move |e| set_name.set(event_target_value(&e)) /></label>
                 <label>"URL "<input data-testid="mcp-url" type="url" placeholder="http://127.0.0.1:3001/mcp" prop:value=url on:input=move |e| set_url.set(event_target_value(&e)) /></label>
-                <button type="submit" data-testid="mcp-add">"Add server"</button>
+                <button type="submit" data-testid="mcp-add" disabled=connecting>"Add server"</button>
             </form>
             <p class="mcp-status" data-testid="mcp-status" role="status">
                 {move || status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{text}</span> })}
