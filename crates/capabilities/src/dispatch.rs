@@ -172,7 +172,8 @@ impl Dispatcher {
             }
         };
         let category = entry.spec().category;
-        let decision = self.gate.decide(&tool, category);
+        let session_key = entry.spec().session_key();
+        let decision = self.gate.decide_for(&tool, &session_key, category);
         let gate = self.gate.clone();
         let secrets = self.secrets.clone();
         let context = CallContext {
@@ -200,10 +201,12 @@ impl Dispatcher {
                         host: gate.host().to_owned(),
                     };
                     let answer = ask(&gate, request, &held).await;
-                    admit(&gate, &named, &tool, reason, answer)?;
+                    admit(&gate, &named, &session_key, reason, answer)?;
                     // The settings may have changed while the person decided
                     // (a block, plan mode): what they refuse now stays refused.
-                    if let Decision::Refuse(refusal) = gate.decide(&tool, category) {
+                    if let Decision::Refuse(refusal) =
+                        gate.decide_for(&tool, &session_key, category)
+                    {
                         return Err(refused(&named, &tool, category, refusal));
                     }
                 }
@@ -268,7 +271,7 @@ fn refused(named: &str, tool: &str, category: Category, refusal: Refusal) -> Too
 fn admit(
     gate: &Gate,
     named: &str,
-    tool: &str,
+    session_key: &str,
     reason: AskReason,
     answer: Answer,
 ) -> Result<(), ToolFailure> {
@@ -279,7 +282,7 @@ fn admit(
         // meantime would quietly outlast it.
         Answer::AllowForSession if reason == AskReason::Brake => Ok(()),
         Answer::AllowForSession => {
-            gate.allow_for_session(tool);
+            gate.allow_for_session(session_key);
             Ok(())
         }
         Answer::Deny => Err(failure(

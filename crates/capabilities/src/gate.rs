@@ -441,18 +441,27 @@ impl Gate {
         Ok(())
     }
 
-    pub fn allow_for_session(&self, tool: &str) {
-        self.session_allow.borrow_mut().insert(tool.to_owned());
+    /// Remembers "allow for this session" under `key` (a tool's session key).
+    pub fn allow_for_session(&self, key: &str) {
+        self.session_allow.borrow_mut().insert(key.to_owned());
     }
 
     #[must_use]
-    pub fn session_allowed(&self, tool: &str) -> bool {
-        self.session_allow.borrow().contains(tool)
+    pub fn session_allowed(&self, key: &str) -> bool {
+        self.session_allow.borrow().contains(key)
     }
 
-    /// The ladder's decision for `tool` now.
+    /// The ladder's decision for `tool` now, its session answer looked up
+    /// under the tool's own name.
     #[must_use]
     pub fn decide(&self, tool: &str, category: Category) -> Decision {
+        self.decide_for(tool, tool, category)
+    }
+
+    /// The ladder's decision for `tool` now, its session answer looked up
+    /// under `session_key` (`CapabilitySpec::session_key`: source and name).
+    #[must_use]
+    pub fn decide_for(&self, tool: &str, session_key: &str, category: Category) -> Decision {
         let settings = self.settings.borrow();
         decide(Situation {
             tool,
@@ -460,7 +469,7 @@ impl Gate {
             mode: settings.mode,
             autonomy: settings.autonomy.get(tool).copied(),
             brake: settings.brake,
-            session_allowed: self.session_allowed(tool),
+            session_allowed: self.session_allowed(session_key),
         })
     }
 

@@ -119,6 +119,7 @@ pub fn add_server(registry: &mut Registry, server: &McpServer) {
             source: Source::Mcp {
                 server: name.clone(),
                 tool: tool.name.clone(),
+                url: server.client.url().to_owned(),
             },
         };
         let implementation = McpCall {

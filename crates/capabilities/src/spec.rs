@@ -63,7 +63,14 @@ pub enum Source {
     /// Declared by the host: the page's `tools`, the CLI's `--tools` catalog.
     Host { host: String },
     /// A tool of an MCP server, under the server's name.
-    Mcp { server: String, tool: String },
+    Mcp {
+        server: String,
+        tool: String,
+        /// The server's endpoint: a server of the same name elsewhere is
+        /// another source.
+        #[serde(default)]
+        url: String,
+    },
 }
 
 impl Source {
@@ -74,6 +81,18 @@ impl Source {
             Self::Builtin => "builtin".into(),
             Self::Host { host } => host.clone(),
             Self::Mcp { server, .. } => format!("mcp:{server}"),
+        }
+    }
+
+    /// What identifies the source for "allow for this session": an answer
+    /// given for one server's tool does not carry over to a server of the
+    /// same name at another address.
+    #[must_use]
+    pub fn identity(&self) -> String {
+        match self {
+            Self::Builtin => "builtin".into(),
+            Self::Host { host } => format!("host:{host}"),
+            Self::Mcp { server, url, .. } => format!("mcp:{server}@{url}"),
         }
     }
 }
@@ -99,6 +118,12 @@ fn any_result() -> Value {
 }
 
 impl CapabilitySpec {
+    /// The key of this capability in a session's allow-set.
+    #[must_use]
+    pub fn session_key(&self) -> String {
+        format!("{}/{}", self.source.identity(), self.name)
+    }
+
     /// The entry this spec makes in a sandbox run's catalog.
     #[must_use]
     pub fn catalog_entry(&self) -> Value {

@@ -220,7 +220,7 @@ fn allow_for_session_answers_once_for_every_later_call_and_every_run_of_the_gate
     let second = setup(Some(gate.clone()));
     second.call(1, "save", json!({})).unwrap();
     assert_eq!(person.asked.borrow().len(), 1);
-    assert!(gate.session_allowed("save"));
+    assert!(gate.session_allowed("builtin/save"));
 }
 
 #[test]
@@ -443,7 +443,7 @@ fn allow_for_session_under_the_brake_approves_that_call_only() {
     let setup = setup(Some(gate.clone()));
     setup.call(1, "run_code", json!({})).unwrap();
     assert!(
-        !gate.session_allowed("run_code"),
+        !gate.session_allowed("builtin/run_code"),
         "the brake's answers are not kept"
     );
     assert_eq!(
@@ -479,4 +479,57 @@ fn a_call_given_up_while_held_is_no_longer_held() {
     drop(call);
     assert_eq!(*setup.held.borrow(), vec![true, false]);
     assert_eq!(setup.calls.get(), 0);
+}
+
+#[test]
+fn allow_for_session_holds_for_that_source_only() {
+    let person = person(vec![Answer::AllowForSession, Answer::Deny]);
+    let gate = gate_with(Mode::Default, Rc::new(person.clone()));
+    let run_against = |url: &str| {
+        let mut registry = Registry::new();
+        let spec = CapabilitySpec {
+            name: "fs_write".into(),
+            description: String::new(),
+            input_schema: json!({"type": "object"}),
+            category: Category::Write,
+            result: json!({}),
+            source: Source::Mcp {
+                server: "fs".into(),
+                tool: "write".into(),
+                url: url.into(),
+            },
+        };
+        registry
+            .add(
+                spec,
+                Rc::new(Probe {
+                    calls: Rc::default(),
+                }),
+            )
+            .unwrap();
+        let dispatcher = Dispatcher::new(
+            Rc::new(registry),
+            Some(gate.clone()),
+            SecretScope::new(),
+            RunLimits::default(),
+            "ladder test",
+        );
+        let held: HeldSignal = Rc::new(|_| {});
+        block_on(dispatcher.call(
+            CallRequest {
+                call_number: 1,
+                tool: "fs_write".into(),
+                args: json!({}),
+            },
+            held,
+        ))
+    };
+    run_against("http://a.example/mcp").unwrap();
+    run_against("http://a.example/mcp").unwrap();
+    // Another server under the same name is asked again (and denied here).
+    assert_eq!(
+        run_against("http://b.example/mcp").unwrap_err().code,
+        "denied"
+    );
+    assert_eq!(person.asked.borrow().len(), 2);
 }
