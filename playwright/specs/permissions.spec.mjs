@@ -139,6 +139,19 @@ return JSON.parse(r.body).headers.authorization;`;
   const { result } = await run({ code, secrets: { API_KEY: "sk-page-secret-42" } });
   assert.equal(result.structuredContent.value, "Bearer [redacted:API_KEY]");
   assert.ok(!JSON.stringify(result).includes("sk-page-secret-42"));
+
+  // Bound to origins, a secret goes to those and is refused for any other.
+  const origin = new URL(echo.url).origin;
+  const bound = await run({ code, secrets: { API_KEY: { value: "sk-page-secret-42", origins: [origin] } } });
+  assert.equal(bound.result.structuredContent.value, "Bearer [redacted:API_KEY]");
+  const elsewhere = await run({
+    code: `try { ${code} } catch (e) { return e.code + ": " + e.message }`,
+    secrets: { API_KEY: { value: "sk-page-secret-42", origins: ["https://api.example.com"] } },
+  });
+  assert.equal(
+    elsewhere.result.structuredContent.value,
+    `secret_not_allowed: the secret \`API_KEY\` was not sent: it may be sent only to https://api.example.com, not to ${origin}`,
+  );
 });
 
 test("bad permission input is a TypeError naming the field", async () => {

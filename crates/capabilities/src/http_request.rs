@@ -3,7 +3,8 @@
 //! `fetch_body_bytes`, `fetch_timeout_ms`; the reference's 20 requests, 1 MB
 //! and 15 s by default). `secret_headers` put secrets from the run's scope into
 //! headers by name: `{"Authorization": "Bearer ${API_KEY}"}`. The guest never
-//! sees the value, and the dispatcher scrubs it from whatever comes back.
+//! sees the value, and the dispatcher scrubs it from whatever comes back. A
+//! secret bound to origins is refused (`secret_not_allowed`) for any other.
 
 use std::rc::Rc;
 
@@ -90,7 +91,7 @@ fn failure(code: &str, message: String) -> ToolFailure {
 }
 
 /// `${NAME}` in `template` replaced by the scoped secret NAME.
-fn fill(template: &str, context: &CallContext) -> Result<String, ToolFailure> {
+fn fill(template: &str, url: &str, context: &CallContext) -> Result<String, ToolFailure> {
     let mut out = String::new();
     let mut rest = template;
     while let Some(start) = rest.find("${") {
@@ -107,6 +108,12 @@ fn fill(template: &str, context: &CallContext) -> Result<String, ToolFailure> {
             .secrets
             .get(name)
             .map_err(|why| failure("secret_unavailable", why))?;
+        secret.allows(url).map_err(|why| {
+            failure(
+                "secret_not_allowed",
+                format!("the secret `{name}` was not sent: {why}"),
+            )
+        })?;
         out.push_str(secret.expose());
         rest = &after[end + 1..];
     }
@@ -136,7 +143,7 @@ impl Implementation for HttpRequest {
                 {
                     let value = value.as_str().unwrap_or_default();
                     let value = if source {
-                        fill(value, &context)?
+                        fill(value, &url, &context)?
                     } else {
                         value.to_owned()
                     };

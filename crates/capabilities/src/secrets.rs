@@ -10,13 +10,26 @@ use std::fmt;
 use serde_json::Value;
 
 /// One secret value. It prints redacted; only [`Secret::expose`] reads it.
+/// It may be bound to origins (`https://api.example.com`): then it is sent
+/// nowhere else, whatever the program asks.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String);
+pub struct Secret(String, Vec<String>);
 
 impl Secret {
+    /// A secret that may be sent to any origin.
     #[must_use]
     pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into())
+        Self(value.into(), Vec::new())
+    }
+
+    /// A secret that may be sent only to `origins` (`scheme://host[:port]`).
+    #[must_use]
+    pub fn for_origins(value: impl Into<String>, origins: Vec<String>) -> Self {
+        let origins = origins
+            .iter()
+            .filter_map(|origin| origin_of(origin))
+            .collect();
+        Self(value.into(), origins)
     }
 
     /// The value, for the one place that sends it (a header to its service).
@@ -24,6 +37,45 @@ impl Secret {
     pub fn expose(&self) -> &str {
         &self.0
     }
+
+    /// Whether it may be sent to `url`; `Err` names the origin it may not.
+    pub fn allows(&self, url: &str) -> Result<(), String> {
+        if self.1.is_empty() {
+            return Ok(());
+        }
+        let origin = origin_of(url).unwrap_or_else(|| url.to_owned());
+        if self.1.contains(&origin) {
+            Ok(())
+        } else {
+            Err(format!(
+                "it may be sent only to {}, not to {origin}",
+                self.1.join(", ")
+            ))
+        }
+    }
+}
+
+/// `scheme://host[:port]` of an http(s) URL, lower-cased, default port
+/// dropped, user info ignored; `None` for anything else.
+#[must_use]
+pub fn origin_of(url: &str) -> Option<String> {
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    let authority = rest.split(['/', '?', '#']).next()?;
+    let host_port = authority
+        .rsplit_once('@')
+        .map_or(authority, |(_, host)| host)
+        .to_ascii_lowercase();
+    let default_port = match scheme.as_str() {
+        "http" => ":80",
+        "https" => ":443",
+        _ => return None,
+    };
+    if host_port.is_empty() {
+        return None;
+    }
+    let host_port = host_port.strip_suffix(default_port).unwrap_or(&host_port);
+    Some(format!("{scheme}://{host_port}"))
 }
 
 impl fmt::Debug for Secret {

@@ -326,3 +326,75 @@ fn http_request_refuses_other_schemes_and_unknown_secrets_by_name() {
     .unwrap_err();
     assert_eq!(failure.code, "invalid_arguments");
 }
+
+#[test]
+fn a_secret_bound_to_origins_is_sent_nowhere_else() {
+    use kiln_capabilities::secrets::origin_of;
+    for (url, origin) in [
+        (
+            "https://API.example.com/v1?x=1",
+            Some("https://api.example.com"),
+        ),
+        (
+            "https://api.example.com:443/",
+            Some("https://api.example.com"),
+        ),
+        (
+            "http://user:pw@127.0.0.1:8080/x",
+            Some("http://127.0.0.1:8080"),
+        ),
+        ("ftp://example.com/", None),
+        ("not a url", None),
+    ] {
+        assert_eq!(origin_of(url).as_deref(), origin, "{url}");
+    }
+    let mut registry = Registry::new();
+    kiln_capabilities::builtin::add_builtins(&mut registry, &kiln_http::default_client());
+    let mut secrets = SecretScope::new();
+    secrets.insert(
+        "KEY",
+        kiln_capabilities::Secret::for_origins("sk-bound", vec!["http://127.0.0.1:9".into()]),
+    );
+    let gate = Gate::headless(
+        "sources test",
+        GateSettings {
+            mode: Mode::Auto,
+            ..GateSettings::default()
+        },
+    )
+    .unwrap();
+    let dispatcher = Dispatcher::new(
+        Rc::new(registry),
+        Some(gate),
+        secrets,
+        RunLimits::default(),
+        "t",
+    );
+    let failure = call(
+        &dispatcher,
+        1,
+        "http_request",
+        json!({"url": "http://127.0.0.1:10/steal", "secret_headers": {"x-key": "${KEY}"}}),
+    )
+    .unwrap_err();
+    assert_eq!(failure.code, "secret_not_allowed");
+    assert!(
+        failure.message.contains("the secret `KEY` was not sent: it may be sent only to http://127.0.0.1:9, not to http://127.0.0.1:10"),
+        "{}",
+        failure.message
+    );
+    assert_eq!(
+        dispatcher.run_state().fetch_calls(),
+        0,
+        "a refused secret spends nothing"
+    );
+    // To its own origin it goes (nothing listens there: the network error is the proof).
+    let failure = call(
+        &dispatcher,
+        2,
+        "http_request",
+        json!({"url": "http://127.0.0.1:9/ok", "secret_headers": {"x-key": "${KEY}"}}),
+    )
+    .unwrap_err();
+    assert_eq!(failure.code, "network_error");
+}

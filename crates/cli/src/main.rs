@@ -67,8 +67,10 @@ enum Command {
         #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
         approve: ApproveWith,
         /// Put the environment variable ENV (default NAME) into the run's secret
-        /// scope as NAME. Capabilities read it by name; the program never sees it.
-        #[arg(long, value_name = "NAME[=ENV]")]
+        /// scope as NAME, sent only to the listed origins when given
+        /// (`API_KEY=MY_KEY@https://api.example.com`). Capabilities read it by
+        /// name; the program never sees it.
+        #[arg(long, value_name = "NAME[=ENV][@ORIGIN,...]")]
         secret: Vec<String>,
         /// A JSON file of limits: `js_cpu_ms`, `tool_calls`, `wall_ms`,
         /// `person_wait_ms`, `return_bytes`, `console_bytes`, `memory_bytes`.
@@ -344,7 +346,7 @@ enum Asker {
 struct Ladder {
     mode: Mode,
     asker: Asker,
-    secrets: Vec<(String, String)>,
+    secrets: Vec<(String, String, Vec<String>)>,
     mcp: Vec<(String, String)>,
 }
 
@@ -391,8 +393,8 @@ impl Ladder {
         };
         let gate = Gate::new(host, settings, approver)?;
         let mut secrets = SecretScope::new();
-        for (name, value) in self.secrets {
-            secrets.insert(name, Secret::new(value));
+        for (name, value, origins) in self.secrets {
+            secrets.insert(name, Secret::for_origins(value, origins));
         }
         let dispatcher =
             Dispatcher::new(Rc::new(registry), Some(gate), secrets, limits, "kiln run");
@@ -487,13 +489,22 @@ fn ladder(permissions: &Permissions) -> Result<Ladder> {
     // command line.
     let mut secrets = Vec::new();
     for spec in &permissions.secrets {
+        let (spec, origins) = match spec.split_once('@') {
+            Some((spec, origins)) => (spec, origins.split(',').map(str::to_owned).collect()),
+            None => (spec.as_str(), Vec::new()),
+        };
+        for origin in &origins {
+            if kiln_capabilities::secrets::origin_of(origin).is_none() {
+                anyhow::bail!("--secret {spec}@…: `{origin}` is not an http(s) origin");
+            }
+        }
         let (name, variable) = spec.split_once('=').unwrap_or((spec, spec));
         let value = std::env::var(variable).map_err(|_| {
             anyhow::anyhow!(
                 "--secret {spec}: the environment variable `{variable}` is not set (or not UTF-8)"
             )
         })?;
-        secrets.push((name.to_owned(), value));
+        secrets.push((name.to_owned(), value, origins));
     }
     let mut mcp = Vec::new();
     for spec in &permissions.mcp {

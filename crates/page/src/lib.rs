@@ -46,8 +46,9 @@
 //!   a call that needs approval fails `consent_unavailable`.
 //! - `mcp: {name: url | {url, category?}}`: mounts an MCP server's tools
 //!   (Streamable HTTP) as `name_<tool>`.
-//! - `secrets: {NAME: value}`: the run's secret scope (`http_request`'s
-//!   `secret_headers`); the program never sees a value.
+//! - `secrets: {NAME: value | {value, origins: [...]}}`: the run's secret
+//!   scope (`http_request`'s `secret_headers`); the program never sees a
+//!   value, and a secret bound to origins is sent to no other.
 //!
 //! The built-in `http_request` is always offered (category `external`).
 //!
@@ -447,16 +448,40 @@ fn read_secrets(secrets: &JsValue) -> Result<SecretScope, String> {
         return Ok(scope);
     }
     let Some(object) = secrets.dyn_ref::<Object>() else {
-        return Err("`secrets` must be an object {NAME: value}".into());
+        return Err("`secrets` must be an object {NAME: value | {value, origins}}".into());
     };
     for entry in Object::entries(object).iter() {
         let entry: js_sys::Array = entry.unchecked_into();
         let name = entry.get(0).as_string().unwrap_or_default();
-        let value = entry
-            .get(1)
-            .as_string()
-            .ok_or_else(|| format!("`secrets.{name}` must be a string"))?;
-        scope.insert(name, Secret::new(value));
+        let item = entry.get(1);
+        let secret = if let Some(value) = item.as_string() {
+            Secret::new(value)
+        } else {
+            let field =
+                |key: &str| Reflect::get(&item, &JsValue::from_str(key)).unwrap_or_default();
+            let value = field("value").as_string().ok_or_else(|| {
+                format!("`secrets.{name}` must be a string or {{value, origins}}")
+            })?;
+            let origins = field("origins");
+            let origins = js_sys::Array::is_array(&origins)
+                .then(|| {
+                    js_sys::Array::from(&origins)
+                        .iter()
+                        .map(|origin| origin.as_string())
+                        .collect::<Option<Vec<_>>>()
+                })
+                .flatten()
+                .ok_or_else(|| format!("`secrets.{name}.origins` must be an array of origins"))?;
+            for origin in &origins {
+                if kiln_capabilities::secrets::origin_of(origin).is_none() {
+                    return Err(format!(
+                        "`secrets.{name}.origins`: `{origin}` is not an http(s) origin"
+                    ));
+                }
+            }
+            Secret::for_origins(value, origins)
+        };
+        scope.insert(name, secret);
     }
     Ok(scope)
 }
