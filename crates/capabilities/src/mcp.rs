@@ -56,7 +56,7 @@ impl std::fmt::Debug for McpServer {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("McpServer")
             .field("name", &self.client.name())
-            .field("url", &self.client.url())
+            .field("url", &kiln_mcp::shown_url(self.client.url()))
             .field("tools", &self.tools.len())
             .finish_non_exhaustive()
     }

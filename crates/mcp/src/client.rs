@@ -56,7 +56,7 @@ impl fmt::Debug for McpClient {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("McpClient")
             .field("name", &self.name)
-            .field("url", &self.url)
+            .field("url", &shown_url(&self.url))
             .field("timeout_ms", &self.timeout_ms)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("session", &self.session)
@@ -435,7 +435,7 @@ impl McpClient {
     fn http_error(&self, method: &str, response: &Response) -> McpError {
         McpError::Http {
             server: self.name.clone(),
-            url: self.url.clone(),
+            url: shown_url(&self.url),
             method: method.to_owned(),
             status: response.status,
             body: excerpt(String::from_utf8_lossy(&response.body).trim()),
@@ -444,24 +444,26 @@ impl McpClient {
 
     fn transport_error(&self, method: &str, error: HttpError) -> McpError {
         let server = self.name.clone();
+        // Errors reach models and logs: the endpoint without credentials.
+        let url = shown_url(&self.url);
         match error {
-            HttpError::InvalidUrl { url, reason } => McpError::InvalidUrl {
+            HttpError::InvalidUrl { reason, .. } => McpError::InvalidUrl {
                 server,
                 url,
                 reason,
             },
-            HttpError::Unreachable { url, message } => McpError::Unreachable {
+            HttpError::Unreachable { message, .. } => McpError::Unreachable {
                 server,
                 url,
                 message,
             },
-            HttpError::Timeout { url, timeout_ms } => McpError::Timeout {
+            HttpError::Timeout { timeout_ms, .. } => McpError::Timeout {
                 server,
                 url,
                 method: method.to_owned(),
                 timeout_ms,
             },
-            HttpError::Body { url, message } => McpError::Unreachable {
+            HttpError::Body { message, .. } => McpError::Unreachable {
                 server,
                 url,
                 message: format!("the connection broke while reading the reply: {message}"),
@@ -469,6 +471,26 @@ impl McpClient {
             // Our own headers and method: only a session id the platform refuses gets here.
             HttpError::InvalidRequest { message, .. } => self.protocol(method, message),
         }
+    }
+}
+
+/// `url` as errors show it: user info and the query (where credentials
+/// often ride) replaced by `…`.
+#[must_use]
+pub fn shown_url(url: &str) -> String {
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = match rest.split_once('@') {
+        Some((userinfo, host)) if !userinfo.contains('/') => format!("…@{host}"),
+        _ => rest.to_owned(),
+    };
+    let rest = match rest.split_once('?') {
+        Some((path, _)) => format!("{path}?…"),
+        None => rest,
+    };
+    if scheme.is_empty() {
+        rest
+    } else {
+        format!("{scheme}://{rest}")
     }
 }
 

@@ -17,7 +17,7 @@
 mod client;
 mod reply;
 
-pub use client::McpClient;
+pub use client::{McpClient, shown_url};
 
 use serde::{Deserialize, Serialize};
 

@@ -365,3 +365,34 @@ fn no_server_is_unreachable_naming_the_url() {
         "{error:?}"
     );
 }
+
+#[test]
+fn errors_show_the_endpoint_without_its_credentials() {
+    for (url, shown) in [
+        (
+            "https://user:pw@host.example/mcp?api_key=K",
+            "https://…@host.example/mcp?…",
+        ),
+        ("http://127.0.0.1:3001/mcp", "http://127.0.0.1:3001/mcp"),
+        ("http://h/mcp?token=K#x", "http://h/mcp?…"),
+    ] {
+        assert_eq!(super::shown_url(url), shown, "{url}");
+    }
+    let port = TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let client = McpClient::new(
+        "keyed",
+        format!("http://127.0.0.1:{port}/mcp?api_key=sk-in-url"),
+        kiln_http::default_client(),
+    );
+    let error = block_on(client.connect()).unwrap_err().to_string();
+    assert!(!error.contains("sk-in-url"), "{error}");
+    assert!(
+        error.contains(&format!("http://127.0.0.1:{port}/mcp?…")),
+        "{error}"
+    );
+    assert!(!format!("{client:?}").contains("sk-in-url"));
+}
