@@ -90,6 +90,12 @@ impl InputSchema {
     /// messages (`get_workflow (call 3)`).
     pub fn check(&self, call: &str, args: Value) -> Result<Value, ArgumentError> {
         let args = self.coerce(args);
+        if let Some(message) = self.unplaced(call, &args) {
+            return Err(ArgumentError {
+                code: "invalid_arguments",
+                message,
+            });
+        }
         if let Value::Object(map) = &args {
             let missing: Vec<&str> = self
                 .required()
@@ -138,6 +144,33 @@ impl InputSchema {
             Value::Object(map) => Value::Object(self.fold_keys(map, &required)),
             other => other,
         }
+    }
+
+    /// A lone value that more than one field could take: said so, naming
+    /// the candidates, instead of guessing.
+    fn unplaced(&self, call: &str, args: &Value) -> Option<String> {
+        let required = self.required();
+        let candidates: Vec<&str> = match args {
+            Value::String(_) => required
+                .iter()
+                .copied()
+                .filter(|key| self.property_type(key) == Some("string") || key.ends_with("_id"))
+                .collect(),
+            Value::Number(_) => required
+                .iter()
+                .copied()
+                .filter(|key| key.ends_with("_id"))
+                .collect(),
+            _ => return None,
+        };
+        (candidates.len() > 1).then(|| {
+            format!(
+                "{call} was passed a lone {}, and {} could each take it, so it was not guessed; \
+                 pass an object naming the field",
+                if args.is_string() { "string" } else { "number" },
+                key_list(&candidates)
+            )
+        })
     }
 
     fn one_required_id<'a>(&self, required: &[&'a str]) -> Option<&'a str> {
@@ -204,9 +237,24 @@ impl InputSchema {
                     expected_types(*want)
                 )
             }
+            boon::ErrorKind::Required { want } if path.is_empty() => {
+                format!("{call}: {} is required", key_list(want))
+            }
             boon::ErrorKind::Required { want } => {
-                let keys: Vec<&str> = want.clone();
-                format!("{call}: {} is required", key_list(&keys))
+                format!("{call}: {at} is missing {}", key_list(want))
+            }
+            boon::ErrorKind::AdditionalProperties { got } => {
+                let got: Vec<&str> = got.iter().map(AsRef::as_ref).collect();
+                let known = self
+                    .properties()
+                    .filter(|_| path.is_empty())
+                    .map(|props| {
+                        let keys: Vec<&str> = props.keys().map(String::as_str).collect();
+                        format!("; it takes {}", key_list(&keys))
+                    })
+                    .unwrap_or_default();
+                let has = if path.is_empty() { "have" } else { "has" };
+                format!("{call}: {at} {has} unknown keys {}{known}", key_list(&got))
             }
             kind => format!("{call}: {at} is invalid: {kind}; got {found}"),
         };

@@ -50,11 +50,35 @@ fn cases() -> Vec<Case> {
             expect: Err((
                 "invalid_arguments",
                 &[
-                    "demo (call 1)",
-                    "the arguments",
-                    "must be an object",
-                    "got a string",
+                    "demo (call 1) was passed a lone string, and `a`, `b` could each take it, so it was not guessed; pass an object naming the field",
                 ],
+            )),
+        },
+        Case {
+            name: "a nested missing key names where it is missing",
+            schema: json!({"type": "object", "properties": {"options": {"type": "object", "required": ["mode"]}}}),
+            passed: json!({"options": {}}),
+            expect: Err((
+                "invalid_arguments",
+                &["demo (call 1): argument `/options` is missing `mode`"],
+            )),
+        },
+        Case {
+            name: "unknown keys are named, with the keys the tool takes",
+            schema: json!({"type": "object", "properties": {"url": {"type": "string"}}, "additionalProperties": false}),
+            passed: json!({"url": "x", "verb": "GET"}),
+            expect: Err((
+                "invalid_arguments",
+                &["demo (call 1): the arguments have unknown keys `verb`; it takes `url`"],
+            )),
+        },
+        Case {
+            name: "a string that fits no field is not an object",
+            schema: json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+            passed: json!("hello"),
+            expect: Err((
+                "invalid_arguments",
+                &["demo (call 1): the arguments must be an object; got a string"],
             )),
         },
         Case {
