@@ -214,14 +214,23 @@ pub fn App() -> impl IntoView {
 fn QuestionCard(question: ReadSignal<Option<String>>, asker: Asker) -> impl IntoView {
     // The asker holds the run's answer channel, which is not `Send`.
     let asker = StoredValue::new_local(asker);
+    // The question takes the keyboard focus on its heading, as an approval
+    // card does: Tab reaches Yes and No.
+    let heading = NodeRef::<leptos::html::H2>::new();
+    Effect::new(move || {
+        if let Some(heading) = heading.get() {
+            let _ = heading.focus();
+            heading.scroll_into_view();
+        }
+    });
     move || {
         question.get().map(|text| {
             let yes = move || asker.with_value(|asker| asker.answer(true));
             let no = move || asker.with_value(|asker| asker.answer(false));
             view! {
-                <section class="question" data-testid="question" role="alertdialog" aria-label="The program asks you">
-                    <h2>"The program asks you"</h2>
-                    <p data-testid="question-text">{text}</p>
+                <section class="question" data-testid="question" role="alertdialog" aria-labelledby="question-title" aria-describedby="question-text">
+                    <h2 id="question-title" tabindex="-1" node_ref=heading>"The program asks you"</h2>
+                    <p id="question-text" data-testid="question-text">{text}</p>
                     <div class="actions">
                         <button data-testid="answer-yes" on:click=move |_| yes()>"Yes"</button>
                         <button class="secondary" data-testid="answer-no" on:click=move |_| no()>"No"</button>
