@@ -65,11 +65,6 @@ impl InputSchema {
         })
     }
 
-    #[must_use]
-    pub fn schema(&self) -> &Value {
-        &self.schema
-    }
-
     fn properties(&self) -> Option<&Map<String, Value>> {
         self.schema.get("properties").and_then(Value::as_object)
     }

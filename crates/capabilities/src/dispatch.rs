@@ -137,11 +137,6 @@ impl Dispatcher {
     }
 
     #[must_use]
-    pub fn gate(&self) -> &Rc<Gate> {
-        &self.gate
-    }
-
-    #[must_use]
     pub fn run_state(&self) -> &Rc<RunState> {
         &self.run
     }

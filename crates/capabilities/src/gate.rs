@@ -377,12 +377,6 @@ impl Gate {
         }))
     }
 
-    /// The session allow-set this gate shares.
-    #[must_use]
-    pub fn session(&self) -> SessionAllow {
-        self.session_allow.clone()
-    }
-
     /// A host with nobody to ask: it keeps its mode, and every question is
     /// answered "unavailable" naming the host.
     pub fn headless(host: impl Into<String>, settings: GateSettings) -> Result<Rc<Self>, String> {
@@ -431,13 +425,6 @@ impl Gate {
             Some(autonomy) => settings.autonomy.insert(tool.to_owned(), autonomy),
             None => settings.autonomy.remove(tool),
         };
-        Ok(())
-    }
-
-    /// Replaces every setting at once (the session allow-set stays).
-    pub fn set_settings(&self, settings: GateSettings) -> Result<(), String> {
-        settings.check()?;
-        *self.settings.borrow_mut() = settings;
         Ok(())
     }
 

@@ -190,9 +190,4 @@ impl Registry {
     pub fn warnings(&self) -> &[Warning] {
         &self.warnings
     }
-
-    #[must_use]
-    pub fn is_empty(&self) -> bool {
-        self.claims.is_empty()
-    }
 }

@@ -132,11 +132,6 @@ impl SecretScope {
     }
 
     #[must_use]
-    pub fn names(&self) -> Vec<&str> {
-        self.secrets.keys().map(String::as_str).collect()
-    }
-
-    #[must_use]
     pub fn is_empty(&self) -> bool {
         self.secrets.is_empty()
     }
