@@ -67,13 +67,7 @@ impl std::fmt::Debug for Registry {
     }
 }
 
-/// Whether `name` can stand as `tools.<name>`.
-#[must_use]
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c == '_' || c == '$' || c.is_alphabetic())
-        && chars.all(|c| c == '_' || c == '$' || c.is_alphanumeric())
-}
+pub use kiln_types::words::is_identifier;
 
 impl Registry {
     #[must_use]

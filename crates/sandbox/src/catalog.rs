@@ -56,24 +56,8 @@ impl std::fmt::Display for InvalidCatalog {
 
 impl std::error::Error for InvalidCatalog {}
 
-/// Whether `name` can stand as `tools.<name>`: a JavaScript identifier.
-#[must_use]
-pub fn is_identifier(name: &str) -> bool {
-    let mut chars = name.chars();
-    matches!(chars.next(), Some(c) if c == '_' || c == '$' || c.is_alphabetic())
-        && chars.all(|c| c == '_' || c == '$' || c.is_alphanumeric())
-}
-
-fn json_type(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
+pub use kiln_types::words::is_identifier;
+use kiln_types::words::json_type;
 
 fn entry_warning(
     module: &str,

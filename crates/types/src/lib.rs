@@ -6,6 +6,7 @@
 pub mod protocol;
 pub mod run;
 pub mod tool_result;
+pub mod words;
 
 /// How bytes cross every JSON boundary (guest ⇄ host, worker ⇄ page, the
 /// result): a `Uint8Array` travels as an object with this one key and its
