@@ -185,8 +185,10 @@ impl Implementation for HttpRequest {
                     HttpError::InvalidUrl { .. } | HttpError::InvalidRequest { .. } => {
                         "invalid_arguments"
                     }
-                    HttpError::Timeout { .. } => "timeout",
-                    HttpError::Unreachable { .. } | HttpError::Body { .. } => "network_error",
+                    HttpError::Timeout { .. } | HttpError::Stalled { .. } => "timeout",
+                    HttpError::Unreachable { .. }
+                    | HttpError::Body { .. }
+                    | HttpError::TooLarge { .. } => "network_error",
                 };
                 failure(code, error.to_string())
             })?;

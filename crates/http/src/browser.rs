@@ -2,21 +2,32 @@
 //!
 //! Everything is looked up on `globalThis` (`fetch`, `setTimeout`, `clearTimeout`) rather
 //! than through `Window` or `WorkerGlobalScope`, so one code path serves both. The timeout
-//! aborts the fetch through an `AbortController`, whichever phase it is in (headers or body).
+//! aborts the fetch through an `AbortController`, whichever phase it is in (headers or body;
+//! for `open`, headers only). A streamed body is read with `response.body.getReader()`; when
+//! the stream is dropped, the controller is aborted.
 //! A cross-origin response shows only the headers its server lists in
 //! `Access-Control-Expose-Headers`.
 
 use std::cell::Cell;
 use std::rc::Rc;
 
+use futures::StreamExt as _;
 use futures::future::LocalBoxFuture;
+use futures::stream;
 use js_sys::{Function, Promise, Reflect, Uint8Array};
 use wasm_bindgen::closure::Closure;
 use wasm_bindgen::{JsCast as _, JsValue};
 use wasm_bindgen_futures::JsFuture;
-use web_sys::{AbortController, Headers, RequestCredentials, RequestInit};
+use web_sys::{
+    AbortController, Headers, ReadableStreamDefaultReader, RequestCredentials, RequestInit,
+};
 
-use crate::{HttpClient, HttpError, Request, Response, check_scheme};
+use crate::body::{BodyLimits, guard};
+use crate::{
+    BodyStream, HttpClient, HttpError, Request, Response, StreamingResponse, check_scheme,
+};
+
+pub(crate) mod clock;
 
 /// `fetch` from `globalThis`. Holds nothing: every request looks the globals up afresh.
 #[derive(Debug, Clone, Copy, Default)]
@@ -32,9 +43,103 @@ impl HttpClient for FetchClient {
     fn send(&self, request: Request) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
         Box::pin(send(request))
     }
+
+    fn open(
+        &self,
+        request: Request,
+        idle_timeout_ms: u64,
+    ) -> LocalBoxFuture<'static, Result<StreamingResponse, HttpError>> {
+        Box::pin(open(request, idle_timeout_ms))
+    }
 }
 
 async fn send(request: Request) -> Result<Response, HttpError> {
+    let url = request.url.clone();
+    let timeout_ms = request.timeout_ms;
+    // Dropped at the end (done, failed, or the caller dropped this future): the timer is
+    // cleared and whatever is still in flight aborted.
+    let Fetched {
+        response,
+        timer,
+        abort: _abort,
+    } = fetch(&request).await?;
+
+    let body_error = |message: String| HttpError::Body {
+        url: url.clone(),
+        message,
+    };
+    let buffer_promise = response
+        .array_buffer()
+        .map_err(|error| body_error(describe(&error)))?;
+    let buffer = match JsFuture::from(buffer_promise).await {
+        Ok(buffer) => buffer,
+        Err(_) if timer.fired() => return Err(HttpError::Timeout { url, timeout_ms }),
+        Err(error) => return Err(body_error(describe(&error))),
+    };
+    drop(timer);
+    let bytes = Uint8Array::new(&buffer);
+    let length = usize::try_from(bytes.length()).unwrap_or(usize::MAX);
+    let truncated = length > request.max_body_bytes;
+    let kept = u32::try_from(request.max_body_bytes.min(length)).unwrap_or(u32::MAX);
+    let body = bytes.subarray(0, kept).to_vec();
+    Ok(Response {
+        status: response.status(),
+        headers: response_headers(&response.headers()),
+        body,
+        truncated,
+    })
+}
+
+async fn open(request: Request, idle_timeout_ms: u64) -> Result<StreamingResponse, HttpError> {
+    let url = request.url.clone();
+    let Fetched {
+        response,
+        timer,
+        abort,
+    } = fetch(&request).await?;
+    // The timeout covers the head only: a stream lasts as long as chunks keep coming.
+    drop(timer);
+    let status = response.status();
+    let headers = response_headers(&response.headers());
+    let chunks = match response.body() {
+        // No body at all (a 204, a HEAD): an empty stream.
+        None => stream::empty().boxed_local(),
+        Some(body) => {
+            let reader =
+                ReadableStreamDefaultReader::new(&body).map_err(|error| HttpError::Body {
+                    url: url.clone(),
+                    message: describe(&error),
+                })?;
+            read_chunks(Reading {
+                reader,
+                url: url.clone(),
+                _abort: abort,
+            })
+        }
+    };
+    let limits = BodyLimits {
+        url,
+        idle_timeout_ms,
+        max_body_bytes: request.max_body_bytes,
+    };
+    Ok(StreamingResponse {
+        status,
+        headers,
+        body: guard(chunks, limits),
+    })
+}
+
+/// A response whose head is in, with what keeps its request going.
+struct Fetched {
+    response: web_sys::Response,
+    /// Aborts the request when `Request::timeout_ms` passes, until dropped.
+    timer: Timer,
+    /// Aborts the request when dropped.
+    abort: AbortOnDrop,
+}
+
+/// Starts the request and waits for the status and headers.
+async fn fetch(request: &Request) -> Result<Fetched, HttpError> {
     check_scheme(&request.url)?;
     let url = request.url.clone();
     let timeout_ms = request.timeout_ms;
@@ -63,8 +168,9 @@ async fn send(request: Request) -> Result<Response, HttpError> {
     }
     init.set_signal(Some(&controller.signal()));
 
-    // Dropping the guard (done, failed, or the caller dropped this future) clears the timer
-    // and aborts whatever is still in flight.
+    // Declared before the timer so it is dropped after it: whether this future finishes,
+    // fails, or is dropped, the request is aborted unless the caller took the guard.
+    let abort = AbortOnDrop(controller.clone());
     let timer = Timer::start(&global, controller, timeout_ms).map_err(&invalid)?;
 
     let promise = fetch
@@ -87,33 +193,67 @@ async fn send(request: Request) -> Result<Response, HttpError> {
             });
         }
     };
-
-    let status = response.status();
-    let headers = response_headers(&response.headers());
-    let body_error = |message: String| HttpError::Body {
-        url: url.clone(),
-        message,
-    };
-    let buffer_promise = response
-        .array_buffer()
-        .map_err(|error| body_error(describe(&error)))?;
-    let buffer = match JsFuture::from(buffer_promise).await {
-        Ok(buffer) => buffer,
-        Err(_) if timer.fired() => return Err(HttpError::Timeout { url, timeout_ms }),
-        Err(error) => return Err(body_error(describe(&error))),
-    };
-    drop(timer);
-    let bytes = Uint8Array::new(&buffer);
-    let length = usize::try_from(bytes.length()).unwrap_or(usize::MAX);
-    let truncated = length > request.max_body_bytes;
-    let kept = u32::try_from(request.max_body_bytes.min(length)).unwrap_or(u32::MAX);
-    let body = bytes.subarray(0, kept).to_vec();
-    Ok(Response {
-        status,
-        headers,
-        body,
-        truncated,
+    Ok(Fetched {
+        response,
+        timer,
+        abort,
     })
+}
+
+/// A streamed body being read. Dropping it (the caller dropped the body, or it ended on an
+/// error) aborts the request.
+struct Reading {
+    reader: ReadableStreamDefaultReader,
+    url: String,
+    _abort: AbortOnDrop,
+}
+
+/// The body's chunks as the reader gives them; the idle timeout and the cap are
+/// [`guard`]'s.
+fn read_chunks(reading: Reading) -> BodyStream {
+    stream::unfold(Some(reading), |reading| async move {
+        let reading = reading?;
+        match read_chunk(&reading).await {
+            Ok(Some(chunk)) => Some((Ok(chunk), Some(reading))),
+            Ok(None) => None,
+            Err(message) => {
+                let error = HttpError::Body {
+                    url: reading.url.clone(),
+                    message,
+                };
+                Some((Err(error), None))
+            }
+        }
+    })
+    .boxed_local()
+}
+
+/// One `read()`: a chunk, `None` at the end, or why it failed.
+async fn read_chunk(reading: &Reading) -> Result<Option<Vec<u8>>, String> {
+    let result = JsFuture::from(reading.reader.read())
+        .await
+        .map_err(|error| describe(&error))?;
+    let done =
+        Reflect::get(&result, &JsValue::from_str("done")).map_err(|error| describe(&error))?;
+    if done.is_truthy() {
+        return Ok(None);
+    }
+    let value =
+        Reflect::get(&result, &JsValue::from_str("value")).map_err(|error| describe(&error))?;
+    let chunk = value
+        .dyn_into::<Uint8Array>()
+        .map_err(|value| format!("the body gave a non-byte chunk: {}", describe(&value)))?;
+    Ok(Some(chunk.to_vec()))
+}
+
+/// Aborts its request when dropped. A finished request ignores the abort; one still in
+/// flight stops using the network.
+struct AbortOnDrop(AbortController);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
 }
 
 /// The `setTimeout` that aborts the request, cleared on drop.
@@ -121,7 +261,6 @@ struct Timer {
     global: JsValue,
     handle: JsValue,
     fired: Rc<Cell<bool>>,
-    controller: AbortController,
     _on_timeout: Closure<dyn FnMut()>,
 }
 
@@ -135,22 +274,18 @@ impl Timer {
         let fired = Rc::new(Cell::new(false));
         let on_timeout = {
             let fired = Rc::clone(&fired);
-            let controller = controller.clone();
             Closure::<dyn FnMut()>::new(move || {
                 fired.set(true);
                 controller.abort();
             })
         };
-        // Timers take an i32 of milliseconds in every engine; longer waits are clamped.
-        let delay = i32::try_from(timeout_ms).unwrap_or(i32::MAX);
         let handle = set_timeout
-            .call2(global, on_timeout.as_ref(), &JsValue::from(delay))
+            .call2(global, on_timeout.as_ref(), &timer_delay(timeout_ms))
             .map_err(|error| format!("setTimeout failed: {}", describe(&error)))?;
         Ok(Self {
             global: global.clone(),
             handle,
             fired,
-            controller,
             _on_timeout: on_timeout,
         })
     }
@@ -162,12 +297,19 @@ impl Timer {
 
 impl Drop for Timer {
     fn drop(&mut self) {
-        if let Ok(clear_timeout) = global_function(&self.global, "clearTimeout") {
-            let _ = clear_timeout.call1(&self.global, &self.handle);
-        }
-        // A finished request ignores the abort; one still in flight (the future was dropped)
-        // stops using the network.
-        self.controller.abort();
+        clear_timeout(&self.global, &self.handle);
+    }
+}
+
+/// Timers take an i32 of milliseconds in every engine (a longer delay fires at once);
+/// longer waits are clamped.
+fn timer_delay(ms: u64) -> JsValue {
+    JsValue::from(i32::try_from(ms).unwrap_or(i32::MAX))
+}
+
+fn clear_timeout(global: &JsValue, handle: &JsValue) {
+    if let Ok(clear_timeout) = global_function(global, "clearTimeout") {
+        let _ = clear_timeout.call1(global, handle);
     }
 }
 

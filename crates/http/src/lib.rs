@@ -1,21 +1,36 @@
-//! A small HTTP seam: one request in, one bounded response out.
+//! A small HTTP seam: one request in, one bounded response out, or a body read as it
+//! arrives.
 //!
-//! Capabilities (and later LLM providers) talk HTTP through [`HttpClient`], so the same
-//! code runs natively and in the browser. Two implementations sit behind
-//! [`default_client`]: `ureq` on a thread of its own natively (`native.rs`), the global
-//! `fetch` in a Window or a Worker in the browser (`browser.rs`).
+//! Capabilities and LLM providers talk HTTP through [`HttpClient`], so the same code runs
+//! natively and in the browser. Two implementations sit behind [`default_client`]: `ureq` on
+//! a thread of its own natively (`native.rs`), the global `fetch` in a Window or a Worker in
+//! the browser (`browser.rs`). [`sleep`] and [`now_ms`] are the two bits of time the callers
+//! need (retry back-off, deadlines) without touching a platform API themselves.
 //!
 //! What every implementation keeps:
 //! - a status that is not 2xx is a [`Response`], not an error: the caller decides;
-//! - the body is cut at [`Request::max_body_bytes`] and [`Response::truncated`] says so;
-//! - [`Request::timeout_ms`] covers the whole exchange, body included;
 //! - only `http` and `https` URLs are sent anywhere ([`HttpError::InvalidUrl`]);
 //! - nothing a peer sends can panic: every failure is an [`HttpError`] naming the URL.
+//!
+//! [`HttpClient::send`] reads the whole body: it is cut at [`Request::max_body_bytes`]
+//! ([`Response::truncated`] says so) and [`Request::timeout_ms`] covers the whole exchange.
+//!
+//! [`HttpClient::open`] (an SSE or NDJSON stream) answers once the status and headers are in,
+//! within [`Request::timeout_ms`]; the body then comes as a [`BodyStream`] of chunks as the
+//! platform hands them over, with no overall deadline, however long the stream lasts. It ends
+//! with [`HttpError::Stalled`] when no chunk comes within the idle timeout, with
+//! [`HttpError::TooLarge`] past [`Request::max_body_bytes`], with [`HttpError::Body`] when the
+//! connection breaks. Dropping the [`StreamingResponse`] (or the pending future) stops the
+//! request: `fetch` is aborted; natively the reading thread stops at its next chunk, or after
+//! at most the longer of the idle timeout and [`Request::timeout_ms`] of silence, and closes
+//! the connection.
 
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
+use futures::stream::LocalBoxStream;
 
+mod body;
 #[cfg(target_arch = "wasm32")]
 mod browser;
 #[cfg(not(target_arch = "wasm32"))]
@@ -36,9 +51,11 @@ pub struct Request {
     /// Sent in this order; a name may repeat.
     pub headers: Vec<(String, String)>,
     pub body: Option<Vec<u8>>,
-    /// For the whole exchange: connecting, sending, and reading the whole body.
+    /// [`HttpClient::send`]: for the whole exchange, connecting, sending, and reading the
+    /// whole body. [`HttpClient::open`]: up to the status and headers only.
     pub timeout_ms: u64,
-    /// The body is cut here and [`Response::truncated`] is set.
+    /// [`HttpClient::send`]: the body is cut here and [`Response::truncated`] is set.
+    /// [`HttpClient::open`]: past it the body stream ends with [`HttpError::TooLarge`].
     pub max_body_bytes: usize,
 }
 
@@ -80,12 +97,55 @@ pub enum HttpError {
     /// The status and headers arrived, then reading the body failed.
     #[error("reading the response body from `{url}` failed: {message}")]
     Body { url: String, message: String },
+    /// A streamed body sent nothing for `idle_ms`.
+    #[error("the response from `{url}` stalled: no data for {idle_ms} ms")]
+    Stalled { url: String, idle_ms: u64 },
+    /// A streamed body went past its cap.
+    #[error("the response body from `{url}` is longer than {limit} bytes")]
+    TooLarge { url: String, limit: usize },
+}
+
+/// The body of a [`StreamingResponse`]: chunks as they arrive, in order.
+pub type BodyStream = LocalBoxStream<'static, Result<Vec<u8>, HttpError>>;
+
+/// A response whose body is read as it arrives (an SSE or NDJSON stream).
+///
+/// Dropping it (or its `body`) stops the request: `fetch` is aborted, the native reader
+/// stops and closes the connection.
+pub struct StreamingResponse {
+    pub status: u16,
+    /// Names lower-cased, in the order the platform gave them.
+    pub headers: Vec<(String, String)>,
+    /// Ends after the last chunk, or after the first `Err`: [`HttpError::Stalled`] when no
+    /// chunk came within the idle timeout, [`HttpError::TooLarge`] past
+    /// [`Request::max_body_bytes`], [`HttpError::Body`] when the connection broke.
+    pub body: BodyStream,
+}
+
+impl StreamingResponse {
+    /// The first value of the header `name`, compared case-insensitively.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.headers
+            .iter()
+            .find(|(header_name, _)| header_name.eq_ignore_ascii_case(name))
+            .map(|(_, value)| value.as_str())
+    }
 }
 
 /// Sends one request. The future owns everything it needs (`'static`) and needs no
 /// particular executor; it is not `Send`, as `fetch` futures cannot be.
 pub trait HttpClient {
     fn send(&self, request: Request) -> LocalBoxFuture<'static, Result<Response, HttpError>>;
+
+    /// Sends one request and answers as soon as the status and headers are in; the body
+    /// follows as a stream. [`Request::timeout_ms`] bounds the wait for the headers,
+    /// `idle_timeout_ms` the wait for each next chunk, [`Request::max_body_bytes`] the whole
+    /// body (past it the stream ends with [`HttpError::TooLarge`]).
+    fn open(
+        &self,
+        request: Request,
+        idle_timeout_ms: u64,
+    ) -> LocalBoxFuture<'static, Result<StreamingResponse, HttpError>>;
 }
 
 /// The platform's client: [`UreqClient`] natively, [`FetchClient`] in the browser.
@@ -98,6 +158,28 @@ pub fn default_client() -> Rc<dyn HttpClient> {
 #[cfg(target_arch = "wasm32")]
 pub fn default_client() -> Rc<dyn HttpClient> {
     Rc::new(FetchClient::new())
+}
+
+/// Resolves after `ms` milliseconds (or later, never earlier). Dropping it cancels the timer.
+///
+/// Natively one timer thread serves every sleep of the process; in the browser it is
+/// `setTimeout` on `globalThis`, in a Window or a Worker alike (clamped to `i32::MAX` ms,
+/// about 24 days, the longest delay timers take).
+pub fn sleep(ms: u64) -> LocalBoxFuture<'static, ()> {
+    #[cfg(not(target_arch = "wasm32"))]
+    return native::clock::sleep(ms);
+    #[cfg(target_arch = "wasm32")]
+    return browser::clock::sleep(ms);
+}
+
+/// Milliseconds on a monotonic clock from an arbitrary origin: only differences mean
+/// anything. Natively an `Instant` since the first call in the process; in the browser
+/// `performance.now()` (or `Date.now()` where a scope has no `performance`).
+pub fn now_ms() -> f64 {
+    #[cfg(not(target_arch = "wasm32"))]
+    return native::clock::now_ms();
+    #[cfg(target_arch = "wasm32")]
+    return browser::clock::now_ms();
 }
 
 /// Refuses any scheme but `http` and `https` before a platform sees the URL (callers may ask

@@ -1,15 +1,21 @@
 //! The native [`HttpClient`]: blocking `ureq` on a thread per request, answered through a
-//! oneshot channel so the future needs no runtime (the CLI polls it with a `LocalPool`).
+//! oneshot channel so the future needs no runtime (the CLI polls it with a `LocalPool`). A
+//! streamed body comes through an unbounded channel the thread fills as it reads; the thread
+//! stops when the channel's receiver is gone.
 
 use std::io::Read as _;
 use std::thread;
 use std::time::Duration;
 
-use futures::channel::oneshot;
-use futures::future::LocalBoxFuture;
+use futures::StreamExt as _;
+use futures::channel::{mpsc, oneshot};
+use futures::future::{self, Either, LocalBoxFuture};
 use ureq::http;
 
-use crate::{HttpClient, HttpError, Request, Response, check_scheme};
+use crate::body::{BodyLimits, guard};
+use crate::{HttpClient, HttpError, Request, Response, StreamingResponse, check_scheme};
+
+pub(crate) mod clock;
 
 /// `ureq` with statuses returned as responses, not errors. Connections are pooled across
 /// requests of one client (cloning shares the pool).
@@ -62,41 +68,72 @@ impl HttpClient for UreqClient {
             }
         })
     }
+
+    fn open(
+        &self,
+        request: Request,
+        idle_timeout_ms: u64,
+    ) -> LocalBoxFuture<'static, Result<StreamingResponse, HttpError>> {
+        if let Err(error) = check_scheme(&request.url) {
+            return Box::pin(future::ready(Err(error)));
+        }
+        let agent = self.agent.clone();
+        let url = request.url.clone();
+        let timeout_ms = request.timeout_ms;
+        let max_body_bytes = request.max_body_bytes;
+        let (head_sender, head_receiver) = oneshot::channel();
+        let (chunk_sender, chunk_receiver) = mpsc::unbounded();
+        let spawned = thread::Builder::new()
+            .name("kiln-http-stream".to_owned())
+            .spawn(move || {
+                open_blocking(&agent, request, idle_timeout_ms, head_sender, chunk_sender);
+            });
+        Box::pin(async move {
+            if let Err(error) = spawned {
+                return Err(HttpError::Unreachable {
+                    url,
+                    message: format!("cannot start a thread for the request: {error}"),
+                });
+            }
+            // Returning early drops the head's receiver: the thread sees it when the head
+            // comes, and drops the response, closing the connection.
+            let head = match future::select(head_receiver, crate::sleep(timeout_ms)).await {
+                Either::Left((Ok(head), _)) => head?,
+                Either::Left((Err(oneshot::Canceled), _)) => {
+                    return Err(HttpError::Unreachable {
+                        url,
+                        message: "the request thread stopped without an answer".to_owned(),
+                    });
+                }
+                Either::Right(((), _)) => return Err(HttpError::Timeout { url, timeout_ms }),
+            };
+            let (status, headers) = head;
+            let limits = BodyLimits {
+                url,
+                idle_timeout_ms,
+                max_body_bytes,
+            };
+            Ok(StreamingResponse {
+                status,
+                headers,
+                body: guard(chunk_receiver.boxed_local(), limits),
+            })
+        })
+    }
 }
 
 fn send_blocking(agent: &ureq::Agent, request: Request) -> Result<Response, HttpError> {
     check_scheme(&request.url)?;
-    let url = request.url;
-    let uri = http::Uri::try_from(url.as_str()).map_err(|error| HttpError::InvalidUrl {
-        url: url.clone(),
-        reason: error.to_string(),
-    })?;
-    let mut builder = http::Request::builder()
-        .method(request.method.as_str())
-        .uri(uri);
-    for (name, value) in &request.headers {
-        builder = builder.header(name.as_str(), value.as_str());
-    }
-    let timeout = Duration::from_millis(request.timeout_ms);
-    let response = match request.body {
-        Some(body) => run(agent, builder.body(body), timeout),
-        None => run(agent, builder.body(()), timeout),
-    };
-    let response = response.map_err(|error| map_error(error, &url, request.timeout_ms))?;
-
-    let status = response.status().as_u16();
-    let headers = response
-        .headers()
-        .iter()
-        .map(|(name, value)| {
-            // `http` keeps names lower-cased already; values need not be UTF-8.
-            (
-                name.as_str().to_owned(),
-                String::from_utf8_lossy(value.as_bytes()).into_owned(),
-            )
-        })
-        .collect();
-    let limit = u64::try_from(request.max_body_bytes)
+    let url = request.url.clone();
+    let timeout_ms = request.timeout_ms;
+    let max_body_bytes = request.max_body_bytes;
+    let response = start(
+        agent,
+        request,
+        Budget::Whole(Duration::from_millis(timeout_ms)),
+    )?;
+    let (status, headers) = head_of(&response);
+    let limit = u64::try_from(max_body_bytes)
         .unwrap_or(u64::MAX)
         .saturating_add(1);
     let mut body = Vec::new();
@@ -110,15 +147,15 @@ fn send_blocking(agent: &ureq::Agent, request: Request) -> Result<Response, Http
         .map_err(|error| match ureq::Error::from(error) {
             ureq::Error::Timeout(_) => HttpError::Timeout {
                 url: url.clone(),
-                timeout_ms: request.timeout_ms,
+                timeout_ms,
             },
             other => HttpError::Body {
                 url: url.clone(),
                 message: other.to_string(),
             },
         })?;
-    let truncated = body.len() > request.max_body_bytes;
-    body.truncate(request.max_body_bytes);
+    let truncated = body.len() > max_body_bytes;
+    body.truncate(max_body_bytes);
     Ok(Response {
         status,
         headers,
@@ -127,17 +164,147 @@ fn send_blocking(agent: &ureq::Agent, request: Request) -> Result<Response, Http
     })
 }
 
+/// The status and headers of a streamed response, sent ahead of its body.
+type Head = (u16, Vec<(String, String)>);
+
+/// Runs on the request's own thread: sends the head through `head`, then each chunk the
+/// body reader gives through `chunks`, until the body ends, fails, passes the cap, or
+/// nobody listens any more (checked before each read and on each send).
+fn open_blocking(
+    agent: &ureq::Agent,
+    request: Request,
+    idle_timeout_ms: u64,
+    head: oneshot::Sender<Result<Head, HttpError>>,
+    chunks: mpsc::UnboundedSender<Result<Vec<u8>, HttpError>>,
+) {
+    let url = request.url.clone();
+    let max_body_bytes = request.max_body_bytes;
+    // The caller's side enforces both timeouts exactly; these bound the thread. Each phase up
+    // to the headers gets the whole head budget, and each read of the body at most the longer
+    // of the two timeouts: ureq's per-read timeout also covers reading the headers, so the
+    // idle timeout alone would cut a slow head short. There is no overall deadline: a stream
+    // lasts as long as chunks keep coming.
+    let budget = Budget::Streaming {
+        head: Duration::from_millis(request.timeout_ms),
+        per_read: Duration::from_millis(idle_timeout_ms.max(request.timeout_ms)),
+    };
+    let response = match start(agent, request, budget) {
+        Ok(response) => response,
+        Err(error) => {
+            let _ = head.send(Err(error));
+            return;
+        }
+    };
+    if head.send(Ok(head_of(&response))).is_err() {
+        // The caller gave up on the head (its timeout, or the future was dropped); dropping
+        // the response closes the connection.
+        return;
+    }
+    let mut reader = response.into_body().into_reader();
+    let mut buffer = vec![0; READ_BUFFER_BYTES];
+    let mut received: usize = 0;
+    // Past the cap the caller's side ends the stream; the thread stops reading there too, so
+    // at most the cap and one buffer wait in the channel.
+    while received <= max_body_bytes && !chunks.is_closed() {
+        // `read` gives what has arrived without waiting to fill the buffer: an SSE event is
+        // passed on as soon as it is in.
+        let chunk = match reader.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(length) => buffer.get(..length).unwrap_or_default().to_vec(),
+            Err(error) if error.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(error) => {
+                let error = match ureq::Error::from(error) {
+                    ureq::Error::Timeout(_) => HttpError::Stalled {
+                        url,
+                        idle_ms: idle_timeout_ms,
+                    },
+                    other => HttpError::Body {
+                        url,
+                        message: other.to_string(),
+                    },
+                };
+                let _ = chunks.unbounded_send(Err(error));
+                return;
+            }
+        };
+        received = received.saturating_add(chunk.len());
+        if chunks.unbounded_send(Ok(chunk)).is_err() {
+            return;
+        }
+    }
+}
+
+/// Each read of a streamed body asks for at most this much.
+const READ_BUFFER_BYTES: usize = 16 * 1024;
+
+/// How long ureq may take over one request.
+enum Budget {
+    /// `send`: one deadline over the whole exchange, body included.
+    Whole(Duration),
+    /// `open`: each phase up to the headers within `head`; the body has no overall deadline,
+    /// only `per_read` for each read.
+    Streaming { head: Duration, per_read: Duration },
+}
+
+/// Sends the request and waits for the status and headers.
+fn start(
+    agent: &ureq::Agent,
+    request: Request,
+    budget: Budget,
+) -> Result<http::Response<ureq::Body>, HttpError> {
+    let url = request.url;
+    let timeout_ms = request.timeout_ms;
+    let uri = http::Uri::try_from(url.as_str()).map_err(|error| HttpError::InvalidUrl {
+        url: url.clone(),
+        reason: error.to_string(),
+    })?;
+    let mut builder = http::Request::builder()
+        .method(request.method.as_str())
+        .uri(uri);
+    for (name, value) in &request.headers {
+        builder = builder.header(name.as_str(), value.as_str());
+    }
+    let response = match request.body {
+        Some(body) => run(agent, builder.body(body), budget),
+        None => run(agent, builder.body(()), budget),
+    };
+    response.map_err(|error| map_error(error, &url, timeout_ms))
+}
+
+fn head_of(response: &http::Response<ureq::Body>) -> Head {
+    let status = response.status().as_u16();
+    let headers = response
+        .headers()
+        .iter()
+        .map(|(name, value)| {
+            // `http` keeps names lower-cased already; values need not be UTF-8.
+            (
+                name.as_str().to_owned(),
+                String::from_utf8_lossy(value.as_bytes()).into_owned(),
+            )
+        })
+        .collect();
+    (status, headers)
+}
+
 fn run<S: ureq::AsSendBody>(
     agent: &ureq::Agent,
     request: Result<http::Request<S>, http::Error>,
-    timeout: Duration,
+    budget: Budget,
 ) -> Result<http::Response<ureq::Body>, ureq::Error> {
     let request = request.map_err(ureq::Error::Http)?;
-    let request = agent
-        .configure_request(request)
-        .timeout_global(Some(timeout))
-        .build();
-    agent.run(request)
+    let config = agent.configure_request(request);
+    let config = match budget {
+        Budget::Whole(timeout) => config.timeout_global(Some(timeout)),
+        Budget::Streaming { head, per_read } => config
+            .timeout_resolve(Some(head))
+            .timeout_connect(Some(head))
+            .timeout_send_request(Some(head))
+            .timeout_send_body(Some(head))
+            .timeout_recv_response(Some(head))
+            .timeout_per_read(Some(per_read)),
+    };
+    agent.run(config.build())
 }
 
 fn map_error(error: ureq::Error, url: &str, timeout_ms: u64) -> HttpError {

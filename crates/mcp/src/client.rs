@@ -470,6 +470,15 @@ impl McpClient {
             },
             // Our own headers and method: only a session id the platform refuses gets here.
             HttpError::InvalidRequest { message, .. } => self.protocol(method, message),
+            // Only streamed bodies stall or overflow; replies are read whole, but say so
+            // plainly should that change.
+            error @ (HttpError::Stalled { .. } | HttpError::TooLarge { .. }) => {
+                McpError::Unreachable {
+                    server,
+                    url,
+                    message: error.to_string(),
+                }
+            }
         }
     }
 }

@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
-use kiln_http::{HttpClient, HttpError, Request, Response};
+use kiln_http::{HttpClient, HttpError, Request, Response, StreamingResponse};
 use kiln_mcp::{CallToolResult, McpClient, McpError, PROTOCOL_VERSION};
 use kiln_testkit::{EverythingServer, free_port};
 use serde_json::json;
@@ -40,6 +40,14 @@ impl HttpClient for Recording {
             exchanges.borrow_mut().push((method, session_id, status));
             response
         })
+    }
+
+    fn open(
+        &self,
+        request: Request,
+        idle_timeout_ms: u64,
+    ) -> LocalBoxFuture<'static, Result<StreamingResponse, HttpError>> {
+        self.inner.open(request, idle_timeout_ms)
     }
 }
 

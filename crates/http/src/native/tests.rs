@@ -1,15 +1,17 @@
 //! The native client against a one-connection server written here: what goes on the wire,
-//! and each way an exchange can end.
+//! and each way an exchange, or a streamed body, can end.
 
-use std::io::Write as _;
-use std::net::TcpListener;
+use std::io::{ErrorKind, Read as _, Write as _};
+use std::net::{TcpListener, TcpStream};
+use std::sync::mpsc;
 use std::thread::{self, JoinHandle};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
+use futures::StreamExt as _;
 use futures::executor::block_on;
 
 use super::UreqClient;
-use crate::{HttpClient, HttpError, Request};
+use crate::{BodyStream, HttpClient, HttpError, Request, StreamingResponse};
 
 /// Serves one connection: reads one request, then writes `answer` (raw bytes) and, after
 /// `hold`, closes. Joining gives the request as received.
@@ -173,4 +175,332 @@ fn a_request_without_a_body_is_sent_without_one() {
         received.starts_with("DELETE /mcp HTTP/1.1\r\n"),
         "{received}"
     );
+}
+
+// `open`: the head as soon as it is in, then the body chunk by chunk.
+
+/// Serves one connection: reads one request, then hands the connection to `script`.
+/// Joining gives what `script` returned.
+fn serve_with<R: Send + 'static>(
+    script: impl FnOnce(TcpStream) -> R + Send + 'static,
+) -> (String, JoinHandle<R>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/stream", listener.local_addr().unwrap());
+    let handle = thread::spawn(move || {
+        let (mut stream, _) = listener.accept().unwrap();
+        let _request = kiln_testkit::read_http_request(&mut stream);
+        script(stream)
+    });
+    (url, handle)
+}
+
+const CHUNKED_HEAD: &[u8] = b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\n\
+                               Transfer-Encoding: chunked\r\n\r\n";
+
+/// One chunk of a chunked body, framed.
+fn chunk(data: &str) -> Vec<u8> {
+    format!("{:x}\r\n{data}\r\n", data.len()).into_bytes()
+}
+
+fn write(stream: &mut TcpStream, bytes: &[u8]) {
+    stream.write_all(bytes).unwrap();
+    stream.flush().unwrap();
+}
+
+/// Waits up to `limit` for the client to close the connection: how long it took, or `None`.
+fn wait_for_close(stream: &mut TcpStream, limit: Duration) -> Option<Duration> {
+    let started = Instant::now();
+    let mut buffer = [0_u8; 256];
+    while let Some(left) = limit.checked_sub(started.elapsed()) {
+        stream
+            .set_read_timeout(Some(left.max(Duration::from_millis(1))))
+            .unwrap();
+        match stream.read(&mut buffer) {
+            Ok(0) => return Some(started.elapsed()),
+            Ok(_) => {}
+            Err(error) if error.kind() == ErrorKind::ConnectionReset => {
+                return Some(started.elapsed());
+            }
+            Err(_) => return None,
+        }
+    }
+    None
+}
+
+fn open(request: Request, idle_timeout_ms: u64) -> Result<StreamingResponse, HttpError> {
+    block_on(UreqClient::new().open(request, idle_timeout_ms))
+}
+
+fn next(body: &mut BodyStream) -> Option<Result<Vec<u8>, HttpError>> {
+    block_on(body.next())
+}
+
+/// The rest of a body: its bytes, and the error it ended on, if any. Checks that nothing
+/// follows an error.
+fn drain(mut body: BodyStream) -> (Vec<u8>, Option<HttpError>) {
+    let mut bytes = Vec::new();
+    while let Some(item) = next(&mut body) {
+        match item {
+            Ok(chunk) => bytes.extend_from_slice(&chunk),
+            Err(error) => {
+                assert!(next(&mut body).is_none(), "an item after {error:?}");
+                return (bytes, Some(error));
+            }
+        }
+    }
+    (bytes, None)
+}
+
+fn get(url: &str, timeout_ms: u64) -> Request {
+    Request {
+        method: "GET".into(),
+        body: None,
+        timeout_ms,
+        ..request(url)
+    }
+}
+
+#[test]
+fn chunks_arrive_before_the_body_ends() {
+    // (framing, the head and first event, the second event and the end)
+    let cases: [(&str, Vec<u8>, Vec<u8>); 2] = [
+        (
+            "chunked",
+            [CHUNKED_HEAD, &chunk("data: one\n\n")].concat(),
+            [chunk("data: two\n\n"), b"0\r\n\r\n".to_vec()].concat(),
+        ),
+        (
+            "until close",
+            b"HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nConnection: close\r\n\r\n\
+              data: one\n\n"
+                .to_vec(),
+            b"data: two\n\n".to_vec(),
+        ),
+    ];
+    for (framing, first, rest) in cases {
+        let (go_on, gate) = mpsc::channel::<()>();
+        let (url, server) = serve_with(move |mut stream| {
+            write(&mut stream, &first);
+            // The second event is written only once the client has the first.
+            let _ = gate.recv();
+            write(&mut stream, &rest);
+        });
+        let mut response = open(get(&url, 5_000), 5_000).unwrap();
+        assert_eq!(response.status, 200, "{framing}");
+        assert_eq!(
+            response.header("content-type"),
+            Some("text/event-stream"),
+            "{framing}"
+        );
+        let first_chunk = next(&mut response.body).unwrap().unwrap();
+        assert_eq!(first_chunk, b"data: one\n\n", "{framing}");
+        go_on.send(()).unwrap();
+        assert_eq!(
+            drain(response.body),
+            (b"data: two\n\n".to_vec(), None),
+            "{framing}"
+        );
+        server.join().unwrap();
+    }
+}
+
+#[test]
+fn a_silent_stream_stalls_after_the_idle_timeout_and_is_closed() {
+    let (url, server) = serve_with(|mut stream| {
+        write(
+            &mut stream,
+            &[CHUNKED_HEAD, &chunk("data: one\n\n")].concat(),
+        );
+        wait_for_close(&mut stream, Duration::from_secs(10))
+    });
+    let mut response = open(get(&url, 300), 200).unwrap();
+    assert_eq!(next(&mut response.body).unwrap().unwrap(), b"data: one\n\n");
+    let asked = Instant::now();
+    let error = next(&mut response.body).unwrap().unwrap_err();
+    assert!(asked.elapsed() >= Duration::from_millis(200));
+    assert_eq!(
+        error,
+        HttpError::Stalled {
+            url: url.clone(),
+            idle_ms: 200
+        }
+    );
+    assert_eq!(
+        error.to_string(),
+        format!("the response from `{url}` stalled: no data for 200 ms")
+    );
+    assert!(next(&mut response.body).is_none());
+    drop(response);
+    // The reading thread gives up after the longer of the two timeouts without data.
+    assert!(
+        server.join().unwrap().is_some(),
+        "the connection stayed open"
+    );
+}
+
+#[test]
+fn a_stream_outlives_the_request_timeout_while_chunks_come() {
+    let events: Vec<String> = (0..8).map(|n| format!("data: {n}\n\n")).collect();
+    let expected = events.concat().into_bytes();
+    let (url, server) = serve_with(move |mut stream| {
+        write(&mut stream, CHUNKED_HEAD);
+        for event in &events {
+            thread::sleep(Duration::from_millis(100));
+            write(&mut stream, &chunk(event));
+        }
+        write(&mut stream, b"0\r\n\r\n");
+    });
+    // 800 ms of body against a 200 ms request timeout.
+    let response = open(get(&url, 200), 2_000).unwrap();
+    assert_eq!(drain(response.body), (expected, None));
+    server.join().unwrap();
+}
+
+#[test]
+fn a_head_slower_than_the_idle_timeout_still_comes() {
+    let (url, server) = serve_with(|mut stream| {
+        thread::sleep(Duration::from_millis(300));
+        write(
+            &mut stream,
+            b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok",
+        );
+    });
+    let response = open(get(&url, 5_000), 100).unwrap();
+    assert_eq!(drain(response.body), (b"ok".to_vec(), None));
+    server.join().unwrap();
+}
+
+#[test]
+fn a_head_that_does_not_come_in_time_is_a_timeout() {
+    let (url, _server) = serve_with(|stream| {
+        thread::sleep(Duration::from_secs(3));
+        drop(stream);
+    });
+    let error = open(get(&url, 300), 5_000).err().unwrap();
+    assert_eq!(
+        error,
+        HttpError::Timeout {
+            url,
+            timeout_ms: 300
+        }
+    );
+}
+
+#[test]
+fn a_streamed_body_past_the_cap_is_too_large() {
+    let cases = [(10, None), (100, None), (9, Some(9)), (0, Some(0))];
+    for (max_body_bytes, too_large) in cases {
+        let answer =
+            b"HTTP/1.1 200 OK\r\nContent-Length: 10\r\nConnection: close\r\n\r\n0123456789";
+        let (url, server) = serve_once(answer.to_vec(), Duration::ZERO);
+        let response = open(
+            Request {
+                max_body_bytes,
+                ..get(&url, 5_000)
+            },
+            5_000,
+        )
+        .unwrap();
+        let (bytes, error) = drain(response.body);
+        let expected_error = too_large.map(|limit| HttpError::TooLarge {
+            url: url.clone(),
+            limit,
+        });
+        assert_eq!(error, expected_error, "cap {max_body_bytes}");
+        if too_large.is_none() {
+            assert_eq!(bytes, b"0123456789", "cap {max_body_bytes}");
+        } else {
+            assert!(bytes.len() <= max_body_bytes, "cap {max_body_bytes}");
+        }
+        server.join().unwrap();
+    }
+}
+
+#[test]
+fn a_streamed_body_cut_midway_is_a_body_error() {
+    let answer = b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\nConnection: close\r\n\r\nonly ten b";
+    let (url, server) = serve_once(answer.to_vec(), Duration::ZERO);
+    let response = open(get(&url, 5_000), 5_000).unwrap();
+    let (bytes, error) = drain(response.body);
+    server.join().unwrap();
+    assert!(b"only ten b".starts_with(&bytes), "{bytes:?}");
+    assert!(
+        matches!(&error, Some(HttpError::Body { url: got, .. }) if *got == url),
+        "{error:?}"
+    );
+}
+
+#[test]
+fn dropping_the_body_closes_the_connection() {
+    // A server still sending: the reading thread stops at the next chunk.
+    let (dropped, told) = mpsc::channel::<()>();
+    let (url, server) = serve_with(move |mut stream| {
+        write(
+            &mut stream,
+            &[CHUNKED_HEAD, &chunk("data: one\n\n")].concat(),
+        );
+        told.recv().unwrap();
+        let since = Instant::now();
+        while since.elapsed() < Duration::from_secs(10) {
+            if stream.write_all(&chunk("data: more\n\n")).is_err() {
+                return Some(since.elapsed());
+            }
+            thread::sleep(Duration::from_millis(20));
+        }
+        None
+    });
+    let mut response = open(get(&url, 5_000), 5_000).unwrap();
+    assert_eq!(next(&mut response.body).unwrap().unwrap(), b"data: one\n\n");
+    drop(response);
+    dropped.send(()).unwrap();
+    let closed_after = server.join().unwrap();
+    assert!(closed_after.is_some(), "writes still succeed after 10 s");
+
+    // A silent server: the thread stops after the longer of the two timeouts.
+    let (url, server) = serve_with(|mut stream| {
+        write(
+            &mut stream,
+            &[CHUNKED_HEAD, &chunk("data: one\n\n")].concat(),
+        );
+        wait_for_close(&mut stream, Duration::from_secs(10))
+    });
+    let mut response = open(get(&url, 200), 200).unwrap();
+    assert_eq!(next(&mut response.body).unwrap().unwrap(), b"data: one\n\n");
+    drop(response);
+    assert!(
+        server.join().unwrap().is_some(),
+        "the connection stayed open"
+    );
+}
+
+#[test]
+fn a_non_2xx_status_streams_its_body() {
+    let answer = b"HTTP/1.1 503 Service Unavailable\r\nX-Thing: a\r\nContent-Length: 11\r\n\
+                   Connection: close\r\n\r\nunavailable"
+        .to_vec();
+    let (url, server) = serve_once(answer, Duration::ZERO);
+    let response = open(request(&url), 5_000).unwrap();
+    assert_eq!(response.status, 503);
+    assert_eq!(response.header("X-THING"), Some("a"));
+    assert_eq!(drain(response.body), (b"unavailable".to_vec(), None));
+    let received = server.join().unwrap();
+    assert!(received.starts_with("POST /mcp HTTP/1.1\r\n"), "{received}");
+    assert!(received.ends_with("{\"ping\":1}"), "{received}");
+}
+
+#[test]
+fn opening_fails_before_any_response() {
+    let refused = format!("http://127.0.0.1:{}/mcp", kiln_testkit::free_port());
+    let cases = [
+        (
+            "file:///etc/passwd".to_owned(),
+            "invalid URL `file:///etc/passwd`: scheme `file` is not allowed: only http and https are"
+                .to_owned(),
+        ),
+        (refused.clone(), format!("cannot reach `{refused}`: ")),
+    ];
+    for (url, expected) in cases {
+        let error = open(request(&url), 5_000).err().unwrap();
+        assert!(error.to_string().starts_with(&expected), "{error}");
+    }
 }
