@@ -1,11 +1,15 @@
 // Real peers the specs start on 127.0.0.1 and stop after: the MCP reference
 // server (`@modelcontextprotocol/server-everything`, Streamable HTTP at /mcp),
-// and a tiny HTTP server that answers with the request it got.
+// aimock (mock LLM providers, fixtures in servers/aimock), the local model
+// (SmolLM2-135M behind llama.cpp, servers/local_model.py), and a tiny HTTP
+// server that answers with the request it got. `cargo xtask test` installs
+// them and passes where they are in KILN_* variables.
 import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { createServer, connect } from "node:net";
 import http from "node:http";
 import { join } from "node:path";
+import { createInterface } from "node:readline";
 
 /** A loopback port nothing listens on (bound, then released). */
 export async function freePort() {
@@ -73,4 +77,122 @@ export async function startEcho() {
     url: `http://127.0.0.1:${server.address().port}/`,
     stop: () => new Promise((resolve) => server.close(resolve)),
   };
+}
+
+/**
+ * Spawns a server and resolves with the first stdout line `found` accepts (the
+ * rest of stdout is drained); rejects when it exits first or after `timeoutMs`,
+ * with its last stderr lines.
+ */
+function spawnUntil(command, args, { name, timeoutMs, found, stdin = "ignore" }) {
+  const child = spawn(command, args, { stdio: [stdin, "pipe", "pipe"] });
+  const tail = [];
+  createInterface({ input: child.stderr }).on("line", (line) => {
+    tail.push(line);
+    if (tail.length > 15) tail.shift();
+  });
+  return new Promise((resolve, reject) => {
+    let settled = false;
+    const fail = (what) => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      child.kill("SIGKILL");
+      // Let the stderr reader take the last words.
+      setTimeout(() => reject(new Error(`${what}; its last words:\n${tail.join("\n")}`)), 100);
+    };
+    const timer = setTimeout(() => fail(`${name} is not listening after ${timeoutMs / 1000} s`), timeoutMs);
+    child.once("error", (error) => fail(`cannot start ${name} (${command}): ${error.message}`));
+    child.once("exit", (code, signal) => fail(`${name} exited (${code ?? signal}) before listening`));
+    createInterface({ input: child.stdout }).on("line", (line) => {
+      if (settled || !found(line)) return;
+      settled = true;
+      clearTimeout(timer);
+      resolve({ child, line });
+    });
+  });
+}
+
+function stopper(child) {
+  let exited = child.exitCode !== null || child.signalCode !== null;
+  child.once("exit", () => (exited = true));
+  return async () => {
+    if (exited) return;
+    const gone = new Promise((resolve) => child.once("exit", resolve));
+    child.stdin?.end();
+    child.kill("SIGKILL");
+    await gone;
+  };
+}
+
+/**
+ * Starts aimock (mock OpenAI, Anthropic and Ollama endpoints) on a free port
+ * with servers/aimock's fixtures, strict: an unmatched request is a 503.
+ * `url` is the root (OpenAI at `${url}/v1`); `journal()` is every request so
+ * far (GET /__aimock/journal); `stop()` kills it.
+ */
+export async function startAimock() {
+  const pkg = process.env.KILN_AIMOCK;
+  const fixtures = process.env.KILN_AIMOCK_FIXTURES;
+  if (!pkg || !existsSync(join(pkg, "dist/cli.js"))) {
+    throw new Error(`aimock is not installed (KILN_AIMOCK=${pkg}); cargo xtask test installs it`);
+  }
+  if (!fixtures || !existsSync(fixtures)) {
+    throw new Error(`aimock's fixtures are missing (KILN_AIMOCK_FIXTURES=${fixtures}); cargo xtask test sets it to servers/aimock`);
+  }
+  const args = [join(pkg, "dist/cli.js"), "--host", "127.0.0.1", "--port", "0", "--strict", "--log-level", "info", "--fixtures", fixtures];
+  const { child, line } = await spawnUntil(process.execPath, args, {
+    name: "aimock",
+    timeoutMs: 15_000,
+    found: (text) => text.includes("listening on http://"),
+  });
+  const port = Number(line.slice(line.lastIndexOf(":") + 1));
+  const url = `http://127.0.0.1:${port}`;
+  return {
+    port,
+    url,
+    async journal() {
+      const response = await fetch(`${url}/__aimock/journal`);
+      if (!response.ok) throw new Error(`GET /__aimock/journal answered ${response.status}`);
+      return response.json();
+    },
+    stop: stopper(child),
+  };
+}
+
+/**
+ * Starts the local model (SmolLM2-135M-Instruct behind llama.cpp's server,
+ * model id `smollm2-135m-instruct`) on a free port; waits for it to load (at
+ * most 60 s). `url` is the root (OpenAI at `${url}/v1`); `stop()` kills it.
+ */
+export async function startLocalModel() {
+  if (process.env.KILN_LOCAL_MODEL_ERROR) {
+    throw new Error(`the local model is not available: ${process.env.KILN_LOCAL_MODEL_ERROR}`);
+  }
+  const python = process.env.KILN_LOCAL_MODEL_PYTHON;
+  const script = process.env.KILN_LOCAL_MODEL_SCRIPT;
+  if (!python || !existsSync(python) || !script || !existsSync(script)) {
+    throw new Error(
+      `the local model is not installed (KILN_LOCAL_MODEL_PYTHON=${python}, KILN_LOCAL_MODEL_SCRIPT=${script}); cargo xtask test installs it`,
+    );
+  }
+  let lastError;
+  // A free port can be taken between choosing and binding it: try thrice.
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    const port = await freePort();
+    try {
+      // stdin stays open: the server exits when it closes (when this process ends).
+      const { child } = await spawnUntil(python, [script, "--port", String(port)], {
+        name: "the local model server",
+        timeoutMs: 60_000,
+        found: (text) => text.startsWith("listening "),
+        stdin: "pipe",
+      });
+      return { port, url: `http://127.0.0.1:${port}`, model: "smollm2-135m-instruct", stop: stopper(child) };
+    } catch (error) {
+      lastError = error;
+      if (!String(error.message).includes("couldn't bind")) throw error;
+    }
+  }
+  throw lastError;
 }

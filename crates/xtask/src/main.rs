@@ -16,7 +16,9 @@ const USAGE: &str = "\
 usage: cargo xtask <command>
 
 commands:
-  serve [--port N]   install what is missing, build the app, serve it on http://127.0.0.1:8080
+  serve [--port N] [--model-port N]
+                     install what is missing, build the app, serve it on http://127.0.0.1:8080
+                     beside the local model (SmolLM2-135M, a free port unless --model-port)
   test               install what is missing, run every test, print `N passed, N failed`
   build              build the app into pkg/ (release wasm)
   bench              build the app and print the benchmark figures";
@@ -36,10 +38,13 @@ fn run() -> Result<ExitCode> {
     let root = workspace_root()?;
     match args.first().map(String::as_str) {
         Some("serve") => {
-            let port = parse_port(&args[1..])?;
+            let options = ServeOptions::parse(&args[1..])?;
             tools::ensure_build_tools(&root)?;
             build::build_app(&root)?;
-            serve::serve_forever(&root.join("pkg"), port)?;
+            // Stopped when this returns; when Ctrl+C ends xtask, it gets the
+            // SIGINT too and its stdin closes, either of which stops it.
+            let _model = serve::start_local_model(&root, options.model_port);
+            serve::serve_forever(&root.join("pkg"), options.port)?;
             Ok(ExitCode::SUCCESS)
         }
         Some("build") => {
@@ -61,28 +66,81 @@ fn run() -> Result<ExitCode> {
     }
 }
 
-fn parse_port(args: &[String]) -> Result<u16> {
-    match args {
-        [] => Ok(8080),
-        [flag, value] if flag == "--port" => value
-            .parse()
-            .with_context(|| format!("`--port {value}` is not a port number (1-65535)")),
-        [flag] if flag.starts_with("--port=") => {
-            let value = &flag["--port=".len()..];
-            value
+/// `serve`'s arguments.
+#[derive(Debug, PartialEq, Eq)]
+struct ServeOptions {
+    port: u16,
+    model_port: Option<u16>,
+}
+
+impl ServeOptions {
+    fn parse(args: &[String]) -> Result<Self> {
+        let mut options = Self {
+            port: 8080,
+            model_port: None,
+        };
+        let mut args = args.iter();
+        while let Some(arg) = args.next() {
+            let (flag, inline) = match arg.split_once('=') {
+                Some((flag, value)) => (flag, Some(value.to_owned())),
+                None => (arg.as_str(), None),
+            };
+            if flag != "--port" && flag != "--model-port" {
+                bail!("unexpected argument `{arg}`\n\n{USAGE}");
+            }
+            let Some(value) = inline.or_else(|| args.next().cloned()) else {
+                bail!("`{flag}` needs a port number\n\n{USAGE}");
+            };
+            let port: u16 = value
                 .parse()
-                .with_context(|| format!("`{flag}` is not a port number (1-65535)"))
+                .with_context(|| format!("`{flag} {value}` is not a port number (1-65535)"))?;
+            if flag == "--port" {
+                options.port = port;
+            } else {
+                options.model_port = Some(port);
+            }
         }
-        other => bail!("unexpected arguments `{}`\n\n{USAGE}", other.join(" ")),
+        Ok(options)
     }
 }
 
 /// The workspace root: the parent of `crates/xtask`.
-fn workspace_root() -> Result<PathBuf> {
+pub(crate) fn workspace_root() -> Result<PathBuf> {
     let manifest_dir = Path::new(env!("CARGO_MANIFEST_DIR"));
     manifest_dir
         .ancestors()
         .nth(2)
         .map(Path::to_path_buf)
         .context("xtask is not inside the workspace's crates/ folder")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<ServeOptions> {
+        ServeOptions::parse(&args.iter().map(|arg| (*arg).to_owned()).collect::<Vec<_>>())
+    }
+
+    #[test]
+    fn reads_serve_options() {
+        assert_eq!(
+            parse(&[]).unwrap(),
+            ServeOptions {
+                port: 8080,
+                model_port: None
+            }
+        );
+        assert_eq!(
+            parse(&["--model-port", "9000", "--port=8081"]).unwrap(),
+            ServeOptions {
+                port: 8081,
+                model_port: Some(9000)
+            }
+        );
+        assert!(parse(&["--port"]).is_err());
+        assert!(parse(&["--port", "x"]).is_err());
+        assert!(parse(&["--port", "65536"]).is_err());
+        assert!(parse(&["--verbose"]).is_err());
+    }
 }

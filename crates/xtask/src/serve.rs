@@ -1,13 +1,27 @@
 //! A plain static file server for `pkg/`, as any static host would serve it: no
 //! custom headers beyond content types (no COOP/COEP), so what works here works
-//! on a plain static host.
+//! on a plain static host. Beside it, `cargo xtask serve` runs the local model
+//! (`servers/local_model.py`) and tells the app where in `pkg/local-provider.json`.
 
+use std::collections::VecDeque;
+use std::io::{BufRead as _, BufReader};
 use std::path::{Component, Path, PathBuf};
-use std::sync::Arc;
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::{Arc, Mutex, mpsc};
 use std::thread::JoinHandle;
+use std::time::Duration;
 
-use anyhow::{Result, anyhow};
+use anyhow::{Context as _, Result, anyhow, bail};
 use tiny_http::{Header, Request, Response, Server};
+
+use crate::tools::{self, LocalModel};
+
+/// The file the app fetches at start to preconfigure the local model as a provider.
+const LOCAL_PROVIDER_FILE: &str = "local-provider.json";
+/// The model id the local model server answers to (`servers/local_model.py`).
+pub const LOCAL_MODEL_ID: &str = "smollm2-135m-instruct";
+/// How long the local model may take to load and listen.
+const LOCAL_MODEL_START: Duration = Duration::from_secs(60);
 
 /// A running server; it stops when dropped.
 pub struct StaticServer {
@@ -69,6 +83,156 @@ pub fn serve_forever(dir: &Path, port: u16) -> Result<()> {
     loop {
         std::thread::park();
     }
+}
+
+/// Installs and starts the local model on 127.0.0.1:`port` (a free port when
+/// `None`) and writes `pkg/local-provider.json` once it answers. When it cannot,
+/// says so in one line and why, leaves no `local-provider.json`, and returns
+/// `None`: the app is served without it.
+pub fn start_local_model(root: &Path, port: Option<u16>) -> Option<LocalModelServer> {
+    let pkg = root.join("pkg");
+    let _ = std::fs::remove_file(pkg.join(LOCAL_PROVIDER_FILE));
+    serve_local_model(tools::ensure_local_model(root), &pkg, port)
+}
+
+fn serve_local_model(
+    model: Result<LocalModel>,
+    pkg: &Path,
+    port: Option<u16>,
+) -> Option<LocalModelServer> {
+    let file = pkg.join(LOCAL_PROVIDER_FILE);
+    let _ = std::fs::remove_file(&file);
+    let started = model.and_then(|model| {
+        let port = match port {
+            Some(port) if port != 0 => port,
+            _ => free_port()?,
+        };
+        let server = LocalModelServer::start(&model, port)?;
+        let json = format!(
+            "{{\"name\": \"Local SmolLM2 (135M)\", \"kind\": \"openai\", \
+             \"base_url\": \"{}/v1\", \"model\": \"{LOCAL_MODEL_ID}\"}}\n",
+            server.url()
+        );
+        std::fs::write(&file, json).with_context(|| format!("writing {}", file.display()))?;
+        Ok(server)
+    });
+    match started {
+        Ok(server) => {
+            println!(
+                "The local model ({LOCAL_MODEL_ID}) is served at {}/v1",
+                server.url()
+            );
+            Some(server)
+        }
+        Err(error) => {
+            let why = format!("{error:#}");
+            let mut lines = why.lines();
+            eprintln!(
+                "xtask: serving the app without the local model: {}",
+                lines.next().unwrap_or_default()
+            );
+            for line in lines {
+                eprintln!("    {line}");
+            }
+            None
+        }
+    }
+}
+
+/// `servers/local_model.py` running on 127.0.0.1, stopped when dropped. It also
+/// stops when xtask dies without dropping it: it exits when its stdin closes.
+pub struct LocalModelServer {
+    child: Child,
+    _stdin: Option<ChildStdin>,
+    pub port: u16,
+}
+
+impl LocalModelServer {
+    /// Starts it and waits until it prints `listening`, at most a minute.
+    pub fn start(model: &LocalModel, port: u16) -> Result<Self> {
+        let mut child = Command::new(&model.python)
+            .arg(&model.script)
+            .args(["--port", &port.to_string()])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .with_context(|| format!("starting {}", model.python.display()))?;
+        // Its log goes to stderr: kept (the last lines) for the error message,
+        // and drained so that the server never blocks on a full pipe.
+        let log = Arc::new(Mutex::new(VecDeque::new()));
+        if let Some(stderr) = child.stderr.take() {
+            let log = Arc::clone(&log);
+            std::thread::spawn(move || {
+                for line in BufReader::new(stderr).lines().map_while(Result::ok) {
+                    if let Ok(mut log) = log.lock() {
+                        if log.len() == 12 {
+                            log.pop_front();
+                        }
+                        log.push_back(line);
+                    }
+                }
+            });
+        }
+        let (ready, listening) = mpsc::channel();
+        if let Some(stdout) = child.stdout.take() {
+            std::thread::spawn(move || {
+                for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                    if line.starts_with("listening ") {
+                        let _ = ready.send(());
+                    }
+                }
+            });
+        }
+        let server = Self {
+            _stdin: child.stdin.take(),
+            child,
+            port,
+        };
+        match listening.recv_timeout(LOCAL_MODEL_START) {
+            Ok(()) => Ok(server),
+            Err(timeout_or_exit) => {
+                let mut server = server;
+                let _ = server.child.kill();
+                let status = server.child.wait().ok();
+                std::thread::sleep(Duration::from_millis(100));
+                let log = log
+                    .lock()
+                    .map(|log| log.iter().cloned().collect::<Vec<_>>().join("\n"))
+                    .unwrap_or_default();
+                let what = match timeout_or_exit {
+                    mpsc::RecvTimeoutError::Timeout => format!(
+                        "it did not listen on 127.0.0.1:{port} within {} s",
+                        LOCAL_MODEL_START.as_secs()
+                    ),
+                    mpsc::RecvTimeoutError::Disconnected => format!(
+                        "it exited ({}) before listening on 127.0.0.1:{port}",
+                        status.map_or_else(|| "status unknown".to_owned(), |s| s.to_string())
+                    ),
+                };
+                bail!("the local model server did not start: {what}\n{log}")
+            }
+        }
+    }
+
+    pub fn url(&self) -> String {
+        format!("http://127.0.0.1:{}", self.port)
+    }
+}
+
+impl Drop for LocalModelServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// A loopback port nothing listens on (bound, then released).
+fn free_port() -> Result<u16> {
+    Ok(std::net::TcpListener::bind("127.0.0.1:0")
+        .context("binding 127.0.0.1:0")?
+        .local_addr()?
+        .port())
 }
 
 fn respond(dir: &Path, request: Request) {
@@ -160,5 +324,68 @@ mod tests {
         assert_eq!(resolve(&dir, "/missing.js"), None);
         assert_eq!(content_type(Path::new("a_bg.wasm")), "application/wasm");
         std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    /// The local model `cargo xtask test` installed (`KILN_LOCAL_MODEL_*`).
+    fn installed_model() -> LocalModel {
+        if let Some(cause) = std::env::var_os("KILN_LOCAL_MODEL_ERROR") {
+            panic!(
+                "the local model is not available: {}",
+                cause.to_string_lossy()
+            );
+        }
+        let root = crate::workspace_root().unwrap();
+        let python = std::env::var_os("KILN_LOCAL_MODEL_PYTHON").map_or_else(
+            || {
+                tools::cache_dir()
+                    .unwrap()
+                    .join("local-model-venv/bin/python")
+            },
+            PathBuf::from,
+        );
+        assert!(
+            python.is_file(),
+            "no local model python at {}\nhint: `cargo xtask test` installs it",
+            python.display()
+        );
+        LocalModel {
+            python,
+            script: root.join("servers/local_model.py"),
+        }
+    }
+
+    fn get(port: u16, path: &str) -> std::io::Result<String> {
+        use std::io::{Read as _, Write as _};
+        let mut stream = std::net::TcpStream::connect(("127.0.0.1", port))?;
+        write!(stream, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n")?;
+        let mut response = String::new();
+        stream.read_to_string(&mut response)?;
+        Ok(response)
+    }
+
+    #[test]
+    fn serves_the_local_model_and_says_where() {
+        let pkg = std::env::temp_dir().join(format!("kiln-serve-model-{}", std::process::id()));
+        std::fs::create_dir_all(&pkg).unwrap();
+        let file = pkg.join(LOCAL_PROVIDER_FILE);
+        let server = serve_local_model(Ok(installed_model()), &pkg, None)
+            .expect("the local model server starts");
+        let port = server.port;
+        assert!(get(port, "/health").unwrap().contains(r#"{"status":"ok"}"#));
+        let json = std::fs::read_to_string(&file).unwrap();
+        assert_eq!(
+            json.trim(),
+            format!(
+                r#"{{"name": "Local SmolLM2 (135M)", "kind": "openai", "base_url": "http://127.0.0.1:{port}/v1", "model": "smollm2-135m-instruct"}}"#
+            )
+        );
+        drop(server);
+        assert!(get(port, "/health").is_err(), "stopped when dropped");
+
+        // A model that cannot be had: no file (a stale one is removed), no server.
+        std::fs::write(&file, "stale").unwrap();
+        assert!(serve_local_model(Err(anyhow!("pip failed")), &pkg, None).is_none());
+        assert!(!file.exists());
+        std::fs::remove_dir_all(pkg).unwrap();
     }
 }

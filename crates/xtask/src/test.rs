@@ -33,17 +33,14 @@ type SummaryParser = fn(&str) -> Option<Tally>;
 /// The packages with `wasm-bindgen-test` suites.
 const WASM_SUITES: &[&str] = &["kiln-sandbox", "kiln-http"];
 
-/// The MCP reference server's package, under the test servers' `node_modules`.
-const MCP_EVERYTHING: &str = "@modelcontextprotocol/server-everything";
-
 pub fn run_all(root: &Path) -> Result<ExitCode> {
     let started = Instant::now();
     let tools = tools::ensure_build_tools(root)?;
     tools::ensure_browser()?;
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
-    // Real peers the tests start on 127.0.0.1 themselves (and stop after).
-    let servers = tools::ensure_npm_packages(&root.join("servers"))?;
-    let everything = servers.join(MCP_EVERYTHING);
+    // Real peers the tests start on 127.0.0.1 themselves (and stop after): the
+    // MCP reference server, aimock, the local model.
+    let servers = tools::test_servers_env(root)?;
     let mut total = Tally::default();
     let mut stages = Vec::new();
 
@@ -65,7 +62,7 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     native
         .args(["test", "--workspace"])
         .current_dir(root)
-        .env("KILN_MCP_EVERYTHING", &everything);
+        .envs(servers.iter().cloned());
     record("native tests", run_counted(&mut native, parse_cargo_line));
 
     // The app is built before the browser stages; a build failure fails them all.
@@ -85,6 +82,7 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
             package,
         ])
         .current_dir(root)
+        .envs(servers.iter().cloned())
         .env(
             "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
             &tools.wasm_bindgen_test_runner,
@@ -111,7 +109,7 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
             .current_dir(root.join("playwright"))
             .env("KILN_URL", server.url())
             .env("KILN_CHROMIUM", CHROMIUM)
-            .env("KILN_MCP_EVERYTHING", &everything)
+            .envs(servers.iter().cloned())
             .env("NODE_PATH", &node_modules);
         record("playwright", run_counted(&mut playwright, parse_node_line));
         drop(server);

