@@ -6,6 +6,7 @@
 //! (unreadable file, invalid catalog or limits).
 
 mod approve;
+mod chat;
 
 use std::io::{IsTerminal as _, Read as _, Write as _};
 use std::path::PathBuf;
@@ -80,6 +81,48 @@ enum Command {
         /// instead of the tool-result/v1 object. For tools and benchmarks.
         #[arg(long)]
         report: bool,
+    },
+    /// Chat with an LLM provider: the reply streams to standard output, tool
+    /// calls and their results are shown, and usage goes to standard error.
+    Chat {
+        /// The wire format: openai (any OpenAI-compatible server), anthropic,
+        /// ollama.
+        #[arg(long)]
+        provider: String,
+        /// The API root, e.g. https://api.openai.com/v1,
+        /// https://api.anthropic.com, http://127.0.0.1:11434.
+        #[arg(long, value_name = "URL")]
+        base_url: String,
+        #[arg(long)]
+        model: String,
+        /// The environment variable holding the API key (never the key itself).
+        #[arg(long, value_name = "VAR")]
+        key_env: Option<String>,
+        /// Tools the model may call, as for `kiln run` (they walk the same
+        /// permission ladder).
+        #[arg(long, value_name = "CATALOG.json")]
+        tools: Option<PathBuf>,
+        /// A system prompt.
+        #[arg(long)]
+        system: Option<String>,
+        #[arg(long, default_value_t = 1024)]
+        max_tokens: u32,
+        /// Turns in all, tool-call rounds included.
+        #[arg(long, default_value_t = 8)]
+        max_turns: u32,
+        /// A cap on the conversation's cost in USD (each turn reserves its
+        /// worst case first).
+        #[arg(long, value_name = "USD")]
+        max_usd: Option<f64>,
+        /// Print every stream event as a JSON line instead of the text.
+        #[arg(long)]
+        events: bool,
+        #[arg(long, value_name = "MODE")]
+        permission_mode: Option<Mode>,
+        #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
+        approve: ApproveWith,
+        /// The first message.
+        prompt: String,
     },
 }
 
@@ -156,6 +199,39 @@ const CHILD_ENV: &str = "KILN_SANDBOX_CHILD";
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
+        Command::Chat {
+            provider,
+            base_url,
+            model,
+            key_env,
+            tools,
+            system,
+            max_tokens,
+            max_turns,
+            max_usd,
+            events,
+            permission_mode,
+            approve,
+            prompt,
+        } => chat::run(&chat::ChatArgs {
+            provider,
+            base_url,
+            model,
+            key_env,
+            tools,
+            system,
+            max_tokens,
+            max_turns,
+            max_usd,
+            events,
+            prompt,
+            permissions: Permissions {
+                mcp: Vec::new(),
+                mode: permission_mode,
+                approve,
+                secrets: Vec::new(),
+            },
+        }),
         Command::Run {
             file,
             tools,
@@ -344,6 +420,8 @@ enum Asker {
 /// The run's gate, secrets and MCP servers, checked before the run starts and
 /// built on the sandbox's thread (the ladder is single-threaded).
 struct Ladder {
+    /// The command, for the gate's host name: `kiln run`, `kiln chat`.
+    entrance: &'static str,
     mode: Mode,
     asker: Asker,
     secrets: Vec<(String, String, Vec<String>)>,
@@ -378,26 +456,33 @@ impl Ladder {
                 Err(warning) => registry.warn(*warning),
             }
         }
-        let (host, approver): (&str, Rc<dyn Approver>) = match self.asker {
-            Asker::Yes => ("kiln run --approve yes", Rc::new(Fixed(Answer::Approve))),
-            Asker::No => ("kiln run --approve no", Rc::new(Fixed(Answer::Deny))),
-            Asker::Terminal => ("kiln run", Rc::new(approve::Terminal)),
+        let entrance = self.entrance;
+        let (host, approver): (String, Rc<dyn Approver>) = match self.asker {
+            Asker::Yes => (
+                format!("{entrance} --approve yes"),
+                Rc::new(Fixed(Answer::Approve)),
+            ),
+            Asker::No => (
+                format!("{entrance} --approve no"),
+                Rc::new(Fixed(Answer::Deny)),
+            ),
+            Asker::Terminal => (entrance.to_owned(), Rc::new(approve::Terminal)),
             Asker::Headless => {
-                let host = "kiln run (no terminal to ask on)";
-                (host, Rc::new(Headless::new(host)))
+                let host = format!("{entrance} (no terminal to ask on)");
+                let approver = Rc::new(Headless::new(&host));
+                (host, approver)
             }
         };
         let settings = GateSettings {
             mode: self.mode,
             ..GateSettings::default()
         };
-        let gate = Gate::new(host, settings, approver)?;
+        let gate = Gate::new(&host, settings, approver)?;
         let mut secrets = SecretScope::new();
         for (name, value, origins) in self.secrets {
             secrets.insert(name, Secret::for_origins(value, origins));
         }
-        let dispatcher =
-            Dispatcher::new(Rc::new(registry), Some(gate), secrets, limits, "kiln run");
+        let dispatcher = Dispatcher::new(Rc::new(registry), Some(gate), secrets, limits, entrance);
         let mut admission =
             Admission::admit(&dispatcher.catalog(), "scripted").map_err(|e| e.to_string())?;
         let mut warnings = dispatcher.warnings().to_vec();
@@ -458,7 +543,8 @@ fn prepare(
         .map_err(anyhow::Error::msg)
         .with_context(refused)?;
     let admission = Admission::admit(&registry.catalog(), "scripted").with_context(refused)?;
-    let ladder = ladder(permissions)?;
+    let terminal = std::env::var_os(TERMINAL_ENV).is_some();
+    let ladder = ladder(permissions, "kiln run", terminal)?;
     let ladder = child.then_some(ladder);
     Ok(Prepared {
         code,
@@ -472,8 +558,7 @@ fn prepare(
 /// The run's ladder settings: the mode asked for (or the reference's
 /// default: `default` when a terminal can be asked, `auto` otherwise), who
 /// answers, the secrets and the MCP servers.
-fn ladder(permissions: &Permissions) -> Result<Ladder> {
-    let terminal = std::env::var_os(TERMINAL_ENV).is_some();
+fn ladder(permissions: &Permissions, entrance: &'static str, terminal: bool) -> Result<Ladder> {
     let asker = match permissions.approve {
         ApproveWith::Yes => Asker::Yes,
         ApproveWith::No => Asker::No,
@@ -521,6 +606,7 @@ fn ladder(permissions: &Permissions) -> Result<Ladder> {
         mcp.push((name.to_owned(), url.to_owned()));
     }
     Ok(Ladder {
+        entrance,
         mode,
         asker,
         secrets,

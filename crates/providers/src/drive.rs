@@ -1,0 +1,427 @@
+//! The part every adapter shares: send the request (retrying what is worth retrying), frame
+//! the body (SSE or NDJSON), feed each item to the adapter's [`Decoder`], and close the turn
+//! with exactly one [`Event::Stop`] and the assembled [`Event::Done`].
+
+use std::collections::VecDeque;
+use std::rc::Rc;
+
+use eventsource_stream::EventStream as SseFrames;
+use futures::stream::{self, LocalBoxStream};
+use futures::{StreamExt as _, TryStreamExt as _};
+use kiln_http::{BodyStream, HttpClient, HttpError, Request};
+
+use crate::EventStream;
+use crate::error::{ErrorKind, ProviderError};
+use crate::event::{Event, FinalMessage, Stop};
+use crate::failure::{Peer, from_http, from_status, retry_after_ms};
+
+/// How a response body is cut into items.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Framing {
+    /// Server-sent events (OpenAI, Anthropic): each item is an event's name and data.
+    Sse,
+    /// One JSON document per line (Ollama): each item is a line, with an empty name.
+    Ndjson,
+}
+
+/// What an adapter says after an item.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Flow {
+    More,
+    /// The provider's end marker: nothing after it matters.
+    Finished,
+}
+
+/// One adapter's reading of its wire format. It pushes events into `out`; an `Event::Stop`
+/// it pushes is held back by the driver and sent once, after everything else.
+pub(crate) trait Decoder {
+    fn item(
+        &mut self,
+        peer: &Peer,
+        name: &str,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<Flow, ProviderError>;
+
+    /// The body ended after a stop reason but before the end marker: anything to close?
+    fn end(&mut self, _peer: &Peer, _out: &mut Vec<Event>) -> Result<(), ProviderError> {
+        Ok(())
+    }
+}
+
+/// Bounded retries for rate limits and server errors, before any event was yielded.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct RetryPolicy {
+    /// Retries after the first attempt.
+    pub max_retries: u32,
+    /// The first backoff; doubled each retry.
+    pub base_delay_ms: u64,
+    /// No wait is longer: a provider asking for more gets its error back at once.
+    pub max_delay_ms: u64,
+}
+
+impl Default for RetryPolicy {
+    fn default() -> Self {
+        Self {
+            max_retries: 3,
+            base_delay_ms: 500,
+            max_delay_ms: 30_000,
+        }
+    }
+}
+
+impl RetryPolicy {
+    /// The wait before retry number `attempt` (0-based): what the provider asked for, else
+    /// exponential backoff.
+    pub fn delay_ms(&self, attempt: u32, asked_ms: Option<u64>) -> u64 {
+        asked_ms.unwrap_or_else(|| {
+            self.base_delay_ms
+                .saturating_mul(1_u64.checked_shl(attempt).unwrap_or(u64::MAX))
+                .min(self.max_delay_ms)
+        })
+    }
+}
+
+/// Time limits of one streamed request.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Timeouts {
+    /// Until the status and headers arrive (a local model may read a long prompt first).
+    pub response_ms: u64,
+    /// Between two chunks of the stream.
+    pub idle_ms: u64,
+    /// The whole body.
+    pub max_body_bytes: usize,
+}
+
+impl Default for Timeouts {
+    fn default() -> Self {
+        Self {
+            response_ms: 300_000,
+            idle_ms: 120_000,
+            max_body_bytes: 64 << 20,
+        }
+    }
+}
+
+/// How much of an error body is read.
+const ERROR_BODY_BYTES: usize = 64 << 10;
+
+/// Everything the driver needs for one turn.
+pub(crate) struct Turn {
+    pub peer: Peer,
+    pub http: Rc<dyn HttpClient>,
+    pub request: Request,
+    pub retry: RetryPolicy,
+    pub idle_ms: u64,
+    pub framing: Framing,
+    pub decoder: Box<dyn Decoder>,
+}
+
+/// Sends the request, retrying rate limits and server errors within the policy, and
+/// answers the body of the first 2xx response.
+pub(crate) async fn open(
+    peer: &Peer,
+    http: &dyn HttpClient,
+    request: &Request,
+    idle_ms: u64,
+    retry: RetryPolicy,
+) -> Result<kiln_http::StreamingResponse, ProviderError> {
+    let mut attempt = 0_u32;
+    loop {
+        let error = match http.open(request.clone(), idle_ms).await {
+            Err(error) => from_http(peer, &error),
+            Ok(response) if (200..300).contains(&response.status) => return Ok(response),
+            Ok(response) => {
+                let asked = retry_after_ms(|name| response.header(name).map(str::to_owned));
+                let status = response.status;
+                let body = read_to_end(response.body, ERROR_BODY_BYTES).await;
+                from_status(peer, status, &body, asked)
+            }
+        };
+        let asked = match error.kind {
+            ErrorKind::RateLimited { retry_after_ms } => retry_after_ms,
+            _ => None,
+        };
+        let delay = retry.delay_ms(attempt, asked);
+        if !error.kind.is_retryable() || attempt >= retry.max_retries || delay > retry.max_delay_ms
+        {
+            return Err(with_attempts(error, attempt));
+        }
+        kiln_http::sleep(delay).await;
+        attempt += 1;
+    }
+}
+
+fn with_attempts(mut error: ProviderError, retries: u32) -> ProviderError {
+    if retries > 0 {
+        error.message = format!(
+            "{} (still failing after {retries} {})",
+            error.message,
+            if retries == 1 { "retry" } else { "retries" }
+        );
+    }
+    error
+}
+
+/// The body of an error response, up to `limit` bytes; a body that breaks is what we got.
+pub(crate) async fn read_to_end(mut body: BodyStream, limit: usize) -> Vec<u8> {
+    let mut bytes = Vec::new();
+    while let Some(Ok(chunk)) = body.next().await {
+        bytes.extend_from_slice(&chunk);
+        if bytes.len() >= limit {
+            bytes.truncate(limit);
+            break;
+        }
+    }
+    bytes
+}
+
+/// Items of a body: `(event name, data)` for SSE, `("", line)` for NDJSON.
+type Items = LocalBoxStream<'static, Result<(String, String), HttpError>>;
+
+fn frame(body: BodyStream, framing: Framing) -> Items {
+    match framing {
+        Framing::Sse => SseFrames::new(body)
+            .map(|event| match event {
+                Ok(event) => Ok((event.event, event.data)),
+                Err(eventsource_stream::EventStreamError::Transport(error)) => Err(error),
+                Err(other) => Err(HttpError::Body {
+                    url: String::new(),
+                    message: format!("the event stream is malformed: {other}"),
+                }),
+            })
+            .boxed_local(),
+        Framing::Ndjson => ndjson_lines(body),
+    }
+}
+
+/// Splits a byte stream into lines (`\n`, with an optional `\r` before it); blank lines are
+/// skipped; a last line without a newline still counts.
+pub(crate) fn ndjson_lines(body: BodyStream) -> Items {
+    stream::unfold(
+        (body, Vec::<u8>::new(), false),
+        |(mut body, mut buffer, mut ended)| async move {
+            loop {
+                if let Some(newline) = buffer.iter().position(|&byte| byte == b'\n') {
+                    let mut line: Vec<u8> = buffer.drain(..=newline).collect();
+                    line.pop();
+                    if line.last() == Some(&b'\r') {
+                        line.pop();
+                    }
+                    if line.iter().all(u8::is_ascii_whitespace) {
+                        continue;
+                    }
+                    let item = String::from_utf8(line)
+                        .map(|text| (String::new(), text))
+                        .map_err(|error| HttpError::Body {
+                            url: String::new(),
+                            message: format!("a line is not UTF-8: {error}"),
+                        });
+                    return Some((item, (body, buffer, ended)));
+                }
+                if ended {
+                    if buffer.iter().all(u8::is_ascii_whitespace) {
+                        return None;
+                    }
+                    buffer.push(b'\n');
+                    continue;
+                }
+                match body.next().await {
+                    Some(Ok(chunk)) => buffer.extend_from_slice(&chunk),
+                    Some(Err(error)) => return Some((Err(error), (body, Vec::new(), true))),
+                    None => ended = true,
+                }
+            }
+        },
+    )
+    .boxed_local()
+}
+
+enum Phase {
+    Opening,
+    Reading(Items),
+    Closed,
+}
+
+struct State {
+    turn: Turn,
+    phase: Phase,
+    pending: VecDeque<Result<Event, ProviderError>>,
+    message: FinalMessage,
+    stop: Option<Stop>,
+    items: usize,
+    last_item: String,
+}
+
+impl State {
+    fn fail(&mut self, error: ProviderError) {
+        self.pending.push_back(Err(error));
+        self.phase = Phase::Closed;
+    }
+
+    fn queue(&mut self, events: Vec<Event>) {
+        for event in events {
+            match event {
+                Event::Stop { stop } => self.stop = Some(stop),
+                event => {
+                    self.message.absorb(&event);
+                    self.pending.push_back(Ok(event));
+                }
+            }
+        }
+    }
+
+    /// The turn is over: the held stop, then the whole message.
+    fn close(&mut self) {
+        self.phase = Phase::Closed;
+        let mut tail = Vec::new();
+        if let Err(error) = self.turn.decoder.end(&self.turn.peer, &mut tail) {
+            self.fail(error);
+            return;
+        }
+        self.queue(tail);
+        match self.stop.take() {
+            Some(stop) => {
+                let event = Event::Stop { stop };
+                self.message.absorb(&event);
+                self.pending.push_back(Ok(event));
+                self.pending.push_back(Ok(Event::Done {
+                    message: std::mem::take(&mut self.message),
+                }));
+            }
+            None => {
+                let error = self.cut_off();
+                self.fail(error);
+            }
+        }
+    }
+
+    fn cut_off(&self) -> ProviderError {
+        let message = if self.items == 0 {
+            "the stream ended before its first event".to_owned()
+        } else {
+            format!(
+                "the stream was cut off after {} {} (the last was `{}`), before the reply was \
+                 complete",
+                self.items,
+                if self.items == 1 { "event" } else { "events" },
+                self.last_item
+            )
+        };
+        self.turn.peer.error(ErrorKind::Stream, message)
+    }
+
+    async fn step(&mut self) {
+        match std::mem::replace(&mut self.phase, Phase::Closed) {
+            Phase::Closed => {}
+            Phase::Opening => {
+                let turn = &self.turn;
+                match open(
+                    &turn.peer,
+                    turn.http.as_ref(),
+                    &turn.request,
+                    turn.idle_ms,
+                    turn.retry,
+                )
+                .await
+                {
+                    Ok(response) => {
+                        let content_type = response
+                            .header("content-type")
+                            .unwrap_or("")
+                            .to_ascii_lowercase();
+                        if self.turn.framing == Framing::Sse
+                            && content_type.starts_with("application/json")
+                        {
+                            let body = read_to_end(response.body, ERROR_BODY_BYTES).await;
+                            let error = self.turn.peer.error(
+                                ErrorKind::Stream,
+                                format!(
+                                    "expected an event stream, got a JSON reply: {}",
+                                    crate::assemble::preview(&String::from_utf8_lossy(&body))
+                                ),
+                            );
+                            self.fail(error);
+                        } else {
+                            self.phase = Phase::Reading(frame(response.body, self.turn.framing));
+                        }
+                    }
+                    Err(error) => self.fail(error),
+                }
+            }
+            Phase::Reading(mut items) => match items.next().await {
+                None => self.close(),
+                Some(Err(error)) => {
+                    let mut error = from_http(&self.turn.peer, &error);
+                    if self.items > 0 {
+                        error.message = format!(
+                            "{} (after {} events; the last was `{}`)",
+                            error.message, self.items, self.last_item
+                        );
+                    }
+                    self.fail(error);
+                }
+                Some(Ok((name, data))) => {
+                    self.items += 1;
+                    self.last_item = if name.is_empty() {
+                        format!("line {}", self.items)
+                    } else {
+                        name.clone()
+                    };
+                    let mut out = Vec::new();
+                    let flow = self
+                        .turn
+                        .decoder
+                        .item(&self.turn.peer, &name, &data, &mut out);
+                    self.queue(out);
+                    match flow {
+                        Ok(Flow::More) => self.phase = Phase::Reading(items),
+                        Ok(Flow::Finished) => {
+                            drop(items);
+                            self.close();
+                        }
+                        Err(error) => self.fail(error),
+                    }
+                }
+            },
+        }
+    }
+}
+
+/// Runs one turn as a stream of events.
+pub(crate) fn run(turn: Turn) -> EventStream {
+    let state = State {
+        turn,
+        phase: Phase::Opening,
+        pending: VecDeque::new(),
+        message: FinalMessage::default(),
+        stop: None,
+        items: 0,
+        last_item: String::new(),
+    };
+    stream::unfold(state, |mut state| async move {
+        loop {
+            if let Some(item) = state.pending.pop_front() {
+                return Some((item, state));
+            }
+            if matches!(state.phase, Phase::Closed) {
+                return None;
+            }
+            state.step().await;
+        }
+    })
+    .boxed_local()
+}
+
+/// A turn's stream collected: the final message, or the first error. A stream that ends
+/// without `Done` (not one of ours) gives what its events assembled.
+pub async fn collect(mut stream: EventStream) -> Result<FinalMessage, ProviderError> {
+    let mut message = FinalMessage::default();
+    while let Some(event) = stream.try_next().await? {
+        if let Event::Done { message } = event {
+            return Ok(message);
+        }
+        message.absorb(&event);
+    }
+    Ok(message)
+}

@@ -1,0 +1,411 @@
+//! OpenAI Chat Completions, as OpenAI, OpenRouter, llama.cpp's server and many others speak
+//! it. Request: <https://platform.openai.com/docs/api-reference/chat/create>; the stream of
+//! `chat.completion.chunk` objects ending in `data: [DONE]`:
+//! <https://platform.openai.com/docs/api-reference/chat-streaming>; streamed tool calls
+//! (`delta.tool_calls[].index` with `id` and `function.name` first, then
+//! `function.arguments` fragments): <https://platform.openai.com/docs/guides/function-calling>;
+//! `stream_options.include_usage` (one last chunk with `usage` and no choices); JSON-schema
+//! replies with `response_format: {type: "json_schema", json_schema: {name, schema, strict}}`:
+//! <https://platform.openai.com/docs/guides/structured-outputs>; the model list
+//! `GET /models`: <https://platform.openai.com/docs/api-reference/models/list>.
+
+use serde_json::{Map, Value, json};
+
+use crate::ApiKey;
+use crate::ModelInfo;
+use crate::assemble::{ToolCalls, preview};
+use crate::chat::{ChatRequest, Message, ToolChoice, bounded_tool_result};
+use crate::drive::{Decoder, Flow};
+use crate::error::{ErrorKind, ProviderError};
+use crate::event::{Event, Stop, StopReason, Usage};
+use crate::failure::Peer;
+
+pub(crate) fn endpoint(base_url: &str) -> String {
+    format!("{base_url}/chat/completions")
+}
+
+pub(crate) fn models_endpoint(base_url: &str) -> String {
+    format!("{base_url}/models")
+}
+
+pub(crate) fn headers(key: Option<&ApiKey>) -> Vec<(String, String)> {
+    let mut headers = vec![("content-type".to_owned(), "application/json".to_owned())];
+    if let Some(key) = key {
+        headers.push((
+            "authorization".to_owned(),
+            format!("Bearer {}", key.expose()),
+        ));
+    }
+    headers
+}
+
+pub(crate) fn body(request: &ChatRequest) -> Value {
+    let messages: Vec<Value> = request.messages.iter().map(message).collect();
+    let options = &request.options;
+    let mut body = Map::new();
+    body.insert("model".into(), json!(options.model));
+    body.insert("messages".into(), Value::Array(messages));
+    body.insert("stream".into(), json!(true));
+    body.insert("stream_options".into(), json!({"include_usage": true}));
+    body.insert("max_tokens".into(), json!(options.max_tokens));
+    if let Some(temperature) = options.temperature {
+        body.insert("temperature".into(), json!(temperature));
+    }
+    if !request.tools.is_empty() {
+        let tools: Vec<Value> = request
+            .tools
+            .iter()
+            .map(|tool| {
+                json!({
+                    "type": "function",
+                    "function": {
+                        "name": tool.name,
+                        "description": tool.description,
+                        "parameters": tool.input_schema,
+                    }
+                })
+            })
+            .collect();
+        body.insert("tools".into(), Value::Array(tools));
+        body.insert(
+            "tool_choice".into(),
+            match &options.tool_choice {
+                ToolChoice::Auto => json!("auto"),
+                ToolChoice::None => json!("none"),
+                ToolChoice::Required => json!("required"),
+                ToolChoice::Tool(name) => json!({"type": "function", "function": {"name": name}}),
+            },
+        );
+    }
+    if let Some(format) = &options.response_format {
+        body.insert(
+            "response_format".into(),
+            json!({
+                "type": "json_schema",
+                "json_schema": {"name": format.name, "schema": format.schema, "strict": true}
+            }),
+        );
+    }
+    Value::Object(body)
+}
+
+fn message(message: &Message) -> Value {
+    match message {
+        Message::System { text } => json!({"role": "system", "content": text}),
+        Message::User { text } => json!({"role": "user", "content": text}),
+        Message::Assistant { text, tool_calls } => {
+            let mut object = Map::new();
+            object.insert("role".into(), json!("assistant"));
+            object.insert(
+                "content".into(),
+                if text.is_empty() && !tool_calls.is_empty() {
+                    Value::Null
+                } else {
+                    json!(text)
+                },
+            );
+            if !tool_calls.is_empty() {
+                let calls: Vec<Value> = tool_calls
+                    .iter()
+                    .map(|call| {
+                        json!({
+                            "id": call.id,
+                            "type": "function",
+                            "function": {"name": call.name, "arguments": call.arguments.to_string()},
+                        })
+                    })
+                    .collect();
+                object.insert("tool_calls".into(), Value::Array(calls));
+            }
+            Value::Object(object)
+        }
+        Message::Tool {
+            call_id, content, ..
+        } => json!({
+            "role": "tool",
+            "tool_call_id": call_id,
+            "content": bounded_tool_result(content),
+        }),
+    }
+}
+
+pub(crate) fn parse_models(body: &Value) -> Result<Vec<ModelInfo>, String> {
+    let data = body
+        .get("data")
+        .and_then(Value::as_array)
+        .ok_or("the model list has no `data` array")?;
+    Ok(data
+        .iter()
+        .filter_map(|entry| {
+            let id = entry.get("id")?.as_str()?;
+            Some(ModelInfo {
+                id: id.to_owned(),
+                display_name: entry
+                    .get("display_name")
+                    .or_else(|| entry.get("name"))
+                    .and_then(Value::as_str)
+                    .filter(|name| *name != id)
+                    .map(str::to_owned),
+            })
+        })
+        .collect())
+}
+
+fn stop_reason(reason: &str) -> StopReason {
+    match reason {
+        "stop" => StopReason::EndTurn,
+        "length" => StopReason::MaxTokens,
+        "tool_calls" | "function_call" => StopReason::ToolUse,
+        "content_filter" => StopReason::ContentFilter,
+        other => StopReason::Other(other.to_owned()),
+    }
+}
+
+/// Reads `chat.completion.chunk` events.
+#[derive(Default)]
+pub(crate) struct ChunkDecoder {
+    calls: ToolCalls,
+    finished: bool,
+}
+
+impl Decoder for ChunkDecoder {
+    fn item(
+        &mut self,
+        peer: &Peer,
+        _name: &str,
+        data: &str,
+        out: &mut Vec<Event>,
+    ) -> Result<Flow, ProviderError> {
+        let data = data.trim();
+        if data == "[DONE]" {
+            return Ok(Flow::Finished);
+        }
+        let chunk: Value = serde_json::from_str(data).map_err(|error| {
+            peer.error(
+                ErrorKind::Stream,
+                format!(
+                    "a stream chunk is not valid JSON ({error}): {}",
+                    preview(data)
+                ),
+            )
+        })?;
+        if let Some(error) = chunk.get("error") {
+            // OpenRouter and others report a failure mid-stream as a chunk with `error`.
+            let said = error
+                .get("message")
+                .and_then(Value::as_str)
+                .unwrap_or("no message")
+                .to_owned();
+            return Err(peer.error(
+                ErrorKind::Stream,
+                format!("the provider reported an error mid-stream: {said}"),
+            ));
+        }
+        let tool_error = |message: String| peer.error(ErrorKind::InvalidToolCall, message);
+        if let Some(choice) = chunk
+            .get("choices")
+            .and_then(Value::as_array)
+            .and_then(|choices| choices.first())
+        {
+            let delta = choice.get("delta").unwrap_or(&Value::Null);
+            if let Some(text) = delta.get("content").and_then(Value::as_str)
+                && !text.is_empty()
+            {
+                out.push(Event::TextDelta {
+                    text: text.to_owned(),
+                });
+            }
+            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
+                for call in calls {
+                    let key = call
+                        .get("index")
+                        .and_then(Value::as_u64)
+                        .and_then(|index| usize::try_from(index).ok())
+                        .unwrap_or(0);
+                    let function = call.get("function").unwrap_or(&Value::Null);
+                    let name = function.get("name").and_then(Value::as_str);
+                    if !self.calls.is_open(key) {
+                        let name = name.unwrap_or("");
+                        let id = call.get("id").and_then(Value::as_str);
+                        out.push(self.calls.start(key, id, name).map_err(tool_error)?);
+                    }
+                    if let Some(fragment) = function.get("arguments").and_then(Value::as_str)
+                        && !fragment.is_empty()
+                    {
+                        out.push(self.calls.delta(key, fragment).map_err(tool_error)?);
+                    }
+                }
+            }
+            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+                out.extend(self.calls.end_all().map_err(tool_error)?);
+                let mut reason = stop_reason(reason);
+                // Some servers say `stop` after tool calls.
+                if reason == StopReason::EndTurn && self.calls.any() {
+                    reason = StopReason::ToolUse;
+                }
+                out.push(Event::Stop {
+                    stop: Stop {
+                        reason,
+                        message: None,
+                    },
+                });
+                self.finished = true;
+            }
+        }
+        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
+            let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+            out.push(Event::Usage {
+                usage: Usage {
+                    input_tokens: count("prompt_tokens"),
+                    output_tokens: count("completion_tokens"),
+                },
+            });
+        }
+        Ok(Flow::More)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::chat::{ChatOptions, ResponseFormat, ToolCall, ToolDef};
+    use crate::error::ProviderKind;
+
+    fn peer() -> Peer {
+        Peer::new(
+            ProviderKind::OpenAi,
+            "http://127.0.0.1:1/v1/chat/completions",
+            Some("m"),
+        )
+    }
+
+    #[test]
+    fn the_request_carries_tools_history_and_format() {
+        let request = ChatRequest {
+            messages: vec![
+                Message::System {
+                    text: "be brief".into(),
+                },
+                Message::User {
+                    text: "weather?".into(),
+                },
+                Message::Assistant {
+                    text: String::new(),
+                    tool_calls: vec![ToolCall {
+                        id: "c1".into(),
+                        name: "get_weather".into(),
+                        arguments: json!({"city": "Paris"}),
+                    }],
+                },
+                Message::Tool {
+                    call_id: "c1".into(),
+                    name: "get_weather".into(),
+                    content: "18".into(),
+                    is_error: false,
+                },
+            ],
+            tools: vec![ToolDef {
+                name: "get_weather".into(),
+                description: "weather".into(),
+                input_schema: json!({"type": "object"}),
+            }],
+            options: ChatOptions {
+                response_format: Some(ResponseFormat {
+                    name: "answer".into(),
+                    schema: json!({"type": "object"}),
+                }),
+                ..ChatOptions::new("m")
+            },
+        };
+        let body = body(&request);
+        assert_eq!(body["stream_options"], json!({"include_usage": true}));
+        assert_eq!(body["messages"][2]["content"], Value::Null);
+        assert_eq!(
+            body["messages"][2]["tool_calls"][0]["function"]["arguments"],
+            json!("{\"city\":\"Paris\"}")
+        );
+        assert_eq!(
+            body["messages"][3],
+            json!({"role": "tool", "tool_call_id": "c1", "content": "18"})
+        );
+        assert_eq!(
+            body["tools"][0]["function"]["parameters"],
+            json!({"type": "object"})
+        );
+        assert_eq!(body["tool_choice"], json!("auto"));
+        assert_eq!(
+            body["response_format"]["json_schema"]["name"],
+            json!("answer")
+        );
+    }
+
+    #[test]
+    fn streamed_tool_calls_assemble_and_usage_comes_last() {
+        let chunks = [
+            r#"{"choices":[{"index":0,"delta":{"role":"assistant","content":null}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"id":"call_1","type":"function","function":{"name":"get_weather","arguments":""}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\":"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}}]}"#,
+            r#"{"choices":[{"index":0,"delta":{},"finish_reason":"tool_calls"}]}"#,
+            r#"{"choices":[],"usage":{"prompt_tokens":12,"completion_tokens":5}}"#,
+        ];
+        let mut decoder = ChunkDecoder::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            assert_eq!(decoder.item(&peer(), "", chunk, &mut out), Ok(Flow::More));
+        }
+        assert_eq!(
+            decoder.item(&peer(), "", "[DONE]", &mut out),
+            Ok(Flow::Finished)
+        );
+        let ends: Vec<_> = out
+            .iter()
+            .filter_map(|event| match event {
+                Event::ToolCallEnd { call, .. } => Some(call.arguments.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(ends, vec![json!({"city": "Paris"})]);
+        assert!(out.contains(&Event::Usage {
+            usage: Usage {
+                input_tokens: 12,
+                output_tokens: 5
+            }
+        }));
+        assert!(out.iter().any(
+            |event| matches!(event, Event::Stop { stop } if stop.reason == StopReason::ToolUse)
+        ));
+    }
+
+    #[test]
+    fn malformed_chunks_and_arguments_are_named_errors() {
+        let mut decoder = ChunkDecoder::default();
+        let error = decoder
+            .item(&peer(), "", "{\"choices\":[", &mut Vec::new())
+            .err();
+        assert!(error.is_some_and(|error| {
+            error.code() == "stream"
+                && error
+                    .message
+                    .starts_with("a stream chunk is not valid JSON")
+        }));
+
+        let mut decoder = ChunkDecoder::default();
+        let mut out = Vec::new();
+        decoder
+            .item(&peer(), "", r#"{"choices":[{"delta":{"tool_calls":[{"index":0,"id":"x","function":{"name":"f","arguments":"{oops"}}]}}]}"#, &mut out)
+            .ok();
+        let error = decoder
+            .item(
+                &peer(),
+                "",
+                r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+                &mut out,
+            )
+            .err();
+        assert!(
+            error.is_some_and(|error| error.code() == "invalid_tool_call"
+                && error.message.contains("`f` (id `x`)"))
+        );
+    }
+}
