@@ -57,6 +57,8 @@
 //! was wrong; everything the program does comes back as a `tool-result/v1`
 //! object, never as a rejection.
 
+mod chat;
+
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;

@@ -13,13 +13,15 @@ pub const MAX_TOOL_RESULT_CHARS: usize = 25_000;
 #[serde(tag = "role", rename_all = "snake_case")]
 pub enum Message {
     System {
+        #[serde(alias = "content")]
         text: String,
     },
     User {
+        #[serde(alias = "content")]
         text: String,
     },
     Assistant {
-        #[serde(default)]
+        #[serde(default, alias = "content")]
         text: String,
         #[serde(default)]
         tool_calls: Vec<ToolCall>,
@@ -29,6 +31,7 @@ pub enum Message {
         call_id: String,
         /// The tool's name (Ollama and some servers want it beside the id).
         name: String,
+        #[serde(alias = "text")]
         content: String,
         #[serde(default)]
         is_error: bool,

@@ -179,7 +179,7 @@ pub(crate) async fn read_to_end(mut body: BodyStream, limit: usize) -> Vec<u8> {
 /// Items of a body: `(event name, data)` for SSE, `("", line)` for NDJSON.
 type Items = LocalBoxStream<'static, Result<(String, String), HttpError>>;
 
-fn frame(body: BodyStream, framing: Framing) -> Items {
+pub(crate) fn frame(body: BodyStream, framing: Framing) -> Items {
     match framing {
         Framing::Sse => SseFrames::new(body)
             .map(|event| match event {
@@ -351,6 +351,12 @@ impl State {
             }
             Phase::Reading(mut items) => match items.next().await {
                 None => self.close(),
+                Some(Err(HttpError::Body { message, .. })) if self.items > 0 => {
+                    // The connection broke mid-reply (`fetch` says only "network error").
+                    let mut error = self.cut_off();
+                    error.message = format!("{}: {message}", error.message);
+                    self.fail(error);
+                }
                 Some(Err(error)) => {
                     let mut error = from_http(&self.turn.peer, &error);
                     if self.items > 0 {
