@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 
 use crate::assemble::{ToolCalls, preview};
 use crate::chat::{ChatRequest, Message, ToolChoice, bounded_tool_result};
-use crate::drive::{Decoder, Flow};
+use crate::drive::{Decoder, Flow, remember_model};
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::{Event, Stop, StopReason, Usage};
 use crate::failure::Peer;
@@ -168,6 +168,7 @@ pub(crate) struct EventDecoder {
     calls: ToolCalls,
     usage: Usage,
     stop: Option<StopReason>,
+    model: Option<String>,
 }
 
 fn count(usage: &Value, name: &str) -> Option<u64> {
@@ -223,6 +224,7 @@ impl Decoder for EventDecoder {
         let tool_error = |message: String| peer.error(ErrorKind::InvalidToolCall, message);
         match kind {
             "message_start" => {
+                remember_model(&mut self.model, &event, "/message/model");
                 if let Some(usage) = event.pointer("/message/usage") {
                     self.read_usage(usage, out);
                 }
@@ -311,6 +313,10 @@ impl Decoder for EventDecoder {
             _ => {}
         }
         Ok(Flow::More)
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 }
 

@@ -47,6 +47,20 @@ pub(crate) trait Decoder {
     fn end(&mut self, _peer: &Peer, _out: &mut Vec<Event>) -> Result<(), ProviderError> {
         Ok(())
     }
+
+    /// The model the provider says answered, once an item named it (for
+    /// [`FinalMessage::model`]).
+    fn model(&self) -> Option<&str>;
+}
+
+/// The first non-empty model id `value` names at `pointer`, kept in `slot`.
+pub(crate) fn remember_model(slot: &mut Option<String>, value: &serde_json::Value, pointer: &str) {
+    if slot.is_none()
+        && let Some(model) = value.pointer(pointer).and_then(serde_json::Value::as_str)
+        && !model.is_empty()
+    {
+        *slot = Some(model.to_owned());
+    }
 }
 
 /// Bounded retries for rate limits and server errors, before any event was yielded.
@@ -285,9 +299,9 @@ impl State {
                 let event = Event::Stop { stop };
                 self.message.absorb(&event);
                 self.pending.push_back(Ok(event));
-                self.pending.push_back(Ok(Event::Done {
-                    message: std::mem::take(&mut self.message),
-                }));
+                let mut message = std::mem::take(&mut self.message);
+                message.model = self.turn.decoder.model().map(str::to_owned);
+                self.pending.push_back(Ok(Event::Done { message }));
             }
             None => {
                 let error = self.cut_off();

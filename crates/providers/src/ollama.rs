@@ -11,7 +11,7 @@ use serde_json::{Map, Value, json};
 
 use crate::assemble::{ToolCalls, preview};
 use crate::chat::{ChatRequest, Message, ToolChoice, bounded_tool_result};
-use crate::drive::{Decoder, Flow};
+use crate::drive::{Decoder, Flow, remember_model};
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::{Event, Stop, StopReason, Usage};
 use crate::failure::Peer;
@@ -111,6 +111,7 @@ pub(crate) fn parse_models(body: &Value) -> Result<Vec<ModelInfo>, String> {
 #[derive(Default)]
 pub(crate) struct LineDecoder {
     calls: ToolCalls,
+    model: Option<String>,
 }
 
 impl Decoder for LineDecoder {
@@ -139,6 +140,7 @@ impl Decoder for LineDecoder {
                 format!("the provider reported an error mid-stream: {said}"),
             ));
         }
+        remember_model(&mut self.model, &line, "/model");
         let message = line.get("message").unwrap_or(&Value::Null);
         if let Some(text) = message.get("content").and_then(Value::as_str)
             && !text.is_empty()
@@ -189,6 +191,10 @@ impl Decoder for LineDecoder {
             return Ok(Flow::Finished);
         }
         Ok(Flow::More)
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 }
 

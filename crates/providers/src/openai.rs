@@ -15,7 +15,7 @@ use crate::ApiKey;
 use crate::ModelInfo;
 use crate::assemble::{ToolCalls, preview};
 use crate::chat::{ChatRequest, Message, ToolChoice, bounded_tool_result};
-use crate::drive::{Decoder, Flow};
+use crate::drive::{Decoder, Flow, remember_model};
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::{Event, Stop, StopReason, Usage};
 use crate::failure::Peer;
@@ -166,6 +166,7 @@ fn stop_reason(reason: &str) -> StopReason {
 pub(crate) struct ChunkDecoder {
     calls: ToolCalls,
     finished: bool,
+    model: Option<String>,
 }
 
 impl Decoder for ChunkDecoder {
@@ -201,6 +202,7 @@ impl Decoder for ChunkDecoder {
                 format!("the provider reported an error mid-stream: {said}"),
             ));
         }
+        remember_model(&mut self.model, &chunk, "/model");
         let tool_error = |message: String| peer.error(ErrorKind::InvalidToolCall, message);
         if let Some(choice) = chunk
             .get("choices")
@@ -262,6 +264,10 @@ impl Decoder for ChunkDecoder {
             });
         }
         Ok(Flow::More)
+    }
+
+    fn model(&self) -> Option<&str> {
+        self.model.as_deref()
     }
 }
 
