@@ -206,6 +206,27 @@ pub fn check_scheme(url: &str) -> Result<(), HttpError> {
     Ok(())
 }
 
+/// `url` as messages and logs show it: user info and the query (where credentials often
+/// ride) replaced by `…`, the fragment dropped.
+#[must_use]
+pub fn shown_url(url: &str) -> String {
+    let url = url.split_once('#').map_or(url, |(before, _)| before);
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let rest = match rest.split_once('@') {
+        Some((userinfo, host)) if !userinfo.contains('/') => format!("…@{host}"),
+        _ => rest.to_owned(),
+    };
+    let rest = match rest.split_once('?') {
+        Some((path, _)) => format!("{path}?…"),
+        None => rest,
+    };
+    if scheme.is_empty() {
+        rest
+    } else {
+        format!("{scheme}://{rest}")
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -248,6 +269,22 @@ mod tests {
                 other => panic!("{url}: unexpected {other:?}"),
             });
             assert_eq!(got.as_deref(), expected_reason, "{url}");
+        }
+    }
+
+    #[test]
+    fn shown_urls_hide_credentials() {
+        for (url, shown) in [
+            (
+                "https://user:pw@host.example/mcp?api_key=K",
+                "https://…@host.example/mcp?…",
+            ),
+            ("http://127.0.0.1:3001/mcp", "http://127.0.0.1:3001/mcp"),
+            ("http://h/mcp?token=K#x", "http://h/mcp?…"),
+            ("http://h/a#secret", "http://h/a"),
+            ("http://h/p@q", "http://h/p@q"),
+        ] {
+            assert_eq!(shown_url(url), shown, "{url}");
         }
     }
 }

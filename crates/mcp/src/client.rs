@@ -5,7 +5,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::rc::Rc;
 
-use kiln_http::{HttpClient, HttpError, Request, Response};
+use kiln_http::{HttpClient, HttpError, Request, Response, shown_url};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
@@ -480,26 +480,6 @@ impl McpClient {
                 }
             }
         }
-    }
-}
-
-/// `url` as errors show it: user info and the query (where credentials
-/// often ride) replaced by `…`.
-#[must_use]
-pub fn shown_url(url: &str) -> String {
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let rest = match rest.split_once('@') {
-        Some((userinfo, host)) if !userinfo.contains('/') => format!("…@{host}"),
-        _ => rest.to_owned(),
-    };
-    let rest = match rest.split_once('?') {
-        Some((path, _)) => format!("{path}?…"),
-        None => rest,
-    };
-    if scheme.is_empty() {
-        rest
-    } else {
-        format!("{scheme}://{rest}")
     }
 }
 

@@ -17,7 +17,8 @@
 mod client;
 mod reply;
 
-pub use client::{McpClient, shown_url};
+pub use client::McpClient;
+pub use kiln_http::shown_url;
 
 use serde::{Deserialize, Serialize};
 

@@ -8,7 +8,7 @@
 //!   (<https://docs.anthropic.com/en/api/errors>);
 //! - Ollama: `{"error": "..."}` (<https://github.com/ollama/ollama/blob/main/docs/api.md>).
 
-use kiln_http::HttpError;
+use kiln_http::{HttpError, shown_url};
 use serde_json::Value;
 
 use crate::assemble::preview;
@@ -42,19 +42,6 @@ impl Peer {
             message: message.into(),
             hint: None,
         }
-    }
-}
-
-/// A URL without `user:password@` and without its query, for messages.
-pub(crate) fn shown_url(url: &str) -> String {
-    let without_query = url.split(['?', '#']).next().unwrap_or(url);
-    match without_query.split_once("://") {
-        Some((scheme, rest)) => {
-            let (authority, path) = rest.split_at(rest.find('/').unwrap_or(rest.len()));
-            let host = authority.rsplit('@').next().unwrap_or(authority);
-            format!("{scheme}://{host}{path}")
-        }
-        None => without_query.to_owned(),
     }
 }
 
@@ -197,13 +184,14 @@ fn base_url_hint(kind: ProviderKind) -> String {
 }
 
 fn is_loopback(url: &str) -> bool {
-    let host = url
-        .split_once("://")
-        .map_or(url, |(_, rest)| rest)
-        .split(['/', ':'])
-        .next()
-        .unwrap_or("");
-    host == "localhost" || host == "127.0.0.1" || host == "[" || host.starts_with("127.")
+    let rest = url.split_once("://").map_or(url, |(_, rest)| rest);
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host_port = authority.rsplit('@').next().unwrap_or(authority);
+    let host = match host_port.strip_prefix('[') {
+        Some(bracketed) => bracketed.split(']').next().unwrap_or(""),
+        None => host_port.split(':').next().unwrap_or(""),
+    };
+    host.eq_ignore_ascii_case("localhost") || host == "::1" || host.starts_with("127.")
 }
 
 /// No usable response at all.
@@ -335,7 +323,7 @@ mod tests {
         let text = error.to_string();
         assert!(
             text.starts_with(
-                "OpenAI-compatible at https://api.example.com/v1/chat/completions (model `gpt-x`): \
+                "OpenAI-compatible at https://…@api.example.com/v1/chat/completions?… (model `gpt-x`): \
              the key was rejected (HTTP 401): Incorrect API key"
             ),
             "{text}"
@@ -366,6 +354,20 @@ mod tests {
         assert_eq!(retry_after_ms(headers(&[("retry-after", "soon")])), None);
         assert_eq!(retry_after_ms(headers(&[("retry-after", "-1")])), None);
         assert_eq!(retry_after_ms(headers(&[])), None);
+    }
+
+    #[test]
+    fn loopback_hosts_are_recognised() {
+        for (url, loopback) in [
+            ("http://127.0.0.1:11434/api/chat", true),
+            ("http://localhost/v1", true),
+            ("http://[::1]:8080/v1", true),
+            ("http://u:p@127.0.0.2/v1", true),
+            ("https://api.openai.com/v1", false),
+            ("http://10.0.0.1/v1?h=127.0.0.1", false),
+        ] {
+            assert_eq!(is_loopback(url), loopback, "{url}");
+        }
     }
 
     #[test]

@@ -368,16 +368,6 @@ fn no_server_is_unreachable_naming_the_url() {
 
 #[test]
 fn errors_show_the_endpoint_without_its_credentials() {
-    for (url, shown) in [
-        (
-            "https://user:pw@host.example/mcp?api_key=K",
-            "https://…@host.example/mcp?…",
-        ),
-        ("http://127.0.0.1:3001/mcp", "http://127.0.0.1:3001/mcp"),
-        ("http://h/mcp?token=K#x", "http://h/mcp?…"),
-    ] {
-        assert_eq!(super::shown_url(url), shown, "{url}");
-    }
     let port = TcpListener::bind("127.0.0.1:0")
         .unwrap()
         .local_addr()
