@@ -106,7 +106,7 @@ impl ToolCalls {
                 index + 1,
                 call.name,
                 call.id,
-                kind_of(&arguments)
+                kiln_types::words::json_type(&arguments)
             ));
         }
         Ok(Event::ToolCallEnd {
@@ -132,17 +132,6 @@ impl ToolCalls {
 
     pub(crate) fn any(&self) -> bool {
         !self.calls.is_empty()
-    }
-}
-
-fn kind_of(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

@@ -73,7 +73,7 @@ impl PriceCatalog {
         let Value::Object(entries) = root else {
             return Err(format!(
                 "the price catalog must be a JSON object of model id → price, found {}",
-                json_kind(&root)
+                kiln_types::words::json_type(&root)
             ));
         };
         let mut prices = BTreeMap::new();
@@ -192,7 +192,7 @@ fn parse_entry(model: &str, entry: &Value) -> Result<Price, String> {
         return Err(format!(
             "price catalog entry `{model}` must be an object with `input_per_mtok` and \
              `output_per_mtok`, found {}",
-            json_kind(entry)
+            kiln_types::words::json_type(entry)
         ));
     };
     if let Some(unknown) = fields
@@ -209,7 +209,7 @@ fn parse_entry(model: &str, entry: &Value) -> Result<Price, String> {
     {
         return Err(format!(
             "price catalog entry `{model}`: `note` is {}, expected a string",
-            json_kind(note)
+            kiln_types::words::json_type(note)
         ));
     }
     let [input_per_mtok, output_per_mtok] = RATE_FIELDS;
@@ -233,19 +233,8 @@ fn parse_rate(model: &str, field: &str, value: Option<&Value>) -> Result<f64, St
         )),
         None => Err(format!(
             "price catalog entry `{model}`: `{field}` is {} `{value}`, {expected}",
-            json_kind(value)
+            kiln_types::words::json_type(value)
         )),
-    }
-}
-
-fn json_kind(value: &Value) -> &'static str {
-    match value {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
     }
 }
 

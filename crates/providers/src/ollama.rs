@@ -68,20 +68,7 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     body.insert("options".into(), Value::Object(model_options));
     // Ollama has no tool choice: `none` is honoured by offering no tools.
     if !request.tools.is_empty() && options.tool_choice != ToolChoice::None {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.input_schema,
-                    }
-                })
-            })
-            .collect();
+        let tools = crate::openai::function_tools(&request.tools);
         body.insert("tools".into(), Value::Array(tools));
     }
     if let Some(format) = &options.response_format {

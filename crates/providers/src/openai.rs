@@ -14,7 +14,7 @@ use serde_json::{Map, Value, json};
 use crate::ApiKey;
 use crate::ModelInfo;
 use crate::assemble::{ToolCalls, preview};
-use crate::chat::{ChatRequest, Message, ToolChoice, bounded_tool_result};
+use crate::chat::{ChatRequest, Message, ToolChoice, ToolDef, bounded_tool_result};
 use crate::drive::{Decoder, Flow, remember_model};
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::{Event, Stop, StopReason, Usage};
@@ -39,7 +39,19 @@ pub(crate) fn headers(key: Option<&ApiKey>) -> Vec<(String, String)> {
     headers
 }
 
-pub(crate) fn body(request: &ChatRequest) -> Value {
+/// Whether `base_url` is OpenAI's own API, which names the output cap
+/// `max_completion_tokens` (its reasoning models refuse `max_tokens`); every other
+/// server of this format (llama.cpp, vLLM, OpenRouter…) reads `max_tokens`.
+pub(crate) fn is_openai_itself(base_url: &str) -> bool {
+    base_url
+        .split_once("://")
+        .map_or(base_url, |(_, rest)| rest)
+        .split(['/', ':'])
+        .next()
+        .is_some_and(|host| host.eq_ignore_ascii_case("api.openai.com"))
+}
+
+pub(crate) fn body(request: &ChatRequest, openai_itself: bool) -> Value {
     let messages: Vec<Value> = request.messages.iter().map(message).collect();
     let options = &request.options;
     let mut body = Map::new();
@@ -47,25 +59,17 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
     body.insert("messages".into(), Value::Array(messages));
     body.insert("stream".into(), json!(true));
     body.insert("stream_options".into(), json!({"include_usage": true}));
-    body.insert("max_tokens".into(), json!(options.max_tokens));
+    let cap = if openai_itself {
+        "max_completion_tokens"
+    } else {
+        "max_tokens"
+    };
+    body.insert(cap.into(), json!(options.max_tokens));
     if let Some(temperature) = options.temperature {
         body.insert("temperature".into(), json!(temperature));
     }
     if !request.tools.is_empty() {
-        let tools: Vec<Value> = request
-            .tools
-            .iter()
-            .map(|tool| {
-                json!({
-                    "type": "function",
-                    "function": {
-                        "name": tool.name,
-                        "description": tool.description,
-                        "parameters": tool.input_schema,
-                    }
-                })
-            })
-            .collect();
+        let tools = function_tools(&request.tools);
         body.insert("tools".into(), Value::Array(tools));
         body.insert(
             "tool_choice".into(),
@@ -87,6 +91,24 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
         );
     }
     Value::Object(body)
+}
+
+/// Tools as `{type: "function", function: {name, description, parameters}}` (OpenAI's
+/// shape, which Ollama takes too).
+pub(crate) fn function_tools(tools: &[ToolDef]) -> Vec<Value> {
+    tools
+        .iter()
+        .map(|tool| {
+            json!({
+                "type": "function",
+                "function": {
+                    "name": tool.name,
+                    "description": tool.description,
+                    "parameters": tool.input_schema,
+                }
+            })
+        })
+        .collect()
 }
 
 fn message(message: &Message) -> Value {
@@ -323,7 +345,11 @@ mod tests {
                 ..ChatOptions::new("m")
             },
         };
-        let body = body(&request);
+        assert!(is_openai_itself("https://api.openai.com/v1"));
+        assert!(!is_openai_itself("http://127.0.0.1:8080/v1"));
+        assert_eq!(body(&request, true)["max_completion_tokens"], json!(1024));
+        let body = body(&request, false);
+        assert_eq!(body["max_tokens"], json!(1024));
         assert_eq!(body["stream_options"], json!({"include_usage": true}));
         assert_eq!(body["messages"][2]["content"], Value::Null);
         assert_eq!(

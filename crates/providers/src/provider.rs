@@ -88,7 +88,7 @@ impl Provider for HttpProvider {
                 ProviderKind::OpenAi => (
                     openai::endpoint(base),
                     openai::headers(key),
-                    openai::body(&request),
+                    openai::body(&request, openai::is_openai_itself(base)),
                     Framing::Sse,
                     Box::<openai::ChunkDecoder>::default(),
                 ),
