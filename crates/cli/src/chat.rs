@@ -132,7 +132,7 @@ pub fn run(args: &ChatArgs) -> ExitCode {
         }
     };
     let mut pool = futures::executor::LocalPool::new();
-    let code = pool.run_until(converse(args, config, &dispatcher));
+    let code = pool.run_until(converse(args, config, &catalog, &dispatcher));
     for server in servers {
         let _ = pool.run_until(server.client.close());
     }
@@ -142,6 +142,7 @@ pub fn run(args: &ChatArgs) -> ExitCode {
 async fn converse(
     args: &ChatArgs,
     config: ProviderConfig,
+    catalog: &serde_json::Value,
     dispatcher: &kiln_capabilities::Dispatcher,
 ) -> ExitCode {
     let provider = kiln_providers::connect(config);
@@ -154,9 +155,20 @@ async fn converse(
         Rc::new(PriceCatalog::builtin()),
         Rc::new(kiln_http::now_ms),
     );
+    // The model is offered the catalog's tools only (the registry also holds the
+    // built-ins, which a program may reach but a chat did not ask for).
+    let offered: Vec<&str> = catalog
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .filter_map(|entry| entry.get("name")?.as_str())
+                .collect()
+        })
+        .unwrap_or_default();
     let tools: Vec<ToolDef> = tool_defs(&dispatcher.catalog())
         .into_iter()
-        .filter(|tool| tool.name != "return_result")
+        .filter(|tool| offered.contains(&tool.name.as_str()))
         .collect();
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
@@ -169,6 +181,8 @@ async fn converse(
     });
     let mut out = std::io::stdout().lock();
     let mut call_number = 0_u32;
+    // Whether the last text printed left the cursor mid-line.
+    let mut mid_line = false;
     loop {
         let request = ChatRequest {
             messages: messages.clone(),
@@ -185,7 +199,9 @@ async fn converse(
             let event = match item {
                 Ok(event) => event,
                 Err(error) => {
-                    let _ = writeln!(out);
+                    if mid_line {
+                        let _ = writeln!(out);
+                    }
                     eprintln!("error [{}]: {error}", error.code());
                     return ExitCode::from(1);
                 }
@@ -196,9 +212,14 @@ async fn converse(
                 match &event {
                     Event::TextDelta { text } => {
                         let _ = write!(out, "{text}");
+                        mid_line = !text.ends_with('\n');
                     }
                     Event::ToolCallEnd { call, .. } => {
-                        let _ = writeln!(out, "\n[tool call] {} {}", call.name, call.arguments);
+                        if mid_line {
+                            let _ = writeln!(out);
+                            mid_line = false;
+                        }
+                        let _ = writeln!(out, "[tool call] {} {}", call.name, call.arguments);
                     }
                     _ => {}
                 }
@@ -217,7 +238,9 @@ async fn converse(
             .clone()
             .map_or(StopReason::Other("none".into()), |stop| stop.reason);
         if stop.is_refusal() {
-            let _ = writeln!(out);
+            if mid_line {
+                let _ = writeln!(out);
+            }
             let why = message
                 .stop
                 .as_ref()
@@ -228,7 +251,7 @@ async fn converse(
             return ExitCode::from(1);
         }
         if message.tool_calls.is_empty() {
-            if !args.events && !message.text.ends_with('\n') {
+            if mid_line {
                 let _ = writeln!(out);
             }
             summary(&budget);
