@@ -1,9 +1,12 @@
-//! Kiln's page: a program editor, a Run button and a result panel.
+//! Kiln's page: a program editor, a Run button and a result panel; below them the
+//! providers and a chat box.
 //!
 //! The page only talks the sandbox protocol (through `kiln-host`'s pool); it
 //! never evaluates guest code on the main thread.
 
 mod approval;
+mod chat;
+mod chat_model;
 pub mod demo_tools;
 mod view_model;
 
@@ -123,6 +126,7 @@ pub fn App() -> impl IntoView {
     let panel_sources = sources.clone();
     let panel_gate = gate.clone();
     let card_approver = approver.clone();
+    let providers = chat::ProviderStore::load();
 
     let run = move || {
         if running() {
@@ -205,6 +209,7 @@ pub fn App() -> impl IntoView {
             <ApprovalCard request=approval waiting=waiting approver=card_approver />
             <QuestionCard question=question asker=card_asker />
             <ResultPanel state=state />
+            <chat::Chat store=providers />
         </main>
     }
 }

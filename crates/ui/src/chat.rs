@@ -1,0 +1,877 @@
+//! The Providers panel and a streaming Chat box: the person configures LLM providers
+//! (OpenAI-compatible, Anthropic, Ollama), and chats with one over `fetch` through
+//! `kiln-providers`. No tools yet: the chat that drives programs comes later.
+//!
+//! Providers are kept in `localStorage` (until Kiln's own storage exists). The local model
+//! `cargo xtask serve` started is announced in `local-provider.json` beside the page and is
+//! listed too, without being stored, so a newcomer can chat without configuring anything.
+
+use futures::StreamExt as _;
+use leptos::ev::KeyboardEvent;
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::JsCast as _;
+
+use crate::chat_model::{
+    ProviderEntry, ProviderForm, STORAGE_KEY, SavedProvider, StoredProviders, all_providers,
+    default_base_url, error_lines, parse_local_provider, selected_provider, sibling_url,
+    stop_label, usage_line,
+};
+use kiln_providers::{
+    AbortSignal, ApiKey, ChatOptions, ChatRequest, Event, FinalMessage, Message, ProviderError,
+    ProviderKind,
+};
+
+/// The file `cargo xtask serve` writes beside the page when it started the local model.
+const LOCAL_PROVIDER_FILE: &str = "local-provider.json";
+
+/// The providers the page knows and the one the chat uses, shared by the panel and the chat.
+#[derive(Clone, Copy)]
+pub(crate) struct ProviderStore {
+    /// The person's own, in the order they were added.
+    saved: RwSignal<Vec<SavedProvider>>,
+    /// The local model, when `local-provider.json` announced one. Never stored: its port
+    /// changes from one `cargo xtask serve` to the next, so it is read afresh at each load.
+    local: RwSignal<Option<SavedProvider>>,
+    /// Whether the look for `local-provider.json` is over (until then the chat does not say
+    /// that there is no provider).
+    local_checked: RwSignal<bool>,
+    /// The person's pick, by name.
+    picked: RwSignal<Option<String>>,
+    /// A problem with the stored list or with `local-provider.json`, shown above the chat.
+    notice: RwSignal<Option<String>>,
+}
+
+impl ProviderStore {
+    /// Reads the stored list (bad text is ignored, with a notice) and starts looking for the
+    /// local model.
+    pub(crate) fn load() -> Self {
+        let (stored, notice) = match read_storage() {
+            Ok(None) => (StoredProviders::default(), None),
+            Ok(Some(text)) => match StoredProviders::parse(&text) {
+                Ok(stored) => (stored, None),
+                Err(notice) => (StoredProviders::default(), Some(notice)),
+            },
+            Err(notice) => (StoredProviders::default(), Some(notice)),
+        };
+        let store = Self {
+            saved: RwSignal::new(stored.providers),
+            local: RwSignal::new(None),
+            local_checked: RwSignal::new(false),
+            picked: RwSignal::new(stored.selected),
+            notice: RwSignal::new(notice),
+        };
+        store.look_for_local_model();
+        store
+    }
+
+    fn entries(&self) -> Vec<ProviderEntry> {
+        self.saved.with(|saved| {
+            self.local
+                .with(|local| all_providers(saved, local.as_ref()))
+        })
+    }
+
+    fn current(&self) -> Option<ProviderEntry> {
+        let entries = self.entries();
+        self.picked
+            .with(|picked| selected_provider(&entries, picked.as_deref()).cloned())
+    }
+
+    fn pick(&self, name: String) {
+        self.picked.set(Some(name));
+        self.persist();
+    }
+
+    /// Saves `provider` in place of `replacing` (or as a new one) and picks it for the chat:
+    /// the person just set it up.
+    fn put(&self, replacing: Option<&str>, provider: SavedProvider) {
+        let name = provider.name.clone();
+        self.saved.update(|saved| {
+            match replacing.and_then(|old| saved.iter().position(|p| p.name == old)) {
+                Some(index) => saved[index] = provider,
+                None => saved.push(provider),
+            }
+        });
+        self.picked.set(Some(name));
+        self.persist();
+    }
+
+    fn remove(&self, name: &str) {
+        self.saved
+            .update(|saved| saved.retain(|provider| provider.name != name));
+        if self
+            .picked
+            .with_untracked(|picked| picked.as_deref() == Some(name))
+        {
+            self.picked.set(None);
+        }
+        self.persist();
+    }
+
+    fn persist(&self) {
+        let stored = StoredProviders {
+            providers: self.saved.get_untracked(),
+            selected: self.picked.get_untracked(),
+        };
+        if let Err(problem) = write_storage(&stored.to_json()) {
+            self.notice.set(Some(format!(
+                "The providers could not be saved in this browser's storage: {problem}. They \
+                 last until the page is reloaded."
+            )));
+        }
+    }
+
+    fn look_for_local_model(self) {
+        let Some(url) = web_sys::window()
+            .and_then(|window| window.location().href().ok())
+            .map(|href| sibling_url(&href, LOCAL_PROVIDER_FILE))
+        else {
+            self.local_checked.set(true);
+            return;
+        };
+        // The query keeps a cached copy from being used: the port changes between serves.
+        let url = format!("{url}?t={}", kiln_http::now_ms() as u64);
+        spawn_local(async move {
+            let response = kiln_http::default_client()
+                .send(kiln_http::Request {
+                    method: "GET".to_owned(),
+                    url,
+                    headers: Vec::new(),
+                    body: None,
+                    timeout_ms: 10_000,
+                    max_body_bytes: 64 << 10,
+                })
+                .await;
+            // No file (404, the usual case) says nothing. Nor does a host that answers every
+            // path with the page itself: only something that looks like JSON is read.
+            if let Ok(response) = response
+                && response.status == 200
+            {
+                let text = String::from_utf8_lossy(&response.body);
+                if text.trim_start().starts_with('{') {
+                    match parse_local_provider(&text) {
+                        Ok(provider) => self.local.set(Some(provider)),
+                        Err(problem) => self
+                            .notice
+                            .set(Some(format!("The local model was not added: {problem}."))),
+                    }
+                }
+            }
+            self.local_checked.set(true);
+        });
+    }
+}
+
+// Keys stay in this browser's `localStorage`, beside the rest of the list, and are sent
+// only to their own provider (`kiln-providers` builds each request from its own config).
+// Real storage, with its own protection, comes with a later issue.
+fn storage() -> Result<web_sys::Storage, String> {
+    let window = web_sys::window().ok_or("there is no window")?;
+    match window.local_storage() {
+        Ok(Some(storage)) => Ok(storage),
+        Ok(None) => Err("this browser offers no `localStorage`".to_owned()),
+        Err(error) => Err(js_error_text(&error)),
+    }
+}
+
+fn read_storage() -> Result<Option<String>, String> {
+    let problem = |why: String| {
+        format!("The saved providers could not be read ({why}); the list starts empty.")
+    };
+    storage()
+        .map_err(problem)?
+        .get_item(STORAGE_KEY)
+        .map_err(|error| problem(js_error_text(&error)))
+}
+
+fn write_storage(text: &str) -> Result<(), String> {
+    storage()?
+        .set_item(STORAGE_KEY, text)
+        .map_err(|error| js_error_text(&error))
+}
+
+fn js_error_text(error: &wasm_bindgen::JsValue) -> String {
+    error
+        .dyn_ref::<js_sys::Error>()
+        .map(|error| String::from(error.message()))
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| "an unknown error".to_owned())
+}
+
+/// What a status line under the form says.
+#[derive(Clone, Debug, PartialEq)]
+struct Status {
+    tone: &'static str,
+    text: String,
+    hint: Option<String>,
+}
+
+impl Status {
+    fn ok(text: impl Into<String>) -> Self {
+        Self {
+            tone: "ok",
+            text: text.into(),
+            hint: None,
+        }
+    }
+
+    fn working(text: impl Into<String>) -> Self {
+        Self {
+            tone: "working",
+            text: text.into(),
+            hint: None,
+        }
+    }
+
+    fn failure(text: impl Into<String>) -> Self {
+        Self {
+            tone: "failure",
+            text: text.into(),
+            hint: None,
+        }
+    }
+
+    fn from_error(before: &str, error: &ProviderError) -> Self {
+        let (text, hint) = error_lines(error);
+        Self {
+            tone: "failure",
+            text: format!("{before}{text}"),
+            hint,
+        }
+    }
+}
+
+/// Why the model list is asked for.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum ListFor {
+    /// "Load models": fill the model choice.
+    Choice,
+    /// "Test connection": say whether the provider answers.
+    Test,
+    /// "Save" without a model: pick the first listed, then save.
+    Save,
+}
+
+/// The provider list and the form that adds or edits one.
+#[component]
+fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
+    let name = RwSignal::new(String::new());
+    let kind = RwSignal::new(ProviderKind::OpenAi);
+    let base_url = RwSignal::new(String::new());
+    let key = RwSignal::new(String::new());
+    // The key of the provider being edited: never shown, only "key set".
+    let kept_key = RwSignal::new(None::<ApiKey>);
+    let model = RwSignal::new(String::new());
+    // The provider's model list, once loaded; without it the model is typed.
+    let models = RwSignal::new(None::<Vec<String>>);
+    let editing = RwSignal::new(None::<String>);
+    let status = RwSignal::new(None::<Status>);
+    // One request at a time: a second click while the list loads would race the first.
+    let busy = RwSignal::new(false);
+    let name_input = NodeRef::<leptos::html::Input>::new();
+
+    let form = move || ProviderForm {
+        name: name.get_untracked(),
+        kind: Some(kind.get_untracked()),
+        base_url: base_url.get_untracked(),
+        key: key.get_untracked(),
+        kept_key: kept_key.get_untracked(),
+        model: model.get_untracked(),
+    };
+    let reset = move || {
+        name.set(String::new());
+        base_url.set(String::new());
+        key.set(String::new());
+        kept_key.set(None);
+        model.set(String::new());
+        models.set(None);
+        editing.set(None);
+    };
+    let commit = move |form: ProviderForm| {
+        let replacing = editing.get_untracked();
+        match store
+            .saved
+            .with_untracked(|saved| form.check(saved, replacing.as_deref()))
+        {
+            Err(problem) => status.set(Some(Status::failure(problem))),
+            Ok(provider) => {
+                let said = format!(
+                    "Saved `{}` ({}, model `{}`); the chat uses it now.",
+                    provider.name,
+                    provider.kind.label(),
+                    provider.model
+                );
+                store.put(replacing.as_deref(), provider);
+                reset();
+                status.set(Some(Status::ok(said)));
+            }
+        }
+    };
+    let list_models = move |purpose: ListFor| {
+        if busy.get_untracked() {
+            return;
+        }
+        let form = form();
+        let config = form.config();
+        busy.set(true);
+        status.set(Some(Status::working(format!(
+            "Asking {} for its models…",
+            config.base_url
+        ))));
+        let provider = kiln_providers::connect(config);
+        let listing = provider.models();
+        spawn_local(async move {
+            match listing.await {
+                Ok(list) => {
+                    let ids: Vec<String> = list.into_iter().map(|model| model.id).collect();
+                    let count = ids.len();
+                    let plural = if count == 1 { "" } else { "s" };
+                    if let Some(first) = ids.first()
+                        && !ids.contains(&model.get_untracked())
+                    {
+                        model.set(first.clone());
+                    }
+                    models.set((!ids.is_empty()).then_some(ids));
+                    match purpose {
+                        ListFor::Test => status.set(Some(Status::ok(format!(
+                            "Connected: {count} model{plural}"
+                        )))),
+                        ListFor::Choice => {
+                            status.set(Some(Status::ok(format!("{count} model{plural} listed."))))
+                        }
+                        ListFor::Save => commit(ProviderForm {
+                            model: model.get_untracked(),
+                            ..form
+                        }),
+                    }
+                }
+                Err(error) => {
+                    models.set(None);
+                    let before = match purpose {
+                        ListFor::Save => {
+                            "No model was given and the model list could not be loaded, so \
+                             nothing was saved: type a model id. "
+                        }
+                        ListFor::Choice => "The model list could not be loaded (type a model id): ",
+                        ListFor::Test => "",
+                    };
+                    status.set(Some(Status::from_error(before, &error)));
+                }
+            }
+            busy.set(false);
+        });
+    };
+    let save = move || {
+        let form = form();
+        if form.model.trim().is_empty() && !form.name.trim().is_empty() {
+            list_models(ListFor::Save);
+        } else {
+            commit(form);
+        }
+    };
+    let edit = move |provider: SavedProvider| {
+        name.set(provider.name.clone());
+        kind.set(provider.kind);
+        base_url.set(provider.base_url);
+        key.set(String::new());
+        kept_key.set(provider.key);
+        model.set(provider.model);
+        models.set(None);
+        editing.set(Some(provider.name));
+        status.set(None);
+        if let Some(input) = name_input.get_untracked() {
+            let _ = input.focus();
+        }
+    };
+    let remove = move |name: String| {
+        store.remove(&name);
+        if editing.with_untracked(|editing| editing.as_deref() == Some(name.as_str())) {
+            reset();
+        }
+        status.set(Some(Status::ok(format!("Removed `{name}`."))));
+    };
+
+    let rows = move || {
+        store
+            .entries()
+            .into_iter()
+            .map(|entry| {
+                let provider = entry.provider;
+                let key_state = if provider.key.is_some() {
+                    "key set"
+                } else {
+                    "no key"
+                };
+                let actions = if entry.local {
+                    view! {
+                        <span class="hint">"from " <code>"cargo xtask serve"</code> ", read at each load"</span>
+                    }
+                    .into_any()
+                } else {
+                    let edit_label = format!("Edit {}", provider.name);
+                    let remove_label = format!("Remove {}", provider.name);
+                    let for_edit = provider.clone();
+                    let for_remove = provider.name.clone();
+                    view! {
+                        <button type="button" class="secondary small" aria-label=edit_label data-testid="provider-edit" on:click=move |_| edit(for_edit.clone())>"Edit"</button>
+                        <button type="button" class="secondary small" aria-label=remove_label data-testid="provider-remove" on:click=move |_| remove(for_remove.clone())>"Remove"</button>
+                    }
+                    .into_any()
+                };
+                view! {
+                    <li data-testid="provider-item" data-name=provider.name.clone()>
+                        <strong>{provider.name.clone()}</strong>
+                        " · "{provider.kind.label()}" · "<code>{provider.base_url.clone()}</code>
+                        " · model "<code>{provider.model.clone()}</code>
+                        " · "<span data-testid="provider-key-state">{key_state}</span>" "
+                        {actions}
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+    let kind_options = move || {
+        ProviderKind::ALL
+            .into_iter()
+            .map(|option| {
+                view! {
+                    <option value=option.as_str() selected=move || kind.get() == option>{option.label()}</option>
+                }
+            })
+            .collect_view()
+    };
+    let model_field = move || {
+        match models.get() {
+        Some(list) => {
+            let options = list
+                .into_iter()
+                .map(|id| {
+                    let current = id.clone();
+                    view! { <option value=id.clone() selected=move || model.with(|model| *model == current)>{id.clone()}</option> }
+                })
+                .collect_view();
+            view! {
+                <select id="provider-model" data-testid="provider-model" on:change=move |event| model.set(event_target_value(&event))>
+                    {options}
+                </select>
+            }
+            .into_any()
+        }
+        None => view! {
+            <input id="provider-model" data-testid="provider-model" placeholder="a model id, or Load models"
+                autocomplete="off" spellcheck="false"
+                prop:value=model on:input=move |event| model.set(event_target_value(&event)) />
+        }
+        .into_any(),
+    }
+    };
+    let key_state = move || {
+        if key.with(|key| !key.trim().is_empty()) {
+            "a new key is typed"
+        } else if kept_key.with(Option::is_some) {
+            "key set (leave empty to keep it)"
+        } else {
+            "no key"
+        }
+    };
+
+    view! {
+        <details class="providers" data-testid="providers">
+            <summary>{move || match store.entries().len() {
+                0 => "Providers (none yet)".to_owned(),
+                count => format!("Providers ({count})"),
+            }}</summary>
+            <ul class="provider-list" data-testid="provider-list">{rows}</ul>
+            <form class="provider-form" data-testid="provider-form" on:submit=move |event| { event.prevent_default(); save(); }>
+                <fieldset>
+                    <legend>{move || match editing.get() {
+                        Some(name) => format!("Edit `{name}`"),
+                        None => "Add a provider".to_owned(),
+                    }}</legend>
+                    <label for="provider-name">"Name"</label>
+                    <input id="provider-name" data-testid="provider-name" node_ref=name_input autocomplete="off"
+                        placeholder="e.g. OpenAI" prop:value=name on:input=move |event| name.set(event_target_value(&event)) />
+                    <label for="provider-kind">"Kind"</label>
+                    <select id="provider-kind" data-testid="provider-kind" on:change=move |event| {
+                        if let Some(parsed) = ProviderKind::parse(&event_target_value(&event)) {
+                            kind.set(parsed);
+                            models.set(None);
+                        }
+                    }>{kind_options}</select>
+                    <label for="provider-base-url">"Base URL"</label>
+                    <input id="provider-base-url" data-testid="provider-base-url" type="url" autocomplete="off" spellcheck="false"
+                        placeholder=move || default_base_url(kind.get())
+                        prop:value=base_url on:input=move |event| base_url.set(event_target_value(&event)) />
+                    <label for="provider-key">"API key"</label>
+                    <span class="key-field">
+                        <input id="provider-key" data-testid="provider-key" type="password" autocomplete="off" spellcheck="false"
+                            aria-describedby="provider-key-state"
+                            placeholder=move || if kept_key.with(Option::is_some) { "•••• (kept)" } else { "none needed for local servers" }
+                            prop:value=key on:input=move |event| key.set(event_target_value(&event)) />
+                        <span id="provider-key-state" class="hint" data-testid="provider-form-key-state">{key_state}</span>
+                        {move || kept_key.with(Option::is_some).then(|| view! {
+                            <button type="button" class="secondary small" data-testid="provider-forget-key" on:click=move |_| kept_key.set(None)>"Forget key"</button>
+                        })}
+                    </span>
+                    <label for="provider-model">"Model"</label>
+                    <span class="model-field">
+                        {model_field}
+                        <button type="button" class="secondary small" data-testid="provider-load-models" disabled=busy on:click=move |_| list_models(ListFor::Choice)>"Load models"</button>
+                    </span>
+                </fieldset>
+                <div class="actions">
+                    <button type="submit" data-testid="provider-save" disabled=busy>"Save provider"</button>
+                    <button type="button" class="secondary" data-testid="provider-test" disabled=busy on:click=move |_| list_models(ListFor::Test)>"Test connection"</button>
+                    {move || editing.with(Option::is_some).then(|| view! {
+                        <button type="button" class="secondary" data-testid="provider-cancel" on:click=move |_| { reset(); status.set(None); }>"Cancel edit"</button>
+                    })}
+                </div>
+                <p class="provider-status" data-testid="provider-status" role="status">
+                    {move || status.get().map(|status| view! {
+                        <span class=status.tone>{status.text}</span>
+                        {status.hint.map(|hint| view! { <span class="hint">{hint}</span> })}
+                    })}
+                </p>
+            </form>
+            <p class="hint">
+                "Keys are kept in this browser's storage and sent only to their own provider. "
+                "The provider must allow this page's origin (CORS)."
+            </p>
+        </details>
+    }
+}
+
+/// How a reply ended: the stop, the tokens and the model.
+#[derive(Clone, Debug, PartialEq)]
+struct ReplyEnd {
+    /// The stop reason's code (`end_turn`, `aborted`...), for the style.
+    code: String,
+    label: String,
+    /// Kiln's sentence, when Kiln stopped the turn.
+    detail: Option<String>,
+    usage: String,
+    model: String,
+}
+
+/// An assistant reply as it grows.
+#[derive(Clone, Debug, Default, PartialEq)]
+struct Reply {
+    provider: String,
+    text: String,
+    tool_calls: Vec<String>,
+    end: Option<ReplyEnd>,
+    /// The turn failed: the text so far is all there is.
+    broken: bool,
+}
+
+impl Reply {
+    fn finish(&mut self, message: &FinalMessage, asked_model: &str) {
+        let (code, label, detail) = match &message.stop {
+            Some(stop) => (
+                stop.reason.as_str().to_owned(),
+                stop_label(&stop.reason),
+                stop.message.clone(),
+            ),
+            None => ("unknown".to_owned(), "Ended".to_owned(), None),
+        };
+        self.end = Some(ReplyEnd {
+            code,
+            label,
+            detail,
+            usage: usage_line(message.usage),
+            model: message
+                .model
+                .clone()
+                .unwrap_or_else(|| asked_model.to_owned()),
+        });
+    }
+}
+
+#[derive(Clone)]
+enum Item {
+    User(String),
+    Assistant(RwSignal<Reply>),
+    Error { text: String, hint: Option<String> },
+}
+
+/// One item of the conversation as shown; `id` keys it in the list.
+#[derive(Clone)]
+struct Entry {
+    id: usize,
+    item: Item,
+}
+
+/// The chat: the provider, the conversation, the message box.
+#[component]
+pub(crate) fn Chat(store: ProviderStore) -> impl IntoView {
+    // What the model is sent: the turns that were answered, and the one in flight.
+    let conversation = RwSignal::new(Vec::<Message>::new());
+    let entries = RwSignal::new(Vec::<Entry>::new());
+    let next_id = StoredValue::new(0_usize);
+    let input = RwSignal::new(String::new());
+    let streaming = RwSignal::new(false);
+    let abort = StoredValue::new_local(None::<AbortSignal>);
+    // Bumped by Clear: a turn of an earlier conversation writes nothing when it ends.
+    let generation = StoredValue::new(0_usize);
+    let textarea = NodeRef::<leptos::html::Textarea>::new();
+    let list = NodeRef::<leptos::html::Ol>::new();
+
+    let push = move |item: Item| {
+        let id = next_id.get_value();
+        next_id.set_value(id + 1);
+        entries.update(|entries| entries.push(Entry { id, item }));
+        id
+    };
+    let scroll_to_end = move || {
+        if let Some(list) = list.get_untracked() {
+            list.set_scroll_top(list.scroll_height());
+        }
+    };
+    // A reply follows its growing text only while the person has not scrolled up to read.
+    let at_end = move || {
+        list.get_untracked()
+            .is_none_or(|list| list.scroll_height() - list.scroll_top() - list.client_height() < 48)
+    };
+    let focus_box = move || {
+        if let Some(textarea) = textarea.get_untracked() {
+            let _ = textarea.focus();
+        }
+    };
+
+    let send = move || {
+        if streaming.get_untracked() {
+            return;
+        }
+        let text = input.get_untracked();
+        if text.trim().is_empty() {
+            return;
+        }
+        let Some(entry) = store.current() else {
+            return;
+        };
+        let provider = entry.provider;
+        input.set(String::new());
+        conversation.update(|messages| messages.push(Message::User { text: text.clone() }));
+        push(Item::User(text.clone()));
+        let reply = RwSignal::new(Reply {
+            provider: provider.name.clone(),
+            ..Reply::default()
+        });
+        let reply_id = push(Item::Assistant(reply));
+        let signal = AbortSignal::new();
+        abort.set_value(Some(signal.clone()));
+        streaming.set(true);
+        let this_generation = generation.get_value();
+        let request = ChatRequest {
+            messages: conversation.get_untracked(),
+            tools: Vec::new(),
+            options: ChatOptions::new(provider.model.clone()),
+        };
+        focus_box();
+        request_animation_frame(scroll_to_end);
+        spawn_local(async move {
+            let client = kiln_providers::connect(provider.config());
+            let mut events = kiln_providers::turn(client.as_ref(), request, None, Some(signal));
+            let mut answered = None::<FinalMessage>;
+            let mut failed = None::<ProviderError>;
+            while let Some(item) = events.next().await {
+                let following = at_end();
+                match item {
+                    Ok(Event::TextDelta { text }) => {
+                        reply.update(|reply| reply.text.push_str(&text));
+                    }
+                    Ok(Event::ToolCallEnd { call, .. }) => reply.update(|reply| {
+                        reply
+                            .tool_calls
+                            .push(format!("{}({})", call.name, call.arguments));
+                    }),
+                    Ok(Event::Done { message }) => answered = Some(message),
+                    Ok(_) => {}
+                    Err(error) => failed = Some(error),
+                }
+                // The text is drawn on the next tick: scroll once it is.
+                if following {
+                    request_animation_frame(scroll_to_end);
+                }
+            }
+            let following = at_end();
+            if generation.get_value() != this_generation {
+                return;
+            }
+            match (answered, failed) {
+                (Some(message), _) => {
+                    reply.update(|reply| reply.finish(&message, &provider.model));
+                    if message.text.is_empty() {
+                        // Nothing was answered (stopped at once): the question leaves the
+                        // history too, so that turns keep alternating.
+                        conversation.update(|messages| {
+                            messages.pop();
+                        });
+                    } else {
+                        // Tool calls are not kept: no tools were offered, so none can be
+                        // answered, and a call without its answer would break the next turn.
+                        conversation.update(|messages| {
+                            messages.push(Message::Assistant {
+                                text: message.text,
+                                tool_calls: Vec::new(),
+                            });
+                        });
+                    }
+                }
+                (None, failure) => {
+                    let (text, hint) = match failure {
+                        Some(error) => error_lines(&error),
+                        None => ("The reply ended without its last part.".to_owned(), None),
+                    };
+                    // A reply that never started is only the error; one cut short keeps
+                    // what came.
+                    if reply.with_untracked(|reply| {
+                        reply.text.is_empty() && reply.tool_calls.is_empty()
+                    }) {
+                        entries.update(|entries| entries.retain(|entry| entry.id != reply_id));
+                    } else {
+                        reply.update(|reply| reply.broken = true);
+                    }
+                    conversation.update(|messages| {
+                        messages.pop();
+                    });
+                    push(Item::Error { text, hint });
+                }
+            }
+            abort.set_value(None);
+            streaming.set(false);
+            if following {
+                request_animation_frame(scroll_to_end);
+            }
+        });
+    };
+    let stop = move || {
+        abort.with_value(|abort| {
+            if let Some(abort) = abort {
+                abort.abort();
+            }
+        });
+        focus_box();
+    };
+    let clear = move || {
+        stop();
+        abort.set_value(None);
+        generation.set_value(generation.get_value() + 1);
+        streaming.set(false);
+        conversation.set(Vec::new());
+        entries.set(Vec::new());
+    };
+    let on_keydown = move |event: KeyboardEvent| {
+        if event.key() == "Enter" && !event.shift_key() && !event.is_composing() {
+            event.prevent_default();
+            send();
+        }
+    };
+
+    let provider_options = move || {
+        let current = store.current().map(|entry| entry.provider.name);
+        store
+            .entries()
+            .into_iter()
+            .map(|entry| {
+                let name = entry.provider.name;
+                let label = format!("{} — {}", name, entry.provider.model);
+                let selected = current.as_deref() == Some(name.as_str());
+                view! { <option value=name selected=selected>{label}</option> }
+            })
+            .collect_view()
+    };
+    let no_provider = move || store.entries().is_empty();
+
+    view! {
+        <section class="chat" data-testid="chat" aria-labelledby="chat-title">
+            <h2 id="chat-title">"Chat"</h2>
+            {move || store.notice.get().map(|notice| view! {
+                <p class="chat-notice" data-testid="providers-notice" role="status">{notice}</p>
+            })}
+            <ProvidersPanel store=store />
+            <div class="chat-bar" hidden=move || no_provider() && entries.with(Vec::is_empty)>
+                <label for="chat-provider">"Provider"</label>
+                <select id="chat-provider" data-testid="chat-provider" disabled=move || streaming.get() || no_provider()
+                    on:change=move |event| store.pick(event_target_value(&event))>
+                    {provider_options}
+                </select>
+                <button type="button" class="secondary small" data-testid="chat-clear"
+                    disabled=move || entries.with(Vec::is_empty) on:click=move |_| { clear(); focus_box(); }>"Clear"</button>
+            </div>
+            {move || (no_provider() && store.local_checked.get()).then(|| view! {
+                <p class="hint chat-empty" data-testid="chat-empty">"Add a provider in Providers to chat."</p>
+            })}
+            <ol class="chat-messages" data-testid="chat-messages" aria-live="polite" aria-label="Conversation" node_ref=list
+                class:empty=move || entries.with(Vec::is_empty)>
+                <For each=move || entries.get() key=|entry| entry.id let:entry>
+                    {entry_view(entry.item, streaming)}
+                </For>
+            </ol>
+            <form class="chat-form" on:submit=move |event| { event.prevent_default(); send(); }>
+                <label for="chat-input">"Message"</label>
+                <textarea id="chat-input" data-testid="chat-input" rows="3" node_ref=textarea
+                    placeholder="Ask something. Enter sends, Shift+Enter starts a new line."
+                    prop:value=input on:input=move |event| input.set(event_target_value(&event))
+                    on:keydown=on_keydown></textarea>
+                <div class="actions">
+                    <button type="submit" data-testid="chat-send" disabled=move || streaming.get() || no_provider()>"Send"</button>
+                    {move || streaming.get().then(|| view! {
+                        <button type="button" class="secondary" data-testid="chat-stop" on:click=move |_| stop()>"Stop"</button>
+                    })}
+                </div>
+            </form>
+        </section>
+    }
+}
+
+fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
+    match item {
+        Item::User(text) => view! {
+            <li class="chat-message user" data-testid="chat-user">
+                <span class="who">"You"</span>
+                <div class="text">{text}</div>
+            </li>
+        }
+        .into_any(),
+        Item::Assistant(reply) => {
+            let waiting = move || {
+                reply.with(|reply| reply.text.is_empty() && reply.end.is_none() && !reply.broken)
+                    && streaming.get()
+            };
+            view! {
+                <li class="chat-message assistant" data-testid="chat-assistant"
+                    class:stopped=move || reply.with(|reply| reply.end.as_ref().is_some_and(|end| end.code == "aborted"))
+                    class:broken=move || reply.with(|reply| reply.broken)>
+                    <span class="who">{move || reply.with(|reply| reply.provider.clone())}</span>
+                    <div class="text" data-testid="chat-reply-text">{move || reply.with(|reply| reply.text.clone())}</div>
+                    {move || waiting().then(|| view! { <p class="waiting hint">"Waiting for the reply…"</p> })}
+                    {move || reply.with(|reply| reply.tool_calls.clone()).into_iter().map(|call| view! {
+                        <p class="tool-call" data-testid="chat-tool-call">"Tool call: "<code>{call}</code></p>
+                    }).collect_view()}
+                    {move || reply.with(|reply| reply.end.clone()).map(|end| {
+                        view! {
+                            <p class="chat-end" data-testid="chat-end">
+                                <span class=format!("stop stop-{}", end.code) data-testid="chat-stop-reason">{end.label}</span>
+                                {end.detail.map(|detail| view! { <span class="detail">" ("{detail}")"</span> })}
+                                " · "<span data-testid="chat-usage">{end.usage}</span>
+                                " · "<code>{end.model}</code>
+                            </p>
+                        }
+                    })}
+                </li>
+            }
+            .into_any()
+        }
+        Item::Error { text, hint } => view! {
+            <li class="chat-message error" data-testid="chat-error" role="alert">
+                <span class="who">"Error"</span>
+                <p class="text">{text}</p>
+                {hint.map(|hint| view! { <p class="hint" data-testid="chat-error-hint">{hint}</p> })}
+                <p class="hint">"This exchange is left out of the conversation sent next time."</p>
+            </li>
+        }
+        .into_any(),
+    }
+}

@@ -1,0 +1,328 @@
+// The Providers panel and the Chat box, as a person uses them: add a provider
+// of each kind (against aimock), test its connection, chat with streamed
+// replies, stop a reply, read an error with its hint, find the providers again
+// after a reload; and a newcomer chats with the local model (SmolLM2-135M)
+// that `cargo xtask serve` announces in local-provider.json, with nothing to
+// configure.
+import assert from "node:assert/strict";
+import http from "node:http";
+import { after, before, test } from "node:test";
+import { APP_URL, launch } from "../lib/browser.mjs";
+import { freePort, startAimock, startLocalModel } from "../lib/servers.mjs";
+
+/**
+ * Serves the app at KILN_URL with `files` beside it: a path mapped to text is
+ * answered with it, one mapped to null is a 404 (as when `cargo xtask serve`
+ * started no local model); everything else comes from KILN_URL. The shared
+ * pkg/ is not touched.
+ */
+async function serveApp(files) {
+  const server = http.createServer(async (request, response) => {
+    const path = new URL(request.url, "http://x").pathname.replace(/^\/+/, "");
+    if (Object.hasOwn(files, path)) {
+      if (files[path] === null) response.writeHead(404).end();
+      else response.writeHead(200, { "content-type": "application/json", "cache-control": "no-cache" }).end(files[path]);
+      return;
+    }
+    try {
+      const upstream = await fetch(new URL(request.url.replace(/^\/+/, ""), APP_URL));
+      response.writeHead(upstream.status, { "content-type": upstream.headers.get("content-type") ?? "application/octet-stream" });
+      response.end(Buffer.from(await upstream.arrayBuffer()));
+    } catch (error) {
+      response.writeHead(502).end(String(error));
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/`,
+    stop() {
+      server.closeAllConnections();
+      return new Promise((resolve) => server.close(resolve));
+    },
+  };
+}
+
+async function openApp(page, url) {
+  await page.goto(url);
+  await page.getByTestId("chat").waitFor();
+  await page.getByTestId("run-button").waitFor({ state: "visible" });
+}
+
+let mock;
+let site;
+let browser;
+before(async () => {
+  mock = await startAimock();
+  site = await serveApp({ "local-provider.json": null });
+  browser = await launch();
+  await openApp(browser.page, site.url);
+});
+after(async () => {
+  await browser?.close();
+  await site?.stop();
+  await mock?.stop();
+});
+
+async function openProviders(page) {
+  const panel = page.getByTestId("providers");
+  if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
+}
+
+const status = (page) => page.getByTestId("provider-status");
+
+/** Fills the provider form and presses Test connection; resolves to the status text. */
+async function fillAndTest(page, { name, kind, baseUrl, key }) {
+  await openProviders(page);
+  await page.getByTestId("provider-name").fill(name);
+  await page.getByTestId("provider-kind").selectOption(kind);
+  await page.getByTestId("provider-base-url").fill(baseUrl);
+  await page.getByTestId("provider-key").fill(key ?? "");
+  await page.getByTestId("provider-test").click();
+  await page.locator('[data-testid="provider-status"] :is(.ok, .failure)').waitFor();
+  return (await status(page).textContent()).trim();
+}
+
+/** Adds a provider through the panel: Test connection, pick the model from the list, Save. */
+async function addProvider(page, provider) {
+  const said = await fillAndTest(page, provider);
+  assert.equal(said, "Connected: 4 models");
+  await page.getByTestId("provider-model").selectOption(provider.model);
+  await page.getByTestId("provider-save").click();
+  await status(page).filter({ hasText: "Saved" }).waitFor();
+  assert.equal(
+    (await status(page).textContent()).trim(),
+    `Saved \`${provider.name}\` (${provider.label}, model \`${provider.model}\`); the chat uses it now.`,
+  );
+}
+
+const replies = (page) => page.getByTestId("chat-assistant");
+
+/** Sends `text` with Enter; resolves to the new reply's locator once its turn has ended. */
+async function send(page, text, { waitForEnd = true } = {}) {
+  const before = await replies(page).count();
+  await page.getByTestId("chat-input").fill(text);
+  await page.getByTestId("chat-input").press("Enter");
+  const reply = replies(page).nth(before);
+  await reply.waitFor();
+  if (waitForEnd) await page.getByTestId("chat-send").and(page.locator(":enabled")).waitFor();
+  return reply;
+}
+
+async function replyParts(reply) {
+  const text = await reply.getByTestId("chat-reply-text").textContent();
+  const end = reply.getByTestId("chat-end");
+  if ((await end.count()) === 0) return { text };
+  return {
+    text,
+    stop: await reply.getByTestId("chat-stop-reason").textContent(),
+    usage: await reply.getByTestId("chat-usage").textContent(),
+  };
+}
+
+const OPENAI = { name: "aimock OpenAI", kind: "openai", label: "OpenAI-compatible", key: "sk-test-openai-1234", model: "gpt-4o-mini" };
+const ANTHROPIC = { name: "aimock Anthropic", kind: "anthropic", label: "Anthropic", key: "sk-ant-test-5678", model: "claude-sonnet-4-5" };
+const OLLAMA = { name: "aimock Ollama", kind: "ollama", label: "Ollama", model: "llama3.2" };
+
+test("with no provider and no local model, the chat says where to add one", async () => {
+  const { page } = browser;
+  await page.getByTestId("chat-empty").waitFor();
+  assert.equal((await page.getByTestId("chat-empty").textContent()).trim(), "Add a provider in Providers to chat.");
+  assert.equal(await page.getByTestId("chat-send").isDisabled(), true);
+  assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (none yet)");
+  // A provider that is not there: the error and its hint, and the model is typed instead.
+  const said = await fillAndTest(page, { name: "down", kind: "openai", baseUrl: `http://127.0.0.1:${await freePort()}/v1` });
+  assert.match(said, /^OpenAI-compatible at http:\/\/127\.0\.0\.1:\d+\/v1\/models: cannot reach it: .*hint: check the base URL and that the server is up/);
+  assert.equal(await page.getByTestId("provider-model").evaluate((field) => field.tagName), "INPUT");
+  // Saving without a model asks for the list, fails the same way, and saves nothing.
+  await page.getByTestId("provider-save").click();
+  await status(page).filter({ hasText: "nothing was saved" }).waitFor();
+  assert.equal(await page.getByTestId("provider-item").count(), 0);
+});
+
+test("OpenAI-compatible: added through the panel, tested, and a reply streams with its usage", async () => {
+  const { page, errors } = browser;
+  await addProvider(page, { ...OPENAI, baseUrl: `${mock.url}/v1` });
+  const item = page.locator(`[data-testid="provider-item"][data-name="${OPENAI.name}"]`);
+  assert.match(await item.textContent(), /aimock OpenAI · OpenAI-compatible · http:\/\/127\.0\.0\.1:\d+\/v1 · model gpt-4o-mini · key set/);
+  // The key is never shown back, nor left in the form.
+  assert.ok(!(await page.content()).includes(OPENAI.key));
+  assert.equal(await page.getByTestId("chat-empty").count(), 0);
+  assert.equal(await page.getByTestId("chat-provider").inputValue(), OPENAI.name);
+
+  // Send with the button: the focus goes back to the message box.
+  await page.getByTestId("chat-input").fill("kiln-hello");
+  await page.getByTestId("chat-send").click();
+  const reply = replies(page).first();
+  await reply.getByTestId("chat-end").waitFor();
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "chat-input");
+  assert.deepEqual(await replyParts(reply), { text: "Hello from the mock.", stop: "Finished", usage: "12 in · 5 out tokens" });
+  assert.match(await reply.getByTestId("chat-end").textContent(), /^Finished · 12 in · 5 out tokens · gpt-4o-mini$/);
+  assert.equal(await page.getByTestId("chat-user").first().locator(".text").textContent(), "kiln-hello");
+  assert.equal(await page.getByTestId("chat-messages").getAttribute("aria-live"), "polite");
+
+  // A follow-up carries the conversation so far.
+  const second = await send(page, "kiln-which-model");
+  assert.equal((await replyParts(second)).text, "You asked for gpt-4o-mini.");
+  const journal = await mock.journal();
+  const last = journal.at(-1);
+  assert.equal(last.path, "/v1/chat/completions");
+  assert.equal(last.headers.authorization, "[REDACTED]", "the key was sent");
+  assert.equal(last.body.stream, true);
+  assert.deepEqual(
+    last.body.messages.map((message) => [message.role, message.content]),
+    [["user", "kiln-hello"], ["assistant", "Hello from the mock."], ["user", "kiln-which-model"]],
+  );
+  assert.deepEqual(errors, []);
+});
+
+test("Anthropic and Ollama: the same, each with its own model", async () => {
+  const { page, errors } = browser;
+  await page.getByTestId("chat-clear").click();
+  assert.equal(await replies(page).count(), 0);
+  await addProvider(page, { ...ANTHROPIC, baseUrl: mock.url });
+  assert.equal(await page.getByTestId("chat-provider").inputValue(), ANTHROPIC.name);
+  assert.deepEqual(await replyParts(await send(page, "kiln-hello")), { text: "Hello from the mock.", stop: "Finished", usage: "12 in · 5 out tokens" });
+  assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for claude-sonnet-4-5.");
+  const anthropic = (await mock.journal()).at(-1);
+  assert.equal(anthropic.path, "/v1/messages");
+  assert.equal(anthropic.headers["x-api-key"], "[REDACTED]");
+
+  await page.getByTestId("chat-clear").click();
+  await addProvider(page, { ...OLLAMA, baseUrl: mock.url });
+  const item = page.locator(`[data-testid="provider-item"][data-name="${OLLAMA.name}"]`);
+  assert.match(await item.textContent(), /· no key/);
+  // aimock's Ollama reports no token counts; the line says so instead of "0 in".
+  assert.deepEqual(await replyParts(await send(page, "kiln-hello")), { text: "Hello from the mock.", stop: "Finished", usage: "no token counts reported" });
+  assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for llama3.2.");
+  assert.equal((await mock.journal()).at(-1).path, "/api/chat");
+  assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (3)");
+  assert.deepEqual(errors, []);
+});
+
+const SLOW_TEXT = "One two three four five six seven eight nine ten eleven twelve thirteen fourteen fifteen sixteen seventeen eighteen nineteen twenty.";
+
+test("Stop cuts a streaming reply: the partial text stays, marked Stopped", async () => {
+  const { page, errors } = browser;
+  await page.getByTestId("chat-clear").click();
+  await page.getByTestId("chat-provider").selectOption(OPENAI.name);
+  const reply = await send(page, "kiln-slow", { waitForEnd: false });
+  const text = reply.getByTestId("chat-reply-text");
+  // A few chunks in (6 characters each, 50 ms apart), press Stop.
+  await page.waitForFunction((element) => element.textContent.length >= 12, await text.elementHandle());
+  await page.getByTestId("chat-stop").click();
+  await reply.getByTestId("chat-end").waitFor();
+  const partial = await text.textContent();
+  assert.ok(partial.length > 0 && partial.length < SLOW_TEXT.length, partial);
+  assert.ok(SLOW_TEXT.startsWith(partial), partial);
+  assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Stopped");
+  assert.match(await reply.getByTestId("chat-end").textContent(), /^Stopped \(stopped by the person after \d+ characters of the reply\) · /);
+  assert.equal(await page.getByTestId("chat-stop").count(), 0);
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "chat-input");
+  // The request was cut: nothing more arrives after the full stream's time.
+  await page.waitForTimeout(1500);
+  assert.equal(await text.textContent(), partial);
+
+  // The partial reply is part of the conversation.
+  await send(page, "kiln-hello");
+  const messages = (await mock.journal()).at(-1).body.messages;
+  assert.deepEqual(messages.map((message) => message.role), ["user", "assistant", "user"]);
+  assert.equal(messages[1].content, partial);
+  assert.deepEqual(errors, []);
+});
+
+test("a rejected key is an error in the conversation, with its hint", async () => {
+  const { page, errors } = browser;
+  await page.getByTestId("chat-clear").click();
+  await page.getByTestId("chat-input").fill("kiln-401");
+  await page.getByTestId("chat-input").press("Enter");
+  const error = page.getByTestId("chat-error");
+  await error.waitFor();
+  assert.equal(await error.getAttribute("role"), "alert");
+  assert.match(
+    await error.textContent(),
+    /OpenAI-compatible at http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions \(model `gpt-4o-mini`\): the key was rejected \(HTTP 401\): Incorrect API key provided/,
+  );
+  assert.equal(
+    await page.getByTestId("chat-error-hint").textContent(),
+    "hint: check the API key of this provider (Settings → Providers in the app; `--key-env VAR` for `kiln chat`)",
+  );
+  // A reply that never started is only the error.
+  assert.equal(await replies(page).count(), 0);
+  assert.equal(await page.getByTestId("chat-user").count(), 1);
+  // The failed exchange is not sent again with the next message.
+  await send(page, "kiln-hello");
+  assert.deepEqual((await mock.journal()).at(-1).body.messages.map((message) => message.content), ["kiln-hello"]);
+  assert.deepEqual(errors, []);
+});
+
+test("after a reload the providers are still there (localStorage); bad stored text is a notice", async () => {
+  const { page, errors } = browser;
+  await page.getByTestId("chat-provider").selectOption(ANTHROPIC.name);
+  await page.reload();
+  await page.getByTestId("chat").waitFor();
+  await openProviders(page);
+  const names = await page.getByTestId("provider-item").evaluateAll((items) => items.map((item) => item.dataset.name));
+  assert.deepEqual(names, [OPENAI.name, ANTHROPIC.name, OLLAMA.name]);
+  const keys = await page.getByTestId("provider-key-state").allTextContents();
+  assert.deepEqual(keys, ["key set", "key set", "no key"]);
+  assert.equal(await page.getByTestId("chat-provider").inputValue(), ANTHROPIC.name);
+  assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for claude-sonnet-4-5.");
+
+  // Editing keeps the key unless a new one is typed.
+  await page.getByRole("button", { name: `Edit ${ANTHROPIC.name}` }).click();
+  assert.equal(await page.getByTestId("provider-name").inputValue(), ANTHROPIC.name);
+  assert.equal(await page.getByTestId("provider-key").inputValue(), "");
+  assert.equal(await page.getByTestId("provider-form-key-state").textContent(), "key set (leave empty to keep it)");
+  await page.getByTestId("provider-model").fill("claude-sonnet-4-5-20250929");
+  await page.getByTestId("provider-save").click();
+  await status(page).filter({ hasText: "Saved" }).waitFor();
+  const item = page.locator(`[data-testid="provider-item"][data-name="${ANTHROPIC.name}"]`);
+  assert.match(await item.textContent(), /model claude-sonnet-4-5-20250929 · key set/);
+  // aimock matches the model id as a prefix followed by a dated suffix.
+  assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for claude-sonnet-4-5.");
+
+  const stored = await page.evaluate(() => localStorage.getItem("kiln.providers.v1"));
+  await page.evaluate(() => localStorage.setItem("kiln.providers.v1", "{not json"));
+  await page.reload();
+  await page.getByTestId("providers-notice").waitFor();
+  assert.match(
+    await page.getByTestId("providers-notice").textContent(),
+    /^The saved providers \(`localStorage` key `kiln\.providers\.v1`\) could not be read \(.+\) and were ignored; saving a provider replaces them\.$/,
+  );
+  assert.equal(await page.getByTestId("chat-empty").count(), 1);
+  await page.evaluate((stored) => localStorage.setItem("kiln.providers.v1", stored), stored);
+  assert.deepEqual(errors, []);
+});
+
+test("a newcomer chats with the local model that local-provider.json announces, configuring nothing", async () => {
+  const model = await startLocalModel();
+  const local = await serveApp({
+    "local-provider.json": JSON.stringify({ name: "Local SmolLM2 (135M)", kind: "openai", base_url: `${model.url}/v1`, model: model.model }),
+  });
+  const newcomer = await launch();
+  try {
+    const { page, errors } = newcomer;
+    await page.setViewportSize({ width: 1100, height: 900 });
+    await openApp(page, local.url);
+    await page.getByTestId("chat-provider").locator("option").first().waitFor({ state: "attached" });
+    assert.equal(await page.getByTestId("chat-provider").inputValue(), "Local SmolLM2 (135M)");
+    assert.equal(await page.getByTestId("chat-empty").count(), 0);
+    await openProviders(page);
+    assert.match(await page.getByTestId("provider-item").textContent(), /Local SmolLM2 \(135M\) · OpenAI-compatible · .* · model smollm2-135m-instruct · no key from cargo xtask serve, read at each load/);
+    assert.equal(await page.getByTestId("provider-edit").count(), 0, "the local model is not edited");
+    await page.getByTestId("providers").locator("summary").click();
+
+    const reply = await send(page, "Say hi", { waitForEnd: false });
+    await reply.getByTestId("chat-end").waitFor({ timeout: 120_000 });
+    const parts = await replyParts(reply);
+    assert.ok(parts.text.trim().length > 0, JSON.stringify(parts));
+    assert.match(parts.usage, /^\d+ in · \d+ out tokens$/);
+    assert.equal(await page.evaluate(() => localStorage.getItem("kiln.providers.v1")), null, "the local model is not stored");
+    await page.getByTestId("chat").screenshot({ path: "/tmp/chat.png" });
+    assert.deepEqual(errors, []);
+  } finally {
+    await newcomer.close();
+    await local.stop();
+    await model.stop();
+  }
+});
