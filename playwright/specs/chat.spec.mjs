@@ -244,7 +244,7 @@ test("a rejected key is an error in the conversation, with its hint", async () =
   );
   assert.equal(
     await page.getByTestId("chat-error-hint").textContent(),
-    "hint: check the API key of this provider (Settings → Providers in the app; `--key-env VAR` for `kiln chat`)",
+    "hint: check the API key of this provider (the Providers panel in the app; `--key-env VAR` for `kiln chat`)",
   );
   // A reply that never started is only the error.
   assert.equal(await replies(page).count(), 0);

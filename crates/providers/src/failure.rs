@@ -103,7 +103,7 @@ pub(crate) fn retry_after_ms(header: impl Fn(&str) -> Option<String>) -> Option<
     (seconds.is_finite() && seconds >= 0.0).then(|| (seconds * 1000.0).ceil() as u64)
 }
 
-const KEY_HINT: &str = "check the API key of this provider (Settings → Providers in the app; \
+const KEY_HINT: &str = "check the API key of this provider (the Providers panel in the app; \
                         `--key-env VAR` for `kiln chat`)";
 
 /// A response whose status is not 2xx.
