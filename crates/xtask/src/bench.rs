@@ -2,9 +2,12 @@
 //! figures measured in headless Chromium by `playwright/bench/page.mjs`, and
 //! the sandbox side by side with the peer `quickjs-emscripten` (in Chromium)
 //! and natively through the release `kiln` CLI (`playwright/bench/sandbox.mjs`),
-//! and the capability ladder's cost per call and MCP round trips beside Ajv
+//! the capability ladder's cost per call and MCP round trips beside Ajv
 //! and the MCP TypeScript SDK, natively and in Chromium
-//! (`playwright/bench/ladder.mjs`).
+//! (`playwright/bench/ladder.mjs`), and the providers' SSE parsing throughput
+//! beside `eventsource-parser`, the cost accounting per turn, and the time to
+//! first token through Kiln over that of a direct request to the same local
+//! model, natively and in Chromium (`playwright/bench/providers.mjs`).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -102,6 +105,35 @@ pub fn run(root: &Path) -> Result<()> {
         .env(
             "KILN_LADDER_BIN",
             root.join("target/release/examples/ladder"),
+        )
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .envs(servers.iter().cloned())
+        .env("NODE_PATH", &node_modules);
+    run_checked(&mut node)?;
+
+    eprintln!("xtask: building the native providers benchmark");
+    run_checked(
+        Command::new("cargo")
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "kiln-providers",
+                "--example",
+                "providers",
+            ])
+            .current_dir(root),
+    )?;
+    println!(
+        "providers: SSE beside eventsource-parser, cost per turn, time to first token over a direct request:"
+    );
+    let mut node = Command::new("node");
+    node.arg(root.join("playwright/bench/providers.mjs"))
+        .current_dir(root.join("playwright"))
+        .env("KILN_PKG", &pkg)
+        .env(
+            "KILN_PROVIDERS_BIN",
+            root.join("target/release/examples/providers"),
         )
         .env("KILN_CHROMIUM", CHROMIUM)
         .envs(servers.iter().cloned())
