@@ -10,6 +10,9 @@
 //! <https://docs.anthropic.com/en/docs/build-with-claude/structured-outputs>; the model
 //! list `GET /v1/models`: <https://docs.anthropic.com/en/api/models-list>.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::assemble::{ToolCalls, preview};
@@ -162,6 +165,25 @@ fn stop_reason(reason: &str) -> StopReason {
     }
 }
 
+/// A `content_block_delta` event, borrowed.
+#[derive(Deserialize)]
+struct BlockDelta<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow)]
+    delta: DeltaBody<'a>,
+}
+
+#[derive(Deserialize)]
+struct DeltaBody<'a> {
+    #[serde(borrow, rename = "type")]
+    kind: Cow<'a, str>,
+    #[serde(borrow, default)]
+    text: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    partial_json: Option<Cow<'a, str>>,
+}
+
 /// Reads the Messages event stream.
 #[derive(Default)]
 pub(crate) struct EventDecoder {
@@ -204,6 +226,33 @@ impl Decoder for EventDecoder {
         data: &str,
         out: &mut Vec<Event>,
     ) -> Result<Flow, ProviderError> {
+        // Nearly every event of a reply is a `content_block_delta`: read those into
+        // borrowed fields, without a `Value` tree.
+        if name == "content_block_delta"
+            && let Ok(event) = serde_json::from_str::<BlockDelta<'_>>(data)
+        {
+            let index = event
+                .index
+                .and_then(|index| usize::try_from(index).ok())
+                .unwrap_or(0);
+            match (
+                &*event.delta.kind,
+                event.delta.text,
+                event.delta.partial_json,
+            ) {
+                ("text_delta", Some(text), _) => out.push(Event::TextDelta {
+                    text: text.into_owned(),
+                }),
+                ("input_json_delta", _, Some(fragment)) if !fragment.is_empty() => out.push(
+                    self.calls
+                        .delta(index, &fragment)
+                        .map_err(|message| peer.error(ErrorKind::InvalidToolCall, message))?,
+                ),
+                // Thinking, signatures, citations: not part of the reply's text.
+                _ => {}
+            }
+            return Ok(Flow::More);
+        }
         let event: Value = serde_json::from_str(data).map_err(|error| {
             peer.error(
                 ErrorKind::Stream,

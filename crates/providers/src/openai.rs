@@ -9,13 +9,16 @@
 //! <https://platform.openai.com/docs/guides/structured-outputs>; the model list
 //! `GET /models`: <https://platform.openai.com/docs/api-reference/models/list>.
 
+use std::borrow::Cow;
+
+use serde::Deserialize;
 use serde_json::{Map, Value, json};
 
 use crate::ApiKey;
 use crate::ModelInfo;
 use crate::assemble::{ToolCalls, preview};
 use crate::chat::{ChatRequest, Message, ToolChoice, ToolDef, bounded_tool_result};
-use crate::drive::{Decoder, Flow, remember_model};
+use crate::drive::{Decoder, Flow};
 use crate::error::{ErrorKind, ProviderError};
 use crate::event::{Event, Stop, StopReason, Usage};
 use crate::failure::Peer;
@@ -183,6 +186,64 @@ fn stop_reason(reason: &str) -> StopReason {
     }
 }
 
+/// One `chat.completion.chunk`, read into borrowed fields: no `Value` tree, and text
+/// without escapes is not copied until it becomes an event. Fields we do not read are
+/// skipped; `null` reads as absent.
+#[derive(Deserialize)]
+struct Chunk<'a> {
+    #[serde(borrow, default)]
+    choices: Option<Vec<Choice<'a>>>,
+    #[serde(default)]
+    usage: Option<ChunkUsage>,
+    #[serde(borrow, default)]
+    model: Option<Cow<'a, str>>,
+    /// OpenRouter and others report a failure mid-stream as a chunk with `error`.
+    #[serde(default)]
+    error: Option<Value>,
+}
+
+#[derive(Deserialize)]
+struct Choice<'a> {
+    #[serde(borrow, default)]
+    delta: Option<Delta<'a>>,
+    #[serde(borrow, default)]
+    finish_reason: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct Delta<'a> {
+    #[serde(borrow, default)]
+    content: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    tool_calls: Option<Vec<ToolCallDelta<'a>>>,
+}
+
+#[derive(Deserialize)]
+struct ToolCallDelta<'a> {
+    #[serde(default)]
+    index: Option<u64>,
+    #[serde(borrow, default)]
+    id: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    function: Option<FunctionDelta<'a>>,
+}
+
+#[derive(Deserialize)]
+struct FunctionDelta<'a> {
+    #[serde(borrow, default)]
+    name: Option<Cow<'a, str>>,
+    #[serde(borrow, default)]
+    arguments: Option<Cow<'a, str>>,
+}
+
+#[derive(Deserialize)]
+struct ChunkUsage {
+    #[serde(default)]
+    prompt_tokens: Option<u64>,
+    #[serde(default)]
+    completion_tokens: Option<u64>,
+}
+
 /// Reads `chat.completion.chunk` events.
 #[derive(Default)]
 pub(crate) struct ChunkDecoder {
@@ -203,17 +264,18 @@ impl Decoder for ChunkDecoder {
         if data == "[DONE]" {
             return Ok(Flow::Finished);
         }
-        let chunk: Value = serde_json::from_str(data).map_err(|error| {
+        let chunk: Chunk<'_> = serde_json::from_str(data).map_err(|error| {
+            let what = if error.is_data() {
+                "does not have the shape of a chat.completion.chunk"
+            } else {
+                "is not valid JSON"
+            };
             peer.error(
                 ErrorKind::Stream,
-                format!(
-                    "a stream chunk is not valid JSON ({error}): {}",
-                    preview(data)
-                ),
+                format!("a stream chunk {what} ({error}): {}", preview(data)),
             )
         })?;
-        if let Some(error) = chunk.get("error") {
-            // OpenRouter and others report a failure mid-stream as a chunk with `error`.
+        if let Some(error) = chunk.error {
             let said = error
                 .get("message")
                 .and_then(Value::as_str)
@@ -224,45 +286,47 @@ impl Decoder for ChunkDecoder {
                 format!("the provider reported an error mid-stream: {said}"),
             ));
         }
-        remember_model(&mut self.model, &chunk, "/model");
-        let tool_error = |message: String| peer.error(ErrorKind::InvalidToolCall, message);
-        if let Some(choice) = chunk
-            .get("choices")
-            .and_then(Value::as_array)
-            .and_then(|choices| choices.first())
+        if self.model.is_none()
+            && let Some(model) = chunk.model.filter(|model| !model.is_empty())
         {
-            let delta = choice.get("delta").unwrap_or(&Value::Null);
-            if let Some(text) = delta.get("content").and_then(Value::as_str)
-                && !text.is_empty()
-            {
-                out.push(Event::TextDelta {
-                    text: text.to_owned(),
-                });
-            }
-            if let Some(calls) = delta.get("tool_calls").and_then(Value::as_array) {
-                for call in calls {
+            self.model = Some(model.into_owned());
+        }
+        let tool_error = |message: String| peer.error(ErrorKind::InvalidToolCall, message);
+        if let Some(choice) = chunk.choices.and_then(|choices| choices.into_iter().next()) {
+            if let Some(delta) = choice.delta {
+                if let Some(text) = delta.content
+                    && !text.is_empty()
+                {
+                    out.push(Event::TextDelta {
+                        text: text.into_owned(),
+                    });
+                }
+                for call in delta.tool_calls.unwrap_or_default() {
                     let key = call
-                        .get("index")
-                        .and_then(Value::as_u64)
+                        .index
                         .and_then(|index| usize::try_from(index).ok())
                         .unwrap_or(0);
-                    let function = call.get("function").unwrap_or(&Value::Null);
-                    let name = function.get("name").and_then(Value::as_str);
+                    let (name, arguments) = call
+                        .function
+                        .map(|function| (function.name, function.arguments))
+                        .unwrap_or_default();
                     if !self.calls.is_open(key) {
-                        let name = name.unwrap_or("");
-                        let id = call.get("id").and_then(Value::as_str);
-                        out.push(self.calls.start(key, id, name).map_err(tool_error)?);
+                        out.push(
+                            self.calls
+                                .start(key, call.id.as_deref(), name.as_deref().unwrap_or(""))
+                                .map_err(tool_error)?,
+                        );
                     }
-                    if let Some(fragment) = function.get("arguments").and_then(Value::as_str)
+                    if let Some(fragment) = arguments
                         && !fragment.is_empty()
                     {
-                        out.push(self.calls.delta(key, fragment).map_err(tool_error)?);
+                        out.push(self.calls.delta(key, &fragment).map_err(tool_error)?);
                     }
                 }
             }
-            if let Some(reason) = choice.get("finish_reason").and_then(Value::as_str) {
+            if let Some(reason) = choice.finish_reason {
                 out.extend(self.calls.end_all().map_err(tool_error)?);
-                let mut reason = stop_reason(reason);
+                let mut reason = stop_reason(&reason);
                 // Some servers say `stop` after tool calls.
                 if reason == StopReason::EndTurn && self.calls.any() {
                     reason = StopReason::ToolUse;
@@ -276,12 +340,11 @@ impl Decoder for ChunkDecoder {
                 self.finished = true;
             }
         }
-        if let Some(usage) = chunk.get("usage").filter(|usage| usage.is_object()) {
-            let count = |name: &str| usage.get(name).and_then(Value::as_u64).unwrap_or(0);
+        if let Some(usage) = chunk.usage {
             out.push(Event::Usage {
                 usage: Usage {
-                    input_tokens: count("prompt_tokens"),
-                    output_tokens: count("completion_tokens"),
+                    input_tokens: usage.prompt_tokens.unwrap_or(0),
+                    output_tokens: usage.completion_tokens.unwrap_or(0),
                 },
             });
         }
