@@ -179,7 +179,7 @@ pub fn App() -> impl IntoView {
             <header class="app-header">
                 <h1>"Kiln"</h1>
                 <p class="tagline">
-                    "Write a JavaScript program and run it in a Boa sandbox inside a Web Worker."
+                    "Write a JavaScript program and run it in a Boa sandbox inside a Web Worker, or chat with a model below."
                 </p>
             </header>
             <section class="editor">
