@@ -19,22 +19,62 @@ use kiln_providers::{
 use kiln_types::RunLimits;
 use kiln_types::protocol::CallRequest;
 
-use crate::Permissions;
+use kiln_capabilities::Mode;
 
-/// `kiln chat`'s options, as parsed.
+use crate::{ApproveWith, Permissions};
+
+/// `kiln chat`'s options.
+#[derive(clap::Args)]
 pub struct ChatArgs {
-    pub provider: String,
-    pub base_url: String,
-    pub model: String,
-    pub key_env: Option<String>,
-    pub tools: Option<PathBuf>,
-    pub system: Option<String>,
-    pub max_tokens: u32,
-    pub max_turns: u32,
-    pub max_usd: Option<f64>,
-    pub events: bool,
-    pub prompt: String,
-    pub permissions: Permissions,
+    /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama.
+    #[arg(long)]
+    provider: String,
+    /// The API root, e.g. https://api.openai.com/v1, https://api.anthropic.com,
+    /// http://127.0.0.1:11434.
+    #[arg(long, value_name = "URL")]
+    base_url: String,
+    /// The model id, as the provider's model list names it.
+    #[arg(long)]
+    model: String,
+    /// The environment variable holding the API key (never the key itself).
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+    /// Tools the model may call, as for `kiln run` (they walk the same permission ladder).
+    #[arg(long, value_name = "CATALOG.json")]
+    tools: Option<PathBuf>,
+    /// A system prompt.
+    #[arg(long)]
+    system: Option<String>,
+    #[arg(long, default_value_t = 1024)]
+    max_tokens: u32,
+    /// Turns in all, tool-call rounds included.
+    #[arg(long, default_value_t = 8)]
+    max_turns: u32,
+    /// A cap on the conversation's cost in USD (each turn reserves its worst case first).
+    #[arg(long, value_name = "USD")]
+    max_usd: Option<f64>,
+    /// Print every stream event as a JSON line instead of the text.
+    #[arg(long)]
+    events: bool,
+    /// The permission mode for the model's tool calls (as for `kiln run`).
+    #[arg(long, value_name = "MODE")]
+    permission_mode: Option<Mode>,
+    /// Who answers when the ladder asks (as for `kiln run`).
+    #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
+    approve: ApproveWith,
+    /// The first message.
+    prompt: String,
+}
+
+impl ChatArgs {
+    fn permissions(&self) -> Permissions {
+        Permissions {
+            mcp: Vec::new(),
+            mode: self.permission_mode,
+            approve: self.approve,
+            secrets: Vec::new(),
+        }
+    }
 }
 
 fn tool_defs(catalog: &serde_json::Value) -> Vec<ToolDef> {
@@ -113,7 +153,7 @@ fn prepare(args: &ChatArgs) -> Result<(ProviderConfig, serde_json::Value)> {
 pub fn run(args: &ChatArgs) -> ExitCode {
     let prepared = prepare(args).and_then(|(config, catalog)| {
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        let ladder = crate::ladder(&args.permissions, "kiln chat", terminal)?;
+        let ladder = crate::ladder(&args.permissions(), "kiln chat", terminal)?;
         Ok((config, catalog, ladder))
     });
     let (config, catalog, ladder) = match prepared {

@@ -84,51 +84,12 @@ enum Command {
     },
     /// Chat with an LLM provider: the reply streams to standard output, tool
     /// calls and their results are shown, and usage goes to standard error.
-    Chat {
-        /// The wire format: openai (any OpenAI-compatible server), anthropic,
-        /// ollama.
-        #[arg(long)]
-        provider: String,
-        /// The API root, e.g. https://api.openai.com/v1,
-        /// https://api.anthropic.com, http://127.0.0.1:11434.
-        #[arg(long, value_name = "URL")]
-        base_url: String,
-        #[arg(long)]
-        model: String,
-        /// The environment variable holding the API key (never the key itself).
-        #[arg(long, value_name = "VAR")]
-        key_env: Option<String>,
-        /// Tools the model may call, as for `kiln run` (they walk the same
-        /// permission ladder).
-        #[arg(long, value_name = "CATALOG.json")]
-        tools: Option<PathBuf>,
-        /// A system prompt.
-        #[arg(long)]
-        system: Option<String>,
-        #[arg(long, default_value_t = 1024)]
-        max_tokens: u32,
-        /// Turns in all, tool-call rounds included.
-        #[arg(long, default_value_t = 8)]
-        max_turns: u32,
-        /// A cap on the conversation's cost in USD (each turn reserves its
-        /// worst case first).
-        #[arg(long, value_name = "USD")]
-        max_usd: Option<f64>,
-        /// Print every stream event as a JSON line instead of the text.
-        #[arg(long)]
-        events: bool,
-        #[arg(long, value_name = "MODE")]
-        permission_mode: Option<Mode>,
-        #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
-        approve: ApproveWith,
-        /// The first message.
-        prompt: String,
-    },
+    Chat(chat::ChatArgs),
 }
 
 /// `--approve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-enum ApproveWith {
+pub(crate) enum ApproveWith {
     Ask,
     Yes,
     No,
@@ -148,7 +109,7 @@ impl ApproveWith {
 const TERMINAL_ENV: &str = "KILN_ASK_TERMINAL";
 
 /// The permission options of one run, as parsed.
-struct Permissions {
+pub(crate) struct Permissions {
     mcp: Vec<String>,
     mode: Option<Mode>,
     approve: ApproveWith,
@@ -199,39 +160,7 @@ const CHILD_ENV: &str = "KILN_SANDBOX_CHILD";
 fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
-        Command::Chat {
-            provider,
-            base_url,
-            model,
-            key_env,
-            tools,
-            system,
-            max_tokens,
-            max_turns,
-            max_usd,
-            events,
-            permission_mode,
-            approve,
-            prompt,
-        } => chat::run(&chat::ChatArgs {
-            provider,
-            base_url,
-            model,
-            key_env,
-            tools,
-            system,
-            max_tokens,
-            max_turns,
-            max_usd,
-            events,
-            prompt,
-            permissions: Permissions {
-                mcp: Vec::new(),
-                mode: permission_mode,
-                approve,
-                secrets: Vec::new(),
-            },
-        }),
+        Command::Chat(args) => chat::run(&args),
         Command::Run {
             file,
             tools,

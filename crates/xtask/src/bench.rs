@@ -84,60 +84,64 @@ pub fn run(root: &Path) -> Result<()> {
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
 
-    eprintln!("xtask: building the native ladder benchmark");
-    run_checked(
-        Command::new("cargo")
-            .args([
-                "build",
-                "--release",
-                "--package",
-                "kiln-capabilities",
-                "--example",
-                "ladder",
-            ])
-            .current_dir(root),
+    let example = ExampleBench {
+        root,
+        pkg: &pkg,
+        node_modules: &node_modules,
+        servers: &servers,
+    };
+    example.run(
+        "kiln-capabilities",
+        "ladder",
+        "KILN_LADDER_BIN",
+        "capability ladder and MCP round trips, Kiln beside Ajv and the MCP TypeScript SDK:",
     )?;
-    println!("capability ladder and MCP round trips, Kiln beside Ajv and the MCP TypeScript SDK:");
-    let mut node = Command::new("node");
-    node.arg(root.join("playwright/bench/ladder.mjs"))
-        .current_dir(root.join("playwright"))
-        .env("KILN_PKG", &pkg)
-        .env(
-            "KILN_LADDER_BIN",
-            root.join("target/release/examples/ladder"),
-        )
-        .env("KILN_CHROMIUM", CHROMIUM)
-        .envs(servers.iter().cloned())
-        .env("NODE_PATH", &node_modules);
-    run_checked(&mut node)?;
-
-    eprintln!("xtask: building the native providers benchmark");
-    run_checked(
-        Command::new("cargo")
-            .args([
-                "build",
-                "--release",
-                "--package",
-                "kiln-providers",
-                "--example",
-                "providers",
-            ])
-            .current_dir(root),
+    example.run(
+        "kiln-providers",
+        "providers",
+        "KILN_PROVIDERS_BIN",
+        "providers: SSE beside eventsource-parser, cost per turn, time to first token over a direct request:",
     )?;
-    println!(
-        "providers: SSE beside eventsource-parser, cost per turn, time to first token over a direct request:"
-    );
-    let mut node = Command::new("node");
-    node.arg(root.join("playwright/bench/providers.mjs"))
-        .current_dir(root.join("playwright"))
-        .env("KILN_PKG", &pkg)
-        .env(
-            "KILN_PROVIDERS_BIN",
-            root.join("target/release/examples/providers"),
-        )
-        .env("KILN_CHROMIUM", CHROMIUM)
-        .envs(servers.iter().cloned())
-        .env("NODE_PATH", &node_modules);
-    run_checked(&mut node)?;
     Ok(())
+}
+
+/// A native figure from a release example beside its peers in Node and Chromium: builds
+/// `example` of `package` and runs `playwright/bench/<example>.mjs`, which runs the
+/// example it finds at `$<bin_env>`.
+struct ExampleBench<'a> {
+    root: &'a Path,
+    pkg: &'a Path,
+    node_modules: &'a Path,
+    servers: &'a [(&'static str, std::ffi::OsString)],
+}
+
+impl ExampleBench<'_> {
+    fn run(&self, package: &str, example: &str, bin_env: &str, heading: &str) -> Result<()> {
+        eprintln!("xtask: building the native {example} benchmark");
+        run_checked(
+            Command::new("cargo")
+                .args([
+                    "build",
+                    "--release",
+                    "--package",
+                    package,
+                    "--example",
+                    example,
+                ])
+                .current_dir(self.root),
+        )?;
+        println!("{heading}");
+        let mut node = Command::new("node");
+        node.arg(self.root.join(format!("playwright/bench/{example}.mjs")))
+            .current_dir(self.root.join("playwright"))
+            .env("KILN_PKG", self.pkg)
+            .env(
+                bin_env,
+                self.root.join("target/release/examples").join(example),
+            )
+            .env("KILN_CHROMIUM", CHROMIUM)
+            .envs(self.servers.iter().cloned())
+            .env("NODE_PATH", self.node_modules);
+        run_checked(&mut node)
+    }
 }
