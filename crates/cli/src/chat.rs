@@ -343,14 +343,23 @@ async fn converse(
 /// What the conversation used, on standard error.
 fn summary(budget: &RunBudget) {
     let spend = budget.spend();
-    let (input, output) = spend.calls.iter().fold((0, 0), |(input, output), call| {
-        (
-            input + call.usage.input_tokens,
-            output + call.usage.output_tokens,
-        )
-    });
+    // Counts are the provider's numbers: added without overflow, whatever they are.
+    let (input, output) = spend
+        .calls
+        .iter()
+        .fold((0_u64, 0_u64), |(input, output), call| {
+            (
+                input.saturating_add(call.usage.input_tokens),
+                output.saturating_add(call.usage.output_tokens),
+            )
+        });
+    let estimated = if spend.calls.iter().any(|call| call.estimated) {
+        " (estimated: the provider reported no usage)"
+    } else {
+        ""
+    };
     eprintln!(
-        "kiln chat: {} {}, {input} input + {output} output tokens, {}${:.6}",
+        "kiln chat: {} {}, {input} input + {output} output tokens{estimated}, {}${:.6}",
         spend.turns,
         if spend.turns == 1 { "turn" } else { "turns" },
         if spend.lower_bound { "at least " } else { "" },

@@ -118,7 +118,7 @@ fn the_reply_streams_to_stdout_and_usage_to_stderr() {
     let usage = [
         "kiln chat: 1 turn, 12 input + 5 output tokens, $0.000005",
         "kiln chat: 1 turn, 12 input + 5 output tokens, $0.000111",
-        "kiln chat: 1 turn, 0 input + 0 output tokens, at least $0.000000",
+        "kiln chat: 1 turn, 7 input + 5 output tokens (estimated: the provider reported no usage), at least $0.000000",
     ];
     for (provider, usage) in PROVIDERS.into_iter().zip(usage) {
         let out = chat(provider, &aimock.url(), &[], "kiln-hello");

@@ -336,10 +336,21 @@ impl Reservation {
     /// (no other) and books its actual cost under its own price. An unpriced turn books
     /// nothing and makes the run's spend a lower bound.
     pub fn commit(self, usage: Usage) -> CallCost {
+        self.settle(usage, false)
+    }
+
+    /// [`Reservation::commit`] with usage Kiln estimated (the provider did not report it,
+    /// or the turn was cut first); the call is marked `estimated`.
+    pub fn commit_estimated(self, usage: Usage) -> CallCost {
+        self.settle(usage, true)
+    }
+
+    fn settle(self, usage: Usage, estimated: bool) -> CallCost {
         let call = CallCost {
             model: self.model.clone(),
             usage,
             usd: self.price.map(|price| price.cost_usd(usage)),
+            estimated,
         };
         let mut state = self.state.borrow_mut();
         state.holds.remove(&self.hold_id);

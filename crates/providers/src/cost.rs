@@ -117,6 +117,10 @@ pub struct CallCost {
     pub model: String,
     pub usage: Usage,
     pub usd: Option<f64>,
+    /// The provider reported no usage (or the turn was cut before it did): `usage` is
+    /// Kiln's estimate of what it charges for.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub estimated: bool,
 }
 
 /// Tokens added for each message and each tool definition: the role, separators and JSON

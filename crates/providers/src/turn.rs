@@ -77,10 +77,31 @@ struct Running {
     reservation: Option<Reservation>,
     message: FinalMessage,
     prompt_tokens: u64,
+    /// Bytes of tool-call arguments streamed so far.
+    arguments_bytes: usize,
+    /// Some event came back: the provider read the prompt.
+    anything_came: bool,
+    /// The provider's stop came.
+    stopped: bool,
     finished: bool,
 }
 
 impl Running {
+    /// Books what the turn used as far as Kiln can tell: the provider's count when it gave
+    /// one, else an estimate (the prompt's, and a token per 4 bytes of text and tool
+    /// arguments that came) — a provider charges for what it produced, said or not.
+    fn book(&self, reservation: Reservation, message: &FinalMessage) {
+        if message.usage != Usage::default() {
+            reservation.commit(message.usage);
+            return;
+        }
+        let produced = message.text.len() + self.arguments_bytes;
+        reservation.commit_estimated(Usage {
+            input_tokens: self.prompt_tokens,
+            output_tokens: u64::try_from(produced.div_ceil(4)).unwrap_or(u64::MAX),
+        });
+    }
+
     /// Kiln ends the turn: what came so far is the message, with this stop.
     fn stop_here(&mut self, stop: Stop) -> Vec<Result<Event, crate::ProviderError>> {
         self.finished = true;
@@ -89,16 +110,8 @@ impl Running {
         let event = Event::Stop { stop };
         self.message.absorb(&event);
         if let Some(reservation) = self.reservation.take() {
-            // The provider charges for what it produced; when it did not say, estimate it.
-            let usage = if self.message.usage == Usage::default() {
-                Usage {
-                    input_tokens: self.prompt_tokens,
-                    output_tokens: u64::try_from(self.message.text.len().div_ceil(4)).unwrap_or(0),
-                }
-            } else {
-                self.message.usage
-            };
-            reservation.commit(usage);
+            // The request was sent: even with nothing back yet, the prompt was read.
+            self.book(reservation, &self.message);
         }
         vec![
             Ok(event),
@@ -113,13 +126,18 @@ impl Running {
             let abort = self.abort.clone();
             let deadline = &mut self.deadline;
             let inner = &mut self.inner;
+            // Once the provider's stop came, the turn is over: only its `Done` is left,
+            // and an abort or a deadline now must not add a second stop.
+            let stopped = self.stopped;
             poll_fn(|cx| {
-                if let Some(abort) = &abort
+                if !stopped
+                    && let Some(abort) = &abort
                     && abort.poll_aborted(cx).is_ready()
                 {
                     return Poll::Ready(Wake::Aborted);
                 }
-                if let Some(timer) = deadline
+                if !stopped
+                    && let Some(timer) = deadline
                     && Pin::new(timer).poll(cx).is_ready()
                 {
                     return Poll::Ready(Wake::Deadline);
@@ -153,18 +171,33 @@ impl Running {
             }
             Wake::Item(Some(Err(error))) => {
                 self.finished = true;
-                // Nothing is known of what a failed call cost: its hold is released.
-                self.reservation = None;
+                // A call that failed before anything came back (refused, unreachable) cost
+                // nothing and its hold is released; one that broke mid-reply is booked at
+                // what came.
+                if let Some(reservation) = self.reservation.take()
+                    && self.anything_came
+                {
+                    self.book(reservation, &self.message);
+                }
                 vec![Err(error)]
             }
             Wake::Item(Some(Ok(event))) => {
-                if let Event::Done { message } = &event {
-                    self.finished = true;
-                    if let Some(reservation) = self.reservation.take() {
-                        reservation.commit(message.usage);
+                self.anything_came = true;
+                match &event {
+                    Event::Done { message } => {
+                        self.finished = true;
+                        if let Some(reservation) = self.reservation.take() {
+                            self.book(reservation, message);
+                        }
                     }
-                } else {
-                    self.message.absorb(&event);
+                    Event::Stop { .. } => {
+                        self.stopped = true;
+                        self.message.absorb(&event);
+                    }
+                    Event::ToolCallDelta { fragment, .. } => {
+                        self.arguments_bytes = self.arguments_bytes.saturating_add(fragment.len());
+                    }
+                    _ => self.message.absorb(&event),
                 }
                 vec![Ok(event)]
             }
@@ -218,6 +251,9 @@ pub fn turn(
         reservation,
         message: FinalMessage::default(),
         prompt_tokens,
+        arguments_bytes: 0,
+        anything_came: false,
+        stopped: false,
         finished: false,
     };
     stream::unfold(
@@ -236,4 +272,201 @@ pub fn turn(
         },
     )
     .boxed_local()
+}
+
+#[cfg(test)]
+mod tests {
+    use std::rc::Rc;
+
+    use futures::executor::block_on;
+    use futures::future::LocalBoxFuture;
+
+    use super::*;
+    use crate::budget::BudgetLimits;
+    use crate::cost::PriceCatalog;
+    use crate::error::{ErrorKind, ProviderKind};
+    use crate::{ChatOptions, Message, ModelInfo, ProviderError};
+
+    /// A provider whose turn is a fixed list of items: what `turn` does around a stream,
+    /// whatever produced it.
+    struct Scripted(Vec<Result<Event, ProviderError>>);
+
+    impl Provider for Scripted {
+        fn kind(&self) -> ProviderKind {
+            ProviderKind::OpenAi
+        }
+        fn base_url(&self) -> &str {
+            "http://127.0.0.1:1/v1"
+        }
+        fn stream(&self, _request: ChatRequest) -> EventStream {
+            stream::iter(self.0.clone()).boxed_local()
+        }
+        fn models(&self) -> LocalBoxFuture<'static, Result<Vec<ModelInfo>, ProviderError>> {
+            Box::pin(async { Ok(Vec::new()) })
+        }
+    }
+
+    fn request() -> ChatRequest {
+        ChatRequest {
+            messages: vec![Message::User {
+                text: "hello ".repeat(100),
+            }],
+            tools: Vec::new(),
+            options: ChatOptions::new("gpt-4o"),
+        }
+    }
+
+    fn budget() -> RunBudget {
+        RunBudget::new(
+            BudgetLimits {
+                max_usd: Some(10.0),
+                ..BudgetLimits::default()
+            },
+            Rc::new(PriceCatalog::builtin()),
+            Rc::new(|| 0.0),
+        )
+    }
+
+    type Item = Result<Event, ProviderError>;
+
+    fn text(text: &str) -> Item {
+        Ok(Event::TextDelta { text: text.into() })
+    }
+
+    fn stop(reason: StopReason) -> Result<Event, ProviderError> {
+        Ok(Event::Stop {
+            stop: Stop {
+                reason,
+                message: None,
+            },
+        })
+    }
+
+    fn done(usage: Usage) -> Result<Event, ProviderError> {
+        Ok(Event::Done {
+            message: FinalMessage {
+                text: "x".repeat(400),
+                usage,
+                ..FinalMessage::default()
+            },
+        })
+    }
+
+    fn broken() -> Result<Event, ProviderError> {
+        Err(ProviderError {
+            kind: ErrorKind::Stream,
+            provider: ProviderKind::OpenAi,
+            url: String::new(),
+            model: None,
+            status: None,
+            message: "cut".into(),
+            hint: None,
+        })
+    }
+
+    fn run(items: Vec<Result<Event, ProviderError>>, budget: &RunBudget) -> Vec<String> {
+        let provider = Scripted(items);
+        block_on(
+            turn(&provider, request(), Some(budget.clone()), None)
+                .map(|item| match item {
+                    Ok(event) => serde_json::to_value(&event)
+                        .ok()
+                        .and_then(|value| value["type"].as_str().map(str::to_owned))
+                        .unwrap_or_default(),
+                    Err(error) => format!("error: {}", error.message),
+                })
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn what_a_turn_books() {
+        let reported = Usage {
+            input_tokens: 1000,
+            output_tokens: 100,
+        };
+        let cases: Vec<(&str, Vec<Item>, bool)> = vec![
+            (
+                "usage reported",
+                vec![text("hi"), stop(StopReason::EndTurn), done(reported)],
+                true,
+            ),
+            // A server that ignores include_usage: the turn is booked at an estimate, not $0.
+            (
+                "usage missing",
+                vec![
+                    text("hi"),
+                    stop(StopReason::EndTurn),
+                    done(Usage::default()),
+                ],
+                true,
+            ),
+            ("broken mid-reply", vec![text("hi"), broken()], true),
+            ("refused before anything came", vec![broken()], false),
+        ];
+        for (name, items, charged) in cases {
+            let budget = budget();
+            run(items, &budget);
+            let spend = budget.spend();
+            assert_eq!(spend.spent_usd > 0.0, charged, "{name}: {spend:?}");
+            assert_eq!(spend.held_usd, 0.0, "{name}: nothing stays held");
+        }
+        let budget = budget();
+        run(vec![stop(StopReason::EndTurn), done(reported)], &budget);
+        let exact = PriceCatalog::builtin()
+            .price("gpt-4o")
+            .map(|price| price.cost_usd(reported));
+        assert_eq!(Some(budget.spend().spent_usd), exact);
+    }
+
+    #[test]
+    fn an_abort_after_the_providers_stop_adds_no_second_stop() {
+        let abort = AbortSignal::new();
+        let provider = Scripted(vec![
+            text("hi"),
+            stop(StopReason::EndTurn),
+            done(Usage::default()),
+        ]);
+        let mut stream = turn(&provider, request(), None, Some(abort.clone()));
+        let mut types = Vec::new();
+        block_on(async {
+            while let Some(Ok(event)) = stream.next().await {
+                if matches!(event, Event::Stop { .. }) {
+                    // A listener that aborts on seeing the stop, as a page might.
+                    abort.abort();
+                }
+                types.push(event);
+            }
+        });
+        let stops: Vec<_> = types
+            .iter()
+            .filter_map(|event| match event {
+                Event::Stop { stop } => Some(stop.reason.clone()),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(stops, vec![StopReason::EndTurn]);
+        assert!(matches!(types.last(), Some(Event::Done { .. })));
+    }
+
+    #[test]
+    fn an_abort_before_the_request_sends_nothing_and_is_not_a_turn() {
+        let abort = AbortSignal::new();
+        abort.abort();
+        let budget = budget();
+        let provider = Scripted(vec![
+            text("hi"),
+            stop(StopReason::EndTurn),
+            done(Usage::default()),
+        ]);
+        let events = block_on(
+            turn(&provider, request(), Some(budget.clone()), Some(abort)).collect::<Vec<_>>(),
+        );
+        assert_eq!(events.len(), 2, "{events:?}");
+        assert_eq!(
+            budget.spend().turns,
+            0,
+            "aborted before it was sent: not a turn"
+        );
+    }
 }

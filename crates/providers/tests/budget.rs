@@ -252,6 +252,7 @@ fn each_reservation_commits_under_its_own_pricing() {
             model: UNPRICED.to_owned(),
             usage,
             usd: None,
+            estimated: false,
         }
     );
     let spend = budget.spend();

@@ -1018,7 +1018,20 @@ fn a_priced_turn_books_what_it_used() {
         let spend = budget.spend();
         assert_eq!(spend.calls.len(), 1, "{kind}");
         let call = &spend.calls[0];
-        assert_eq!((call.model.as_str(), call.usage), (model, message.usage));
+        assert_eq!(call.model, model);
+        if message.usage == Usage::default() {
+            // aimock's Ollama reports no counts: the turn is booked at an estimate.
+            assert!(
+                call.estimated && call.usage.output_tokens > 0,
+                "{kind}: {call:?}"
+            );
+        } else {
+            assert_eq!(
+                (call.usage, call.estimated),
+                (message.usage, false),
+                "{kind}"
+            );
+        }
         assert_eq!(spend.held_usd, 0.0, "{kind}");
         match (usd, call.usd) {
             (Some(expected), Some(booked)) => {
