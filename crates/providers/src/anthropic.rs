@@ -96,9 +96,10 @@ pub(crate) fn body(request: &ChatRequest) -> Value {
         );
     }
     if let Some(format) = &options.response_format {
+        let (schema, _) = crate::openai::closed_schema(&format.schema);
         body.insert(
             "output_format".into(),
-            json!({"type": "json_schema", "schema": format.schema}),
+            json!({"type": "json_schema", "schema": schema}),
         );
     }
     Value::Object(body)
@@ -117,7 +118,8 @@ fn messages(messages: &[Message]) -> Vec<Value> {
             Message::System { .. } => {}
             Message::User { text } => push("user", json!({"type": "text", "text": text})),
             Message::Assistant { text, tool_calls } => {
-                if !text.is_empty() {
+                // The API refuses a text block that is only whitespace.
+                if !text.trim().is_empty() {
                     push("assistant", json!({"type": "text", "text": text}));
                 }
                 for call in tool_calls {
@@ -333,6 +335,9 @@ impl Decoder for EventDecoder {
                 }
             }
             "message_stop" => {
+                // A tool_use block whose `content_block_stop` never came ends here (or
+                // fails naming the call), rather than being lost.
+                out.extend(self.calls.end_all().map_err(tool_error)?);
                 let reason = self.stop.take().unwrap_or(StopReason::EndTurn);
                 out.push(Event::Stop {
                     stop: Stop {
@@ -511,6 +516,63 @@ mod tests {
             message.stop.map(|stop| stop.reason),
             Some(StopReason::ToolUse)
         );
+    }
+
+    #[test]
+    fn a_tool_call_whose_block_never_stopped_ends_with_the_message() {
+        let mut decoder = EventDecoder::default();
+        let mut out = Vec::new();
+        for (name, data) in [
+            (
+                "content_block_start",
+                r#"{"type":"content_block_start","index":0,"content_block":{"type":"tool_use","id":"t","name":"f","input":{}}}"#,
+            ),
+            (
+                "content_block_delta",
+                r#"{"type":"content_block_delta","index":0,"delta":{"type":"input_json_delta","partial_json":"{\"a\":1}"}}"#,
+            ),
+            (
+                "message_delta",
+                r#"{"type":"message_delta","delta":{"stop_reason":"tool_use"}}"#,
+            ),
+        ] {
+            decoder.item(&peer(), name, data, &mut out).ok();
+        }
+        assert_eq!(
+            decoder.item(
+                &peer(),
+                "message_stop",
+                r#"{"type":"message_stop"}"#,
+                &mut out
+            ),
+            Ok(Flow::Finished)
+        );
+        assert!(out.iter().any(|event| matches!(event, Event::ToolCallEnd { call, .. } if call.arguments == json!({"a": 1}))));
+    }
+
+    #[test]
+    fn whitespace_before_a_tool_call_is_not_a_text_block() {
+        let request = ChatRequest {
+            messages: vec![
+                Message::User { text: "hi".into() },
+                Message::Assistant {
+                    text: "\n\n".into(),
+                    tool_calls: vec![ToolCall {
+                        id: "a".into(),
+                        name: "f".into(),
+                        arguments: json!({}),
+                    }],
+                },
+            ],
+            tools: Vec::new(),
+            options: ChatOptions::new("claude"),
+        };
+        let body = body(&request);
+        assert_eq!(
+            body["messages"][1]["content"].as_array().map(Vec::len),
+            Some(1)
+        );
+        assert_eq!(body["messages"][1]["content"][0]["type"], json!("tool_use"));
     }
 
     #[test]

@@ -63,6 +63,12 @@ impl ToolCalls {
         })
     }
 
+    /// The id of the call open at this key.
+    pub(crate) fn open_id(&self, key: usize) -> Option<&str> {
+        self.position(key)
+            .map(|index| self.calls[index].id.as_str())
+    }
+
     /// Whether a call with this key is open.
     pub(crate) fn is_open(&self, key: usize) -> bool {
         self.position(key).is_some()

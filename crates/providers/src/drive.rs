@@ -193,9 +193,24 @@ pub(crate) async fn read_to_end(mut body: BodyStream, limit: usize) -> Vec<u8> {
 /// Items of a body: `(event name, data)` for SSE, `("", line)` for NDJSON.
 type Items = LocalBoxStream<'static, Result<(String, String), HttpError>>;
 
+/// The longest single SSE event or NDJSON line read (a streamed delta is a few bytes; a
+/// whole reply in one event is still far below it). A peer sending one endless item
+/// would otherwise have every new chunk re-parsed with all that came before.
+pub(crate) const MAX_ITEM_BYTES: usize = 1 << 20;
+
+fn item_too_long() -> HttpError {
+    HttpError::Body {
+        url: String::new(),
+        message: format!(
+            "a single event is longer than {} MiB without ending",
+            MAX_ITEM_BYTES >> 20
+        ),
+    }
+}
+
 pub(crate) fn frame(body: BodyStream, framing: Framing) -> Items {
     match framing {
-        Framing::Sse => SseFrames::new(body)
+        Framing::Sse => SseFrames::new(bounded_events(body))
             .map(|event| match event {
                 Ok(event) => Ok((event.event, event.data)),
                 Err(eventsource_stream::EventStreamError::Transport(error)) => Err(error),
@@ -209,15 +224,60 @@ pub(crate) fn frame(body: BodyStream, framing: Framing) -> Items {
     }
 }
 
+/// Passes the body through, failing it once more than [`MAX_ITEM_BYTES`] arrive without a
+/// blank line (the end of an SSE event; `\r` is ignored, so `\r\n\r\n` counts).
+fn bounded_events(body: BodyStream) -> BodyStream {
+    let mut since_blank_line = 0_usize;
+    let mut after_newline = false;
+    let mut failed = false;
+    body.map(move |chunk| {
+        let chunk = chunk?;
+        for &byte in &chunk {
+            match byte {
+                b'\r' => {}
+                b'\n' if after_newline => since_blank_line = 0,
+                b'\n' => after_newline = true,
+                _ => {
+                    after_newline = false;
+                    since_blank_line += 1;
+                }
+            }
+        }
+        if since_blank_line > MAX_ITEM_BYTES || failed {
+            failed = true;
+            return Err(item_too_long());
+        }
+        Ok(chunk)
+    })
+    .boxed_local()
+}
+
 /// Splits a byte stream into lines (`\n`, with an optional `\r` before it); blank lines are
-/// skipped; a last line without a newline still counts.
+/// skipped; a last line without a newline still counts. Each byte is scanned once.
 pub(crate) fn ndjson_lines(body: BodyStream) -> Items {
+    struct Lines {
+        body: BodyStream,
+        buffer: Vec<u8>,
+        /// `buffer[..scanned]` holds no newline.
+        scanned: usize,
+        ended: bool,
+    }
     stream::unfold(
-        (body, Vec::<u8>::new(), false),
-        |(mut body, mut buffer, mut ended)| async move {
+        Lines {
+            body,
+            buffer: Vec::new(),
+            scanned: 0,
+            ended: false,
+        },
+        |mut lines| async move {
             loop {
-                if let Some(newline) = buffer.iter().position(|&byte| byte == b'\n') {
-                    let mut line: Vec<u8> = buffer.drain(..=newline).collect();
+                let found = lines.buffer[lines.scanned..]
+                    .iter()
+                    .position(|&byte| byte == b'\n')
+                    .map(|offset| lines.scanned + offset);
+                if let Some(newline) = found {
+                    let mut line: Vec<u8> = lines.buffer.drain(..=newline).collect();
+                    lines.scanned = 0;
                     line.pop();
                     if line.last() == Some(&b'\r') {
                         line.pop();
@@ -231,19 +291,31 @@ pub(crate) fn ndjson_lines(body: BodyStream) -> Items {
                             url: String::new(),
                             message: format!("a line is not UTF-8: {error}"),
                         });
-                    return Some((item, (body, buffer, ended)));
+                    return Some((item, lines));
                 }
-                if ended {
-                    if buffer.iter().all(u8::is_ascii_whitespace) {
+                lines.scanned = lines.buffer.len();
+                if lines.buffer.len() > MAX_ITEM_BYTES {
+                    lines.ended = true;
+                    lines.buffer.clear();
+                    lines.scanned = 0;
+                    return Some((Err(item_too_long()), lines));
+                }
+                if lines.ended {
+                    if lines.buffer.iter().all(u8::is_ascii_whitespace) {
                         return None;
                     }
-                    buffer.push(b'\n');
+                    lines.buffer.push(b'\n');
                     continue;
                 }
-                match body.next().await {
-                    Some(Ok(chunk)) => buffer.extend_from_slice(&chunk),
-                    Some(Err(error)) => return Some((Err(error), (body, Vec::new(), true))),
-                    None => ended = true,
+                match lines.body.next().await {
+                    Some(Ok(chunk)) => lines.buffer.extend_from_slice(&chunk),
+                    Some(Err(error)) => {
+                        lines.ended = true;
+                        lines.buffer.clear();
+                        lines.scanned = 0;
+                        return Some((Err(error), lines));
+                    }
+                    None => lines.ended = true,
                 }
             }
         },
@@ -444,4 +516,66 @@ pub async fn collect(mut stream: EventStream) -> Result<FinalMessage, ProviderEr
         message.absorb(&event);
     }
     Ok(message)
+}
+
+#[cfg(test)]
+mod tests {
+    use futures::executor::block_on;
+
+    use super::*;
+
+    fn body(pieces: Vec<Vec<u8>>) -> BodyStream {
+        stream::iter(pieces.into_iter().map(Ok)).boxed_local()
+    }
+
+    fn items(framing: Framing, pieces: Vec<Vec<u8>>) -> Vec<Result<(String, String), String>> {
+        block_on(
+            frame(body(pieces), framing)
+                .map(|item| item.map_err(|error| error.to_string()))
+                .collect(),
+        )
+    }
+
+    #[test]
+    fn ndjson_lines_split_across_pieces() {
+        let got = items(
+            Framing::Ndjson,
+            vec![
+                b"{\"a\":".to_vec(),
+                b"1}\r\n\n{\"b\"".to_vec(),
+                b":2}".to_vec(),
+            ],
+        );
+        assert_eq!(
+            got,
+            vec![
+                Ok((String::new(), "{\"a\":1}".to_owned())),
+                Ok((String::new(), "{\"b\":2}".to_owned()))
+            ]
+        );
+    }
+
+    #[test]
+    fn an_endless_item_is_refused_in_either_framing() {
+        for framing in [Framing::Sse, Framing::Ndjson] {
+            let piece = vec![b'x'; 1 << 20];
+            let mut pieces = vec![b"data: ".to_vec()];
+            pieces.extend(std::iter::repeat_n(piece, 2));
+            let got = items(framing, pieces);
+            assert!(
+                matches!(got.last(), Some(Err(message)) if message.contains("longer than 1 MiB")),
+                "{framing:?}: {:?}",
+                got.last().map(|item| item.as_ref().map(|_| "an item"))
+            );
+        }
+    }
+
+    #[test]
+    fn sse_events_of_any_size_below_the_cap_pass() {
+        let event = format!("data: {}\r\n\r\n", "y".repeat(900 << 10));
+        let pieces: Vec<Vec<u8>> = std::iter::repeat_n(event.into_bytes(), 4).collect();
+        let got = items(Framing::Sse, pieces);
+        assert_eq!(got.len(), 4);
+        assert!(got.iter().all(Result::is_ok));
+    }
 }

@@ -85,15 +85,75 @@ pub(crate) fn body(request: &ChatRequest, openai_itself: bool) -> Value {
         );
     }
     if let Some(format) = &options.response_format {
+        let (schema, strict) = closed_schema(&format.schema);
         body.insert(
             "response_format".into(),
             json!({
                 "type": "json_schema",
-                "json_schema": {"name": format.name, "schema": format.schema, "strict": true}
+                "json_schema": {"name": format.name, "schema": schema, "strict": strict}
             }),
         );
     }
     Value::Object(body)
+}
+
+/// A response schema with `additionalProperties: false` on every object that does not say
+/// otherwise (the reference's rule for output schemas), and whether it may be sent
+/// `strict`: OpenAI's strict mode refuses a schema unless every object is closed and
+/// lists all its properties as required
+/// (<https://platform.openai.com/docs/guides/structured-outputs#supported-schemas>), so a
+/// schema with optional fields goes non-strict rather than being refused.
+pub(crate) fn closed_schema(schema: &Value) -> (Value, bool) {
+    fn close(value: &mut Value, strict: &mut bool, depth: usize) {
+        if depth > 64 {
+            *strict = false;
+            return;
+        }
+        match value {
+            Value::Object(map) => {
+                let is_object = map.get("type").and_then(Value::as_str) == Some("object")
+                    || map.contains_key("properties");
+                if is_object {
+                    match map.get("additionalProperties") {
+                        None => {
+                            map.insert("additionalProperties".into(), Value::Bool(false));
+                        }
+                        Some(Value::Bool(false)) => {}
+                        Some(_) => *strict = false,
+                    }
+                    let properties: Vec<&String> = map
+                        .get("properties")
+                        .and_then(Value::as_object)
+                        .map(|properties| properties.keys().collect())
+                        .unwrap_or_default();
+                    let required: Vec<&str> = map
+                        .get("required")
+                        .and_then(Value::as_array)
+                        .map(|names| names.iter().filter_map(Value::as_str).collect())
+                        .unwrap_or_default();
+                    if properties
+                        .iter()
+                        .any(|name| !required.contains(&name.as_str()))
+                    {
+                        *strict = false;
+                    }
+                }
+                for child in map.values_mut() {
+                    close(child, strict, depth + 1);
+                }
+            }
+            Value::Array(items) => {
+                for item in items {
+                    close(item, strict, depth + 1);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut schema = schema.clone();
+    let mut strict = true;
+    close(&mut schema, &mut strict, 0);
+    (schema, strict)
 }
 
 /// Tools as `{type: "function", function: {name, description, parameters}}` (OpenAI's
@@ -310,6 +370,13 @@ impl Decoder for ChunkDecoder {
                         .function
                         .map(|function| (function.name, function.arguments))
                         .unwrap_or_default();
+                    // Servers that omit `index` (every call at 0) tell calls apart by id:
+                    // a new id where a call is open ends that one.
+                    if let Some(id) = call.id.as_deref()
+                        && self.calls.open_id(key).is_some_and(|open| open != id)
+                    {
+                        out.push(self.calls.end(key).map_err(tool_error)?);
+                    }
                     if !self.calls.is_open(key) {
                         out.push(
                             self.calls
@@ -431,6 +498,64 @@ mod tests {
         assert_eq!(
             body["response_format"]["json_schema"]["name"],
             json!("answer")
+        );
+    }
+
+    #[test]
+    fn response_schemas_are_closed_and_strict_only_when_they_can_be() {
+        let cases = [
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]}),
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false}),
+                true,
+            ),
+            (
+                json!({"type": "object", "properties": {"a": {"type": "string"}}}),
+                json!({"type": "object", "properties": {"a": {"type": "string"}}, "additionalProperties": false}),
+                false,
+            ),
+            (
+                json!({"type": "object", "properties": {"n": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"]}}, "required": ["n"]}),
+                json!({"type": "object", "properties": {"n": {"type": "object", "properties": {"x": {"type": "number"}}, "required": ["x"], "additionalProperties": false}}, "required": ["n"], "additionalProperties": false}),
+                true,
+            ),
+            (
+                json!({"type": "object", "additionalProperties": true}),
+                json!({"type": "object", "additionalProperties": true}),
+                false,
+            ),
+        ];
+        for (schema, closed, strict) in cases {
+            assert_eq!(closed_schema(&schema), (closed, strict), "{schema}");
+        }
+    }
+
+    #[test]
+    fn calls_without_an_index_are_told_apart_by_id() {
+        let chunks = [
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"a","function":{"name":"f","arguments":"{\"x\":1}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{"tool_calls":[{"id":"b","function":{"name":"g","arguments":"{\"y\":2}"}}]}}]}"#,
+            r#"{"choices":[{"delta":{},"finish_reason":"tool_calls"}]}"#,
+        ];
+        let mut decoder = ChunkDecoder::default();
+        let mut out = Vec::new();
+        for chunk in chunks {
+            assert_eq!(
+                decoder.item(&peer(), "", chunk, &mut out),
+                Ok(Flow::More),
+                "{chunk}"
+            );
+        }
+        let calls: Vec<_> = out
+            .iter()
+            .filter_map(|event| match event {
+                Event::ToolCallEnd { call, .. } => Some((call.id.clone(), call.arguments.clone())),
+                _ => None,
+            })
+            .collect();
+        assert_eq!(
+            calls,
+            vec![("a".into(), json!({"x": 1})), ("b".into(), json!({"y": 2}))]
         );
     }
 
