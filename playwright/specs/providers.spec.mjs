@@ -174,6 +174,31 @@ test("the run budget refuses a turn it cannot cover, visibly and without sending
   assert.equal((await mock.journal()).length, before, "nothing was sent");
 });
 
+test("one budget shared by the turns of a run: the second turn past its turn count is refused, and spend adds up", async () => {
+  const { page } = app();
+  await load(page);
+  const outcome = await page.evaluate(async (root) => {
+    const budget = window.kiln.budget({ max_usd: 1, max_turns: 1 });
+    const provider = { kind: "openai", base_url: `${root}/v1`, key: "k" };
+    const ask = () =>
+      window.kiln.chat({ provider, messages: [{ role: "user", text: "kiln-hello" }], options: { model: "gpt-4o-mini", max_tokens: 64 }, budget });
+    const first = await ask();
+    const second = await ask();
+    // The page may abort its controller after a turn ended: no listener is left to run.
+    const controller = new AbortController();
+    await window.kiln.chat({ provider, messages: [{ role: "user", text: "kiln-hello" }], options: { model: "gpt-4o-mini", max_tokens: 64 }, signal: controller.signal });
+    controller.abort();
+    return { first: first.stop.reason, second: second.stop, spend: budget.spend() };
+  }, mock.url);
+  assert.equal(outcome.first, "end_turn");
+  assert.equal(outcome.second.reason, "turns");
+  assert.match(outcome.second.message, /used all 1 of its turns/);
+  assert.equal(outcome.spend.turns, 1);
+  assert.ok(outcome.spend.spent_usd > 0, JSON.stringify(outcome.spend));
+  assert.equal(outcome.spend.exhausted, "turns");
+  assert.deepEqual(app().errors, []);
+});
+
 test("bad requests are TypeErrors naming the field", async () => {
   const { page } = app();
   await load(page);

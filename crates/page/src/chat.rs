@@ -8,12 +8,17 @@
 //!   messages: [{role: "user", text: "Hello"}],
 //!   tools: [{name, description, input_schema}],          // optional
 //!   options: {model: "gpt-4o-mini", max_tokens: 256},    // temperature, tool_choice, response_format
-//!   budget: {max_usd: 0.05, deadline_ms: 60000, max_turns: 1},  // optional
+//!   budget: {max_usd: 0.05, deadline_ms: 60000, max_turns: 1},  // optional: this turn's own
+//!   // or one budget shared by every turn of a run (reserve, then commit, per turn):
+//!   // budget: kiln.budget({max_usd: 0.50, deadline_ms: 600000, max_turns: 20}),
 //!   onEvent: (event) => {},  // text_delta, tool_call_start|delta|end, usage, stop, done
 //!   signal: controller.signal,  // abort → the turn ends with stop `aborted`
 //! });
 //! // message: {text, tool_calls, usage, stop: {reason, message?}, model, spend?}
 //! ```
+//!
+//! `kiln.budget(limits)` makes a run budget whose `spend()` reports what every turn given it
+//! spent (`{spent_usd, lower_bound, unpriced_turns, turns, held_usd, exhausted, calls}`).
 //!
 //! A provider failure rejects with an `Error` whose `code` is the error kind
 //! (`key_rejected`, `model_not_found`, `rate_limited`, `server_error`, `context_overflow`,
@@ -21,6 +26,8 @@
 //! `status` where known. A request that cannot be read rejects with a `TypeError` naming the
 //! field. The key is sent only to the provider's base URL and never appears in an event.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
 use std::rc::Rc;
 
 use futures::StreamExt as _;
@@ -76,10 +83,59 @@ fn field<T: DeserializeOwned>(
         .map_err(|error| format!("`{name}` is not valid ({error}): {what}"))
 }
 
+/// The run budgets `kiln.budget()` made, shared with the handles it gave out.
+#[derive(Default, Clone)]
+pub(crate) struct Budgets(Rc<RefCell<HashMap<u32, RunBudget>>>);
+
+/// The property a budget handle answers with its id.
+const BUDGET_ID: &str = "kilnBudget";
+
+fn new_budget(limits: BudgetRequest) -> RunBudget {
+    let defaults = BudgetLimits::default();
+    RunBudget::new(
+        BudgetLimits {
+            max_usd: limits.max_usd,
+            deadline_ms: limits.deadline_ms,
+            max_turns: limits.max_turns,
+            unpriced_token_ceiling: limits
+                .unpriced_token_ceiling
+                .unwrap_or(defaults.unpriced_token_ceiling),
+        },
+        Rc::new(PriceCatalog::builtin()),
+        Rc::new(kiln_http::now_ms),
+    )
+}
+
+/// A run budget for `chat({budget})`, shared by every turn it is given to.
+#[wasm_bindgen]
+pub struct Budget {
+    id: u32,
+    budget: RunBudget,
+}
+
+#[wasm_bindgen]
+impl Budget {
+    #[wasm_bindgen(getter, js_name = kilnBudget)]
+    pub fn id(&self) -> u32 {
+        self.id
+    }
+
+    /// What the turns given this budget spent so far.
+    pub fn spend(&self) -> JsValue {
+        to_js(&self.budget.spend())
+    }
+}
+
+/// `budget` of a chat request: limits for this turn alone, or a shared budget's handle.
+enum BudgetField {
+    Own(BudgetRequest),
+    Shared(u32),
+}
+
 struct ChatCall {
     provider: ProviderConfig,
     request: ChatRequest,
-    budget: Option<BudgetRequest>,
+    budget: Option<BudgetField>,
     on_event: Option<Function>,
     signal: Option<web_sys_abort::Signal>,
 }
@@ -119,12 +175,21 @@ fn read_chat(request: &JsValue) -> Result<ChatCall, String> {
         "{model, max_tokens, temperature?, tool_choice?, response_format?}",
     )?
     .ok_or("`options` is missing")?;
-    let budget: Option<BudgetRequest> = field(
-        request,
-        "budget",
-        false,
-        "{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}",
-    )?;
+    let handle = Reflect::get(request, &JsValue::from_str("budget"))
+        .ok()
+        .filter(JsValue::is_object)
+        .and_then(|budget| Reflect::get(&budget, &JsValue::from_str(BUDGET_ID)).ok())
+        .and_then(|id| id.as_f64());
+    let budget = match handle {
+        Some(id) => Some(BudgetField::Shared(id as u32)),
+        None => field::<BudgetRequest>(
+            request,
+            "budget",
+            false,
+            "{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}, or a handle from kiln.budget()",
+        )?
+        .map(BudgetField::Own),
+    };
     let on_event = match Reflect::get(request, &JsValue::from_str("onEvent")) {
         Ok(value) if value.is_undefined() || value.is_null() => None,
         Ok(value) => Some(
@@ -178,25 +243,22 @@ impl Kiln {
     /// Streams one chat turn (see the module docs); resolves to the final message.
     pub fn chat(&self, request: JsValue) -> Promise {
         let http = self.http.clone();
+        let budgets = self.budgets.clone();
         let call = read_chat(&request);
         wasm_bindgen_futures::future_to_promise(async move {
             let call = call.map_err(chat_error)?;
             let provider = HttpProvider::new(call.provider, http);
-            let budget = call.budget.map(|budget| {
-                let defaults = BudgetLimits::default();
-                RunBudget::new(
-                    BudgetLimits {
-                        max_usd: budget.max_usd,
-                        deadline_ms: budget.deadline_ms,
-                        max_turns: budget.max_turns,
-                        unpriced_token_ceiling: budget
-                            .unpriced_token_ceiling
-                            .unwrap_or(defaults.unpriced_token_ceiling),
-                    },
-                    Rc::new(PriceCatalog::builtin()),
-                    Rc::new(kiln_http::now_ms),
-                )
-            });
+            let budget = match call.budget {
+                None => None,
+                Some(BudgetField::Own(limits)) => Some(new_budget(limits)),
+                Some(BudgetField::Shared(id)) => {
+                    Some(budgets.0.borrow().get(&id).cloned().ok_or_else(|| {
+                        chat_error(format!(
+                            "`budget` names budget {id}, which this Kiln did not make"
+                        ))
+                    })?)
+                }
+            };
             let abort = AbortSignal::new();
             // Held for the turn: the listener must outlive it.
             let _listener = call
@@ -226,6 +288,34 @@ impl Kiln {
             }
             Ok(to_js(&value))
         })
+    }
+
+    /// A run budget to share across `chat` calls: `{max_usd?, deadline_ms?, max_turns?,
+    /// unpriced_token_ceiling?}` (the deadline runs from now).
+    ///
+    /// # Errors
+    ///
+    /// A `TypeError` naming what in `limits` is wrong.
+    pub fn budget(&self, limits: JsValue) -> Result<Budget, JsValue> {
+        let wrapper = js_sys::Object::new();
+        let _ = Reflect::set(&wrapper, &JsValue::from_str("budget"), &limits);
+        let limits: BudgetRequest = field(
+            &wrapper,
+            "budget",
+            true,
+            "{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}",
+        )
+        .map_err(|message| {
+            JsValue::from(js_sys::TypeError::new(&format!("kiln.budget: {message}")))
+        })?
+        .ok_or_else(|| JsValue::from(js_sys::TypeError::new("kiln.budget: takes the limits")))?;
+        let budget = new_budget(limits);
+        let mut budgets = self.budgets.0.borrow_mut();
+        let id = u32::try_from(budgets.len())
+            .unwrap_or(u32::MAX)
+            .saturating_add(1);
+        budgets.insert(id, budget.clone());
+        Ok(Budget { id, budget })
     }
 
     /// The models a provider offers: resolves to `[{id, display_name?}]`.
@@ -280,9 +370,9 @@ mod web_sys_abort {
             (value.is_object() && has("aborted") && has("addEventListener")).then_some(Self(value))
         }
 
-        /// Aborts `abort` when the signal fires (or at once if it already has); the returned
-        /// closure must be kept alive as long as the turn runs.
-        pub fn on_abort(&self, abort: kiln_providers::AbortSignal) -> Closure<dyn FnMut()> {
+        /// Aborts `abort` when the signal fires (or at once if it already has), for as long
+        /// as the returned guard lives; dropping it removes the listener.
+        pub fn on_abort(&self, abort: kiln_providers::AbortSignal) -> Listener {
             if Reflect::get(&self.0, &JsValue::from_str("aborted"))
                 .ok()
                 .and_then(|value| value.as_bool())
@@ -296,7 +386,32 @@ mod web_sys_abort {
             {
                 let _ = add.call2(&self.0, &JsValue::from_str("abort"), closure.as_ref());
             }
-            closure
+            Listener {
+                signal: self.0.clone(),
+                closure,
+            }
+        }
+    }
+
+    /// An `abort` listener on a page's signal, removed when dropped (the page may abort its
+    /// controller long after the turn ended).
+    pub struct Listener {
+        signal: JsValue,
+        closure: Closure<dyn FnMut()>,
+    }
+
+    impl Drop for Listener {
+        fn drop(&mut self) {
+            if let Ok(remove) =
+                Reflect::get(&self.signal, &JsValue::from_str("removeEventListener"))
+                    .and_then(JsCast::dyn_into::<Function>)
+            {
+                let _ = remove.call2(
+                    &self.signal,
+                    &JsValue::from_str("abort"),
+                    self.closure.as_ref(),
+                );
+            }
         }
     }
 }

@@ -88,6 +88,8 @@ pub struct Kiln {
     /// "Allow for this session" answers, shared by every run of this `Kiln`.
     session: SessionAllow,
     http: Rc<dyn HttpClient>,
+    /// Run budgets made by `kiln.budget()`, by id, for `chat({budget})` to share.
+    budgets: chat::Budgets,
 }
 
 #[wasm_bindgen]
@@ -107,6 +109,7 @@ impl Kiln {
             pool,
             session: SessionAllow::default(),
             http: kiln_http::default_client(),
+            budgets: chat::Budgets::default(),
         })
     }
 
