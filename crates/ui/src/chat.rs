@@ -13,12 +13,12 @@ use leptos::task::spawn_local;
 use wasm_bindgen::JsCast as _;
 
 use crate::chat_model::{
-    ProviderEntry, ProviderForm, STORAGE_KEY, SavedProvider, StoredProviders, all_providers,
-    default_base_url, error_lines, parse_local_provider, selected_provider, sibling_url,
-    stop_label, usage_line,
+    KeptKey, ProviderEntry, ProviderForm, STORAGE_KEY, SavedProvider, StoredProviders,
+    all_providers, default_base_url, error_lines, parse_local_provider, selected_provider,
+    sibling_url, stop_label, usage_line,
 };
 use kiln_providers::{
-    AbortSignal, ApiKey, ChatOptions, ChatRequest, Event, FinalMessage, Message, ProviderError,
+    AbortSignal, ChatOptions, ChatRequest, Event, FinalMessage, Message, ProviderError,
     ProviderKind,
 };
 
@@ -261,7 +261,7 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
     let base_url = RwSignal::new(String::new());
     let key = RwSignal::new(String::new());
     // The key of the provider being edited: never shown, only "key set".
-    let kept_key = RwSignal::new(None::<ApiKey>);
+    let kept_key = RwSignal::new(None::<KeptKey>);
     let model = RwSignal::new(String::new());
     // The provider's model list, once loaded; without it the model is typed.
     let models = RwSignal::new(None::<Vec<String>>);
@@ -373,9 +373,13 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
     let edit = move |provider: SavedProvider| {
         name.set(provider.name.clone());
         kind.set(provider.kind);
-        base_url.set(provider.base_url);
+        base_url.set(provider.base_url.clone());
         key.set(String::new());
-        kept_key.set(provider.key);
+        kept_key.set(provider.key.map(|key| KeptKey {
+            key,
+            kind: provider.kind,
+            base_url: provider.base_url.clone(),
+        }));
         model.set(provider.model);
         models.set(None);
         editing.set(Some(provider.name));

@@ -175,8 +175,29 @@ pub(crate) struct ProviderForm {
     /// A key typed now; empty keeps `kept_key`.
     pub key: String,
     /// The key of the provider being edited, unless the person removed it.
-    pub kept_key: Option<ApiKey>,
+    pub kept_key: Option<KeptKey>,
     pub model: String,
+}
+
+/// A saved provider's key while its form is edited, with where it was meant to go.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KeptKey {
+    pub key: ApiKey,
+    pub kind: ProviderKind,
+    pub base_url: String,
+}
+
+/// `scheme://host[:port]` of a URL, lower-cased: where a key may be sent.
+pub(crate) fn origin(url: &str) -> String {
+    let url = url.trim();
+    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or(authority);
+    format!(
+        "{}://{}",
+        scheme.to_ascii_lowercase(),
+        host.to_ascii_lowercase()
+    )
 }
 
 impl ProviderForm {
@@ -188,7 +209,19 @@ impl ProviderForm {
             url => url.to_owned(),
         };
         let key = match self.key.trim() {
-            "" => self.kept_key.clone(),
+            // A kept key goes only where it was saved for: changing the kind or the
+            // address while editing must not send it to another server.
+            "" => self
+                .kept_key
+                .as_ref()
+                .filter(|kept| {
+                    let saved = match kept.base_url.trim() {
+                        "" => default_base_url(kept.kind),
+                        url => url,
+                    };
+                    kept.kind == kind && origin(saved) == origin(&base_url)
+                })
+                .map(|kept| kept.key.clone()),
             key => Some(ApiKey::new(key)),
         };
         ProviderConfig {
@@ -509,10 +542,45 @@ mod tests {
     }
 
     #[test]
+    fn a_kept_key_goes_only_where_it_was_saved_for() {
+        let form = |kind: ProviderKind, base_url: &str| ProviderForm {
+            name: "a".to_owned(),
+            kind: Some(kind),
+            base_url: base_url.to_owned(),
+            kept_key: Some(KeptKey {
+                key: ApiKey::new("sk-old"),
+                kind: ProviderKind::OpenAi,
+                base_url: "https://api.openai.com/v1".to_owned(),
+            }),
+            model: "m".to_owned(),
+            ..ProviderForm::default()
+        };
+        let cases = [
+            (ProviderKind::OpenAi, "https://api.openai.com/v1", true),
+            (ProviderKind::OpenAi, "https://API.openai.com/v2/", true),
+            (ProviderKind::OpenAi, "", true),
+            (ProviderKind::OpenAi, "http://192.168.1.5:11434/v1", false),
+            (ProviderKind::OpenAi, "http://api.openai.com/v1", false),
+            (ProviderKind::Ollama, "https://api.openai.com/v1", false),
+        ];
+        for (kind, base_url, kept) in cases {
+            assert_eq!(
+                form(kind, base_url).config().key.is_some(),
+                kept,
+                "{kind:?} {base_url}"
+            );
+        }
+    }
+
+    #[test]
     fn a_typed_key_replaces_the_kept_one_and_an_empty_field_keeps_it() {
         let mut form = ProviderForm {
             name: "a".to_owned(),
-            kept_key: Some(ApiKey::new("old")),
+            kept_key: Some(KeptKey {
+                key: ApiKey::new("old"),
+                kind: ProviderKind::OpenAi,
+                base_url: "https://api.openai.com/v1".to_owned(),
+            }),
             model: "m".to_owned(),
             ..ProviderForm::default()
         };
