@@ -273,6 +273,15 @@ test("after a reload the providers are still there (localStorage); bad stored te
   assert.equal(await page.getByTestId("provider-name").inputValue(), ANTHROPIC.name);
   assert.equal(await page.getByTestId("provider-key").inputValue(), "");
   assert.equal(await page.getByTestId("provider-form-key-state").textContent(), "key set (leave empty to keep it)");
+  // The saved key goes only to the address it was saved for.
+  const savedUrl = await page.getByTestId("provider-base-url").inputValue();
+  await page.getByTestId("provider-base-url").fill("http://192.0.2.1:11434");
+  assert.equal(
+    await page.getByTestId("provider-form-key-state").textContent(),
+    "the saved key is not sent to this kind or address: type it again",
+  );
+  await page.getByTestId("provider-base-url").fill(savedUrl);
+  assert.equal(await page.getByTestId("provider-form-key-state").textContent(), "key set (leave empty to keep it)");
   await page.getByTestId("provider-model").fill("claude-sonnet-4-5-20250929");
   await page.getByTestId("provider-save").click();
   await status(page).filter({ hasText: "Saved" }).waitFor();

@@ -474,7 +474,22 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
         if key.with(|key| !key.trim().is_empty()) {
             "a new key is typed"
         } else if kept_key.with(Option::is_some) {
-            "key set (leave empty to keep it)"
+            // The form's own rule: a kept key goes only where it was saved for (read
+            // tracked, so the line follows the kind and the address as they change).
+            let applies = ProviderForm {
+                kind: Some(kind.get()),
+                base_url: base_url.get(),
+                kept_key: kept_key.get(),
+                ..ProviderForm::default()
+            }
+            .config()
+            .key
+            .is_some();
+            if applies {
+                "key set (leave empty to keep it)"
+            } else {
+                "the saved key is not sent to this kind or address: type it again"
+            }
         } else {
             "no key"
         }
