@@ -192,7 +192,7 @@ test("one budget shared by the turns of a run: the second turn past its turn cou
   }, mock.url);
   assert.equal(outcome.first, "end_turn");
   assert.equal(outcome.second.reason, "turns");
-  assert.match(outcome.second.message, /used all 1 of its turns/);
+  assert.equal(outcome.second.message, "the run has used its only turn");
   assert.equal(outcome.spend.turns, 1);
   assert.ok(outcome.spend.spent_usd > 0, JSON.stringify(outcome.spend));
   assert.equal(outcome.spend.exhausted, "turns");
