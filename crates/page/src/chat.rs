@@ -29,6 +29,7 @@
 use std::cell::RefCell;
 use std::collections::HashMap;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicU32, Ordering};
 
 use futures::StreamExt as _;
 use js_sys::{Function, Promise, Reflect};
@@ -86,6 +87,8 @@ fn field<T: DeserializeOwned>(
 /// The run budgets `kiln.budget()` made, shared with the handles it gave out.
 #[derive(Default, Clone)]
 pub(crate) struct Budgets(Rc<RefCell<HashMap<u32, RunBudget>>>);
+
+static NEXT_BUDGET_ID: AtomicU32 = AtomicU32::new(1);
 
 /// The property a budget handle answers with its id.
 const BUDGET_ID: &str = "kilnBudget";
@@ -310,11 +313,10 @@ impl Kiln {
         })?
         .ok_or_else(|| JsValue::from(js_sys::TypeError::new("kiln.budget: takes the limits")))?;
         let budget = new_budget(limits);
-        let mut budgets = self.budgets.0.borrow_mut();
-        let id = u32::try_from(budgets.len())
-            .unwrap_or(u32::MAX)
-            .saturating_add(1);
-        budgets.insert(id, budget.clone());
+        // Ids are unique across every `Kiln` of the page, so a handle given to another
+        // `Kiln`'s chat is refused by name instead of naming one of its budgets.
+        let id = NEXT_BUDGET_ID.fetch_add(1, Ordering::Relaxed);
+        self.budgets.0.borrow_mut().insert(id, budget.clone());
         Ok(Budget { id, budget })
     }
 
