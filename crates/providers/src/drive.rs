@@ -232,16 +232,32 @@ fn bounded_events(body: BodyStream) -> BodyStream {
     let mut failed = false;
     body.map(move |chunk| {
         let chunk = chunk?;
-        for &byte in &chunk {
+        // Back from the end to the last blank line: an event is short, so this reads a
+        // few hundred bytes of a chunk, not all of it.
+        let mut later_newline = None;
+        let mut blank_line_end = None;
+        for (at, &byte) in chunk.iter().enumerate().rev() {
             match byte {
                 b'\r' => {}
-                b'\n' if after_newline => since_blank_line = 0,
-                b'\n' => after_newline = true,
-                _ => {
-                    after_newline = false;
-                    since_blank_line += 1;
+                b'\n' if later_newline.is_some() => {
+                    blank_line_end = later_newline;
+                    break;
                 }
+                b'\n' => later_newline = Some(at),
+                _ => later_newline = None,
             }
+        }
+        // A blank line across two chunks: the last ended on a newline, this one starts
+        // with one.
+        if blank_line_end.is_none() && after_newline {
+            blank_line_end = later_newline;
+        }
+        since_blank_line = match blank_line_end {
+            Some(end) => chunk.len() - end - 1,
+            None => since_blank_line.saturating_add(chunk.len()),
+        };
+        if let Some(&last) = chunk.iter().rev().find(|&&byte| byte != b'\r') {
+            after_newline = last == b'\n';
         }
         if since_blank_line > MAX_ITEM_BYTES || failed {
             failed = true;
@@ -568,6 +584,27 @@ mod tests {
                 got.last().map(|item| item.as_ref().map(|_| "an item"))
             );
         }
+    }
+
+    #[test]
+    fn a_blank_line_split_across_pieces_ends_an_event() {
+        // 700 KiB events whose blank line is cut between two pieces: without seeing it, two
+        // of them would add up past the cap.
+        let event = format!("data: {}\r\n", "z".repeat(700 << 10));
+        let pieces = vec![
+            event.clone().into_bytes(),
+            b"\r\n".to_vec(),
+            event.into_bytes(),
+            b"\n".to_vec(),
+        ];
+        let got = items(Framing::Sse, pieces);
+        assert_eq!(
+            got.len(),
+            2,
+            "{:?}",
+            got.iter().map(Result::is_ok).collect::<Vec<_>>()
+        );
+        assert!(got.iter().all(Result::is_ok));
     }
 
     #[test]
