@@ -220,6 +220,38 @@ impl EventDecoder {
     }
 }
 
+impl EventDecoder {
+    /// A `content_block_delta`: text, or a fragment of a tool call's input. Thinking,
+    /// signatures and citations are not part of the reply's text.
+    fn block_delta(
+        &mut self,
+        peer: &Peer,
+        event: BlockDelta<'_>,
+        out: &mut Vec<Event>,
+    ) -> Result<(), ProviderError> {
+        let index = event
+            .index
+            .and_then(|index| usize::try_from(index).ok())
+            .unwrap_or(0);
+        match (
+            &*event.delta.kind,
+            event.delta.text,
+            event.delta.partial_json,
+        ) {
+            ("text_delta", Some(text), _) => out.push(Event::TextDelta {
+                text: text.into_owned(),
+            }),
+            ("input_json_delta", _, Some(fragment)) if !fragment.is_empty() => out.push(
+                self.calls
+                    .delta(index, &fragment)
+                    .map_err(|message| peer.error(ErrorKind::InvalidToolCall, message))?,
+            ),
+            _ => {}
+        }
+        Ok(())
+    }
+}
+
 impl Decoder for EventDecoder {
     fn item(
         &mut self,
@@ -233,26 +265,7 @@ impl Decoder for EventDecoder {
         if name == "content_block_delta"
             && let Ok(event) = serde_json::from_str::<BlockDelta<'_>>(data)
         {
-            let index = event
-                .index
-                .and_then(|index| usize::try_from(index).ok())
-                .unwrap_or(0);
-            match (
-                &*event.delta.kind,
-                event.delta.text,
-                event.delta.partial_json,
-            ) {
-                ("text_delta", Some(text), _) => out.push(Event::TextDelta {
-                    text: text.into_owned(),
-                }),
-                ("input_json_delta", _, Some(fragment)) if !fragment.is_empty() => out.push(
-                    self.calls
-                        .delta(index, &fragment)
-                        .map_err(|message| peer.error(ErrorKind::InvalidToolCall, message))?,
-                ),
-                // Thinking, signatures, citations: not part of the reply's text.
-                _ => {}
-            }
+            self.block_delta(peer, event, out)?;
             return Ok(Flow::More);
         }
         let event: Value = serde_json::from_str(data).map_err(|error| {
@@ -300,27 +313,10 @@ impl Decoder for EventDecoder {
                     _ => {}
                 }
             }
+            // Unnamed, or a shape the borrowed read above did not take.
             "content_block_delta" => {
-                let delta = event.get("delta").unwrap_or(&Value::Null);
-                match delta.get("type").and_then(Value::as_str) {
-                    Some("text_delta") => {
-                        if let Some(text) = delta.get("text").and_then(Value::as_str) {
-                            out.push(Event::TextDelta {
-                                text: text.to_owned(),
-                            });
-                        }
-                    }
-                    Some("input_json_delta") => {
-                        let fragment = delta
-                            .get("partial_json")
-                            .and_then(Value::as_str)
-                            .unwrap_or("");
-                        if !fragment.is_empty() {
-                            out.push(self.calls.delta(index(), fragment).map_err(tool_error)?);
-                        }
-                    }
-                    // Thinking, signatures, citations: not part of the reply's text.
-                    _ => {}
+                if let Ok(delta) = BlockDelta::deserialize(&event) {
+                    self.block_delta(peer, delta, out)?;
                 }
             }
             "content_block_stop" if self.calls.is_open(index()) => {

@@ -2,8 +2,8 @@
 //! SSE parsing throughput (framing + the OpenAI chunk decoder + tool-call assembly, fed in
 //! network-sized pieces) and the cost accounting's overhead per turn.
 
-use futures::StreamExt as _;
 use futures::stream;
+use futures::{FutureExt as _, StreamExt as _};
 use serde::Serialize;
 
 use crate::budget::{BudgetLimits, RunBudget};
@@ -84,7 +84,7 @@ pub fn parse_once(body: &[u8]) -> usize {
     let mut out = Vec::new();
     let mut events = 0;
     // Every piece is ready at once: the stream never returns Pending.
-    while let Some(Some(item)) = items.next().now_or_never_ready() {
+    while let Some(Some(item)) = items.next().now_or_never() {
         let Ok((name, data)) = item else { break };
         out.clear();
         if decoder.item(&peer, &name, &data, &mut out).is_err() {
@@ -94,14 +94,6 @@ pub fn parse_once(body: &[u8]) -> usize {
     }
     events
 }
-
-trait NowOrNever: futures::Future + Sized {
-    fn now_or_never_ready(self) -> Option<Self::Output> {
-        futures::FutureExt::now_or_never(self)
-    }
-}
-
-impl<F: futures::Future> NowOrNever for F {}
 
 fn median(mut samples: Vec<f64>) -> f64 {
     samples.sort_by(f64::total_cmp);

@@ -6,8 +6,8 @@ use std::collections::VecDeque;
 use std::rc::Rc;
 
 use eventsource_stream::EventStream as SseFrames;
+use futures::StreamExt as _;
 use futures::stream::{self, LocalBoxStream};
-use futures::{StreamExt as _, TryStreamExt as _};
 use kiln_http::{BodyStream, HttpClient, HttpError, Request};
 
 use crate::EventStream;
@@ -519,19 +519,6 @@ pub(crate) fn run(turn: Turn) -> EventStream {
         }
     })
     .boxed_local()
-}
-
-/// A turn's stream collected: the final message, or the first error. A stream that ends
-/// without `Done` (not one of ours) gives what its events assembled.
-pub async fn collect(mut stream: EventStream) -> Result<FinalMessage, ProviderError> {
-    let mut message = FinalMessage::default();
-    while let Some(event) = stream.try_next().await? {
-        if let Event::Done { message } = event {
-            return Ok(message);
-        }
-        message.absorb(&event);
-    }
-    Ok(message)
 }
 
 #[cfg(test)]

@@ -99,6 +99,6 @@ mod openai;
 mod provider;
 mod turn;
 
-pub use drive::{RetryPolicy, Timeouts, collect};
+pub use drive::{RetryPolicy, Timeouts};
 pub use provider::{HttpProvider, connect};
 pub use turn::{AbortSignal, turn};

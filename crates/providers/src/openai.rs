@@ -308,7 +308,6 @@ struct ChunkUsage {
 #[derive(Default)]
 pub(crate) struct ChunkDecoder {
     calls: ToolCalls,
-    finished: bool,
     model: Option<String>,
 }
 
@@ -404,7 +403,6 @@ impl Decoder for ChunkDecoder {
                         message: None,
                     },
                 });
-                self.finished = true;
             }
         }
         if let Some(usage) = chunk.usage {

@@ -1148,14 +1148,7 @@ fn each_adapter_sends_its_key_and_version_headers() {
 fn the_local_model_writes_with_usage_on_both_apis() {
     let model = LocalModel::shared();
     for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
-        let provider = HttpProvider::new(
-            ProviderConfig {
-                kind,
-                base_url: base_url(kind, &model.base_url()),
-                key: None,
-            },
-            kiln_http::default_client(),
-        );
+        let provider = provider_with_key(kind, &model.base_url(), None);
         let request = ChatRequest {
             messages: vec![Message::User {
                 text: "Say hi.".into(),
@@ -1197,14 +1190,7 @@ fn the_local_model_writes_with_usage_on_both_apis() {
 fn the_local_model_is_in_its_model_list() {
     let model = LocalModel::shared();
     for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
-        let provider = HttpProvider::new(
-            ProviderConfig {
-                kind,
-                base_url: base_url(kind, &model.base_url()),
-                key: None,
-            },
-            kiln_http::default_client(),
-        );
+        let provider = provider_with_key(kind, &model.base_url(), None);
         let models = block_on(provider.models()).unwrap_or_else(|error| panic!("{kind}: {error}"));
         assert!(
             models.iter().any(|listed| listed.id == LocalModel::MODEL),
