@@ -1,0 +1,419 @@
+//! Threads, messages and job records (a run of a program, a chat, an agent's
+//! job), and `search_history`: full-text recall across all of them, whoever
+//! the agent was.
+
+use std::rc::Rc;
+
+use serde::{Deserialize, Serialize};
+
+use crate::backend::{Backend, Expect, Op, Record, Scan, Table};
+use crate::clock::{epoch_ms, random_suffix, unique_ms};
+use crate::error::StoreError;
+use crate::text;
+
+/// The most of a job's input or output kept, in characters.
+pub const MAX_JOB_TEXT_CHARS: usize = 64 * 1024;
+/// The most of a message kept, in characters.
+pub const MAX_MESSAGE_CHARS: usize = 256 * 1024;
+const APPEND_ATTEMPTS: usize = 8;
+
+fn keep(text: &str, limit: usize) -> String {
+    match text.char_indices().nth(limit) {
+        Some((cut, _)) => format!("{}… [cut at {limit} characters]", &text[..cut]),
+        None => text.to_owned(),
+    }
+}
+
+fn corrupt(what: &str, record: &Record, error: &serde_json::Error) -> StoreError {
+    StoreError::Corrupt {
+        place: format!("{what} `{}`", record.key),
+        detail: error.to_string(),
+    }
+}
+
+/// One job: a program run, a chat turn, an agent's job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    /// `program`, `chat` or `agent`.
+    pub kind: String,
+    pub agent: String,
+    pub title: String,
+    /// `running`, then `ok`, `error` or `cancelled`.
+    pub status: String,
+    /// The program or the prompt.
+    #[serde(default)]
+    pub input: String,
+    /// The result or the error, as text.
+    #[serde(default)]
+    pub output: String,
+    pub started_ms: u64,
+    #[serde(default)]
+    pub finished_ms: Option<u64>,
+    #[serde(default, skip_deserializing)]
+    pub version: u64,
+}
+
+/// What starts a job.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct JobStart {
+    pub kind: String,
+    pub agent: String,
+    pub title: String,
+    pub input: String,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    pub id: String,
+    pub title: String,
+    pub agent: String,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    #[serde(default)]
+    pub n_messages: u64,
+    #[serde(default, skip_deserializing)]
+    pub version: u64,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Message {
+    pub thread_id: String,
+    /// 1-based within the thread.
+    pub seq: u64,
+    /// `user`, `assistant`, `tool` or `system`.
+    pub role: String,
+    pub text: String,
+    pub created_ms: u64,
+}
+
+/// A `search_history` hit.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct HistoryHit {
+    /// `job` or `message`.
+    pub kind: &'static str,
+    /// The job's id, or the message's thread id.
+    pub id: String,
+    pub agent: String,
+    pub title: String,
+    /// The lines that matched, shortened.
+    pub excerpt: String,
+    pub created_ms: u64,
+    pub score: f64,
+}
+
+fn with_version<T: serde::de::DeserializeOwned>(
+    what: &str,
+    record: Record,
+    set: impl FnOnce(&mut T, u64),
+) -> Result<T, StoreError> {
+    let version = record.version;
+    let mut value: T = serde_json::from_value(record.value.clone())
+        .map_err(|error| corrupt(what, &record, &error))?;
+    set(&mut value, version);
+    Ok(value)
+}
+
+fn job_from(record: Record) -> Result<Job, StoreError> {
+    with_version("job", record, |job: &mut Job, version| {
+        job.version = version
+    })
+}
+
+fn thread_from(record: Record) -> Result<Thread, StoreError> {
+    with_version("thread", record, |thread: &mut Thread, version| {
+        thread.version = version
+    })
+}
+
+fn to_value<T: Serialize>(value: &T) -> serde_json::Value {
+    let mut value = serde_json::to_value(value).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("version");
+    }
+    value
+}
+
+/// The excerpt of `text` around the first line holding one of `terms`.
+fn excerpt(text: &str, terms: &[String]) -> String {
+    let line = text
+        .lines()
+        .find(|line| text::words(line).any(|word| terms.contains(&word)))
+        .unwrap_or_else(|| text.lines().next().unwrap_or(""));
+    keep(line.trim(), 200)
+}
+
+#[derive(Clone)]
+pub struct History {
+    backend: Rc<dyn Backend>,
+}
+
+impl History {
+    #[must_use]
+    pub fn new(backend: Rc<dyn Backend>) -> Self {
+        Self { backend }
+    }
+
+    /// Records a job as `running`.
+    pub async fn start_job(&self, start: JobStart) -> Result<Job, StoreError> {
+        let now = unique_ms();
+        let mut job = Job {
+            id: format!("j-{now:013}-{}", random_suffix()),
+            kind: start.kind,
+            agent: if start.agent.is_empty() {
+                crate::durable::DEFAULT_AGENT.into()
+            } else {
+                start.agent
+            },
+            title: keep(&start.title, 200),
+            status: "running".into(),
+            input: keep(&start.input, MAX_JOB_TEXT_CHARS),
+            output: String::new(),
+            started_ms: now,
+            finished_ms: None,
+            version: 0,
+        };
+        self.backend
+            .commit(vec![Op::put(
+                Table::Jobs,
+                job.id.clone(),
+                to_value(&job),
+                Expect::Absent,
+            )])
+            .await?;
+        job.version = 1;
+        Ok(job)
+    }
+
+    /// Settles a job with its status and output.
+    pub async fn finish_job(
+        &self,
+        id: &str,
+        status: &str,
+        output: &str,
+    ) -> Result<Job, StoreError> {
+        let mut job = self.job(id).await?;
+        job.status = status.to_owned();
+        job.output = keep(output, MAX_JOB_TEXT_CHARS);
+        job.finished_ms = Some(epoch_ms());
+        let changes = self
+            .backend
+            .commit(vec![Op::put(
+                Table::Jobs,
+                id,
+                to_value(&job),
+                Expect::Version(job.version),
+            )])
+            .await?;
+        job.version = changes
+            .first()
+            .and_then(|c| c.version)
+            .unwrap_or(job.version + 1);
+        Ok(job)
+    }
+
+    pub async fn job(&self, id: &str) -> Result<Job, StoreError> {
+        match self.backend.get(Table::Jobs, id).await? {
+            Some(record) => job_from(record),
+            None => Err(StoreError::NotFound {
+                what: "job",
+                key: id.to_owned(),
+            }),
+        }
+    }
+
+    /// The newest jobs first.
+    pub async fn jobs(&self, limit: usize) -> Result<Vec<Job>, StoreError> {
+        let scan = Scan {
+            prefix: "",
+            reverse: true,
+            limit: Some(limit),
+        };
+        self.backend
+            .scan(Table::Jobs, scan)
+            .await?
+            .into_iter()
+            .map(job_from)
+            .collect()
+    }
+
+    pub async fn new_thread(&self, title: &str, agent: &str) -> Result<Thread, StoreError> {
+        let now = unique_ms();
+        let mut thread = Thread {
+            id: format!("t-{now:013}-{}", random_suffix()),
+            title: keep(title, 200),
+            agent: if agent.is_empty() {
+                crate::durable::DEFAULT_AGENT.into()
+            } else {
+                agent.to_owned()
+            },
+            created_ms: now,
+            updated_ms: now,
+            n_messages: 0,
+            version: 0,
+        };
+        self.backend
+            .commit(vec![Op::put(
+                Table::Threads,
+                thread.id.clone(),
+                to_value(&thread),
+                Expect::Absent,
+            )])
+            .await?;
+        thread.version = 1;
+        Ok(thread)
+    }
+
+    pub async fn thread(&self, id: &str) -> Result<Thread, StoreError> {
+        match self.backend.get(Table::Threads, id).await? {
+            Some(record) => thread_from(record),
+            None => Err(StoreError::NotFound {
+                what: "thread",
+                key: id.to_owned(),
+            }),
+        }
+    }
+
+    /// The most recently updated threads first.
+    pub async fn threads(&self, limit: usize) -> Result<Vec<Thread>, StoreError> {
+        let mut threads: Vec<Thread> = self
+            .backend
+            .scan(Table::Threads, Scan::default())
+            .await?
+            .into_iter()
+            .map(thread_from)
+            .collect::<Result<_, _>>()?;
+        threads.sort_by(|a, b| {
+            b.updated_ms
+                .cmp(&a.updated_ms)
+                .then_with(|| b.id.cmp(&a.id))
+        });
+        threads.truncate(limit);
+        Ok(threads)
+    }
+
+    /// Appends a message: the message and the thread's count change in one
+    /// transaction; a writer in another tab appending at once makes this
+    /// read again and take the next number.
+    pub async fn append(
+        &self,
+        thread_id: &str,
+        role: &str,
+        text: &str,
+    ) -> Result<Message, StoreError> {
+        if !["user", "assistant", "tool", "system"].contains(&role) {
+            return Err(StoreError::Invalid(format!(
+                "message role `{role}` is not one of `user`, `assistant`, `tool`, `system`"
+            )));
+        }
+        let mut last = None;
+        for _ in 0..APPEND_ATTEMPTS {
+            let mut thread = self.thread(thread_id).await?;
+            let now = epoch_ms();
+            let message = Message {
+                thread_id: thread_id.to_owned(),
+                seq: thread.n_messages + 1,
+                role: role.to_owned(),
+                text: keep(text, MAX_MESSAGE_CHARS),
+                created_ms: now,
+            };
+            let version = thread.version;
+            thread.n_messages = message.seq;
+            thread.updated_ms = now;
+            let ops = vec![
+                Op::put(
+                    Table::Threads,
+                    thread_id,
+                    to_value(&thread),
+                    Expect::Version(version),
+                ),
+                Op::put(
+                    Table::Messages,
+                    format!("{thread_id}/{:010}", message.seq),
+                    to_value(&message),
+                    Expect::Absent,
+                ),
+            ];
+            match self.backend.commit(ops).await {
+                Ok(_) => return Ok(message),
+                Err(conflict @ StoreError::Conflict { .. }) => last = Some(conflict),
+                Err(other) => return Err(other),
+            }
+        }
+        Err(last.unwrap_or_else(|| StoreError::Io("append gave up".into())))
+    }
+
+    pub async fn messages(&self, thread_id: &str) -> Result<Vec<Message>, StoreError> {
+        let prefix = format!("{thread_id}/");
+        let scan = Scan {
+            prefix: &prefix,
+            ..Scan::default()
+        };
+        self.backend
+            .scan(Table::Messages, scan)
+            .await?
+            .into_iter()
+            .map(|record| {
+                serde_json::from_value(record.value.clone())
+                    .map_err(|error| corrupt("message", &record, &error))
+            })
+            .collect()
+    }
+
+    /// Jobs and messages matching `words`, best first.
+    pub async fn search(&self, words: &str, limit: usize) -> Result<Vec<HistoryHit>, StoreError> {
+        let terms = text::query_terms(words);
+        if terms.is_empty() {
+            return Err(StoreError::Invalid(format!(
+                "the query `{words}` has no words to search for"
+            )));
+        }
+        let mut hits = Vec::new();
+        let jobs = self.backend.search(Table::Jobs, &terms).await?;
+        let n_jobs = self.backend.count(Table::Jobs).await?;
+        for (score, record) in text::rank(Table::Jobs, &terms, jobs, n_jobs) {
+            let job = job_from(record)?;
+            let text = format!("{}\n{}\n{}", job.title, job.input, job.output);
+            hits.push(HistoryHit {
+                kind: "job",
+                excerpt: excerpt(&text, &terms),
+                id: job.id,
+                agent: job.agent,
+                title: job.title,
+                created_ms: job.started_ms,
+                score,
+            });
+        }
+        let messages = self.backend.search(Table::Messages, &terms).await?;
+        let n_messages = self.backend.count(Table::Messages).await?;
+        let mut titles: std::collections::BTreeMap<String, (String, String)> = Default::default();
+        for (score, record) in text::rank(Table::Messages, &terms, messages, n_messages) {
+            let message: Message = serde_json::from_value(record.value.clone())
+                .map_err(|error| corrupt("message", &record, &error))?;
+            if !titles.contains_key(&message.thread_id) {
+                let named = match self.thread(&message.thread_id).await {
+                    Ok(thread) => (thread.title, thread.agent),
+                    Err(_) => (String::new(), String::new()),
+                };
+                titles.insert(message.thread_id.clone(), named);
+            }
+            let (title, agent) = titles.get(&message.thread_id).cloned().unwrap_or_default();
+            hits.push(HistoryHit {
+                kind: "message",
+                excerpt: excerpt(&message.text, &terms),
+                id: message.thread_id,
+                agent,
+                title,
+                created_ms: message.created_ms,
+                score,
+            });
+        }
+        hits.sort_by(|a, b| {
+            b.score
+                .total_cmp(&a.score)
+                .then_with(|| b.created_ms.cmp(&a.created_ms))
+        });
+        hits.truncate(limit);
+        Ok(hits)
+    }
+}

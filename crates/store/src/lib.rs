@@ -1,0 +1,45 @@
+//! Everything Kiln keeps, behind one small seam.
+//!
+//! A [`Backend`] is a transactional table store: get, ordered scans, a
+//! full-text term index, and [`Backend::commit`], which applies a batch of
+//! writes all or none, each checked against the version it expects
+//! (compare-and-swap). It has two implementations: IndexedDB in the browser
+//! (`browser`) and a native twin (`native`: in memory, or an append-only log on
+//! disk that several processes share). Everything above it is written once:
+//!
+//! - [`run::RunMemory`]: the run's `step:` / `task:` / `input:` / `shared:`
+//!   entries with their metadata (list, read, publish, subscribe);
+//! - [`durable::DurableMemory`]: facts an agent keeps across jobs, ranked
+//!   full-text query, helpful / outdated marks;
+//! - [`history::History`]: threads, messages and job records, searchable;
+//! - [`config::Config`]: agents, providers with their keys, permission mode,
+//!   the brake;
+//! - [`files::FileTree`]: the workspace's files (OPFS in the browser, a
+//!   directory natively), every path contained by [`files::WorkspacePath`];
+//! - [`export`]: everything as one JSON document and back, validated before
+//!   anything is written.
+//!
+//! **Architecture invariant**: nothing above [`Backend`] knows which platform
+//! it runs on; the contract suite ([`contract`]) runs the same checks against
+//! every backend, natively and in Chromium.
+
+pub mod backend;
+pub mod clock;
+pub mod config;
+pub mod contract;
+pub mod durable;
+pub mod error;
+pub mod export;
+pub mod files;
+pub mod history;
+pub mod native;
+pub mod run;
+pub mod text;
+
+pub use backend::{Backend, Change, Expect, Op, Record, Scan, Subscription, Table, Write};
+pub use error::StoreError;
+
+/// The schema every backend opens or upgrades to. Version 1 had no term
+/// index; version 2 indexes memories, messages and jobs by their words
+/// (`text::terms_for`), backfilled on upgrade.
+pub const SCHEMA_VERSION: u32 = 2;
