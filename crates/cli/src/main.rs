@@ -7,6 +7,7 @@
 
 mod approve;
 mod chat;
+mod memory;
 
 use std::io::{IsTerminal as _, Read as _, Write as _};
 use std::path::PathBuf;
@@ -85,6 +86,9 @@ enum Command {
     /// Chat with an LLM provider: the reply streams to standard output, tool
     /// calls and their results are shown, and usage goes to standard error.
     Chat(chat::ChatArgs),
+    /// Keep and find durable memories in an on-disk store that several
+    /// processes share: save, query, list, mark, export, import.
+    Memory(memory::MemoryArgs),
 }
 
 /// `--approve`.
@@ -161,6 +165,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Chat(args) => chat::run(&args),
+        Command::Memory(args) => memory::run(&args),
         Command::Run {
             file,
             tools,

@@ -3,10 +3,18 @@
 //! processes share, for the CLI), both over [`Tables`]; [`MemoryTree`] and
 //! [`DirTree`] for workspace files.
 
+#[cfg(not(target_arch = "wasm32"))]
+mod dir;
+#[cfg(not(target_arch = "wasm32"))]
+mod log;
 mod memory;
 mod tables;
 mod tree;
 
+#[cfg(not(target_arch = "wasm32"))]
+pub use dir::DirTree;
+#[cfg(not(target_arch = "wasm32"))]
+pub use log::{COMPACT_MIN_BYTES, COMPACT_RATIO, LOCK_FILE, LOG_FILE, LogBackend, TMP_FILE};
 pub use memory::MemoryBackend;
 pub use tables::Tables;
 pub use tree::MemoryTree;
