@@ -22,10 +22,16 @@ pub enum StoreError {
     /// Input from outside (a model, a page, a file) that the store refuses.
     #[error("{0}")]
     Invalid(String),
+    /// No room left: the browser's quota for the site, or a full disk.
     #[error(
-        "the browser's storage quota for this site is used up ({detail}); nothing was written\nhint: delete old files or memories, or export and clear the workspace"
+        "there is no room to store this: {detail}; nothing was written\nhint: delete old files or memories, or export the workspace and clear it"
     )]
     QuotaExceeded { detail: String },
+    /// Another tab holds the database open at an older schema.
+    #[error(
+        "the database `{name}` could not be upgraded: {detail}\nhint: close or reload the other tabs that have Kiln open, then reload this one"
+    )]
+    Blocked { name: String, detail: String },
     #[error(
         "storage is not available here ({detail})\nhint: private windows and blocked site data turn storage off; allow site data for this page or use a normal window"
     )]
@@ -60,6 +66,7 @@ impl StoreError {
             Self::Invalid(_) => "invalid",
             Self::QuotaExceeded { .. } => "quota_exceeded",
             Self::Unavailable { .. } => "storage_unavailable",
+            Self::Blocked { .. } => "storage_blocked",
             Self::Closed { .. } => "storage_closed",
             Self::TooNew { .. } => "schema_too_new",
             Self::Corrupt { .. } => "corrupt",

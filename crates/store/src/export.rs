@@ -189,7 +189,7 @@ pub async fn import(
 ) -> Result<ImportSummary, StoreError> {
     let doc: ExportDoc = serde_json::from_value(doc.clone()).map_err(|error| {
         StoreError::Invalid(format!(
-            "the import is not a Kiln export ({error}); nothing was imported"
+            "the import is not a Kiln export ({error}); nothing was imported\nhint: import a file made by `kiln memory export` or the page's `exportAll()`"
         ))
     })?;
     if doc.format != FORMAT {

@@ -31,6 +31,18 @@ fn corrupt(what: &str, record: &Record, error: &serde_json::Error) -> StoreError
     }
 }
 
+/// A program's title for the history: its first line that is not blank or
+/// a `//` comment, cut at 80 characters.
+#[must_use]
+pub fn title_of_program(code: &str) -> String {
+    let line = code
+        .lines()
+        .map(str::trim)
+        .find(|line| !line.is_empty() && !line.starts_with("//"))
+        .unwrap_or("(empty program)");
+    keep(line, 80)
+}
+
 /// One job: a program run, a chat turn, an agent's job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
@@ -415,5 +427,24 @@ impl History {
         });
         hits.truncate(limit);
         Ok(hits)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn program_titles_skip_comments_and_blank_lines() {
+        assert_eq!(
+            title_of_program("// sum\n\n  const a = 1;\nreturn a"),
+            "const a = 1;"
+        );
+        assert_eq!(title_of_program("// only a comment"), "(empty program)");
+        let long = "x".repeat(100);
+        assert_eq!(
+            title_of_program(&long),
+            format!("{}… [cut at 80 characters]", "x".repeat(80))
+        );
     }
 }

@@ -24,6 +24,8 @@
 //! every backend, natively and in Chromium.
 
 pub mod backend;
+#[cfg(target_arch = "wasm32")]
+pub mod browser;
 pub mod clock;
 pub mod config;
 pub mod contract;

@@ -1,3 +1,4 @@
+#![cfg(not(target_arch = "wasm32"))]
 //! The on-disk twins: the contract suite on `LogBackend` and `DirTree`, and
 //! what only a disk shows — reopening, two handles on one log, a torn tail,
 //! a damaged line, a schema-1 log, compaction, symbolic links.

@@ -1,0 +1,16 @@
+//! The browser's storage: [`IdbBackend`] (IndexedDB) behind
+//! [`crate::Backend`] and [`OpfsTree`] (the origin private file system)
+//! behind [`crate::files::FileTree`]. Their native twins are in
+//! [`crate::native`]; the same contract suite ([`crate::contract`]) runs on
+//! both, natively and in headless Chromium (`tests/browser.rs`).
+//!
+//! Nothing here panics on what the browser answers: every exception and
+//! rejection becomes a [`crate::StoreError`] by its `DOMException` name.
+
+mod idb;
+mod js;
+mod opfs;
+mod request;
+
+pub use self::idb::{IdbBackend, channel_name, testing};
+pub use self::opfs::{OpfsTree, WORKSPACES_FOLDER};
