@@ -401,7 +401,7 @@ async fn an_upgrade_blocked_by_another_connection_gives_up_after_5_s() {
     assert!(
         refused
             .to_string()
-            .contains("close or reload the other Kiln tabs"),
+            .contains("close or reload the other tabs that have Kiln open"),
         "{refused}"
     );
     assert!(waited >= 4_900.0, "gave up after {waited} ms");
