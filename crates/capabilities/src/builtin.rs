@@ -1,5 +1,7 @@
 //! The built-in capabilities: one table of specs (data, no implementation
-//! loaded to read them) and the call that mounts them on a registry.
+//! loaded to read them) and the calls that mount them on a registry:
+//! [`add_builtins`] (what needs only the platform: `http_request`) and
+//! [`add_storage`] (what needs the host's stores: memory, history, files).
 
 use std::rc::Rc;
 
@@ -8,23 +10,28 @@ use kiln_http::HttpClient;
 use crate::http_request::{self, HttpRequest};
 use crate::registry::Registry;
 use crate::spec::CapabilitySpec;
+use crate::storage::{self, Storage};
 
-/// Every built-in capability's spec.
+/// Every built-in capability's spec, the storage capabilities included.
 #[must_use]
 pub fn specs() -> Vec<CapabilitySpec> {
-    vec![http_request::spec()]
+    let mut specs = vec![http_request::spec()];
+    specs.extend(storage::table().into_iter().map(|(spec, _)| spec));
+    specs
 }
 
-/// Adds every built-in to `registry`, over the platform's HTTP client.
+/// Adds the built-ins that need only the platform to `registry`, over its
+/// HTTP client.
 pub fn add_builtins(registry: &mut Registry, http: &Rc<dyn HttpClient>) {
-    for spec in specs() {
-        let implementation = match spec.name.as_str() {
-            http_request::NAME => Rc::new(HttpRequest::new(http.clone())),
-            // Every spec in the table has its implementation above; the
-            // coverage test fails on one that does not.
-            _ => continue,
-        };
-        // Built-in specs are ours and compile (tested).
-        let _ = registry.add(spec, implementation);
-    }
+    // Built-in specs are ours and compile (tested).
+    let _ = registry.add(
+        http_request::spec(),
+        Rc::new(HttpRequest::new(http.clone())),
+    );
+}
+
+/// Adds the memory, history and file capabilities to `registry`, over the
+/// stores the host opened for this run (see [`crate::storage`]).
+pub fn add_storage(registry: &mut Registry, storage: &Storage) {
+    storage::add(registry, storage);
 }

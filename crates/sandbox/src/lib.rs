@@ -3,7 +3,9 @@
 //! This is the only crate that knows Boa. A program is the body of an async
 //! function: it may `await`, `return` a value and call `console.*`. The guest gets
 //! no ambient authority: string compilation (`eval`, `Function`) is refused at the
-//! engine's host hook, and there are no timers, no network and no host objects.
+//! engine's host hook, and there are no timers, no network and no host objects:
+//! everything the program can do to the world goes through [`tools`] (and
+//! [`workspace`], a layer over the file tools), one host call at a time.
 //!
 //! The run is `async` because the guest's promises may wait on host futures; the
 //! job executor ([`executor`]) awaits them instead of spinning, so in a Web Worker
@@ -17,6 +19,7 @@ mod hooks;
 mod inspect;
 mod sleep;
 pub mod tools;
+pub mod workspace;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -36,6 +39,7 @@ use crate::clock::RunClock;
 use crate::console::ConsoleBuffer;
 use crate::executor::HostJobExecutor;
 use crate::tools::{NoTools, SharedRunTools, ToolHost};
+use crate::workspace::Factory;
 
 /// The name of the engine, as reported to hosts.
 pub const ENGINE: &str = "boa 0.22";
@@ -81,13 +85,16 @@ pub struct Sandbox {
     context: Context,
     executor: Rc<HostJobExecutor>,
     console: ConsoleBuffer,
+    /// Makes the run's `workspace` (when its catalog has file tools).
+    workspace: Factory,
     /// How long building the context took, in milliseconds.
     context_ms: f64,
 }
 
 impl Sandbox {
     /// Builds the context: intrinsics, the string-compilation hook, `console`,
-    /// `sleep` and `waitFor`. `tools` and the budgets come with the run.
+    /// `sleep`, `waitFor` and `workspace`'s definition. `tools`, `workspace`
+    /// and the budgets come with the run.
     ///
     /// # Errors
     ///
@@ -103,13 +110,15 @@ impl Sandbox {
                 .build()?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
-            Ok::<_, JsError>(context)
+            let workspace = workspace::prepare(&mut context)?;
+            Ok::<_, JsError>((context, workspace))
         })();
         match built {
-            Ok(context) => Ok(Self {
+            Ok((context, workspace)) => Ok(Self {
                 context,
                 executor,
                 console,
+                workspace,
                 context_ms: started.elapsed().as_secs_f64() * 1e3,
             }),
             Err(error) => Err(Box::new(RunReport::stopped(
@@ -144,6 +153,7 @@ impl Sandbox {
             mut context,
             executor,
             console,
+            workspace,
             context_ms,
         } = self;
         let clock = Rc::new(RunClock::new(
@@ -154,13 +164,20 @@ impl Sandbox {
         console.set_budget(limits.console_bytes);
         executor.attach(clock.clone(), host.clone(), console.clone());
         context.insert_data(clock.clone());
-        let outcome = match tools::install(
+        let installed = tools::install(
             &mut context,
             host,
-            admission,
+            admission.clone(),
             limits.tool_calls,
             clock.clone(),
-        ) {
+        )
+        .map_err(|error| format!("the sandbox could not define `tools`: {error}"))
+        .and_then(|tools| {
+            workspace::install(&mut context, &workspace, &admission)
+                .map_err(|error| format!("the sandbox could not define `workspace`: {error}"))?;
+            Ok(tools)
+        });
+        let outcome = match installed {
             Ok(tools) => {
                 let evaluation = Evaluation {
                     executor: &executor,
@@ -171,10 +188,7 @@ impl Sandbox {
                 let outcome = evaluation.run(code, &mut context).await;
                 cap_return_value(outcome, limits.return_bytes)
             }
-            Err(error) => RunOutcome::Failed(RunError::new(
-                RunErrorKind::Engine,
-                format!("the sandbox could not define `tools`: {error}"),
-            )),
+            Err(message) => RunOutcome::Failed(RunError::new(RunErrorKind::Engine, message)),
         };
         let mut calls = context
             .get_data::<SharedRunTools>()

@@ -110,15 +110,7 @@ pub(crate) fn install(
     let functions: Vec<(JsString, JsObject)> = admission
         .exposed_names()
         .into_iter()
-        .map(|name| {
-            let function =
-                NativeFunction::from_copy_closure_with_captures(call_tool, JsString::from(name));
-            let function = FunctionObjectBuilder::new(context.realm(), function)
-                .name(JsString::from(name))
-                .length(1)
-                .build();
-            (JsString::from(name), JsObject::from(function))
-        })
+        .map(|name| (JsString::from(name), tool_function(name, context)))
         .collect();
     let mut target = ObjectInitializer::new(context);
     for (name, function) in functions {
@@ -134,6 +126,18 @@ pub(crate) fn install(
         .build(context)?;
     context.register_global_property(js_string!("tools"), proxy, Attribute::empty())?;
     Ok(state)
+}
+
+/// The guest function that calls the tool `name`: what `tools.<name>` reads,
+/// and what `workspace`'s methods call. Every call through it is one tool
+/// call of the run (counted, summarised, under the call budget).
+pub(crate) fn tool_function(name: &str, context: &mut Context) -> JsObject {
+    let function = NativeFunction::from_copy_closure_with_captures(call_tool, JsString::from(name));
+    FunctionObjectBuilder::new(context.realm(), function)
+        .name(JsString::from(name))
+        .length(1)
+        .build()
+        .into()
 }
 
 /// `get` trap: known names read their function; `then`, `toJSON` and symbols read

@@ -1,0 +1,78 @@
+// `workspace`, the guest's view of the workspace's files. Evaluated once per
+// context (in its own script, so it shifts no position of the program's);
+// called once per run, before any guest code, with the run's functions for
+// file_read, file_write, file_list, file_stat, file_mkdir and file_remove
+// (`undefined` for one the run does not have). Each method is exactly one
+// call of one of them, so the host's ladder decides, counts and scrubs it
+// like any other tool call.
+(function (fileRead, fileWrite, fileList, fileStat, fileMkdir, fileRemove) {
+  "use strict";
+  // Captured before the program runs: a program that replaces them changes
+  // nothing here.
+  const freeze = Object.freeze;
+  const isArray = Array.isArray;
+  const NoTool = TypeError;
+
+  const call = (tool, method, name, args) => {
+    if (tool === undefined) {
+      throw new NoTool(`workspace.${method} needs tools.${name}, which this run does not have`);
+    }
+    return tool(args);
+  };
+  const object = (value) => (value !== null && typeof value === "object" ? value : {});
+  const stat = (reply) => {
+    const found = object(reply);
+    return {
+      exists: found.exists === true,
+      size: typeof found.size === "number" ? found.size : 0,
+      isDirectory: found.is_dir === true,
+      isFile: found.is_file === true,
+      modifiedMs: typeof found.modified_ms === "number" ? found.modified_ms : null,
+    };
+  };
+  const entry = (reply) => {
+    const found = object(reply);
+    const isDirectory = found.is_dir === true;
+    return {
+      name: found.name,
+      path: found.path,
+      isDirectory,
+      isFile: !isDirectory,
+      size: typeof found.size === "number" ? found.size : 0,
+      modifiedMs: typeof found.modified_ms === "number" ? found.modified_ms : null,
+    };
+  };
+
+  const workspace = {
+    __proto__: null,
+    async read(path) {
+      return object(await call(fileRead, "read", "file_read", { path })).content;
+    },
+    async write(path, content) {
+      return stat(await call(fileWrite, "write", "file_write", { path, content }));
+    },
+    async list(path = "") {
+      const entries = object(await call(fileList, "list", "file_list", { path })).entries;
+      const listed = [];
+      if (isArray(entries)) {
+        for (let index = 0; index < entries.length; index += 1) {
+          listed[index] = entry(entries[index]);
+        }
+      }
+      return listed;
+    },
+    async stat(path) {
+      return stat(await call(fileStat, "stat", "file_stat", { path }));
+    },
+    async mkdir(path) {
+      await call(fileMkdir, "mkdir", "file_mkdir", { path });
+    },
+    async remove(path) {
+      await call(fileRemove, "remove", "file_remove", { path });
+    },
+  };
+  for (const name of ["read", "write", "list", "stat", "mkdir", "remove"]) {
+    freeze(workspace[name]);
+  }
+  return freeze(workspace);
+})
