@@ -6,19 +6,57 @@
 //   const result = await kiln.run({ code, tools, limits });
 //
 // `result` is the tool-result/v1 object. See README.md, "Run programs from a page".
+// The workspace's stores (IndexedDB + OPFS) are `kiln.memory`, `kiln.files`,
+// `kiln.history`, `kiln.runMemory`, `kiln.config`, `kiln.exportAll`,
+// `kiln.importAll` and `kiln.onChange`; see README.md, "Storage".
 import init, { Kiln as Runtime } from "./kiln_page.js";
 
 let loading;
 
+/** Gives the runtime's storage operations their own methods. */
+function withStorage(kiln) {
+  const op = (name) => (args) => kiln.store(name, args ?? {});
+  kiln.memory = {
+    save: (text, { agent } = {}) => op("memory.save")({ text, agent }),
+    query: (query, { agent, limit } = {}) => op("memory.query")({ query, agent, limit }),
+    list: ({ agent, limit } = {}) => op("memory.list")({ agent, limit }),
+    mark: (id, mark) => op("memory.mark")({ id, mark }),
+    edit: (id, version, text) => op("memory.edit")({ id, version, text }),
+    remove: (id, version) => op("memory.remove")({ id, version }),
+  };
+  kiln.files = {
+    read: (path) => op("files.read")({ path }),
+    write: (path, content) =>
+      content instanceof Uint8Array
+        ? op("files.write")({ path, base64: btoa(Array.from(content, (b) => String.fromCharCode(b)).join("")) })
+        : op("files.write")({ path, text: content }),
+    list: (path = "") => op("files.list")({ path }),
+    stat: (path) => op("files.stat")({ path }),
+    mkdir: (path) => op("files.mkdir")({ path }),
+    remove: (path) => op("files.remove")({ path }),
+  };
+  kiln.history = {
+    jobs: ({ limit } = {}) => op("history.jobs")({ limit }),
+    search: (query, { limit } = {}) => op("history.search")({ query, limit }),
+  };
+  kiln.runMemory = (runId) => op("run.list")(runId === undefined ? {} : { run_id: runId });
+  kiln.config = { get: () => op("config.get")({}) };
+  kiln.exportAll = ({ includeKeys = false } = {}) => op("export")({ include_keys: includeKeys });
+  kiln.importAll = (doc) => kiln.store("import", doc);
+  return kiln;
+}
+
 export const Kiln = {
   /**
-   * Loads the runtime and starts its first sandbox worker.
-   * @param {{poolSize?: number}} [options] started workers kept between runs (default 2)
+   * Loads the runtime, opens the workspace's storage and starts its first sandbox worker.
+   * @param {{poolSize?: number, workspace?: string}} [options] started workers kept between
+   *   runs (default 2); the workspace whose memory, history and files runs use (default "default")
    */
-  async load({ poolSize = 2 } = {}) {
+  async load({ poolSize = 2, workspace = "default" } = {}) {
     loading ??= init({ module_or_path: new URL("./kiln_page_bg.wasm", import.meta.url) });
     await loading;
-    return Runtime.load(new URL("./workers/sandbox.js", import.meta.url).href, poolSize);
+    const kiln = await Runtime.load(new URL("./workers/sandbox.js", import.meta.url).href, poolSize, workspace);
+    return withStorage(kiln);
   },
 };
 

@@ -50,7 +50,17 @@
 //!   scope (`http_request`'s `secret_headers`); the program never sees a
 //!   value, and a secret bound to origins is sent to no other.
 //!
-//! The built-in `http_request` is always offered (category `external`).
+//! - `agent`: who the run's memories are saved for (default `default`).
+//!
+//! The built-in `http_request` is always offered (category `external`). When
+//! the workspace's storage opened (`Kiln.load({workspace})`, default
+//! `default`: IndexedDB `kiln-<workspace>` and its OPFS folder), every run is
+//! recorded in the history, gets its own run memory, and is offered the
+//! memory, history and file capabilities (`list_shared`, `read_shared`,
+//! `share_result`, `save_memory`, `query_memory`, `mark_memory_helpful`,
+//! `mark_memory_outdated`, `search_history`, `file_*`) and `workspace.*`;
+//! when it did not, the run says why in a `storage_unavailable` warning. The
+//! stores are also the page's: see `storage.rs`.
 //!
 //! Bad input (a request that is not an object, code that is not a string, a
 //! tool without `call`, unknown limits) rejects with a `TypeError` naming what
@@ -58,6 +68,7 @@
 //! object, never as a rejection.
 
 mod chat;
+mod storage;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -90,18 +101,24 @@ pub struct Kiln {
     http: Rc<dyn HttpClient>,
     /// Run budgets made by `kiln.budget()`, by id, for `chat({budget})` to share.
     budgets: chat::Budgets,
+    /// The workspace's stores, or why they did not open.
+    storage: storage::PageStorage,
 }
 
 #[wasm_bindgen]
 impl Kiln {
     /// Starts the pool (workers load `worker_url`, up to `pool_size` kept
-    /// started) and resolves once the first worker is ready.
+    /// started), opens `workspace`'s stores, and resolves once the first
+    /// worker is ready. Storage that cannot open (a private window, blocked
+    /// site data) does not fail the load: runs go on without the storage
+    /// tools, and `storageError` says why.
     ///
     /// # Errors
     ///
     /// Why the first sandbox worker could not start.
-    pub async fn load(worker_url: String, pool_size: usize) -> Result<Self, JsError> {
+    pub async fn load(worker_url: String, pool_size: usize, workspace: Option<String>) -> Result<Self, JsError> {
         let pool = SandboxPool::new(worker_url, pool_size);
+        let storage = storage::open(workspace.as_deref().unwrap_or("default")).await;
         pool.ready()
             .await
             .map_err(|problem| JsError::new(&problem))?;
@@ -110,7 +127,18 @@ impl Kiln {
             session: SessionAllow::default(),
             http: kiln_http::default_client(),
             budgets: chat::Budgets::default(),
+            storage,
         })
+    }
+
+    /// Why the workspace's storage did not open (an `Error` with `code` and
+    /// `hint`), or `null` when it did.
+    #[wasm_bindgen(getter, js_name = storageError)]
+    pub fn storage_error(&self) -> JsValue {
+        match &*self.storage {
+            Ok(_) => JsValue::NULL,
+            Err(error) => storage::store_error(error),
+        }
     }
 
     /// Runs one program like [`Kiln::run`] and resolves to the sandbox's own
@@ -122,10 +150,12 @@ impl Kiln {
         let pool = self.pool.clone();
         let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (code, limits, dispatcher, servers) = prepared?.await;
+            let (code, limits, dispatcher, servers, record) = prepared?.await;
             let result = pool.run(code, limits, dispatcher).await;
             close(servers).await;
+            let job_id = storage::finish_run(record, &result.clone().into_tool_result()).await;
             let json = json!({
+                "job_id": job_id,
                 "report": result.report,
                 "warnings": result.warnings,
                 "catalog_digest": result.catalog_digest,
@@ -164,10 +194,12 @@ impl Kiln {
         let pool = self.pool.clone();
         let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (code, limits, dispatcher, servers) = prepared?.await;
+            let (code, limits, dispatcher, servers, record) = prepared?.await;
             let result = pool.run(code, limits, dispatcher).await;
             close(servers).await;
-            let json = serde_json::to_string(&result.into_tool_result())
+            let result = result.into_tool_result();
+            storage::finish_run(record, &result).await;
+            let json = serde_json::to_string(&result)
                 .map_err(|error| type_error(format!("the result could not be encoded: {error}")))?;
             JSON::parse(&json)
         })
@@ -175,7 +207,13 @@ impl Kiln {
 }
 
 /// What a run needs once its MCP servers answered.
-type Ready = (String, RunLimits, Rc<Dispatcher>, Vec<McpServer>);
+type Ready = (
+    String,
+    RunLimits,
+    Rc<Dispatcher>,
+    Vec<McpServer>,
+    Option<storage::RunRecord>,
+);
 
 impl Kiln {
     /// Reads the request now (so a bad one rejects before anything starts)
@@ -184,6 +222,7 @@ impl Kiln {
         let parsed = read_request(request).map_err(type_error)?;
         let session = self.session.clone();
         let http = self.http.clone();
+        let storage = self.storage.clone();
         Ok(Box::pin(async move {
             let Parsed {
                 code,
@@ -193,10 +232,12 @@ impl Kiln {
                 approve,
                 mcp,
                 secrets,
+                agent,
             } = parsed;
             let mut registry = Registry::new();
             tools.register(&mut registry);
             kiln_capabilities::builtin::add_builtins(&mut registry, &http);
+            let record = storage::prepare_run(&storage, &mut registry, &code, &agent).await;
             let mut servers = Vec::new();
             for (name, url, category) in mcp {
                 match kiln_capabilities::mcp::connect(&name, &url, category, http.clone()).await {
@@ -217,7 +258,7 @@ impl Kiln {
             // Settings were checked when the request was read.
             let gate = Gate::in_session(host, settings, approver, session).ok();
             let dispatcher = Dispatcher::new(Rc::new(registry), gate, secrets, limits, "kiln.run");
-            (code, limits, Rc::new(dispatcher), servers)
+            (code, limits, Rc::new(dispatcher), servers, record)
         }))
     }
 }
@@ -302,13 +343,15 @@ struct Parsed {
     approve: Option<Function>,
     mcp: Vec<(String, String, Category)>,
     secrets: SecretScope,
+    /// Who the run's memories are saved for.
+    agent: String,
 }
 
 /// Reads the request, naming the first thing that is wrong.
 fn read_request(request: &JsValue) -> Result<Parsed, String> {
     if !request.is_object() {
         return Err(
-            "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?}"
+            "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?}"
                 .into(),
         );
     }
@@ -338,7 +381,14 @@ fn read_request(request: &JsValue) -> Result<Parsed, String> {
     let settings = read_permission(&field("permission"), approve.is_some())?;
     let mcp = read_mcp(&field("mcp"))?;
     let secrets = read_secrets(&field("secrets"))?;
+    let agent = field("agent");
+    let agent = if absent(&agent) {
+        String::new()
+    } else {
+        agent.as_string().ok_or("`agent` must be a string (who the run's memories are saved for)")?
+    };
     Ok(Parsed {
+        agent,
         code,
         tools,
         limits,

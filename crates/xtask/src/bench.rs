@@ -7,7 +7,8 @@
 //! (`playwright/bench/ladder.mjs`), and the providers' SSE parsing throughput
 //! beside `eventsource-parser`, the cost accounting per turn, and the time to
 //! first token through Kiln over that of a direct request to the same local
-//! model, natively and in Chromium (`playwright/bench/providers.mjs`).
+//! model, natively and in Chromium (`playwright/bench/providers.mjs`); storage with
+//! 10,000 memories and 1,000 files in Chromium (`playwright/bench/storage.mjs`).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -66,6 +67,17 @@ pub fn run(root: &Path) -> Result<()> {
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
     drop(server);
+
+    println!(
+        "storage (headless Chromium: IndexedDB + OPFS through the page API, beside raw IndexedDB):"
+    );
+    let mut node = Command::new("node");
+    node.arg(root.join("playwright/bench/storage.mjs"))
+        .current_dir(root.join("playwright"))
+        .env("KILN_PKG", &pkg)
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .env("NODE_PATH", &node_modules);
+    run_checked(&mut node)?;
 
     eprintln!("xtask: building the release `kiln` CLI for the native figures");
     run_checked(

@@ -41,6 +41,19 @@ pub enum ContentPart {
     Text { text: String },
 }
 
+impl ToolResult {
+    /// The text content parts, joined by blank lines: what a model or a
+    /// history record reads.
+    #[must_use]
+    pub fn text(&self) -> String {
+        self.content
+            .iter()
+            .map(|ContentPart::Text { text }| text.as_str())
+            .collect::<Vec<_>>()
+            .join("\n\n")
+    }
+}
+
 /// The machine-readable account of one run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
