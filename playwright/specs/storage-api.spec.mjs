@@ -54,6 +54,7 @@ test("a program's memory, run memory and files are found by the page, and again 
   const result = await call(page, (kiln) =>
     kiln.run({
       agent: "ada",
+      inputs: { customer: "ACME" },
       code: `
         await workspace.mkdir("notes");
         await workspace.write("notes/today.md", "# Today\\nbuy milk\\n");
@@ -61,13 +62,14 @@ test("a program's memory, run memory and files are found by the page, and again 
         await tools.share_result({ key: "summary", value: { colour: "teal" }, title: "What we learned" });
         const stat = await workspace.stat("notes/today.md");
         const missing = await workspace.stat("notes/none.md");
-        return { id: saved.id, size: stat.size, missing: missing.exists, listed: (await workspace.list("notes")).map((e) => e.name) };
+        const input = (await tools.read_shared({ keys: ["input:customer"] })).entries[0].value;
+        return { id: saved.id, size: stat.size, missing: missing.exists, listed: (await workspace.list("notes")).map((e) => e.name), input };
       `,
     }),
   );
   assert.equal(result.isError, undefined, JSON.stringify(result.structuredContent?.error));
   const value = result.structuredContent.value;
-  assert.deepEqual({ ...value, id: "" }, { id: "", size: 17, missing: false, listed: ["today.md"] });
+  assert.deepEqual({ ...value, id: "" }, { id: "", size: 17, missing: false, listed: ["today.md"], input: "ACME" });
 
   const check = async () => {
     const found = await call(page, async (kiln) => ({
@@ -84,7 +86,10 @@ test("a program's memory, run memory and files are found by the page, and again 
     assert.equal(found.run.run_id, found.jobs[0].id);
     assert.deepEqual(
       found.run.entries.map((e) => [e.key, e.title, e.kind, e.value]),
-      [["shared:summary", "What we learned", "shared", { colour: "teal" }]],
+      [
+        ["input:customer", "", "input", "ACME"],
+        ["shared:summary", "What we learned", "shared", { colour: "teal" }],
+      ],
     );
   };
   await check();

@@ -73,6 +73,7 @@ impl ChatArgs {
             mode: self.permission_mode,
             approve: self.approve,
             secrets: Vec::new(),
+            store: None,
         }
     }
 }
@@ -163,8 +164,8 @@ pub fn run(args: &ChatArgs) -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let built = ladder.build(&catalog, RunLimits::default());
-    let (dispatcher, _admission, servers) = match built {
+    let built = ladder.build(&catalog, RunLimits::default(), "");
+    let (dispatcher, _admission, servers, _job) = match built {
         Ok(built) => built,
         Err(error) => {
             eprintln!("error: the tool catalog was refused: {error}");

@@ -82,6 +82,12 @@ enum Command {
         /// instead of the tool-result/v1 object. For tools and benchmarks.
         #[arg(long)]
         report: bool,
+        /// Give the program a store on disk (the one `kiln memory --store`
+        /// uses): the run is recorded in its history and gets run memory,
+        /// the durable memory, history and file capabilities and
+        /// `workspace.*` over `DIR/files`.
+        #[arg(long, value_name = "DIR")]
+        store: Option<PathBuf>,
     },
     /// Chat with an LLM provider: the reply streams to standard output, tool
     /// calls and their results are shown, and usage goes to standard error.
@@ -118,6 +124,8 @@ pub(crate) struct Permissions {
     mode: Option<Mode>,
     approve: ApproveWith,
     secrets: Vec<String>,
+    /// `--store DIR`: the run's memory, history and files.
+    store: Option<PathBuf>,
 }
 
 /// Every allocation of the process counts against the run's memory budget.
@@ -175,12 +183,14 @@ fn main() -> ExitCode {
             permission_mode,
             approve,
             secret,
+            store,
         } => {
             let permissions = Permissions {
                 mcp,
                 mode: permission_mode,
                 approve,
                 secrets: secret,
+                store,
             };
             let child = std::env::var_os(CHILD_ENV).is_some();
             match prepare(&file, tools.as_ref(), limits.as_ref(), &permissions, child) {
@@ -282,6 +292,9 @@ fn supervise(
         command.arg("--permission-mode").arg(mode.as_str());
     }
     command.arg("--approve").arg(permissions.approve.as_str());
+    if let Some(store) = &permissions.store {
+        command.arg("--store").arg(store);
+    }
     // The child's streams are pipes; it asks on /dev/tty when ours is a
     // terminal. Only this decision reaches it, not a stray setting of the
     // caller's environment.
@@ -360,6 +373,25 @@ struct Ladder {
     asker: Asker,
     secrets: Vec<(String, String, Vec<String>)>,
     mcp: Vec<(String, String)>,
+    store: Option<PathBuf>,
+}
+
+/// A run recorded in a store's history, settled when the run ends.
+struct JobRecord {
+    history: kiln_store::history::History,
+    job_id: String,
+}
+
+impl JobRecord {
+    /// Settles the job with the run's outcome; a store that fails now does
+    /// not change the run's answer.
+    fn finish(self, report: &RunReport) {
+        let (status, output) = match &report.outcome {
+            kiln_types::RunOutcome::Completed { value } => ("ok", value.to_string()),
+            kiln_types::RunOutcome::Failed(error) => ("error", error.message.clone()),
+        };
+        let _ = futures::executor::block_on(self.history.finish_job(&self.job_id, status, &output));
+    }
 }
 
 impl Ladder {
@@ -369,11 +401,18 @@ impl Ladder {
         self,
         catalog: &serde_json::Value,
         limits: RunLimits,
-    ) -> Result<(Dispatcher, Admission, Vec<McpServer>), String> {
+        code: &str,
+    ) -> Result<(Dispatcher, Admission, Vec<McpServer>, Option<JobRecord>), String> {
         let mut registry = Registry::new();
         kiln_capabilities::scripted::add_catalog(&mut registry, catalog, "scripted")?;
         let http = kiln_http::default_client();
         kiln_capabilities::builtin::add_builtins(&mut registry, &http);
+        let job = match &self.store {
+            Some(dir) => {
+                Some(add_store(&mut registry, dir, code).map_err(|error| error.to_string())?)
+            }
+            None => None,
+        };
         let mut servers = Vec::new();
         for (name, url) in &self.mcp {
             let connected = futures::executor::block_on(kiln_capabilities::mcp::connect(
@@ -422,8 +461,42 @@ impl Ladder {
         let mut warnings = dispatcher.warnings().to_vec();
         warnings.append(&mut admission.warnings);
         admission.warnings = warnings;
-        Ok((dispatcher, admission, servers))
+        Ok((dispatcher, admission, servers, job))
     }
+}
+
+/// Opens the store in `dir` (the log, and `dir/files` for the workspace),
+/// records the run as a job and mounts the storage capabilities for it.
+fn add_store(
+    registry: &mut Registry,
+    dir: &std::path::Path,
+    code: &str,
+) -> Result<JobRecord, kiln_store::StoreError> {
+    use kiln_store::history::{History, JobStart, title_of_program};
+    let backend: Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(dir)?;
+    let files: Rc<dyn kiln_store::files::FileTree> =
+        kiln_store::native::DirTree::open(&dir.join("files"))?;
+    let history = History::new(backend.clone());
+    let job = futures::executor::block_on(history.start_job(JobStart {
+        kind: "program".into(),
+        agent: "cli".into(),
+        title: title_of_program(code),
+        input: code.to_owned(),
+    }))?;
+    kiln_capabilities::builtin::add_storage(
+        registry,
+        &kiln_capabilities::Storage {
+            run: kiln_store::run::RunMemory::new(backend.clone(), &job.id),
+            memory: kiln_store::durable::DurableMemory::new(backend),
+            history: history.clone(),
+            files,
+            agent: "cli".into(),
+        },
+    );
+    Ok(JobRecord {
+        history,
+        job_id: job.id,
+    })
 }
 
 /// Reads and checks the run, so that a bad request is refused (exit 2) before
@@ -545,6 +618,7 @@ fn ladder(permissions: &Permissions, entrance: &'static str, terminal: bool) -> 
         asker,
         secrets,
         mcp,
+        store: permissions.store.clone(),
     })
 }
 
@@ -586,10 +660,10 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
             let gauge = gauge.clone();
             let progress = progress.clone();
             move || {
-                let (dispatcher, admission, servers) = match run.ladder {
-                    Some(ladder) => match ladder.build(&run.catalog, run.limits) {
-                        Ok((dispatcher, admission, servers)) => {
-                            (Some(dispatcher), admission, servers)
+                let (dispatcher, admission, servers, job) = match run.ladder {
+                    Some(ladder) => match ladder.build(&run.catalog, run.limits, &run.code) {
+                        Ok((dispatcher, admission, servers, job)) => {
+                            (Some(dispatcher), admission, servers, job)
                         }
                         Err(problem) => {
                             let error = RunError::new(
@@ -600,7 +674,7 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
                             return;
                         }
                     },
-                    None => (None, run.admission, Vec::new()),
+                    None => (None, run.admission, Vec::new(), None),
                 };
                 if let Ok(mut progress) = progress.lock() {
                     progress.warnings = admission.warnings.clone();
@@ -624,6 +698,9 @@ fn run_with_deadline(run: Prepared, progress: &Arc<Mutex<Progress>>) -> RunRepor
                 // process ends soon after the answer.
                 for server in servers {
                     let _ = futures::executor::block_on(server.client.close());
+                }
+                if let Some(job) = job {
+                    job.finish(&report);
                 }
                 let _ = sender.send(report);
             }

@@ -508,3 +508,60 @@ fn a_process_killed_mid_write_leaves_every_acknowledged_entry() {
 fn ids_of_all(store: &str) -> BTreeSet<String> {
     ids(&memory(store, &["list"]).json()).into_iter().collect()
 }
+
+#[test]
+fn a_program_run_with_the_store_keeps_its_memory_files_and_history() {
+    let dir = TempDir::new("run");
+    let store = dir.join("store");
+    let program = dir.join("program.js");
+    fs::write(
+        &program,
+        "// keep a note\nawait workspace.write(\"notes/a.md\", \"from a program\");\n\
+         const m = await tools.save_memory({text: \"programs on the CLI keep memories\"});\n\
+         return m.id;",
+    )
+    .unwrap();
+    let first = kiln(&["run", &program, "--store", &store, "--approve", "yes"]);
+    let result: Value = serde_json::from_str(&first.stdout).unwrap();
+    assert_eq!(first.code, 0, "{}", first.stdout);
+    let id = result["structuredContent"]["value"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let found = memory(&store, &["query", "programs", "memories"]).json();
+    assert_eq!(ids(&found), [id]);
+    assert_eq!(found[0]["agent"], "cli");
+    assert_eq!(
+        fs::read_to_string(Path::new(&store).join("files/notes/a.md")).unwrap(),
+        "from a program"
+    );
+    // A second run reads what the first wrote, and cannot leave the workspace.
+    fs::write(
+        &program,
+        "const text = await workspace.read(\"notes/a.md\");\n\
+         let refused;\n\
+         try { await workspace.read(\"../store.log\"); } catch (e) { refused = e.code; }\n\
+         return {text, refused};",
+    )
+    .unwrap();
+    let second = kiln(&["run", &program, "--store", &store, "--approve", "yes"]);
+    let result: Value = serde_json::from_str(&second.stdout).unwrap();
+    assert_eq!(
+        result["structuredContent"]["value"],
+        serde_json::json!({"text": "from a program", "refused": "path_refused"})
+    );
+    // Both runs are in the store's history, newest first.
+    let exported = dir.join("export.json");
+    assert_eq!(memory(&store, &["export", &exported]).code, 0);
+    let doc: Value = serde_json::from_str(&fs::read_to_string(&exported).unwrap()).unwrap();
+    let jobs = doc["tables"]["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 2);
+    assert!(
+        jobs.iter()
+            .all(|job| job["value"]["status"] == "ok" && job["value"]["agent"] == "cli")
+    );
+    assert_eq!(
+        jobs[0]["value"]["title"],
+        "await workspace.write(\"notes/a.md\", \"from a program\");"
+    );
+}

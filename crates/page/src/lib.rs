@@ -51,6 +51,8 @@
 //!   value, and a secret bound to origins is sent to no other.
 //!
 //! - `agent`: who the run's memories are saved for (default `default`).
+//! - `inputs: {name: value}`: written to the run memory as `input:<name>`
+//!   before the program starts (the program reads them with `read_shared`).
 //!
 //! The built-in `http_request` is always offered (category `external`). When
 //! the workspace's storage opened (`Kiln.load({workspace})`, default
@@ -233,11 +235,12 @@ impl Kiln {
                 mcp,
                 secrets,
                 agent,
+                inputs,
             } = parsed;
             let mut registry = Registry::new();
             tools.register(&mut registry);
             kiln_capabilities::builtin::add_builtins(&mut registry, &http);
-            let record = storage::prepare_run(&storage, &mut registry, &code, &agent).await;
+            let record = storage::prepare_run(&storage, &mut registry, &code, &agent, inputs).await;
             let mut servers = Vec::new();
             for (name, url, category) in mcp {
                 match kiln_capabilities::mcp::connect(&name, &url, category, http.clone()).await {
@@ -345,13 +348,15 @@ struct Parsed {
     secrets: SecretScope,
     /// Who the run's memories are saved for.
     agent: String,
+    /// `input:<name>` entries of the run memory.
+    inputs: serde_json::Map<String, Value>,
 }
 
 /// Reads the request, naming the first thing that is wrong.
 fn read_request(request: &JsValue) -> Result<Parsed, String> {
     if !request.is_object() {
         return Err(
-            "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?}"
+            "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?}"
                 .into(),
         );
     }
@@ -387,8 +392,19 @@ fn read_request(request: &JsValue) -> Result<Parsed, String> {
     } else {
         agent.as_string().ok_or("`agent` must be a string (who the run's memories are saved for)")?
     };
+    let inputs = field("inputs");
+    let inputs = if absent(&inputs) {
+        serde_json::Map::new()
+    } else {
+        let text = to_json_text(&inputs).map_err(|problem| format!("`inputs` {problem}"))?;
+        match serde_json::from_str::<Value>(&text) {
+            Ok(Value::Object(inputs)) => inputs,
+            _ => return Err("`inputs` must be an object of {name: value}".into()),
+        }
+    };
     Ok(Parsed {
         agent,
+        inputs,
         code,
         tools,
         limits,

@@ -20,7 +20,7 @@ use kiln_store::durable::{DurableMemory, Mark};
 use kiln_store::export::{self, ExportOptions};
 use kiln_store::files::{self, FileTree, WorkspacePath};
 use kiln_store::history::{History, Job, JobStart};
-use kiln_store::run::{ListFilter, RunMemory};
+use kiln_store::run::{Describe, ListFilter, RunMemory};
 use kiln_store::{StoreError, Subscription};
 use kiln_types::tool_result::{ToolResult, Warning};
 use serde::Deserialize;
@@ -92,7 +92,13 @@ pub(crate) struct RunRecord {
 
 /// Registers the storage capabilities for one run and records its job.
 /// Without storage, the run goes on without them and says why in a warning.
-pub(crate) async fn prepare_run(storage: &PageStorage, registry: &mut Registry, code: &str, agent: &str) -> Option<RunRecord> {
+pub(crate) async fn prepare_run(
+    storage: &PageStorage,
+    registry: &mut Registry,
+    code: &str,
+    agent: &str,
+    inputs: serde_json::Map<String, Value>,
+) -> Option<RunRecord> {
     let opened = match &**storage {
         Ok(opened) => opened,
         Err(error) => {
@@ -128,10 +134,24 @@ pub(crate) async fn prepare_run(storage: &PageStorage, registry: &mut Registry, 
             return None;
         }
     };
+    let run = RunMemory::new(opened.backend.clone(), &job.id);
+    for (name, value) in inputs {
+        let key = format!("input:{name}");
+        if let Err(error) = run.set(&key, value, Describe::default()).await {
+            registry.warn(Warning {
+                code: "input_not_stored".into(),
+                message: format!("input `{name}` was not put in the run memory: {error}"),
+                module: Some("kiln".into()),
+                tool: None,
+                index: None,
+                reason: Some(error.code().into()),
+            });
+        }
+    }
     kiln_capabilities::builtin::add_storage(
         registry,
         &Storage {
-            run: RunMemory::new(opened.backend.clone(), &job.id),
+            run,
             memory: DurableMemory::new(opened.backend.clone()),
             history: history.clone(),
             files: opened.tree.clone(),

@@ -194,7 +194,7 @@ pub const MAX_SEARCHED_FILES: usize = 5_000;
 pub async fn read_text(tree: &dyn FileTree, path: &WorkspacePath) -> Result<String, StoreError> {
     let bytes = tree.read(path).await?;
     String::from_utf8(bytes)
-        .map_err(|_| StoreError::Invalid(format!("`{path}` is not UTF-8 text; read it as bytes")))
+        .map_err(|_| StoreError::Invalid(format!("`{path}` is not UTF-8 text (a binary file); text reads and edits cannot take it")))
 }
 
 /// Replaces `old` with `new` in a text file: exactly one occurrence unless
