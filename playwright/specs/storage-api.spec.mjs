@@ -19,8 +19,8 @@ after(async () => {
 });
 
 /** A new tab with the runtime loaded for `workspace` as `window.kiln`. */
-async function tab(workspace, { init } = {}) {
-  const page = await browser.context.newPage();
+async function tab(workspace, { init, context = browser.context } = {}) {
+  const page = await context.newPage();
   if (init) await page.addInitScript(init);
   // A same-origin document without the app, so only this runtime opens the workspace.
   await page.goto(new URL("kiln.js", APP_URL).href);
@@ -153,13 +153,14 @@ test("a second tab sees changes as they happen, and a stale edit is refused, not
 });
 
 test("a used-up quota is a clear error, and keeps every acknowledged write and nothing else", async () => {
-  // Chromium holds a database to the quota it had when the database was
-  // made, so the small quota is set first: room for the empty workspace and
-  // some memories, not for all of them.
-  const cdp = await browser.context.newCDPSession(browser.page);
+  // Chromium holds the site's storage to the quota it had when the site first
+  // stored anything, so this test has a fresh profile and sets the small
+  // quota first: room for the empty workspace and some memories, not for all.
+  const own = await launch();
+  const cdp = await own.context.newCDPSession(own.page);
   const origin = new URL(APP_URL).origin;
   await cdp.send("Storage.overrideQuotaForOrigin", { origin, quotaSize: 300_000 });
-  const page = await tab("quota");
+  const page = await tab("quota", { context: own.context });
   const before = await call(page, (kiln) => kiln.memory.save("before the quota"));
   assert.ok(before.id, JSON.stringify(before));
   const memories = await page.evaluate(async () => {
@@ -185,7 +186,7 @@ test("a used-up quota is a clear error, and keeps every acknowledged write and n
   const after = await call(page, async (kiln) => ({ list: await kiln.memory.list(), stat: await kiln.files.stat("big.bin") }));
   assert.deepEqual(after.list.map((m) => m.id).sort(), [before.id, ...memories.acknowledged].sort());
   assert.equal(after.stat.exists && after.stat.size === 2_000_000, false, "no whole big file was acknowledged");
-  await page.close();
+  await own.close();
 });
 
 test("blocked storage is named with a hint, and runs go on without the storage tools", async () => {
