@@ -193,8 +193,11 @@ pub const MAX_SEARCHED_FILES: usize = 5_000;
 /// Reads a file as UTF-8 text.
 pub async fn read_text(tree: &dyn FileTree, path: &WorkspacePath) -> Result<String, StoreError> {
     let bytes = tree.read(path).await?;
-    String::from_utf8(bytes)
-        .map_err(|_| StoreError::Invalid(format!("`{path}` is not UTF-8 text (a binary file); text reads and edits cannot take it")))
+    String::from_utf8(bytes).map_err(|_| {
+        StoreError::Invalid(format!(
+            "`{path}` is not UTF-8 text (a binary file); text reads and edits cannot take it"
+        ))
+    })
 }
 
 /// Replaces `old` with `new` in a text file: exactly one occurrence unless

@@ -370,8 +370,56 @@ impl IdbBackend {
                 Some(false),
             )
             .map_err(|error| self.error(&idb_failure(&error)))?;
-            Some(Query::from(range))
+            Some(range)
         };
+        // One request instead of one per record: a cursor step is a round
+        // trip through the event loop (about 0.25 ms in Chromium).
+        let count = u32::try_from(limit).ok();
+        let raw: web_sys::IdbObjectStore = store.clone().into();
+        let bulk: Option<IdbRequest> = if scan.reverse {
+            // `getAllRecords({direction: "prev"})` (Chromium 141 on); without it, the cursor.
+            Reflect::get(&raw, &"getAllRecords".into())
+                .ok()
+                .and_then(|method| method.dyn_into::<js_sys::Function>().ok())
+                .and_then(|method| {
+                    let options = Object::new();
+                    if let Some(range) = &range {
+                        let range: web_sys::IdbKeyRange = range.clone().into();
+                        let _ = Reflect::set(&options, &"query".into(), &range);
+                    }
+                    if let Some(count) = count {
+                        let _ = Reflect::set(&options, &"count".into(), &count.into());
+                    }
+                    let _ = Reflect::set(&options, &"direction".into(), &"prev".into());
+                    method.call1(&raw, &options).ok()?.dyn_into().ok()
+                })
+        } else {
+            let query = range.clone().map(Query::from);
+            Some(
+                store
+                    .get_all(query, count)
+                    .map_err(|error| self.error(&idb_failure(&error)))?
+                    .into(),
+            )
+        };
+        if let Some(request) = bulk {
+            let found = self.wait(request).await?;
+            let mut records = Vec::new();
+            for item in Array::from(&found).iter() {
+                // `getAllRecords` answers `IDBRecord`s, `getAll` the values.
+                let stored = if scan.reverse {
+                    Reflect::get(&item, &"value".into()).unwrap_or(JsValue::UNDEFINED)
+                } else {
+                    item
+                };
+                let record = self.decode(table, &stored)?;
+                if record.key.starts_with(scan.prefix) {
+                    records.push(record);
+                }
+            }
+            return Ok(records);
+        }
+        let range = range.map(Query::from);
         let direction = if scan.reverse {
             CursorDirection::Prev
         } else {
