@@ -17,10 +17,10 @@ use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::spec::{CapabilitySpec, Category, Source};
+use crate::spec::{CapabilitySpec, Category};
 use crate::storage::{
     FILE_TOO_LARGE, Handler, NOT_TEXT, PATH_REFUSED, Storage, arguments, failure, refined, reply,
-    store_failure,
+    spec, store_failure,
 };
 
 pub const FILE_READ: &str = "file_read";
@@ -102,23 +102,6 @@ fn one_path(
         }),
         result,
     )
-}
-
-fn spec(
-    name: &str,
-    description: String,
-    category: Category,
-    input: Value,
-    result: Value,
-) -> CapabilitySpec {
-    CapabilitySpec {
-        name: name.into(),
-        description,
-        input_schema: input,
-        category,
-        result,
-        source: Source::Builtin,
-    }
 }
 
 /// The file capabilities' specs and handlers.

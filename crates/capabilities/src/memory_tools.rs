@@ -12,9 +12,9 @@ use kiln_types::tool_result::ToolReply;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::spec::{CapabilitySpec, Category, Source};
+use crate::spec::{CapabilitySpec, Category};
 use crate::storage::{
-    Handler, NAMESPACE_REFUSED, Storage, arguments, refined, reply, store_failure,
+    Handler, NAMESPACE_REFUSED, Storage, arguments, refined, reply, spec, store_failure,
 };
 
 pub const LIST_SHARED: &str = "list_shared";
@@ -31,23 +31,6 @@ pub const MAX_READ_KEYS: usize = 50;
 /// The most hits one query answers, and how many when the call does not say.
 pub const MAX_LIMIT: usize = 50;
 pub const DEFAULT_LIMIT: usize = 10;
-
-fn spec(
-    name: &str,
-    description: String,
-    category: Category,
-    input: Value,
-    result: Value,
-) -> CapabilitySpec {
-    CapabilitySpec {
-        name: name.into(),
-        description,
-        input_schema: input,
-        category,
-        result,
-        source: Source::Builtin,
-    }
-}
 
 fn entry_meta() -> Value {
     json!({

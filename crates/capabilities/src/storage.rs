@@ -31,7 +31,7 @@ use serde_json::Value;
 
 use crate::dispatch::{CallContext, Permit};
 use crate::registry::{Implementation, Registry};
-use crate::spec::CapabilitySpec;
+use crate::spec::{CapabilitySpec, Category, Source};
 
 /// The stores one run's storage capabilities work on, opened by the host.
 #[derive(Clone)]
@@ -103,6 +103,24 @@ pub(crate) fn reply<T: serde::Serialize>(value: &T) -> ToolReply {
 }
 
 /// What runs one storage capability's call.
+/// A built-in storage capability's spec.
+pub(crate) fn spec(
+    name: &str,
+    description: String,
+    category: Category,
+    input: Value,
+    result: Value,
+) -> CapabilitySpec {
+    CapabilitySpec {
+        name: name.into(),
+        description,
+        input_schema: input,
+        category,
+        result,
+        source: Source::Builtin,
+    }
+}
+
 pub(crate) type Handler = fn(Rc<Storage>, Value) -> LocalBoxFuture<'static, ToolReply>;
 
 /// One storage capability over the run's stores.

@@ -12,6 +12,16 @@ use serde_json::Value;
 
 use crate::error::StoreError;
 
+/// A record's JSON as stored: `value` without a `version` field (the record
+/// itself carries the version).
+pub(crate) fn stored_value<T: Serialize>(value: &T) -> Value {
+    let mut value = serde_json::to_value(value).unwrap_or_default();
+    if let Some(object) = value.as_object_mut() {
+        object.remove("version");
+    }
+    value
+}
+
 /// What a backend call returns.
 pub type StoreFuture<'a, T> = LocalBoxFuture<'a, Result<T, StoreError>>;
 

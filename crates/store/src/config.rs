@@ -10,7 +10,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, Expect, Op, Record, Scan, Table};
+use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::error::StoreError;
 
 /// An API key: printed as `<redacted>`, stored as the plain string.
@@ -189,14 +189,6 @@ pub fn check_record(key: &str, value: &serde_json::Value) -> Result<(), StoreErr
     }
 }
 
-fn to_value<T: Serialize>(value: &T) -> serde_json::Value {
-    let mut value = serde_json::to_value(value).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        object.remove("version");
-    }
-    value
-}
-
 fn read<T: serde::de::DeserializeOwned>(
     record: Record,
     set: impl FnOnce(&mut T, u64),
@@ -257,8 +249,12 @@ impl Config {
     /// Saves settings read at `settings.version`; answers the new version.
     pub async fn put_settings(&self, settings: &Settings) -> Result<u64, StoreError> {
         check_settings(settings)?;
-        self.commit_one(SETTINGS_KEY.into(), to_value(settings), settings.version)
-            .await
+        self.commit_one(
+            SETTINGS_KEY.into(),
+            stored_value(settings),
+            settings.version,
+        )
+        .await
     }
 
     pub async fn providers(&self) -> Result<Vec<ProviderRecord>, StoreError> {
@@ -279,7 +275,7 @@ impl Config {
         check_provider(provider)?;
         self.commit_one(
             format!("provider:{}", provider.name),
-            to_value(provider),
+            stored_value(provider),
             provider.version,
         )
         .await
@@ -314,7 +310,7 @@ impl Config {
         check_agent(agent)?;
         self.commit_one(
             format!("agent:{}", agent.slug),
-            to_value(agent),
+            stored_value(agent),
             agent.version,
         )
         .await

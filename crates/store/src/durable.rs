@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, Expect, Op, Record, Scan, Table};
+use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::clock::{epoch_ms, random_suffix, unique_ms};
 use crate::error::StoreError;
 use crate::text;
@@ -49,14 +49,6 @@ impl Memory {
             })?;
         memory.version = record.version;
         Ok(memory)
-    }
-
-    fn to_value(&self) -> serde_json::Value {
-        let mut value = serde_json::to_value(self).unwrap_or_default();
-        if let Some(object) = value.as_object_mut() {
-            object.remove("version");
-        }
-        value
     }
 }
 
@@ -148,7 +140,7 @@ impl DurableMemory {
             .commit(vec![Op::put(
                 Table::Memories,
                 memory.id.clone(),
-                memory.to_value(),
+                stored_value(&memory),
                 Expect::Absent,
             )])
             .await?;
@@ -288,7 +280,7 @@ impl DurableMemory {
             .commit(vec![Op::put(
                 Table::Memories,
                 memory.id.clone(),
-                memory.to_value(),
+                stored_value(memory),
                 Expect::Version(memory.version),
             )])
             .await?;

@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, Expect, Op, Record, Scan, Table};
+use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::clock::{epoch_ms, random_suffix, unique_ms};
 use crate::error::StoreError;
 use crate::text;
@@ -138,14 +138,6 @@ fn thread_from(record: Record) -> Result<Thread, StoreError> {
     })
 }
 
-fn to_value<T: Serialize>(value: &T) -> serde_json::Value {
-    let mut value = serde_json::to_value(value).unwrap_or_default();
-    if let Some(object) = value.as_object_mut() {
-        object.remove("version");
-    }
-    value
-}
-
 /// The excerpt of `text` around the first line holding one of `terms`.
 fn excerpt(text: &str, terms: &[String]) -> String {
     let line = text
@@ -189,7 +181,7 @@ impl History {
             .commit(vec![Op::put(
                 Table::Jobs,
                 job.id.clone(),
-                to_value(&job),
+                stored_value(&job),
                 Expect::Absent,
             )])
             .await?;
@@ -213,7 +205,7 @@ impl History {
             .commit(vec![Op::put(
                 Table::Jobs,
                 id,
-                to_value(&job),
+                stored_value(&job),
                 Expect::Version(job.version),
             )])
             .await?;
@@ -268,7 +260,7 @@ impl History {
             .commit(vec![Op::put(
                 Table::Threads,
                 thread.id.clone(),
-                to_value(&thread),
+                stored_value(&thread),
                 Expect::Absent,
             )])
             .await?;
@@ -336,13 +328,13 @@ impl History {
                 Op::put(
                     Table::Threads,
                     thread_id,
-                    to_value(&thread),
+                    stored_value(&thread),
                     Expect::Version(version),
                 ),
                 Op::put(
                     Table::Messages,
                     format!("{thread_id}/{:010}", message.seq),
-                    to_value(&message),
+                    stored_value(&message),
                     Expect::Absent,
                 ),
             ];

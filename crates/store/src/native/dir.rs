@@ -10,6 +10,7 @@ use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::time::UNIX_EPOCH;
 
+use super::fs::{io_error, sync_dir};
 use crate::backend::StoreFuture;
 use crate::clock::random_suffix;
 use crate::error::StoreError;
@@ -32,18 +33,6 @@ enum Kind {
     Missing,
     Dir,
     File,
-}
-
-fn io_error(action: &str, path: &Path, error: &io::Error) -> StoreError {
-    match error.kind() {
-        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => StoreError::QuotaExceeded {
-            detail: format!(
-                "could not {action} `{}`: the disk is full: {error}",
-                path.display()
-            ),
-        },
-        _ => StoreError::Io(format!("could not {action} `{}`: {error}", path.display())),
-    }
 }
 
 fn not_found(path: &WorkspacePath) -> StoreError {
@@ -332,19 +321,6 @@ impl DirTree {
 }
 
 /// Makes a rename in `dir` durable.
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(|error| io_error("sync", dir, &error))
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> Result<(), StoreError> {
-    // Folders cannot be opened to sync here; the rename is as durable as the platform makes it.
-    Ok(())
-}
-
 impl FileTree for DirTree {
     fn describe(&self) -> String {
         self.root.display().to_string()

@@ -37,6 +37,7 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use super::Tables;
+use super::fs::{io_error, sync_dir};
 use crate::SCHEMA_VERSION;
 use crate::backend::{
     Backend, Change, Expect, Listener, Listeners, Op, Record, Scan, StoreFuture, Subscription,
@@ -133,24 +134,6 @@ pub struct LogBackend {
     lock_path: PathBuf,
     state: RefCell<State>,
     listeners: Rc<Listeners>,
-}
-
-/// The error for a failed file operation: a full disk is
-/// [`StoreError::QuotaExceeded`], anything else [`StoreError::Io`].
-fn io_error(action: &str, path: &Path, error: &io::Error) -> StoreError {
-    match error.kind() {
-        ErrorKind::StorageFull | ErrorKind::QuotaExceeded => StoreError::QuotaExceeded {
-            detail: format!(
-                "could not {action} `{}`: the disk is full: {error}",
-                path.display()
-            ),
-        },
-        ErrorKind::PermissionDenied => StoreError::Io(format!(
-            "could not {action} `{}`: {error}\nhint: check that this user may read and write the store's folder",
-            path.display()
-        )),
-        _ => StoreError::Io(format!("could not {action} `{}`: {error}", path.display())),
-    }
 }
 
 /// Holds the lock file's lock until dropped.
@@ -542,19 +525,6 @@ fn write_snapshot(out: &mut impl Write, header: Header, tables: &Tables) -> io::
 }
 
 /// Makes a rename in `dir` durable.
-#[cfg(unix)]
-fn sync_dir(dir: &Path) -> Result<(), StoreError> {
-    File::open(dir)
-        .and_then(|handle| handle.sync_all())
-        .map_err(|error| io_error("sync", dir, &error))
-}
-
-#[cfg(not(unix))]
-fn sync_dir(_dir: &Path) -> Result<(), StoreError> {
-    // Folders cannot be opened to sync here; the rename is as durable as the platform makes it.
-    Ok(())
-}
-
 impl Backend for LogBackend {
     fn describe(&self) -> String {
         self.log_path.display().to_string()

@@ -6,6 +6,8 @@
 #[cfg(not(target_arch = "wasm32"))]
 mod dir;
 #[cfg(not(target_arch = "wasm32"))]
+mod fs;
+#[cfg(not(target_arch = "wasm32"))]
 mod log;
 mod memory;
 mod tables;
