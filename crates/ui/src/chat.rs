@@ -2,9 +2,13 @@
 //! (OpenAI-compatible, Anthropic, Ollama), and chats with one over `fetch` through
 //! `kiln-providers`. No tools yet: the chat that drives programs comes later.
 //!
-//! Providers are kept in `localStorage` (until Kiln's own storage exists). The local model
-//! `cargo xtask serve` started is announced in `local-provider.json` beside the page and is
-//! listed too, without being stored, so a newcomer can chat without configuring anything.
+//! Providers are kept in the workspace's configuration (`kiln_store::config::Config`, in
+//! IndexedDB), each written at the version it was read (compare-and-swap), and the pick in
+//! `Settings.selected_provider`; another tab's change reaches this one through the change
+//! feed. A list an earlier Kiln kept in `localStorage` is imported once, when the store has
+//! none, and the old key removed. The local model `cargo xtask serve` started is announced
+//! in `local-provider.json` beside the page and is listed too, without being stored, so a
+//! newcomer can chat without configuring anything.
 
 use futures::StreamExt as _;
 use leptos::ev::KeyboardEvent;
@@ -17,10 +21,14 @@ use crate::chat_model::{
     all_providers, default_base_url, error_lines, parse_local_provider, selected_provider,
     sibling_url, stop_label, usage_line,
 };
+use crate::storage::StorageSignals;
+use crate::storage_model::ErrorText;
 use kiln_providers::{
     AbortSignal, ChatOptions, ChatRequest, Event, FinalMessage, Message, ProviderError,
     ProviderKind,
 };
+use kiln_store::StoreError;
+use kiln_store::config::{Config, Settings};
 
 /// The file `cargo xtask serve` writes beside the page when it started the local model.
 const LOCAL_PROVIDER_FILE: &str = "local-provider.json";
@@ -28,7 +36,7 @@ const LOCAL_PROVIDER_FILE: &str = "local-provider.json";
 /// The providers the page knows and the one the chat uses, shared by the panel and the chat.
 #[derive(Clone, Copy)]
 pub(crate) struct ProviderStore {
-    /// The person's own, in the order they were added.
+    /// The person's own, as stored, by name.
     saved: RwSignal<Vec<SavedProvider>>,
     /// The local model, when `local-provider.json` announced one. Never stored: its port
     /// changes from one `cargo xtask serve` to the next, so it is read afresh at each load.
@@ -40,28 +48,85 @@ pub(crate) struct ProviderStore {
     picked: RwSignal<Option<String>>,
     /// A problem with the stored list or with `local-provider.json`, shown above the chat.
     notice: RwSignal<Option<String>>,
+    /// Whether the stored list has been read (the chat waits for it).
+    pub(crate) loaded: RwSignal<bool>,
+    /// Where the list is kept, once storage is open; `None` keeps it in the page only.
+    config: RwSignal<Option<Config>, LocalStorage>,
+    /// The settings as last read or written: the next write expects their version.
+    settings: StoredValue<Settings>,
+}
+
+/// What the configuration holds for the chat.
+struct Loaded {
+    providers: Vec<SavedProvider>,
+    settings: Settings,
+    /// Records that could not be used, in a sentence.
+    notice: Option<String>,
 }
 
 impl ProviderStore {
-    /// Reads the stored list (bad text is ignored, with a notice) and starts looking for the
-    /// local model.
-    pub(crate) fn load() -> Self {
-        let (stored, notice) = match read_storage() {
-            Ok(None) => (StoredProviders::default(), None),
-            Ok(Some(text)) => match StoredProviders::parse(&text) {
-                Ok(stored) => (stored, None),
-                Err(notice) => (StoredProviders::default(), Some(notice)),
-            },
-            Err(notice) => (StoredProviders::default(), Some(notice)),
-        };
+    /// Reads the stored list once storage is open (importing an earlier Kiln's
+    /// `localStorage` list the first time), follows the configuration's changes, and starts
+    /// looking for the local model.
+    pub(crate) fn load(storage: StorageSignals) -> Self {
         let store = Self {
-            saved: RwSignal::new(stored.providers),
+            saved: RwSignal::new(Vec::new()),
             local: RwSignal::new(None),
             local_checked: RwSignal::new(false),
-            picked: RwSignal::new(stored.selected),
-            notice: RwSignal::new(notice),
+            picked: RwSignal::new(None),
+            notice: RwSignal::new(None),
+            loaded: RwSignal::new(false),
+            config: RwSignal::new_local(None),
+            settings: StoredValue::new(Settings::default()),
         };
         store.look_for_local_model();
+        let imported = StoredValue::new(false);
+        let generation = StoredValue::new(0_u64);
+        Effect::new(move || {
+            if !storage.settled.get() {
+                return;
+            }
+            storage.revisions.config.track();
+            let Some(stores) = storage.stores.get() else {
+                store.notice.set(Some(
+                    "Storage is not available: providers you add here last until the page is \
+                     reloaded."
+                        .to_owned(),
+                ));
+                store.loaded.set(true);
+                return;
+            };
+            let config = stores.config.clone();
+            store.config.set(Some(config.clone()));
+            let this = generation.get_value() + 1;
+            generation.set_value(this);
+            spawn_local(async move {
+                let mut import_notice = None;
+                if !imported.get_value() {
+                    imported.set_value(true);
+                    import_notice = import_legacy(&config).await;
+                }
+                let read = read_config(&config).await;
+                if generation.get_value() != this {
+                    return;
+                }
+                match read {
+                    Ok(loaded) => {
+                        store.saved.set(loaded.providers);
+                        store.picked.set(loaded.settings.selected_provider.clone());
+                        store.settings.set_value(loaded.settings);
+                        if let Some(notice) = import_notice.or(loaded.notice) {
+                            store.notice.set(Some(notice));
+                        }
+                    }
+                    Err(error) => store.notice.set(Some(
+                        ErrorText::with_prefix("The saved providers could not be read: ", &error)
+                            .sentence(),
+                    )),
+                }
+                store.loaded.set(true);
+            });
+        });
         store
     }
 
@@ -80,46 +145,125 @@ impl ProviderStore {
 
     fn pick(&self, name: String) {
         self.picked.set(Some(name));
-        self.persist();
+        let store = *self;
+        spawn_local(async move {
+            if let Err(error) = store.save_selection().await {
+                store.notice.set(Some(
+                    ErrorText::with_prefix("The chosen provider was not kept: ", &error).sentence(),
+                ));
+            }
+        });
     }
 
     /// Saves `provider` in place of `replacing` (or as a new one) and picks it for the chat:
-    /// the person just set it up.
-    fn put(&self, replacing: Option<&str>, provider: SavedProvider) {
+    /// the person just set it up. `Err` is what the store said.
+    async fn put(
+        &self,
+        replacing: Option<String>,
+        mut provider: SavedProvider,
+    ) -> Result<(), ErrorText> {
+        let before = replacing.as_deref().and_then(|old| {
+            self.saved
+                .with_untracked(|saved| saved.iter().find(|p| p.name == old).cloned())
+        });
+        // The record's version when it keeps its name; a new name is a new record.
+        provider.version = before
+            .as_ref()
+            .filter(|old| old.name == provider.name)
+            .map_or(0, |old| old.version);
         let name = provider.name.clone();
-        self.saved.update(|saved| {
-            match replacing.and_then(|old| saved.iter().position(|p| p.name == old)) {
-                Some(index) => saved[index] = provider,
-                None => saved.push(provider),
+        if let Some(config) = self.config.get_untracked() {
+            let not_saved = |error: &StoreError| {
+                ErrorText::with_prefix(&format!("`{name}` was not saved: "), error)
+            };
+            provider.version = config
+                .put_provider(&provider.to_record())
+                .await
+                .map_err(|error| not_saved(&error))?;
+            if let Some(old) = before.filter(|old| old.name != provider.name) {
+                config
+                    .remove_provider(&old.name, old.version)
+                    .await
+                    .map_err(|error| {
+                        ErrorText::with_prefix(
+                            &format!("`{name}` was saved, but the old `{}` stays: ", old.name),
+                            &error,
+                        )
+                    })?;
             }
+            // "Saving a provider replaces them": an earlier Kiln's unreadable list goes.
+            forget_legacy();
+        }
+        self.saved.update(|saved| {
+            if let Some(old) = replacing.as_deref() {
+                saved.retain(|p| p.name != old);
+            }
+            saved.retain(|p| p.name != provider.name);
+            saved.push(provider);
+            saved.sort_by(|a, b| a.name.cmp(&b.name));
         });
         self.picked.set(Some(name));
-        self.persist();
+        self.save_selection().await.map_err(|error| {
+            ErrorText::with_prefix(
+                "The provider was saved, but not chosen for the chat: ",
+                &error,
+            )
+        })
     }
 
-    fn remove(&self, name: &str) {
+    async fn remove(&self, name: String) -> Result<(), ErrorText> {
+        let version = self
+            .saved
+            .with_untracked(|saved| saved.iter().find(|p| p.name == name).map(|p| p.version));
+        if let (Some(config), Some(version)) = (self.config.get_untracked(), version) {
+            config
+                .remove_provider(&name, version)
+                .await
+                .map_err(|error| {
+                    ErrorText::with_prefix(&format!("`{name}` was not removed: "), &error)
+                })?;
+        }
         self.saved
             .update(|saved| saved.retain(|provider| provider.name != name));
         if self
             .picked
-            .with_untracked(|picked| picked.as_deref() == Some(name))
+            .with_untracked(|picked| picked.as_deref() == Some(name.as_str()))
         {
             self.picked.set(None);
+            self.save_selection().await.map_err(|error| {
+                ErrorText::with_prefix("The chat's provider was not cleared: ", &error)
+            })?;
         }
-        self.persist();
+        Ok(())
     }
 
-    fn persist(&self) {
-        let stored = StoredProviders {
-            providers: self.saved.get_untracked(),
-            selected: self.picked.get_untracked(),
+    /// Writes the pick into the settings: at the version last read; when another tab wrote
+    /// them first, read them again and write the pick over that once (the pick is this
+    /// person's latest word).
+    async fn save_selection(&self) -> Result<(), StoreError> {
+        let Some(config) = self.config.get_untracked() else {
+            return Ok(());
         };
-        if let Err(problem) = write_storage(&stored.to_json()) {
-            self.notice.set(Some(format!(
-                "The providers could not be saved in this browser's storage: {problem}. They \
-                 last until the page is reloaded."
-            )));
+        let picked = self.picked.get_untracked();
+        let mut settings = self.settings.get_value();
+        if settings.selected_provider == picked && settings.version > 0 {
+            return Ok(());
         }
+        for attempt in 0..2 {
+            settings.selected_provider = picked.clone();
+            match config.put_settings(&settings).await {
+                Ok(version) => {
+                    settings.version = version;
+                    self.settings.set_value(settings);
+                    return Ok(());
+                }
+                Err(StoreError::Conflict { .. }) if attempt == 0 => {
+                    settings = config.settings().await?;
+                }
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(())
     }
 
     fn look_for_local_model(self) {
@@ -163,10 +307,84 @@ impl ProviderStore {
     }
 }
 
-// Keys stay in this browser's `localStorage`, beside the rest of the list, and are sent
-// only to their own provider (`kiln-providers` builds each request from its own config).
-// Real storage, with its own protection, comes with a later issue.
-fn storage() -> Result<web_sys::Storage, String> {
+/// The providers (by name) and the settings; a record of an unknown kind is left out with
+/// a notice.
+async fn read_config(config: &Config) -> Result<Loaded, StoreError> {
+    let mut providers = Vec::new();
+    let mut problems = Vec::new();
+    for record in config.providers().await? {
+        match SavedProvider::from_record(record) {
+            Ok(provider) => providers.push(provider),
+            Err(problem) => problems.push(problem),
+        }
+    }
+    Ok(Loaded {
+        providers,
+        settings: config.settings().await?,
+        notice: (!problems.is_empty()).then(|| problems.join(" ")),
+    })
+}
+
+/// Imports the list an earlier Kiln kept in `localStorage`, when the configuration has no
+/// providers yet, then removes it. Answers a notice when there is something to say: the old
+/// text could not be read (it stays until a provider is saved), or the store refused.
+async fn import_legacy(config: &Config) -> Option<String> {
+    let text = match read_legacy() {
+        Ok(Some(text)) => text,
+        Ok(None) => return None,
+        Err(notice) => return Some(notice),
+    };
+    match config.providers().await {
+        Ok(providers) if providers.is_empty() => {}
+        // The store has its own list (another tab imported it, or it was made here).
+        Ok(_) => {
+            forget_legacy();
+            return None;
+        }
+        Err(error) => {
+            return Some(
+                ErrorText::with_prefix("The saved providers could not be read: ", &error)
+                    .sentence(),
+            );
+        }
+    }
+    let stored = match StoredProviders::parse(&text) {
+        Ok(stored) => stored,
+        Err(notice) => return Some(notice),
+    };
+    for provider in &stored.providers {
+        match config.put_provider(&provider.to_record()).await {
+            // Another tab imported the same list at the same time.
+            Ok(_) | Err(StoreError::Conflict { .. }) => {}
+            Err(error) => {
+                return Some(
+                    ErrorText::with_prefix(
+                        &format!(
+                            "The providers kept by an earlier Kiln (`localStorage` key \
+                             `{STORAGE_KEY}`) were not imported: "
+                        ),
+                        &error,
+                    )
+                    .sentence(),
+                );
+            }
+        }
+    }
+    if stored.selected.is_some()
+        && let Ok(mut settings) = config.settings().await
+        && settings.selected_provider.is_none()
+    {
+        settings.selected_provider = stored.selected;
+        // A conflict means another tab wrote the settings: theirs stand.
+        let _ = config.put_settings(&settings).await;
+    }
+    forget_legacy();
+    None
+}
+
+// An earlier Kiln kept the list, keys included, in this browser's `localStorage`. It is read
+// once to import it into the configuration and then removed.
+fn local_storage() -> Result<web_sys::Storage, String> {
     let window = web_sys::window().ok_or("there is no window")?;
     match window.local_storage() {
         Ok(Some(storage)) => Ok(storage),
@@ -175,20 +393,23 @@ fn storage() -> Result<web_sys::Storage, String> {
     }
 }
 
-fn read_storage() -> Result<Option<String>, String> {
+fn read_legacy() -> Result<Option<String>, String> {
     let problem = |why: String| {
-        format!("The saved providers could not be read ({why}); the list starts empty.")
+        format!(
+            "The providers an earlier Kiln kept (`localStorage` key `{STORAGE_KEY}`) could not \
+             be read ({why}); they were not imported."
+        )
     };
-    storage()
+    local_storage()
         .map_err(problem)?
         .get_item(STORAGE_KEY)
         .map_err(|error| problem(js_error_text(&error)))
 }
 
-fn write_storage(text: &str) -> Result<(), String> {
-    storage()?
-        .set_item(STORAGE_KEY, text)
-        .map_err(|error| js_error_text(&error))
+fn forget_legacy() {
+    if let Ok(storage) = local_storage() {
+        let _ = storage.remove_item(STORAGE_KEY);
+    }
 }
 
 fn js_error_text(error: &wasm_bindgen::JsValue) -> String {
@@ -229,6 +450,14 @@ impl Status {
             tone: "failure",
             text: text.into(),
             hint: None,
+        }
+    }
+
+    fn from_store(error: ErrorText) -> Self {
+        Self {
+            tone: "failure",
+            text: error.message,
+            hint: error.hint,
         }
     }
 
@@ -302,9 +531,22 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
                     provider.kind.label(),
                     provider.model
                 );
-                store.put(replacing.as_deref(), provider);
-                reset();
-                status.set(Some(Status::ok(said)));
+                busy.set(true);
+                status.set(Some(Status::working(format!(
+                    "Saving `{}`…",
+                    provider.name
+                ))));
+                spawn_local(async move {
+                    match store.put(replacing, provider).await {
+                        Ok(()) => {
+                            reset();
+                            status.set(Some(Status::ok(said)));
+                        }
+                        // The form keeps what was typed: nothing is lost.
+                        Err(error) => status.set(Some(Status::from_store(error))),
+                    }
+                    busy.set(false);
+                });
             }
         }
     };
@@ -322,7 +564,10 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
         let provider = kiln_providers::connect(config);
         let listing = provider.models();
         spawn_local(async move {
-            match listing.await {
+            let listed = listing.await;
+            // Before a save goes on (which holds `busy` itself until it is written).
+            busy.set(false);
+            match listed {
                 Ok(list) => {
                     let ids: Vec<String> = list.into_iter().map(|model| model.id).collect();
                     let count = ids.len();
@@ -359,7 +604,6 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
                     status.set(Some(Status::from_error(before, &error)));
                 }
             }
-            busy.set(false);
         });
     };
     let save = move || {
@@ -389,11 +633,17 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
         }
     };
     let remove = move |name: String| {
-        store.remove(&name);
-        if editing.with_untracked(|editing| editing.as_deref() == Some(name.as_str())) {
-            reset();
-        }
-        status.set(Some(Status::ok(format!("Removed `{name}`."))));
+        spawn_local(async move {
+            match store.remove(name.clone()).await {
+                Ok(()) => {
+                    if editing.with_untracked(|editing| editing.as_deref() == Some(name.as_str())) {
+                        reset();
+                    }
+                    status.set(Some(Status::ok(format!("Removed `{name}`."))));
+                }
+                Err(error) => status.set(Some(Status::from_store(error))),
+            }
+        });
     };
 
     let rows = move || {

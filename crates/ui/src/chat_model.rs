@@ -1,12 +1,15 @@
-//! What the Providers panel and the Chat box keep and say, as plain data and strings: the
-//! provider list as stored in `localStorage`, the local model's `local-provider.json`, the
-//! form's checks, which provider is selected, and the line under a reply. Pure, so it is
-//! tested natively.
+//! What the Providers panel and the Chat box keep and say, as plain data and strings: a
+//! provider as the workspace's configuration stores it (`kiln_store::config`), the list an
+//! earlier Kiln kept in `localStorage` (imported once), the local model's
+//! `local-provider.json`, the form's checks, which provider is selected, and the line under
+//! a reply. Pure, so it is tested natively.
 
 use kiln_providers::{ApiKey, ProviderConfig, ProviderError, ProviderKind, StopReason, Usage};
+use kiln_store::config::{ProviderRecord, StoredKey};
 use serde::{Deserialize, Serialize};
 
-/// The `localStorage` key the provider list is kept under.
+/// The `localStorage` key an earlier Kiln kept the provider list under; read once, imported
+/// into the configuration, then removed.
 pub(crate) const STORAGE_KEY: &str = "kiln.providers.v1";
 
 /// The API root a kind usually has, shown as the base URL's placeholder and used when the
@@ -28,6 +31,9 @@ pub(crate) struct SavedProvider {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<ApiKey>,
     pub model: String,
+    /// The stored record's version (0: not stored yet); the next write expects it.
+    #[serde(skip)]
+    pub version: u64,
 }
 
 impl SavedProvider {
@@ -38,9 +44,40 @@ impl SavedProvider {
             key: self.key.clone(),
         }
     }
+
+    /// The record the configuration keeps, written over `self.version`.
+    pub(crate) fn to_record(&self) -> ProviderRecord {
+        ProviderRecord {
+            name: self.name.clone(),
+            kind: self.kind.as_str().to_owned(),
+            base_url: self.base_url.clone(),
+            model: self.model.clone(),
+            key: self.key.as_ref().map(|key| StoredKey::new(key.expose())),
+            version: self.version,
+        }
+    }
+
+    /// A stored record. `Err` is a sentence saying why it cannot be used.
+    pub(crate) fn from_record(record: ProviderRecord) -> Result<Self, String> {
+        let Some(kind) = ProviderKind::parse(&record.kind) else {
+            return Err(format!(
+                "The saved provider `{}` has the kind `{}`, which this Kiln does not know; it is \
+                 left out of the list.",
+                record.name, record.kind
+            ));
+        };
+        Ok(Self {
+            name: record.name,
+            kind,
+            base_url: record.base_url,
+            key: record.key.map(|key| ApiKey::new(key.expose())),
+            model: record.model,
+            version: record.version,
+        })
+    }
 }
 
-/// Everything kept under [`STORAGE_KEY`].
+/// Everything an earlier Kiln kept under [`STORAGE_KEY`].
 #[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct StoredProviders {
     #[serde(default)]
@@ -67,6 +104,8 @@ impl StoredProviders {
         Ok(stored)
     }
 
+    /// The text an earlier Kiln wrote (the page now only reads it, to import it).
+    #[cfg(test)]
     pub(crate) fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
     }
@@ -101,6 +140,7 @@ pub(crate) fn parse_local_provider(text: &str) -> Result<SavedProvider, String> 
         base_url: file.base_url,
         key: None,
         model: file.model,
+        version: 0,
     })
 }
 
@@ -264,6 +304,7 @@ impl ProviderForm {
             base_url: config.base_url,
             key: config.key,
             model: model.to_owned(),
+            version: 0,
         })
     }
 }
@@ -323,6 +364,7 @@ mod tests {
             base_url: "http://127.0.0.1:1/v1".to_owned(),
             key: None,
             model: "m".to_owned(),
+            version: 0,
         }
     }
 
@@ -371,6 +413,49 @@ mod tests {
     }
 
     #[test]
+    fn a_provider_as_the_configuration_keeps_it() {
+        let saved = SavedProvider {
+            key: Some(ApiKey::new("sk-secret-1")),
+            kind: ProviderKind::Anthropic,
+            version: 3,
+            ..provider("a")
+        };
+        let record = saved.to_record();
+        assert_eq!(
+            (record.name.as_str(), record.kind.as_str(), record.version),
+            ("a", "anthropic", 3)
+        );
+        assert_eq!(
+            record.key.as_ref().map(StoredKey::expose),
+            Some("sk-secret-1")
+        );
+        // The key never prints, as a record or as a provider.
+        assert!(!format!("{record:?}").contains("sk-secret-1"));
+        assert!(!format!("{saved:?}").contains("sk-secret-1"));
+        assert_eq!(SavedProvider::from_record(record), Ok(saved));
+        for kind in ProviderKind::ALL {
+            let record = SavedProvider {
+                kind,
+                ..provider("k")
+            }
+            .to_record();
+            assert_eq!(SavedProvider::from_record(record).map(|p| p.kind), Ok(kind));
+        }
+        let unknown = ProviderRecord {
+            kind: "gemini".to_owned(),
+            ..provider("g").to_record()
+        };
+        assert_eq!(
+            SavedProvider::from_record(unknown),
+            Err(
+                "The saved provider `g` has the kind `gemini`, which this Kiln does not know; it \
+                 is left out of the list."
+                    .to_owned()
+            )
+        );
+    }
+
+    #[test]
     fn local_provider_file() {
         let good = r#"{"name": "Local SmolLM2 (135M)", "kind": "openai", "base_url": "http://127.0.0.1:4100/v1", "model": "smollm2-135m-instruct"}"#;
         assert_eq!(
@@ -381,6 +466,7 @@ mod tests {
                 base_url: "http://127.0.0.1:4100/v1".to_owned(),
                 key: None,
                 model: "smollm2-135m-instruct".to_owned(),
+                version: 0,
             })
         );
         let cases = [

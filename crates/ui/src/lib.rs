@@ -1,5 +1,6 @@
 //! Kiln's page: a program editor, a Run button and a result panel; below them the
-//! providers and a chat box.
+//! providers and a chat box, then what the workspace keeps: memory, files and
+//! history (`kiln-store`, opened once at start).
 //!
 //! The page only talks the sandbox protocol (through `kiln-host`'s pool); it
 //! never evaluates guest code on the main thread.
@@ -8,6 +9,11 @@ mod approval;
 mod chat;
 mod chat_model;
 pub mod demo_tools;
+mod files_panel;
+mod history_panel;
+mod memory_panel;
+mod storage;
+mod storage_model;
 mod view_model;
 
 use leptos::ev::KeyboardEvent;
@@ -20,6 +26,8 @@ use std::rc::Rc;
 
 use crate::approval::PageApprover;
 use crate::demo_tools::Asker;
+use crate::storage::{Opening, Stores};
+use crate::storage_model::{ErrorText, title_from_program};
 use crate::view_model::{ResultView, Tone};
 use kiln_capabilities::gate::RETURN_RESULT;
 use kiln_capabilities::mcp::McpServer;
@@ -29,6 +37,10 @@ use kiln_capabilities::{
 };
 use kiln_host::{RunResult, SandboxPool};
 use kiln_http::HttpClient;
+use kiln_store::durable::DEFAULT_AGENT;
+use kiln_store::files::FileTree;
+use kiln_store::history::JobStart;
+use kiln_store::run::RunMemory;
 use kiln_types::RunLimits;
 use kiln_types::tool_result::ContentPart;
 
@@ -65,20 +77,27 @@ struct ToolRow {
 }
 
 /// Everything a run's registry is built from: the page's own tools, the
-/// built-ins and the MCP servers the person added. Shared by the page's
-/// handlers (single-threaded).
+/// built-ins, the storage tools (once storage is open) and the MCP servers
+/// the person added. Shared by the page's handlers (single-threaded).
 #[derive(Clone)]
 struct Sources {
     asker: Asker,
     servers: Rc<RefCell<Vec<McpServer>>>,
     http: Rc<dyn HttpClient>,
+    /// The workspace's storage, opening or open.
+    storage: Opening,
 }
 
 impl Sources {
-    fn registry(&self) -> Registry {
+    /// The registry of a run. With `run` (the stores, the files and the run's
+    /// id) it has the storage tools, over that run's memory; without, none.
+    fn registry(&self, run: Option<(&Stores, &Rc<dyn FileTree>, &str)>) -> Registry {
         let mut registry = Registry::new();
         demo_tools::register(&mut registry, &self.asker);
         kiln_capabilities::builtin::add_builtins(&mut registry, &self.http);
+        if let Some((stores, files, run_id)) = run {
+            add_storage(&mut registry, stores, files, run_id);
+        }
         for server in self.servers.borrow().iter() {
             kiln_capabilities::mcp::add_server(&mut registry, server);
         }
@@ -86,7 +105,12 @@ impl Sources {
     }
 
     fn rows(&self) -> Vec<ToolRow> {
-        self.registry()
+        // The list shows the storage tools once storage is open (no run's memory is touched).
+        let opened = self.storage.peek().and_then(|opened| opened.both());
+        let run = opened
+            .as_ref()
+            .map(|(stores, files)| (stores, files, "tool-list"));
+        self.registry(run)
             .specs()
             .map(|spec| ToolRow {
                 name: spec.name.clone(),
@@ -103,6 +127,9 @@ impl Sources {
 pub fn App() -> impl IntoView {
     let client = SandboxPool::new(SANDBOX_WORKER_URL, POOL_SIZE);
     client.warm_up();
+    let (storage, opening) = storage::open();
+    // Why the last run was not recorded, or its record not finished.
+    let (run_notice, set_run_notice) = signal(None::<ErrorText>);
     let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
     let (state, set_state) = signal(RunState::Idle);
     let running = move || state.with(|state| *state == RunState::Running);
@@ -121,12 +148,20 @@ pub fn App() -> impl IntoView {
         asker: asker.clone(),
         servers: Rc::default(),
         http: kiln_http::default_client(),
+        storage: opening,
     };
     let (tools, set_tools) = signal(sources.rows());
+    // The storage tools join the list once storage is open.
+    let list_sources = sources.clone();
+    Effect::new(move || {
+        if storage.settled.get() {
+            set_tools.set(list_sources.rows());
+        }
+    });
     let panel_sources = sources.clone();
     let panel_gate = gate.clone();
     let card_approver = approver.clone();
-    let providers = chat::ProviderStore::load();
+    let providers = chat::ProviderStore::load(storage);
 
     let run = move || {
         if running() {
@@ -137,9 +172,36 @@ pub fn App() -> impl IntoView {
         let program = code.get_untracked();
         let asker = asker.clone();
         let approver = approver.clone();
-        let registry = sources.registry();
+        let sources = sources.clone();
         let gate = gate.clone();
+        set_run_notice.set(None);
         spawn_local(async move {
+            // A run pressed while storage is opening waits for it (a moment).
+            let opened = sources.storage.clone().await;
+            let (registry, job) = match opened.both() {
+                Some((stores, files)) => {
+                    let start = JobStart {
+                        kind: "program".to_owned(),
+                        agent: DEFAULT_AGENT.to_owned(),
+                        title: title_from_program(&program),
+                        input: program.clone(),
+                    };
+                    match stores.history.start_job(start).await {
+                        Ok(job) => (
+                            sources.registry(Some((&stores, &files, &job.id))),
+                            Some((stores, job.id)),
+                        ),
+                        Err(error) => {
+                            set_run_notice.set(Some(ErrorText::with_prefix(
+                                "This run is not recorded in the history and has no storage tools: ",
+                                &error,
+                            )));
+                            (sources.registry(None), None)
+                        }
+                    }
+                }
+                None => (sources.registry(None), None),
+            };
             let dispatcher = Dispatcher::new(
                 Rc::new(registry),
                 Some(gate),
@@ -152,14 +214,23 @@ pub fn App() -> impl IntoView {
                 .await;
             asker.withdraw();
             approver.withdraw();
-            let text = result
-                .clone()
-                .into_tool_result()
+            let tool_result = result.clone().into_tool_result();
+            let failed = tool_result.is_error;
+            let text = tool_result
                 .content
                 .into_iter()
                 .map(|ContentPart::Text { text }| text)
                 .collect::<Vec<_>>()
                 .join("\n");
+            if let Some((stores, job_id)) = job {
+                let status = if failed { "error" } else { "ok" };
+                if let Err(error) = stores.history.finish_job(&job_id, status, &text).await {
+                    set_run_notice.set(Some(ErrorText::with_prefix(
+                        &format!("The run's record `{job_id}` was not finished: "),
+                        &error,
+                    )));
+                }
+            }
             set_state.set(RunState::Done(Box::new(result), text));
             performance_mark("kiln:result");
         });
@@ -182,6 +253,7 @@ pub fn App() -> impl IntoView {
                     "Write a JavaScript program and run it in a Boa sandbox inside a Web Worker, or chat with a model below."
                 </p>
             </header>
+            <storage::StorageBanner storage=storage />
             <section class="editor">
                 <label for="program">"Program"</label>
                 <textarea
@@ -208,8 +280,16 @@ pub fn App() -> impl IntoView {
             </section>
             <ApprovalCard request=approval waiting=waiting approver=card_approver />
             <QuestionCard question=question asker=card_asker />
+            {move || run_notice.get().map(|error| storage::error_alert("run-storage-error", error))}
             <ResultPanel state=state />
-            <chat::Chat store=providers />
+            <Show when=move || providers.loaded.get() fallback=|| view! {
+                <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
+            }>
+                <chat::Chat store=providers />
+            </Show>
+            <memory_panel::MemoryPanel storage=storage />
+            <files_panel::FilesPanel storage=storage />
+            <history_panel::HistoryPanel storage=storage />
         </main>
     }
 }
@@ -521,6 +601,18 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
             </ul>
         </details>
     }
+}
+
+/// Mounts the storage tools on a run's registry, over that run's memory.
+fn add_storage(registry: &mut Registry, stores: &Stores, files: &Rc<dyn FileTree>, run_id: &str) {
+    let storage = kiln_capabilities::Storage {
+        run: RunMemory::new(stores.backend.clone(), run_id),
+        memory: stores.memory.clone(),
+        history: stores.history.clone(),
+        files: files.clone(),
+        agent: DEFAULT_AGENT.to_owned(),
+    };
+    kiln_capabilities::builtin::add_storage(registry, &storage);
 }
 
 /// Marks a moment on the page's performance timeline, for `cargo xtask bench`.

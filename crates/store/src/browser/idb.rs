@@ -210,7 +210,7 @@ impl IdbBackend {
             return StoreError::QuotaExceeded {
                 detail: format!(
                     "the browser's storage quota for this site is used up (IndexedDB `{}`: {})",
-                    self.name, failure.message
+                    self.name, failure
                 ),
             };
         }
@@ -702,7 +702,7 @@ fn open_error(name: &str, failure: &JsFailure) -> StoreError {
         "QuotaExceededError" => StoreError::QuotaExceeded {
             detail: format!(
                 "the browser's storage quota for this site is used up (IndexedDB `{name}`: {})",
-                failure.message
+                failure
             ),
         },
         _ => StoreError::Io(format!("opening IndexedDB `{name}` failed: {failure}")),

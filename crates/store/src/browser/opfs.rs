@@ -86,7 +86,7 @@ impl OpfsTree {
                 detail: format!(
                     "the browser's storage quota for this site is used up ({}: writing `{path}`: {})",
                     self.describe(),
-                    failure.message
+                    failure
                 ),
             },
             // Removed by someone else between two steps.
@@ -408,7 +408,7 @@ fn opened_error(folder: &str, failure: &JsFailure) -> StoreError {
         "QuotaExceededError" => StoreError::QuotaExceeded {
             detail: format!(
                 "the browser's storage quota for this site is used up (OPFS `{folder}`: {})",
-                failure.message
+                failure
             ),
         },
         _ => StoreError::Io(format!("OPFS `{folder}`: {failure}")),

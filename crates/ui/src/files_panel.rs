@@ -1,0 +1,395 @@
+//! The Files panel: the workspace's files (OPFS) by folder — a breadcrumb,
+//! folders first, a file opened as text (or its size when it is binary),
+//! uploads into the open folder, downloads through an object URL, new
+//! folders, and deleting one file or one empty folder (the store refuses the
+//! rest, and says why).
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+use wasm_bindgen::JsCast as _;
+
+use kiln_store::files::{DirEntry, FileTree, MAX_FILE_BYTES, WorkspacePath};
+
+use crate::storage::{StorageSignals, error_alert, local_time};
+use crate::storage_model::{ErrorText, Preview, breadcrumb, child_path, format_bytes, preview};
+
+/// A file the person opened.
+#[derive(Clone, Debug, PartialEq)]
+struct Opened {
+    path: String,
+    preview: Preview,
+}
+
+#[component]
+pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
+    let dir = RwSignal::new(WorkspacePath::root());
+    let entries = RwSignal::new(Vec::<DirEntry>::new());
+    let loaded = RwSignal::new(false);
+    let error = RwSignal::new(None::<ErrorText>);
+    let status = RwSignal::new(None::<String>);
+    let opened = RwSignal::new(None::<Opened>);
+    let folder_name = RwSignal::new(String::new());
+    let busy = RwSignal::new(false);
+    // Bumped after this panel's own writes; a finished job (a program may
+    // have written files) reloads the listing too.
+    let reload = RwSignal::new(0_u64);
+    let generation = StoredValue::new(0_u64);
+    let upload_input = NodeRef::<leptos::html::Input>::new();
+
+    Effect::new(move || {
+        let tree = storage.files.get();
+        let folder = dir.get();
+        reload.track();
+        storage.revisions.jobs.track();
+        let Some(tree) = tree else { return };
+        let this = generation.get_value() + 1;
+        generation.set_value(this);
+        spawn_local(async move {
+            let listed = tree.list(&folder).await;
+            if generation.get_value() != this {
+                return;
+            }
+            match listed {
+                Ok(mut listed) => {
+                    // Folders first, then by name (the tree promises it; the page keeps it).
+                    listed
+                        .sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
+                    entries.set(listed);
+                }
+                Err(failure) => {
+                    entries.set(Vec::new());
+                    error.set(Some(ErrorText::with_prefix(
+                        &format!("The folder `{folder}` could not be listed: "),
+                        &failure,
+                    )));
+                }
+            }
+            loaded.set(true);
+        });
+    });
+
+    let tree = move || storage.files.get_untracked();
+    let go = move |path: String| {
+        if let Ok(path) = WorkspacePath::parse(&path) {
+            opened.set(None);
+            error.set(None);
+            status.set(None);
+            dir.set(path);
+        }
+    };
+    let done = move |said: String| {
+        error.set(None);
+        status.set(Some(said));
+        reload.update(|n| *n += 1);
+    };
+
+    let open = move |path: String| {
+        let Some(tree) = tree() else { return };
+        spawn_local(async move {
+            let Ok(checked) = WorkspacePath::parse(&path) else {
+                return;
+            };
+            match tree.read(&checked).await {
+                Ok(bytes) => {
+                    error.set(None);
+                    opened.set(Some(Opened {
+                        preview: preview(&bytes),
+                        path,
+                    }));
+                }
+                Err(failure) => error.set(Some(ErrorText::with_prefix(
+                    &format!("`{path}` could not be opened: "),
+                    &failure,
+                ))),
+            }
+        });
+    };
+
+    let download = move |path: String, name: String| {
+        let Some(tree) = tree() else { return };
+        spawn_local(async move {
+            let Ok(checked) = WorkspacePath::parse(&path) else {
+                return;
+            };
+            let result = match tree.read(&checked).await {
+                Ok(bytes) => save_as(&name, &bytes).map_err(ErrorText::plain),
+                Err(failure) => Err(ErrorText::with_prefix(
+                    &format!("`{path}` could not be read: "),
+                    &failure,
+                )),
+            };
+            match result {
+                Ok(()) => status.set(Some(format!("Downloaded `{path}`."))),
+                Err(problem) => error.set(Some(problem)),
+            }
+        });
+    };
+
+    let remove = move |path: String, is_dir: bool| {
+        let Some(tree) = tree() else { return };
+        spawn_local(async move {
+            let Ok(checked) = WorkspacePath::parse(&path) else {
+                return;
+            };
+            match tree.remove(&checked).await {
+                Ok(()) => {
+                    if opened.with_untracked(|o| o.as_ref().is_some_and(|o| o.path == path)) {
+                        opened.set(None);
+                    }
+                    done(format!(
+                        "Deleted the {} `{path}`.",
+                        if is_dir { "folder" } else { "file" }
+                    ));
+                }
+                Err(failure) => error.set(Some(ErrorText::with_prefix(
+                    &format!("`{path}` was not deleted: "),
+                    &failure,
+                ))),
+            }
+        });
+    };
+
+    let make_folder = move || {
+        let Some(tree) = tree() else { return };
+        let path = match child_path(&dir.get_untracked(), &folder_name.get_untracked()) {
+            Ok(path) => path,
+            Err(problem) => {
+                error.set(Some(ErrorText::plain(problem)));
+                return;
+            }
+        };
+        spawn_local(async move {
+            match tree.mkdir(&path).await {
+                Ok(()) => {
+                    folder_name.set(String::new());
+                    done(format!("Made the folder `{path}`."));
+                }
+                Err(failure) => error.set(Some(ErrorText::with_prefix(
+                    &format!("The folder `{path}` was not made: "),
+                    &failure,
+                ))),
+            }
+        });
+    };
+
+    let upload = move || {
+        let Some(tree) = tree() else { return };
+        let Some(input) = upload_input.get_untracked() else {
+            return;
+        };
+        let Some(list) = input.files() else { return };
+        let files: Vec<web_sys::File> = (0..list.length()).filter_map(|i| list.get(i)).collect();
+        if files.is_empty() {
+            return;
+        }
+        let folder = dir.get_untracked();
+        busy.set(true);
+        status.set(Some(format!("Uploading {} file(s)…", files.len())));
+        spawn_local(async move {
+            let mut written = Vec::new();
+            let mut failed = None;
+            for file in files {
+                match upload_one(tree.as_ref(), &folder, &file).await {
+                    Ok(said) => written.push(said),
+                    Err(problem) => {
+                        failed = Some(problem);
+                        break;
+                    }
+                }
+            }
+            input.set_value("");
+            busy.set(false);
+            reload.update(|n| *n += 1);
+            status.set((!written.is_empty()).then(|| format!("Uploaded {}.", written.join(", "))));
+            error.set(failed);
+        });
+    };
+
+    let crumbs = move || {
+        let parts = breadcrumb(&dir.get());
+        let last = parts.len() - 1;
+        parts
+            .into_iter()
+            .enumerate()
+            .map(|(index, crumb)| {
+                let here = index == last;
+                let path = crumb.path.clone();
+                view! {
+                    <li>
+                        <button type="button" class="link" aria-current=here.then_some("page")
+                            data-testid="files-crumb" disabled=here on:click=move |_| go(path.clone())>{crumb.label}</button>
+                    </li>
+                }
+            })
+            .collect_view()
+    };
+
+    let rows = move || {
+        entries
+            .get()
+            .into_iter()
+            .map(|entry| {
+                let path = entry.path.clone();
+                let name = entry.name.clone();
+                let is_dir = entry.is_dir;
+                let open_label = if is_dir {
+                    format!("Open the folder {name}")
+                } else {
+                    format!("Open {name}")
+                };
+                let for_open = path.clone();
+                let for_download = (path.clone(), name.clone());
+                let for_remove = path.clone();
+                let shown_name = if is_dir { format!("{name}/") } else { name.clone() };
+                view! {
+                    <tr data-testid="file-item" data-name=name.clone() data-kind=if is_dir { "folder" } else { "file" }>
+                        <td>
+                            <button type="button" class="link" class:folder=is_dir aria-label=open_label
+                                on:click=move |_| if is_dir { go(for_open.clone()) } else { open(for_open.clone()) }>
+                                {shown_name}
+                            </button>
+                        </td>
+                        <td class="number">{if is_dir { "folder".to_owned() } else { format_bytes(entry.size) }}</td>
+                        <td>{entry.modified_ms.map(local_time).unwrap_or_default()}</td>
+                        <td class="row-actions">
+                            {(!is_dir).then(|| {
+                                let (path, name) = for_download.clone();
+                                view! {
+                                    <button type="button" class="secondary small" data-testid="file-download"
+                                        aria-label=format!("Download {name}") on:click=move |_| download(path.clone(), name.clone())>"Download"</button>
+                                }
+                            })}
+                            <button type="button" class="secondary small danger" data-testid="file-delete"
+                                aria-label=format!("Delete {name}") on:click=move |_| remove(for_remove.clone(), is_dir)>"Delete"</button>
+                        </td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+
+    let unavailable = move || storage.settled.get() && storage.files.with(Option::is_none);
+    let no_tree = move || storage.files.with(Option::is_none);
+
+    view! {
+        <section class="storage-panel files-panel" data-testid="files-panel" aria-labelledby="files-title">
+            <h2 id="files-title">"Files"</h2>
+            {move || unavailable().then(|| view! {
+                <p class="hint" data-testid="files-unavailable">"Workspace files are not available (see the message at the top)."</p>
+            })}
+            <nav aria-label="Folder">
+                <ol class="breadcrumb" data-testid="files-breadcrumb">{crumbs}</ol>
+            </nav>
+            <div class="files-actions">
+                <label class="upload">
+                    "Upload files into this folder "
+                    <input type="file" multiple=true data-testid="files-upload" node_ref=upload_input
+                        disabled=move || busy.get() || no_tree() on:change=move |_| upload() />
+                </label>
+                <form class="new-folder" on:submit=move |event| { event.prevent_default(); make_folder(); }>
+                    <label for="new-folder-name">"New folder"</label>
+                    <input id="new-folder-name" data-testid="files-folder-name" autocomplete="off" placeholder="name"
+                        prop:value=folder_name on:input=move |event| folder_name.set(event_target_value(&event)) />
+                    <button type="submit" class="secondary small" data-testid="files-new-folder" disabled=no_tree>"Make folder"</button>
+                </form>
+            </div>
+            <p class="hint" role="status" data-testid="files-status">{move || status.get()}</p>
+            {move || error.get().map(|error| error_alert("files-error", error))}
+            {move || (loaded.get() && entries.with(Vec::is_empty)).then(|| view! {
+                <p class="hint" data-testid="files-empty">"This folder is empty."</p>
+            })}
+            <table class="data-table file-table" data-testid="file-list" hidden=move || entries.with(Vec::is_empty)>
+                <thead><tr><th>"Name"</th><th>"Size"</th><th>"Changed"</th><th><span class="visually-hidden">"Actions"</span></th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            {move || opened.get().map(|file| view! {
+                <div class="file-view" data-testid="file-view">
+                    <h3><code>{file.path.clone()}</code></h3>
+                    {match file.preview {
+                        Preview::Text { text, cut } => view! {
+                            <pre data-testid="file-text">{text}</pre>
+                            {cut.then(|| view! { <p class="hint">"Only the beginning is shown; download the file for all of it."</p> })}
+                        }.into_any(),
+                        Preview::Binary { bytes } => view! {
+                            <p data-testid="file-binary">{format!("A binary file of {}. Download it to open it.", format_bytes(bytes))}</p>
+                        }.into_any(),
+                    }}
+                    <button type="button" class="secondary small" data-testid="file-close" on:click=move |_| opened.set(None)>"Close"</button>
+                </div>
+            })}
+        </section>
+    }
+}
+
+/// Reads one picked file and writes it into `folder`; answers what was written.
+async fn upload_one(
+    tree: &dyn FileTree,
+    folder: &WorkspacePath,
+    file: &web_sys::File,
+) -> Result<String, ErrorText> {
+    let name = file.name();
+    let path = child_path(folder, &name).map_err(ErrorText::plain)?;
+    let size = file.size() as u64;
+    if size > MAX_FILE_BYTES as u64 {
+        return Err(ErrorText::plain(format!(
+            "`{name}` is {}; the workspace takes files of up to {}.",
+            format_bytes(size),
+            format_bytes(MAX_FILE_BYTES as u64)
+        )));
+    }
+    let buffer = wasm_bindgen_futures::JsFuture::from(file.array_buffer())
+        .await
+        .map_err(|error| {
+            ErrorText::plain(format!("`{name}` could not be read: {}", js_text(&error)))
+        })?;
+    let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
+    tree.write(&path, bytes).await.map_err(|failure| {
+        ErrorText::with_prefix(&format!("`{path}` was not uploaded: "), &failure)
+    })?;
+    Ok(format!("`{path}` ({})", format_bytes(size)))
+}
+
+/// Hands `bytes` to the browser as a download named `name`: a Blob, an
+/// object URL and a temporary `<a download>`.
+fn save_as(name: &str, bytes: &[u8]) -> Result<(), String> {
+    let problem = |error: wasm_bindgen::JsValue| {
+        format!("`{name}` could not be downloaded: {}", js_text(&error))
+    };
+    let document = web_sys::window()
+        .and_then(|window| window.document())
+        .ok_or_else(|| "there is no document to download into".to_owned())?;
+    let parts = js_sys::Array::of1(&js_sys::Uint8Array::from(bytes));
+    let options = web_sys::BlobPropertyBag::new();
+    options.set_type("application/octet-stream");
+    let blob =
+        web_sys::Blob::new_with_u8_array_sequence_and_options(&parts, &options).map_err(problem)?;
+    let url = web_sys::Url::create_object_url_with_blob(&blob).map_err(problem)?;
+    let link: web_sys::HtmlAnchorElement = document
+        .create_element("a")
+        .map_err(problem)?
+        .dyn_into()
+        .map_err(|_| "the page could not make a link".to_owned())?;
+    link.set_href(&url);
+    link.set_download(name);
+    link.set_hidden(true);
+    let body = document
+        .body()
+        .ok_or_else(|| "the page has no body".to_owned())?;
+    body.append_child(&link).map_err(problem)?;
+    link.click();
+    link.remove();
+    // The download reads the URL after this task: free it a little later.
+    spawn_local(async move {
+        kiln_http::sleep(10_000).await;
+        let _ = web_sys::Url::revoke_object_url(&url);
+    });
+    Ok(())
+}
+
+fn js_text(error: &wasm_bindgen::JsValue) -> String {
+    error
+        .dyn_ref::<js_sys::Error>()
+        .map(|error| String::from(error.message()))
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| "an unknown error".to_owned())
+}

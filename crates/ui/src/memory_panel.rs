@@ -1,0 +1,581 @@
+//! The Memory panel: the run memory of the newest job ("Last run": each
+//! entry's key, kind, title and size, its value on click), and the durable
+//! memories — searched, marked, edited at the version the editor started
+//! from (a lost compare-and-swap is shown and the person's text is kept),
+//! deleted and saved. It follows the change feed: a memory saved in another
+//! tab appears here without a reload.
+
+use std::collections::HashMap;
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use kiln_store::durable::{DEFAULT_AGENT, Mark, Memory};
+use kiln_store::history::Job;
+use kiln_store::run::{EntryMeta, ListFilter, RunMemory};
+
+use crate::storage::{StorageSignals, error_alert, local_time};
+use crate::storage_model::{ErrorText, format_bytes, status_label, value_text};
+
+/// The most memories the list shows.
+const LIST_LIMIT: usize = 50;
+
+/// An edit in progress. It keeps the version it started from: saving
+/// writes only over that version.
+#[derive(Clone, Debug, PartialEq)]
+struct EditState {
+    version: u64,
+    text: String,
+    error: Option<ErrorText>,
+    /// The stored text and version, once the person asked for them after a conflict.
+    latest: Option<(u64, String)>,
+    saving: bool,
+}
+
+#[component]
+pub(crate) fn MemoryPanel(storage: StorageSignals) -> impl IntoView {
+    let unavailable = move || storage.settled.get() && storage.stores.with(Option::is_none);
+    view! {
+        <section class="storage-panel memory-panel" data-testid="memory-panel" aria-labelledby="memory-title">
+            <h2 id="memory-title">"Memory"</h2>
+            {move || unavailable().then(|| view! {
+                <p class="hint" data-testid="memory-unavailable">"Storage is not available, so nothing is kept (see the message at the top)."</p>
+            })}
+            <LastRun storage=storage />
+            <DurableList storage=storage />
+        </section>
+    }
+}
+
+/// The newest job's run memory.
+#[component]
+fn LastRun(storage: StorageSignals) -> impl IntoView {
+    let job = RwSignal::new(None::<Job>);
+    let entries = RwSignal::new(Vec::<EntryMeta>::new());
+    let error = RwSignal::new(None::<ErrorText>);
+    // The value on show: key and text.
+    let shown = RwSignal::new(None::<(String, String)>);
+    let generation = StoredValue::new(0_u64);
+
+    Effect::new(move || {
+        let stores = storage.stores.get();
+        storage.revisions.jobs.track();
+        storage.revisions.run_entries.track();
+        let Some(stores) = stores else { return };
+        let this = generation.get_value() + 1;
+        generation.set_value(this);
+        spawn_local(async move {
+            let loaded = async {
+                let Some(newest) = stores.history.jobs(1).await?.into_iter().next() else {
+                    return Ok((None, Vec::new()));
+                };
+                let run = RunMemory::new(stores.backend.clone(), &newest.id);
+                let listed = run.list(&ListFilter::default()).await?;
+                Ok::<_, kiln_store::StoreError>((Some(newest), listed))
+            }
+            .await;
+            if generation.get_value() != this {
+                return;
+            }
+            match loaded {
+                Ok((newest, listed)) => {
+                    if job.with_untracked(|old| {
+                        old.as_ref().map(|j| &j.id) != newest.as_ref().map(|j| &j.id)
+                    }) {
+                        shown.set(None);
+                    }
+                    job.set(newest);
+                    entries.set(listed);
+                    error.set(None);
+                }
+                Err(failure) => error.set(Some(ErrorText::with_prefix(
+                    "The last run's memory could not be read: ",
+                    &failure,
+                ))),
+            }
+        });
+    });
+
+    let show = move |key: String| {
+        if shown.with_untracked(|shown| shown.as_ref().is_some_and(|(k, _)| *k == key)) {
+            shown.set(None);
+            return;
+        }
+        let (Some(stores), Some(job)) = (storage.stores.get_untracked(), job.get_untracked())
+        else {
+            return;
+        };
+        spawn_local(async move {
+            let run = RunMemory::new(stores.backend.clone(), &job.id);
+            match run.read(std::slice::from_ref(&key)).await {
+                Ok(read) => {
+                    let text = read
+                        .into_iter()
+                        .next()
+                        .and_then(|entry| entry.value)
+                        .map_or_else(|| "(no longer there)".to_owned(), |v| value_text(&v));
+                    shown.set(Some((key, text)));
+                    error.set(None);
+                }
+                Err(failure) => error.set(Some(ErrorText::with_prefix(
+                    &format!("`{key}` could not be read: "),
+                    &failure,
+                ))),
+            }
+        });
+    };
+
+    let rows = move || {
+        entries
+            .get()
+            .into_iter()
+            .map(|entry| {
+                let key = entry.key.clone();
+                let expanded = {
+                    let key = key.clone();
+                    move || shown.with(|shown| shown.as_ref().is_some_and(|(k, _)| *k == key))
+                };
+                let label = format!("Show the value of {}", entry.key);
+                view! {
+                    <tr data-testid="run-entry" data-key=entry.key.clone()>
+                        <td>
+                            <button type="button" class="link" aria-label=label aria-expanded=move || expanded().to_string()
+                                on:click=move |_| show(key.clone())>
+                                <code>{entry.key.clone()}</code>
+                            </button>
+                        </td>
+                        <td>{entry.kind.clone()}</td>
+                        <td>{entry.title.clone()}</td>
+                        <td class="number">{format_bytes(entry.bytes)}</td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+
+    view! {
+        <div class="last-run" data-testid="last-run">
+            <h3>"Last run"</h3>
+            {move || error.get().map(|error| error_alert("last-run-error", error))}
+            {move || match job.get() {
+                None => view! { <p class="hint" data-testid="last-run-none">"No run yet. What a run keeps in its memory shows here."</p> }.into_any(),
+                Some(job) => view! {
+                    <p class="last-run-job" data-testid="last-run-job">
+                        <strong>{job.title.clone()}</strong>
+                        " · "{status_label(&job.status).to_owned()}" · "{local_time(job.started_ms)}
+                    </p>
+                }.into_any(),
+            }}
+            {move || (job.with(Option::is_some) && entries.with(Vec::is_empty)).then(|| view! {
+                <p class="hint">"This run kept nothing in its run memory."</p>
+            })}
+            <table class="data-table" data-testid="run-entries" hidden=move || entries.with(Vec::is_empty)>
+                <thead><tr><th>"Key"</th><th>"Kind"</th><th>"Title"</th><th>"Size"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+            {move || shown.get().map(|(key, text)| view! {
+                <div class="entry-value">
+                    <h4>"Value of "<code>{key}</code></h4>
+                    <pre data-testid="run-entry-value">{text}</pre>
+                </div>
+            })}
+        </div>
+    }
+}
+
+/// The durable memories: search, save, and each memory's marks, edit and delete.
+#[component]
+fn DurableList(storage: StorageSignals) -> impl IntoView {
+    let query = RwSignal::new(String::new());
+    let memories = RwSignal::new(Vec::<Memory>::new());
+    // What the list answers (a search or the newest), for the empty line.
+    let listed_for = RwSignal::new(String::new());
+    let loaded = RwSignal::new(false);
+    let list_error = RwSignal::new(None::<ErrorText>);
+    let action_error = RwSignal::new(None::<ErrorText>);
+    let status = RwSignal::new(None::<String>);
+    let new_text = RwSignal::new(String::new());
+    let saving = RwSignal::new(false);
+    let edits = RwSignal::new(HashMap::<String, EditState>::new());
+    let generation = StoredValue::new(0_u64);
+
+    Effect::new(move || {
+        let stores = storage.stores.get();
+        storage.revisions.memories.track();
+        let words = query.get();
+        let Some(stores) = stores else { return };
+        let this = generation.get_value() + 1;
+        generation.set_value(this);
+        spawn_local(async move {
+            let found = if words.trim().is_empty() {
+                stores.memory.list(None, Some(LIST_LIMIT)).await
+            } else {
+                stores
+                    .memory
+                    .query(&words, None, LIST_LIMIT)
+                    .await
+                    .map(|hits| hits.into_iter().map(|hit| hit.memory).collect())
+            };
+            if generation.get_value() != this {
+                return;
+            }
+            match found {
+                Ok(found) => {
+                    memories.set(found);
+                    listed_for.set(words);
+                    list_error.set(None);
+                }
+                Err(failure) => list_error.set(Some(ErrorText::new(&failure))),
+            }
+            loaded.set(true);
+        });
+    });
+
+    let save_new = move || {
+        let Some(stores) = storage.stores.get_untracked() else {
+            return;
+        };
+        if saving.get_untracked() {
+            return;
+        }
+        let text = new_text.get_untracked();
+        saving.set(true);
+        spawn_local(async move {
+            match stores.memory.save(DEFAULT_AGENT, &text).await {
+                Ok(memory) => {
+                    new_text.set(String::new());
+                    action_error.set(None);
+                    status.set(Some(format!("Saved memory `{}`.", memory.id)));
+                }
+                // The text stays in the box: nothing typed is lost.
+                Err(failure) => {
+                    status.set(None);
+                    action_error.set(Some(ErrorText::with_prefix(
+                        "The memory was not saved: ",
+                        &failure,
+                    )));
+                }
+            }
+            saving.set(false);
+        });
+    };
+
+    let mark = move |id: String, which: Mark| {
+        let Some(stores) = storage.stores.get_untracked() else {
+            return;
+        };
+        spawn_local(async move {
+            match stores.memory.mark(&id, which).await {
+                Ok(_) => action_error.set(None),
+                Err(failure) => action_error.set(Some(ErrorText::with_prefix(
+                    &format!("`{id}` was not marked: "),
+                    &failure,
+                ))),
+            }
+        });
+    };
+
+    let delete = move |id: String, version: u64| {
+        let Some(stores) = storage.stores.get_untracked() else {
+            return;
+        };
+        spawn_local(async move {
+            match stores.memory.remove(&id, Some(version)).await {
+                Ok(()) => {
+                    action_error.set(None);
+                    edits.update(|edits| {
+                        edits.remove(&id);
+                    });
+                    status.set(Some(format!("Deleted memory `{id}`.")));
+                }
+                Err(failure) => action_error.set(Some(ErrorText::with_prefix(
+                    &format!("`{id}` was not deleted: "),
+                    &failure,
+                ))),
+            }
+        });
+    };
+
+    let start_edit = move |memory: &Memory| {
+        edits.update(|edits| {
+            edits.insert(
+                memory.id.clone(),
+                EditState {
+                    version: memory.version,
+                    text: memory.text.clone(),
+                    error: None,
+                    latest: None,
+                    saving: false,
+                },
+            );
+        });
+    };
+
+    let save_edit = move |id: String| {
+        let Some(stores) = storage.stores.get_untracked() else {
+            return;
+        };
+        let Some(edit) = edits.with_untracked(|edits| edits.get(&id).cloned()) else {
+            return;
+        };
+        if edit.saving {
+            return;
+        }
+        edits.update(|edits| {
+            if let Some(edit) = edits.get_mut(&id) {
+                edit.saving = true;
+            }
+        });
+        spawn_local(async move {
+            let saved = stores.memory.edit(&id, edit.version, &edit.text).await;
+            edits.update(|edits| match saved {
+                Ok(_) => {
+                    edits.remove(&id);
+                }
+                Err(failure) => {
+                    if let Some(edit) = edits.get_mut(&id) {
+                        edit.saving = false;
+                        edit.error = Some(ErrorText::with_prefix(
+                            &format!("Your edit of memory `{id}` was not saved: "),
+                            &failure,
+                        ));
+                    }
+                }
+            });
+            if edits.with_untracked(|edits| !edits.contains_key(&id)) {
+                status.set(Some(format!("Saved your edit of `{id}`.")));
+            }
+        });
+    };
+
+    // After a conflict: read what is stored now and edit over that version.
+    // The person's text stays in the box; the stored text is shown beside it.
+    let reload_latest = move |id: String| {
+        let Some(stores) = storage.stores.get_untracked() else {
+            return;
+        };
+        spawn_local(async move {
+            let latest = stores.memory.get(&id).await;
+            edits.update(|edits| {
+                if let Some(edit) = edits.get_mut(&id) {
+                    match latest {
+                        Ok(memory) => {
+                            edit.version = memory.version;
+                            edit.latest = Some((memory.version, memory.text));
+                            edit.error = None;
+                        }
+                        Err(failure) => {
+                            edit.error = Some(ErrorText::with_prefix(
+                                &format!("`{id}` could not be read: "),
+                                &failure,
+                            ));
+                        }
+                    }
+                }
+            });
+        });
+    };
+
+    let row = move |memory: Memory| {
+        let id = memory.id.clone();
+        // A memo: the row's editor is made when editing starts, not at each keystroke.
+        let editing = {
+            let id = id.clone();
+            Memo::new(move |_| edits.with(|edits| edits.contains_key(&id)))
+        };
+        let for_helpful = id.clone();
+        let for_outdated = id.clone();
+        let for_delete = id.clone();
+        let for_edit = memory.clone();
+        let version = memory.version;
+        let helpful = match memory.helpful {
+            0 => "not marked helpful yet".to_owned(),
+            1 => "helpful once".to_owned(),
+            n => format!("helpful {n} times"),
+        };
+        let text_id = format!("memory-text-{id}");
+        let editor = {
+            let id = id.clone();
+            move || {
+                editing
+                    .get()
+                    .then(|| editor_view(id.clone(), version, edits, save_edit, reload_latest))
+            }
+        };
+        view! {
+            <li class="memory-item" class:outdated=memory.outdated data-testid="memory-item" data-id=id.clone()>
+                <p class="memory-text" id=text_id.clone() data-testid="memory-text">{memory.text.clone()}</p>
+                <p class="memory-meta">
+                    <span data-testid="memory-agent">{memory.agent.clone()}</span>
+                    " · "<span data-testid="memory-helpful">{helpful}</span>
+                    " · "{local_time(memory.updated_ms.max(memory.created_ms))}
+                    {memory.outdated.then(|| view! { " "<span class="badge outdated" data-testid="memory-outdated">"outdated"</span> })}
+                </p>
+                <div class="memory-actions" hidden=move || editing.get()>
+                    <button type="button" class="secondary small" data-testid="memory-helpful-button" aria-describedby=text_id.clone()
+                        on:click=move |_| mark(for_helpful.clone(), Mark::Helpful)>"Helpful"</button>
+                    <button type="button" class="secondary small" data-testid="memory-outdated-button" aria-describedby=text_id.clone()
+                        disabled=memory.outdated on:click=move |_| mark(for_outdated.clone(), Mark::Outdated)>"Outdated"</button>
+                    <button type="button" class="secondary small" data-testid="memory-edit" aria-describedby=text_id.clone()
+                        on:click=move |_| start_edit(&for_edit)>"Edit"</button>
+                    <button type="button" class="secondary small danger" data-testid="memory-delete" aria-describedby=text_id.clone()
+                        on:click=move |_| delete(for_delete.clone(), version)>"Delete"</button>
+                </div>
+                {editor}
+            </li>
+        }
+    };
+
+    let empty_line = move || {
+        (loaded.get() && memories.with(Vec::is_empty) && list_error.with(Option::is_none)).then(
+            || {
+                let words = listed_for.get();
+                let text = if words.trim().is_empty() {
+                    "No memories yet. Save one here, or let a program call tools.save_memory."
+                        .to_owned()
+                } else {
+                    format!("No memory matches `{}`.", words.trim())
+                };
+                view! { <p class="hint" data-testid="memory-empty">{text}</p> }
+            },
+        )
+    };
+
+    view! {
+        <div class="durable-memory">
+            <h3>"Kept memories"</h3>
+            <form class="memory-new" on:submit=move |event| { event.prevent_default(); save_new(); }>
+                <label for="memory-new-text">"Save a memory"</label>
+                <textarea id="memory-new-text" data-testid="memory-new" rows="2" placeholder="A fact worth keeping across runs."
+                    prop:value=new_text on:input=move |event| new_text.set(event_target_value(&event))></textarea>
+                <div class="actions">
+                    <button type="submit" data-testid="memory-save"
+                        disabled=move || saving.get() || storage.stores.with(Option::is_none)>"Save memory"</button>
+                    <span class="hint" role="status" data-testid="memory-status">{move || status.get()}</span>
+                </div>
+            </form>
+            {move || action_error.get().map(|error| error_alert("memory-error", error))}
+            <div class="memory-search">
+                <label for="memory-search">"Search memories"</label>
+                <input id="memory-search" type="search" data-testid="memory-search" autocomplete="off"
+                    placeholder="Words to look for; empty lists the newest first"
+                    prop:value=query on:input=move |event| query.set(event_target_value(&event)) />
+            </div>
+            {move || list_error.get().map(|error| error_alert("memory-list-error", error))}
+            {empty_line}
+            <ul class="memory-list" data-testid="memory-list">
+                <For each=move || memories.get() key=|memory| (memory.id.clone(), memory.version) let:memory>
+                    {row(memory)}
+                </For>
+            </ul>
+        </div>
+    }
+}
+
+/// The editor under a memory being edited. Made once per edit; each part
+/// follows its own field through a memo (which notifies only on a change),
+/// so typing never rebuilds the text box.
+fn editor_view(
+    id: String,
+    listed_version: u64,
+    edits: RwSignal<HashMap<String, EditState>>,
+    save: impl Fn(String) + Copy + Send + Sync + 'static,
+    reload_latest: impl Fn(String) + Copy + Send + Sync + 'static,
+) -> impl IntoView {
+    let started_from = {
+        let id = id.clone();
+        Memo::new(move |_| edits.with(|edits| edits.get(&id).map_or(0, |edit| edit.version)))
+    };
+    let started_from = move || started_from.get();
+    let error = {
+        let id = id.clone();
+        Memo::new(move |_| edits.with(|edits| edits.get(&id).and_then(|edit| edit.error.clone())))
+    };
+    let error = move || error.get();
+    let latest = {
+        let id = id.clone();
+        Memo::new(move |_| edits.with(|edits| edits.get(&id).and_then(|edit| edit.latest.clone())))
+    };
+    let latest = move || latest.get();
+    let saving = {
+        let id = id.clone();
+        Memo::new(move |_| edits.with(|edits| edits.get(&id).is_some_and(|edit| edit.saving)))
+    };
+    let saving = move || saving.get();
+    let text = {
+        let id = id.clone();
+        move || {
+            edits.with(|edits| {
+                edits
+                    .get(&id)
+                    .map(|edit| edit.text.clone())
+                    .unwrap_or_default()
+            })
+        }
+    };
+    let conflict = move || error().is_some_and(|error| error.code == "conflict");
+    // The list shows a newer version than the one the edit started from.
+    let moved_on = move || listed_version != started_from() && error().is_none();
+    let text_id = format!("memory-edit-{id}");
+    let for_input = id.clone();
+    let for_save = id.clone();
+    let for_cancel = id.clone();
+    let for_reload = id.clone();
+    let for_use_latest = id.clone();
+    let label = {
+        let id = id.clone();
+        move || format!("Edit memory `{id}` (from version {})", started_from())
+    };
+    view! {
+        <div class="memory-editor" data-testid="memory-editor">
+            <label for=text_id.clone()>{label}</label>
+            <textarea id=text_id data-testid="memory-edit-text" rows="3"
+                prop:value=text
+                on:input=move |event| {
+                    let text = event_target_value(&event);
+                    edits.update(|edits| {
+                        if let Some(edit) = edits.get_mut(&for_input) {
+                            edit.text = text;
+                        }
+                    });
+                }></textarea>
+            {move || moved_on().then(|| view! {
+                <p class="hint" data-testid="memory-edit-moved">{format!(
+                    "This memory changed elsewhere since you began (now version {listed_version}); saving will say so."
+                )}</p>
+            })}
+            {move || error().map(|error| error_alert("memory-edit-error", error))}
+            {move || latest().map(|(version, text)| {
+                let for_use_latest = for_use_latest.clone();
+                view! {
+                    <div class="memory-latest">
+                        <p class="hint">{format!("Stored now (version {version}); your text above is kept and replaces it when you save:")}</p>
+                        <pre data-testid="memory-latest">{text.clone()}</pre>
+                        <button type="button" class="secondary small" data-testid="memory-use-latest"
+                            on:click=move |_| {
+                                let text = text.clone();
+                                edits.update(|edits| {
+                                    if let Some(edit) = edits.get_mut(&for_use_latest) {
+                                        edit.text = text;
+                                    }
+                                });
+                            }>"Use the stored text instead"</button>
+                    </div>
+                }
+            })}
+            <div class="actions">
+                <button type="button" class="small" data-testid="memory-edit-save" disabled=saving
+                    on:click=move |_| save(for_save.clone())>"Save edit"</button>
+                {move || conflict().then(|| {
+                    let for_reload = for_reload.clone();
+                    view! {
+                        <button type="button" class="secondary small" data-testid="memory-reload-latest"
+                            on:click=move |_| reload_latest(for_reload.clone())>"Reload latest"</button>
+                    }
+                })}
+                <button type="button" class="secondary small" data-testid="memory-edit-cancel"
+                    on:click=move |_| edits.update(|edits| { edits.remove(&for_cancel); })>"Cancel"</button>
+            </div>
+        </div>
+    }
+}
