@@ -172,6 +172,16 @@ test("OpenAI-compatible: added through the panel, tested, and a reply streams wi
     last.body.messages.map((message) => [message.role, message.content]),
     [["user", "kiln-hello"], ["assistant", "Hello from the mock."], ["user", "kiln-which-model"]],
   );
+  // The conversation is a thread in the workspace's history, found by its words.
+  const found = await page.evaluate(async () => {
+    const { Kiln } = await import(new URL("kiln.js", location.href).href);
+    const kiln = await Kiln.load({ poolSize: 1 });
+    return kiln.history.search("Hello from the mock");
+  });
+  assert.deepEqual(
+    found.filter((hit) => hit.kind === "message").map((hit) => [hit.title, hit.excerpt]),
+    [["kiln-hello", "Hello from the mock."]],
+  );
   assert.deepEqual(errors, []);
 });
 

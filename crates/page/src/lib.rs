@@ -118,7 +118,11 @@ impl Kiln {
     /// # Errors
     ///
     /// Why the first sandbox worker could not start.
-    pub async fn load(worker_url: String, pool_size: usize, workspace: Option<String>) -> Result<Self, JsError> {
+    pub async fn load(
+        worker_url: String,
+        pool_size: usize,
+        workspace: Option<String>,
+    ) -> Result<Self, JsError> {
         let pool = SandboxPool::new(worker_url, pool_size);
         let storage = storage::open(workspace.as_deref().unwrap_or("default")).await;
         pool.ready()
@@ -390,7 +394,9 @@ fn read_request(request: &JsValue) -> Result<Parsed, String> {
     let agent = if absent(&agent) {
         String::new()
     } else {
-        agent.as_string().ok_or("`agent` must be a string (who the run's memories are saved for)")?
+        agent
+            .as_string()
+            .ok_or("`agent` must be a string (who the run's memories are saved for)")?
     };
     let inputs = field("inputs");
     let inputs = if absent(&inputs) {

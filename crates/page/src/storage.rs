@@ -14,7 +14,6 @@ use js_sys::{Function, Promise, Reflect};
 use kiln_capabilities::Registry;
 use kiln_capabilities::storage::Storage;
 use kiln_store::backend::{Backend, Change};
-use kiln_store::browser::{IdbBackend, OpfsTree};
 use kiln_store::config::Config;
 use kiln_store::durable::{DurableMemory, Mark};
 use kiln_store::export::{self, ExportOptions};
@@ -44,7 +43,9 @@ pub(crate) type PageStorage = Rc<Result<Opened, StoreError>>;
 fn check_workspace(workspace: &str) -> Result<(), StoreError> {
     let good = !workspace.is_empty()
         && workspace.len() <= 64
-        && workspace.chars().all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+        && workspace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
     if good {
         Ok(())
     } else {
@@ -58,11 +59,26 @@ fn check_workspace(workspace: &str) -> Result<(), StoreError> {
 pub(crate) async fn open(workspace: &str) -> PageStorage {
     let opened = async {
         check_workspace(workspace)?;
-        let backend: Rc<dyn Backend> = IdbBackend::open(&format!("kiln-{workspace}")).await?;
-        let tree: Rc<dyn FileTree> = OpfsTree::open(workspace).await?;
-        Ok(Opened { backend, tree })
+        open_platform(workspace).await
     };
     Rc::new(opened.await)
+}
+
+#[cfg(target_arch = "wasm32")]
+async fn open_platform(workspace: &str) -> Result<Opened, StoreError> {
+    use kiln_store::browser::{IdbBackend, OpfsTree};
+    let backend: Rc<dyn Backend> = IdbBackend::open(&format!("kiln-{workspace}")).await?;
+    let tree: Rc<dyn FileTree> = OpfsTree::open(workspace).await?;
+    Ok(Opened { backend, tree })
+}
+
+/// The native build (tests, lints) keeps the workspace in memory.
+#[cfg(not(target_arch = "wasm32"))]
+async fn open_platform(_workspace: &str) -> Result<Opened, StoreError> {
+    use kiln_store::native::{MemoryBackend, MemoryTree};
+    let backend: Rc<dyn Backend> = MemoryBackend::new();
+    let tree: Rc<dyn FileTree> = MemoryTree::new();
+    Ok(Opened { backend, tree })
 }
 
 /// A `StoreError` as a page `Error` with `code` and `hint`.
@@ -166,7 +182,10 @@ pub(crate) async fn prepare_run(
 pub(crate) async fn finish_run(record: Option<RunRecord>, result: &ToolResult) -> Option<String> {
     let record = record?;
     let status = if result.is_error { "error" } else { "ok" };
-    let _ = record.history.finish_job(&record.job.id, status, &result.text()).await;
+    let _ = record
+        .history
+        .finish_job(&record.job.id, status, &result.text())
+        .await;
     Some(record.job.id)
 }
 
@@ -284,8 +303,17 @@ async fn dispatch(opened: Opened, op: String, request: Value) -> Result<Value, J
             to_value(&memory.save(&agent, &text).await.map_err(failed)?)
         }
         "memory.query" => {
-            let QueryArgs { query, agent, limit } = args(op, &request)?;
-            to_value(&memory.query(&query, agent.as_deref(), limit.unwrap_or(10)).await.map_err(failed)?)
+            let QueryArgs {
+                query,
+                agent,
+                limit,
+            } = args(op, &request)?;
+            to_value(
+                &memory
+                    .query(&query, agent.as_deref(), limit.unwrap_or(10))
+                    .await
+                    .map_err(failed)?,
+            )
         }
         "memory.list" => {
             let ListArgs { agent, limit } = args(op, &request)?;
@@ -311,7 +339,12 @@ async fn dispatch(opened: Opened, op: String, request: Value) -> Result<Value, J
         }
         "history.search" => {
             let SearchArgs { query, limit } = args(op, &request)?;
-            to_value(&history.search(&query, limit.unwrap_or(20)).await.map_err(failed)?)
+            to_value(
+                &history
+                    .search(&query, limit.unwrap_or(20))
+                    .await
+                    .map_err(failed)?,
+            )
         }
         "run.list" => {
             let RunListArgs { run_id } = args(op, &request)?;
@@ -348,7 +381,11 @@ async fn dispatch(opened: Opened, op: String, request: Value) -> Result<Value, J
             }
         }
         "files.write" => {
-            let WriteArgs { path: text, text: content, base64 } = args(op, &request)?;
+            let WriteArgs {
+                path: text,
+                text: content,
+                base64,
+            } = args(op, &request)?;
             let bytes = match (content, base64) {
                 (Some(content), None) => content.into_bytes(),
                 (None, Some(encoded)) => STANDARD
@@ -357,7 +394,14 @@ async fn dispatch(opened: Opened, op: String, request: Value) -> Result<Value, J
                 _ => return Err(bad_request(op, "give exactly one of `text` and `base64`")),
             };
             if bytes.len() > files::MAX_FILE_BYTES {
-                return Err(bad_request(op, format!("the file is {} bytes; at most {} are written", bytes.len(), files::MAX_FILE_BYTES)));
+                return Err(bad_request(
+                    op,
+                    format!(
+                        "the file is {} bytes; at most {} are written",
+                        bytes.len(),
+                        files::MAX_FILE_BYTES
+                    ),
+                ));
             }
             to_value(&tree.write(&path(op, &text)?, bytes).await.map_err(failed)?)
         }
@@ -404,11 +448,22 @@ async fn dispatch(opened: Opened, op: String, request: Value) -> Result<Value, J
         }
         "export" => {
             let ExportArgs { include_keys } = args(op, &request)?;
-            let doc = export::export(&*opened.backend, Some(tree), ExportOptions { include_keys }).await.map_err(failed)?;
+            let doc = export::export(&*opened.backend, Some(tree), ExportOptions { include_keys })
+                .await
+                .map_err(failed)?;
             to_value(&doc)
         }
-        "import" => to_value(&export::import(&*opened.backend, Some(tree), &request).await.map_err(failed)?),
-        other => return Err(bad_request("store", format!("`{other}` is not a storage operation"))),
+        "import" => to_value(
+            &export::import(&*opened.backend, Some(tree), &request)
+                .await
+                .map_err(failed)?,
+        ),
+        other => {
+            return Err(bad_request(
+                "store",
+                format!("`{other}` is not a storage operation"),
+            ));
+        }
     })
 }
 

@@ -873,7 +873,10 @@ struct Entry {
 
 /// The chat: the provider, the conversation, the message box.
 #[component]
-pub(crate) fn Chat(store: ProviderStore) -> impl IntoView {
+pub(crate) fn Chat(
+    store: ProviderStore,
+    stores: RwSignal<Option<crate::storage::Stores>, LocalStorage>,
+) -> impl IntoView {
     // What the model is sent: the turns that were answered, and the one in flight.
     let conversation = RwSignal::new(Vec::<Message>::new());
     let entries = RwSignal::new(Vec::<Entry>::new());
@@ -883,6 +886,9 @@ pub(crate) fn Chat(store: ProviderStore) -> impl IntoView {
     let abort = StoredValue::new_local(None::<AbortSignal>);
     // Bumped by Clear: a turn of an earlier conversation writes nothing when it ends.
     let generation = StoredValue::new(0_usize);
+    // The conversation's thread in the history, made with its first message; Clear
+    // starts another.
+    let thread = StoredValue::new_local(None::<String>);
     let textarea = NodeRef::<leptos::html::Textarea>::new();
     let list = NodeRef::<leptos::html::Ol>::new();
 
@@ -939,7 +945,15 @@ pub(crate) fn Chat(store: ProviderStore) -> impl IntoView {
         };
         focus_box();
         request_animation_frame(scroll_to_end);
+        let history = stores.get_untracked().map(|stores| stores.history);
         spawn_local(async move {
+            // Kept for `search_history`; a store that fails does not stop the chat.
+            let recorded = match &history {
+                Some(history) => {
+                    record(history, thread, this_generation, generation, "user", &text).await
+                }
+                None => None,
+            };
             let client = kiln_providers::connect(provider.config());
             let mut events = kiln_providers::turn(client.as_ref(), request, None, Some(signal));
             let mut answered = None::<FinalMessage>;
@@ -978,6 +992,9 @@ pub(crate) fn Chat(store: ProviderStore) -> impl IntoView {
                             messages.pop();
                         });
                     } else {
+                        if let (Some(history), Some(thread_id)) = (&history, &recorded) {
+                            let _ = history.append(thread_id, "assistant", &message.text).await;
+                        }
                         // Tool calls are not kept: no tools were offered, so none can be
                         // answered, and a call without its answer would break the next turn.
                         conversation.update(|messages| {
@@ -1027,6 +1044,7 @@ pub(crate) fn Chat(store: ProviderStore) -> impl IntoView {
         stop();
         abort.set_value(None);
         generation.set_value(generation.get_value() + 1);
+        thread.set_value(None);
         streaming.set(false);
         conversation.set(Vec::new());
         entries.set(Vec::new());
@@ -1143,4 +1161,31 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
         }
         .into_any(),
     }
+}
+
+/// Appends a message to the conversation's thread, making the thread with the
+/// first one; answers the thread's id. Nothing when the conversation was
+/// cleared meanwhile or the store refuses.
+async fn record(
+    history: &kiln_store::history::History,
+    thread: StoredValue<Option<String>, LocalStorage>,
+    this_generation: usize,
+    generation: StoredValue<usize>,
+    role: &str,
+    text: &str,
+) -> Option<String> {
+    let thread_id = match thread.get_value() {
+        Some(thread_id) => thread_id,
+        None => {
+            let title = kiln_store::history::title_of_program(text);
+            let made = history.new_thread(&title, "").await.ok()?;
+            if generation.get_value() != this_generation {
+                return None;
+            }
+            thread.set_value(Some(made.id.clone()));
+            made.id
+        }
+    };
+    history.append(&thread_id, role, text).await.ok()?;
+    Some(thread_id)
 }

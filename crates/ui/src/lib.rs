@@ -285,7 +285,7 @@ pub fn App() -> impl IntoView {
             <Show when=move || providers.loaded.get() fallback=|| view! {
                 <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
             }>
-                <chat::Chat store=providers />
+                <chat::Chat store=providers stores=storage.stores />
             </Show>
             <memory_panel::MemoryPanel storage=storage />
             <files_panel::FilesPanel storage=storage />
