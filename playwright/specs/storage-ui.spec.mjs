@@ -208,6 +208,46 @@ test("two tabs: a memory saved in one appears in the other, and a delete there r
   }
 });
 
+test("the permission mode, the brake and a tool's setting are kept: another tab and a reload find them", async () => {
+  const { page, errors } = browser;
+  const summary = (p) => p.getByTestId("tool-list").locator("summary");
+  const shown = (p) =>
+    p.evaluate(() => ({
+      mode: document.querySelector('[data-testid="permission-mode"]').value,
+      brake: document.querySelector('[data-testid="brake"]').checked,
+      add: document.querySelector('[data-testid="setting-add"]').value,
+    }));
+  const wanted = { mode: "plan", brake: true, add: "ask" };
+  await summary(page).click();
+  await page.getByTestId("permission-mode").selectOption("plan");
+  await page.getByTestId("brake").check();
+  await page.getByTestId("setting-add").selectOption("ask");
+
+  const other = await browser.context.newPage();
+  await openApp(other);
+  await settled(other);
+  await other.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "plan");
+  assert.deepEqual(await shown(other), wanted);
+  await other.close();
+
+  await page.reload();
+  await settled(page);
+  await page.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "plan");
+  assert.deepEqual(await shown(page), wanted);
+  // Plan mode is in force, not only shown: a write is refused.
+  const status = await runProgram(page, 'await workspace.write("plan.txt", "x")');
+  assert.match(status, /failed|error/i);
+  assert.match(await page.getByTestId("run-error").textContent(), /file_write/);
+
+  // Back to auto and no settings for the tests after this one.
+  await summary(page).click();
+  await page.getByTestId("permission-mode").selectOption("auto");
+  await page.getByTestId("brake").uncheck();
+  await page.getByTestId("setting-add").selectOption("");
+  await summary(page).click();
+  assert.deepEqual(errors, []);
+});
+
 test("an edit over a stale version is refused with the person's text kept; Reload latest, then save", async () => {
   const a = browser.page;
   const { page: b, errors } = await newTab();
@@ -288,7 +328,11 @@ test("a used-up quota is named with its hint, keeps the typed text, and writes n
     await first.context.close();
 
     const { context, page, errors } = await launchOn(dir);
-    await openStoredApp(page);
+    // Not openStoredApp: choosing the mode writes the settings, and this session must
+    // not write before the quota is lowered. The first session kept `auto`.
+    await openApp(page);
+    await settled(page);
+    await page.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "auto");
     assert.deepEqual(await memoryTexts(page), ["Kept before the quota"]);
     await page.locator('[data-testid="file-item"][data-name="small.txt"]').waitFor();
     const origin = new URL(APP_URL).origin;

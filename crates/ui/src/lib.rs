@@ -12,6 +12,7 @@ pub mod demo_tools;
 mod files_panel;
 mod history_panel;
 mod memory_panel;
+mod permissions;
 mod storage;
 mod storage_model;
 mod view_model;
@@ -275,7 +276,7 @@ pub fn App() -> impl IntoView {
                     </button>
                     <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
                 </div>
-                <Permissions gate=panel_gate tools=tools />
+                <Permissions gate=panel_gate tools=tools storage=storage />
                 <McpServers sources=panel_sources set_tools=set_tools />
             </section>
             <ApprovalCard request=approval waiting=waiting approver=card_approver />
@@ -421,17 +422,63 @@ fn mode_from(value: &str) -> Mode {
 /// The permission mode, the auto-run brake, and the tools with their
 /// category and per-tool setting.
 #[component]
-fn Permissions(gate: Rc<Gate>, tools: ReadSignal<Vec<ToolRow>>) -> impl IntoView {
+fn Permissions(
+    gate: Rc<Gate>,
+    tools: ReadSignal<Vec<ToolRow>>,
+    storage: storage::StorageSignals,
+) -> impl IntoView {
     let gate = StoredValue::new_local(gate);
+    let mode = RwSignal::new(gate.with_value(|gate| gate.settings().mode));
+    let brake = RwSignal::new(gate.with_value(|gate| gate.settings().brake));
+    // Bumped when stored settings were applied, so the rows show them.
+    let applied = RwSignal::new(0_u64);
+    let settings_error = RwSignal::new(None::<String>);
+    // The mode, the brake and each tool's setting are the workspace's: read when
+    // storage opens and again when another tab changes them.
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            let Ok(stored) = permissions::load(&stores.config).await else {
+                return;
+            };
+            gate.with_value(|gate| permissions::apply(gate, &stored));
+            mode.set(stored.mode);
+            brake.set(stored.brake);
+            applied.update(|n| *n += 1);
+        });
+    });
+    // `autonomy`: the tools' settings changed, else the mode or the brake.
+    let save = move |autonomy: bool| {
+        let Some(stores) = storage.stores.get_untracked() else {
+            return;
+        };
+        let settings = gate.with_value(|gate| gate.settings());
+        spawn_local(async move {
+            let saved = if autonomy {
+                permissions::save_autonomy(&stores.config, &settings).await
+            } else {
+                permissions::save_settings(&stores.config, &settings).await
+            };
+            settings_error.set(saved.err());
+        });
+    };
     let on_mode = move |event: leptos::ev::Event| {
-        let mode = mode_from(&event_target_value(&event));
-        gate.with_value(|gate| gate.set_mode(mode));
+        let chosen = mode_from(&event_target_value(&event));
+        gate.with_value(|gate| gate.set_mode(chosen));
+        mode.set(chosen);
+        save(false);
     };
     let on_brake = move |event: leptos::ev::Event| {
         let engaged = event_target_checked(&event);
         gate.with_value(|gate| gate.set_brake(engaged));
+        brake.set(engaged);
+        save(false);
     };
     let rows = move || {
+        applied.track();
         tools
             .get()
             .into_iter()
@@ -444,6 +491,7 @@ fn Permissions(gate: Rc<Gate>, tools: ReadSignal<Vec<ToolRow>>) -> impl IntoView
                         // Only `return_result` refuses a block, and it is not listed here.
                         let _ = gate.set_autonomy(&name, setting);
                     });
+                    save(true);
                 };
                 let current = gate.with_value(|gate| gate.settings().autonomy.get(&row.name).copied());
                 let selected = |value: Option<Autonomy>| current == value;
@@ -473,16 +521,17 @@ fn Permissions(gate: Rc<Gate>, tools: ReadSignal<Vec<ToolRow>>) -> impl IntoView
                 <label>
                     "Mode "
                     <select data-testid="permission-mode" on:change=on_mode>
-                        <option value="plan">"Plan — only read calls run"</option>
-                        <option value="default" selected=true>"Default — ask before anything else"</option>
-                        <option value="auto">"Auto — run without asking"</option>
+                        <option value="plan" prop:selected=move || mode.get() == Mode::Plan>"Plan — only read calls run"</option>
+                        <option value="default" prop:selected=move || mode.get() == Mode::Default>"Default — ask before anything else"</option>
+                        <option value="auto" prop:selected=move || mode.get() == Mode::Auto>"Auto — run without asking"</option>
                     </select>
                 </label>
                 <label class="brake">
-                    <input type="checkbox" data-testid="brake" on:change=on_brake />
+                    <input type="checkbox" data-testid="brake" on:change=on_brake prop:checked=move || brake.get() />
                     " Auto-run brake (code-execution tools always ask)"
                 </label>
             </div>
+            {move || settings_error.get().map(|text| view! { <p class="failure" role="alert" data-testid="settings-error">{text}</p> })}
             <table class="tool-table">
                 <thead><tr><th>"Tool"</th><th>"Category"</th><th>"From"</th><th>"Setting"</th></tr></thead>
                 <tbody>{rows}</tbody>
