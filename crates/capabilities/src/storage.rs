@@ -20,11 +20,11 @@
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
-use kiln_store::StoreError;
 use kiln_store::durable::DurableMemory;
 use kiln_store::files::FileTree;
 use kiln_store::history::History;
 use kiln_store::run::RunMemory;
+use kiln_store::{Backend, StoreError};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -47,6 +47,26 @@ pub struct Storage {
     /// Whose memories `save_memory` keeps and `query_memory` searches when a
     /// call names no agent (`kiln_store::durable::DEFAULT_AGENT`: `default`).
     pub agent: String,
+}
+
+impl Storage {
+    /// The stores of one workspace `backend` and its `files`, with the run
+    /// memory of `run_id`; `agent` saves and searches memories.
+    #[must_use]
+    pub fn new(
+        backend: Rc<dyn Backend>,
+        files: Rc<dyn FileTree>,
+        run_id: &str,
+        agent: &str,
+    ) -> Self {
+        Self {
+            run: RunMemory::new(backend.clone(), run_id),
+            memory: DurableMemory::new(backend.clone()),
+            history: History::new(backend),
+            files,
+            agent: agent.to_owned(),
+        }
+    }
 }
 
 /// Code of a path that could leave the workspace (absolute, a drive, `..`).

@@ -207,13 +207,12 @@ fn every_builtin_has_a_spec_that_compiles_and_a_test_that_calls_it() {
     let mut registry = Registry::new();
     kiln_capabilities::builtin::add_builtins(&mut registry, &http);
     let backend = kiln_store::native::MemoryBackend::new();
-    let storage = kiln_capabilities::Storage {
-        run: kiln_store::run::RunMemory::new(backend.clone(), "run"),
-        memory: kiln_store::durable::DurableMemory::new(backend.clone()),
-        history: kiln_store::history::History::new(backend),
-        files: kiln_store::native::MemoryTree::new(),
-        agent: "default".into(),
-    };
+    let storage = kiln_capabilities::Storage::new(
+        backend,
+        kiln_store::native::MemoryTree::new(),
+        "run",
+        "default",
+    );
     kiln_capabilities::builtin::add_storage(&mut registry, &storage);
     assert!(registry.warnings().is_empty(), "{:?}", registry.warnings());
     // Each built-in's name must be called in one of this crate's or the CLI's

@@ -9,11 +9,9 @@ use std::rc::Rc;
 use futures::executor::block_on;
 use kiln_capabilities::{Dispatcher, Gate, GateSettings, HeldSignal, Mode, Registry, SecretScope};
 use kiln_capabilities::{Storage, builtin};
-use kiln_store::durable::DurableMemory;
 use kiln_store::files::{FileTree, MAX_FILE_BYTES, WorkspacePath};
-use kiln_store::history::{History, JobStart};
+use kiln_store::history::JobStart;
 use kiln_store::native::{MemoryBackend, MemoryTree};
-use kiln_store::run::RunMemory;
 use kiln_types::protocol::CallRequest;
 use kiln_types::run::RunLimits;
 use kiln_types::tool_result::{CallOutcome, ToolReply};
@@ -30,13 +28,7 @@ struct Ladder {
 fn ladder(mode: Mode) -> Ladder {
     let backend = MemoryBackend::new();
     let tree = MemoryTree::new();
-    let storage = Storage {
-        run: RunMemory::new(backend.clone(), "run-1"),
-        memory: DurableMemory::new(backend.clone()),
-        history: History::new(backend),
-        files: tree.clone(),
-        agent: "default".into(),
-    };
+    let storage = Storage::new(backend, tree.clone(), "run-1", "default");
     let mut registry = Registry::new();
     builtin::add_storage(&mut registry, &storage);
     assert!(registry.warnings().is_empty(), "{:?}", registry.warnings());

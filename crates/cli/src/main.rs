@@ -485,13 +485,7 @@ fn add_store(
     }))?;
     kiln_capabilities::builtin::add_storage(
         registry,
-        &kiln_capabilities::Storage {
-            run: kiln_store::run::RunMemory::new(backend.clone(), &job.id),
-            memory: kiln_store::durable::DurableMemory::new(backend),
-            history: history.clone(),
-            files,
-            agent: "cli".into(),
-        },
+        &kiln_capabilities::Storage::new(backend, files, &job.id, "cli"),
     );
     Ok(JobRecord {
         history,

@@ -150,10 +150,10 @@ pub(crate) async fn prepare_run(
             return None;
         }
     };
-    let run = RunMemory::new(opened.backend.clone(), &job.id);
+    let storage = Storage::new(opened.backend.clone(), opened.tree.clone(), &job.id, agent);
     for (name, value) in inputs {
         let key = format!("input:{name}");
-        if let Err(error) = run.set(&key, value, Describe::default()).await {
+        if let Err(error) = storage.run.set(&key, value, Describe::default()).await {
             registry.warn(Warning {
                 code: "input_not_stored".into(),
                 message: format!("input `{name}` was not put in the run memory: {error}"),
@@ -164,16 +164,7 @@ pub(crate) async fn prepare_run(
             });
         }
     }
-    kiln_capabilities::builtin::add_storage(
-        registry,
-        &Storage {
-            run,
-            memory: DurableMemory::new(opened.backend.clone()),
-            history: history.clone(),
-            files: opened.tree.clone(),
-            agent: agent.to_owned(),
-        },
-    );
+    kiln_capabilities::builtin::add_storage(registry, &storage);
     Some(RunRecord { history, job })
 }
 

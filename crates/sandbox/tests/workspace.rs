@@ -15,11 +15,8 @@ use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::clock::PersonSignal;
 use kiln_sandbox::run_with_tools;
 use kiln_sandbox::tools::{ToolCall, ToolHost, ToolReply};
-use kiln_store::durable::DurableMemory;
 use kiln_store::files::{FileTree, WorkspacePath};
-use kiln_store::history::History;
 use kiln_store::native::{MemoryBackend, MemoryTree};
-use kiln_store::run::RunMemory;
 use kiln_types::protocol::CallRequest;
 use kiln_types::{RunLimits, RunOutcome, RunReport};
 use serde_json::{Value, json};
@@ -49,13 +46,7 @@ struct Setup {
 fn setup(mode: Mode) -> Setup {
     let backend = MemoryBackend::new();
     let tree = MemoryTree::new();
-    let storage = Storage {
-        run: RunMemory::new(backend.clone(), "run-1"),
-        memory: DurableMemory::new(backend.clone()),
-        history: History::new(backend),
-        files: tree.clone(),
-        agent: "default".into(),
-    };
+    let storage = Storage::new(backend, tree.clone(), "run-1", "default");
     let mut registry = Registry::new();
     builtin::add_storage(&mut registry, &storage);
     let settings = GateSettings {

@@ -140,6 +140,26 @@ impl FileStat {
             modified_ms: None,
         }
     }
+
+    #[must_use]
+    pub fn folder(path: &WorkspacePath) -> Self {
+        Self {
+            exists: true,
+            is_dir: true,
+            ..Self::missing(path)
+        }
+    }
+
+    #[must_use]
+    pub fn file(path: &WorkspacePath, size: u64, modified_ms: Option<u64>) -> Self {
+        Self {
+            exists: true,
+            is_file: true,
+            size,
+            modified_ms,
+            ..Self::missing(path)
+        }
+    }
 }
 
 /// One entry of a folder listing.

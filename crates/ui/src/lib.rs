@@ -41,7 +41,6 @@ use kiln_http::HttpClient;
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::files::FileTree;
 use kiln_store::history::JobStart;
-use kiln_store::run::RunMemory;
 use kiln_types::RunLimits;
 use kiln_types::tool_result::ContentPart;
 
@@ -654,13 +653,12 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
 
 /// Mounts the storage tools on a run's registry, over that run's memory.
 fn add_storage(registry: &mut Registry, stores: &Stores, files: &Rc<dyn FileTree>, run_id: &str) {
-    let storage = kiln_capabilities::Storage {
-        run: RunMemory::new(stores.backend.clone(), run_id),
-        memory: stores.memory.clone(),
-        history: stores.history.clone(),
-        files: files.clone(),
-        agent: DEFAULT_AGENT.to_owned(),
-    };
+    let storage = kiln_capabilities::Storage::new(
+        stores.backend.clone(),
+        files.clone(),
+        run_id,
+        DEFAULT_AGENT,
+    );
     kiln_capabilities::builtin::add_storage(registry, &storage);
 }
 

@@ -177,14 +177,11 @@ impl OpfsTree {
         handle: &FileSystemFileHandle,
     ) -> Result<FileStat, StoreError> {
         let file = self.file_of(path, handle).await?;
-        Ok(FileStat {
-            path: path.as_str().to_owned(),
-            exists: true,
-            is_file: true,
-            is_dir: false,
-            size: file.size() as u64,
-            modified_ms: Some(file.last_modified() as u64),
-        })
+        Ok(FileStat::file(
+            path,
+            file.size() as u64,
+            Some(file.last_modified() as u64),
+        ))
     }
 
     async fn read_now(&self, path: &WorkspacePath) -> Result<Vec<u8>, StoreError> {
@@ -315,14 +312,7 @@ impl OpfsTree {
     async fn stat_now(&self, path: &WorkspacePath) -> Result<FileStat, StoreError> {
         match self.node(path).await? {
             None => Ok(FileStat::missing(path)),
-            Some(Node::Dir(_)) => Ok(FileStat {
-                path: path.as_str().to_owned(),
-                exists: true,
-                is_file: false,
-                is_dir: true,
-                size: 0,
-                modified_ms: None,
-            }),
+            Some(Node::Dir(_)) => Ok(FileStat::folder(path)),
             Some(Node::File(handle)) => self.stat_file(path, &handle).await,
         }
     }

@@ -146,22 +146,10 @@ impl DirTree {
     fn stat_now(&self, path: &WorkspacePath) -> Result<FileStat, StoreError> {
         let on_disk = self.resolve(path)?;
         Ok(match self.kind(&on_disk)? {
-            (Kind::Dir, _) => FileStat {
-                path: path.as_str().to_owned(),
-                exists: true,
-                is_file: false,
-                is_dir: true,
-                size: 0,
-                modified_ms: None,
-            },
-            (Kind::File, Some(metadata)) => FileStat {
-                path: path.as_str().to_owned(),
-                exists: true,
-                is_file: true,
-                is_dir: false,
-                size: metadata.len(),
-                modified_ms: modified_ms(&metadata),
-            },
+            (Kind::Dir, _) => FileStat::folder(path),
+            (Kind::File, Some(metadata)) => {
+                FileStat::file(path, metadata.len(), modified_ms(&metadata))
+            }
             _ => FileStat::missing(path),
         })
     }

@@ -58,22 +58,10 @@ impl MemoryTree {
     fn stat_now(&self, path: &WorkspacePath) -> FileStat {
         match self.node(path) {
             None => FileStat::missing(path),
-            Some(Node::Dir) => FileStat {
-                path: path.as_str().to_owned(),
-                exists: true,
-                is_file: false,
-                is_dir: true,
-                size: 0,
-                modified_ms: None,
-            },
-            Some(Node::File { bytes, modified_ms }) => FileStat {
-                path: path.as_str().to_owned(),
-                exists: true,
-                is_file: true,
-                is_dir: false,
-                size: bytes.len() as u64,
-                modified_ms: Some(modified_ms),
-            },
+            Some(Node::Dir) => FileStat::folder(path),
+            Some(Node::File { bytes, modified_ms }) => {
+                FileStat::file(path, bytes.len() as u64, Some(modified_ms))
+            }
         }
     }
 }
