@@ -58,10 +58,9 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
 
     record("lints", lints(root));
 
-    let mut native = Command::new("cargo");
+    let mut native = cargo(root);
     native
         .args(["test", "--workspace"])
-        .current_dir(root)
         .envs(servers.iter().cloned());
     record("native tests", run_counted(&mut native, parse_cargo_line));
 
@@ -72,7 +71,7 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     }
 
     for package in WASM_SUITES {
-        let mut wasm = Command::new("cargo");
+        let mut wasm = cargo(root);
         wasm.args([
             "test",
             "--release",
@@ -81,7 +80,6 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
             "--package",
             package,
         ])
-        .current_dir(root)
         .envs(servers.iter().cloned())
         .env(
             "CARGO_TARGET_WASM32_UNKNOWN_UNKNOWN_RUNNER",
@@ -165,8 +163,8 @@ fn lints(root: &Path) -> Tally {
         ],
     ];
     for args in checks {
-        let mut command = Command::new("cargo");
-        command.args(args).current_dir(root);
+        let mut command = cargo(root);
+        command.args(args);
         match command.status() {
             Ok(status) if status.success() => tally.passed += 1,
             _ => {
@@ -176,6 +174,15 @@ fn lints(root: &Path) -> Tally {
         }
     }
     tally
+}
+
+/// `cargo` in the workspace, not incremental: the test command builds each crate
+/// once per change, a clean clone (CI) never reuses that cache, and the cache was
+/// a fifth of the debug target on disk — CI once ran out of disk building it.
+fn cargo(root: &Path) -> Command {
+    let mut command = Command::new("cargo");
+    command.current_dir(root).env("CARGO_INCREMENTAL", "0");
+    command
 }
 
 /// Runs a test command, echoing its output and counting what its runner reports.
