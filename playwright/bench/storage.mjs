@@ -1,9 +1,11 @@
 // Storage figures in headless Chromium: 10,000 durable memories and 1,000
 // workspace files written through the page API (IndexedDB with strict
 // durability, OPFS), then list, full-text query and the cold open of the
-// database; beside a peer doing the same jobs with raw IndexedDB from
+// database; beside a peer doing the same jobs with raw IndexedDB and OPFS from
 // JavaScript (one strict `put` per write, a `prev` cursor for the newest 100,
-// a scan of every record for a query, `indexedDB.open`). Prints JSON lines
+// a scan of every record for a query, `indexedDB.open`; a `createWritable`
+// per file, a folder's entries with every file's `getFile()` for size and
+// time, as the Files panel needs them). Prints JSON lines
 // that `cargo xtask bench` shows. Not a test: it asserts nothing about time.
 import { launch } from "../lib/browser.mjs";
 import { serveIsolated } from "../lib/serve.mjs";
@@ -73,9 +75,9 @@ const kilnFigures = await page.evaluate(
   { MEMORIES, FILES },
 );
 
-// The peer: raw IndexedDB, the same records and jobs.
+// The peer: raw IndexedDB and OPFS, the same records, files and jobs.
 const peerFigures = await page.evaluate(
-  async ({ MEMORIES }) => {
+  async ({ MEMORIES, FILES }) => {
     const open = () =>
       new Promise((resolve, reject) => {
         const request = indexedDB.open("peer-bench", 1);
@@ -130,9 +132,29 @@ const peerFigures = await page.evaluate(
       });
     const query = await time((i) => scan(queries[i]), 20);
     db.close();
-    return { write, list, query };
+
+    const root = await navigator.storage.getDirectory();
+    const folder = await (await root.getDirectoryHandle("peer-bench", { create: true })).getDirectoryHandle("files", { create: true });
+    const fileWrite = [];
+    for (let i = 0; i < FILES; i++) {
+      const text = `${sentence()}\n${sentence()}\n`;
+      const t0 = performance.now();
+      const handle = await folder.getFileHandle(`f${String(i).padStart(4, "0")}.txt`, { create: true });
+      const writable = await handle.createWritable();
+      await writable.write(text);
+      await writable.close();
+      fileWrite.push(performance.now() - t0);
+    }
+    const listFolder = async () => {
+      const handles = [];
+      for await (const handle of folder.values()) handles.push(handle);
+      const files = await Promise.all(handles.filter((h) => h.kind === "file").map((h) => h.getFile()));
+      return files.map((file) => ({ name: file.name, size: file.size, modified: file.lastModified })).sort((a, b) => (a.name < b.name ? -1 : 1));
+    };
+    const listFiles = await time(listFolder, 10);
+    return { write, list, query, fileWrite, listFiles };
   },
-  { MEMORIES },
+  { MEMORIES, FILES },
 );
 await page.close();
 
@@ -165,9 +187,9 @@ for (let i = 0; i < OPENS; i++) {
 }
 
 print(`durable memory write (save, one strict transaction), median of ${MEMORIES}`, median(kilnFigures.write), median(peerFigures.write), { p90_ms: round([...kilnFigures.write].sort((a, b) => a - b)[Math.floor(MEMORIES * 0.9)]) });
-print(`workspace file write (OPFS), median of ${FILES}`, median(kilnFigures.fileWrite));
+print(`workspace file write (OPFS, whole-file swap), median of ${FILES}`, median(kilnFigures.fileWrite), median(peerFigures.fileWrite));
 print(`list metadata: newest 100 of ${MEMORIES} memories, median of 20`, median(kilnFigures.list), median(peerFigures.list));
-print(`list a folder of ${FILES} files, median of 10`, median(kilnFigures.listFiles));
+print(`list a folder of ${FILES} files with size and time, median of 10`, median(kilnFigures.listFiles), median(peerFigures.listFiles));
 print(`full-text query (2 words, BM25 over the term index) of ${MEMORIES}, median of 20 (peer: scan every record)`, median(kilnFigures.query), median(peerFigures.query), { hits_first_query: kilnFigures.hits });
 print(`cold open of the database + first read, median of ${OPENS} fresh pages`, median(kilnOpen.map((open, i) => open + kilnFirstRead[i])), median(peerOpen), { open_ms: round(median(kilnOpen)) });
 
