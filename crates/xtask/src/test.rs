@@ -9,7 +9,7 @@ use std::time::Instant;
 
 use anyhow::{Context as _, Result};
 
-use crate::build::{build_app, describe};
+use crate::build::{build_app, describe, target_dir};
 use crate::serve::StaticServer;
 use crate::tools::{self, CHROMEDRIVER, CHROMIUM};
 
@@ -35,6 +35,7 @@ const WASM_SUITES: &[&str] = &["kiln-sandbox", "kiln-http", "kiln-store"];
 
 pub fn run_all(root: &Path) -> Result<ExitCode> {
     let started = Instant::now();
+    warn_if_disk_short(root);
     let tools = tools::ensure_build_tools(root)?;
     tools::ensure_browser()?;
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
@@ -132,6 +133,50 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     } else {
         ExitCode::FAILURE
     })
+}
+
+/// What a clean clone's build of every test holds in `target/` at its peak
+/// (3.3 GB measured, ARCHITECTURE.md "Build profiles"), with some room.
+const CLEAN_BUILD_BYTES: u64 = 4_000_000_000;
+
+/// Says so up front when the disk under `target/` has less room than a clean
+/// build takes, instead of leaving it to a compiler's "No space left on device"
+/// halfway through. A warm `target/` needs less, so this only warns.
+fn warn_if_disk_short(root: &Path) {
+    let target = target_dir(root);
+    let probe = if target.exists() {
+        target
+    } else {
+        root.to_path_buf()
+    };
+    let Some(free) = free_bytes(&probe) else {
+        return;
+    };
+    if free < CLEAN_BUILD_BYTES {
+        eprintln!(
+            "xtask: warning: {:.1} GB free on the disk under {}; a clean build of the tests \
+             takes about {:.1} GB there (free space or set CARGO_TARGET_DIR)",
+            free as f64 / 1e9,
+            probe.display(),
+            CLEAN_BUILD_BYTES as f64 / 1e9
+        );
+    }
+}
+
+/// Free bytes on the file system holding `path`, from POSIX `df -Pk`.
+fn free_bytes(path: &Path) -> Option<u64> {
+    let output = Command::new("df").arg("-Pk").arg(path).output().ok()?;
+    if !output.status.success() {
+        return None;
+    }
+    parse_df_available(&String::from_utf8_lossy(&output.stdout))
+}
+
+/// The "Available" column (1024-byte blocks) of `df -Pk`'s one data line, in bytes.
+fn parse_df_available(text: &str) -> Option<u64> {
+    let line = text.lines().nth(1)?;
+    let kilobytes: u64 = line.split_whitespace().nth(3)?.parse().ok()?;
+    kilobytes.checked_mul(1024)
 }
 
 /// The Playwright specs (`*.spec.mjs`), in name order. Node 20's `--test` does not
@@ -259,6 +304,15 @@ mod tests {
 
     /// A runner's line, its parser, and the (passed, failed) it should read.
     type Case = (&'static str, SummaryParser, Option<(usize, usize)>);
+
+    #[test]
+    fn reads_df_available() {
+        let df = "Filesystem     1024-blocks     Used Available Capacity Mounted on\n\
+                  /dev/vda         264212084 38202852  57083036      41% /\n";
+        assert_eq!(parse_df_available(df), Some(57_083_036 * 1024));
+        assert_eq!(parse_df_available("Filesystem\n"), None);
+        assert_eq!(parse_df_available("header\n/dev/vda 1 2 lots 4% /\n"), None);
+    }
 
     #[test]
     fn reads_runner_summaries() {
