@@ -235,11 +235,23 @@ for (const kind of ["openai", "anthropic"]) {
       provider: { kind, base_url: base },
       messages: [{ role: "system", text: "You are brief." }, ...user("Say hello.")],
       options: { model: local.model, max_tokens: 16 },
+      budget: { max_turns: 1 },
     });
     assert.equal(error, undefined, JSON.stringify(error));
     assert.ok(events.filter((e) => e.type === "text_delta").length > 1, "several deltas");
     assert.ok(message.text.length > 0);
-    assert.ok(message.usage.input_tokens > 0 && message.usage.output_tokens > 0, JSON.stringify(message.usage));
+    assert.ok(message.usage.output_tokens > 0, JSON.stringify(message.usage));
+    // The turn is booked with both sides. llama.cpp's Anthropic stream now and then
+    // starts without its `message_start` (the only event carrying the input count, CI
+    // saw it once); the input is then Kiln's estimate and the call says so.
+    const [call] = message.spend.calls;
+    assert.ok(call.usage.input_tokens > 0 && call.usage.output_tokens > 0, JSON.stringify(call));
+    if (kind === "openai" || message.usage.input_tokens > 0) {
+      assert.deepEqual(call.usage, message.usage);
+      assert.ok(!call.estimated, JSON.stringify(call));
+    } else {
+      assert.equal(call.estimated, true);
+    }
     assert.ok(["end_turn", "max_tokens"].includes(message.stop.reason), message.stop.reason);
   });
 }

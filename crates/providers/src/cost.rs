@@ -117,8 +117,9 @@ pub struct CallCost {
     pub model: String,
     pub usage: Usage,
     pub usd: Option<f64>,
-    /// The provider reported no usage (or the turn was cut before it did): `usage` is
-    /// Kiln's estimate of what it charges for.
+    /// The provider reported no usage, or left a side of it at zero (or the turn was cut
+    /// before it said): that part of `usage` is Kiln's estimate of what it charges for.
+    /// Absent when false.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub estimated: bool,
 }

@@ -90,15 +90,31 @@ impl Running {
     /// Books what the turn used as far as Kiln can tell: the provider's count when it gave
     /// one, else an estimate (the prompt's, and a token per 4 bytes of text and tool
     /// arguments that came) — a provider charges for what it produced, said or not.
+    ///
+    /// Each side is taken on its own: a prompt is never zero tokens, nor is a reply that
+    /// came with text, so a side the provider left at zero is estimated and the call
+    /// marked so. (llama.cpp's Anthropic stream sometimes starts without its
+    /// `message_start`, so only the output is ever reported.)
     fn book(&self, reservation: Reservation, message: &FinalMessage) {
-        if message.usage != Usage::default() {
-            reservation.commit(message.usage);
+        let reported = message.usage;
+        let produced = message.text.len() + self.arguments_bytes;
+        let input_missing = reported.input_tokens == 0;
+        let output_missing = reported.output_tokens == 0 && produced > 0;
+        if !input_missing && !output_missing {
+            reservation.commit(reported);
             return;
         }
-        let produced = message.text.len() + self.arguments_bytes;
         reservation.commit_estimated(Usage {
-            input_tokens: self.prompt_tokens,
-            output_tokens: u64::try_from(produced.div_ceil(4)).unwrap_or(u64::MAX),
+            input_tokens: if input_missing {
+                self.prompt_tokens
+            } else {
+                reported.input_tokens
+            },
+            output_tokens: if output_missing {
+                u64::try_from(produced.div_ceil(4)).unwrap_or(u64::MAX)
+            } else {
+                reported.output_tokens
+            },
         });
     }
 
@@ -411,8 +427,23 @@ mod tests {
             assert_eq!(spend.spent_usd > 0.0, charged, "{name}: {spend:?}");
             assert_eq!(spend.held_usd, 0.0, "{name}: nothing stays held");
         }
+        // Only the output reported: the input is the prompt's estimate, the output the
+        // provider's, and the call says it was estimated.
+        let shared = budget();
+        let output_only = Usage {
+            input_tokens: 0,
+            output_tokens: 7,
+        };
+        run(vec![stop(StopReason::EndTurn), done(output_only)], &shared);
+        let calls = shared.spend().calls;
+        assert_eq!(calls.len(), 1);
+        assert!(calls[0].estimated, "{calls:?}");
+        assert!(calls[0].usage.input_tokens > 0, "{calls:?}");
+        assert_eq!(calls[0].usage.output_tokens, 7);
+
         let budget = budget();
         run(vec![stop(StopReason::EndTurn), done(reported)], &budget);
+        assert!(!budget.spend().calls[0].estimated);
         let exact = PriceCatalog::builtin()
             .price("gpt-4o")
             .map(|price| price.cost_usd(reported));
