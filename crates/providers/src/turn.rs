@@ -93,8 +93,9 @@ impl Running {
     ///
     /// Each side is taken on its own: a prompt is never zero tokens, nor is a reply that
     /// came with text, so a side the provider left at zero is estimated and the call
-    /// marked so. (llama.cpp's Anthropic stream sometimes starts without its
-    /// `message_start`, so only the output is ever reported.)
+    /// marked so. (llama.cpp sends the Anthropic `message_start`, the one event with
+    /// the input count, only with the first decoded token's result; a stream without
+    /// it reports the output alone.)
     fn book(&self, reservation: Reservation, message: &FinalMessage) {
         let reported = message.usage;
         let produced = message.text.len() + self.arguments_bytes;
