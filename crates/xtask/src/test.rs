@@ -136,7 +136,7 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
 }
 
 /// What a clean clone's build of every test holds in `target/` at its peak
-/// (3.3 GB measured, ARCHITECTURE.md "Build profiles"), with some room.
+/// (3.3 GiB, i.e. 3.5 GB, measured; ARCHITECTURE.md "Build profiles"), with some room.
 const CLEAN_BUILD_BYTES: u64 = 4_000_000_000;
 
 /// Says so up front when the disk under `target/` has less room than a clean
