@@ -132,6 +132,25 @@ impl Expect {
     }
 }
 
+/// Runs `attempt` again each time it loses a compare-and-swap, `attempts`
+/// times at most; when every one lost, the last [`StoreError::Conflict`] is
+/// the answer. Each attempt must read afresh what it writes, so a retry
+/// builds on the other writer's change instead of overwriting it.
+pub async fn retry_on_conflict<T, F, Fut>(attempts: usize, mut attempt: F) -> Result<T, StoreError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, StoreError>>,
+{
+    let mut tried = 0;
+    loop {
+        tried += 1;
+        match attempt().await {
+            Err(StoreError::Conflict { .. }) if tried < attempts => {}
+            answer => return answer,
+        }
+    }
+}
+
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Write {

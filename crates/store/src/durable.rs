@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
+use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict, stored_value};
 use crate::clock::{epoch_ms, random_suffix, unique_ms};
 use crate::error::StoreError;
 use crate::text;
@@ -225,24 +225,17 @@ impl DurableMemory {
     /// Marks a memory. Marks from several writers all count: a lost
     /// compare-and-swap reads again and retries.
     pub async fn mark(&self, id: &str, mark: Mark) -> Result<Memory, StoreError> {
-        let mut last = None;
-        for _ in 0..MARK_ATTEMPTS {
+        retry_on_conflict(MARK_ATTEMPTS, || async move {
             let mut memory = self.get(id).await?;
             match mark {
                 Mark::Helpful => memory.helpful = memory.helpful.saturating_add(1),
                 Mark::Outdated => memory.outdated = true,
             }
             memory.updated_ms = epoch_ms();
-            match self.write(&memory).await {
-                Ok(version) => {
-                    memory.version = version;
-                    return Ok(memory);
-                }
-                Err(conflict @ StoreError::Conflict { .. }) => last = Some(conflict),
-                Err(other) => return Err(other),
-            }
-        }
-        Err(last.unwrap_or_else(|| StoreError::Io("mark gave up".into())))
+            memory.version = self.write(&memory).await?;
+            Ok(memory)
+        })
+        .await
     }
 
     /// Replaces a memory's text if it is still at `version`; a newer version

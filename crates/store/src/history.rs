@@ -6,7 +6,7 @@ use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
 
-use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
+use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict, stored_value};
 use crate::clock::{epoch_ms, random_suffix, unique_ms};
 use crate::error::StoreError;
 use crate::text;
@@ -310,8 +310,7 @@ impl History {
                 "message role `{role}` is not one of `user`, `assistant`, `tool`, `system`"
             )));
         }
-        let mut last = None;
-        for _ in 0..APPEND_ATTEMPTS {
+        retry_on_conflict(APPEND_ATTEMPTS, || async move {
             let mut thread = self.thread(thread_id).await?;
             let now = epoch_ms();
             let message = Message {
@@ -338,13 +337,10 @@ impl History {
                     Expect::Absent,
                 ),
             ];
-            match self.backend.commit(ops).await {
-                Ok(_) => return Ok(message),
-                Err(conflict @ StoreError::Conflict { .. }) => last = Some(conflict),
-                Err(other) => return Err(other),
-            }
-        }
-        Err(last.unwrap_or_else(|| StoreError::Io("append gave up".into())))
+            self.backend.commit(ops).await?;
+            Ok(message)
+        })
+        .await
     }
 
     pub async fn messages(&self, thread_id: &str) -> Result<Vec<Message>, StoreError> {

@@ -38,7 +38,9 @@ pub mod native;
 pub mod run;
 pub mod text;
 
-pub use backend::{Backend, Change, Expect, Op, Record, Scan, Subscription, Table, Write};
+pub use backend::{
+    Backend, Change, Expect, Op, Record, Scan, Subscription, Table, Write, retry_on_conflict,
+};
 pub use error::StoreError;
 
 /// The schema every backend opens or upgrades to. Version 1 had no term
