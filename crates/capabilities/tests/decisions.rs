@@ -173,6 +173,9 @@ fn modes_and_settings_parse_by_name_and_refuse_anything_else() {
     assert_eq!("plan".parse::<Mode>(), Ok(Mode::Plan));
     assert!("yolo".parse::<Mode>().unwrap_err().contains("`yolo`"));
     assert_eq!("block".parse::<Autonomy>(), Ok(Autonomy::Block));
+    for autonomy in Autonomy::ALL {
+        assert_eq!(autonomy.as_str().parse::<Autonomy>(), Ok(autonomy));
+    }
     assert!(
         "never"
             .parse::<Autonomy>()

@@ -68,7 +68,8 @@ pub struct AgentRecord {
     /// The provider name and model, `provider/model`.
     #[serde(default)]
     pub model: String,
-    /// Per-tool autonomy: tool name → `run`, `ask` or `block`.
+    /// Per-tool autonomy: tool name → `auto`, `ask` or `block` (the words of
+    /// the page API's `permission.autonomy`).
     #[serde(default)]
     pub autonomy: BTreeMap<String, String>,
     #[serde(default, skip_deserializing)]
@@ -149,10 +150,10 @@ fn check_agent(agent: &AgentRecord) -> Result<(), StoreError> {
     if let Some((tool, setting)) = agent
         .autonomy
         .iter()
-        .find(|(_, setting)| !["run", "ask", "block"].contains(&setting.as_str()))
+        .find(|(_, setting)| !["auto", "ask", "block"].contains(&setting.as_str()))
     {
         return Err(StoreError::Invalid(format!(
-            "agent `{}`: autonomy `{setting}` for `{tool}` is not one of `run`, `ask`, `block`",
+            "agent `{}`: autonomy `{setting}` for `{tool}` is not one of `auto`, `ask`, `block`",
             agent.slug
         )));
     }

@@ -1,15 +1,15 @@
 //! The permission settings kept in the workspace's configuration: the mode
 //! and the brake in `Settings`, each tool's setting in the `default` agent's
-//! autonomy (`run`, `ask`, `block`); each change writes one record. Saving
-//! reads the record again and writes at its version, so a change made in another tab is not overwritten
-//! blindly: a lost race reads again and retries.
+//! autonomy, in the gate's words (`auto`, `ask`, `block`); each change writes
+//! one record. Saving reads the record again and writes at its version, so a
+//! change made in another tab is not overwritten blindly: a lost race reads
+//! again and retries.
 
 use kiln_capabilities::{Autonomy, Gate, GateSettings, Mode};
-use kiln_store::StoreError;
 use kiln_store::config::{AgentRecord, Config};
+use kiln_store::durable::DEFAULT_AGENT;
+use kiln_store::{StoreError, retry_on_conflict};
 
-/// The agent whose per-tool settings the page edits.
-pub(crate) const AGENT: &str = "default";
 const ATTEMPTS: usize = 4;
 
 /// The stored permission settings.
@@ -19,25 +19,6 @@ pub(crate) struct Stored {
     pub autonomy: Vec<(String, Option<Autonomy>)>,
 }
 
-/// The stored word for a tool's setting.
-pub(crate) fn word(autonomy: Autonomy) -> &'static str {
-    match autonomy {
-        Autonomy::Auto => "run",
-        Autonomy::Ask => "ask",
-        Autonomy::Block => "block",
-    }
-}
-
-/// A stored word as a tool's setting.
-pub(crate) fn from_word(word: &str) -> Option<Autonomy> {
-    match word {
-        "run" => Some(Autonomy::Auto),
-        "ask" => Some(Autonomy::Ask),
-        "block" => Some(Autonomy::Block),
-        _ => None,
-    }
-}
-
 /// Reads what is stored; settings never saved read as the defaults.
 pub(crate) async fn load(config: &Config) -> Result<Stored, StoreError> {
     let settings = config.settings().await?;
@@ -45,7 +26,7 @@ pub(crate) async fn load(config: &Config) -> Result<Stored, StoreError> {
         .agents()
         .await?
         .into_iter()
-        .find(|agent| agent.slug == AGENT);
+        .find(|agent| agent.slug == DEFAULT_AGENT);
     Ok(Stored {
         mode: settings.permission_mode.parse().unwrap_or(Mode::Default),
         brake: settings.brake,
@@ -54,7 +35,7 @@ pub(crate) async fn load(config: &Config) -> Result<Stored, StoreError> {
                 agent
                     .autonomy
                     .iter()
-                    .map(|(tool, setting)| (tool.clone(), from_word(setting)))
+                    .map(|(tool, setting)| (tool.clone(), setting.parse().ok()))
                     .collect()
             })
             .unwrap_or_default(),
@@ -78,28 +59,26 @@ pub(crate) fn apply(gate: &Gate, stored: &Stored) {
 
 /// Saves the mode and the brake. `Err` is a sentence for the page.
 pub(crate) async fn save_settings(config: &Config, settings: &GateSettings) -> Result<(), String> {
-    for attempt in 1..=ATTEMPTS {
-        let mut stored = config.settings().await.map_err(not_saved)?;
+    retry_on_conflict(ATTEMPTS, || async move {
+        let mut stored = config.settings().await?;
         stored.permission_mode = settings.mode.as_str().to_owned();
         stored.brake = settings.brake;
-        match config.put_settings(&stored).await {
-            Ok(_) => return Ok(()),
-            Err(StoreError::Conflict { .. }) if attempt < ATTEMPTS => {}
-            Err(error) => return Err(not_saved(error)),
-        }
-    }
-    Ok(())
+        config.put_settings(&stored).await
+    })
+    .await
+    .map(drop)
+    .map_err(not_saved)
 }
 
 /// Saves each tool's setting as the `default` agent's autonomy.
 pub(crate) async fn save_autonomy(config: &Config, settings: &GateSettings) -> Result<(), String> {
-    for attempt in 1..=ATTEMPTS {
-        let existing = config.agents().await.map_err(not_saved)?;
+    retry_on_conflict(ATTEMPTS, || async move {
+        let existing = config.agents().await?;
         let mut agent = existing
             .into_iter()
-            .find(|agent| agent.slug == AGENT)
+            .find(|agent| agent.slug == DEFAULT_AGENT)
             .unwrap_or_else(|| AgentRecord {
-                slug: AGENT.into(),
+                slug: DEFAULT_AGENT.into(),
                 name: "Default".into(),
                 system_prompt: String::new(),
                 model: String::new(),
@@ -109,30 +88,15 @@ pub(crate) async fn save_autonomy(config: &Config, settings: &GateSettings) -> R
         agent.autonomy = settings
             .autonomy
             .iter()
-            .map(|(tool, autonomy)| (tool.clone(), word(*autonomy).to_owned()))
+            .map(|(tool, autonomy)| (tool.clone(), autonomy.as_str().to_owned()))
             .collect();
-        match config.put_agent(&agent).await {
-            Ok(_) => return Ok(()),
-            Err(StoreError::Conflict { .. }) if attempt < ATTEMPTS => {}
-            Err(error) => return Err(not_saved(error)),
-        }
-    }
-    Ok(())
+        config.put_agent(&agent).await
+    })
+    .await
+    .map(drop)
+    .map_err(not_saved)
 }
 
 fn not_saved(error: StoreError) -> String {
     format!("The permission settings were not saved: {error}")
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn settings_words_round_trip() {
-        for autonomy in [Autonomy::Auto, Autonomy::Ask, Autonomy::Block] {
-            assert_eq!(from_word(word(autonomy)), Some(autonomy));
-        }
-        assert_eq!(from_word("sometimes"), None);
-    }
 }
