@@ -31,16 +31,46 @@ fn corrupt(what: &str, record: &Record, error: &serde_json::Error) -> StoreError
     }
 }
 
-/// A program's title for the history: its first line that is not blank or
-/// a `//` comment, cut at 80 characters.
+/// How many characters of a program's first line make its title.
+pub const TITLE_CHARS: usize = 80;
+
+/// A program's title for the history: its first line that is not blank and
+/// not a comment (`//` lines and `/* … */` blocks), cut at [`TITLE_CHARS`]
+/// and marked with `…` when cut. Every entrance titles a run with this one
+/// function, so a program has one title wherever it ran.
 #[must_use]
 pub fn title_of_program(code: &str) -> String {
-    let line = code
-        .lines()
-        .map(str::trim)
-        .find(|line| !line.is_empty() && !line.starts_with("//"))
-        .unwrap_or("(empty program)");
-    keep(line, 80)
+    let mut in_block = false;
+    for line in code.lines() {
+        let mut rest = line.trim();
+        loop {
+            if in_block {
+                match rest.find("*/") {
+                    Some(end) => {
+                        rest = rest[end + 2..].trim_start();
+                        in_block = false;
+                    }
+                    None => {
+                        rest = "";
+                        break;
+                    }
+                }
+            } else if let Some(after) = rest.strip_prefix("/*") {
+                rest = after;
+                in_block = true;
+            } else {
+                break;
+            }
+        }
+        if rest.is_empty() || rest.starts_with("//") {
+            continue;
+        }
+        return match rest.char_indices().nth(TITLE_CHARS) {
+            Some((at, _)) => format!("{}…", rest[..at].trim_end()),
+            None => rest.to_owned(),
+        };
+    }
+    "(an empty program)".to_owned()
 }
 
 /// One job: a program run, a chat turn, an agent's job.
@@ -420,19 +450,31 @@ impl History {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
+    use super::{TITLE_CHARS, title_of_program};
 
     #[test]
-    fn program_titles_skip_comments_and_blank_lines() {
-        assert_eq!(
-            title_of_program("// sum\n\n  const a = 1;\nreturn a"),
-            "const a = 1;"
-        );
-        assert_eq!(title_of_program("// only a comment"), "(empty program)");
-        let long = "x".repeat(100);
-        assert_eq!(
-            title_of_program(&long),
-            format!("{}… [cut at 80 characters]", "x".repeat(80))
-        );
+    fn a_programs_title_is_its_first_line_of_code() {
+        let cases: [(&str, &str); 7] = [
+            ("return 1;", "return 1;"),
+            (
+                "// A comment.\n\n  const a = 1;  \nreturn a;",
+                "const a = 1;",
+            ),
+            ("/* one\n two */\nreturn 2;", "return 2;"),
+            ("/* a */ return 3; // why", "return 3; // why"),
+            (
+                "/* a */ /* b */\n// c\nawait tools.x();",
+                "await tools.x();",
+            ),
+            ("", "(an empty program)"),
+            ("// only\n/* comments */", "(an empty program)"),
+        ];
+        for (code, title) in cases {
+            assert_eq!(title_of_program(code), title, "{code:?}");
+        }
+        let long = format!("return {};", "x".repeat(100));
+        let got = title_of_program(&long);
+        assert_eq!(got.chars().count(), TITLE_CHARS + 1, "{got}");
+        assert!(got.ends_with('…') && got.starts_with("return xxx"), "{got}");
     }
 }

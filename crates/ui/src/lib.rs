@@ -28,7 +28,7 @@ use std::rc::Rc;
 use crate::approval::PageApprover;
 use crate::demo_tools::Asker;
 use crate::storage::{Opening, Stores};
-use crate::storage_model::{ErrorText, title_from_program};
+use crate::storage_model::ErrorText;
 use crate::view_model::{ResultView, Tone};
 use kiln_capabilities::gate::RETURN_RESULT;
 use kiln_capabilities::mcp::McpServer;
@@ -183,7 +183,7 @@ pub fn App() -> impl IntoView {
                     let start = JobStart {
                         kind: "program".to_owned(),
                         agent: DEFAULT_AGENT.to_owned(),
-                        title: title_from_program(&program),
+                        title: kiln_store::history::title_of_program(&program),
                         input: program.clone(),
                     };
                     match stores.history.start_job(start).await {

@@ -1,13 +1,11 @@
 //! What the storage panels (Memory, Files, History) say, as plain data and
-//! strings: sizes, times, a program's title, the breadcrumb of a folder, a
+//! strings: sizes, times, the breadcrumb of a folder, a
 //! file's preview, a store error's message and hint, and which panels a
 //! committed change concerns. Pure, so it is tested natively.
 
 use kiln_store::files::WorkspacePath;
 use kiln_store::{Change, StoreError, Table};
 
-/// The most characters of a program's first line a job's title keeps.
-pub(crate) const TITLE_CHARS: usize = 80;
 /// The most of a text file the Files panel shows.
 pub(crate) const PREVIEW_BYTES: usize = 256 * 1024;
 
@@ -59,47 +57,6 @@ fn civil_from_days(days: i64) -> (i64, u32, u32) {
     } as u32;
     let year = year_of_era + era * 400 + i64::from(month <= 2);
     (year, month, day)
-}
-
-/// A job's title for a program: its first line that is not blank and not a
-/// comment (`//` lines and `/* … */` blocks), cut at [`TITLE_CHARS`].
-pub(crate) fn title_from_program(code: &str) -> String {
-    let mut in_block = false;
-    for line in code.lines() {
-        let mut rest = line.trim();
-        loop {
-            if in_block {
-                match rest.find("*/") {
-                    Some(end) => {
-                        rest = rest[end + 2..].trim_start();
-                        in_block = false;
-                    }
-                    None => {
-                        rest = "";
-                        break;
-                    }
-                }
-            } else if let Some(after) = rest.strip_prefix("/*") {
-                rest = after;
-                in_block = true;
-            } else {
-                break;
-            }
-        }
-        if rest.is_empty() || rest.starts_with("//") {
-            continue;
-        }
-        return cut(rest, TITLE_CHARS);
-    }
-    "(an empty program)".to_owned()
-}
-
-/// `text` cut at `limit` characters, marked with `…` when cut.
-pub(crate) fn cut(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        Some((at, _)) => format!("{}…", text[..at].trim_end()),
-        None => text.to_owned(),
-    }
 }
 
 /// One step of a folder's breadcrumb: what it says and the folder it opens.
@@ -318,36 +275,6 @@ mod tests {
         assert_eq!(format_time(0, 0), "1970-01-01 00:00");
         // A leap day.
         assert_eq!(format_time(1_709_208_000_000, 0), "2024-02-29 12:00");
-    }
-
-    #[test]
-    fn a_programs_title_is_its_first_line_of_code() {
-        let long = format!("return {};", "x".repeat(100));
-        let cases: [(&str, &str); 8] = [
-            ("return 1;", "return 1;"),
-            (
-                "// A comment.\n\n  const a = 1;  \nreturn a;",
-                "const a = 1;",
-            ),
-            ("/* one\n two */\nreturn 2;", "return 2;"),
-            ("/* a */ return 3; // why", "return 3; // why"),
-            (
-                "/* a */ /* b */\n// c\nawait tools.x();",
-                "await tools.x();",
-            ),
-            ("", "(an empty program)"),
-            ("// only\n/* comments */", "(an empty program)"),
-            (&long, ""),
-        ];
-        for (code, title) in cases {
-            if code == long {
-                let got = title_from_program(code);
-                assert_eq!(got.chars().count(), TITLE_CHARS + 1, "{got}");
-                assert!(got.ends_with('…') && got.starts_with("return xxx"), "{got}");
-            } else {
-                assert_eq!(title_from_program(code), title, "{code:?}");
-            }
-        }
     }
 
     #[test]
