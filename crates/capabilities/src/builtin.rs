@@ -1,13 +1,14 @@
 //! The built-in capabilities: one table of specs (data, no implementation
 //! loaded to read them) and the calls that mount them on a registry:
-//! [`add_builtins`] (what needs only the platform: `http_request`) and
-//! [`add_storage`] (what needs the host's stores: memory, history, files).
+//! [`add_http_request`] (network reach, mounted only when a run asks for it,
+//! under the [`NetPolicy`] it asked for) and [`add_storage`] (what needs the
+//! host's stores: memory, history, files).
 
 use std::rc::Rc;
 
 use kiln_http::HttpClient;
 
-use crate::http_request::{self, HttpRequest};
+use crate::http_request::{self, HttpRequest, NetPolicy};
 use crate::registry::Registry;
 use crate::spec::CapabilitySpec;
 use crate::storage::{self, Storage};
@@ -20,13 +21,14 @@ pub fn specs() -> Vec<CapabilitySpec> {
     specs
 }
 
-/// Adds the built-ins that need only the platform to `registry`, over its
-/// HTTP client.
-pub fn add_builtins(registry: &mut Registry, http: &Rc<dyn HttpClient>) {
+/// Adds `http_request` to `registry`, over the platform's HTTP client, reaching
+/// what `policy` allows. Nothing mounts it by default: a run's tools are its
+/// whitelist, and network reach is asked for by name.
+pub fn add_http_request(registry: &mut Registry, http: &Rc<dyn HttpClient>, policy: NetPolicy) {
     // Built-in specs are ours and compile (tested).
     let _ = registry.add(
         http_request::spec(),
-        Rc::new(HttpRequest::new(http.clone())),
+        Rc::new(HttpRequest::new(http.clone(), policy)),
     );
 }
 

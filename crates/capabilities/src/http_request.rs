@@ -5,13 +5,27 @@
 //! headers by name: `{"Authorization": "Bearer ${API_KEY}"}`. The guest never
 //! sees the value, and the dispatcher scrubs it from whatever comes back. A
 //! secret bound to origins is refused (`secret_not_allowed`) for any other.
+//!
+//! Where it may go is the run's [`NetPolicy`], checked before any byte is sent
+//! (`address_refused`): every public address, or exactly the origins the run
+//! named. The tool follows redirects itself, so each hop is checked the same
+//! way: up to [`MAX_REDIRECTS`] (then `too_many_redirects`), each hop a request
+//! of the run's budget (a redirect loop cannot send more than the budget
+//! allows), each with the whole `fetch_timeout_ms`. As `fetch` does, a 303
+//! (and a 301 or 302 answering a POST) becomes a GET without a body; when a hop
+//! changes origin, the headers filled from secrets and `Authorization`,
+//! `Cookie` and `Proxy-Authorization` are dropped. The answer's `url` is the
+//! last one. In the browser `fetch` cannot show where a redirect leads without
+//! following it, so a redirect is refused there (`redirect_refused`).
 
+use std::net::IpAddr;
 use std::rc::Rc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use futures::future::LocalBoxFuture;
-use kiln_http::{HttpClient, HttpError, Request};
+use kiln_http::address::{AddressClass, Host, Origin, Scheme, Target, refusal_reason};
+use kiln_http::{HttpClient, HttpError, Redirect, Request, Response};
 use kiln_types::BYTES_KEY;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::{Map, Value, json};
@@ -27,9 +41,12 @@ pub const NAME: &str = "http_request";
 pub fn spec() -> CapabilitySpec {
     CapabilitySpec {
         name: NAME.into(),
-        description: "Sends one HTTP(S) request and answers its status, headers and body. \
-                      Counts against the run's request budget; the body is cut at the run's \
-                      body budget (`truncated: true`)."
+        description: "Sends one HTTP(S) request and answers its status, headers and body, \
+                      following redirects (`url` is the last one). Loopback, private, \
+                      link-local and other non-public addresses are refused unless the run \
+                      allows them by name. Each request and redirect counts against the run's \
+                      request budget; the body is cut at the run's body budget \
+                      (`truncated: true`)."
             .into(),
         input_schema: json!({
             "type": "object",
@@ -69,15 +86,192 @@ pub fn spec() -> CapabilitySpec {
     }
 }
 
-/// The implementation, over the platform's HTTP client.
+/// Redirects followed for one call; the next is `too_many_redirects`.
+pub const MAX_REDIRECTS: u32 = 10;
+
+/// Where `http_request` may go: a run's network reach, which it asks for by
+/// name (the CLI's `--allow-net[=ORIGIN,...]`, the page's
+/// `builtins: ["http_request"]`). There is no default: whoever mounts the tool
+/// says which.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum NetPolicy {
+    /// Any public address ([`AddressClass::Public`]), nothing loopback,
+    /// private, link-local or otherwise not globally reachable. Natively every
+    /// address a host name resolves to is checked as it is connected to; in the
+    /// browser only addresses and `localhost` names written in URLs can be (see
+    /// [`kiln_http::address`]).
+    Public,
+    /// Exactly these origins (`scheme://host[:port]`), each reached whatever
+    /// its address, since the run named it; every other URL, public or not, is
+    /// refused. Compared as origins: scheme and host case-insensitively, default
+    /// ports filled in, a numeric host as the address it denotes. An entry that
+    /// is not an origin matches nothing ([`NetPolicy::parse_origins`] names it).
+    Only(Vec<String>),
+}
+
+/// How a URL the policy let through is sent.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Reach {
+    /// Through [`HttpClient::send_public`]: what a name resolves to is checked too.
+    PublicOnly,
+    /// Named by the run: sent whatever its address.
+    Named,
+}
+
+/// Why a URL is not sent, as the tool reports it.
+struct Refusal {
+    message: String,
+    detail: Value,
+}
+
+impl NetPolicy {
+    /// [`NetPolicy::Only`] these origins, written canonically. An entry is
+    /// `scheme://host[:port]` (a trailing `/` allowed), or a bare
+    /// `host[:port]`, which stands for both `http://` and `https://` (each on
+    /// its default port when none is given). The error names the first entry
+    /// that is neither and why. An empty list reaches nothing.
+    pub fn parse_origins(list: &[String]) -> Result<Self, String> {
+        let mut origins: Vec<String> = Vec::new();
+        for entry in list {
+            let entry = entry.trim();
+            let parsed = if entry.contains("://") {
+                vec![Origin::parse(entry)?]
+            } else {
+                let both = [Scheme::Http, Scheme::Https]
+                    .map(|scheme| Origin::parse(&format!("{}://{entry}", scheme.as_str())));
+                let [Ok(http), Ok(https)] = both else {
+                    return Err(format!(
+                        "`{entry}` is not an origin: write scheme://host[:port] \
+                         (`http://127.0.0.1:8080`), or a bare host[:port] for both http and https"
+                    ));
+                };
+                vec![http, https]
+            };
+            for origin in parsed {
+                let origin = origin.to_string();
+                if !origins.contains(&origin) {
+                    origins.push(origin);
+                }
+            }
+        }
+        Ok(Self::Only(origins))
+    }
+
+    /// Whether `url` may be requested under this policy; the error says why
+    /// not and how to allow it. (What a host name resolves to is checked as
+    /// the request connects, not here.)
+    pub fn check(&self, url: &str) -> Result<(), String> {
+        let target = Target::parse(url).map_err(|error| error.to_string())?;
+        self.decide(&target)
+            .map(|_| ())
+            .map_err(|refusal| refusal.message)
+    }
+
+    fn decide(&self, target: &Target) -> Result<Reach, Refusal> {
+        let origin = target.origin();
+        match self {
+            Self::Public => match target.check_public() {
+                Ok(()) => Ok(Reach::PublicOnly),
+                Err(HttpError::AddressRefused {
+                    host,
+                    address,
+                    class,
+                    ..
+                }) => Err(address_refusal(target, &host, address, class)),
+                Err(other) => Err(Refusal {
+                    message: other.to_string(),
+                    detail: json!({"url": kiln_http::shown_url(target.url())}),
+                }),
+            },
+            Self::Only(named) => {
+                if named
+                    .iter()
+                    .any(|entry| Origin::parse(entry).is_ok_and(|entry| entry == *origin))
+                {
+                    return Ok(Reach::Named);
+                }
+                let class = origin.host.class();
+                let names = if named.is_empty() {
+                    "it names none".to_owned()
+                } else {
+                    format!("it names {}", named.join(", "))
+                };
+                let address = class
+                    .map(|class| {
+                        let host = origin.host.to_string();
+                        format!("; {}", refusal_reason(&host, literal(&origin.host), class))
+                    })
+                    .unwrap_or_default();
+                Err(Refusal {
+                    message: format!(
+                        "http_request to `{}` was refused before sending: the origin `{origin}` \
+                         is not one this run allows ({names}){address}. {}",
+                        kiln_http::shown_url(target.url()),
+                        how_to_allow(origin)
+                    ),
+                    detail: refusal_detail(target, class, None),
+                })
+            }
+        }
+    }
+}
+
+fn how_to_allow(origin: &Origin) -> String {
+    format!("To allow it, name it: `--allow-net={origin}`, or the run's allow list")
+}
+
+/// The address written as `host`, if it is one.
+fn literal(host: &Host) -> Option<IpAddr> {
+    match host {
+        Host::Ip(ip) => Some(*ip),
+        Host::Name(_) => None,
+    }
+}
+
+fn refusal_detail(target: &Target, class: Option<AddressClass>, address: Option<IpAddr>) -> Value {
+    let origin = target.origin();
+    json!({
+        "url": kiln_http::shown_url(target.url()),
+        "origin": origin.to_string(),
+        "host": origin.host.to_string(),
+        "address": address.or(literal(&origin.host)).map(|ip| ip.to_string()),
+        "class": class.map(AddressClass::as_str),
+    })
+}
+
+/// A host that is not public, reached without being named.
+fn address_refusal(
+    target: &Target,
+    host: &str,
+    address: Option<IpAddr>,
+    class: AddressClass,
+) -> Refusal {
+    Refusal {
+        message: format!(
+            "http_request to `{}` was refused before sending: {}, and only public addresses \
+             are reached unless the run names them. {}",
+            kiln_http::shown_url(target.url()),
+            refusal_reason(host, address, class),
+            how_to_allow(target.origin())
+        ),
+        detail: refusal_detail(target, Some(class), address),
+    }
+}
+
+/// The implementation, over the platform's HTTP client, under the run's
+/// [`NetPolicy`].
 pub struct HttpRequest {
     http: Rc<dyn HttpClient>,
+    policy: Rc<NetPolicy>,
 }
 
 impl HttpRequest {
     #[must_use]
-    pub fn new(http: Rc<dyn HttpClient>) -> Self {
-        Self { http }
+    pub fn new(http: Rc<dyn HttpClient>, policy: NetPolicy) -> Self {
+        Self {
+            http,
+            policy: Rc::new(policy),
+        }
     }
 }
 
@@ -87,6 +281,15 @@ fn failure(code: &str, message: String) -> ToolFailure {
         message,
         detail: None,
         outcome: CallOutcome::Error,
+    }
+}
+
+fn refused(refusal: Refusal) -> ToolFailure {
+    ToolFailure {
+        code: "address_refused".into(),
+        message: refusal.message,
+        detail: Some(refusal.detail),
+        outcome: CallOutcome::Refused,
     }
 }
 
@@ -121,6 +324,74 @@ fn fill(template: &str, url: &str, context: &CallContext) -> Result<String, Tool
     Ok(out)
 }
 
+/// One header to send, and whether it may follow a redirect to another origin.
+struct Header {
+    name: String,
+    value: String,
+    /// Filled from a secret, or credentials by name: dropped when the origin
+    /// changes.
+    credential: bool,
+}
+
+/// Headers that carry credentials whoever filled them.
+const CREDENTIAL_HEADERS: [&str; 3] = ["authorization", "cookie", "proxy-authorization"];
+
+/// Headers that describe a body, dropped with it (fetch's "request-body-header
+/// names").
+const BODY_HEADERS: [&str; 4] = [
+    "content-encoding",
+    "content-language",
+    "content-location",
+    "content-type",
+];
+
+/// What the next hop sends, after `status` answered `method`: 303 (but to a
+/// HEAD), and 301 or 302 to a POST, become a GET without a body.
+fn method_after(status: u16, method: &str) -> Option<&'static str> {
+    let to_get = (status == 303 && !method.eq_ignore_ascii_case("HEAD"))
+        || (matches!(status, 301 | 302) && method.eq_ignore_ascii_case("POST"));
+    to_get.then_some("GET")
+}
+
+/// The `Location` of a response that is a redirect fetch follows.
+fn redirect_location(response: &Response) -> Option<&str> {
+    if matches!(response.status, 301 | 302 | 303 | 307 | 308) {
+        response.header("location")
+    } else {
+        None
+    }
+}
+
+fn http_failure(error: &HttpError, target: &Target) -> ToolFailure {
+    let code = match error {
+        HttpError::InvalidUrl { .. } | HttpError::InvalidRequest { .. } => "invalid_arguments",
+        HttpError::Timeout { .. } | HttpError::Stalled { .. } => "timeout",
+        HttpError::Unreachable { .. } | HttpError::Body { .. } | HttpError::TooLarge { .. } => {
+            "network_error"
+        }
+        HttpError::AddressRefused {
+            host,
+            address,
+            class,
+            ..
+        } => return refused(address_refusal(target, host, *address, *class)),
+        HttpError::Redirected { .. } => {
+            return ToolFailure {
+                code: "redirect_refused".into(),
+                message: format!(
+                    "http_request to `{}` answered with a redirect, which was not followed: \
+                     the browser does not show where a redirect leads without following it, \
+                     so its address cannot be checked first. Request the final URL directly.",
+                    kiln_http::shown_url(target.url())
+                ),
+                detail: Some(json!({"url": kiln_http::shown_url(target.url())})),
+                outcome: CallOutcome::Refused,
+            };
+        }
+    };
+    failure(code, error.to_string())
+}
+
 impl Implementation for HttpRequest {
     fn call(
         &self,
@@ -129,12 +400,15 @@ impl Implementation for HttpRequest {
         _permit: Permit,
     ) -> LocalBoxFuture<'static, ToolReply> {
         let http = self.http.clone();
+        let policy = self.policy.clone();
         Box::pin(async move {
             let text = |key: &str| args.get(key).and_then(Value::as_str);
-            let url = text("url").unwrap_or_default().to_owned();
-            let method = text("method").unwrap_or("GET").to_owned();
+            // A URL that could not be sent does not spend the run's budget.
+            let mut target = Target::parse(text("url").unwrap_or_default())
+                .map_err(|error| failure("invalid_arguments", error.to_string()))?;
+            let mut method = text("method").unwrap_or("GET").to_owned();
             let mut headers = Vec::new();
-            for (key, source) in [("headers", false), ("secret_headers", true)] {
+            for (key, from_secrets) in [("headers", false), ("secret_headers", true)] {
                 for (name, value) in args
                     .get(key)
                     .and_then(Value::as_object)
@@ -142,15 +416,23 @@ impl Implementation for HttpRequest {
                     .flatten()
                 {
                     let value = value.as_str().unwrap_or_default();
-                    let value = if source {
-                        fill(value, &url, &context)?
+                    let value = if from_secrets {
+                        fill(value, target.url(), &context)?
                     } else {
                         value.to_owned()
                     };
-                    headers.push((name.clone(), value));
+                    let credential = from_secrets
+                        || CREDENTIAL_HEADERS
+                            .iter()
+                            .any(|known| name.eq_ignore_ascii_case(known));
+                    headers.push(Header {
+                        name: name.clone(),
+                        value,
+                        credential,
+                    });
                 }
             }
-            let body = match args.get("body") {
+            let mut body = match args.get("body") {
                 None | Some(Value::Null) => None,
                 Some(Value::String(text)) => Some(text.clone().into_bytes()),
                 Some(bytes) => {
@@ -167,31 +449,67 @@ impl Implementation for HttpRequest {
                 }
             };
             let as_bytes = text("response_type") == Some("bytes");
-            // A URL that could not be sent does not spend the run's budget.
-            kiln_http::check_scheme(&url)
-                .map_err(|error| failure("invalid_arguments", error.to_string()))?;
-            context.run.take_fetch(&context.tool, context.call_number)?;
             let limits = context.run.limits;
-            let request = Request {
-                method,
-                url: url.clone(),
-                headers,
-                body,
-                timeout_ms: limits.fetch_timeout_ms,
-                max_body_bytes: limits.fetch_body_bytes,
-            };
-            let response = http.send(request).await.map_err(|error| {
-                let code = match error {
-                    HttpError::InvalidUrl { .. } | HttpError::InvalidRequest { .. } => {
-                        "invalid_arguments"
-                    }
-                    HttpError::Timeout { .. } | HttpError::Stalled { .. } => "timeout",
-                    HttpError::Unreachable { .. }
-                    | HttpError::Body { .. }
-                    | HttpError::TooLarge { .. } => "network_error",
+            let mut redirects = 0;
+            let response = loop {
+                let reach = policy.decide(&target).map_err(refused)?;
+                context.run.take_fetch(&context.tool, context.call_number)?;
+                let request = Request {
+                    method: method.clone(),
+                    url: target.url().to_owned(),
+                    headers: headers
+                        .iter()
+                        .map(|header| (header.name.clone(), header.value.clone()))
+                        .collect(),
+                    body: body.clone(),
+                    timeout_ms: limits.fetch_timeout_ms,
+                    max_body_bytes: limits.fetch_body_bytes,
+                    redirect: Redirect::Stop,
                 };
-                failure(code, error.to_string())
-            })?;
+                let sent = match reach {
+                    Reach::PublicOnly => http.send_public(request),
+                    Reach::Named => http.send(request),
+                };
+                let response = sent.await.map_err(|error| http_failure(&error, &target))?;
+                let Some(location) = redirect_location(&response) else {
+                    break response;
+                };
+                if redirects == MAX_REDIRECTS {
+                    return Err(failure(
+                        "too_many_redirects",
+                        format!(
+                            "http_request stopped after {MAX_REDIRECTS} redirects: `{}` \
+                             redirects again, to `{}`",
+                            kiln_http::shown_url(target.url()),
+                            kiln_http::shown_url(location)
+                        ),
+                    ));
+                }
+                redirects += 1;
+                let next = target.join(location).map_err(|error| ToolFailure {
+                    code: "redirect_refused".into(),
+                    message: format!(
+                        "http_request to `{}` answered with a redirect that was not followed: \
+                         {error}",
+                        kiln_http::shown_url(target.url())
+                    ),
+                    detail: None,
+                    outcome: CallOutcome::Error,
+                })?;
+                if let Some(get) = method_after(response.status, &method) {
+                    method = get.to_owned();
+                    body = None;
+                    headers.retain(|header| {
+                        !BODY_HEADERS
+                            .iter()
+                            .any(|known| header.name.eq_ignore_ascii_case(known))
+                    });
+                }
+                if next.origin() != target.origin() {
+                    headers.retain(|header| !header.credential);
+                }
+                target = next;
+            };
             let mut header_map = Map::new();
             for (name, value) in response.headers {
                 match header_map.get_mut(&name) {
@@ -210,7 +528,7 @@ impl Implementation for HttpRequest {
                 Value::String(String::from_utf8_lossy(&response.body).into_owned())
             };
             Ok(json!({
-                "url": url,
+                "url": target.url(),
                 "status": response.status,
                 "headers": header_map,
                 "body": body,

@@ -4,10 +4,11 @@
 //! coercion and validation ([`args`]) → permission decision ([`gate::decide`])
 //! → approval round trip when asked ([`gate::Approver`]) → implementation.
 //!
-//! Sources feed one registry: built-in capabilities (`http_request`; with
-//! the host's stores, the memory, history and file capabilities of
-//! [`storage`]), the host's own tools (the page's `tools`, the CLI's scripted
-//! catalog) and MCP servers ([`mcp`]).
+//! Sources feed one registry: built-in capabilities (`http_request` when a run
+//! asks for network reach, under its [`NetPolicy`]; with the host's stores,
+//! the memory, history and file capabilities of [`storage`]), the host's own
+//! tools (the page's `tools`, the CLI's scripted catalog) and MCP servers
+//! ([`mcp`]).
 
 // `ToolFailure` is the contract's error, made at most once per call: boxing it
 // would buy nothing.
@@ -31,6 +32,7 @@ pub mod storage;
 
 pub use dispatch::{CallContext, Dispatcher, HeldSignal, Permit, RunState};
 pub use gate::{Answer, ApprovalRequest, Approver, Autonomy, Decision, Gate, GateSettings, Mode};
+pub use http_request::NetPolicy;
 pub use registry::{Entry, Implementation, Registry};
 pub use secrets::{Secret, SecretScope};
 pub use spec::{CapabilitySpec, Category, Source};

@@ -55,27 +55,16 @@ impl Secret {
     }
 }
 
-/// `scheme://host[:port]` of an http(s) URL, lower-cased, default port
-/// dropped, user info ignored; `None` for anything else.
+/// `scheme://host[:port]` of an http(s) URL as `fetch` reads it (the URL
+/// standard: host lower-cased, a numeric host as its address, default port
+/// dropped, user info ignored); `None` for anything else. The same parser as
+/// the one that decides where `http_request` connects, so a secret is checked
+/// against the origin it would really reach.
 #[must_use]
 pub fn origin_of(url: &str) -> Option<String> {
-    let (scheme, rest) = url.split_once("://")?;
-    let scheme = scheme.to_ascii_lowercase();
-    let authority = rest.split(['/', '?', '#']).next()?;
-    let host_port = authority
-        .rsplit_once('@')
-        .map_or(authority, |(_, host)| host)
-        .to_ascii_lowercase();
-    let default_port = match scheme.as_str() {
-        "http" => ":80",
-        "https" => ":443",
-        _ => return None,
-    };
-    if host_port.is_empty() {
-        return None;
-    }
-    let host_port = host_port.strip_suffix(default_port).unwrap_or(&host_port);
-    Some(format!("{scheme}://{host_port}"))
+    kiln_http::address::Target::parse(url)
+        .ok()
+        .map(|target| target.origin().to_string())
 }
 
 impl fmt::Debug for Secret {

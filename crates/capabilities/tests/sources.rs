@@ -8,7 +8,7 @@ use std::rc::Rc;
 use futures::executor::block_on;
 use kiln_capabilities::mcp::{McpServer, add_server, connect, tool_identifier};
 use kiln_capabilities::{
-    Category, Dispatcher, Gate, GateSettings, HeldSignal, Mode, Registry, SecretScope,
+    Category, Dispatcher, Gate, GateSettings, HeldSignal, Mode, NetPolicy, Registry, SecretScope,
 };
 use kiln_mcp::{McpClient, McpTool, ServerInfo};
 use kiln_testkit::EverythingServer;
@@ -205,7 +205,7 @@ fn a_tool_whose_schema_does_not_compile_is_tool_entry_invalid_and_clashing_names
 fn every_builtin_has_a_spec_that_compiles_and_a_test_that_calls_it() {
     let http = kiln_http::default_client();
     let mut registry = Registry::new();
-    kiln_capabilities::builtin::add_builtins(&mut registry, &http);
+    kiln_capabilities::builtin::add_http_request(&mut registry, &http, NetPolicy::Public);
     let backend = kiln_store::native::MemoryBackend::new();
     let storage = kiln_capabilities::Storage::new(
         backend,
@@ -259,7 +259,12 @@ fn http_request_answers_status_headers_and_body_within_the_fetch_budget() {
         }
     });
     let mut registry = Registry::new();
-    kiln_capabilities::builtin::add_builtins(&mut registry, &kiln_http::default_client());
+    let policy = NetPolicy::Only(vec![format!("http://127.0.0.1:{port}")]);
+    kiln_capabilities::builtin::add_http_request(
+        &mut registry,
+        &kiln_http::default_client(),
+        policy,
+    );
     let limits = RunLimits {
         fetch_calls: 2,
         fetch_body_bytes: 5,
@@ -301,7 +306,11 @@ fn http_request_answers_status_headers_and_body_within_the_fetch_budget() {
 #[test]
 fn http_request_refuses_other_schemes_and_unknown_secrets_by_name() {
     let mut registry = Registry::new();
-    kiln_capabilities::builtin::add_builtins(&mut registry, &kiln_http::default_client());
+    kiln_capabilities::builtin::add_http_request(
+        &mut registry,
+        &kiln_http::default_client(),
+        NetPolicy::Public,
+    );
     let dispatcher = dispatcher(registry, RunLimits::default());
     let failure = call(
         &dispatcher,
@@ -361,7 +370,15 @@ fn a_secret_bound_to_origins_is_sent_nowhere_else() {
         assert_eq!(origin_of(url).as_deref(), origin, "{url}");
     }
     let mut registry = Registry::new();
-    kiln_capabilities::builtin::add_builtins(&mut registry, &kiln_http::default_client());
+    // Both loopback origins named: the secret's binding is what refuses the second.
+    let policy =
+        NetPolicy::parse_origins(&["http://127.0.0.1:9".into(), "http://127.0.0.1:10".into()])
+            .unwrap();
+    kiln_capabilities::builtin::add_http_request(
+        &mut registry,
+        &kiln_http::default_client(),
+        policy,
+    );
     let mut secrets = SecretScope::new();
     secrets.insert(
         "KEY",

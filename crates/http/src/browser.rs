@@ -7,6 +7,12 @@
 //! the stream is dropped, the controller is aborted.
 //! A cross-origin response shows only the headers its server lists in
 //! `Access-Control-Expose-Headers`.
+//!
+//! [`Redirect::Stop`] is `redirect: "manual"`: `fetch` then answers a redirect with an opaque
+//! response (type `opaqueredirect`, status 0, no headers), which is
+//! [`HttpError::Redirected`]. [`HttpClient::send_public`] is the trait's default: no DNS here,
+//! so only the addresses and `localhost` names written in URLs are checked (see
+//! [`crate::address`]).
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -20,11 +26,12 @@ use wasm_bindgen::{JsCast as _, JsValue};
 use wasm_bindgen_futures::JsFuture;
 use web_sys::{
     AbortController, Headers, ReadableStreamDefaultReader, RequestCredentials, RequestInit,
+    RequestRedirect, ResponseType,
 };
 
 use crate::body::{BodyLimits, guard};
 use crate::{
-    BodyStream, HttpClient, HttpError, Request, Response, StreamingResponse, check_scheme,
+    BodyStream, HttpClient, HttpError, Redirect, Request, Response, StreamingResponse, check_scheme,
 };
 
 pub(crate) mod clock;
@@ -163,6 +170,10 @@ async fn fetch(request: &Request) -> Result<Fetched, HttpError> {
     // the caller put in it.
     init.set_credentials(RequestCredentials::Omit);
     init.set_headers(&headers);
+    init.set_redirect(match request.redirect {
+        Redirect::Follow => RequestRedirect::Follow,
+        Redirect::Stop => RequestRedirect::Manual,
+    });
     if let Some(body) = &request.body {
         init.set_body(&Uint8Array::from(body.as_slice()));
     }
@@ -193,6 +204,9 @@ async fn fetch(request: &Request) -> Result<Fetched, HttpError> {
             });
         }
     };
+    if response.type_() == ResponseType::Opaqueredirect {
+        return Err(HttpError::Redirected { url });
+    }
     Ok(Fetched {
         response,
         timer,

@@ -10,7 +10,10 @@
 //! What every implementation keeps:
 //! - a status that is not 2xx is a [`Response`], not an error: the caller decides;
 //! - only `http` and `https` URLs are sent anywhere ([`HttpError::InvalidUrl`]);
-//! - nothing a peer sends can panic: every failure is an [`HttpError`] naming the URL.
+//! - nothing a peer sends can panic: every failure is an [`HttpError`] naming the URL;
+//! - a redirect is followed only when the request says [`Redirect::Follow`];
+//! - [`HttpClient::send_public`] reaches only public addresses ([`address`] says which are,
+//!   and what each platform can check).
 //!
 //! [`HttpClient::send`] reads the whole body: it is cut at [`Request::max_body_bytes`]
 //! ([`Response::truncated`] says so) and [`Request::timeout_ms`] covers the whole exchange.
@@ -30,6 +33,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use futures::stream::LocalBoxStream;
 
+pub mod address;
 mod body;
 #[cfg(target_arch = "wasm32")]
 mod browser;
@@ -57,6 +61,22 @@ pub struct Request {
     /// [`HttpClient::send`]: the body is cut here and [`Response::truncated`] is set.
     /// [`HttpClient::open`]: past it the body stream ends with [`HttpError::TooLarge`].
     pub max_body_bytes: usize,
+    /// Whether the platform follows a redirect or hands it back.
+    pub redirect: Redirect,
+}
+
+/// What happens to a `3xx` answer with a `Location`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Redirect {
+    /// The platform follows it (up to 10 hops natively, 20 in the browser) and answers the
+    /// last response: what providers and MCP servers want, whose URLs a person configured.
+    /// Nobody checks where the hops lead (but see [`HttpClient::send_public`]).
+    Follow,
+    /// The platform does not follow it, so the caller can check where it leads first.
+    /// Natively the `3xx` comes back as a [`Response`] (status, `location` header, body). In
+    /// the browser `fetch` hides a redirect it does not follow (an opaque response: no status,
+    /// no headers), so the request fails with [`HttpError::Redirected`].
+    Stop,
 }
 
 /// One HTTP response, whatever its status.
@@ -103,6 +123,27 @@ pub enum HttpError {
     /// A streamed body went past its cap.
     #[error("the response body from `{url}` is longer than {limit} bytes")]
     TooLarge { url: String, limit: usize },
+    /// [`HttpClient::send_public`] would have connected to an address that is not public
+    /// (see [`address`]): nothing was sent. `address` is `None` for a `localhost` name,
+    /// refused without asking DNS.
+    #[error(
+        "refused `{url}` before connecting: {}, reached only when named",
+        address::refusal_reason(host, *address, *class)
+    )]
+    AddressRefused {
+        url: String,
+        host: String,
+        address: Option<std::net::IpAddr>,
+        class: address::AddressClass,
+    },
+    /// In the browser, the answer to a [`Redirect::Stop`] request was a redirect: `fetch`
+    /// hides where it leads (an opaque redirect, no status and no headers), so it can be
+    /// neither checked nor followed.
+    #[error(
+        "`{url}` answered with a redirect, which is not followed: the browser does not show \
+         where a redirect leads unless it follows it, so its address cannot be checked"
+    )]
+    Redirected { url: String },
 }
 
 /// The body of a [`StreamingResponse`]: chunks as they arrive, in order.
@@ -146,6 +187,38 @@ pub trait HttpClient {
         request: Request,
         idle_timeout_ms: u64,
     ) -> LocalBoxFuture<'static, Result<StreamingResponse, HttpError>>;
+
+    /// [`HttpClient::send`], reaching only public addresses
+    /// ([`AddressClass::reachable_without_naming`](address::AddressClass::reachable_without_naming)):
+    /// anything else is [`HttpError::AddressRefused`] before a byte is sent. The URL is sent
+    /// as [`address::Target`] parses it, so the host checked is the host reached.
+    ///
+    /// This default checks what can be known without DNS (an address written in the URL, a
+    /// `localhost` name) and does not follow redirects, whatever `redirect` says, since it
+    /// cannot check where they lead: the browser's `fetch` keeps it. [`UreqClient`] also
+    /// checks every address a name resolves to, as it connects, on every hop.
+    fn send_public(
+        &self,
+        request: Request,
+    ) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
+        match public_request(request) {
+            Ok(request) => self.send(Request {
+                redirect: Redirect::Stop,
+                ..request
+            }),
+            Err(error) => Box::pin(futures::future::ready(Err(error))),
+        }
+    }
+}
+
+/// `request` with its URL as parsed, once its host passed the checks that need no DNS.
+fn public_request(request: Request) -> Result<Request, HttpError> {
+    let target = address::Target::parse(&request.url)?;
+    target.check_public()?;
+    Ok(Request {
+        url: target.url().to_owned(),
+        ..request
+    })
 }
 
 /// The platform's client: [`UreqClient`] natively, [`FetchClient`] in the browser.

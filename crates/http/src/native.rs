@@ -2,8 +2,16 @@
 //! oneshot channel so the future needs no runtime (the CLI polls it with a `LocalPool`). A
 //! streamed body comes through an unbounded channel the thread fills as it reads; the thread
 //! stops when the channel's receiver is gone.
+//!
+//! [`HttpClient::send_public`] goes through an agent of its own whose resolver refuses any
+//! address that is not public, so the check happens on the addresses connected to, on every
+//! hop, and a pooled connection made for a person's private server (a local model, say) is
+//! never reused for it. Through a proxy from the environment (`HTTPS_PROXY`, `ALL_PROXY`)
+//! the proxy resolves names itself: then only the addresses and `localhost` names written
+//! in URLs are checked, as in the browser.
 
 use std::io::Read as _;
+use std::net::IpAddr;
 use std::thread;
 use std::time::Duration;
 
@@ -11,17 +19,26 @@ use futures::StreamExt as _;
 use futures::channel::{mpsc, oneshot};
 use futures::future::{self, Either, LocalBoxFuture};
 use ureq::http;
+use ureq::unversioned::resolver::{DefaultResolver, ResolvedSocketAddrs, Resolver};
+use ureq::unversioned::transport::{DefaultConnector, NextTimeout};
 
+use crate::address::{self, AddressClass};
 use crate::body::{BodyLimits, guard};
-use crate::{HttpClient, HttpError, Request, Response, StreamingResponse, check_scheme};
+use crate::{
+    HttpClient, HttpError, Redirect, Request, Response, StreamingResponse, check_scheme,
+    public_request,
+};
 
 pub(crate) mod clock;
 
 /// `ureq` with statuses returned as responses, not errors. Connections are pooled across
-/// requests of one client (cloning shares the pool).
+/// requests of one client (cloning shares the pools).
 #[derive(Clone)]
 pub struct UreqClient {
     agent: ureq::Agent,
+    /// For [`HttpClient::send_public`]: connects only to public addresses, with a pool of
+    /// its own.
+    public: ureq::Agent,
 }
 
 impl UreqClient {
@@ -30,9 +47,60 @@ impl UreqClient {
             .http_status_as_error(false)
             .build();
         Self {
-            agent: config.into(),
+            agent: config.clone().into(),
+            public: ureq::Agent::with_parts(config, DefaultConnector::default(), PublicOnly),
         }
     }
+}
+
+/// Resolves as ureq does, then refuses the lot if any address is not public: a name that
+/// answers with a public and a private address is refused, not half-trusted. The proxy's own
+/// address is the person's choice, not the request's, and passes.
+#[derive(Debug)]
+struct PublicOnly;
+
+impl Resolver for PublicOnly {
+    fn resolve(
+        &self,
+        uri: &http::Uri,
+        config: &ureq::config::Config,
+        timeout: NextTimeout,
+    ) -> Result<ResolvedSocketAddrs, ureq::Error> {
+        let addresses = DefaultResolver::default().resolve(uri, config, timeout)?;
+        if config.proxy().is_some_and(|proxy| proxy.uri() == uri) {
+            return Ok(addresses);
+        }
+        check_resolved(
+            uri.host().unwrap_or_default(),
+            addresses.iter().map(|a| a.ip()),
+        )
+        .map_err(|refused| ureq::Error::Io(std::io::Error::other(refused)))?;
+        Ok(addresses)
+    }
+}
+
+/// The first address of `host` that is not public, if any.
+fn check_resolved(host: &str, addresses: impl IntoIterator<Item = IpAddr>) -> Result<(), Refused> {
+    for ip in addresses {
+        let class = address::classify(ip);
+        if !class.reachable_without_naming() {
+            return Err(Refused {
+                host: host.to_owned(),
+                address: ip,
+                class,
+            });
+        }
+    }
+    Ok(())
+}
+
+/// What [`PublicOnly`] refused, carried through ureq's error as an I/O error's payload.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", address::refusal_reason(host, Some(*address), *class))]
+struct Refused {
+    host: String,
+    address: IpAddr,
+    class: AddressClass,
 }
 
 impl Default for UreqClient {
@@ -43,32 +111,20 @@ impl Default for UreqClient {
 
 impl HttpClient for UreqClient {
     fn send(&self, request: Request) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
-        let agent = self.agent.clone();
-        let url = request.url.clone();
-        let (sender, receiver) = oneshot::channel();
-        let spawned = thread::Builder::new()
-            .name("kiln-http".to_owned())
-            .spawn(move || {
-                // The receiver may be gone (the caller dropped the future): nothing to tell then.
-                let _ = sender.send(send_blocking(&agent, request));
-            });
-        Box::pin(async move {
-            if let Err(error) = spawned {
-                return Err(HttpError::Unreachable {
-                    url,
-                    message: format!("cannot start a thread for the request: {error}"),
-                });
-            }
-            match receiver.await {
-                Ok(result) => result,
-                Err(oneshot::Canceled) => Err(HttpError::Unreachable {
-                    url,
-                    message: "the request thread stopped without an answer".to_owned(),
-                }),
-            }
-        })
+        send_on(self.agent.clone(), request)
     }
 
+    /// Checks the URL's host first (no thread for what needs no DNS), then sends through the
+    /// agent whose resolver refuses non-public addresses, on every hop when following.
+    fn send_public(
+        &self,
+        request: Request,
+    ) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
+        match public_request(request) {
+            Ok(request) => send_on(self.public.clone(), request),
+            Err(error) => Box::pin(future::ready(Err(error))),
+        }
+    }
     fn open(
         &self,
         request: Request,
@@ -120,6 +176,36 @@ impl HttpClient for UreqClient {
             })
         })
     }
+}
+
+/// Sends `request` on `agent` from a thread of its own.
+fn send_on(
+    agent: ureq::Agent,
+    request: Request,
+) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
+    let url = request.url.clone();
+    let (sender, receiver) = oneshot::channel();
+    let spawned = thread::Builder::new()
+        .name("kiln-http".to_owned())
+        .spawn(move || {
+            // The receiver may be gone (the caller dropped the future): nothing to tell then.
+            let _ = sender.send(send_blocking(&agent, request));
+        });
+    Box::pin(async move {
+        if let Err(error) = spawned {
+            return Err(HttpError::Unreachable {
+                url,
+                message: format!("cannot start a thread for the request: {error}"),
+            });
+        }
+        match receiver.await {
+            Ok(result) => result,
+            Err(oneshot::Canceled) => Err(HttpError::Unreachable {
+                url,
+                message: "the request thread stopped without an answer".to_owned(),
+            }),
+        }
+    })
 }
 
 fn send_blocking(agent: &ureq::Agent, request: Request) -> Result<Response, HttpError> {
@@ -254,6 +340,7 @@ fn start(
 ) -> Result<http::Response<ureq::Body>, HttpError> {
     let url = request.url;
     let timeout_ms = request.timeout_ms;
+    let redirect = request.redirect;
     let uri = http::Uri::try_from(url.as_str()).map_err(|error| HttpError::InvalidUrl {
         url: url.clone(),
         reason: error.to_string(),
@@ -265,8 +352,8 @@ fn start(
         builder = builder.header(name.as_str(), value.as_str());
     }
     let response = match request.body {
-        Some(body) => run(agent, builder.body(body), budget),
-        None => run(agent, builder.body(()), budget),
+        Some(body) => run(agent, builder.body(body), budget, redirect),
+        None => run(agent, builder.body(()), budget, redirect),
     };
     response.map_err(|error| map_error(error, &url, timeout_ms))
 }
@@ -291,9 +378,15 @@ fn run<S: ureq::AsSendBody>(
     agent: &ureq::Agent,
     request: Result<http::Request<S>, http::Error>,
     budget: Budget,
+    redirect: Redirect,
 ) -> Result<http::Response<ureq::Body>, ureq::Error> {
     let request = request.map_err(ureq::Error::Http)?;
     let config = agent.configure_request(request);
+    // 0: a 3xx comes back as it is, never as an error.
+    let config = match redirect {
+        Redirect::Follow => config,
+        Redirect::Stop => config.max_redirects(0),
+    };
     let config = match budget {
         Budget::Whole(timeout) => config.timeout_global(Some(timeout)),
         Budget::Streaming { head, per_read } => config
@@ -320,9 +413,21 @@ fn map_error(error: ureq::Error, url: &str, timeout_ms: u64) -> HttpError {
             url,
             message: "host not found (DNS)".to_owned(),
         },
-        ureq::Error::Io(error) => HttpError::Unreachable {
-            url,
-            message: error.to_string(),
+        ureq::Error::Io(error) => match error.get_ref().and_then(|inner| inner.downcast_ref()) {
+            Some(Refused {
+                host,
+                address,
+                class,
+            }) => HttpError::AddressRefused {
+                url,
+                host: host.clone(),
+                address: Some(*address),
+                class: *class,
+            },
+            None => HttpError::Unreachable {
+                url,
+                message: error.to_string(),
+            },
         },
         other => HttpError::Unreachable {
             url,

@@ -12,7 +12,7 @@
 
 use futures::StreamExt as _;
 use js_sys::Reflect;
-use kiln_http::{BodyStream, FetchClient, HttpClient, HttpError, Request, now_ms, sleep};
+use kiln_http::{BodyStream, FetchClient, HttpClient, HttpError, Redirect, Request, now_ms, sleep};
 use wasm_bindgen::JsValue;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
 
@@ -35,6 +35,7 @@ fn get(url: String, max_body_bytes: usize) -> Request {
         body: None,
         timeout_ms: 10_000,
         max_body_bytes,
+        redirect: Redirect::Follow,
     }
 }
 

@@ -287,6 +287,7 @@ impl McpClient {
             body: None,
             timeout_ms: self.timeout_ms,
             max_body_bytes: self.max_body_bytes,
+            redirect: kiln_http::Redirect::Follow,
         };
         let response = self
             .http
@@ -372,6 +373,7 @@ impl McpClient {
             body: Some(message.to_string().into_bytes()),
             timeout_ms: self.timeout_ms,
             max_body_bytes: self.max_body_bytes,
+            redirect: kiln_http::Redirect::Follow,
         };
         self.http
             .send(request)
@@ -470,15 +472,17 @@ impl McpClient {
             },
             // Our own headers and method: only a session id the platform refuses gets here.
             HttpError::InvalidRequest { message, .. } => self.protocol(method, message),
-            // Only streamed bodies stall or overflow; replies are read whole, but say so
-            // plainly should that change.
-            error @ (HttpError::Stalled { .. } | HttpError::TooLarge { .. }) => {
-                McpError::Unreachable {
-                    server,
-                    url,
-                    message: error.to_string(),
-                }
-            }
+            // Only streamed bodies stall or overflow, and only `send_public` or
+            // `Redirect::Stop` refuse an address or a redirect; replies are read whole and sent
+            // with neither, but say so plainly should that change.
+            error @ (HttpError::Stalled { .. }
+            | HttpError::TooLarge { .. }
+            | HttpError::AddressRefused { .. }
+            | HttpError::Redirected { .. }) => McpError::Unreachable {
+                server,
+                url,
+                message: error.to_string(),
+            },
         }
     }
 }

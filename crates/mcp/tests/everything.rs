@@ -167,6 +167,7 @@ fn a_full_session_with_the_reference_server() {
                 body: Some(br#"{"jsonrpc":"2.0","id":99,"method":"tools/list"}"#.to_vec()),
                 timeout_ms: 5_000,
                 max_body_bytes: 4096,
+                redirect: kiln_http::Redirect::Follow,
             })
             .await
             .unwrap();

@@ -217,6 +217,7 @@ mod native {
                         body: Some(body.as_bytes().to_vec()),
                         timeout_ms: 60_000,
                         max_body_bytes: 1 << 20,
+                        redirect: kiln_http::Redirect::Follow,
                     },
                     60_000,
                 )

@@ -239,6 +239,10 @@ pub(crate) fn from_http(peer: &Peer, error: &HttpError) -> ProviderError {
             ErrorKind::Stream,
             format!("the response is longer than {limit} bytes"),
         ),
+        // Only `send_public` or `Redirect::Stop` give these; providers use neither.
+        error @ (HttpError::AddressRefused { .. } | HttpError::Redirected { .. }) => {
+            peer.error(ErrorKind::Network, error.to_string())
+        }
     }
 }
 

@@ -130,6 +130,7 @@ impl Provider for HttpProvider {
                 body: Some(body.to_string().into_bytes()),
                 timeout_ms: self.timeouts.response_ms,
                 max_body_bytes: self.timeouts.max_body_bytes,
+                redirect: kiln_http::Redirect::Follow,
             },
             retry: self.retry,
             idle_ms: self.timeouts.idle_ms,
@@ -162,6 +163,7 @@ impl Provider for HttpProvider {
             body: None,
             timeout_ms: 30_000,
             max_body_bytes: 8 << 20,
+            redirect: kiln_http::Redirect::Follow,
         };
         Box::pin(async move {
             let response = http

@@ -11,7 +11,7 @@ use futures::StreamExt as _;
 use futures::executor::block_on;
 
 use super::UreqClient;
-use crate::{BodyStream, HttpClient, HttpError, Request, StreamingResponse};
+use crate::{BodyStream, HttpClient, HttpError, Redirect, Request, StreamingResponse};
 
 /// Serves one connection: reads one request, then writes `answer` (raw bytes) and, after
 /// `hold`, closes. Joining gives the request as received.
@@ -37,6 +37,7 @@ fn request(url: &str) -> Request {
         body: Some(b"{\"ping\":1}".to_vec()),
         timeout_ms: 5_000,
         max_body_bytes: 1024,
+        redirect: Redirect::Follow,
     }
 }
 
@@ -503,4 +504,170 @@ fn opening_fails_before_any_response() {
         let error = open(request(&url), 5_000).err().unwrap();
         assert!(error.to_string().starts_with(&expected), "{error}");
     }
+}
+
+// Redirects, and `send_public`: loopback servers only; every other class is refused before
+// any connection (`check_resolved` is tested as a table).
+
+/// Serves every connection with `answer` until dropped with the process; counts requests.
+fn serve_all(answer: Vec<u8>) -> (u16, std::sync::Arc<std::sync::atomic::AtomicUsize>) {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let count = std::sync::Arc::new(AtomicUsize::new(0));
+    let seen = std::sync::Arc::clone(&count);
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            if kiln_testkit::read_http_request(&mut stream).is_empty() {
+                continue;
+            }
+            seen.fetch_add(1, Ordering::SeqCst);
+            let _ = stream.write_all(&answer);
+        }
+    });
+    (port, count)
+}
+
+#[test]
+fn a_redirect_is_followed_or_handed_back_as_the_request_says() {
+    let (final_port, reached) = serve_all(
+        b"HTTP/1.1 200 OK\r\nContent-Length: 4\r\nConnection: close\r\n\r\nlast".to_vec(),
+    );
+    let location = format!(
+        "HTTP/1.1 302 Found\r\nLocation: http://127.0.0.1:{final_port}/last\r\n\
+         Content-Length: 5\r\nConnection: close\r\n\r\nmoved"
+    );
+    let cases = [
+        (Redirect::Follow, 200, b"last".as_slice(), 1),
+        (Redirect::Stop, 302, b"moved".as_slice(), 0),
+    ];
+    for (redirect, status, body, hops) in cases {
+        let before = reached.load(std::sync::atomic::Ordering::SeqCst);
+        let (url, server) = serve_once(location.clone().into_bytes(), Duration::ZERO);
+        let response = send(Request {
+            redirect,
+            ..get(&url, 5_000)
+        })
+        .unwrap();
+        server.join().unwrap();
+        assert_eq!(
+            (response.status, response.body.as_slice()),
+            (status, body),
+            "{redirect:?}"
+        );
+        if redirect == Redirect::Stop {
+            assert_eq!(
+                response.header("location"),
+                Some(format!("http://127.0.0.1:{final_port}/last").as_str())
+            );
+        }
+        let after = reached.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(after - before, hops, "{redirect:?}");
+    }
+}
+
+#[test]
+fn send_public_refuses_this_machine_before_connecting() {
+    use std::sync::atomic::Ordering;
+    let (port, reached) =
+        serve_all(b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok".to_vec());
+    let client = UreqClient::new();
+    // (URL, host, address) as the refusal names them.
+    let cases = [
+        (
+            format!("http://127.0.0.1:{port}/"),
+            "127.0.0.1",
+            Some("127.0.0.1"),
+        ),
+        (
+            format!("http://0x7f.1:{port}/"),
+            "127.0.0.1",
+            Some("127.0.0.1"),
+        ),
+        (format!("http://localhost:{port}/"), "localhost", None),
+        (format!("http://[::1]:{port}/"), "[::1]", Some("::1")),
+    ];
+    for (url, host, address) in cases {
+        let error = block_on(client.send_public(get(&url, 5_000))).unwrap_err();
+        let HttpError::AddressRefused {
+            host: got_host,
+            address: got_address,
+            class,
+            ..
+        } = &error
+        else {
+            panic!("{url}: {error:?}");
+        };
+        assert_eq!(
+            (
+                got_host.as_str(),
+                got_address.map(|ip| ip.to_string()),
+                *class
+            ),
+            (
+                host,
+                address.map(str::to_owned),
+                crate::address::AddressClass::Loopback
+            ),
+            "{url}"
+        );
+    }
+    // Past the checks that need no DNS, a name is checked where it resolves, as the public
+    // agent connects: `localhost` (from the hosts file) is refused by the resolver itself.
+    let url = format!("http://localhost:{port}/");
+    let error = block_on(super::send_on(client.public.clone(), get(&url, 5_000))).unwrap_err();
+    match &error {
+        HttpError::AddressRefused {
+            host,
+            address: Some(ip),
+            class: crate::address::AddressClass::Loopback,
+            ..
+        } => {
+            assert_eq!(host, "localhost");
+            assert!(ip.is_loopback(), "{ip}");
+        }
+        other => panic!("{other:?}"),
+    }
+    assert!(
+        error.to_string().starts_with(&format!(
+            "refused `{url}` before connecting: `localhost` resolves to "
+        )),
+        "{error}"
+    );
+    assert_eq!(reached.load(Ordering::SeqCst), 0);
+    // The same server through `send`: it is there, and the refusals were not for want of it.
+    let response = send(get(&format!("http://127.0.0.1:{port}/"), 5_000)).unwrap();
+    assert_eq!(response.status, 200);
+    assert_eq!(reached.load(Ordering::SeqCst), 1);
+}
+
+#[test]
+fn resolved_addresses_pass_only_when_all_are_public() {
+    let ip = |text: &str| -> std::net::IpAddr { text.parse().unwrap() };
+    let cases = [
+        (vec!["93.184.215.14"], None),
+        (
+            vec!["93.184.215.14", "2606:2800:21f:cb07:6820:80da:af6b:8b2c"],
+            None,
+        ),
+        (vec!["127.0.0.1"], Some("127.0.0.1")),
+        (vec!["93.184.215.14", "10.0.0.5"], Some("10.0.0.5")),
+        (vec!["169.254.169.254"], Some("169.254.169.254")),
+        (vec!["::ffff:192.168.0.1"], Some("::ffff:192.168.0.1")),
+        (vec!["fd00::1", "127.0.0.1"], Some("fd00::1")),
+    ];
+    for (addresses, refused) in cases {
+        let got = super::check_resolved("db.example", addresses.iter().map(|text| ip(text)));
+        assert_eq!(
+            got.err().map(|refused| refused.address.to_string()),
+            refused.map(str::to_owned),
+            "{addresses:?}"
+        );
+    }
+    let refused = super::check_resolved("db.example", [ip("10.0.0.5")]).unwrap_err();
+    assert_eq!(
+        refused.to_string(),
+        "`db.example` resolves to 10.0.0.5, a private address"
+    );
 }
