@@ -11,8 +11,10 @@ use kiln_types::{ConsoleLevel, ConsoleLine};
 
 use crate::inspect;
 
-/// Console lines of one run, bounded by a byte budget. Lines past the budget are
-/// counted, not kept, so a chatty program cannot exhaust the host's memory.
+/// Console lines of one run, bounded by a byte budget. A line costs its bytes
+/// and the newline that ends it in the run's output, so an empty line is not
+/// free; lines past the budget are counted, not kept, so a chatty program
+/// cannot exhaust the host's memory.
 #[derive(Clone)]
 pub(crate) struct ConsoleBuffer(Rc<RefCell<Inner>>);
 
@@ -36,8 +38,9 @@ impl ConsoleBuffer {
 
     fn push(&self, level: ConsoleLevel, text: String) {
         let mut inner = self.0.borrow_mut();
-        if text.len() <= inner.bytes_left {
-            inner.bytes_left -= text.len();
+        let cost = text.len().saturating_add(1);
+        if cost <= inner.bytes_left {
+            inner.bytes_left -= cost;
             inner.lines.push(ConsoleLine { level, text });
         } else {
             inner.bytes_left = 0;

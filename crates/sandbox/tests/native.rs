@@ -41,8 +41,9 @@ fn a_syntax_error_names_the_line_of_the_program() {
 
 #[test]
 fn console_output_past_its_budget_is_dropped_and_counted() {
+    // Each line costs its bytes and its newline: two of `12345\n` fit in 12.
     let limits = RunLimits {
-        console_bytes: 10,
+        console_bytes: 12,
         ..RunLimits::default()
     };
     let report = futures::executor::block_on(run(
@@ -51,6 +52,24 @@ fn console_output_past_its_budget_is_dropped_and_counted() {
     ));
     assert_eq!(report.console.len(), 2);
     assert_eq!(report.console_dropped, 3);
+    // Empty lines are not free.
+    let report = futures::executor::block_on(run(
+        "for (let i = 0; i < 100; i++) console.log('')",
+        &limits,
+    ));
+    assert_eq!((report.console.len(), report.console_dropped), (12, 88));
+    // 2,000 lines of 100 characters keep at most the 64 KiB budget of output,
+    // plus the marker saying how many were dropped.
+    let report = futures::executor::block_on(run(
+        "for (let i = 0; i < 2000; i++) console.log('x'.repeat(100))",
+        &RunLimits::default(),
+    ));
+    let summary = report.into_summary(String::new(), Vec::new(), String::new(), true);
+    let marker = summary.output.lines().last().unwrap_or_default().to_owned();
+    assert!(marker.contains("more console lines dropped"), "{marker}");
+    let kept = summary.output.len() - marker.len() - 1;
+    assert!(kept <= 64 * 1024, "{kept} bytes kept");
+    assert!(kept > 63 * 1024, "{kept} bytes kept");
 }
 
 #[test]
