@@ -2,11 +2,10 @@
 //! after), cut by the caller's [`AbortSignal`] or the run's deadline — each of those ends the
 //! turn with one visible [`Event::Stop`] naming the reason, never silently.
 
-use std::cell::{Cell, RefCell};
 use std::future::Future;
 use std::pin::Pin;
-use std::rc::Rc;
-use std::task::{Context, Poll, Waker};
+
+use std::task::Poll;
 
 use futures::future::{LocalBoxFuture, poll_fn};
 use futures::stream::{self, StreamExt as _};
@@ -15,53 +14,7 @@ use crate::budget::{Reservation, RunBudget};
 use crate::cost::estimate_prompt_tokens;
 use crate::event::{Event, FinalMessage, Stop, StopReason, Usage};
 use crate::{ChatRequest, EventStream, Provider};
-
-#[derive(Default)]
-struct AbortState {
-    aborted: Cell<bool>,
-    wakers: RefCell<Vec<Waker>>,
-}
-
-/// A turn's cancel switch (the Stop button): clones share it. After `abort()` the turn
-/// drops its request (which cancels the HTTP exchange) and ends with an `aborted` stop.
-#[derive(Clone, Default)]
-pub struct AbortSignal(Rc<AbortState>);
-
-impl AbortSignal {
-    pub fn new() -> Self {
-        Self::default()
-    }
-
-    pub fn abort(&self) {
-        self.0.aborted.set(true);
-        for waker in self.0.wakers.borrow_mut().drain(..) {
-            waker.wake();
-        }
-    }
-
-    pub fn is_aborted(&self) -> bool {
-        self.0.aborted.get()
-    }
-
-    fn poll_aborted(&self, cx: &mut Context<'_>) -> Poll<()> {
-        if self.is_aborted() {
-            return Poll::Ready(());
-        }
-        let mut wakers = self.0.wakers.borrow_mut();
-        if !wakers.iter().any(|waker| waker.will_wake(cx.waker())) {
-            wakers.push(cx.waker().clone());
-        }
-        Poll::Pending
-    }
-}
-
-impl std::fmt::Debug for AbortSignal {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("AbortSignal")
-            .field("aborted", &self.is_aborted())
-            .finish()
-    }
-}
+pub use kiln_types::cancel::AbortSignal;
 
 enum Wake {
     Item(Option<Result<Event, crate::ProviderError>>),

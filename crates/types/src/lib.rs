@@ -3,6 +3,7 @@
 //! Nothing here does I/O or knows an engine: these are plain values with serde
 //! derives, so the page, the workers and the CLI agree on them by construction.
 
+pub mod cancel;
 pub mod protocol;
 pub mod run;
 pub mod tool_result;
@@ -16,5 +17,5 @@ pub mod words;
 pub const BYTES_KEY: &str = "$bytes";
 
 pub use run::{
-    ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport,
+    ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport, RunResult,
 };

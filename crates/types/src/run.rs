@@ -103,6 +103,19 @@ impl Default for RunLimits {
     }
 }
 
+/// What a sandbox run produced, as a runner hands it back: the sandbox's
+/// report and what admission of the run's catalog found.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunResult {
+    pub report: RunReport,
+    /// Admission's warnings (entries dropped); the ladder's own come first
+    /// once the agent layer merges them.
+    pub warnings: Vec<Warning>,
+    /// `sha256:…` of the retained usable catalog entries; empty when the run
+    /// ended before the sandbox could say.
+    pub catalog_digest: String,
+}
+
 /// What a run produced: its outcome, its console lines and how long it took.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
@@ -246,6 +259,15 @@ impl RunError {
             ),
         )
     }
+
+    /// The caller cancelled the run (a Stop button, an `AbortSignal`, Ctrl-C).
+    #[must_use]
+    pub fn cancelled(by: &str) -> Self {
+        Self::new(
+            RunErrorKind::Cancelled,
+            format!("cancelled: {by} stopped the run; output and call outcomes so far are kept"),
+        )
+    }
 }
 
 /// The stable category of a failed run.
@@ -264,6 +286,8 @@ pub enum RunErrorKind {
     BudgetExhausted,
     /// The engine or the sandbox worker failed on its own account.
     Engine,
+    /// The caller cancelled the run.
+    Cancelled,
 }
 
 /// One `console.*` line as the program printed it.
@@ -348,7 +372,8 @@ impl RunReport {
                     (RunErrorKind::Tool, _, Some(code)) => code.clone(),
                     (kind, _, _) => kind.code().to_owned(),
                 };
-                let termination_reason = if error.budget.is_some() {
+                let cancelled = error.kind == RunErrorKind::Cancelled;
+                let termination_reason = if error.budget.is_some() || cancelled {
                     code.clone()
                 } else {
                     "failed".to_owned()
@@ -359,7 +384,11 @@ impl RunReport {
                     detail: error.detail,
                 };
                 (
-                    RunStatus::Failed,
+                    if cancelled {
+                        RunStatus::Cancelled
+                    } else {
+                        RunStatus::Failed
+                    },
                     termination_reason,
                     serde_json::Value::Null,
                     Some(failure),
@@ -401,6 +430,7 @@ impl RunErrorKind {
             Self::NeverSettled => "never_settled",
             Self::BudgetExhausted => "budget_exhausted",
             Self::Engine => "engine",
+            Self::Cancelled => "cancelled",
         }
     }
 }

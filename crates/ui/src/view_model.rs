@@ -107,6 +107,9 @@ impl ResultView {
                         }
                     }
                     RunErrorKind::Engine => "The sandbox failed to run the program.".to_owned(),
+                    RunErrorKind::Cancelled => format!(
+                        "Stopped after {duration}: you stopped the program. The sandbox was restarted; you can run again."
+                    ),
                 };
                 Self {
                     tone: Tone::Failure,
