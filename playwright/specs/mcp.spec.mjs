@@ -56,8 +56,8 @@ test("a server that is down is a tools_unavailable warning, not a failed run", a
   );
   const s = result.structuredContent;
   assert.equal(s.status, "completed");
-  // The built-ins (http_request and the workspace's storage tools), none of the server's.
-  assert.ok(s.value.includes("http_request") && s.value.includes("file_read"), JSON.stringify(s.value));
+  // The workspace's storage tools, no network (it was not asked for), none of the server's.
+  assert.ok(!s.value.includes("http_request") && s.value.includes("file_read"), JSON.stringify(s.value));
   assert.deepEqual(s.value.filter((name) => name.startsWith("down_")), []);
   const warning = s.warnings.find((w) => w.code === "tools_unavailable");
   assert.match(warning.message, /MCP server `down` at `http:\/\/127\.0\.0\.1:\d+\/mcp` is unreachable/);

@@ -136,22 +136,38 @@ test("while the person decides, JS CPU is not charged and the wait is person wai
 test("secrets go into request headers by name and never come back", async () => {
   const code = `const r = await tools.http_request({url: ${JSON.stringify(echo.url)}, secret_headers: {authorization: "Bearer \${API_KEY}"}});
 return JSON.parse(r.body).headers.authorization;`;
-  const { result } = await run({ code, secrets: { API_KEY: "sk-page-secret-42" } });
+  // The echo server is on loopback: the run names its origin to reach it.
+  const allow_net = [new URL(echo.url).origin];
+  const { result } = await run({ code, allow_net, secrets: { API_KEY: "sk-page-secret-42" } });
   assert.equal(result.structuredContent.value, "Bearer [redacted:API_KEY]");
   assert.ok(!JSON.stringify(result).includes("sk-page-secret-42"));
 
   // Bound to origins, a secret goes to those and is refused for any other.
   const origin = new URL(echo.url).origin;
-  const bound = await run({ code, secrets: { API_KEY: { value: "sk-page-secret-42", origins: [origin] } } });
+  const bound = await run({ code, allow_net, secrets: { API_KEY: { value: "sk-page-secret-42", origins: [origin] } } });
   assert.equal(bound.result.structuredContent.value, "Bearer [redacted:API_KEY]");
   const elsewhere = await run({
     code: `try { ${code} } catch (e) { return e.code + ": " + e.message }`,
+    allow_net,
     secrets: { API_KEY: { value: "sk-page-secret-42", origins: ["https://api.example.com"] } },
   });
   assert.equal(
     elsewhere.result.structuredContent.value,
     `secret_not_allowed: the secret \`API_KEY\` was not sent: it may be sent only to https://api.example.com, not to ${origin}`,
   );
+});
+
+test("a run has the network only when it asks by name, and loopback only when it names it", async () => {
+  const probe = `try { const r = await tools.http_request({url: ${JSON.stringify(echo.url)}}); return r.status } catch (e) { return e.code }`;
+  const keys = await run({ code: "return Object.keys(tools).includes('http_request')" });
+  assert.equal(keys.result.structuredContent.value, false);
+  const none = await run({ code: probe });
+  assert.match(String(none.result.structuredContent.value), /TypeError|tool_unavailable/);
+  // Asked for, public addresses only: the loopback echo server is refused before anything is sent.
+  const publicOnly = await run({ code: probe, builtins: ["http_request"] });
+  assert.equal(publicOnly.result.structuredContent.value, "address_refused");
+  const named = await run({ code: probe, allow_net: [new URL(echo.url).origin] });
+  assert.equal(named.result.structuredContent.value, 200);
 });
 
 test("bad permission input is a TypeError naming the field", async () => {

@@ -15,13 +15,35 @@ async function callRows(page) {
 test("the page lists the tools a program can call, with their category and setting", async () => {
   const { page } = app();
   await page.getByTestId("tool-list").locator("summary").click();
-  // The page's 6, and the workspace's 16 storage tools once storage is open.
-  await page.getByTestId("tool-list").locator("summary").filter({ hasText: "Tools and permissions (22 tools)" }).waitFor();
+  // The page's 5, and the workspace's 16 storage tools once storage is open;
+  // no network until the person allows it.
+  await page.getByTestId("tool-list").locator("summary").filter({ hasText: "Tools and permissions (21 tools)" }).waitFor();
   assert.match(await page.getByTestId("tool-add").textContent(), /tools\.addAdds two numbers.*read.*page/);
-  assert.match(await page.getByTestId("tool-http_request").textContent(), /external.*builtin/);
+  assert.equal(await page.getByTestId("tool-http_request").count(), 0);
+  assert.equal(await page.getByTestId("network-reach").inputValue(), "off");
   assert.equal(await page.getByTestId("setting-add").inputValue(), "");
-  await page.getByTestId("tool-list").locator("summary").click();
+  // Allowing the network adds http_request, and the workspace keeps the setting.
+  await allowNetwork(page, new URL(page.url()).origin);
+  await page.getByTestId("tool-list").locator("summary").filter({ hasText: "Tools and permissions (22 tools)" }).waitFor();
+  assert.match(await page.getByTestId("tool-http_request").textContent(), /external.*builtin/);
+  await page.reload();
+  await page.getByTestId("tool-list").locator("summary").filter({ hasText: "(22 tools)" }).waitFor();
+  assert.equal(await page.getByTestId("network-reach").inputValue(), "only");
+  assert.equal(await page.getByTestId("network-origins").inputValue(), new URL(page.url()).origin);
+  // An origin that is not one is refused by name, and nothing changes.
+  await page.getByTestId("network-origins").fill("ftp://files.example.com");
+  await page.getByTestId("network-save").click();
+  assert.match(await page.getByTestId("network-error").textContent(), /ftp:\/\/files\.example\.com/);
+  await page.getByTestId("network-reach").selectOption("off");
+  await page.getByTestId("tool-list").locator("summary").filter({ hasText: "(21 tools)" }).waitFor();
 });
+
+/** Lets the app's programs reach `origin` (and nothing else) with http_request. */
+async function allowNetwork(page, origin) {
+  await page.getByTestId("network-reach").selectOption("only");
+  await page.getByTestId("network-origins").fill(origin);
+  await page.getByTestId("network-save").click();
+}
 
 test("a program awaits tools across the worker boundary", async () => {
   const { page } = app();
@@ -65,7 +87,7 @@ test("a caught tool failure does not fail the run, and an unknown tool is named"
   await runProgram(page, "return await tools.weather()");
   assert.equal(
     await page.getByTestId("run-error").textContent(),
-    "TypeError: tools.weather is not available in this codemode run. Available tools: add, ask, clock, echo, file_edit, file_list, file_mkdir, file_read, file_remove, file_search, file_stat, file_write, http_request, list_shared, mark_memory_helpful, mark_memory_outdated, query_memory, read_shared, save_memory, search_history, share_result, wait (22). Not every tool is available inside programs yet.",
+    "TypeError: tools.weather is not available in this codemode run. Available tools: add, ask, clock, echo, file_edit, file_list, file_mkdir, file_read, file_remove, file_search, file_stat, file_write, list_shared, mark_memory_helpful, mark_memory_outdated, query_memory, read_shared, save_memory, search_history, share_result, wait (21). Not every tool is available inside programs yet.",
   );
 });
 
@@ -106,6 +128,8 @@ test("a program asks the person, and the time they take counts as person wait", 
 test("calls that ask at once wait in line, and allowing one for the session answers the rest", async () => {
   const { page } = app();
   const url = new URL("kiln.css", page.url()).href;
+  await allowNetwork(page, new URL(page.url()).origin);
+  await page.getByTestId("tool-list").locator("summary").filter({ hasText: "(22 tools)" }).waitFor();
   await page.getByTestId("code-editor").fill(
     `return await Promise.all([1, 2, 3].map((i) => tools.http_request({url: ${JSON.stringify(url)} + "?" + i}).then((r) => r.status)));`,
   );

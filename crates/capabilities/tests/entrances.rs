@@ -12,7 +12,11 @@ use std::path::{Path, PathBuf};
 /// lives in, with how the call reaches a tool.
 const ENTRANCES: [(&str, &str, &str); 3] = [
     // The CLI's run: every call goes up `Dispatcher::call`.
-    ("crates/cli/src/main.rs", "WatchedTools", "dispatcher.call("),
+    (
+        "crates/cli/src/program.rs",
+        "WatchedTools",
+        "dispatcher.call(",
+    ),
     // The sandbox worker forwards calls to the page, whose `SandboxPool`
     // sends each up `Dispatcher::call` (checked below).
     (

@@ -1,27 +1,23 @@
 //! `kiln chat`: one conversation with an LLM provider, streamed to the terminal. The
 //! model's tool calls walk the same ladder as a program's (`Dispatcher::call`), and their
-//! results go back to the model until it answers without one.
+//! results go back to the model until it answers without one: the loop is
+//! `kiln_agent::chat::converse`; this module prints its events.
 
-use std::io::Write as _;
+use std::io::Write;
 use std::path::PathBuf;
 use std::process::ExitCode;
 use std::rc::Rc;
 
 use anyhow::{Context as _, Result, bail};
-use futures::StreamExt as _;
-use kiln_capabilities::HeldSignal;
+use kiln_agent::RunRequest;
+use kiln_agent::chat::{ChatEnd, ChatEvent, Conversation, tool_defs};
+use kiln_capabilities::Mode;
 use kiln_providers::budget::{BudgetLimits, RunBudget};
 use kiln_providers::cost::PriceCatalog;
-use kiln_providers::{
-    ApiKey, ChatOptions, ChatRequest, Event, Message, ProviderConfig, ProviderKind, StopReason,
-    ToolDef,
-};
-use kiln_types::RunLimits;
-use kiln_types::protocol::CallRequest;
+use kiln_providers::{ApiKey, ChatOptions, Event, Message, ProviderConfig, ProviderKind};
 
-use kiln_capabilities::Mode;
-
-use crate::{ApproveWith, Permissions};
+use crate::ApproveWith;
+use crate::program::Asker;
 
 /// `kiln chat`'s options.
 #[derive(clap::Args)]
@@ -66,43 +62,6 @@ pub struct ChatArgs {
     prompt: String,
 }
 
-impl ChatArgs {
-    fn permissions(&self) -> Permissions {
-        Permissions {
-            mcp: Vec::new(),
-            mode: self.permission_mode,
-            approve: self.approve,
-            secrets: Vec::new(),
-            store: None,
-        }
-    }
-}
-
-fn tool_defs(catalog: &serde_json::Value) -> Vec<ToolDef> {
-    catalog
-        .as_array()
-        .map(|entries| {
-            entries
-                .iter()
-                .filter_map(|entry| {
-                    Some(ToolDef {
-                        name: entry.get("name")?.as_str()?.to_owned(),
-                        description: entry
-                            .get("description")
-                            .and_then(serde_json::Value::as_str)
-                            .unwrap_or("")
-                            .to_owned(),
-                        input_schema: entry
-                            .get("input_schema")
-                            .cloned()
-                            .unwrap_or_else(|| serde_json::json!({"type": "object"})),
-                    })
-                })
-                .collect()
-        })
-        .unwrap_or_default()
-}
-
 /// Everything checked before anything is sent: exit 2 on a problem.
 fn prepare(args: &ChatArgs) -> Result<(ProviderConfig, serde_json::Value)> {
     let Some(kind) = ProviderKind::parse(&args.provider) else {
@@ -141,6 +100,9 @@ fn prepare(args: &ChatArgs) -> Result<(ProviderConfig, serde_json::Value)> {
                 .with_context(|| format!("the tool catalog `{}` is not JSON", path.display()))?
         }
     };
+    let mut registry = kiln_capabilities::Registry::new();
+    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
+        .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
     Ok((
         ProviderConfig {
             kind,
@@ -152,29 +114,39 @@ fn prepare(args: &ChatArgs) -> Result<(ProviderConfig, serde_json::Value)> {
 }
 
 pub fn run(args: &ChatArgs) -> ExitCode {
-    let prepared = prepare(args).and_then(|(config, catalog)| {
-        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-        let ladder = crate::ladder(&args.permissions(), "kiln chat", terminal)?;
-        Ok((config, catalog, ladder))
-    });
-    let (config, catalog, ladder) = match prepared {
+    let (config, catalog) = match prepare(args) {
         Ok(prepared) => prepared,
         Err(error) => {
             eprintln!("error: {error:#}");
             return ExitCode::from(2);
         }
     };
-    let built = ladder.build(&catalog, RunLimits::default(), "");
-    let (dispatcher, _admission, servers, _job) = match built {
-        Ok(built) => built,
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let asker = Asker::new(args.approve, terminal);
+    // The model is offered the catalog's tools only, through the same ladder
+    // a program's calls walk.
+    let offered: Vec<String> = catalog
+        .as_array()
+        .map(|entries| {
+            entries
+                .iter()
+                .filter_map(|entry| Some(entry.get("name")?.as_str()?.to_owned()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let environment = crate::program::environment("kiln chat", catalog, asker, None, None);
+    let mut request = RunRequest::new("");
+    request.mode = args.permission_mode;
+    let mut pool = futures::executor::LocalPool::new();
+    let ladder = match pool.run_until(kiln_agent::ladder::assemble(&request, &environment)) {
+        Ok(ladder) => ladder,
         Err(error) => {
-            eprintln!("error: the tool catalog was refused: {error}");
+            eprintln!("error: {error}");
             return ExitCode::from(2);
         }
     };
-    let mut pool = futures::executor::LocalPool::new();
-    let code = pool.run_until(converse(args, config, &catalog, &dispatcher));
-    for server in servers {
+    let code = pool.run_until(converse(args, config, &offered, &ladder.dispatcher));
+    for server in ladder.servers {
         let _ = pool.run_until(server.client.close());
     }
     code
@@ -183,7 +155,7 @@ pub fn run(args: &ChatArgs) -> ExitCode {
 async fn converse(
     args: &ChatArgs,
     config: ProviderConfig,
-    catalog: &serde_json::Value,
+    offered: &[String],
     dispatcher: &kiln_capabilities::Dispatcher,
 ) -> ExitCode {
     let provider = kiln_providers::connect(config);
@@ -196,21 +168,6 @@ async fn converse(
         Rc::new(PriceCatalog::builtin()),
         Rc::new(kiln_http::now_ms),
     );
-    // The model is offered the catalog's tools only (the registry also holds the
-    // built-ins, which a program may reach but a chat did not ask for).
-    let offered: Vec<&str> = catalog
-        .as_array()
-        .map(|entries| {
-            entries
-                .iter()
-                .filter_map(|entry| entry.get("name")?.as_str())
-                .collect()
-        })
-        .unwrap_or_default();
-    let tools: Vec<ToolDef> = tool_defs(&dispatcher.catalog())
-        .into_iter()
-        .filter(|tool| offered.contains(&tool.name.as_str()))
-        .collect();
     let mut messages = Vec::new();
     if let Some(system) = &args.system {
         messages.push(Message::System {
@@ -220,127 +177,106 @@ async fn converse(
     messages.push(Message::User {
         text: args.prompt.clone(),
     });
-    let mut out = std::io::stdout().lock();
-    let mut call_number = 0_u32;
-    // Whether the last text printed left the cursor mid-line.
-    let mut mid_line = false;
-    loop {
-        let request = ChatRequest {
-            messages: messages.clone(),
-            tools: tools.clone(),
-            options: ChatOptions {
-                max_tokens: args.max_tokens,
-                ..ChatOptions::new(args.model.clone())
-            },
-        };
-        let mut stream =
-            kiln_providers::turn(provider.as_ref(), request, Some(budget.clone()), None);
-        let mut done = None;
-        while let Some(item) = stream.next().await {
-            let event = match item {
-                Ok(event) => event,
-                Err(error) => {
-                    if mid_line {
-                        let _ = writeln!(out);
-                    }
-                    eprintln!("error [{}]: {error}", error.code());
-                    return ExitCode::from(1);
-                }
-            };
-            if args.events {
-                let _ = writeln!(out, "{}", serde_json::to_string(&event).unwrap_or_default());
-            } else {
-                match &event {
-                    Event::TextDelta { text } => {
-                        let _ = write!(out, "{text}");
-                        mid_line = !text.ends_with('\n');
-                    }
-                    Event::ToolCallEnd { call, .. } => {
-                        if mid_line {
-                            let _ = writeln!(out);
-                            mid_line = false;
-                        }
-                        let _ = writeln!(out, "[tool call] {} {}", call.name, call.arguments);
-                    }
-                    _ => {}
-                }
-            }
-            let _ = out.flush();
-            if let Event::Done { message } = event {
-                done = Some(message);
-            }
+    let conversation = Conversation {
+        messages,
+        tools: tool_defs(&dispatcher.catalog(), offered),
+        options: ChatOptions {
+            max_tokens: args.max_tokens,
+            ..ChatOptions::new(args.model.clone())
+        },
+    };
+    let mut printer = Printer {
+        out: std::io::stdout().lock(),
+        events: args.events,
+        mid_line: false,
+    };
+    let outcome = kiln_agent::chat::converse(
+        provider.as_ref(),
+        conversation,
+        budget.clone(),
+        dispatcher,
+        None,
+        &mut |event| printer.show(&event),
+    )
+    .await;
+    printer.end_line();
+    match outcome.end {
+        ChatEnd::Answered(_) => {
+            summary(&budget);
+            ExitCode::SUCCESS
         }
-        let Some(message) = done else {
+        ChatEnd::Stopped(stop) => {
+            eprintln!(
+                "kiln chat: stopped ({}): {}",
+                stop.reason.as_str(),
+                stop.message.unwrap_or_default()
+            );
+            summary(&budget);
+            ExitCode::from(1)
+        }
+        ChatEnd::Failed(error) => {
+            eprintln!("error [{}]: {error}", error.code());
+            ExitCode::from(1)
+        }
+        ChatEnd::Incomplete => {
             eprintln!("error: the turn ended without its final message");
-            return ExitCode::from(1);
-        };
-        let stop = message
-            .stop
-            .clone()
-            .map_or(StopReason::Other("none".into()), |stop| stop.reason);
-        if stop.is_refusal() {
-            if mid_line {
-                let _ = writeln!(out);
-            }
-            let why = message
-                .stop
-                .as_ref()
-                .and_then(|stop| stop.message.clone())
-                .unwrap_or_default();
-            eprintln!("kiln chat: stopped ({}): {why}", stop.as_str());
-            summary(&budget);
-            return ExitCode::from(1);
-        }
-        if message.tool_calls.is_empty() {
-            if mid_line {
-                let _ = writeln!(out);
-            }
-            summary(&budget);
-            return ExitCode::SUCCESS;
-        }
-        messages.push(Message::Assistant {
-            text: message.text.clone(),
-            tool_calls: message.tool_calls.clone(),
-        });
-        for call in &message.tool_calls {
-            call_number += 1;
-            let held: HeldSignal = Rc::new(|_| {});
-            let reply = dispatcher
-                .call(
-                    CallRequest {
-                        call_number,
-                        tool: call.name.clone(),
-                        args: call.arguments.clone(),
-                    },
-                    held,
-                )
-                .await;
-            let (content, is_error) = match reply {
-                Ok(value) => (value.to_string(), false),
-                Err(failure) => (
-                    serde_json::json!({"error": {"code": failure.code, "message": failure.message}})
-                        .to_string(),
-                    true,
-                ),
-            };
-            if !args.events {
-                let label = if is_error {
-                    "tool error"
-                } else {
-                    "tool result"
-                };
-                let _ = writeln!(out, "[{label}] {} {content}", call.name);
-            }
-            messages.push(Message::Tool {
-                call_id: call.id.clone(),
-                name: call.name.clone(),
-                content,
-                is_error,
-            });
+            ExitCode::from(1)
         }
     }
 }
 
+/// Shows a conversation's events on standard output: the text as it streams
+/// and a line per tool call and result, or every event as a JSON line.
+struct Printer<W: Write> {
+    out: W,
+    events: bool,
+    /// Whether the last text printed left the cursor mid-line.
+    mid_line: bool,
+}
+
+impl<W: Write> Printer<W> {
+    fn end_line(&mut self) {
+        if self.mid_line {
+            let _ = writeln!(self.out);
+            self.mid_line = false;
+        }
+    }
+
+    fn show(&mut self, event: &ChatEvent) {
+        match event {
+            ChatEvent::Stream(event) if self.events => {
+                let _ = writeln!(
+                    self.out,
+                    "{}",
+                    serde_json::to_string(event).unwrap_or_default()
+                );
+            }
+            ChatEvent::Stream(Event::TextDelta { text }) => {
+                let _ = write!(self.out, "{text}");
+                self.mid_line = !text.ends_with('\n');
+            }
+            ChatEvent::Stream(Event::ToolCallEnd { call, .. }) => {
+                self.end_line();
+                let _ = writeln!(self.out, "[tool call] {} {}", call.name, call.arguments);
+            }
+            ChatEvent::Stream(_) => {}
+            ChatEvent::ToolResult { .. } if self.events => {}
+            ChatEvent::ToolResult {
+                call,
+                content,
+                is_error,
+            } => {
+                let label = if *is_error {
+                    "tool error"
+                } else {
+                    "tool result"
+                };
+                let _ = writeln!(self.out, "[{label}] {} {content}", call.name);
+            }
+        }
+        let _ = self.out.flush();
+    }
+}
 /// What the conversation used, on standard error.
 fn summary(budget: &RunBudget) {
     let spend = budget.spend();

@@ -9,6 +9,8 @@
 use std::io::Write as _;
 use std::process::{Command, Stdio};
 
+use serde_json::json;
+
 fn kiln(args: &[&str], stdin: Option<&str>) -> (i32, serde_json::Value, String) {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(args)
@@ -564,6 +566,7 @@ fn secrets_reach_a_request_header_and_never_come_back() {
     );
     let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["run", "-", "--secret", "API_KEY=KILN_TEST_KEY"])
+        .arg(format!("--allow-net=http://127.0.0.1:{port}"))
         .env("KILN_TEST_KEY", "sk-test-0123456789")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
@@ -597,4 +600,57 @@ fn secrets_reach_a_request_header_and_never_come_back() {
         stderr.contains("`NOT_SET_ANYWHERE_1` is not set"),
         "{stderr}"
     );
+}
+
+#[test]
+fn a_run_has_no_network_unless_it_asks_for_it_by_name() {
+    let keys = "return Object.keys(tools)";
+    let named = temp_file(
+        "net-catalog.json",
+        r#"[{"name": "echo", "returns": {"ok": true}}, {"name": "http_request"}]"#,
+    );
+    let scripted_named = temp_file(
+        "net-scripted.json",
+        r#"[{"name": "http_request", "returns": {"fake": true}}]"#,
+    );
+    let named = named.to_str().unwrap();
+    let cases: [(&[&str], serde_json::Value); 4] = [
+        (&["run", "-"], json!([])),
+        (&["run", "-", "--allow-net"], json!(["http_request"])),
+        (
+            &["run", "-", "--allow-net=http://127.0.0.1:9"],
+            json!(["http_request"]),
+        ),
+        (
+            &["run", "-", "--tools", named],
+            json!(["echo", "http_request"]),
+        ),
+    ];
+    for (args, expected) in cases {
+        let (code, json, stderr) = kiln(args, Some(keys));
+        assert_eq!(code, 0, "{args:?}: {stderr}");
+        assert_eq!(json["structuredContent"]["value"], expected, "{args:?}");
+    }
+    // A scripted entry cannot stand in for the built-in.
+    let (code, _, stderr) = kiln(
+        &["run", "-", "--tools", scripted_named.to_str().unwrap()],
+        Some(keys),
+    );
+    assert_eq!(code, 2);
+    assert!(
+        stderr.contains("`http_request` is the built-in"),
+        "{stderr}"
+    );
+    // A bad origin is refused before anything runs.
+    let (code, _, stderr) = kiln(&["run", "-", "--allow-net=ftp://x"], Some(keys));
+    assert_eq!(code, 2);
+    assert!(stderr.contains("allow_net"), "{stderr}");
+    // `--allow-net` alone is public addresses only: loopback is refused
+    // before a byte is sent (nothing listens on port 9 here either way).
+    let (code, json, _) = kiln(
+        &["run", "-", "--allow-net"],
+        Some("return await tools.http_request({url: 'http://127.0.0.1:9/'}).catch((e) => e.code)"),
+    );
+    assert_eq!(code, 0);
+    assert_eq!(json["structuredContent"]["value"], "address_refused");
 }

@@ -27,8 +27,8 @@ use futures::future::{AbortHandle, FusedFuture, abortable};
 use futures::future::{Either, select};
 use futures::{FutureExt, StreamExt};
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
-use kiln_types::tool_result::{CallOutcome, CallSummary, ToolReply, Warning};
-use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport};
+use kiln_types::tool_result::{CallOutcome, CallSummary, ToolReply};
+use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport, RunResult};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
@@ -151,16 +151,6 @@ impl Drop for SandboxWorker {
     }
 }
 
-/// What a run produced: the sandbox's report and admission's findings.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunResult {
-    pub report: RunReport,
-    pub warnings: Vec<Warning>,
-    /// `sha256:…` of the retained usable catalog entries; empty when the run
-    /// ended before the worker could say.
-    pub catalog_digest: String,
-}
-
 /// Runs programs in sandbox workers.
 #[derive(Clone)]
 pub struct SandboxPool {
@@ -227,30 +217,13 @@ impl SandboxPool {
         }
     }
 
-    /// Runs `code` under `limits`; every tool call walks `dispatcher`'s ladder.
-    /// Reports the outcome, with the dispatcher's warnings (sources that did
-    /// not answer, entries dropped) ahead of the sandbox's.
+    /// Runs `code` under `limits`; every tool call walks `tools`' ladder.
+    /// Reports the sandbox's outcome and admission's warnings (the agent
+    /// layer puts the ladder's own ahead of them).
     /// Never fails: a worker that cannot start or dies becomes an `engine`
     /// failure, a budget the host enforces becomes a budget stop.
-    pub async fn run(
-        &self,
-        code: String,
-        limits: RunLimits,
-        dispatcher: Rc<Dispatcher>,
-    ) -> RunResult {
-        let mut result = self.run_inner(code, limits, &dispatcher).await;
-        let mut warnings = dispatcher.warnings().to_vec();
-        warnings.append(&mut result.warnings);
-        result.warnings = warnings;
-        result
-    }
-
-    async fn run_inner(
-        &self,
-        code: String,
-        limits: RunLimits,
-        tools: &Rc<Dispatcher>,
-    ) -> RunResult {
+    pub async fn run(&self, code: String, limits: RunLimits, tools: Rc<Dispatcher>) -> RunResult {
+        let tools = &tools;
         let limits = limits.clamped();
         let started = now_ms();
         let mut worker = match self.take_worker() {

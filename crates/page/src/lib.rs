@@ -54,7 +54,15 @@
 //! - `inputs: {name: value}`: written to the run memory as `input:<name>`
 //!   before the program starts (the program reads them with `read_shared`).
 //!
-//! The built-in `http_request` is always offered (category `external`). When
+//! - `builtins: ["http_request"]`: the built-in `http_request` (category
+//!   `external`), for any public address; `allow_net: [origin, ...]`
+//!   instead names exactly the origins it may reach (loopback and private
+//!   ones included, since they are named). Without either, the run has no
+//!   network: its tools are exactly what it named.
+//!
+//! The whole request but its functions (`approve`, each tool's `call`) is
+//! read by `kiln_agent::RunRequest`, the one parser every entrance shares;
+//! the run is assembled and recorded by `kiln_agent::run_program`. When
 //! the workspace's storage opened (`Kiln.load({workspace})`, default
 //! `default`: IndexedDB `kiln-<workspace>` and its OPFS folder), every run is
 //! recorded in the history, gets its own run memory, and is offered the
@@ -78,12 +86,11 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use js_sys::{Function, JSON, Object, Promise, Reflect};
+use kiln_agent::ladder::Environment;
+use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge};
 use kiln_capabilities::gate::{Headless, SessionAllow};
-use kiln_capabilities::mcp::McpServer;
 use kiln_capabilities::{
-    Answer, ApprovalRequest, Approver, Autonomy, CallContext, CapabilitySpec, Category, Dispatcher,
-    Gate, GateSettings, HeldSignal, Implementation, Mode, Permit, Registry, Secret, SecretScope,
-    Source,
+    Answer, ApprovalRequest, Approver, CallContext, Dispatcher, HeldSignal, Implementation, Permit,
 };
 use kiln_host::SandboxPool;
 use kiln_http::HttpClient;
@@ -153,18 +160,17 @@ impl Kiln {
     /// (`duration_ms`, `start_ms`, `context_ms`, `person_wait_ms`). For tools
     /// and benchmarks; a model reads `run`'s result.
     pub fn report(&self, request: JsValue) -> Promise {
-        let pool = self.pool.clone();
         let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (code, limits, dispatcher, servers, record) = prepared?.await;
-            let result = pool.run(code, limits, dispatcher).await;
-            close(servers).await;
-            let job_id = storage::finish_run(record, &result.clone().into_tool_result()).await;
+            let (request, environment, runner) = prepared?;
+            let ran = kiln_agent::run_program(request, &environment, &runner)
+                .await
+                .map_err(type_error)?;
             let json = json!({
-                "job_id": job_id,
-                "report": result.report,
-                "warnings": result.warnings,
-                "catalog_digest": result.catalog_digest,
+                "job_id": ran.job_id,
+                "report": ran.run.report,
+                "warnings": ran.run.warnings,
+                "catalog_digest": ran.run.catalog_digest,
             });
             Ok(from_json_text(&json.to_string()))
         })
@@ -197,83 +203,87 @@ impl Kiln {
 
     /// Runs one program; resolves to its `tool-result/v1` object.
     pub fn run(&self, request: JsValue) -> Promise {
-        let pool = self.pool.clone();
         let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (code, limits, dispatcher, servers, record) = prepared?.await;
-            let result = pool.run(code, limits, dispatcher).await;
-            close(servers).await;
-            let result = result.into_tool_result();
-            storage::finish_run(record, &result).await;
-            let json = serde_json::to_string(&result)
+            let (request, environment, runner) = prepared?;
+            let ran = kiln_agent::run_program(request, &environment, &runner)
+                .await
+                .map_err(type_error)?;
+            let json = serde_json::to_string(&ran.result)
                 .map_err(|error| type_error(format!("the result could not be encoded: {error}")))?;
             JSON::parse(&json)
         })
     }
 }
 
-/// What a run needs once its MCP servers answered.
-type Ready = (
-    String,
-    RunLimits,
-    Rc<Dispatcher>,
-    Vec<McpServer>,
-    Option<storage::RunRecord>,
-);
+/// The page's pool as the agent layer's sandbox runner.
+struct PoolRunner(SandboxPool);
 
-impl Kiln {
-    /// Reads the request now (so a bad one rejects before anything starts)
-    /// and returns the rest: connecting MCP servers, then the ladder.
-    fn prepare(&self, request: &JsValue) -> Result<LocalBoxFuture<'static, Ready>, JsValue> {
-        let parsed = read_request(request).map_err(type_error)?;
-        let session = self.session.clone();
-        let http = self.http.clone();
-        let storage = self.storage.clone();
-        Ok(Box::pin(async move {
-            let Parsed {
-                code,
-                tools,
-                limits,
-                settings,
-                approve,
-                mcp,
-                secrets,
-                agent,
-                inputs,
-            } = parsed;
-            let mut registry = Registry::new();
-            tools.register(&mut registry);
-            kiln_capabilities::builtin::add_builtins(&mut registry, &http);
-            let record = storage::prepare_run(&storage, &mut registry, &code, &agent, inputs).await;
-            let mut servers = Vec::new();
-            for (name, url, category) in mcp {
-                match kiln_capabilities::mcp::connect(&name, &url, category, http.clone()).await {
-                    Ok(server) => {
-                        kiln_capabilities::mcp::add_server(&mut registry, &server);
-                        servers.push(server);
-                    }
-                    Err(warning) => registry.warn(*warning),
-                }
-            }
-            let (host, approver): (&str, Rc<dyn Approver>) = match approve {
-                Some(callback) => ("page", Rc::new(JsApprover { callback })),
-                None => {
-                    let host = "kiln.run (no approve callback)";
-                    (host, Rc::new(Headless::new(host)))
-                }
-            };
-            // Settings were checked when the request was read.
-            let gate = Gate::in_session(host, settings, approver, session).ok();
-            let dispatcher = Dispatcher::new(Rc::new(registry), gate, secrets, limits, "kiln.run");
-            (code, limits, Rc::new(dispatcher), servers, record)
-        }))
+impl SandboxRunner for PoolRunner {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+    ) -> LocalBoxFuture<'static, kiln_types::RunResult> {
+        let pool = self.0.clone();
+        Box::pin(async move { pool.run(code, limits, tools).await })
     }
 }
 
-/// Ends the run's MCP sessions (HTTP DELETE); a server that is gone is fine.
-async fn close(servers: Vec<McpServer>) {
-    for server in servers {
-        let _ = server.client.close().await;
+impl Kiln {
+    /// Reads the request now, so a bad one rejects before anything starts:
+    /// the page's functions here, the rest by the shared parser.
+    fn prepare(&self, request: &JsValue) -> Result<(RunRequest, Environment, PoolRunner), JsValue> {
+        if !request.is_object() {
+            return Err(type_error(
+                "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?, builtins?, allow_net?}",
+            ));
+        }
+        let field =
+            |name: &str| Reflect::get(request, &JsValue::from_str(name)).unwrap_or_default();
+        if field("code").as_string().is_none() {
+            return Err(type_error(
+                "`code` must be a string of JavaScript (the body of an async function)",
+            ));
+        }
+        let tools = JsTools::read(&field("tools")).map_err(type_error)?;
+        let approve = field("approve");
+        let approve = if approve.is_undefined() || approve.is_null() {
+            None
+        } else {
+            Some(approve.dyn_into::<Function>().map_err(|_| {
+                type_error(
+                    "`approve` must be a function (request) => \"approve\" | \"deny\" | \"allow_for_session\"",
+                )
+            })?)
+        };
+        // Functions (`approve`, each tool's `call`) are left out of the JSON.
+        let text = to_json_text(request)
+            .map_err(|problem| type_error(format!("the request {problem}")))?;
+        let parsed = RunRequest::parse(&text).map_err(type_error)?;
+        let (host, approver): (String, Rc<dyn Approver>) = match approve {
+            Some(callback) => ("page".into(), Rc::new(JsApprover { callback })),
+            None => {
+                let host = "kiln.run (no approve callback)";
+                (host.into(), Rc::new(Headless::new(host)))
+            }
+        };
+        let environment = Environment {
+            entrance: "kiln.run".into(),
+            tools_host: "page".into(),
+            http: self.http.clone(),
+            people: People::Approver {
+                host,
+                approver,
+                session: self.session.clone(),
+            },
+            own_tools: None,
+            bridge: Some(Rc::new(tools)),
+            workspace: Some(self.storage.clone()),
+            random: Rc::new(kiln_host::random_bytes),
+        };
+        Ok((parsed, environment, PoolRunner(self.pool.clone())))
     }
 }
 
@@ -339,228 +349,6 @@ fn answer_text(value: &JsValue) -> String {
 
 fn type_error(message: impl AsRef<str>) -> JsValue {
     js_sys::TypeError::new(&format!("kiln.run: {}", message.as_ref())).into()
-}
-
-/// A request, read and checked.
-struct Parsed {
-    code: String,
-    tools: JsTools,
-    limits: RunLimits,
-    settings: GateSettings,
-    approve: Option<Function>,
-    mcp: Vec<(String, String, Category)>,
-    secrets: SecretScope,
-    /// Who the run's memories are saved for.
-    agent: String,
-    /// `input:<name>` entries of the run memory.
-    inputs: serde_json::Map<String, Value>,
-}
-
-/// Reads the request, naming the first thing that is wrong.
-fn read_request(request: &JsValue) -> Result<Parsed, String> {
-    if !request.is_object() {
-        return Err(
-            "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?}"
-                .into(),
-        );
-    }
-    let field = |name: &str| Reflect::get(request, &JsValue::from_str(name)).unwrap_or_default();
-    let absent = |value: &JsValue| value.is_undefined() || value.is_null();
-    let code = field("code")
-        .as_string()
-        .ok_or("`code` must be a string of JavaScript (the body of an async function)")?;
-    let tools = JsTools::read(&field("tools"))?;
-    let limits = field("limits");
-    let limits = if absent(&limits) {
-        RunLimits::default()
-    } else {
-        let text = to_json_text(&limits).map_err(|problem| format!("`limits` {problem}"))?;
-        serde_json::from_str::<RunLimits>(&text)
-            .map_err(|error| format!("`limits` are not valid: {error}"))?
-    };
-    let approve = field("approve");
-    let approve = if absent(&approve) {
-        None
-    } else {
-        Some(approve.dyn_into::<Function>().map_err(|_| {
-            "`approve` must be a function (request) => \"approve\" | \"deny\" | \"allow_for_session\""
-                .to_owned()
-        })?)
-    };
-    let settings = read_permission(&field("permission"), approve.is_some())?;
-    let mcp = read_mcp(&field("mcp"))?;
-    let secrets = read_secrets(&field("secrets"))?;
-    let agent = field("agent");
-    let agent = if absent(&agent) {
-        String::new()
-    } else {
-        agent
-            .as_string()
-            .ok_or("`agent` must be a string (who the run's memories are saved for)")?
-    };
-    let inputs = field("inputs");
-    let inputs = if absent(&inputs) {
-        serde_json::Map::new()
-    } else {
-        let text = to_json_text(&inputs).map_err(|problem| format!("`inputs` {problem}"))?;
-        match serde_json::from_str::<Value>(&text) {
-            Ok(Value::Object(inputs)) => inputs,
-            _ => return Err("`inputs` must be an object of {name: value}".into()),
-        }
-    };
-    Ok(Parsed {
-        agent,
-        inputs,
-        code,
-        tools,
-        limits,
-        settings,
-        approve,
-        mcp,
-        secrets,
-    })
-}
-
-/// `permission: {mode?, autonomy?, brake?}`.
-fn read_permission(permission: &JsValue, can_ask: bool) -> Result<GateSettings, String> {
-    let mut settings = GateSettings {
-        mode: if can_ask { Mode::Default } else { Mode::Auto },
-        ..GateSettings::default()
-    };
-    if permission.is_undefined() || permission.is_null() {
-        return Ok(settings);
-    }
-    let text = to_json_text(permission).map_err(|problem| format!("`permission` {problem}"))?;
-    let Value::Object(map) = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null) else {
-        return Err("`permission` must be an object {mode?, autonomy?, brake?}".into());
-    };
-    for (key, value) in map {
-        match key.as_str() {
-            "mode" => {
-                let mode = value.as_str().ok_or("`permission.mode` must be a string")?;
-                settings.mode = mode
-                    .parse()
-                    .map_err(|why| format!("`permission.mode`: {why}"))?;
-            }
-            "brake" => {
-                settings.brake = value
-                    .as_bool()
-                    .ok_or("`permission.brake` must be true or false")?;
-            }
-            "autonomy" => {
-                let Value::Object(rules) = value else {
-                    return Err("`permission.autonomy` must be an object {tool: \"auto\" | \"ask\" | \"block\"}".into());
-                };
-                for (tool, rule) in rules {
-                    let rule = rule
-                        .as_str()
-                        .ok_or_else(|| format!("`permission.autonomy.{tool}` must be a string"))?;
-                    let rule: Autonomy = rule
-                        .parse()
-                        .map_err(|why| format!("`permission.autonomy.{tool}`: {why}"))?;
-                    settings.autonomy.insert(tool, rule);
-                }
-            }
-            other => {
-                return Err(format!(
-                    "`permission.{other}` is not a setting; expected mode, autonomy or brake"
-                ));
-            }
-        }
-    }
-    settings
-        .check()
-        .map_err(|why| format!("`permission.autonomy`: {why}"))?;
-    Ok(settings)
-}
-
-/// `mcp: {name: url | {url, category?}}`.
-fn read_mcp(mcp: &JsValue) -> Result<Vec<(String, String, Category)>, String> {
-    if mcp.is_undefined() || mcp.is_null() {
-        return Ok(Vec::new());
-    }
-    let text = to_json_text(mcp).map_err(|problem| format!("`mcp` {problem}"))?;
-    let Value::Object(map) = serde_json::from_str::<Value>(&text).unwrap_or(Value::Null) else {
-        return Err("`mcp` must be an object {name: url | {url, category?}}".into());
-    };
-    let mut servers = Vec::new();
-    for (name, server) in map {
-        if !kiln_capabilities::registry::is_identifier(&name) {
-            return Err(format!(
-                "`mcp.{name}`: a server name must be a JavaScript identifier, since it prefixes its tools' names"
-            ));
-        }
-        let (url, category) = match &server {
-            Value::String(url) => (url.clone(), Category::External),
-            Value::Object(fields) => {
-                let url = fields
-                    .get("url")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| format!("`mcp.{name}.url` must be a string"))?;
-                let category = match fields.get("category") {
-                    None => Category::External,
-                    Some(value) => value
-                        .as_str()
-                        .ok_or_else(|| format!("`mcp.{name}.category` must be a string"))?
-                        .parse()
-                        .map_err(|why| format!("`mcp.{name}.category`: {why}"))?,
-                };
-                (url.to_owned(), category)
-            }
-            _ => {
-                return Err(format!(
-                    "`mcp.{name}` must be a URL string or {{url, category?}}"
-                ));
-            }
-        };
-        servers.push((name, url, category));
-    }
-    Ok(servers)
-}
-
-/// `secrets: {NAME: value}`.
-fn read_secrets(secrets: &JsValue) -> Result<SecretScope, String> {
-    let mut scope = SecretScope::new();
-    if secrets.is_undefined() || secrets.is_null() {
-        return Ok(scope);
-    }
-    let Some(object) = secrets.dyn_ref::<Object>() else {
-        return Err("`secrets` must be an object {NAME: value | {value, origins}}".into());
-    };
-    for entry in Object::entries(object).iter() {
-        let entry: js_sys::Array = entry.unchecked_into();
-        let name = entry.get(0).as_string().unwrap_or_default();
-        let item = entry.get(1);
-        let secret = if let Some(value) = item.as_string() {
-            Secret::new(value)
-        } else {
-            let field =
-                |key: &str| Reflect::get(&item, &JsValue::from_str(key)).unwrap_or_default();
-            let value = field("value").as_string().ok_or_else(|| {
-                format!("`secrets.{name}` must be a string or {{value, origins}}")
-            })?;
-            let origins = field("origins");
-            let origins = js_sys::Array::is_array(&origins)
-                .then(|| {
-                    js_sys::Array::from(&origins)
-                        .iter()
-                        .map(|origin| origin.as_string())
-                        .collect::<Option<Vec<_>>>()
-                })
-                .flatten()
-                .ok_or_else(|| format!("`secrets.{name}.origins` must be an array of origins"))?;
-            for origin in &origins {
-                if kiln_capabilities::secrets::origin_of(origin).is_none() {
-                    return Err(format!(
-                        "`secrets.{name}.origins`: `{origin}` is not an http(s) origin"
-                    ));
-                }
-            }
-            Secret::for_origins(value, origins)
-        };
-        scope.insert(name, secret);
-    }
-    Ok(scope)
 }
 
 // The JSON codec of page values, in JavaScript: `JSON.stringify`'s replacer and
@@ -661,9 +449,10 @@ fn describe(error: &JsValue) -> String {
         .unwrap_or_else(|| "an unreadable error".into())
 }
 
-/// The page's tools: their specs and their `call` functions.
+/// The page's tools' `call` functions (their specs travel in the request),
+/// reached by the agent layer through [`ToolBridge`].
 struct JsTools {
-    tools: Vec<(CapabilitySpec, Function)>,
+    calls: HashMap<String, Function>,
     /// The calls in flight, for `ctx.waitOnPerson`.
     holds: Rc<RefCell<HashMap<u32, HeldSignal>>>,
     /// `hold(callNumber, held)`, one function for the run's every call.
@@ -672,7 +461,6 @@ struct JsTools {
 
 impl JsTools {
     fn read(tools: &JsValue) -> Result<Self, String> {
-        let mut specs = Vec::new();
         let holds: Rc<RefCell<HashMap<u32, HeldSignal>>> = Rc::default();
         let hold = {
             let holds = holds.clone();
@@ -685,85 +473,39 @@ impl JsTools {
             .into_js_value()
             .unchecked_into::<Function>()
         };
-        if tools.is_undefined() || tools.is_null() {
-            return Ok(Self {
-                tools: specs,
-                holds,
-                hold,
-            });
+        let mut calls = HashMap::new();
+        if !(tools.is_undefined() || tools.is_null()) {
+            let Some(object) = tools.dyn_ref::<Object>() else {
+                return Err(
+                    "`tools` must be an object of {name: {description, input_schema, category?, call}}"
+                        .into(),
+                );
+            };
+            for entry in Object::entries(object).iter() {
+                let entry: js_sys::Array = entry.unchecked_into();
+                let name = entry.get(0).as_string().unwrap_or_default();
+                let call =
+                    Reflect::get(&entry.get(1), &JsValue::from_str("call")).unwrap_or_default();
+                let Some(call) = call.dyn_into::<Function>().ok() else {
+                    return Err(format!(
+                        "`tools.{name}.call` must be a function (args, ctx) => value"
+                    ));
+                };
+                calls.insert(name, call);
+            }
         }
-        let Some(object) = tools.dyn_ref::<Object>() else {
-            return Err(
-                "`tools` must be an object of {name: {description, input_schema, category?, call}}"
-                    .into(),
-            );
-        };
-        for entry in Object::entries(object).iter() {
-            let entry: js_sys::Array = entry.unchecked_into();
-            let name = entry.get(0).as_string().unwrap_or_default();
-            let tool = entry.get(1);
-            let get =
-                |field: &str| Reflect::get(&tool, &JsValue::from_str(field)).unwrap_or_default();
-            let Some(call) = get("call").dyn_into::<Function>().ok() else {
-                return Err(format!(
-                    "`tools.{name}.call` must be a function (args, ctx) => value"
-                ));
-            };
-            let json_field = |field: &str| -> Result<Option<Value>, String> {
-                let value = get(field);
-                if value.is_undefined() {
-                    return Ok(None);
-                }
-                let text = to_json_text(&value)
-                    .map_err(|problem| format!("`tools.{name}.{field}` {problem}"))?;
-                serde_json::from_str(&text)
-                    .map(Some)
-                    .map_err(|error| format!("`tools.{name}.{field}` is not JSON: {error}"))
-            };
-            let description = match json_field("description")? {
-                None => String::new(),
-                Some(Value::String(text)) => text,
-                Some(_) => return Err(format!("`tools.{name}.description` must be a string")),
-            };
-            let input_schema =
-                json_field("input_schema")?.unwrap_or_else(|| json!({"type": "object"}));
-            let category = match json_field("category")? {
-                None => Category::External,
-                Some(Value::String(text)) => text
-                    .parse()
-                    .map_err(|why| format!("`tools.{name}.category`: {why}"))?,
-                Some(_) => return Err(format!("`tools.{name}.category` must be a string")),
-            };
-            let spec = CapabilitySpec {
-                name,
-                description,
-                input_schema,
-                category,
-                result: json!({}),
-                source: Source::Host {
-                    host: "page".into(),
-                },
-            };
-            specs.push((spec, call));
-        }
-        Ok(Self {
-            tools: specs,
-            holds,
-            hold,
-        })
+        Ok(Self { calls, holds, hold })
     }
+}
 
-    /// Adds the page's tools to the run's registry.
-    fn register(self, registry: &mut Registry) {
-        for (spec, function) in self.tools {
-            let tool = JsTool {
-                function,
-                holds: self.holds.clone(),
-                hold: self.hold.clone(),
-            };
-            // A name or schema the registry refuses becomes its warning.
-            let _ = registry.add(spec, Rc::new(tool));
-        }
+impl ToolBridge for JsTools {
+    fn implementation(&self, name: &str) -> Option<Rc<dyn Implementation>> {
+        let function = self.calls.get(name)?.clone();
+        Some(Rc::new(JsTool {
+            function,
+            holds: self.holds.clone(),
+            hold: self.hold.clone(),
+        }))
     }
 }
 

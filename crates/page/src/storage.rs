@@ -11,17 +11,15 @@ use std::rc::Rc;
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
 use js_sys::{Function, Promise, Reflect};
-use kiln_capabilities::Registry;
-use kiln_capabilities::storage::Storage;
+use kiln_agent::Workspace;
 use kiln_store::backend::{Backend, Change};
 use kiln_store::config::Config;
 use kiln_store::durable::{DurableMemory, Mark};
 use kiln_store::export::{self, ExportOptions};
 use kiln_store::files::{self, FileTree, WorkspacePath};
-use kiln_store::history::{History, Job, JobStart};
-use kiln_store::run::{Describe, ListFilter, RunMemory};
+use kiln_store::history::History;
+use kiln_store::run::{ListFilter, RunMemory};
 use kiln_store::{StoreError, Subscription};
-use kiln_types::tool_result::{ToolResult, Warning};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -30,11 +28,7 @@ use wasm_bindgen::prelude::*;
 use crate::{Kiln, from_json_text, to_json_text};
 
 /// A workspace's stores, open.
-#[derive(Clone)]
-pub(crate) struct Opened {
-    pub backend: Rc<dyn Backend>,
-    pub tree: Rc<dyn FileTree>,
-}
+pub(crate) type Opened = Workspace;
 
 /// What `Kiln.load` got: the stores, or why there are none.
 pub(crate) type PageStorage = Rc<Result<Opened, StoreError>>;
@@ -69,7 +63,10 @@ async fn open_platform(workspace: &str) -> Result<Opened, StoreError> {
     use kiln_store::browser::{IdbBackend, OpfsTree};
     let backend: Rc<dyn Backend> = IdbBackend::open(&format!("kiln-{workspace}")).await?;
     let tree: Rc<dyn FileTree> = OpfsTree::open(workspace).await?;
-    Ok(Opened { backend, tree })
+    Ok(Opened {
+        backend,
+        files: tree,
+    })
 }
 
 /// The native build (tests, lints) keeps the workspace in memory.
@@ -78,7 +75,10 @@ async fn open_platform(_workspace: &str) -> Result<Opened, StoreError> {
     use kiln_store::native::{MemoryBackend, MemoryTree};
     let backend: Rc<dyn Backend> = MemoryBackend::new();
     let tree: Rc<dyn FileTree> = MemoryTree::new();
-    Ok(Opened { backend, tree })
+    Ok(Opened {
+        backend,
+        files: tree,
+    })
 }
 
 /// A `StoreError` as a page `Error` with `code` and `hint`.
@@ -98,86 +98,6 @@ pub(crate) fn store_error(error: &StoreError) -> JsValue {
 
 fn bad_request(op: &str, message: impl std::fmt::Display) -> JsValue {
     js_sys::TypeError::new(&format!("kiln.{op}: {message}")).into()
-}
-
-/// A run's job and run memory, made before the run starts.
-pub(crate) struct RunRecord {
-    history: History,
-    job: Job,
-}
-
-/// Registers the storage capabilities for one run and records its job.
-/// Without storage, the run goes on without them and says why in a warning.
-pub(crate) async fn prepare_run(
-    storage: &PageStorage,
-    registry: &mut Registry,
-    code: &str,
-    agent: &str,
-    inputs: serde_json::Map<String, Value>,
-) -> Option<RunRecord> {
-    let opened = match &**storage {
-        Ok(opened) => opened,
-        Err(error) => {
-            registry.warn(Warning {
-                code: "storage_unavailable".into(),
-                message: format!("memory, history and workspace tools are off: {error}"),
-                module: Some("kiln".into()),
-                tool: None,
-                index: None,
-                reason: Some(error.code().into()),
-            });
-            return None;
-        }
-    };
-    let history = History::new(opened.backend.clone());
-    let start = JobStart {
-        kind: "program".into(),
-        agent: agent.to_owned(),
-        title: kiln_store::history::title_of_program(code),
-        input: code.to_owned(),
-    };
-    let job = match history.start_job(start).await {
-        Ok(job) => job,
-        Err(error) => {
-            registry.warn(Warning {
-                code: "storage_unavailable".into(),
-                message: format!("the run could not be recorded, so memory, history and workspace tools are off: {error}"),
-                module: Some("kiln".into()),
-                tool: None,
-                index: None,
-                reason: Some(error.code().into()),
-            });
-            return None;
-        }
-    };
-    let storage = Storage::new(opened.backend.clone(), opened.tree.clone(), &job.id, agent);
-    for (name, value) in inputs {
-        let key = format!("input:{name}");
-        if let Err(error) = storage.run.set(&key, value, Describe::default()).await {
-            registry.warn(Warning {
-                code: "input_not_stored".into(),
-                message: format!("input `{name}` was not put in the run memory: {error}"),
-                module: Some("kiln".into()),
-                tool: None,
-                index: None,
-                reason: Some(error.code().into()),
-            });
-        }
-    }
-    kiln_capabilities::builtin::add_storage(registry, &storage);
-    Some(RunRecord { history, job })
-}
-
-/// Settles a run's job with its result. A failure to record is not the
-/// run's failure: the result is answered either way.
-pub(crate) async fn finish_run(record: Option<RunRecord>, result: &ToolResult) -> Option<String> {
-    let record = record?;
-    let status = if result.is_error { "error" } else { "ok" };
-    let _ = record
-        .history
-        .finish_job(&record.job.id, status, &result.text())
-        .await;
-    Some(record.job.id)
 }
 
 fn args<T: DeserializeOwned>(op: &str, args: &Value) -> Result<T, JsValue> {
@@ -285,7 +205,7 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
 async fn dispatch(opened: Opened, op: String, request: Value) -> Result<Value, JsValue> {
     let memory = DurableMemory::new(opened.backend.clone());
     let history = History::new(opened.backend.clone());
-    let tree = &*opened.tree;
+    let tree = &*opened.files;
     let failed = |error: StoreError| store_error(&error);
     let op = op.as_str();
     Ok(match op {

@@ -87,8 +87,25 @@ pub struct Settings {
     /// The provider the chat uses, when the person picked one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_provider: Option<String>,
+    /// What the app's programs may reach with `http_request`: nothing until
+    /// the person says otherwise.
+    #[serde(default)]
+    pub network: Network,
     #[serde(default, skip_deserializing)]
     pub version: u64,
+}
+
+/// A workspace's network setting for the app's programs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reach", content = "origins")]
+pub enum Network {
+    /// No `http_request` at all (the default for a new workspace).
+    #[default]
+    Off,
+    /// `http_request` to any public address.
+    Public,
+    /// `http_request` to exactly these origins (private ones included).
+    Only(Vec<String>),
 }
 
 impl Default for Settings {
@@ -97,6 +114,7 @@ impl Default for Settings {
             permission_mode: "default".into(),
             brake: false,
             selected_provider: None,
+            network: Network::Off,
             version: 0,
         }
     }

@@ -285,6 +285,7 @@ impl ProviderStore {
                     body: None,
                     timeout_ms: 10_000,
                     max_body_bytes: 64 << 10,
+                    redirect: kiln_http::Redirect::Follow,
                 })
                 .await;
             // No file (404, the usual case) says nothing. Nor does a host that answers every

@@ -30,19 +30,18 @@ use crate::demo_tools::Asker;
 use crate::storage::{Opening, Stores};
 use crate::storage_model::ErrorText;
 use crate::view_model::{ResultView, Tone};
+use kiln_agent::ladder::Environment;
+use kiln_agent::{People, RunRequest, SandboxRunner, Workspace};
 use kiln_capabilities::gate::RETURN_RESULT;
 use kiln_capabilities::mcp::McpServer;
 use kiln_capabilities::{
     Answer, ApprovalRequest, Autonomy, Category, Dispatcher, Gate, GateSettings, Mode, Registry,
-    SecretScope,
 };
 use kiln_host::{RunResult, SandboxPool};
 use kiln_http::HttpClient;
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::files::FileTree;
-use kiln_store::history::JobStart;
 use kiln_types::RunLimits;
-use kiln_types::tool_result::ContentPart;
 
 /// Where the sandbox worker's bootstrap is served, relative to the page.
 const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
@@ -86,15 +85,29 @@ struct Sources {
     http: Rc<dyn HttpClient>,
     /// The workspace's storage, opening or open.
     storage: Opening,
+    /// Whether programs get `http_request` (the workspace's setting, off
+    /// until the person turns it on), and for which origins.
+    network: Rc<RefCell<permissions::Network>>,
 }
 
 impl Sources {
-    /// The registry of a run. With `run` (the stores, the files and the run's
-    /// id) it has the storage tools, over that run's memory; without, none.
+    /// The page's own tools and the MCP servers the person added: what
+    /// every run's registry starts with (the agent layer adds the network
+    /// when asked for, and the storage tools over the run's memory).
+    fn own_tools(&self, registry: &mut Registry) {
+        demo_tools::register(registry, &self.asker);
+        for server in self.servers.borrow().iter() {
+            kiln_capabilities::mcp::add_server(registry, server);
+        }
+    }
+
+    /// The tool list's registry: the run's, as far as it is known without a run.
     fn registry(&self, run: Option<(&Stores, &Rc<dyn FileTree>, &str)>) -> Registry {
         let mut registry = Registry::new();
         demo_tools::register(&mut registry, &self.asker);
-        kiln_capabilities::builtin::add_builtins(&mut registry, &self.http);
+        if let Some(policy) = permissions::policy(&self.network.borrow()) {
+            kiln_capabilities::builtin::add_http_request(&mut registry, &self.http, policy);
+        }
         if let Some((stores, files, run_id)) = run {
             add_storage(&mut registry, stores, files, run_id);
         }
@@ -149,6 +162,7 @@ pub fn App() -> impl IntoView {
         servers: Rc::default(),
         http: kiln_http::default_client(),
         storage: opening,
+        network: Rc::default(),
     };
     let (tools, set_tools) = signal(sources.rows());
     // The storage tools join the list once storage is open.
@@ -178,60 +192,70 @@ pub fn App() -> impl IntoView {
         spawn_local(async move {
             // A run pressed while storage is opening waits for it (a moment).
             let opened = sources.storage.clone().await;
-            let (registry, job) = match opened.both() {
-                Some((stores, files)) => {
-                    let start = JobStart {
-                        kind: "program".to_owned(),
-                        agent: DEFAULT_AGENT.to_owned(),
-                        title: kiln_store::history::title_of_program(&program),
-                        input: program.clone(),
-                    };
-                    match stores.history.start_job(start).await {
-                        Ok(job) => (
-                            sources.registry(Some((&stores, &files, &job.id))),
-                            Some((stores, job.id)),
-                        ),
-                        Err(error) => {
-                            set_run_notice.set(Some(ErrorText::with_prefix(
-                                "This run is not recorded in the history and has no storage tools: ",
-                                &error,
-                            )));
-                            (sources.registry(None), None)
-                        }
-                    }
-                }
-                None => (sources.registry(None), None),
+            let own = sources.clone();
+            let environment = Environment {
+                entrance: "page".into(),
+                tools_host: "page".into(),
+                http: sources.http.clone(),
+                people: People::Gate(gate),
+                own_tools: Some(Rc::new(move |registry: &mut Registry| {
+                    own.own_tools(registry)
+                })),
+                bridge: None,
+                workspace: opened.both().map(|(stores, files)| {
+                    Rc::new(Ok(Workspace {
+                        backend: stores.backend,
+                        files,
+                    }))
+                }),
+                random: Rc::new(kiln_host::random_bytes),
             };
-            let dispatcher = Dispatcher::new(
-                Rc::new(registry),
-                Some(gate),
-                SecretScope::new(),
-                RunLimits::default(),
-                "page",
-            );
-            let result = client
-                .run(program, RunLimits::default(), Rc::new(dispatcher))
-                .await;
+            let mut request = RunRequest::new(program);
+            request.agent = DEFAULT_AGENT.to_owned();
+            permissions::ask(&sources.network.borrow(), &mut request);
+            let ran = kiln_agent::run_program(request, &environment, &PoolRunner(client)).await;
             asker.withdraw();
             approver.withdraw();
-            let tool_result = result.clone().into_tool_result();
-            let failed = tool_result.is_error;
-            let text = tool_result
-                .content
-                .into_iter()
-                .map(|ContentPart::Text { text }| text)
-                .collect::<Vec<_>>()
-                .join("\n");
-            if let Some((stores, job_id)) = job {
-                let status = if failed { "error" } else { "ok" };
-                if let Err(error) = stores.history.finish_job(&job_id, status, &text).await {
-                    set_run_notice.set(Some(ErrorText::with_prefix(
-                        &format!("The run's record `{job_id}` was not finished: "),
-                        &error,
-                    )));
+            match ran {
+                Ok(ran) => {
+                    if let Some(error) = &ran.record_error {
+                        set_run_notice.set(Some(ErrorText::with_prefix(
+                            &format!(
+                                "The run's record `{}` was not finished: ",
+                                ran.job_id.as_deref().unwrap_or_default()
+                            ),
+                            error,
+                        )));
+                    } else if let Some(warning) = ran
+                        .run
+                        .warnings
+                        .iter()
+                        .find(|warning| warning.code == "storage_unavailable")
+                    {
+                        set_run_notice.set(Some(ErrorText {
+                            message: format!(
+                                "This run is not recorded in the history and has no storage tools: {}",
+                                warning.message
+                            ),
+                            hint: None,
+                            code: "storage_unavailable",
+                        }));
+                    }
+                    let text = ran.result.text();
+                    set_state.set(RunState::Done(Box::new(ran.run), text));
                 }
+                Err(error) => set_state.set(RunState::Done(
+                    Box::new(RunResult {
+                        report: kiln_types::RunReport::stopped(
+                            kiln_types::RunError::new(kiln_types::RunErrorKind::Engine, error.0),
+                            0.0,
+                        ),
+                        warnings: Vec::new(),
+                        catalog_digest: String::new(),
+                    }),
+                    String::new(),
+                )),
             }
-            set_state.set(RunState::Done(Box::new(result), text));
             performance_mark("kiln:result");
         });
     };
@@ -276,6 +300,7 @@ pub fn App() -> impl IntoView {
                     <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
                 </div>
                 <Permissions gate=panel_gate tools=tools storage=storage />
+                <NetworkSetting sources=panel_sources.clone() set_tools=set_tools storage=storage />
                 <McpServers sources=panel_sources set_tools=set_tools />
             </section>
             <ApprovalCard request=approval waiting=waiting approver=card_approver />
@@ -660,6 +685,119 @@ fn add_storage(registry: &mut Registry, stores: &Stores, files: &Rc<dyn FileTree
         DEFAULT_AGENT,
     );
     kiln_capabilities::builtin::add_storage(registry, &storage);
+}
+
+/// What programs may reach with `http_request`: off (a new workspace's
+/// setting), any public address, or exactly the named origins. Kept in the
+/// workspace's settings and followed from other tabs.
+#[component]
+fn NetworkSetting(
+    sources: Sources,
+    set_tools: WriteSignal<Vec<ToolRow>>,
+    storage: storage::StorageSignals,
+) -> impl IntoView {
+    let sources = StoredValue::new_local(sources);
+    let reach = RwSignal::new("off".to_owned());
+    let origins = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
+    let show = move |network: &permissions::Network| {
+        let (kind, list) = match network {
+            permissions::Network::Off => ("off", String::new()),
+            permissions::Network::Public => ("public", String::new()),
+            permissions::Network::Only(list) => ("only", list.join(", ")),
+        };
+        reach.set(kind.to_owned());
+        if kind == "only" {
+            origins.set(list);
+        }
+    };
+    let adopt = move |network: permissions::Network| {
+        sources.with_value(|sources| {
+            *sources.network.borrow_mut() = network;
+            set_tools.set(sources.rows());
+        });
+    };
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            if let Ok(settings) = stores.config.settings().await {
+                show(&settings.network);
+                adopt(settings.network);
+            }
+        });
+    });
+    let apply = move || {
+        let network = match reach.get_untracked().as_str() {
+            "public" => permissions::Network::Public,
+            "only" => match permissions::parse_origins(&origins.get_untracked()) {
+                Ok(list) => permissions::Network::Only(list),
+                Err(why) => {
+                    problem.set(Some(why));
+                    return;
+                }
+            },
+            _ => permissions::Network::Off,
+        };
+        problem.set(None);
+        adopt(network.clone());
+        if let Some(stores) = storage.stores.get_untracked() {
+            spawn_local(async move {
+                if let Err(why) = permissions::save_network(&stores.config, &network).await {
+                    problem.set(Some(why));
+                }
+            });
+        }
+    };
+    view! {
+        <fieldset class="network" data-testid="network">
+            <legend>"Network for programs"</legend>
+            <select
+                aria-label="What http_request may reach"
+                data-testid="network-reach"
+                prop:value=move || reach.get()
+                on:change=move |event| {
+                    reach.set(event_target_value(&event));
+                    if reach.get_untracked() != "only" {
+                        apply();
+                    }
+                }
+            >
+                <option value="off">"Off: programs have no http_request"</option>
+                <option value="public">"Public addresses (never this machine or the local network)"</option>
+                <option value="only">"Only these origins…"</option>
+            </select>
+            <Show when=move || reach.get() == "only">
+                <input
+                    type="text"
+                    aria-label="Origins http_request may reach"
+                    data-testid="network-origins"
+                    placeholder="https://api.example.com, http://127.0.0.1:8080"
+                    prop:value=move || origins.get()
+                    on:input=move |event| origins.set(event_target_value(&event))
+                />
+                <button class="secondary" data-testid="network-save" on:click=move |_| apply()>"Allow these"</button>
+            </Show>
+            {move || problem.get().map(|why| view! { <p class="error" role="alert" data-testid="network-error">{why}</p> })}
+        </fieldset>
+    }
+}
+
+/// The page's pool as the agent layer's sandbox runner.
+struct PoolRunner(SandboxPool);
+
+impl SandboxRunner for PoolRunner {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+    ) -> futures::future::LocalBoxFuture<'static, RunResult> {
+        let pool = self.0.clone();
+        Box::pin(async move { pool.run(code, limits, tools).await })
+    }
 }
 
 /// Marks a moment on the page's performance timeline, for `cargo xtask bench`.

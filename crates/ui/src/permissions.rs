@@ -3,9 +3,11 @@
 //! autonomy, in the gate's words (`auto`, `ask`, `block`); each change writes
 //! one record. Saving reads the record again and writes at its version, so a
 //! change made in another tab is not overwritten blindly: a lost race reads
-//! again and retries.
+//! again and retries. The network setting (what `http_request` may reach,
+//! off for a new workspace) is kept in `Settings` too.
 
-use kiln_capabilities::{Autonomy, Gate, GateSettings, Mode};
+use kiln_agent::{Builtin, RunRequest};
+use kiln_capabilities::{Autonomy, Gate, GateSettings, Mode, NetPolicy};
 use kiln_store::config::{AgentRecord, Config};
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::{StoreError, retry_on_conflict};
@@ -99,4 +101,52 @@ pub(crate) async fn save_autonomy(config: &Config, settings: &GateSettings) -> R
 
 fn not_saved(error: StoreError) -> String {
     format!("The permission settings were not saved: {error}")
+}
+
+/// What the app's programs may reach: off, public addresses, named origins.
+pub(crate) use kiln_store::config::Network;
+
+/// The `http_request` policy of `network`, or `None` when it is off.
+pub(crate) fn policy(network: &Network) -> Option<NetPolicy> {
+    match network {
+        Network::Off => None,
+        Network::Public => Some(NetPolicy::Public),
+        Network::Only(origins) => NetPolicy::parse_origins(origins).ok(),
+    }
+}
+
+/// Asks for the network in `request` as `network` says.
+pub(crate) fn ask(network: &Network, request: &mut RunRequest) {
+    match network {
+        Network::Off => {}
+        Network::Public => request.builtins.push(Builtin::HttpRequest),
+        Network::Only(origins) => request.allow_net = Some(origins.clone()),
+    }
+}
+
+/// Reads the person's origins list (commas or white space between), checked
+/// as `http_request` will read it. `Err` is a sentence for the page.
+pub(crate) fn parse_origins(text: &str) -> Result<Vec<String>, String> {
+    let origins: Vec<String> = text
+        .split(|c: char| c == ',' || c.is_whitespace())
+        .filter(|origin| !origin.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if origins.is_empty() {
+        return Err("Name at least one origin, such as https://api.example.com.".into());
+    }
+    NetPolicy::parse_origins(&origins).map_err(|why| format!("Not saved: {why}"))?;
+    Ok(origins)
+}
+
+/// Saves the network setting. `Err` is a sentence for the page.
+pub(crate) async fn save_network(config: &Config, network: &Network) -> Result<(), String> {
+    retry_on_conflict(ATTEMPTS, || async move {
+        let mut stored = config.settings().await?;
+        stored.network = network.clone();
+        config.put_settings(&stored).await
+    })
+    .await
+    .map(drop)
+    .map_err(not_saved)
 }

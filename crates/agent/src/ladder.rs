@@ -1,0 +1,276 @@
+//! A run's ladder, assembled once for every entrance: the registry fed by
+//! every source, the gate and the dispatcher.
+//!
+//! Sources, in this order (a name claimed twice is unavailable, and both
+//! claims reach admission's warnings): the entrance's own tools
+//! ([`Environment::own_tools`]), the request's page tools (answered through
+//! [`ToolBridge`]), the built-ins the request asked for by name
+//! (`http_request` only with `builtins: ["http_request"]` or `allow_net`),
+//! the workspace's memory, history and file tools (with the run's job in the
+//! history), and the request's MCP servers. Nothing else: a run's tools are
+//! exactly its whitelist.
+
+use std::rc::Rc;
+
+use kiln_capabilities::gate::SessionAllow;
+use kiln_capabilities::mcp::McpServer;
+use kiln_capabilities::{
+    Approver, CapabilitySpec, Dispatcher, Gate, Implementation, Mode, Registry, SecretScope, Source,
+};
+use kiln_http::HttpClient;
+use kiln_store::StoreError;
+use kiln_store::backend::Backend;
+use kiln_store::files::FileTree;
+use kiln_store::run::Describe;
+use kiln_types::tool_result::Warning;
+
+use crate::record::RunRecord;
+use crate::request::{RequestError, RunRequest};
+
+/// A workspace's stores, open.
+#[derive(Clone)]
+pub struct Workspace {
+    pub backend: Rc<dyn Backend>,
+    pub files: Rc<dyn FileTree>,
+}
+
+/// Who answers the ladder's questions.
+#[derive(Clone)]
+pub enum People {
+    /// `approver` answers under the gate's `host` name; "allow for this
+    /// session" answers are kept in `session` for the entrance's later runs.
+    /// A request that names no mode gets `default` when the approver is a
+    /// person who can be asked, else `auto` (a headless or fixed answer).
+    Approver {
+        host: String,
+        approver: Rc<dyn Approver>,
+        session: SessionAllow,
+    },
+    /// The entrance's own gate, whose settings a person changes while runs
+    /// go on (the app's tools panel): the request's permission is not read.
+    Gate(Rc<Gate>),
+}
+
+/// How an entrance answers the calls of the page tools a request declares
+/// (`tools: {name: {description, input_schema, category}}`): the page keeps
+/// each tool's `call`, and the bridge reaches it.
+pub trait ToolBridge {
+    /// The `call` of the page tool `name`, or `None` when the page gave none.
+    fn implementation(&self, name: &str) -> Option<Rc<dyn Implementation>>;
+}
+
+/// Registers an entrance's own tools in a run's registry.
+pub type OwnTools = Rc<dyn Fn(&mut Registry)>;
+
+/// What an entrance supplies to every run it asks for.
+#[derive(Clone)]
+pub struct Environment {
+    /// The entrance, as warnings and the dispatcher name it: `kiln.run`,
+    /// `kiln run`, `page`.
+    pub entrance: String,
+    /// The host name of the request's page tools (`Source::Host`).
+    pub tools_host: String,
+    pub http: Rc<dyn HttpClient>,
+    pub people: People,
+    /// Registers the entrance's own tools first in each run's registry (the
+    /// CLI's scripted catalog; the app's page tools and MCP servers).
+    pub own_tools: Option<OwnTools>,
+    pub bridge: Option<Rc<dyn ToolBridge>>,
+    /// The workspace every run is recorded in and gets the storage tools
+    /// of: `None` for an entrance without one (`kiln run` without
+    /// `--store`), an error when it could not open (each run says why).
+    pub workspace: Option<Rc<Result<Workspace, StoreError>>>,
+    /// Eight random bytes, for run ids (the platform's source).
+    pub random: Rc<dyn Fn() -> [u8; 8]>,
+}
+
+/// One run's assembled ladder.
+pub struct Ladder {
+    pub dispatcher: Rc<Dispatcher>,
+    /// The MCP sessions opened for the run, closed once when it ends.
+    pub servers: Vec<McpServer>,
+    /// The run's job in the history, when the run has a workspace.
+    pub record: Option<RunRecord>,
+}
+
+fn kiln_warning(code: &str, message: String, reason: Option<String>) -> Warning {
+    Warning {
+        code: code.into(),
+        message,
+        module: Some("kiln".into()),
+        tool: None,
+        index: None,
+        reason,
+    }
+}
+
+/// Assembles `request`'s ladder in `environment`: the registry from every
+/// source, the job in the history with the inputs in its run memory, the MCP
+/// sessions, the gate, the dispatcher.
+///
+/// # Errors
+///
+/// Permission settings the gate refuses (the parser already refused them;
+/// this is the one place a gate is made).
+pub async fn assemble(
+    request: &RunRequest,
+    environment: &Environment,
+) -> Result<Ladder, RequestError> {
+    let mut registry = Registry::new();
+    if let Some(own_tools) = &environment.own_tools {
+        own_tools(&mut registry);
+    }
+    for (name, entry) in &request.tools {
+        let spec = CapabilitySpec {
+            name: name.clone(),
+            description: entry.description.clone(),
+            input_schema: entry.input_schema.clone(),
+            category: entry.category,
+            result: serde_json::json!({}),
+            source: Source::Host {
+                host: environment.tools_host.clone(),
+            },
+        };
+        match environment
+            .bridge
+            .as_ref()
+            .and_then(|bridge| bridge.implementation(name))
+        {
+            // A name or schema the registry refuses becomes its warning.
+            Some(implementation) => {
+                let _ = registry.add(spec, implementation);
+            }
+            None => registry.warn(kiln_warning(
+                "tools_unavailable",
+                format!(
+                    "the page tool `{name}` has no call here ({} cannot reach page tools)",
+                    environment.entrance
+                ),
+                None,
+            )),
+        }
+    }
+    if let Some(policy) = request.net() {
+        kiln_capabilities::builtin::add_http_request(&mut registry, &environment.http, policy);
+    }
+    let record = add_workspace(request, environment, &mut registry).await;
+    let mut servers = Vec::new();
+    for mount in &request.mcp {
+        let connected = kiln_capabilities::mcp::connect(
+            &mount.name,
+            &mount.url,
+            mount.category,
+            environment.http.clone(),
+        )
+        .await;
+        match connected {
+            Ok(server) => {
+                kiln_capabilities::mcp::add_server(&mut registry, &server);
+                servers.push(server);
+            }
+            Err(warning) => registry.warn(*warning),
+        }
+    }
+    let gate = match &environment.people {
+        People::Gate(gate) => gate.clone(),
+        People::Approver {
+            host,
+            approver,
+            session,
+        } => {
+            let mode = if approver.is_person() {
+                Mode::Default
+            } else {
+                Mode::Auto
+            };
+            let settings = request.settings(mode)?;
+            Gate::in_session(host.clone(), settings, approver.clone(), session.clone())
+                .map_err(RequestError)?
+        }
+    };
+    let mut secrets = SecretScope::new();
+    for (name, secret) in &request.secrets {
+        secrets.insert(name.clone(), secret.clone());
+    }
+    let dispatcher = Dispatcher::new(
+        Rc::new(registry),
+        Some(gate),
+        secrets,
+        request.limits.get(),
+        &environment.entrance,
+    );
+    Ok(Ladder {
+        dispatcher: Rc::new(dispatcher),
+        servers,
+        record,
+    })
+}
+
+/// Records the run in the workspace's history, puts the request's inputs in
+/// its run memory and mounts the storage tools; without a workspace the run
+/// goes on without them and says why in a warning.
+async fn add_workspace(
+    request: &RunRequest,
+    environment: &Environment,
+    registry: &mut Registry,
+) -> Option<RunRecord> {
+    let workspace = match environment.workspace.as_deref() {
+        None => {
+            if !request.inputs.is_empty() {
+                registry.warn(kiln_warning(
+                    "input_not_stored",
+                    format!(
+                        "the inputs were not put in a run memory: {} has no workspace for this run",
+                        environment.entrance
+                    ),
+                    None,
+                ));
+            }
+            return None;
+        }
+        Some(Err(error)) => {
+            registry.warn(kiln_warning(
+                "storage_unavailable",
+                format!("memory, history and workspace tools are off: {error}"),
+                Some(error.code().into()),
+            ));
+            return None;
+        }
+        Some(Ok(workspace)) => workspace,
+    };
+    let record = match RunRecord::start(workspace, request).await {
+        Ok(record) => record,
+        Err(error) => {
+            registry.warn(kiln_warning(
+                "storage_unavailable",
+                format!(
+                    "the run could not be recorded, so memory, history and workspace tools are off: {error}"
+                ),
+                Some(error.code().into()),
+            ));
+            return None;
+        }
+    };
+    let storage = kiln_capabilities::Storage::new(
+        workspace.backend.clone(),
+        workspace.files.clone(),
+        record.job_id(),
+        &request.agent,
+    );
+    for (name, value) in &request.inputs {
+        let key = format!("input:{name}");
+        if let Err(error) = storage
+            .run
+            .set(&key, value.clone(), Describe::default())
+            .await
+        {
+            registry.warn(kiln_warning(
+                "input_not_stored",
+                format!("input `{name}` was not put in the run memory: {error}"),
+                Some(error.code().into()),
+            ));
+        }
+    }
+    kiln_capabilities::builtin::add_storage(registry, &storage);
+    Some(record)
+}

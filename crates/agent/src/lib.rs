@@ -1,0 +1,51 @@
+//! Kiln's agent layer (DESIGN: "agent"): one program run and one chat turn,
+//! assembled here once for every entrance — the page API, the app, the
+//! runtime worker and the CLI — so they cannot drift apart.
+//!
+//! - [`request`]: the run request and its one parser.
+//! - [`ladder`]: a run's registry (the entrance's tools, the page's tools,
+//!   the built-ins it asked for, the workspace's storage tools, its MCP
+//!   servers), gate and dispatcher, with the one mode rule: `default` when
+//!   someone can be asked, else `auto`.
+//! - [`record`]: the run's job in the history — one title, one recorded
+//!   output, one status rule.
+//! - [`program`]: [`program::run_program`] over a [`SandboxRunner`] (the
+//!   worker pool in the browser, the watchdog thread natively), with the
+//!   warnings merged once and the MCP sessions closed once.
+//! - [`chat`]: the chat turn loop — a model's tool calls up the same ladder
+//!   and their results back — emitting events to a sink.
+//!
+//! **Architecture invariant:** pure orchestration over traits. No platform
+//! crate (web-sys, js-sys, wasm-bindgen) and no engine (Boa): the tidy test
+//! keeps it so, and the crate is tested natively in milliseconds.
+
+pub mod chat;
+pub mod ladder;
+pub mod program;
+pub mod record;
+pub mod request;
+
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use kiln_capabilities::Dispatcher;
+use kiln_types::{RunLimits, RunResult};
+
+pub use ladder::{Environment, People, ToolBridge, Workspace};
+pub use program::{ProgramRun, run_program};
+pub use request::{Builtin, Limits, RequestError, RunRequest};
+
+/// Runs one program in a sandbox, every tool call up `tools`' ladder.
+///
+/// Implementations: the browser's pool of sandbox workers (ending a runaway
+/// guest by terminating its worker), the CLI's sandbox thread under a
+/// watchdog, an in-process sandbox in tests. A runner never fails: a sandbox
+/// that cannot start or dies is an `engine` failure in the report.
+pub trait SandboxRunner {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+    ) -> LocalBoxFuture<'static, RunResult>;
+}

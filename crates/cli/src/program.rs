@@ -1,0 +1,790 @@
+//! `kiln run`: a program run through `kiln_agent::run_program`, in a child
+//! process under a watchdog.
+//!
+//! The parent reads and checks the request (exit 2 on a problem), then runs
+//! the program in a child process (this same binary, `KILN_SANDBOX_CHILD=1`,
+//! the program on its stdin) and passes its answer through: some engine work
+//! recurses on the host stack without a bound of its own (`JSON.stringify` of
+//! a value nested a million levels deep), and a stack overflow aborts a
+//! process — the child's, and the parent still answers with a result. In the
+//! child the run (ladder, store, MCP sessions, sandbox) happens on a thread of
+//! its own; the main thread is the watchdog that ends the process's wait at
+//! the wall budget or when the sandbox's `CpuGauge` passes the JS CPU budget.
+
+use std::io::{IsTerminal as _, Read as _, Write as _};
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+use std::rc::Rc;
+use std::sync::{Arc, Mutex, OnceLock, mpsc};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context as _, Result};
+use futures::future::LocalBoxFuture;
+use kiln_agent::ladder::Environment;
+use kiln_agent::program::RunId;
+use kiln_agent::{People, RunRequest, SandboxRunner, Workspace};
+use kiln_capabilities::gate::{Fixed, Headless, SessionAllow};
+use kiln_capabilities::{Answer, Approver, Dispatcher, HeldSignal, Registry};
+use kiln_sandbox::catalog::Admission;
+use kiln_sandbox::clock::{IdleState, PersonSignal};
+use kiln_sandbox::tools::{ToolCall, ToolHost, ToolReply};
+use kiln_sandbox::{CpuGauge, Sandbox};
+use kiln_types::protocol::CallRequest;
+use kiln_types::tool_result::{CallOutcome, CallSummary, ToolResult, Warning};
+use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport, RunResult};
+use serde_json::{Value, json};
+
+use crate::{ApproveWith, Permissions};
+
+/// How the parent tells the child that its stderr is a terminal it may ask on.
+const TERMINAL_ENV: &str = "KILN_ASK_TERMINAL";
+
+/// Set in the environment of the process that runs the program itself.
+const CHILD_ENV: &str = "KILN_SANDBOX_CHILD";
+
+/// Every allocation of the process counts against the run's memory budget.
+#[global_allocator]
+static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
+
+/// What the memory hook needs to answer for the run: it runs inside a refused
+/// allocation on the sandbox thread, the last thing before the process ends.
+struct MemoryStop {
+    progress: Arc<Mutex<Progress>>,
+    run_id: RunId,
+    memory_bytes: u64,
+    started: Instant,
+    raw: bool,
+}
+
+static MEMORY_STOP: OnceLock<MemoryStop> = OnceLock::new();
+
+/// The memory budget ran out: print the run's result and end the process, since
+/// the refused allocation would abort it.
+fn memory_exhausted(_limit: usize) {
+    let Some(stop) = MEMORY_STOP.get() else {
+        return;
+    };
+    let run = progress_run(
+        RunError::memory_budget(stop.memory_bytes),
+        stop.started,
+        &stop.progress,
+    );
+    answer(&stop.run_id, run, stop.raw);
+    let _ = std::io::stdout().flush();
+    std::process::exit(1);
+}
+
+/// `kiln run`: refuses a bad request with exit 2; else runs it (in the child)
+/// or supervises the child that runs it.
+pub fn run(
+    file: &PathBuf,
+    tools: Option<&PathBuf>,
+    limits: Option<&PathBuf>,
+    raw: bool,
+    permissions: &Permissions,
+) -> ExitCode {
+    let child = std::env::var_os(CHILD_ENV).is_some();
+    match prepare(file, tools, limits, permissions) {
+        Ok(run) if !child => supervise(&run, tools, limits, raw, permissions),
+        Ok(run) => run_here(run, raw),
+        Err(error) => {
+            eprintln!("error: {error:#}");
+            ExitCode::from(2)
+        }
+    }
+}
+
+/// The child: runs the program under the memory budget and the watchdog.
+fn run_here(run: Prepared, raw: bool) -> ExitCode {
+    let run_id = RunId::for_request(&run.request, &random_bytes);
+    let progress = Arc::new(Mutex::new(Progress {
+        warnings: run.admission.warnings.clone(),
+        digest: run.admission.digest(),
+        ..Progress::default()
+    }));
+    let memory_bytes = run.request.limits.get().memory_bytes;
+    let _ = MEMORY_STOP.set(MemoryStop {
+        progress: progress.clone(),
+        run_id: run_id.clone(),
+        memory_bytes,
+        started: Instant::now(),
+        raw,
+    });
+    kiln_alloc::set_exhausted_hook(memory_exhausted);
+    // The budget counts the process's whole heap, from here on.
+    kiln_alloc::set_limit(usize::try_from(memory_bytes).unwrap_or(usize::MAX));
+    let finished = run_with_deadline(run, &run_id, &progress);
+    kiln_alloc::set_limit(usize::MAX);
+    match finished {
+        Finished::Answered(result, sandbox_run) => {
+            if raw {
+                print_report(&sandbox_run)
+            } else {
+                print_result(&result)
+            }
+        }
+        Finished::Stopped(sandbox_run) => answer(&run_id, sandbox_run, raw),
+    }
+}
+
+/// Prints a run ended from outside the sandbox thread.
+fn answer(run_id: &RunId, run: RunResult, raw: bool) -> ExitCode {
+    if raw {
+        print_report(&run)
+    } else {
+        print_result(&run_id.result_of(run))
+    }
+}
+
+/// Runs the program in a child process and passes its answer through (see
+/// the module's docs for why).
+fn supervise(
+    run: &Prepared,
+    tools: Option<&PathBuf>,
+    limits: Option<&PathBuf>,
+    raw: bool,
+    permissions: &Permissions,
+) -> ExitCode {
+    let started = Instant::now();
+    let crashed = |problem: String| {
+        let report = RunReport::stopped(
+            RunError::new(RunErrorKind::Engine, problem),
+            started.elapsed().as_secs_f64() * 1e3,
+        );
+        let sandbox_run = RunResult {
+            report,
+            warnings: run.admission.warnings.clone(),
+            catalog_digest: run.admission.digest(),
+        };
+        answer(
+            &RunId::for_request(&run.request, &random_bytes),
+            sandbox_run,
+            raw,
+        )
+    };
+    let exe = match std::env::current_exe() {
+        Ok(exe) => exe,
+        Err(error) => {
+            return crashed(format!(
+                "could not find the kiln binary to run the sandbox: {error}"
+            ));
+        }
+    };
+    let mut command = std::process::Command::new(exe);
+    command.args(["run", "-"]);
+    if let Some(tools) = tools {
+        command.arg("--tools").arg(tools);
+    }
+    if let Some(limits) = limits {
+        command.arg("--limits").arg(limits);
+    }
+    if raw {
+        command.arg("--report");
+    }
+    for server in &permissions.mcp {
+        command.arg("--mcp").arg(server);
+    }
+    for secret in &permissions.secrets {
+        command.arg("--secret").arg(secret);
+    }
+    if let Some(mode) = permissions.mode {
+        command.arg("--permission-mode").arg(mode.as_str());
+    }
+    command.arg("--approve").arg(permissions.approve.as_str());
+    if let Some(store) = &permissions.store {
+        command.arg("--store").arg(store);
+    }
+    if let Some(origins) = &permissions.allow_net {
+        command.arg(format!("--allow-net={origins}"));
+    }
+    command.arg("--agent").arg(&permissions.agent);
+    // The child's streams are pipes; it asks on /dev/tty when ours is a
+    // terminal. Only this decision reaches it, not a stray setting of the
+    // caller's environment.
+    command.env_remove(TERMINAL_ENV);
+    if permissions.approve == ApproveWith::Ask && std::io::stderr().is_terminal() {
+        command.env(TERMINAL_ENV, "1");
+    }
+    let child = command
+        .env(CHILD_ENV, "1")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn();
+    let mut child = match child {
+        Ok(child) => child,
+        Err(error) => return crashed(format!("could not start the sandbox process: {error}")),
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        // A child that died before reading its program is reported below.
+        let _ = stdin.write_all(run.request.code.as_bytes());
+    }
+    let output = match child.wait_with_output() {
+        Ok(output) => output,
+        Err(error) => return crashed(format!("lost the sandbox process: {error}")),
+    };
+    let answered = serde_json::from_slice::<Value>(&output.stdout).is_ok();
+    match output.status.code() {
+        Some(code @ (0 | 1)) if answered => {
+            let _ = std::io::stdout().write_all(&output.stdout);
+            ExitCode::from(u8::try_from(code).unwrap_or(1))
+        }
+        _ => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let cause = stderr
+                .lines()
+                .rev()
+                .find(|line| line.contains("overflowed its stack") || line.contains("panicked"))
+                .or_else(|| stderr.lines().rev().find(|line| !line.trim().is_empty()))
+                .map(|line| format!(": {}", line.trim()))
+                .unwrap_or_default();
+            crashed(format!(
+                "the sandbox process ended without a result ({}){cause}",
+                output.status
+            ))
+        }
+    }
+}
+
+/// Everything a run needs, read and checked before it starts.
+pub(crate) struct Prepared {
+    pub request: RunRequest,
+    /// The scripted part of the catalog (`--tools`).
+    pub catalog: Value,
+    /// The scripted catalog's admission: what the supervising process reports
+    /// if the run's process dies.
+    pub admission: Admission,
+    pub asker: Asker,
+    pub store: Option<PathBuf>,
+}
+
+/// Who answers the ladder's questions in the run's process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Asker {
+    Terminal,
+    Headless,
+    Yes,
+    No,
+}
+
+impl Asker {
+    pub(crate) fn new(approve: ApproveWith, terminal: bool) -> Self {
+        match approve {
+            ApproveWith::Yes => Self::Yes,
+            ApproveWith::No => Self::No,
+            ApproveWith::Ask if terminal => Self::Terminal,
+            ApproveWith::Ask => Self::Headless,
+        }
+    }
+
+    /// The people of `entrance` (`kiln run`, `kiln chat`): the gate's host
+    /// name and its approver. The mode a request names none of follows from
+    /// it (`default` on a terminal, `auto` otherwise: the reference's CLI rows).
+    pub(crate) fn people(self, entrance: &str) -> People {
+        let (host, approver): (String, Rc<dyn Approver>) = match self {
+            Self::Yes => (
+                format!("{entrance} --approve yes"),
+                Rc::new(Fixed(Answer::Approve)),
+            ),
+            Self::No => (
+                format!("{entrance} --approve no"),
+                Rc::new(Fixed(Answer::Deny)),
+            ),
+            Self::Terminal => (entrance.to_owned(), Rc::new(crate::approve::Terminal)),
+            Self::Headless => {
+                let host = format!("{entrance} (no terminal to ask on)");
+                let approver = Rc::new(Headless::new(&host));
+                (host, approver)
+            }
+        };
+        People::Approver {
+            host,
+            approver,
+            session: SessionAllow::default(),
+        }
+    }
+}
+
+/// Reads a JSON file the run names (`--tools`, `--limits`).
+fn read_json(path: &Path, what: &str) -> Result<Value> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("reading the {what} `{}`", path.display()))?;
+    serde_json::from_str(&text)
+        .with_context(|| format!("the {what} `{}` is not JSON", path.display()))
+}
+
+/// Splits `{"name": "http_request"}` out of the catalog: naming the built-in
+/// asks for the network, like `--allow-net` alone.
+fn split_builtins(catalog: Value, path: &str) -> Result<(Value, bool)> {
+    let Value::Array(entries) = catalog else {
+        return Ok((catalog, false));
+    };
+    let mut scripted = Vec::new();
+    let mut network = false;
+    for entry in entries {
+        if entry.get("name").and_then(Value::as_str) == Some(kiln_capabilities::http_request::NAME)
+        {
+            if entry.as_object().is_some_and(|fields| fields.len() > 1) {
+                anyhow::bail!(
+                    "the tool catalog `{path}`: `http_request` is the built-in; name it alone \
+                     ({{\"name\": \"http_request\"}}) to ask for the network, or use --allow-net"
+                );
+            }
+            network = true;
+        } else {
+            scripted.push(entry);
+        }
+    }
+    Ok((Value::Array(scripted), network))
+}
+
+/// Reads and checks the run, so that a bad request is refused (exit 2) before
+/// anything runs, in the supervising process and again in the child.
+fn prepare(
+    file: &PathBuf,
+    tools: Option<&PathBuf>,
+    limits: Option<&PathBuf>,
+    permissions: &Permissions,
+) -> Result<Prepared> {
+    let code = if file.as_os_str() == "-" {
+        let mut code = String::new();
+        std::io::stdin()
+            .read_to_string(&mut code)
+            .context("reading the program from standard input")?;
+        code
+    } else {
+        std::fs::read_to_string(file)
+            .with_context(|| format!("reading the program `{}`", file.display()))?
+    };
+    let limits = match limits {
+        None => RunLimits::default(),
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("reading the limits `{}`", path.display()))?;
+            serde_json::from_str::<RunLimits>(&text)
+                .with_context(|| format!("the limits `{}` are not valid", path.display()))?
+        }
+    };
+    let shown = tools.map(|p| p.display().to_string()).unwrap_or_default();
+    let (catalog, catalog_net) = match tools {
+        None => (Value::Array(Vec::new()), false),
+        Some(path) => split_builtins(read_json(path, "tool catalog")?, &shown)?,
+    };
+    let refused = || format!("the tool catalog `{shown}` was refused");
+    let mut registry = Registry::new();
+    // Read the scripts now, so a bad one refuses the run instead of failing a call.
+    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
+        .map_err(anyhow::Error::msg)
+        .with_context(refused)?;
+    let admission = Admission::admit(&registry.catalog(), "scripted").with_context(refused)?;
+    let terminal = std::env::var_os(TERMINAL_ENV).is_some();
+    let request = request_of(code, limits, permissions, catalog_net)?;
+    if let Some(dir) = &permissions.store {
+        // Refuse a store that cannot open now, with exit 2, not mid-run.
+        open_store(dir).with_context(|| format!("--store {}", dir.display()))?;
+    }
+    Ok(Prepared {
+        request,
+        catalog,
+        admission,
+        asker: Asker::new(permissions.approve, terminal),
+        store: permissions.store.clone(),
+    })
+}
+
+/// The run request of the command line, read by the one parser every
+/// entrance shares (`kiln_agent::RunRequest`).
+pub(crate) fn request_of(
+    code: String,
+    limits: RunLimits,
+    permissions: &Permissions,
+    catalog_net: bool,
+) -> Result<RunRequest> {
+    // `--secret NAME[=ENV][@ORIGIN,...]`: the value comes from the
+    // environment, never the command line.
+    let mut secrets = serde_json::Map::new();
+    for spec in &permissions.secrets {
+        let (spec, origins) = match spec.split_once('@') {
+            Some((spec, origins)) => (spec, origins.split(',').map(str::to_owned).collect()),
+            None => (spec.as_str(), Vec::new()),
+        };
+        for origin in &origins {
+            if kiln_capabilities::secrets::origin_of(origin).is_none() {
+                anyhow::bail!("--secret {spec}@…: `{origin}` is not an http(s) origin");
+            }
+        }
+        let (name, variable) = spec.split_once('=').unwrap_or((spec, spec));
+        let value = std::env::var(variable).map_err(|_| {
+            anyhow::anyhow!(
+                "--secret {spec}: the environment variable `{variable}` is not set (or not UTF-8)"
+            )
+        })?;
+        secrets.insert(name.to_owned(), json!({"value": value, "origins": origins}));
+    }
+    let mut mcp = serde_json::Map::new();
+    for spec in &permissions.mcp {
+        let Some((name, url)) = spec.split_once('=') else {
+            anyhow::bail!(
+                "--mcp {spec}: expected NAME=URL, e.g. --mcp everything=http://127.0.0.1:3001/mcp"
+            );
+        };
+        mcp.insert(name.to_owned(), json!(url));
+    }
+    let mut request = json!({
+        "code": code,
+        "limits": limits,
+        "agent": permissions.agent,
+        "mcp": mcp,
+        "secrets": secrets,
+    });
+    if let Some(mode) = permissions.mode {
+        request["permission"] = json!({"mode": mode.as_str()});
+    }
+    match permissions.allow_net.as_deref() {
+        Some("") => request["builtins"] = json!([kiln_capabilities::http_request::NAME]),
+        Some(origins) => {
+            request["allow_net"] = json!(origins.split(',').map(str::trim).collect::<Vec<_>>());
+        }
+        None if catalog_net => request["builtins"] = json!([kiln_capabilities::http_request::NAME]),
+        None => {}
+    }
+    RunRequest::from_value(request).map_err(|error| {
+        anyhow::anyhow!("{error}").context(
+            "the run was refused (flags --mcp, --secret, --allow-net, --agent, --permission-mode)",
+        )
+    })
+}
+
+/// The on-disk store in `dir` (the log, and `dir/files` for the workspace).
+fn open_store(dir: &Path) -> Result<Workspace, kiln_store::StoreError> {
+    let backend: Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(dir)?;
+    let files: Rc<dyn kiln_store::files::FileTree> =
+        kiln_store::native::DirTree::open(&dir.join("files"))?;
+    Ok(Workspace { backend, files })
+}
+
+/// `codemode:`-id bytes from the OS.
+pub(crate) fn random_bytes() -> [u8; 8] {
+    let mut bytes = [0_u8; 8];
+    // Without OS randomness the id is still unique enough for one process's output.
+    if getrandom::fill(&mut bytes).is_err() {
+        let pid = std::process::id().to_le_bytes();
+        bytes[..4].copy_from_slice(&pid);
+        bytes[4..].copy_from_slice(&pid);
+    }
+    bytes
+}
+
+/// The CLI's environment for a run: the scripted catalog as its own tools,
+/// the platform's HTTP client, who answers, the store when asked for.
+pub(crate) fn environment(
+    entrance: &str,
+    catalog: Value,
+    asker: Asker,
+    store: Option<&Path>,
+    run_id: Option<RunId>,
+) -> Environment {
+    let own_tools: Rc<dyn Fn(&mut Registry)> = Rc::new(move |registry: &mut Registry| {
+        // Checked when the run was prepared.
+        let _ = kiln_capabilities::scripted::add_catalog(registry, &catalog, "scripted");
+    });
+    let random: Rc<dyn Fn() -> [u8; 8]> = match run_id {
+        // The watchdog and the memory hook answer under the same id.
+        Some(run_id) => {
+            let bytes = id_bytes(&run_id.id);
+            Rc::new(move || bytes)
+        }
+        None => Rc::new(random_bytes),
+    };
+    Environment {
+        entrance: entrance.to_owned(),
+        tools_host: "scripted".into(),
+        http: kiln_http::default_client(),
+        people: asker.people(entrance),
+        own_tools: Some(own_tools),
+        bridge: None,
+        workspace: store.map(|dir| Rc::new(open_store(dir))),
+        random,
+    }
+}
+
+/// The bytes of a `codemode:<16 hex>` id.
+fn id_bytes(id: &str) -> [u8; 8] {
+    let hex = id.strip_prefix("codemode:").unwrap_or(id);
+    let value = u64::from_str_radix(hex, 16).unwrap_or_default();
+    value.to_be_bytes()
+}
+
+/// How a run in the child ended.
+enum Finished {
+    /// The sandbox thread answered.
+    Answered(Box<ToolResult>, RunResult),
+    /// The watchdog ended it (wall or JS CPU budget, a lost thread).
+    Stopped(RunResult),
+}
+
+/// Runs the program on its own thread and watches it: Boa has no interrupt
+/// hook, so a guest that runs JavaScript past its CPU budget without stopping,
+/// or a run past its wall budget, is given up on here, and the abandoned thread
+/// ends with the process. Both budgets are also kept inside the sandbox, which
+/// reports them itself whenever the guest stops in time.
+fn run_with_deadline(run: Prepared, run_id: &RunId, progress: &Arc<Mutex<Progress>>) -> Finished {
+    /// How often the watchdog reads the guest's CPU time.
+    const TICK: Duration = Duration::from_millis(5);
+    let started = Instant::now();
+    let limits = run.request.limits.get();
+    let gauge = Arc::new(CpuGauge::default());
+    let (sender, receiver) = mpsc::channel();
+    let spawned = std::thread::Builder::new()
+        .name("kiln-sandbox".into())
+        .spawn({
+            let gauge = gauge.clone();
+            let progress = progress.clone();
+            let run_id = run_id.clone();
+            move || {
+                let environment = environment(
+                    "kiln run",
+                    run.catalog,
+                    run.asker,
+                    run.store.as_deref(),
+                    Some(run_id),
+                );
+                let runner = ThreadRunner { gauge, progress };
+                let ran = futures::executor::block_on(kiln_agent::run_program(
+                    run.request,
+                    &environment,
+                    &runner,
+                ));
+                let finished = match ran {
+                    Ok(ran) => Finished::Answered(Box::new(ran.result), ran.run),
+                    Err(problem) => Finished::Stopped(RunResult {
+                        report: RunReport::stopped(
+                            RunError::new(
+                                RunErrorKind::Engine,
+                                format!("the run's capabilities could not be set up: {problem}"),
+                            ),
+                            0.0,
+                        ),
+                        warnings: Vec::new(),
+                        catalog_digest: String::new(),
+                    }),
+                };
+                let _ = sender.send(finished);
+            }
+        });
+    if let Err(error) = spawned {
+        return Finished::Stopped(progress_run(
+            RunError::new(
+                RunErrorKind::Engine,
+                format!("could not start the sandbox thread: {error}"),
+            ),
+            started,
+            progress,
+        ));
+    }
+    let wall = Duration::from_millis(limits.wall_ms);
+    let js_cpu = Duration::from_millis(limits.js_cpu_ms);
+    loop {
+        let left = wall.saturating_sub(started.elapsed());
+        match receiver.recv_timeout(left.min(TICK)) {
+            Ok(finished) => return finished,
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                return Finished::Stopped(progress_run(
+                    RunError::new(
+                        RunErrorKind::Engine,
+                        "the sandbox thread ended without a report",
+                    ),
+                    started,
+                    progress,
+                ));
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let stop = if started.elapsed() >= wall {
+            RunError::wall_budget(limits.wall_ms)
+        } else if gauge.spent() > js_cpu {
+            RunError::js_cpu_budget(limits.js_cpu_ms)
+        } else {
+            continue;
+        };
+        return Finished::Stopped(progress_run(stop, started, progress));
+    }
+}
+
+/// The sandbox on the run's own thread, its CPU mirrored in `gauge` for the
+/// watchdog and its calls and console in `progress`.
+struct ThreadRunner {
+    gauge: Arc<CpuGauge>,
+    progress: Arc<Mutex<Progress>>,
+}
+
+impl SandboxRunner for ThreadRunner {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+    ) -> LocalBoxFuture<'static, RunResult> {
+        let gauge = self.gauge.clone();
+        let progress = self.progress.clone();
+        Box::pin(async move {
+            let admission = match Admission::admit(&tools.catalog(), "scripted") {
+                Ok(admission) => admission,
+                Err(error) => {
+                    return RunResult {
+                        report: RunReport::stopped(
+                            RunError::new(
+                                RunErrorKind::Engine,
+                                format!("the run's capabilities could not be set up: {error}"),
+                            ),
+                            0.0,
+                        ),
+                        warnings: Vec::new(),
+                        catalog_digest: String::new(),
+                    };
+                }
+            };
+            let warnings = admission.warnings.clone();
+            let catalog_digest = admission.digest();
+            if let Ok(mut progress) = progress.lock() {
+                let mut all = tools.warnings().to_vec();
+                all.extend(warnings.iter().cloned());
+                progress.warnings = all;
+                progress.digest = catalog_digest.clone();
+            }
+            let host = WatchedTools {
+                dispatcher: tools,
+                progress,
+            };
+            let report = match Sandbox::new() {
+                Ok(sandbox) => {
+                    sandbox
+                        .run(
+                            &code,
+                            &limits,
+                            Rc::new(admission),
+                            Rc::new(host),
+                            Some(gauge),
+                        )
+                        .await
+                }
+                Err(report) => *report,
+            };
+            RunResult {
+                report,
+                warnings,
+                catalog_digest,
+            }
+        })
+    }
+}
+
+/// What a run has shown so far, kept where the watchdog and the memory hook can
+/// read it when they end the run from outside the sandbox thread.
+#[derive(Default)]
+struct Progress {
+    console: Vec<ConsoleLine>,
+    calls: Vec<CallSummary>,
+    warnings: Vec<Warning>,
+    digest: String,
+}
+
+/// A run ended from outside: `error`, with the output, the calls and the
+/// warnings seen so far.
+fn progress_run(error: RunError, started: Instant, progress: &Mutex<Progress>) -> RunResult {
+    let mut report = RunReport::stopped(error, started.elapsed().as_secs_f64() * 1e3);
+    let mut warnings = Vec::new();
+    let mut catalog_digest = String::new();
+    if let Ok(progress) = progress.lock() {
+        report.console = progress.console.clone();
+        report.calls = progress.calls.clone();
+        warnings = progress.warnings.clone();
+        catalog_digest = progress.digest.clone();
+    }
+    RunResult {
+        report,
+        warnings,
+        catalog_digest,
+    }
+}
+
+/// The run's door to its capabilities (the ladder), recording each call and
+/// the console output as the run goes (the console reaches the host each time
+/// the guest goes idle).
+struct WatchedTools {
+    dispatcher: Rc<Dispatcher>,
+    progress: Arc<Mutex<Progress>>,
+}
+
+impl ToolHost for WatchedTools {
+    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
+        let index = self.progress.lock().ok().map(|mut progress| {
+            progress.calls.push(CallSummary {
+                tool: call.tool.clone(),
+                outcome: CallOutcome::OutcomeUnknown,
+                waited_on_person: false,
+                duration_ms: 0,
+            });
+            progress.calls.len() - 1
+        });
+        let started = Instant::now();
+        let held: HeldSignal = Rc::new(move |on| person.held(on));
+        let request = CallRequest {
+            call_number: call.call_number,
+            tool: call.tool,
+            args: call.args,
+        };
+        let reply = self.dispatcher.call(request, held);
+        let progress = self.progress.clone();
+        Box::pin(async move {
+            let reply = reply.await;
+            if let (Some(index), Ok(mut progress)) = (index, progress.lock())
+                && let Some(summary) = progress.calls.get_mut(index)
+            {
+                summary.outcome = match &reply {
+                    Ok(_) => CallOutcome::Ok,
+                    Err(failure) => failure.outcome,
+                };
+                summary.duration_ms =
+                    u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            }
+            reply
+        })
+    }
+
+    fn idle(&self, state: IdleState) {
+        if let Ok(mut progress) = self.progress.lock() {
+            progress.console.extend(state.console);
+        }
+    }
+}
+
+/// `--report`: the sandbox's own report, the warnings and the digest.
+fn print_report(run: &RunResult) -> ExitCode {
+    let json = json!({
+        "report": run.report,
+        "warnings": run.warnings,
+        "catalog_digest": run.catalog_digest,
+    });
+    println!("{json:#}");
+    if matches!(run.report.outcome, kiln_types::RunOutcome::Failed(_)) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+fn print_result(result: &ToolResult) -> ExitCode {
+    match serde_json::to_string_pretty(result) {
+        Ok(json) => println!("{json}"),
+        Err(error) => {
+            eprintln!("error: the result could not be written as JSON: {error}");
+            return ExitCode::FAILURE;
+        }
+    }
+    if result.is_error {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
