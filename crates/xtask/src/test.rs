@@ -192,20 +192,39 @@ fn spec_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
     Ok(specs)
 }
 
-/// `cargo fmt --check` and `clippy -D warnings`, one check each.
+/// The packages that never build for the browser: the native command, the test
+/// peers it starts (processes on loopback ports), and this driver. Every other
+/// package is linted for wasm32 as well, so a new crate is browser-clean from
+/// its first commit.
+const NATIVE_ONLY: &[&str] = &["kiln-cli", "kiln-testkit", "xtask"];
+
+/// `cargo fmt --check`, then `clippy -D warnings` for the host and for wasm32,
+/// one check each. The wasm32 runs lint what a host build never compiles (the
+/// `browser` modules, every `#[cfg(target_arch = "wasm32")]` item): each
+/// browser crate's lib, then the `wasm-bindgen-test` suites with their unit
+/// tests (`--tests`, not `--all-targets`: the other packages' tests and
+/// examples need the native-only test peers and do not build for wasm32).
 fn lints(root: &Path) -> Tally {
+    let deny_warnings = ["--quiet", "--", "-D", "warnings"];
+    let mut wasm_libs = vec!["clippy", "--target", tools::WASM_TARGET, "--workspace"];
+    for package in NATIVE_ONLY {
+        wasm_libs.extend(["--exclude", package]);
+    }
+    wasm_libs.extend(deny_warnings);
+    let mut wasm_tests = vec!["clippy", "--target", tools::WASM_TARGET, "--tests"];
+    for package in WASM_SUITES {
+        wasm_tests.extend(["--package", package]);
+    }
+    wasm_tests.extend(deny_warnings);
+    let mut host = vec!["clippy", "--workspace", "--all-targets"];
+    host.extend(deny_warnings);
+
     let mut tally = Tally::default();
-    let checks: [&[&str]; 2] = [
-        &["fmt", "--all", "--", "--check"],
-        &[
-            "clippy",
-            "--workspace",
-            "--all-targets",
-            "--quiet",
-            "--",
-            "-D",
-            "warnings",
-        ],
+    let checks = [
+        vec!["fmt", "--all", "--", "--check"],
+        host,
+        wasm_libs,
+        wasm_tests,
     ];
     for args in checks {
         let mut command = cargo(root);
