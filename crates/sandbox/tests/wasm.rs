@@ -3,6 +3,10 @@
 //! a real browser event (the worker's `setTimeout`) while the run waits: the
 //! `sleep` and delayed tool cases.
 #![cfg(target_arch = "wasm32")]
+#![expect(
+    clippy::unwrap_used,
+    reason = "clippy does not see `wasm_bindgen_test` functions as tests; a panic is a failed test"
+)]
 
 mod cases;
 
