@@ -169,3 +169,62 @@ test("a run ended by terminating its worker keeps the output and calls the host 
   );
   assert.match(result.content[0].text, /\nOutput:\nbefore\n/);
 });
+
+test("kiln.run({signal}) cancels at once: the runaway guest's worker is ended, calls keep their outcomes", async () => {
+  const { page } = app();
+  const result = await page.evaluate(async () => {
+    const { Kiln } = await import("./kiln.js");
+    window.kiln ??= await Kiln.load();
+    const controller = new AbortController();
+    let calls = 0;
+    const tools = {
+      // Reached its tool (the page's call), then the run was cancelled.
+      echo: { input_schema: { type: "object" }, call: (args) => (calls++, args) },
+      slow: {
+        input_schema: { type: "object" },
+        call: () => {
+          calls++;
+          controller.abort();
+          return new Promise(() => {});
+        },
+      },
+    };
+    return window.kiln.run({
+      code: "console.log('before'); await tools.echo({a: 1}); await tools.slow({}); while (true) {}",
+      tools,
+      signal: controller.signal,
+    });
+  });
+  const s = result.structuredContent;
+  assert.equal(result.isError, true);
+  assert.equal(result.errorCode, "cancelled");
+  assert.equal(s.status, "cancelled");
+  assert.equal(s.output, "before\n");
+  assert.deepEqual(s.calls.map((call) => [call.tool, call.outcome]), [["echo", "ok"], ["slow", "outcome_unknown"]]);
+  // A runaway guest, stopped from outside long before its 10 s CPU budget; a call
+  // waiting on an approval that never comes was never sent: cancelled.
+  const runaway = await page.evaluate(async () => {
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const started = performance.now();
+    const result = await window.kiln.run({
+      // The sleep lets the call reach the host (calls travel when the guest goes idle).
+      code: "tools.write_it({}).catch(() => {}); await sleep(1); while (true) {}",
+      tools: { write_it: { category: "write", input_schema: { type: "object" }, call: (args) => args } },
+      approve: () => new Promise(() => {}),
+      signal: controller.signal,
+    });
+    return { result, ms: performance.now() - started };
+  });
+  assert.equal(runaway.result.structuredContent.status, "cancelled");
+  assert.deepEqual(runaway.result.structuredContent.calls.map((call) => call.outcome), ["cancelled"]);
+  assert.ok(runaway.ms < 9_000, `cancelled after ${runaway.ms} ms`);
+  // An already aborted signal cancels before anything runs; the next run works.
+  const early = await page.evaluate(() => window.kiln.run({ code: "return 1", signal: AbortSignal.abort() }));
+  assert.equal(early.structuredContent.status, "cancelled");
+  const next = await run({ code: "return 6 * 7" });
+  assert.equal(next.structuredContent.value, 42);
+  // Not a signal: a TypeError naming it.
+  const refused = await page.evaluate(() => window.kiln.run({ code: "return 1", signal: 5 }).catch((e) => String(e)));
+  assert.match(refused, /TypeError: kiln\.run: `signal` must be an AbortSignal/);
+});

@@ -40,6 +40,18 @@ test("stops a program that never ends, then runs the next one", async () => {
   assert.equal(await page.getByTestId("result-value").textContent(), "42");
 });
 
+test("Stop ends a running program at once, and the next run works", async () => {
+  const { page } = app();
+  await page.getByTestId("code-editor").fill("console.log('spinning'); while (true) {}");
+  await page.getByTestId("run-button").click();
+  await page.getByTestId("stop-run").click();
+  await page.locator('[data-testid="run-status"]:not(.running)').waitFor();
+  assert.match(await page.getByTestId("run-status").textContent(), /^Stopped after .*: you stopped the program\./);
+  assert.match(await page.getByTestId("run-error").textContent(), /^cancelled: /);
+  assert.equal(await page.getByTestId("stop-run").count(), 0, "Stop goes with the run");
+  assert.match(await runProgram(page, "return 6 * 7"), /^Completed/);
+});
+
 test("Ctrl+Enter in the editor runs the program", async () => {
   const { page } = app();
   await page.getByTestId("code-editor").fill('return "keyboard"');

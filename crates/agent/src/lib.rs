@@ -29,6 +29,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::Dispatcher;
+use kiln_types::cancel::AbortSignal;
 use kiln_types::{RunLimits, RunResult};
 
 pub use ladder::{Environment, People, ToolBridge, Workspace};
@@ -40,12 +41,16 @@ pub use request::{Builtin, Limits, RequestError, RunRequest};
 /// Implementations: the browser's pool of sandbox workers (ending a runaway
 /// guest by terminating its worker), the CLI's sandbox thread under a
 /// watchdog, an in-process sandbox in tests. A runner never fails: a sandbox
-/// that cannot start or dies is an `engine` failure in the report.
+/// that cannot start or dies is an `engine` failure in the report. When
+/// `cancel` is thrown the runner ends the run at once (`cancelled`, with the
+/// output and call outcomes so far); a runner that cannot (the CLI's thread,
+/// which its watchdog ends instead) says so in its docs.
 pub trait SandboxRunner {
     fn run(
         &self,
         code: String,
         limits: RunLimits,
         tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
     ) -> LocalBoxFuture<'static, RunResult>;
 }

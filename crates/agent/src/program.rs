@@ -4,6 +4,7 @@
 
 use kiln_store::StoreError;
 use kiln_types::RunResult;
+use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{ToolResult, run_id_from};
 
 use crate::SandboxRunner;
@@ -73,7 +74,8 @@ pub struct ProgramRun {
     pub record_error: Option<StoreError>,
 }
 
-/// Runs `request` in `environment` on `runner`.
+/// Runs `request` in `environment` on `runner`; `cancel` ends it at once
+/// (status `cancelled`, recorded so).
 ///
 /// # Errors
 ///
@@ -83,12 +85,18 @@ pub async fn run_program(
     request: RunRequest,
     environment: &Environment,
     runner: &dyn SandboxRunner,
+    cancel: AbortSignal,
 ) -> Result<ProgramRun, RequestError> {
     let run_id = RunId::for_request(&request, environment.random.as_ref());
     let ladder = assemble(&request, environment).await?;
     let dispatcher = ladder.dispatcher.clone();
     let mut run = runner
-        .run(request.code, request.limits.get(), ladder.dispatcher)
+        .run(
+            request.code,
+            request.limits.get(),
+            ladder.dispatcher,
+            cancel,
+        )
         .await;
     // The ladder's warnings (sources that did not answer, entries the
     // registry refused) come ahead of admission's, once.

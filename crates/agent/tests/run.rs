@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
+use futures::future::{Either, select};
 use kiln_agent::ladder::Environment;
 use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge, Workspace, run_program};
 use kiln_capabilities::gate::{Fixed, Headless, SessionAllow};
@@ -21,9 +22,10 @@ use kiln_sandbox::clock::PersonSignal;
 use kiln_sandbox::tools::{ToolCall, ToolHost};
 use kiln_store::history::History;
 use kiln_store::native::{MemoryBackend, MemoryTree};
+use kiln_types::cancel::AbortSignal;
 use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::ToolReply;
-use kiln_types::{RunLimits, RunResult};
+use kiln_types::{RunError, RunLimits, RunReport, RunResult};
 use serde_json::{Value, json};
 
 /// The sandbox in this process, every call up the run's ladder.
@@ -51,18 +53,23 @@ impl SandboxRunner for InProcess {
         code: String,
         limits: RunLimits,
         tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
     ) -> LocalBoxFuture<'static, RunResult> {
         Box::pin(async move {
             let admission = Admission::admit(&tools.catalog(), "test").unwrap();
             let warnings = admission.warnings.clone();
             let digest = admission.digest();
-            let report = kiln_sandbox::run_with_tools(
+            let run = kiln_sandbox::run_with_tools(
                 &code,
                 &limits,
                 Rc::new(admission),
                 Rc::new(Ladder(tools)),
-            )
-            .await;
+            );
+            // Dropping the run's future ends it: this runner's way to cancel.
+            let report = match select(Box::pin(run), cancel.aborted()).await {
+                Either::Left((report, _)) => report,
+                Either::Right(((), _)) => RunReport::stopped(RunError::cancelled("the test"), 0.0),
+            };
             RunResult {
                 report,
                 warnings,
@@ -82,11 +89,26 @@ impl Implementation for Echo {
     }
 }
 
-struct Bridge(Rc<RefCell<u32>>);
+/// A page tool that throws the run's cancel switch and never answers (the
+/// person pressed Stop while it ran).
+struct StopsTheRun(AbortSignal);
+
+impl Implementation for StopsTheRun {
+    fn call(&self, _: Value, _: CallContext, _: Permit) -> LocalBoxFuture<'static, ToolReply> {
+        self.0.abort();
+        Box::pin(futures::future::pending())
+    }
+}
+
+struct Bridge(Rc<RefCell<u32>>, AbortSignal);
 
 impl ToolBridge for Bridge {
     fn implementation(&self, name: &str) -> Option<Rc<dyn Implementation>> {
-        (name != "orphan").then(|| Rc::new(Echo(self.0.clone())) as Rc<dyn Implementation>)
+        match name {
+            "orphan" => None,
+            "stop" => Some(Rc::new(StopsTheRun(self.1.clone()))),
+            _ => Some(Rc::new(Echo(self.0.clone()))),
+        }
     }
 }
 
@@ -104,11 +126,13 @@ struct Setup {
     environment: Environment,
     backend: Rc<MemoryBackend>,
     calls: Rc<RefCell<u32>>,
+    cancel: AbortSignal,
 }
 
 fn setup(approver: Rc<dyn Approver>) -> Setup {
     let backend = MemoryBackend::new();
     let calls = Rc::new(RefCell::new(0));
+    let cancel = AbortSignal::new();
     let workspace = Workspace {
         backend: backend.clone(),
         files: MemoryTree::new(),
@@ -124,18 +148,25 @@ fn setup(approver: Rc<dyn Approver>) -> Setup {
                 session: SessionAllow::default(),
             },
             own_tools: None,
-            bridge: Some(Rc::new(Bridge(calls.clone()))),
+            bridge: Some(Rc::new(Bridge(calls.clone(), cancel.clone()))),
             workspace: Some(Rc::new(Ok(workspace))),
             random: Rc::new(|| [7; 8]),
         },
         backend,
         calls,
+        cancel,
     }
 }
 
 fn run(setup: &Setup, request: Value) -> kiln_agent::ProgramRun {
     let request = RunRequest::from_value(request).unwrap();
-    block_on(run_program(request, &setup.environment, &InProcess)).unwrap()
+    block_on(run_program(
+        request,
+        &setup.environment,
+        &InProcess,
+        setup.cancel.clone(),
+    ))
+    .unwrap()
 }
 
 fn value(run: &kiln_agent::ProgramRun) -> Value {
@@ -299,4 +330,23 @@ fn a_call_key_names_the_run_and_drops_the_keyless_warning() {
     assert_eq!(first.result.structured_content["keyless"], json!(false));
     let keyless = run(&setup, json!({"code": "return 1"}));
     assert_eq!(id(&keyless), json!("codemode:0707070707070707"));
+}
+
+#[test]
+fn a_cancelled_run_ends_cancelled_and_is_recorded_so() {
+    let setup = setup(Rc::new(Headless::new("agent test")));
+    let ran = run(
+        &setup,
+        json!({"code": "console.log('before'); await tools.stop({}); return 1", "tools": {"stop": {}}}),
+    );
+    assert!(ran.result.is_error);
+    assert_eq!(ran.result.error_code.as_deref(), Some("cancelled"));
+    assert_eq!(ran.result.structured_content["status"], "cancelled");
+    assert_eq!(
+        ran.result.structured_content["termination_reason"],
+        "cancelled"
+    );
+    let history = History::new(setup.backend.clone());
+    let job = block_on(history.job(ran.job_id.as_deref().unwrap())).unwrap();
+    assert_eq!(job.status, "cancelled");
 }

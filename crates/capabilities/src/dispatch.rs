@@ -3,7 +3,8 @@
 //! asked → implementation. Results and errors leave it scrubbed of the run's
 //! secrets.
 
-use std::cell::Cell;
+use std::cell::{Cell, RefCell};
+use std::collections::BTreeSet;
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
@@ -41,11 +42,28 @@ pub struct CallContext {
     pub held: HeldSignal,
 }
 
-/// Per-run counters capabilities share (the fetch budget).
-#[derive(Debug)]
+/// Told the number of each call as it reaches its implementation.
+pub type StartObserver = Rc<dyn Fn(u32)>;
+
+/// Per-run counters capabilities share (the fetch budget), and which calls
+/// reached their implementation: a run cancelled while a call is still in the
+/// ladder (waiting on an approval, say) reports it `cancelled` (never sent),
+/// one that reached its tool `outcome_unknown`.
 pub struct RunState {
     pub limits: RunLimits,
     fetch_calls: Cell<u32>,
+    started: RefCell<BTreeSet<u32>>,
+    on_start: RefCell<Option<StartObserver>>,
+}
+
+impl std::fmt::Debug for RunState {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RunState")
+            .field("limits", &self.limits)
+            .field("fetch_calls", &self.fetch_calls)
+            .field("started", &self.started)
+            .finish_non_exhaustive()
+    }
 }
 
 impl RunState {
@@ -54,6 +72,28 @@ impl RunState {
         Self {
             limits: limits.clamped(),
             fetch_calls: Cell::new(0),
+            started: RefCell::default(),
+            on_start: RefCell::default(),
+        }
+    }
+
+    /// Whether call `call_number` reached its implementation.
+    #[must_use]
+    pub fn started(&self, call_number: u32) -> bool {
+        self.started.borrow().contains(&call_number)
+    }
+
+    /// Tells `observer` the number of each call as it reaches its
+    /// implementation (a host on another thread mirrors it).
+    pub fn on_start(&self, observer: StartObserver) {
+        *self.on_start.borrow_mut() = Some(observer);
+    }
+
+    fn start(&self, call_number: u32) {
+        self.started.borrow_mut().insert(call_number);
+        let observer = self.on_start.borrow().clone();
+        if let Some(observer) = observer {
+            observer(call_number);
         }
     }
 
@@ -206,6 +246,7 @@ impl Dispatcher {
                     }
                 }
             }
+            context.run.start(call_number);
             let reply = entry.implementation().call(args, context, Permit(())).await;
             match reply {
                 Ok(value) => Ok(secrets.redact(value)),

@@ -15,6 +15,7 @@ use std::io::{IsTerminal as _, Read as _, Write as _};
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 use std::rc::Rc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, OnceLock, mpsc};
 use std::time::{Duration, Instant};
 
@@ -29,6 +30,7 @@ use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::clock::{IdleState, PersonSignal};
 use kiln_sandbox::tools::{ToolCall, ToolHost, ToolReply};
 use kiln_sandbox::{CpuGauge, Sandbox};
+use kiln_types::cancel::AbortSignal;
 use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::{CallOutcome, CallSummary, ToolResult, Warning};
 use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport, RunResult};
@@ -111,9 +113,16 @@ fn run_here(run: Prepared, raw: bool) -> ExitCode {
         raw,
     });
     kiln_alloc::set_exhausted_hook(memory_exhausted);
+    // Ctrl-C (or the supervising process passing it on) cancels the run: the
+    // watchdog answers with the output and call outcomes so far.
+    let interrupted = Arc::new(AtomicBool::new(false));
+    let _ = ctrlc::set_handler({
+        let interrupted = interrupted.clone();
+        move || interrupted.store(true, Ordering::SeqCst)
+    });
     // The budget counts the process's whole heap, from here on.
     kiln_alloc::set_limit(usize::try_from(memory_bytes).unwrap_or(usize::MAX));
-    let finished = run_with_deadline(run, &run_id, &progress);
+    let finished = run_with_deadline(run, &run_id, &progress, &interrupted);
     kiln_alloc::set_limit(usize::MAX);
     match finished {
         Finished::Answered(result, sandbox_run) => {
@@ -215,6 +224,11 @@ fn supervise(
         Ok(child) => child,
         Err(error) => return crashed(format!("could not start the sandbox process: {error}")),
     };
+    // Ctrl-C reaches the child too when it comes from the terminal; a
+    // SIGINT sent to this process alone is passed on, and the child answers
+    // `cancelled` with what it has.
+    let pid = child.id();
+    let _ = ctrlc::set_handler(move || pass_on_interrupt(pid));
     if let Some(mut stdin) = child.stdin.take() {
         // A child that died before reading its program is reported below.
         let _ = stdin.write_all(run.request.code.as_bytes());
@@ -245,6 +259,19 @@ fn supervise(
         }
     }
 }
+
+#[cfg(unix)]
+fn pass_on_interrupt(pid: u32) {
+    use nix::sys::signal::{Signal, kill};
+    use nix::unistd::Pid;
+    if let Ok(pid) = i32::try_from(pid) {
+        let _ = kill(Pid::from_raw(pid), Signal::SIGINT);
+    }
+}
+
+/// Elsewhere the console's Ctrl-C reaches the whole process group already.
+#[cfg(not(unix))]
+fn pass_on_interrupt(_pid: u32) {}
 
 /// Everything a run needs, read and checked before it starts.
 pub(crate) struct Prepared {
@@ -528,7 +555,12 @@ enum Finished {
 /// or a run past its wall budget, is given up on here, and the abandoned thread
 /// ends with the process. Both budgets are also kept inside the sandbox, which
 /// reports them itself whenever the guest stops in time.
-fn run_with_deadline(run: Prepared, run_id: &RunId, progress: &Arc<Mutex<Progress>>) -> Finished {
+fn run_with_deadline(
+    run: Prepared,
+    run_id: &RunId,
+    progress: &Arc<Mutex<Progress>>,
+    interrupted: &AtomicBool,
+) -> Finished {
     /// How often the watchdog reads the guest's CPU time.
     const TICK: Duration = Duration::from_millis(5);
     let started = Instant::now();
@@ -554,6 +586,7 @@ fn run_with_deadline(run: Prepared, run_id: &RunId, progress: &Arc<Mutex<Progres
                     run.request,
                     &environment,
                     &runner,
+                    AbortSignal::new(),
                 ));
                 let finished = match ran {
                     Ok(ran) => Finished::Answered(Box::new(ran.result), ran.run),
@@ -600,6 +633,9 @@ fn run_with_deadline(run: Prepared, run_id: &RunId, progress: &Arc<Mutex<Progres
             }
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
+        if interrupted.load(Ordering::SeqCst) {
+            return Finished::Stopped(cancelled_run(started, progress));
+        }
         let stop = if started.elapsed() >= wall {
             RunError::wall_budget(limits.wall_ms)
         } else if gauge.spent() > js_cpu {
@@ -618,12 +654,16 @@ struct ThreadRunner {
     progress: Arc<Mutex<Progress>>,
 }
 
+/// It does not watch `cancel`: Ctrl-C reaches the watchdog on the main
+/// thread, which answers for the run (the sandbox thread ends with the
+/// process).
 impl SandboxRunner for ThreadRunner {
     fn run(
         &self,
         code: String,
         limits: RunLimits,
         tools: Rc<Dispatcher>,
+        _cancel: AbortSignal,
     ) -> LocalBoxFuture<'static, RunResult> {
         let gauge = self.gauge.clone();
         let progress = self.progress.clone();
@@ -652,6 +692,15 @@ impl SandboxRunner for ThreadRunner {
                 progress.warnings = all;
                 progress.digest = catalog_digest.clone();
             }
+            // Which calls reached their tool, for a run cancelled meanwhile.
+            tools.run_state().on_start(Rc::new({
+                let progress = progress.clone();
+                move |call_number| {
+                    if let Ok(mut progress) = progress.lock() {
+                        progress.started.push(call_number);
+                    }
+                }
+            }));
             let host = WatchedTools {
                 dispatcher: tools,
                 progress,
@@ -685,8 +734,31 @@ impl SandboxRunner for ThreadRunner {
 struct Progress {
     console: Vec<ConsoleLine>,
     calls: Vec<CallSummary>,
+    /// The call number of each of `calls`.
+    numbers: Vec<u32>,
+    /// The calls that reached their tool.
+    started: Vec<u32>,
     warnings: Vec<Warning>,
     digest: String,
+}
+
+/// A run cancelled by Ctrl-C: the calls still out that never reached their
+/// tool are `cancelled`, the ones that did `outcome_unknown`.
+fn cancelled_run(started: Instant, progress: &Mutex<Progress>) -> RunResult {
+    if let Ok(mut progress) = progress.lock() {
+        let Progress {
+            calls,
+            numbers,
+            started,
+            ..
+        } = &mut *progress;
+        for (summary, number) in calls.iter_mut().zip(numbers.iter()) {
+            if summary.outcome == CallOutcome::OutcomeUnknown && !started.contains(number) {
+                summary.outcome = CallOutcome::Cancelled;
+            }
+        }
+    }
+    progress_run(RunError::cancelled("Ctrl-C"), started, progress)
 }
 
 /// A run ended from outside: `error`, with the output, the calls and the
@@ -725,6 +797,7 @@ impl ToolHost for WatchedTools {
                 waited_on_person: false,
                 duration_ms: 0,
             });
+            progress.numbers.push(call.call_number);
             progress.calls.len() - 1
         });
         let started = Instant::now();

@@ -654,3 +654,79 @@ fn a_run_has_no_network_unless_it_asks_for_it_by_name() {
     assert_eq!(code, 0);
     assert_eq!(json["structuredContent"]["value"], "address_refused");
 }
+
+#[cfg(unix)]
+#[test]
+fn ctrl_c_prints_the_cancelled_result_with_what_the_run_had() {
+    let store = std::env::temp_dir().join(format!("kiln-cli-cancel-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&store);
+    let catalog = temp_file(
+        "slow.json",
+        r#"[{"name": "slow", "category": "read", "delay_ms": 60000}]"#,
+    );
+    let program = "console.log('before');\n\
+                   await workspace.write('started.txt', 'yes');\n\
+                   await tools.slow({});\n\
+                   return 'never';";
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["run", "-", "--approve", "yes", "--tools"])
+        .arg(&catalog)
+        .arg("--store")
+        .arg(&store)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(program.as_bytes())
+        .unwrap();
+    // The file says the program is past its first call and awaiting `slow`.
+    let marker = store.join("files/started.txt");
+    let waited = std::time::Instant::now();
+    while !marker.exists() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(60),
+            "the program never wrote its marker"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    // SIGINT to the supervising process alone: it passes it on.
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    assert_eq!(
+        output.status.code(),
+        Some(1),
+        "{json} {}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert_eq!(json["errorCode"], "cancelled", "{json}");
+    let s = &json["structuredContent"];
+    assert_eq!(s["status"], "cancelled");
+    assert_eq!(s["output"], "before\n");
+    let outcomes: Vec<(&str, &str)> = s["calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|call| {
+            (
+                call["tool"].as_str().unwrap(),
+                call["outcome"].as_str().unwrap(),
+            )
+        })
+        .collect();
+    // `slow` had reached its tool: what it did is unknown, never resent.
+    assert_eq!(
+        outcomes,
+        [("file_write", "ok"), ("slow", "outcome_unknown")]
+    );
+    let _ = std::fs::remove_dir_all(&store);
+}

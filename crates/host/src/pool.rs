@@ -26,6 +26,7 @@ use futures::channel::mpsc;
 use futures::future::{AbortHandle, FusedFuture, abortable};
 use futures::future::{Either, select};
 use futures::{FutureExt, StreamExt};
+use kiln_types::cancel::AbortSignal;
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
 use kiln_types::tool_result::{CallOutcome, CallSummary, ToolReply};
 use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport, RunResult};
@@ -222,8 +223,20 @@ impl SandboxPool {
     /// layer puts the ladder's own ahead of them).
     /// Never fails: a worker that cannot start or dies becomes an `engine`
     /// failure, a budget the host enforces becomes a budget stop.
-    pub async fn run(&self, code: String, limits: RunLimits, tools: Rc<Dispatcher>) -> RunResult {
+    ///
+    /// `cancel` ends the run at once: its worker is terminated and replaced
+    /// (a pending sleep ends with it), the run is `cancelled` with the output
+    /// and call outcomes so far — a call still in the ladder (never sent to
+    /// its tool) `cancelled`, one its tool had `outcome_unknown`.
+    pub async fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
+    ) -> RunResult {
         let tools = &tools;
+        let mut cancelled = cancel.aborted().fuse();
         let limits = limits.clamped();
         let started = now_ms();
         let mut worker = match self.take_worker() {
@@ -247,6 +260,8 @@ impl SandboxPool {
         }
         let mut watch = Watch::new(started, &limits);
         let calls = Rc::new(RefCell::new(Vec::<CallSummary>::new()));
+        // The call number of each entry of `calls`.
+        let mut numbers = Vec::<u32>::new();
         // The output so far, kept in case the worker has to be terminated.
         let mut console = Vec::<ConsoleLine>::new();
         let (replies, mut replied) = mpsc::unbounded::<(u32, ToolReply)>();
@@ -280,6 +295,7 @@ impl SandboxPool {
                     },
                     event = worker.events.next() => break Step::Event(event),
                     () = timer => break Step::Timer,
+                    () = cancelled => break Step::Cancelled,
                 }
             };
             let event = match step {
@@ -290,6 +306,17 @@ impl SandboxPool {
                     }
                     None => continue,
                 },
+                Step::Cancelled => {
+                    for (summary, number) in calls.borrow_mut().iter_mut().zip(&numbers) {
+                        if summary.outcome == CallOutcome::OutcomeUnknown
+                            && !tools.run_state().started(*number)
+                        {
+                            summary.outcome = CallOutcome::Cancelled;
+                        }
+                    }
+                    let error = RunError::cancelled("the caller");
+                    return self.replace(worker, error, started, &calls.borrow(), console);
+                }
                 Step::Event(event) => event,
             };
             match event {
@@ -316,6 +343,7 @@ impl SandboxPool {
                     watch.idle(now_ms(), cpu_ms, wake_in_ms);
                     console.extend(lines);
                     for request in requests {
+                        numbers.push(request.call_number);
                         let call =
                             dispatch(request, tools, &worker.worker, run_id, &calls, &replies);
                         outstanding.0.borrow_mut().push(call);
@@ -381,6 +409,7 @@ impl SandboxPool {
 enum Step {
     Event(Option<Event>),
     Timer,
+    Cancelled,
 }
 
 /// Starts one tool call up the ladder; its reply comes back through `replies`.

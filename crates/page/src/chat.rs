@@ -358,7 +358,7 @@ impl Kiln {
 }
 
 /// The page's `AbortSignal`, without web-sys's feature for it.
-mod web_sys_abort {
+pub(crate) mod web_sys_abort {
     use js_sys::{Function, Reflect};
     use wasm_bindgen::closure::Closure;
     use wasm_bindgen::{JsCast, JsValue};

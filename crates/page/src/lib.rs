@@ -95,6 +95,7 @@ use kiln_capabilities::{
 use kiln_host::SandboxPool;
 use kiln_http::HttpClient;
 use kiln_types::RunLimits;
+use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
@@ -162,10 +163,11 @@ impl Kiln {
     pub fn report(&self, request: JsValue) -> Promise {
         let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (request, environment, runner) = prepared?;
-            let ran = kiln_agent::run_program(request, &environment, &runner)
+            let (request, environment, runner, cancel) = prepared?;
+            let ran = kiln_agent::run_program(request, &environment, &runner, cancel.abort.clone())
                 .await
                 .map_err(type_error)?;
+            drop(cancel);
             let json = json!({
                 "job_id": ran.job_id,
                 "report": ran.run.report,
@@ -205,10 +207,11 @@ impl Kiln {
     pub fn run(&self, request: JsValue) -> Promise {
         let prepared = self.prepare(&request);
         wasm_bindgen_futures::future_to_promise(async move {
-            let (request, environment, runner) = prepared?;
-            let ran = kiln_agent::run_program(request, &environment, &runner)
+            let (request, environment, runner, cancel) = prepared?;
+            let ran = kiln_agent::run_program(request, &environment, &runner, cancel.abort.clone())
                 .await
                 .map_err(type_error)?;
+            drop(cancel);
             let json = serde_json::to_string(&ran.result)
                 .map_err(|error| type_error(format!("the result could not be encoded: {error}")))?;
             JSON::parse(&json)
@@ -225,16 +228,20 @@ impl SandboxRunner for PoolRunner {
         code: String,
         limits: RunLimits,
         tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
     ) -> LocalBoxFuture<'static, kiln_types::RunResult> {
         let pool = self.0.clone();
-        Box::pin(async move { pool.run(code, limits, tools).await })
+        Box::pin(async move { pool.run(code, limits, tools, cancel).await })
     }
 }
 
 impl Kiln {
     /// Reads the request now, so a bad one rejects before anything starts:
     /// the page's functions here, the rest by the shared parser.
-    fn prepare(&self, request: &JsValue) -> Result<(RunRequest, Environment, PoolRunner), JsValue> {
+    fn prepare(
+        &self,
+        request: &JsValue,
+    ) -> Result<(RunRequest, Environment, PoolRunner, Cancel), JsValue> {
         if !request.is_object() {
             return Err(type_error(
                 "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?, builtins?, allow_net?}",
@@ -258,9 +265,26 @@ impl Kiln {
                 )
             })?)
         };
-        // Functions (`approve`, each tool's `call`) are left out of the JSON.
-        let text = to_json_text(request)
-            .map_err(|problem| type_error(format!("the request {problem}")))?;
+        let cancel = match field("signal") {
+            value if value.is_undefined() || value.is_null() => Cancel::default(),
+            value => {
+                let signal = chat::web_sys_abort::Signal::from_value(value).ok_or_else(|| {
+                    type_error("`signal` must be an AbortSignal (from an AbortController)")
+                })?;
+                let abort = AbortSignal::new();
+                let listener = signal.on_abort(abort.clone());
+                Cancel {
+                    abort,
+                    _listener: Some(listener),
+                }
+            }
+        };
+        // Functions (`approve`, each tool's `call`) are left out of the JSON,
+        // and so is the signal.
+        let copy = Object::assign(&Object::new(), request.unchecked_ref());
+        let _ = Reflect::delete_property(&copy, &JsValue::from_str("signal"));
+        let text =
+            to_json_text(&copy).map_err(|problem| type_error(format!("the request {problem}")))?;
         let parsed = RunRequest::parse(&text).map_err(type_error)?;
         let (host, approver): (String, Rc<dyn Approver>) = match approve {
             Some(callback) => ("page".into(), Rc::new(JsApprover { callback })),
@@ -283,8 +307,16 @@ impl Kiln {
             workspace: Some(self.storage.clone()),
             random: Rc::new(kiln_host::random_bytes),
         };
-        Ok((parsed, environment, PoolRunner(self.pool.clone())))
+        Ok((parsed, environment, PoolRunner(self.pool.clone()), cancel))
     }
+}
+
+/// A run's cancel switch and the page signal's listener that throws it,
+/// removed when the run is done.
+#[derive(Default)]
+struct Cancel {
+    abort: AbortSignal,
+    _listener: Option<chat::web_sys_abort::Listener>,
 }
 
 /// Asks the page's `approve(request)` callback.

@@ -985,6 +985,17 @@ pub(crate) fn Chat(
             }
             match (answered, failed) {
                 (Some(message), _) => {
+                    // Recorded before anything shows the turn ended, so that the end, the
+                    // Stop button going and Send coming back are one change on the page
+                    // (a test once saw the end drawn while Stop was still there).
+                    if !message.text.is_empty()
+                        && let (Some(history), Some(thread_id)) = (&history, &recorded)
+                    {
+                        let _ = history.append(thread_id, "assistant", &message.text).await;
+                    }
+                    if generation.get_value() != this_generation {
+                        return;
+                    }
                     reply.update(|reply| reply.finish(&message, &provider.model));
                     if message.text.is_empty() {
                         // Nothing was answered (stopped at once): the question leaves the
@@ -993,9 +1004,6 @@ pub(crate) fn Chat(
                             messages.pop();
                         });
                     } else {
-                        if let (Some(history), Some(thread_id)) = (&history, &recorded) {
-                            let _ = history.append(thread_id, "assistant", &message.text).await;
-                        }
                         // Tool calls are not kept: no tools were offered, so none can be
                         // answered, and a call without its answer would break the next turn.
                         conversation.update(|messages| {

@@ -42,6 +42,7 @@ use kiln_http::HttpClient;
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::files::FileTree;
 use kiln_types::RunLimits;
+use kiln_types::cancel::AbortSignal;
 
 /// Where the sandbox worker's bootstrap is served, relative to the page.
 const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
@@ -177,11 +178,15 @@ pub fn App() -> impl IntoView {
     let card_approver = approver.clone();
     let providers = chat::ProviderStore::load(storage);
 
+    // The running program's cancel switch, for Stop.
+    let stop_switch = StoredValue::new_local(None::<AbortSignal>);
     let run = move || {
         if running() {
             return;
         }
         set_state.set(RunState::Running);
+        let cancel = AbortSignal::new();
+        stop_switch.set_value(Some(cancel.clone()));
         let client = client.clone();
         let program = code.get_untracked();
         let asker = asker.clone();
@@ -213,7 +218,9 @@ pub fn App() -> impl IntoView {
             let mut request = RunRequest::new(program);
             request.agent = DEFAULT_AGENT.to_owned();
             permissions::ask(&sources.network.borrow(), &mut request);
-            let ran = kiln_agent::run_program(request, &environment, &PoolRunner(client)).await;
+            let ran =
+                kiln_agent::run_program(request, &environment, &PoolRunner(client), cancel).await;
+            stop_switch.set_value(None);
             asker.withdraw();
             approver.withdraw();
             match ran {
@@ -297,6 +304,19 @@ pub fn App() -> impl IntoView {
                     >
                         {move || if running() { "Running…" } else { "Run" }}
                     </button>
+                    <Show when=running>
+                        <button
+                            class="secondary"
+                            data-testid="stop-run"
+                            on:click=move |_| stop_switch.with_value(|cancel| {
+                                if let Some(cancel) = cancel {
+                                    cancel.abort();
+                                }
+                            })
+                        >
+                            "Stop"
+                        </button>
+                    </Show>
                     <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
                 </div>
                 <Permissions gate=panel_gate tools=tools storage=storage />
@@ -794,9 +814,10 @@ impl SandboxRunner for PoolRunner {
         code: String,
         limits: RunLimits,
         tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
     ) -> futures::future::LocalBoxFuture<'static, RunResult> {
         let pool = self.0.clone();
-        Box::pin(async move { pool.run(code, limits, tools).await })
+        Box::pin(async move { pool.run(code, limits, tools, cancel).await })
     }
 }
 
