@@ -231,7 +231,10 @@ async fn add_workspace(
         Some(Err(error)) => {
             registry.warn(kiln_warning(
                 "storage_unavailable",
-                format!("memory, history and workspace tools are off: {error}"),
+                format!(
+                    "memory, history and workspace tools are off: {}",
+                    error.with_hint()
+                ),
                 Some(error.code().into()),
             ));
             return None;
@@ -244,7 +247,8 @@ async fn add_workspace(
             registry.warn(kiln_warning(
                 "storage_unavailable",
                 format!(
-                    "the run could not be recorded, so memory, history and workspace tools are off: {error}"
+                    "the run could not be recorded, so memory, history and workspace tools are off: {}",
+                    error.with_hint()
                 ),
                 Some(error.code().into()),
             ));
@@ -266,7 +270,10 @@ async fn add_workspace(
         {
             registry.warn(kiln_warning(
                 "input_not_stored",
-                format!("input `{name}` was not put in the run memory: {error}"),
+                format!(
+                    "input `{name}` was not put in the run memory: {}",
+                    error.with_hint()
+                ),
                 Some(error.code().into()),
             ));
         }

@@ -13,9 +13,10 @@
 //! A store's error reaches the caller once, through [`store_failure`]: its
 //! stable code (`StoreError::code`, refined to `path_refused` for a path that
 //! could leave the workspace and `namespace_refused` for a `share_result`
-//! outside `shared:`), its message (which names the value and may carry a
-//! `hint:` line) and outcome `error`: the call ran and the store said no,
-//! which is neither the person's refusal nor a budget.
+//! outside `shared:`), its message (which names the value) with
+//! `StoreError::hint` on a `hint:` line after it, and outcome `error`: the
+//! call ran and the store said no, which is neither the person's refusal nor
+//! a budget.
 
 use std::rc::Rc;
 
@@ -81,7 +82,7 @@ pub const NOT_TEXT: &str = "not_text";
 /// A store's error as the call's failure; the one place the mapping lives.
 #[must_use]
 pub fn store_failure(error: StoreError) -> ToolFailure {
-    failure(error.code(), error.to_string())
+    failure(error.code(), error.with_hint().to_string())
 }
 
 /// A failure of the storage capabilities' own (outcome `error`).

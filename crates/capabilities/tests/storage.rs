@@ -12,6 +12,7 @@ use kiln_capabilities::{Storage, builtin};
 use kiln_store::files::{FileTree, MAX_FILE_BYTES, WorkspacePath};
 use kiln_store::history::JobStart;
 use kiln_store::native::{MemoryBackend, MemoryTree};
+use kiln_store::{StoreError, Table};
 use kiln_types::protocol::CallRequest;
 use kiln_types::run::RunLimits;
 use kiln_types::tool_result::{CallOutcome, ToolReply};
@@ -566,6 +567,22 @@ fn bytes_travel_as_base64_and_text_reads_refuse_what_is_not_utf8() {
     let problems = run_steps(&ladder, &steps);
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(!ladder.exists("bad.bin"));
+}
+
+#[test]
+fn a_store_error_reaches_the_model_with_its_hint_on_a_line_of_its_own() {
+    let failure = kiln_capabilities::storage::store_failure(StoreError::Conflict {
+        table: Table::Memories,
+        key: "m-1".to_owned(),
+        expected: "1".to_owned(),
+        found: "2".to_owned(),
+    });
+    assert_eq!(failure.code, "conflict");
+    assert_eq!(
+        failure.message,
+        "`m-1` in memories was changed elsewhere (expected version 1, found 2); nothing was written\nhint: reload it and apply the change again"
+    );
+    assert_eq!(failure.outcome, CallOutcome::Error);
 }
 
 #[test]

@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use std::rc::Rc;
 
 use anyhow::{Context as _, Result, anyhow};
+use kiln_store::StoreError;
 use kiln_store::durable::{DurableMemory, Mark};
 use kiln_store::export::{self, ExportOptions};
 use kiln_store::native::{DirTree, LogBackend};
@@ -114,9 +115,22 @@ pub fn run(args: &MemoryArgs) -> ExitCode {
     match futures::executor::block_on(execute(&args.command)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("{}", shown(&error));
             ExitCode::FAILURE
         }
+    }
+}
+
+/// An error as `error: ...` with the contexts that led to it, then the
+/// store's hint (`StoreError::hint`) on its own `hint: ` line, if it has one.
+pub(crate) fn shown(error: &anyhow::Error) -> String {
+    let hint = error
+        .chain()
+        .find_map(|cause| cause.downcast_ref::<StoreError>())
+        .and_then(StoreError::hint);
+    match hint {
+        Some(hint) => format!("error: {error:#}\nhint: {hint}"),
+        None => format!("error: {error:#}"),
     }
 }
 

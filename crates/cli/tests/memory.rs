@@ -281,7 +281,10 @@ fn bad_inputs_give_clear_errors() {
             &["import", &not_export],
             &store,
             1,
-            &["is not a Kiln export", "nothing was imported"],
+            &[
+                "is not a Kiln export",
+                "nothing was imported\nhint: import a file made by `kiln memory export`",
+            ],
         ),
         (
             &["import", &not_json],
@@ -306,7 +309,12 @@ fn bad_inputs_give_clear_errors() {
             &["could not write", "export-here"],
         ),
         (&["list"], &a_file, 1, &["could not create", "a-file"]),
-        (&["list"], &damaged, 1, &["store.log` line 3", "hint:"]),
+        (
+            &["list"],
+            &damaged,
+            1,
+            &["store.log` line 3", "\nhint: restore `", "delete line 3"],
+        ),
         (
             &["mark", "m-1", "stale"],
             &store,

@@ -83,14 +83,9 @@ async fn open_platform(_workspace: &str) -> Result<Opened, StoreError> {
 
 /// A `StoreError` as a page `Error` with `code` and `hint`.
 pub(crate) fn store_error(error: &StoreError) -> JsValue {
-    let text = error.to_string();
-    let (message, hint) = match text.split_once("\nhint: ") {
-        Some((message, hint)) => (message.to_owned(), Some(hint.to_owned())),
-        None => (text, None),
-    };
-    let js = js_sys::Error::new(&message);
+    let js = js_sys::Error::new(&error.to_string());
     let _ = Reflect::set(&js, &"code".into(), &error.code().into());
-    if let Some(hint) = hint {
+    if let Some(hint) = error.hint() {
         let _ = Reflect::set(&js, &"hint".into(), &hint.into());
     }
     js.into()

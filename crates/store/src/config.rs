@@ -216,6 +216,7 @@ fn read<T: serde::de::DeserializeOwned>(
         serde_json::from_value(record.value).map_err(|error| StoreError::Corrupt {
             place: format!("config `{}`", record.key),
             detail: error.to_string(),
+            hint: None,
         })?;
     set(&mut value, record.version);
     Ok(value)

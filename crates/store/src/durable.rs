@@ -46,6 +46,7 @@ impl Memory {
             serde_json::from_value(record.value).map_err(|error| StoreError::Corrupt {
                 place: format!("memory `{}`", record.key),
                 detail: error.to_string(),
+                hint: None,
             })?;
         memory.version = record.version;
         Ok(memory)

@@ -187,11 +187,10 @@ pub async fn import(
     tree: Option<&dyn FileTree>,
     doc: &Value,
 ) -> Result<ImportSummary, StoreError> {
-    let doc: ExportDoc = serde_json::from_value(doc.clone()).map_err(|error| {
-        StoreError::Invalid(format!(
-            "the import is not a Kiln export ({error}); nothing was imported\nhint: import a file made by `kiln memory export` or the page's `exportAll()`"
-        ))
-    })?;
+    let doc: ExportDoc =
+        serde_json::from_value(doc.clone()).map_err(|error| StoreError::NotAnExport {
+            detail: error.to_string(),
+        })?;
     if doc.format != FORMAT {
         return Err(StoreError::Invalid(format!(
             "the import's format is `{}`, not `{FORMAT}`; nothing was imported",

@@ -28,6 +28,7 @@ fn corrupt(what: &str, record: &Record, error: &serde_json::Error) -> StoreError
     StoreError::Corrupt {
         place: format!("{what} `{}`", record.key),
         detail: error.to_string(),
+        hint: None,
     }
 }
 

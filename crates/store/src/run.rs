@@ -302,6 +302,7 @@ impl RunMemory {
         serde_json::from_value(record.value).map_err(|error| StoreError::Corrupt {
             place: format!("run memory entry `{}`", record.key),
             detail: error.to_string(),
+            hint: None,
         })
     }
 }

@@ -213,8 +213,16 @@ fn a_damaged_line_in_the_middle_is_corrupt_by_line() {
     let message = error.to_string();
     assert_eq!(error.code(), "corrupt");
     assert!(
-        message.contains("line 3") && message.contains(LOG_FILE) && message.contains("hint:"),
+        message.contains("line 3") && message.contains(LOG_FILE),
         "{message}"
+    );
+    // The hint says which line to delete from which file.
+    assert!(
+        error
+            .hint()
+            .is_some_and(|hint| hint.contains(LOG_FILE) && hint.contains("delete line 3")),
+        "{}",
+        error.with_hint()
     );
 }
 

@@ -100,7 +100,10 @@ pub(crate) async fn save_autonomy(config: &Config, settings: &GateSettings) -> R
 }
 
 fn not_saved(error: StoreError) -> String {
-    format!("The permission settings were not saved: {error}")
+    format!(
+        "The permission settings were not saved: {}",
+        error.with_hint()
+    )
 }
 
 /// What the app's programs may reach: off, public addresses, named origins.

@@ -136,8 +136,8 @@ pub(crate) fn preview(bytes: &[u8]) -> Preview {
     }
 }
 
-/// A store error for the page: its sentence, then what to do (the `hint:`
-/// line of its `Display`), if anything.
+/// A store error for the page: its sentence, then what to do
+/// (`StoreError::hint` as a `hint:` line), if anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ErrorText {
     pub message: String,
@@ -153,14 +153,9 @@ impl ErrorText {
 
     /// The error after a few words saying what was being done.
     pub(crate) fn with_prefix(before: &str, error: &StoreError) -> Self {
-        let shown = error.to_string();
-        let (message, hint) = match shown.split_once("\nhint: ") {
-            Some((message, hint)) => (message, Some(format!("hint: {hint}"))),
-            None => (shown.as_str(), None),
-        };
         Self {
-            message: format!("{before}{message}"),
-            hint,
+            message: format!("{before}{error}"),
+            hint: error.hint().map(|hint| format!("hint: {hint}")),
             code: error.code(),
         }
     }

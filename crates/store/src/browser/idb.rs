@@ -224,6 +224,7 @@ impl IdbBackend {
         StoreError::Corrupt {
             place: format!("IndexedDB `{}`, {table} `{key}`", self.name),
             detail: detail.into(),
+            hint: None,
         }
     }
 

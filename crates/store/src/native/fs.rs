@@ -8,7 +8,8 @@ use std::path::Path;
 use crate::error::StoreError;
 
 /// The error for a failed file operation: a full disk is
-/// [`StoreError::QuotaExceeded`], anything else [`StoreError::Io`].
+/// [`StoreError::QuotaExceeded`], a refusal [`StoreError::PermissionDenied`],
+/// anything else [`StoreError::Io`].
 pub(super) fn io_error(action: &str, path: &Path, error: &io::Error) -> StoreError {
     match error.kind() {
         ErrorKind::StorageFull | ErrorKind::QuotaExceeded => StoreError::QuotaExceeded {
@@ -17,8 +18,8 @@ pub(super) fn io_error(action: &str, path: &Path, error: &io::Error) -> StoreErr
                 path.display()
             ),
         },
-        ErrorKind::PermissionDenied => StoreError::Io(format!(
-            "could not {action} `{}`: {error}\nhint: check that this user may read and write the store's folder",
+        ErrorKind::PermissionDenied => StoreError::PermissionDenied(format!(
+            "could not {action} `{}`: {error}",
             path.display()
         )),
         _ => StoreError::Io(format!("could not {action} `{}`: {error}", path.display())),

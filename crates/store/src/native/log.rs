@@ -225,10 +225,11 @@ impl LogBackend {
     fn corrupt(&self, line: u64, detail: impl std::fmt::Display) -> StoreError {
         StoreError::Corrupt {
             place: format!("`{}` line {line}", self.log_path.display()),
-            detail: format!(
-                "{detail}\nhint: restore `{}` from a backup, or delete line {line} by hand to keep the rest",
+            detail: detail.to_string(),
+            hint: Some(format!(
+                "restore `{}` from a backup, or delete line {line} by hand to keep the rest",
                 self.log_path.display()
-            ),
+            )),
         }
     }
 
@@ -586,9 +587,15 @@ mod tests {
         assert_eq!(denied.code(), "io");
         let message = denied.to_string();
         assert!(
-            message.starts_with("could not open `/stores/a/store.log`")
-                && message.contains("hint:"),
+            message.starts_with("could not open `/stores/a/store.log`"),
             "{message}"
+        );
+        assert!(
+            denied
+                .hint()
+                .is_some_and(|hint| hint.contains("read and write the store's folder")),
+            "{}",
+            denied.with_hint()
         );
     }
 }
