@@ -166,7 +166,7 @@ async fn converse(
             ..BudgetLimits::default()
         },
         Rc::new(PriceCatalog::builtin()),
-        Rc::new(kiln_http::now_ms),
+        Rc::new(kiln_http::SystemClock),
     );
     let mut messages = Vec::new();
     if let Some(system) = &args.system {

@@ -12,12 +12,13 @@
 //! Boa or of what a tool does.
 
 mod pool;
-mod time;
 mod tools;
 
+/// The host's clock: `kiln-clock`'s system clock, `performance.now()` on a page and in a
+/// worker alike.
+pub use kiln_clock::now_ms;
 pub use kiln_types::RunResult;
 pub use pool::SandboxPool;
-pub use time::{now_ms, sleep_ms};
 
 /// Eight random bytes from the browser's crypto, for run ids; without it
 /// (never in a browser that runs wasm), the clock's bits, still unique on

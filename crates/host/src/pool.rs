@@ -34,8 +34,8 @@ use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
 use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
 
-use crate::time::{now_ms, sleep_ms};
 use kiln_capabilities::{Dispatcher, HeldSignal};
+use kiln_clock::{Clock as _, SystemClock, now_ms};
 
 use crate::tools::PersonHold;
 
@@ -115,7 +115,7 @@ impl SandboxWorker {
             return Ok(());
         }
         let next = self.events.next();
-        let deadline = Box::pin(sleep_ms(WORKER_START_MS));
+        let deadline = Box::pin(SystemClock.sleep_until(now_ms() + WORKER_START_MS));
         match select(next, deadline).await {
             Either::Left((Some(Event::Message(FromSandbox::Ready)), _)) => {
                 self.ready = true;
@@ -274,12 +274,12 @@ impl SandboxPool {
         // the timer is re-armed only when it fires early or a deadline moves
         // earlier (the guest became busy after an idle spell).
         let mut armed = watch.deadline();
-        let mut timer = Box::pin(sleep_ms((armed - now_ms()).max(0.0)).fuse());
+        let mut timer = Box::pin(SystemClock.sleep_until(armed).fuse());
         loop {
             let deadline = watch.deadline();
             if deadline < armed || timer.is_terminated() {
                 armed = deadline;
-                timer = Box::pin(sleep_ms((armed - now_ms()).max(0.0)).fuse());
+                timer = Box::pin(SystemClock.sleep_until(armed).fuse());
             }
             let step = loop {
                 futures::select_biased! {
@@ -290,7 +290,7 @@ impl SandboxPool {
                         let deadline = watch.deadline();
                         if deadline < armed {
                             armed = deadline;
-                            timer = Box::pin(sleep_ms((armed - now_ms()).max(0.0)).fuse());
+                            timer = Box::pin(SystemClock.sleep_until(armed).fuse());
                         }
                     },
                     event = worker.events.next() => break Step::Event(event),

@@ -34,8 +34,6 @@ use crate::{
     BodyStream, HttpClient, HttpError, Redirect, Request, Response, StreamingResponse, check_scheme,
 };
 
-pub(crate) mod clock;
-
 /// `fetch` from `globalThis`. Holds nothing: every request looks the globals up afresh.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct FetchClient;

@@ -4,8 +4,11 @@
 //! Capabilities and LLM providers talk HTTP through [`HttpClient`], so the same code runs
 //! natively and in the browser. Two implementations sit behind [`default_client`]: `ureq` on
 //! a thread of its own natively (`native.rs`), the global `fetch` in a Window or a Worker in
-//! the browser (`browser.rs`). [`sleep`] and [`now_ms`] are the two bits of time the callers
-//! need (retry back-off, deadlines) without touching a platform API themselves.
+//! the browser (`browser.rs`). The clock seam ([`Clock`], [`SystemClock`], and the system
+//! clock's [`now_ms`] and [`sleep`]) comes from `kiln-clock` and is re-exported here, so that
+//! callers (retry back-off, deadlines) need no platform API and no other crate for time;
+//! `FakeClock` too, under the `fake-clock` feature tests turn on. This crate's own timeouts
+//! run on the system clock: they bound real network waits.
 //!
 //! What every implementation keeps:
 //! - a status that is not 2xx is a [`Response`], not an error: the caller decides;
@@ -42,6 +45,9 @@ mod native;
 
 #[cfg(target_arch = "wasm32")]
 pub use browser::FetchClient;
+#[cfg(feature = "fake-clock")]
+pub use kiln_clock::FakeClock;
+pub use kiln_clock::{Clock, SystemClock, now_ms, sleep, whole_ms};
 #[cfg(not(target_arch = "wasm32"))]
 pub use native::UreqClient;
 
@@ -231,28 +237,6 @@ pub fn default_client() -> Rc<dyn HttpClient> {
 #[cfg(target_arch = "wasm32")]
 pub fn default_client() -> Rc<dyn HttpClient> {
     Rc::new(FetchClient::new())
-}
-
-/// Resolves after `ms` milliseconds (or later, never earlier). Dropping it cancels the timer.
-///
-/// Natively one timer thread serves every sleep of the process; in the browser it is
-/// `setTimeout` on `globalThis`, in a Window or a Worker alike (clamped to `i32::MAX` ms,
-/// about 24 days, the longest delay timers take).
-pub fn sleep(ms: u64) -> LocalBoxFuture<'static, ()> {
-    #[cfg(not(target_arch = "wasm32"))]
-    return native::clock::sleep(ms);
-    #[cfg(target_arch = "wasm32")]
-    return browser::clock::sleep(ms);
-}
-
-/// Milliseconds on a monotonic clock from an arbitrary origin: only differences mean
-/// anything. Natively an `Instant` since the first call in the process; in the browser
-/// `performance.now()` (or `Date.now()` where a scope has no `performance`).
-pub fn now_ms() -> f64 {
-    #[cfg(not(target_arch = "wasm32"))]
-    return native::clock::now_ms();
-    #[cfg(target_arch = "wasm32")]
-    return browser::clock::now_ms();
 }
 
 /// Refuses any scheme but `http` and `https` before a platform sees the URL (callers may ask

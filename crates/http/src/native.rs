@@ -29,8 +29,6 @@ use crate::{
     public_request,
 };
 
-pub(crate) mod clock;
-
 /// `ureq` with statuses returned as responses, not errors. Connections are pooled across
 /// requests of one client (cloning shares the pools).
 #[derive(Clone)]

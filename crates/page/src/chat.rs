@@ -105,7 +105,7 @@ fn new_budget(limits: BudgetRequest) -> RunBudget {
                 .unwrap_or(defaults.unpriced_token_ceiling),
         },
         Rc::new(PriceCatalog::builtin()),
-        Rc::new(kiln_http::now_ms),
+        Rc::new(kiln_http::SystemClock),
     )
 }
 

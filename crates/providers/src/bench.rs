@@ -142,7 +142,8 @@ pub fn cost_overhead(turns: u32, now_ms: &dyn Fn() -> f64) -> CostFigures {
             ..BudgetLimits::default()
         },
         std::rc::Rc::new(PriceCatalog::builtin()),
-        std::rc::Rc::new(|| 0.0),
+        // No deadline: the clock is never read for one.
+        std::rc::Rc::new(kiln_http::SystemClock),
     );
     let batches = (turns / 1000).max(1);
     let samples: Vec<f64> = (0..batches)

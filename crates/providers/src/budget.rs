@@ -29,6 +29,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
+use futures::future::LocalBoxFuture;
+use kiln_http::Clock;
+
 use serde::{Deserialize, Serialize};
 
 use crate::cost::{CallCost, Price, PriceCatalog};
@@ -96,12 +99,12 @@ pub struct Spend {
 pub struct RunBudget {
     state: Rc<RefCell<State>>,
     catalog: Rc<PriceCatalog>,
-    clock: Rc<dyn Fn() -> f64>,
+    clock: Rc<dyn Clock>,
 }
 
 struct State {
     limits: BudgetLimits,
-    /// `clock()` at creation plus `deadline_ms`.
+    /// The clock's reading at creation plus `deadline_ms`.
     deadline_at: Option<f64>,
     spent_usd: f64,
     /// The worst case each turn in flight holds, by hold id.
@@ -114,15 +117,13 @@ struct State {
 }
 
 impl RunBudget {
-    /// A budget starting now. `clock` returns monotonic milliseconds (`performance.now()` in
-    /// the browser, an `Instant` natively); the deadline is `clock()` now plus
-    /// `limits.deadline_ms`.
-    pub fn new(
-        limits: BudgetLimits,
-        catalog: Rc<PriceCatalog>,
-        clock: Rc<dyn Fn() -> f64>,
-    ) -> Self {
-        let deadline_at = limits.deadline_ms.map(|deadline_ms| clock() + deadline_ms);
+    /// A budget starting now on `clock` (the host's [`kiln_http::SystemClock`], a test's
+    /// `FakeClock`): the deadline is the clock's reading now plus `limits.deadline_ms`, and a
+    /// turn's deadline timer sleeps on the same clock.
+    pub fn new(limits: BudgetLimits, catalog: Rc<PriceCatalog>, clock: Rc<dyn Clock>) -> Self {
+        let deadline_at = limits
+            .deadline_ms
+            .map(|deadline_ms| clock.now_ms() + deadline_ms);
         Self {
             state: Rc::new(RefCell::new(State {
                 limits,
@@ -153,7 +154,7 @@ impl RunBudget {
         prompt_tokens: u64,
         max_tokens: u32,
     ) -> Result<Reservation, Stop> {
-        let now = (self.clock)();
+        let now = self.clock.now_ms();
         let price = self.catalog.price(model);
         let mut state = self.state.borrow_mut();
         state.check_deadline(now)?;
@@ -226,15 +227,22 @@ impl RunBudget {
     /// Refuses once the deadline has passed (for tool calls, and checks in the middle of a
     /// stream). A refusal is recorded like one from [`RunBudget::reserve`].
     pub fn check_deadline(&self) -> Result<(), Stop> {
-        let now = (self.clock)();
+        let now = self.clock.now_ms();
         self.state.borrow_mut().check_deadline(now)
     }
 
     /// Milliseconds until the deadline (zero once it passed), or `None` without one.
     pub fn remaining_ms(&self) -> Option<f64> {
-        let now = (self.clock)();
+        let now = self.clock.now_ms();
         let deadline_at = self.state.borrow().deadline_at?;
         Some((deadline_at - now).max(0.0))
+    }
+
+    /// A timer that ends when the deadline comes, on the budget's clock; `None` without a
+    /// deadline.
+    pub fn deadline_timer(&self) -> Option<LocalBoxFuture<'static, ()>> {
+        let deadline_at = self.state.borrow().deadline_at?;
+        Some(self.clock.sleep_until(deadline_at))
     }
 
     /// The limits this budget was created with.

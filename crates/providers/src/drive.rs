@@ -8,7 +8,7 @@ use std::rc::Rc;
 use eventsource_stream::EventStream as SseFrames;
 use futures::StreamExt as _;
 use futures::stream::{self, LocalBoxStream};
-use kiln_http::{BodyStream, HttpClient, HttpError, Request};
+use kiln_http::{BodyStream, Clock, HttpClient, HttpError, Request};
 
 use crate::EventStream;
 use crate::error::{ErrorKind, ProviderError};
@@ -126,19 +126,22 @@ pub(crate) struct Turn {
     pub http: Rc<dyn HttpClient>,
     pub request: Request,
     pub retry: RetryPolicy,
+    /// What the retries wait on.
+    pub clock: Rc<dyn Clock>,
     pub idle_ms: u64,
     pub framing: Framing,
     pub decoder: Box<dyn Decoder>,
 }
 
-/// Sends the request, retrying rate limits and server errors within the policy, and
-/// answers the body of the first 2xx response.
+/// Sends the request, retrying rate limits and server errors within the policy (each wait
+/// a sleep on `clock`), and answers the body of the first 2xx response.
 pub(crate) async fn open(
     peer: &Peer,
     http: &dyn HttpClient,
     request: &Request,
     idle_ms: u64,
     retry: RetryPolicy,
+    clock: &dyn Clock,
 ) -> Result<kiln_http::StreamingResponse, ProviderError> {
     let mut attempt = 0_u32;
     loop {
@@ -161,7 +164,7 @@ pub(crate) async fn open(
         {
             return Err(with_attempts(error, attempt));
         }
-        kiln_http::sleep(delay).await;
+        clock.sleep(delay).await;
         attempt += 1;
     }
 }
@@ -424,6 +427,7 @@ impl State {
                     &turn.request,
                     turn.idle_ms,
                     turn.retry,
+                    turn.clock.as_ref(),
                 )
                 .await
                 {

@@ -5,7 +5,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use futures::stream::{self, StreamExt as _};
-use kiln_http::{HttpClient, Request};
+use kiln_http::{Clock, HttpClient, Request, SystemClock};
 use serde_json::Value;
 
 use crate::drive::{self, Decoder, Framing, RetryPolicy, Timeouts, Turn};
@@ -19,6 +19,8 @@ pub struct HttpProvider {
     config: ProviderConfig,
     http: Rc<dyn HttpClient>,
     retry: RetryPolicy,
+    /// What retries wait on.
+    clock: Rc<dyn Clock>,
     timeouts: Timeouts,
 }
 
@@ -29,6 +31,7 @@ impl HttpProvider {
             config,
             http,
             retry: RetryPolicy::default(),
+            clock: Rc::new(SystemClock),
             timeouts: Timeouts::default(),
         }
     }
@@ -36,6 +39,14 @@ impl HttpProvider {
     #[must_use]
     pub fn with_retry(mut self, retry: RetryPolicy) -> Self {
         self.retry = retry;
+        self
+    }
+
+    /// Retries wait on `clock` instead of the system clock (a test's `FakeClock`). The
+    /// request's own timeouts stay on the system clock: they bound real network waits.
+    #[must_use]
+    pub fn with_clock(mut self, clock: Rc<dyn Clock>) -> Self {
+        self.clock = clock;
         self
     }
 
@@ -133,6 +144,7 @@ impl Provider for HttpProvider {
                 redirect: kiln_http::Redirect::Follow,
             },
             retry: self.retry,
+            clock: Rc::clone(&self.clock),
             idle_ms: self.timeouts.idle_ms,
             framing,
             decoder,

@@ -209,10 +209,7 @@ pub fn turn(
             Err(stop) => return refused(stop),
         },
     };
-    let deadline = budget
-        .as_ref()
-        .and_then(RunBudget::remaining_ms)
-        .map(|ms| kiln_http::sleep(ms.max(0.0).ceil() as u64));
+    let deadline = budget.as_ref().and_then(RunBudget::deadline_timer);
     let running = Running {
         inner: provider.stream(request),
         abort,
@@ -293,7 +290,7 @@ mod tests {
                 ..BudgetLimits::default()
             },
             Rc::new(PriceCatalog::builtin()),
-            Rc::new(|| 0.0),
+            Rc::new(kiln_http::FakeClock::new()),
         )
     }
 

@@ -2,9 +2,10 @@
 //! lookups and catalog errors are tables; the sharing rules (concurrent reservations, drop,
 //! clones, the first exhausted reason) are short stories against a fake clock.
 
-use std::cell::Cell;
 use std::rc::Rc;
 
+use futures::FutureExt as _;
+use kiln_http::FakeClock;
 use kiln_providers::budget::{BudgetLimits, RunBudget, Spend};
 use kiln_providers::cost::{
     BUILTIN_PRICES_JSON, CallCost, Price, PriceCatalog, estimate_prompt_tokens,
@@ -27,15 +28,8 @@ fn catalog() -> Rc<PriceCatalog> {
     ))
 }
 
-/// A clock the test moves by hand.
-fn fake_clock(start_ms: f64) -> (Rc<Cell<f64>>, Rc<dyn Fn() -> f64>) {
-    let now = Rc::new(Cell::new(start_ms));
-    let reader = Rc::clone(&now);
-    (now, Rc::new(move || reader.get()))
-}
-
 fn budget_with(limits: BudgetLimits) -> RunBudget {
-    RunBudget::new(limits, catalog(), fake_clock(0.0).1)
+    RunBudget::new(limits, catalog(), Rc::new(FakeClock::new()))
 }
 
 fn capped(max_usd: f64) -> RunBudget {
@@ -137,7 +131,7 @@ fn admission_reserves_the_worst_case_against_spent_and_held() {
 
 #[test]
 fn refusals_say_why_with_the_numbers() {
-    let (now, clock) = fake_clock(0.0);
+    let clock = FakeClock::new();
     let limits = BudgetLimits {
         max_usd: Some(0.50),
         deadline_ms: Some(120_000.0),
@@ -145,7 +139,7 @@ fn refusals_say_why_with_the_numbers() {
         ..BudgetLimits::default()
     };
 
-    let budget = RunBudget::new(limits, catalog(), Rc::clone(&clock));
+    let budget = RunBudget::new(limits, catalog(), Rc::new(clock.clone()));
     spend_cents(&budget, 20);
     let _in_flight = budget.reserve(CENT, 0, 10).unwrap();
     let stop = budget.reserve(CENT, 10, 20).unwrap_err();
@@ -158,7 +152,7 @@ fn refusals_say_why_with_the_numbers() {
         )
     );
 
-    let budget = RunBudget::new(limits, catalog(), Rc::clone(&clock));
+    let budget = RunBudget::new(limits, catalog(), Rc::new(clock.clone()));
     let admitted = budget.reserve("gpt-4o", 12_000, 4_096).map(drop);
     assert!(
         admitted.is_ok(),
@@ -182,7 +176,7 @@ fn refusals_say_why_with_the_numbers() {
         )
     );
 
-    let budget = RunBudget::new(limits, catalog(), Rc::clone(&clock));
+    let budget = RunBudget::new(limits, catalog(), Rc::new(clock.clone()));
     for _ in 0..20 {
         budget.reserve(CENT, 0, 0).unwrap();
     }
@@ -192,7 +186,7 @@ fn refusals_say_why_with_the_numbers() {
         Some("the run has used all 20 of its turns")
     );
 
-    now.set(120_000.0);
+    clock.advance(120_000.0);
     let stop = budget.check_deadline().unwrap_err();
     assert_eq!(
         stop.message.as_deref(),
@@ -288,23 +282,29 @@ fn dropping_a_reservation_releases_its_hold_and_books_nothing() {
 
 #[test]
 fn the_deadline_runs_from_creation_on_the_given_clock() {
-    let (now, clock) = fake_clock(1_000.0);
+    let clock = FakeClock::new();
+    clock.advance(1_000.0);
     let budget = RunBudget::new(
         BudgetLimits {
             deadline_ms: Some(120_000.0),
             ..BudgetLimits::default()
         },
         catalog(),
-        clock,
+        Rc::new(clock.clone()),
     );
     assert_eq!(budget.remaining_ms(), Some(120_000.0));
+    // A turn's deadline timer runs on the same clock.
+    let mut timer = budget.deadline_timer().unwrap();
 
-    now.set(61_000.0);
+    clock.advance(60_000.0);
     assert_eq!(budget.remaining_ms(), Some(60_000.0));
     assert!(budget.check_deadline().is_ok());
     budget.reserve(CENT, 0, 0).unwrap();
+    assert_eq!((&mut timer).now_or_never(), None);
 
-    now.set(121_000.0);
+    clock.advance(60_000.0);
+    assert_eq!((&mut timer).now_or_never(), Some(()));
+    assert_eq!(clock.sleeps(), vec![120_000]);
     assert_eq!(budget.remaining_ms(), Some(0.0));
     let stop = budget.reserve(CENT, 0, 0).unwrap_err();
     assert_eq!(stop.reason, StopReason::Deadline);
@@ -352,7 +352,7 @@ fn checks_run_deadline_then_turns_then_money() {
         },
     ];
     for case in cases {
-        let (now, clock) = fake_clock(0.0);
+        let clock = FakeClock::new();
         let budget = RunBudget::new(
             BudgetLimits {
                 max_usd: Some(0.50),
@@ -361,13 +361,13 @@ fn checks_run_deadline_then_turns_then_money() {
                 ..BudgetLimits::default()
             },
             catalog(),
-            clock,
+            Rc::new(clock.clone()),
         );
         if case.turns_used {
             budget.reserve(CENT, 0, 0).unwrap();
         }
         if case.deadline_passed {
-            now.set(1_000.0);
+            clock.advance(1_000.0);
         }
         let worst_cents = if case.over_cap { 51 } else { 1 };
         let stop = budget.reserve(CENT, 0, worst_cents).unwrap_err();
@@ -459,7 +459,7 @@ fn an_unpriced_model_is_bounded_by_the_token_ceiling_under_a_cap() {
 
 #[test]
 fn the_first_refusal_is_the_reason_the_run_stopped() {
-    let (now, clock) = fake_clock(0.0);
+    let clock = FakeClock::new();
     let budget = RunBudget::new(
         BudgetLimits {
             max_usd: Some(0.50),
@@ -467,12 +467,12 @@ fn the_first_refusal_is_the_reason_the_run_stopped() {
             ..BudgetLimits::default()
         },
         catalog(),
-        clock,
+        Rc::new(clock.clone()),
     );
     assert_eq!(budget.spend().exhausted, None);
     let money = budget.reserve(CENT, 0, 51).unwrap_err();
 
-    now.set(2_000.0);
+    clock.advance(2_000.0);
     let time = budget.reserve(CENT, 0, 1).unwrap_err();
     assert_eq!(time.reason, StopReason::Deadline);
     assert!(budget.check_deadline().is_err());

@@ -12,10 +12,10 @@
 use std::io::Write as _;
 use std::net::TcpListener;
 use std::rc::Rc;
-use std::time::{Duration, Instant};
 
 use futures::StreamExt as _;
 use futures::executor::block_on;
+use kiln_http::{Clock as _, FakeClock};
 use kiln_providers::budget::{BudgetLimits, RunBudget};
 use kiln_providers::cost::PriceCatalog;
 use kiln_providers::{
@@ -200,7 +200,7 @@ fn budget(limits: BudgetLimits) -> RunBudget {
     RunBudget::new(
         limits,
         Rc::new(PriceCatalog::builtin()),
-        Rc::new(kiln_http::now_ms),
+        Rc::new(kiln_http::SystemClock),
     )
 }
 
@@ -496,14 +496,20 @@ fn a_rate_limit_is_waited_out_as_the_provider_asks() {
     // `kiln-429` counts per server across endpoints: one server per adapter, run at once.
     let runs = ProviderKind::ALL.map(|kind| async move {
         let aimock = Aimock::start();
-        let started = Instant::now();
-        let stream = provider(kind, &aimock.url()).stream(ask(kind, "kiln-429"));
+        let clock = FakeClock::auto_advancing();
+        let stream = provider(kind, &aimock.url())
+            .with_clock(Rc::new(clock.clone()))
+            .stream(ask(kind, "kiln-429"));
         let items: Vec<Item> = stream.collect().await;
-        let waited = started.elapsed();
         let message = finished(kind, &items);
         assert_eq!(message.text, "Served after a wait.", "{kind}");
-        // `Retry-After: 1`, not the policy's 5 ms backoff.
-        assert!(waited >= Duration::from_millis(950), "{kind}: {waited:?}");
+        // Retried after 1,000 ms of the fake clock: `Retry-After: 1`, not the policy's
+        // 5 ms backoff.
+        assert_eq!(
+            (clock.sleeps(), clock.now_ms()),
+            (vec![1_000], 1_000.0),
+            "{kind}"
+        );
         let statuses: Vec<_> = aimock
             .journal()
             .as_array()
@@ -518,35 +524,41 @@ fn a_rate_limit_is_waited_out_as_the_provider_asks() {
 
 #[test]
 fn a_rate_limit_that_never_lifts_is_an_error_after_bounded_retries() {
-    // (policy, requests sent, least time taken, phrase): a `Retry-After` longer than the
-    // policy's longest wait is given back at once.
+    // (policy, requests sent, the waits between them on the fake clock, phrase): a
+    // `Retry-After` longer than the policy's longest wait is given back at once.
     let cases = [
-        (QUICK_RETRY, 3, 1_900, "still failing after 2 retries"),
+        (
+            QUICK_RETRY,
+            3,
+            vec![1_000, 1_000],
+            "still failing after 2 retries",
+        ),
         (
             RetryPolicy {
                 max_delay_ms: 500,
                 ..QUICK_RETRY
             },
             1,
-            0,
+            vec![],
             "asked to wait 1000 ms",
         ),
     ];
-    for (retry, requests, least_ms, phrase) in cases {
+    for (retry, requests, waits, phrase) in cases {
         let aimock = Aimock::start();
         let root = aimock.url();
         let runs = ProviderKind::ALL.map(|kind| {
             let root = root.clone();
             async move {
-                let started = Instant::now();
+                let clock = FakeClock::auto_advancing();
                 let stream = provider(kind, &root)
                     .with_retry(retry)
+                    .with_clock(Rc::new(clock.clone()))
                     .stream(ask(kind, "kiln-429-always"));
                 let items: Vec<Item> = stream.collect().await;
-                (kind, started.elapsed(), failed(kind, &items))
+                (kind, clock.sleeps(), failed(kind, &items))
             }
         });
-        for (kind, took, error) in block_on(futures::future::join_all(runs)) {
+        for (kind, slept, error) in block_on(futures::future::join_all(runs)) {
             assert_eq!(error.code(), "rate_limited", "{kind}: {error}");
             assert_eq!(
                 error.kind,
@@ -556,10 +568,7 @@ fn a_rate_limit_that_never_lifts_is_an_error_after_bounded_retries() {
                 "{kind}"
             );
             assert!(error.message.contains(phrase), "{kind}: {error}");
-            assert!(took >= Duration::from_millis(least_ms), "{kind}: {took:?}");
-            if requests == 1 {
-                assert!(took < Duration::from_millis(900), "{kind}: {took:?}");
-            }
+            assert_eq!(slept, waits, "{kind}");
         }
         let journal = aimock.journal();
         for kind in ProviderKind::ALL {
@@ -636,10 +645,11 @@ fn no_answer_is_a_network_error_or_a_timeout() {
     for (port, code, says, hint) in cases {
         for kind in ProviderKind::ALL {
             let root = format!("http://127.0.0.1:{port}");
-            let started = Instant::now();
+            let clock = FakeClock::auto_advancing();
             let items = everything(
                 provider(kind, &root)
                     .with_timeouts(quick)
+                    .with_clock(Rc::new(clock.clone()))
                     .stream(ask(kind, "kiln-hello")),
             );
             let error = failed(kind, &items);
@@ -652,12 +662,8 @@ fn no_answer_is_a_network_error_or_a_timeout() {
                 ),
                 None => assert_eq!(error.hint, None, "{kind}"),
             }
-            // Neither is retried: it took about one timeout, not several.
-            assert!(
-                started.elapsed() < Duration::from_secs(3),
-                "{kind}: {:?}",
-                started.elapsed()
-            );
+            // None is retried: no back-off was ever slept.
+            assert_eq!(clock.sleeps(), Vec::<u64>::new(), "{kind}");
         }
     }
 }
@@ -707,8 +713,7 @@ fn an_abort_mid_stream_ends_the_turn_with_what_came() {
         });
         let provider = provider(kind, &aimock.url());
         let abort = AbortSignal::new();
-        let started = Instant::now();
-        let mut aborted_at = None;
+        let mut aborted = false;
         let mut stream = kiln_providers::turn(
             &provider,
             ask(kind, "kiln-slow"),
@@ -720,16 +725,15 @@ fn an_abort_mid_stream_ends_the_turn_with_what_came() {
         block_on(async {
             while let Some(item) = stream.next().await {
                 if let Ok(Event::TextDelta { text }) = &item
-                    && aborted_at.is_none()
+                    && !aborted
                 {
                     partial.push_str(text);
                     abort.abort();
-                    aborted_at = Some(Instant::now());
+                    aborted = true;
                 }
                 items.push(item);
             }
         });
-        let ended = started.elapsed();
         let message = finished(kind, &items);
         let stop = message.stop.clone().unwrap();
         assert_eq!(stop.reason, StopReason::Aborted, "{kind}");
@@ -740,18 +744,13 @@ fn an_abort_mid_stream_ends_the_turn_with_what_came() {
                 .contains("stopped by the person"),
             "{kind}: {stop:?}"
         );
+        // The abort ends the turn at once: it is seen before the next chunk, so the reply is
+        // exactly the one delta that came before it (the whole reply is two dozen).
         assert_eq!(message.text, partial, "{kind}");
         assert!(
             !partial.is_empty() && partial.len() < 20,
             "{kind}: {partial}"
         );
-        // The whole reply takes about 1.1 s; the abort ends it at once.
-        let after_abort = aborted_at.unwrap().elapsed();
-        assert!(
-            after_abort < Duration::from_millis(300),
-            "{kind}: {after_abort:?}"
-        );
-        assert!(ended < Duration::from_millis(900), "{kind}: {ended:?}");
         // The request went out, and what it used so far was booked (estimated where the
         // provider had not said yet), its hold released.
         let sent = requests_saying(&aimock.journal(), chat_path(kind), "kiln-slow").len();
@@ -777,19 +776,36 @@ fn an_abort_mid_stream_ends_the_turn_with_what_came() {
 fn a_deadline_that_passes_mid_stream_stops_the_turn() {
     let aimock = Aimock::start();
     for kind in ProviderKind::ALL {
-        let budget = budget(BudgetLimits {
-            deadline_ms: Some(400.0),
-            ..BudgetLimits::default()
-        });
+        // The deadline passes when the test moves the fake clock: after the first delta.
+        let clock = FakeClock::new();
+        let budget = RunBudget::new(
+            BudgetLimits {
+                deadline_ms: Some(400.0),
+                ..BudgetLimits::default()
+            },
+            Rc::new(PriceCatalog::builtin()),
+            Rc::new(clock.clone()),
+        );
         let provider = provider(kind, &aimock.url());
-        let started = Instant::now();
-        let items = everything(kiln_providers::turn(
+        let mut stream = kiln_providers::turn(
             &provider,
             ask(kind, "kiln-slow"),
             Some(budget.clone()),
             None,
-        ));
-        let took = started.elapsed();
+        );
+        let mut items = Vec::new();
+        let mut before_deadline = String::new();
+        block_on(async {
+            while let Some(item) = stream.next().await {
+                if let Ok(Event::TextDelta { text }) = &item
+                    && before_deadline.is_empty()
+                {
+                    before_deadline.push_str(text);
+                    clock.advance(400.0);
+                }
+                items.push(item);
+            }
+        });
         let message = finished(kind, &items);
         let stop = message.stop.unwrap();
         assert_eq!(stop.reason, StopReason::Deadline, "{kind}");
@@ -798,21 +814,11 @@ fn a_deadline_that_passes_mid_stream_stops_the_turn() {
             Some("the run's deadline of 0.4 s has passed"),
             "{kind}"
         );
-        // Part of the reply came, not all of it.
-        assert!(
-            message.text.starts_with("One two"),
-            "{kind}: {}",
-            message.text
-        );
-        assert!(
-            !message.text.ends_with("twenty."),
-            "{kind}: {}",
-            message.text
-        );
-        assert!(
-            (Duration::from_millis(400)..Duration::from_millis(1_000)).contains(&took),
-            "{kind}: {took:?}"
-        );
+        // What came before the deadline, and nothing after: the turn's timer slept 400 ms of
+        // the fake clock and was seen before the next chunk.
+        assert!(message.text.starts_with("One"), "{kind}: {}", message.text);
+        assert_eq!(message.text, before_deadline, "{kind}");
+        assert_eq!(clock.sleeps(), vec![400], "{kind}");
         let spend = budget.spend();
         assert_eq!(spend.exhausted, Some(StopReason::Deadline), "{kind}");
         assert_eq!((spend.calls.len(), spend.held_usd), (1, 0.0), "{kind}");

@@ -112,7 +112,7 @@ fn prepare_next() {
 }
 
 fn on_message(event: &MessageEvent) {
-    let received = now_ms();
+    let received = kiln_clock::now_ms();
     let Some(text) = event.data().as_string() else {
         post(&FromSandbox::Rejected {
             problem: "a sandbox message must be a JSON string; this one was not a string".into(),
@@ -146,7 +146,7 @@ fn on_message(event: &MessageEvent) {
                 let warnings = admission.warnings.clone();
                 let catalog_digest = admission.digest();
                 let host = Rc::new(PostMessageTools { run_id });
-                let before_run = now_ms() - received;
+                let before_run = kiln_clock::now_ms() - received;
                 let mut report: RunReport = match sandbox {
                     Ok(sandbox) => {
                         sandbox
@@ -258,16 +258,6 @@ fn memory_exhausted(limit: usize) {
         run_id: CURRENT_RUN.load(Ordering::SeqCst),
         error: RunError::memory_budget(u64::try_from(limit).unwrap_or(u64::MAX)),
     });
-}
-
-/// Milliseconds on the worker's monotonic clock.
-fn now_ms() -> f64 {
-    SCOPE.with(|scope| {
-        scope
-            .as_ref()
-            .and_then(|scope| scope.performance())
-            .map_or(0.0, |performance| performance.now())
-    })
 }
 
 fn post(message: &FromSandbox) {

@@ -15,8 +15,10 @@
 //!   and every in-flight call is held on a person.
 
 use std::cell::{Cell, RefCell};
+use std::cmp::Ordering as Order;
 use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
+use std::ops::Add;
 use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -26,7 +28,61 @@ use std::time::Duration;
 use futures::future::{Either, select};
 use kiln_types::ConsoleLine;
 use kiln_types::tool_result::Budget;
-use web_time::Instant;
+
+/// A reading of the system clock (`kiln_clock::now_ms`), the moments the run's spans start
+/// and end at. Ordered by the reading, which never goes back.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Moment {
+    ms: f64,
+}
+
+impl Moment {
+    pub(crate) fn now() -> Self {
+        Self {
+            ms: kiln_clock::now_ms(),
+        }
+    }
+
+    /// The time since this moment.
+    pub(crate) fn elapsed(self) -> Duration {
+        Self::now().saturating_duration_since(self)
+    }
+
+    /// The time from `earlier` to this moment, zero if `earlier` is later.
+    pub(crate) fn saturating_duration_since(self, earlier: Self) -> Duration {
+        Duration::try_from_secs_f64((self.ms - earlier.ms) / 1e3).unwrap_or(Duration::ZERO)
+    }
+}
+
+impl Add<Duration> for Moment {
+    type Output = Self;
+
+    fn add(self, duration: Duration) -> Self {
+        Self {
+            ms: self.ms + duration.as_secs_f64() * 1e3,
+        }
+    }
+}
+
+impl PartialEq for Moment {
+    fn eq(&self, other: &Self) -> bool {
+        self.cmp(other) == Order::Equal
+    }
+}
+
+impl Eq for Moment {}
+
+impl PartialOrd for Moment {
+    fn partial_cmp(&self, other: &Self) -> Option<Order> {
+        Some(self.cmp(other))
+    }
+}
+
+impl Ord for Moment {
+    fn cmp(&self, other: &Self) -> Order {
+        self.ms.total_cmp(&other.ms)
+    }
+}
 
 /// What the guest is waiting on when it stops running JavaScript.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +101,7 @@ pub struct IdleState {
 /// goes on (the CLI's watchdog polls it to end a guest that never stops).
 #[derive(Debug)]
 pub struct CpuGauge {
-    epoch: Instant,
+    epoch: Moment,
     spent_us: AtomicU64,
     /// Microseconds since `epoch` plus one when the guest started running, or
     /// zero while it is stopped.
@@ -55,7 +111,7 @@ pub struct CpuGauge {
 impl Default for CpuGauge {
     fn default() -> Self {
         Self {
-            epoch: Instant::now(),
+            epoch: Moment::now(),
             spent_us: AtomicU64::new(0),
             busy_since_us: AtomicU64::new(0),
         }
@@ -107,19 +163,19 @@ impl PersonSignal {
 }
 
 pub(crate) struct RunClock {
-    started: Instant,
+    started: Moment,
     js_cpu: Duration,
     person_budget: Duration,
     gauge: Option<Arc<CpuGauge>>,
     cpu: Cell<Duration>,
-    busy_since: Cell<Option<Instant>>,
+    busy_since: Cell<Option<Moment>>,
     /// In-flight calls by number: held on a person right now?
     calls: RefCell<BTreeMap<u32, bool>>,
     held_ever: RefCell<BTreeSet<u32>>,
     /// Deadlines of pending sleeps.
-    sleeps: RefCell<Vec<Instant>>,
+    sleeps: RefCell<Vec<Moment>>,
     person: Cell<Duration>,
-    person_since: Cell<Option<Instant>>,
+    person_since: Cell<Option<Moment>>,
     stop: Cell<Option<Budget>>,
     /// When the program's first statement was about to run, from the start.
     first_statement: Cell<Option<Duration>>,
@@ -130,7 +186,7 @@ pub(crate) struct RunClock {
 impl RunClock {
     pub(crate) fn new(js_cpu_ms: u64, person_wait_ms: u64, gauge: Option<Arc<CpuGauge>>) -> Self {
         Self {
-            started: Instant::now(),
+            started: Moment::now(),
             js_cpu: Duration::from_millis(js_cpu_ms),
             person_budget: Duration::from_millis(person_wait_ms),
             gauge,
@@ -177,7 +233,7 @@ impl RunClock {
     /// The guest starts running JavaScript.
     pub(crate) fn busy(&self) {
         if self.busy_since.get().is_none() {
-            self.busy_since.set(Some(Instant::now()));
+            self.busy_since.set(Some(Moment::now()));
             if let Some(gauge) = &self.gauge {
                 gauge.busy();
             }
@@ -198,7 +254,7 @@ impl RunClock {
             self.stop(Budget::JsCpu);
         }
         self.update_person();
-        let now = Instant::now();
+        let now = Moment::now();
         let wake_in_ms = self
             .sleeps
             .borrow()
@@ -247,12 +303,12 @@ impl RunClock {
         self.update_person();
     }
 
-    pub(crate) fn sleep_started(&self, deadline: Instant) {
+    pub(crate) fn sleep_started(&self, deadline: Moment) {
         self.sleeps.borrow_mut().push(deadline);
         self.update_person();
     }
 
-    pub(crate) fn sleep_ended(&self, deadline: Instant) {
+    pub(crate) fn sleep_ended(&self, deadline: Moment) {
         let mut sleeps = self.sleeps.borrow_mut();
         if let Some(index) = sleeps.iter().position(|pending| *pending == deadline) {
             sleeps.swap_remove(index);
@@ -281,7 +337,7 @@ impl RunClock {
     fn update_person(&self) {
         let waiting = self.waiting_on_person();
         match (waiting, self.person_since.get()) {
-            (true, None) => self.person_since.set(Some(Instant::now())),
+            (true, None) => self.person_since.set(Some(Moment::now())),
             (false, Some(since)) => {
                 self.person.set(self.person.get() + since.elapsed());
                 self.person_since.set(None);
@@ -323,7 +379,11 @@ impl RunClock {
         async move {
             match deadline {
                 Some(remaining) => {
-                    let timer = futures_timer::Delay::new(remaining + Duration::from_millis(1));
+                    // Rounded up to whole milliseconds, and one more: the budget is
+                    // spent once the wait is *past* it.
+                    let timer = kiln_clock::sleep(
+                        kiln_clock::whole_ms(remaining.as_secs_f64() * 1e3).saturating_add(1),
+                    );
                     if let Either::Right(..) = select(Box::pin(changed), timer).await {
                         clock.update_person();
                     }

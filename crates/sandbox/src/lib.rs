@@ -100,7 +100,7 @@ impl Sandbox {
     ///
     /// A report of the engine failure when the context cannot be built.
     pub fn new() -> Result<Self, Box<RunReport>> {
-        let started = web_time::Instant::now();
+        let started = clock::Moment::now();
         let executor = Rc::new(HostJobExecutor::default());
         let console = ConsoleBuffer::new(0);
         let built = (|| {

@@ -2,20 +2,18 @@
 //!
 //! Following the codemode contract: `ms` is an integer from 0 to 10,000 and
 //! anything else throws a `RangeError` naming the limit. The wait is a host
-//! future (a thread timer natively, `setTimeout` in a worker) that the job
+//! future (`kiln-clock`'s: a thread timer natively, `setTimeout` in a worker) that the job
 //! executor awaits, so a sleeping run costs no CPU and never blocks the worker's
 //! event loop. A sleep counts against the wall budget only.
 
 use std::rc::Rc;
 use std::time::Duration;
 
+use crate::clock::{Moment, RunClock};
 use boa_engine::job::NativeAsyncJob;
 use boa_engine::object::builtins::JsPromise;
 use boa_engine::property::Attribute;
 use boa_engine::{Context, JsNativeError, JsResult, JsValue, NativeFunction, Source, js_string};
-use web_time::Instant;
-
-use crate::clock::RunClock;
 
 /// The longest single sleep, in milliseconds.
 pub const MAX_SLEEP_MS: f64 = 10_000.0;
@@ -63,14 +61,14 @@ fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
     // `ms` is an integer in 0..=10_000, so the conversion is exact.
     let duration = Duration::from_millis(ms as u64);
     let clock = context.get_data::<Rc<RunClock>>().cloned();
-    let deadline = Instant::now() + duration;
+    let deadline = Moment::now() + duration;
     if let Some(clock) = &clock {
         clock.sleep_started(deadline);
     }
     let (promise, resolvers) = JsPromise::new_pending(context);
     context.enqueue_job(
         NativeAsyncJob::new(async move |context| {
-            futures_timer::Delay::new(duration).await;
+            kiln_clock::sleep(ms as u64).await;
             if let Some(clock) = &clock {
                 clock.sleep_ended(deadline);
             }

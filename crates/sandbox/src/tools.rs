@@ -25,10 +25,9 @@ use futures::future::LocalBoxFuture;
 use kiln_types::tool_result::{Budget, CallOutcome, CallSummary};
 pub use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde_json::Value;
-use web_time::Instant;
 
 use crate::catalog::Admission;
-use crate::clock::{IdleState, PersonSignal, RunClock};
+use crate::clock::{IdleState, Moment, PersonSignal, RunClock};
 use crate::inspect;
 
 /// One call as the host receives it.
@@ -227,7 +226,7 @@ fn call_tool(
                 .into());
         }
     };
-    let started = Instant::now();
+    let started = Moment::now();
     state.calls.borrow_mut().push(CallSummary {
         tool: tool.clone(),
         outcome: CallOutcome::OutcomeUnknown,

@@ -182,7 +182,7 @@ impl Implementation for DemoTool {
                 }
                 Demo::Wait => {
                     let ms = number("ms");
-                    kiln_host::sleep_ms(ms).await;
+                    kiln_http::sleep(kiln_http::whole_ms(ms)).await;
                     Ok(json!({"waited_ms": ms}))
                 }
                 Demo::Ask => {

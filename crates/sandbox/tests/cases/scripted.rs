@@ -11,7 +11,6 @@
 //! hold it; at most 60,000).
 
 use std::collections::BTreeMap;
-use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use kiln_types::tool_result::CallOutcome;
@@ -92,11 +91,11 @@ impl ToolHost for ScriptedTools {
             };
             if script.person_wait_ms > 0 {
                 person.held(true);
-                futures_timer::Delay::new(Duration::from_millis(script.person_wait_ms)).await;
+                kiln_clock::sleep(script.person_wait_ms).await;
                 person.held(false);
             }
             if script.delay_ms > 0 {
-                futures_timer::Delay::new(Duration::from_millis(script.delay_ms)).await;
+                kiln_clock::sleep(script.delay_ms).await;
             }
             match script.error {
                 Some(failure) => Err(failure),

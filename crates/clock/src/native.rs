@@ -32,7 +32,7 @@ pub(crate) fn sleep(ms: u64) -> LocalBoxFuture<'static, ()> {
         // even that cannot start, `sender` is dropped and the sleep ends at once, so a
         // timeout fails early and visibly rather than never.
         let _ = thread::Builder::new()
-            .name("kiln-http-sleep".to_owned())
+            .name("kiln-clock-sleep".to_owned())
             .spawn(move || {
                 thread::sleep(deadline.saturating_duration_since(Instant::now()));
                 let _ = sender.send(());
@@ -57,7 +57,7 @@ fn timer_thread() -> Option<&'static mpsc::Sender<Wake>> {
         .get_or_init(|| {
             let (sender, receiver) = mpsc::channel();
             thread::Builder::new()
-                .name("kiln-http-timers".to_owned())
+                .name("kiln-clock-timers".to_owned())
                 .spawn(move || run_timers(&receiver))
                 .ok()
                 .map(|_| sender)
