@@ -1,7 +1,8 @@
 //! The contract every backend keeps, as one suite: native tests run it on
 //! [`crate::native::MemoryBackend`] and [`crate::native::LogBackend`], and
 //! `wasm-bindgen-test` runs it in Chromium on IndexedDB and OPFS. A broken
-//! promise panics with the check's name.
+//! promise panics with the check's name. It is built only with the
+//! `contract` feature, which this crate's tests turn on: it never ships.
 
 use std::cell::RefCell;
 use std::rc::Rc;

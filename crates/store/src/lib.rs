@@ -20,14 +20,16 @@
 //!   anything is written.
 //!
 //! **Architecture invariant**: nothing above [`Backend`] knows which platform
-//! it runs on; the contract suite ([`contract`]) runs the same checks against
-//! every backend, natively and in Chromium.
+//! it runs on; the contract suite (`contract`, built only with the `contract`
+//! feature this crate's tests turn on) runs the same checks against every
+//! backend, natively and in Chromium.
 
 pub mod backend;
 #[cfg(target_arch = "wasm32")]
 pub mod browser;
 pub mod clock;
 pub mod config;
+#[cfg(feature = "contract")]
 pub mod contract;
 pub mod durable;
 pub mod error;

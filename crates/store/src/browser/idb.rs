@@ -979,8 +979,9 @@ async fn backfill(table: Table, cursor: IdbRequest, name: &str) -> Result<(), St
     }
 }
 
-/// Test support, compiled for wasm so that the browser suite can use it:
-/// databases as older builds left them.
+/// Test support for the browser suite (the `contract` feature, never in a
+/// shipped build): databases as older builds left them.
+#[cfg(feature = "contract")]
 pub mod testing {
     use super::*;
 

@@ -1,7 +1,7 @@
 //! The browser's storage: [`IdbBackend`] (IndexedDB) behind
 //! [`crate::Backend`] and [`OpfsTree`] (the origin private file system)
 //! behind [`crate::files::FileTree`]. Their native twins are in
-//! [`crate::native`]; the same contract suite ([`crate::contract`]) runs on
+//! [`crate::native`]; the same contract suite (`crate::contract`) runs on
 //! both, natively and in headless Chromium (`tests/browser.rs`).
 //!
 //! Nothing here panics on what the browser answers: every exception and
@@ -12,5 +12,7 @@ mod js;
 mod opfs;
 mod request;
 
-pub use self::idb::{IdbBackend, channel_name, testing};
+#[cfg(feature = "contract")]
+pub use self::idb::testing;
+pub use self::idb::{IdbBackend, channel_name};
 pub use self::opfs::{OpfsTree, WORKSPACES_FOLDER};
