@@ -90,7 +90,8 @@ pub fn run(
         Ok(run) if !child => supervise(&run, tools, limits, raw, permissions),
         Ok(run) => run_here(run, raw),
         Err(error) => {
-            eprintln!("error: {error:#}");
+            // A store that cannot open says what to do about it.
+            eprintln!("{}", crate::memory::shown(&error));
             ExitCode::from(2)
         }
     }
@@ -758,7 +759,11 @@ fn cancelled_run(started: Instant, progress: &Mutex<Progress>) -> RunResult {
             }
         }
     }
-    progress_run(RunError::cancelled("Ctrl-C"), started, progress)
+    progress_run(
+        RunError::cancelled("Ctrl-C stopped the run"),
+        started,
+        progress,
+    )
 }
 
 /// A run ended from outside: `error`, with the output, the calls and the
