@@ -1,5 +1,6 @@
-// Kiln's page API: run agent programs in Boa sandbox workers from any page
-// that serves this folder (pkg/) from its own origin.
+// Kiln's page API: run agent programs from any page that serves this folder
+// (pkg/) from its own origin. Runs happen in Kiln's runtime worker, which
+// starts the Boa sandbox workers itself; the page answers its own tools.
 //
 //   import { Kiln } from "./kiln/kiln.js";
 //   const kiln = await Kiln.load();
@@ -55,7 +56,12 @@ export const Kiln = {
   async load({ poolSize = 2, workspace = "default" } = {}) {
     loading ??= init({ module_or_path: new URL("./kiln_page_bg.wasm", import.meta.url) });
     await loading;
-    const kiln = await Runtime.load(new URL("./workers/sandbox.js", import.meta.url).href, poolSize, workspace);
+    const kiln = await Runtime.load(
+      new URL("./workers/runtime.js", import.meta.url).href,
+      new URL("./workers/sandbox.js", import.meta.url).href,
+      poolSize,
+      workspace,
+    );
     return withStorage(kiln);
   },
 };

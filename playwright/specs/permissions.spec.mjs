@@ -158,7 +158,7 @@ return JSON.parse(r.body).headers.authorization;`;
 });
 
 test("a run has the network only when it asks by name, and loopback only when it names it", async () => {
-  const probe = `try { const r = await tools.http_request({url: ${JSON.stringify(echo.url)}}); return r.status } catch (e) { return e.code }`;
+  const probe = `try { const r = await tools.http_request({url: ${JSON.stringify(echo.url)}}); return r.status } catch (e) { return e.code ?? e.name }`;
   const keys = await run({ code: "return Object.keys(tools).includes('http_request')" });
   assert.equal(keys.result.structuredContent.value, false);
   const none = await run({ code: probe });

@@ -281,3 +281,24 @@ async fn add_workspace(
     kiln_capabilities::builtin::add_storage(registry, &storage);
     Some(record)
 }
+
+/// Checks a workspace's name: it names a database (`kiln-<name>`) and a
+/// folder, so it is 1 to 64 of `A-Z`, `a-z`, `0-9`, `-` and `_`.
+///
+/// # Errors
+///
+/// The sentence saying so.
+pub fn check_workspace_name(workspace: &str) -> Result<(), String> {
+    let good = !workspace.is_empty()
+        && workspace.len() <= 64
+        && workspace
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
+    if good {
+        Ok(())
+    } else {
+        Err(format!(
+            "workspace `{workspace}` must be 1 to 64 of `A-Z`, `a-z`, `0-9`, `-` and `_`"
+        ))
+    }
+}

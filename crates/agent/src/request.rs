@@ -216,8 +216,9 @@ impl RunRequest {
             }
             match name.as_str() {
                 "limits" => {
-                    let limits = serde_json::from_value::<RunLimits>(value)
-                        .map_err(|error| RequestError(format!("`limits`: {error}")))?;
+                    let limits = serde_json::from_value::<RunLimits>(value).map_err(|error| {
+                        RequestError(format!("`limits` are not valid: {error}"))
+                    })?;
                     request.limits = Limits::new(limits);
                 }
                 "agent" => request.agent = agent(&value)?,
@@ -548,11 +549,11 @@ mod tests {
             ),
             (
                 r#"{"code": "", "limits": {"cpu": 1}}"#,
-                "`limits`: unknown field `cpu`",
+                "`limits` are not valid: unknown field `cpu`",
             ),
             (
                 r#"{"code": "", "limits": {"js_cpu_ms": "x"}}"#,
-                "`limits`: invalid type",
+                "`limits` are not valid: invalid type",
             ),
             (
                 r#"{"code": "", "agent": ""}"#,

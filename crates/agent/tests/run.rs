@@ -68,7 +68,9 @@ impl SandboxRunner for InProcess {
             // Dropping the run's future ends it: this runner's way to cancel.
             let report = match select(Box::pin(run), cancel.aborted()).await {
                 Either::Left((report, _)) => report,
-                Either::Right(((), _)) => RunReport::stopped(RunError::cancelled("the test"), 0.0),
+                Either::Right(((), _)) => {
+                    RunReport::stopped(RunError::cancelled("the test stopped the run"), 0.0)
+                }
             };
             RunResult {
                 report,

@@ -148,8 +148,23 @@ impl SandboxWorker {
 
 impl Drop for SandboxWorker {
     fn drop(&mut self) {
+        // An event already queued (the error a dying worker raises after its
+        // `lost`) must reach neither the dropped handlers nor, unhandled, the
+        // scope that started the worker — in the runtime worker that would be
+        // an error of the runtime itself.
+        IGNORE_ERRORS.with(|ignore| {
+            self.worker
+                .set_onerror(Some(ignore.as_ref().unchecked_ref()));
+        });
+        self.worker.set_onmessage(None);
         self.worker.terminate();
     }
+}
+
+thread_local! {
+    /// The handler of a terminated worker's late errors: handled, and nothing more.
+    static IGNORE_ERRORS: Closure<dyn FnMut(ErrorEvent)> =
+        Closure::new(|event: ErrorEvent| event.prevent_default());
 }
 
 /// Runs programs in sandbox workers.
@@ -314,7 +329,7 @@ impl SandboxPool {
                             summary.outcome = CallOutcome::Cancelled;
                         }
                     }
-                    let error = RunError::cancelled("the caller");
+                    let error = RunError::cancelled("the run was stopped before it finished");
                     return self.replace(worker, error, started, &calls.borrow(), console);
                 }
                 Step::Event(event) => event,

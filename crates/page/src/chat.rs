@@ -375,14 +375,20 @@ pub(crate) mod web_sys_abort {
         /// Aborts `abort` when the signal fires (or at once if it already has), for as long
         /// as the returned guard lives; dropping it removes the listener.
         pub fn on_abort(&self, abort: kiln_providers::AbortSignal) -> Listener {
+            self.on_abort_do(move || abort.abort())
+        }
+
+        /// Runs `action` when the signal fires (or at once if it already has), for as long
+        /// as the returned guard lives.
+        pub fn on_abort_do(&self, mut action: impl FnMut() + 'static) -> Listener {
             if Reflect::get(&self.0, &JsValue::from_str("aborted"))
                 .ok()
                 .and_then(|value| value.as_bool())
                 .unwrap_or(false)
             {
-                abort.abort();
+                action();
             }
-            let closure = Closure::<dyn FnMut()>::new(move || abort.abort());
+            let closure = Closure::<dyn FnMut()>::new(action);
             if let Ok(add) = Reflect::get(&self.0, &JsValue::from_str("addEventListener"))
                 .and_then(JsCast::dyn_into::<Function>)
             {

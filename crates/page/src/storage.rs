@@ -33,26 +33,10 @@ pub(crate) type Opened = Workspace;
 /// What `Kiln.load` got: the stores, or why there are none.
 pub(crate) type PageStorage = Rc<Result<Opened, StoreError>>;
 
-/// Checks a workspace name: it names a database and a folder.
-fn check_workspace(workspace: &str) -> Result<(), StoreError> {
-    let good = !workspace.is_empty()
-        && workspace.len() <= 64
-        && workspace
-            .chars()
-            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_');
-    if good {
-        Ok(())
-    } else {
-        Err(StoreError::Invalid(format!(
-            "workspace `{workspace}` must be 1 to 64 of `A-Z`, `a-z`, `0-9`, `-` and `_`"
-        )))
-    }
-}
-
 /// Opens `workspace`'s database (`kiln-<workspace>`) and files.
 pub(crate) async fn open(workspace: &str) -> PageStorage {
     let opened = async {
-        check_workspace(workspace)?;
+        kiln_agent::ladder::check_workspace_name(workspace).map_err(StoreError::Invalid)?;
         open_platform(workspace).await
     };
     Rc::new(opened.await)
@@ -435,9 +419,9 @@ impl Kiln {
 /// The store's error when the workspace cannot open.
 #[wasm_bindgen(js_name = benchStorageOpen)]
 pub async fn bench_storage_open(workspace: String) -> Result<JsValue, JsValue> {
-    let started = kiln_host::now_ms();
+    let started = kiln_http::now_ms();
     let storage = open(&workspace).await;
-    let opened = kiln_host::now_ms();
+    let opened = kiln_http::now_ms();
     let backend = match &*storage {
         Ok(opened) => opened.backend.clone(),
         Err(error) => return Err(store_error(error)),
@@ -446,7 +430,7 @@ pub async fn bench_storage_open(workspace: String) -> Result<JsValue, JsValue> {
         .count(kiln_store::Table::Memories)
         .await
         .map_err(|error| store_error(&error))?;
-    let read = kiln_host::now_ms();
+    let read = kiln_http::now_ms();
     Ok(from_json_text(
         &json!({"open_ms": opened - started, "first_read_ms": read - opened}).to_string(),
     ))

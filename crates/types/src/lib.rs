@@ -6,6 +6,7 @@
 pub mod cancel;
 pub mod protocol;
 pub mod run;
+pub mod runtime;
 pub mod tool_result;
 pub mod words;
 

@@ -110,16 +110,16 @@ pub struct CallRequest {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum DecodeError {
     Json(String),
-    Version { found: u32 },
+    Version { found: u32, expected: u32 },
 }
 
 impl std::fmt::Display for DecodeError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
             Self::Json(problem) => write!(f, "not a Kiln protocol message: {problem}"),
-            Self::Version { found } => write!(
+            Self::Version { found, expected } => write!(
                 f,
-                "protocol version `{found}` is not the expected `{PROTOCOL_VERSION}`\nhint: reload the page so the page and its workers come from the same build"
+                "protocol version `{found}` is not the expected `{expected}`\nhint: reload the page so the page and its workers come from the same build"
             ),
         }
     }
@@ -141,14 +141,26 @@ pub fn encode<M: Serialize>(msg: M) -> String {
 
 /// Decodes a message from the wire, refusing other protocol versions.
 pub fn decode<M: for<'de> Deserialize<'de>>(text: &str) -> Result<M, DecodeError> {
+    decode_versioned(text, PROTOCOL_VERSION)
+}
+
+/// Decodes an envelope of protocol version `expected` (each protocol has its
+/// own), refusing any other by name.
+pub(crate) fn decode_versioned<M: for<'de> Deserialize<'de>>(
+    text: &str,
+    expected: u32,
+) -> Result<M, DecodeError> {
     #[derive(Deserialize)]
     struct VersionOnly {
         v: u32,
     }
     let version: VersionOnly =
         serde_json::from_str(text).map_err(|e| DecodeError::Json(e.to_string()))?;
-    if version.v != PROTOCOL_VERSION {
-        return Err(DecodeError::Version { found: version.v });
+    if version.v != expected {
+        return Err(DecodeError::Version {
+            found: version.v,
+            expected,
+        });
     }
     let envelope: Envelope<M> =
         serde_json::from_str(text).map_err(|e| DecodeError::Json(e.to_string()))?;
@@ -211,7 +223,13 @@ mod tests {
     #[test]
     fn refuses_other_versions_and_garbage_by_name() {
         let err = decode::<ToSandbox>(r#"{"v":2,"msg":{"type":"run"}}"#).unwrap_err();
-        assert_eq!(err, DecodeError::Version { found: 2 });
+        assert_eq!(
+            err,
+            DecodeError::Version {
+                found: 2,
+                expected: PROTOCOL_VERSION
+            }
+        );
         assert!(err.to_string().contains("`2`"));
 
         let err = decode::<ToSandbox>("{").unwrap_err();

@@ -260,12 +260,13 @@ impl RunError {
         )
     }
 
-    /// The caller cancelled the run (a Stop button, an `AbortSignal`, Ctrl-C).
+    /// The caller cancelled the run (a Stop button, an `AbortSignal`, Ctrl-C);
+    /// `how` says so in a few words (`Ctrl-C stopped the run`).
     #[must_use]
-    pub fn cancelled(by: &str) -> Self {
+    pub fn cancelled(how: &str) -> Self {
         Self::new(
             RunErrorKind::Cancelled,
-            format!("cancelled: {by} stopped the run; output and call outcomes so far are kept"),
+            format!("cancelled: {how}; its output and call outcomes so far are kept"),
         )
     }
 }

@@ -25,7 +25,7 @@ pub struct WasmModule {
     pub wasm_opt_level: &'static str,
 }
 
-pub const MODULES: [WasmModule; 3] = [
+pub const MODULES: [WasmModule; 4] = [
     WasmModule {
         package: "kiln-sandbox-worker",
         bin: None,
@@ -40,6 +40,14 @@ pub const MODULES: [WasmModule; 3] = [
         profile: "wasm-ui",
         artifact: "kiln-ui",
         out_name: "kiln_ui",
+        wasm_opt_level: "-Oz",
+    },
+    WasmModule {
+        package: "kiln-runtime",
+        bin: None,
+        profile: "wasm-ui",
+        artifact: "kiln_runtime",
+        out_name: "kiln_runtime",
         wasm_opt_level: "-Oz",
     },
     WasmModule {

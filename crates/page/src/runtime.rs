@@ -1,0 +1,354 @@
+//! The page's side of the runtime protocol: starts the runtime worker
+//! (`workers/runtime.js`), sends it each run, and answers what it asks of the
+//! page — a page tool's call, the `approve` callback — while the run goes
+//! on there. The page holds no ladder, sandbox pool or run record: those are
+//! the worker's.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use futures::channel::oneshot;
+use js_sys::{Function, Promise, Reflect};
+use kiln_types::runtime::{
+    Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode,
+};
+use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use serde_json::Value;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use wasm_bindgen_futures::JsFuture;
+use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
+
+use crate::{answer_text, describe, failure, from_json_text, invoke_tool, to_json_text};
+
+/// What the page keeps of one run while the worker runs it.
+struct PageRun {
+    /// Each page tool's `call`, by name.
+    calls: HashMap<String, Function>,
+    approve: Option<Function>,
+    done: oneshot::Sender<Result<Value, Problem>>,
+    /// Sends `cancel` when the page's signal fires; dropped (the listener
+    /// removed) when the run ends.
+    _listener: Option<crate::chat::web_sys_abort::Listener>,
+}
+
+/// The worker's `ready` (with why its stores did not open, if they did not),
+/// or why it did not start.
+type Started = Result<Option<Problem>, String>;
+
+struct Shared {
+    worker: Worker,
+    runs: RefCell<HashMap<u64, PageRun>>,
+    ready: RefCell<Option<oneshot::Sender<Started>>>,
+}
+
+/// A started runtime worker.
+pub(crate) struct RuntimeClient {
+    shared: Rc<Shared>,
+    next_id: Cell<u64>,
+    _onmessage: Closure<dyn FnMut(MessageEvent)>,
+    _onerror: Closure<dyn FnMut(ErrorEvent)>,
+}
+
+impl RuntimeClient {
+    /// Starts the worker at `url` with `options` and waits for its `ready`:
+    /// `Ok` with why the workspace's stores did not open there, if they did
+    /// not.
+    pub(crate) async fn start(
+        url: &str,
+        options: &RuntimeOptions,
+    ) -> Result<(Self, Option<Problem>), String> {
+        let worker_options = WorkerOptions::new();
+        worker_options.set_type(WorkerType::Module);
+        worker_options.set_name(&serde_json::to_string(options).unwrap_or_default());
+        let worker = Worker::new_with_options(url, &worker_options)
+            .map_err(|error| format!("the runtime worker could not start: {}", describe(&error)))?;
+        let (ready, is_ready) = oneshot::channel();
+        let shared = Rc::new(Shared {
+            worker,
+            runs: RefCell::default(),
+            ready: RefCell::new(Some(ready)),
+        });
+        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new({
+            let shared = shared.clone();
+            move |event: MessageEvent| {
+                let text = event.data().as_string().unwrap_or_default();
+                match decode::<FromRuntime>(&text) {
+                    Ok(message) => on_message(&shared, message),
+                    Err(error) => web_sys_console_error(&format!(
+                        "kiln: a message from the runtime worker was refused: {error}"
+                    )),
+                }
+            }
+        });
+        let onerror = Closure::<dyn FnMut(ErrorEvent)>::new({
+            let shared = shared.clone();
+            move |event: ErrorEvent| {
+                let problem = format!("the runtime worker failed: {}", event.message());
+                if let Some(ready) = shared.ready.borrow_mut().take() {
+                    let _ = ready.send(Err(problem.clone()));
+                }
+                fail_all(&shared, &problem);
+            }
+        });
+        shared
+            .worker
+            .set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+        shared
+            .worker
+            .set_onerror(Some(onerror.as_ref().unchecked_ref()));
+        let storage = is_ready
+            .await
+            .map_err(|_| "the runtime worker went away before it was ready".to_owned())??;
+        Ok((
+            Self {
+                shared,
+                next_id: Cell::new(0),
+                _onmessage: onmessage,
+                _onerror: onerror,
+            },
+            storage,
+        ))
+    }
+
+    /// Sends one run; resolves to the worker's answer. The page's `signal`
+    /// sends `cancel` (once the run was sent, so even a signal aborted
+    /// already cancels it).
+    pub(crate) fn run(
+        &self,
+        request: Value,
+        report: bool,
+        calls: HashMap<String, Function>,
+        approve: Option<Function>,
+        signal: Option<crate::chat::web_sys_abort::Signal>,
+    ) -> oneshot::Receiver<Result<Value, Problem>> {
+        let id = self.next_id.get() + 1;
+        self.next_id.set(id);
+        let (done, answered) = oneshot::channel();
+        let asks = approve.is_some();
+        self.shared.runs.borrow_mut().insert(
+            id,
+            PageRun {
+                calls,
+                approve,
+                done,
+                _listener: None,
+            },
+        );
+        send(
+            &self.shared.worker,
+            &ToRuntime::Run {
+                id,
+                request,
+                approve: asks,
+                report,
+            },
+        );
+        if let Some(signal) = signal {
+            let worker = self.shared.worker.clone();
+            let listener = signal.on_abort_do(move || send(&worker, &ToRuntime::Cancel { id }));
+            if let Some(run) = self.shared.runs.borrow_mut().get_mut(&id) {
+                run._listener = Some(listener);
+            }
+        }
+        answered
+    }
+}
+
+impl Drop for RuntimeClient {
+    fn drop(&mut self) {
+        self.shared.worker.terminate();
+    }
+}
+
+pub(crate) fn send(worker: &Worker, message: &ToRuntime) {
+    // A worker that is gone answers nothing; its runs fail by `onerror`.
+    let _ = worker.post_message(&JsValue::from_str(&encode(message)));
+}
+
+fn fail_all(shared: &Shared, problem: &str) {
+    let runs: Vec<PageRun> = shared
+        .runs
+        .borrow_mut()
+        .drain()
+        .map(|(_, run)| run)
+        .collect();
+    for run in runs {
+        let _ = run.done.send(Err(Problem {
+            bad_request: false,
+            message: problem.to_owned(),
+            code: Some("engine".into()),
+            hint: Some("reload the page".into()),
+            status: None,
+        }));
+    }
+}
+
+fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
+    match message {
+        FromRuntime::Ready { storage } => {
+            if let Some(ready) = shared.ready.borrow_mut().take() {
+                let _ = ready.send(Ok(storage));
+            }
+        }
+        FromRuntime::Rejected { problem } => {
+            if let Some(ready) = shared.ready.borrow_mut().take() {
+                let _ = ready.send(Err(problem));
+            } else {
+                web_sys_console_error(&format!(
+                    "kiln: the runtime worker refused a message: {problem}"
+                ));
+            }
+        }
+        FromRuntime::Done { id, value } => {
+            if let Some(run) = shared.runs.borrow_mut().remove(&id) {
+                let _ = run.done.send(Ok(value));
+            }
+        }
+        FromRuntime::Failed { id, problem } => {
+            if let Some(run) = shared.runs.borrow_mut().remove(&id) {
+                let _ = run.done.send(Err(problem));
+            }
+        }
+        FromRuntime::ToolCall {
+            id,
+            call_number,
+            tool,
+            args,
+        } => {
+            let call = shared
+                .runs
+                .borrow()
+                .get(&id)
+                .and_then(|run| run.calls.get(&tool).cloned());
+            let worker = shared.worker.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let reply = match call {
+                    Some(call) => call_tool(&worker, id, call_number, &tool, &call, &args).await,
+                    None => Err(ToolFailure {
+                        code: "tool_unavailable".into(),
+                        message: format!("the page has no `{tool}` for this run"),
+                        detail: None,
+                        outcome: CallOutcome::ToolUnavailable,
+                    }),
+                };
+                send(
+                    &worker,
+                    &ToRuntime::ToolReply {
+                        id,
+                        call_number,
+                        reply,
+                    },
+                );
+            });
+        }
+        FromRuntime::Approve { id, ask, request } => {
+            let approve = shared
+                .runs
+                .borrow()
+                .get(&id)
+                .and_then(|run| run.approve.clone());
+            let worker = shared.worker.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let approval = match approve {
+                    Some(approve) => ask_page(&approve, &request).await,
+                    None => Approval::Unavailable {
+                        reason: "the page gave no approve callback".into(),
+                    },
+                };
+                send(&worker, &ToRuntime::Answer { ask, approval });
+            });
+        }
+    }
+}
+
+/// Calls a page tool: `call(args, ctx)`, `ctx.waitOnPerson` telling the
+/// worker the call is held on a person.
+async fn call_tool(
+    worker: &Worker,
+    id: u64,
+    call_number: u32,
+    tool: &str,
+    call: &Function,
+    args: &Value,
+) -> ToolReply {
+    let hold = {
+        let worker = worker.clone();
+        Closure::<dyn FnMut(u32, bool)>::new(move |call_number: u32, held: bool| {
+            send(
+                &worker,
+                &ToRuntime::ToolHeld {
+                    id,
+                    call_number,
+                    held,
+                },
+            );
+        })
+        .into_js_value()
+        .unchecked_into::<Function>()
+    };
+    let args = serde_json::to_string(args).unwrap_or_else(|_| "{}".into());
+    let settled = match invoke_tool(call, &args, call_number, &hold) {
+        Ok(value) => match value.dyn_into::<Promise>() {
+            Ok(promise) => JsFuture::from(promise).await,
+            Err(value) => Ok(value),
+        },
+        Err(error) => Err(error),
+    };
+    match settled {
+        Ok(value) if value.is_undefined() => Ok(Value::Null),
+        Ok(value) => {
+            let text = to_json_text(&value).map_err(|problem| ToolFailure {
+                code: "invalid_result".into(),
+                message: format!("{tool} returned a value that {problem}"),
+                detail: None,
+                outcome: CallOutcome::Error,
+            })?;
+            serde_json::from_str(&text).map_err(|error| ToolFailure {
+                code: "invalid_result".into(),
+                message: format!("{tool} returned a value that is not JSON: {error}"),
+                detail: None,
+                outcome: CallOutcome::Error,
+            })
+        }
+        Err(error) => Err(failure(&error)),
+    }
+}
+
+/// Asks the page's `approve(request)` callback.
+async fn ask_page(approve: &Function, request: &Value) -> Approval {
+    let called = approve.call1(&JsValue::NULL, &from_json_text(&request.to_string()));
+    let settled = match called {
+        Ok(value) => match value.dyn_into::<Promise>() {
+            Ok(promise) => JsFuture::from(promise).await,
+            Err(value) => Ok(value),
+        },
+        Err(error) => Err(error),
+    };
+    match settled {
+        Ok(value) => match value.as_string().as_deref() {
+            Some("approve") => Approval::Approve,
+            Some("deny") => Approval::Deny,
+            Some("allow_for_session") => Approval::AllowForSession,
+            _ => Approval::Unavailable {
+                reason: format!(
+                    "the page's approve callback answered {}; expected \"approve\", \"deny\" or \"allow_for_session\"",
+                    answer_text(&value)
+                ),
+            },
+        },
+        Err(error) => Approval::Unavailable {
+            reason: format!("the page's approve callback failed: {}", describe(&error)),
+        },
+    }
+}
+
+fn web_sys_console_error(text: &str) {
+    if let Ok(console) = Reflect::get(&js_sys::global(), &JsValue::from_str("console"))
+        && let Ok(error) = Reflect::get(&console, &JsValue::from_str("error"))
+        && let Ok(error) = error.dyn_into::<Function>()
+    {
+        let _ = error.call1(&console, &JsValue::from_str(text));
+    }
+}

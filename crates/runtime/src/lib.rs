@@ -1,0 +1,29 @@
+//! The runtime worker's wasm entry (DESIGN: "runtime worker"): a dedicated
+//! worker that hosts `kiln-agent` — the ladder, the workspace's stores, the
+//! MCP sessions of its runs and the pool of sandbox workers (nested workers
+//! it starts itself) — and speaks [`kiln_types::runtime`] to its page.
+//!
+//! No logic of its own: a run is `kiln_agent::run_program`; this crate only
+//! carries messages. The page's tools and its `approve` callback stay on the
+//! page: a call to one is a [`FromRuntime::ToolCall`] answered by
+//! [`ToRuntime::ToolReply`], a question an [`FromRuntime::Approve`] answered
+//! by [`ToRuntime::Answer`]. The worker reads its [`RuntimeOptions`] from its
+//! `name`, opens the stores, starts the pool and posts
+//! [`FromRuntime::Ready`]; the page sends runs only after that.
+
+#[cfg(target_arch = "wasm32")]
+mod worker;
+
+use kiln_capabilities::Answer;
+use kiln_types::runtime::Approval;
+
+/// The gate's answer for a page's approval.
+#[must_use]
+pub fn answer_of(approval: Approval) -> Answer {
+    match approval {
+        Approval::Approve => Answer::Approve,
+        Approval::Deny => Answer::Deny,
+        Approval::AllowForSession => Answer::AllowForSession,
+        Approval::Unavailable { reason } => Answer::Unavailable { reason },
+    }
+}

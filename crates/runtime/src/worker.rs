@@ -1,0 +1,381 @@
+//! The worker's message loop and the two seams that reach back to the page:
+//! [`PageTools`] (the page tools of a run) and [`PageApprover`] (its
+//! `approve` callback).
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
+use kiln_agent::ladder::Environment;
+use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge, Workspace};
+use kiln_capabilities::gate::{Headless, SessionAllow};
+use kiln_capabilities::{
+    Answer, ApprovalRequest, Approver, CallContext, Dispatcher, HeldSignal, Implementation, Permit,
+};
+use kiln_host::SandboxPool;
+use kiln_store::StoreError;
+use kiln_types::cancel::AbortSignal;
+use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode};
+use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_types::{RunLimits, RunResult};
+use serde_json::{Value, json};
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{DedicatedWorkerGlobalScope, MessageEvent};
+
+/// What the worker serves, once started.
+struct Runtime {
+    pool: SandboxPool,
+    workspace: Rc<Result<Workspace, StoreError>>,
+    /// "Allow for this session" answers, for every run of this page.
+    session: SessionAllow,
+    http: Rc<dyn kiln_http::HttpClient>,
+    /// Page tool calls waiting for the page's reply, by (run, call number).
+    calls: RefCell<HashMap<(u64, u32), PendingCall>>,
+    /// Questions waiting for the page's answer, by ask number.
+    asks: RefCell<HashMap<u64, oneshot::Sender<Answer>>>,
+    next_ask: Cell<u64>,
+    /// The cancel switch of each run in progress.
+    runs: RefCell<HashMap<u64, AbortSignal>>,
+}
+
+struct PendingCall {
+    reply: oneshot::Sender<ToolReply>,
+    held: HeldSignal,
+}
+
+thread_local! {
+    static RUNTIME: RefCell<Option<Rc<Runtime>>> = const { RefCell::new(None) };
+    static SCOPE: Option<DedicatedWorkerGlobalScope> = js_sys::global().dyn_into().ok();
+}
+
+fn post(message: &FromRuntime) {
+    SCOPE.with(|scope| {
+        if let Some(scope) = scope {
+            // A page that went away takes no answer.
+            let _ = scope.post_message(&JsValue::from_str(&encode(message)));
+        }
+    });
+}
+
+/// Runs when `workers/runtime.js` instantiates the module.
+#[wasm_bindgen(start)]
+pub fn start() {
+    console_error_panic_hook::set_once();
+    let Ok(scope) = js_sys::global().dyn_into::<DedicatedWorkerGlobalScope>() else {
+        // Loaded outside a dedicated worker (a test page, say): nothing to serve.
+        return;
+    };
+    let options = match serde_json::from_str::<RuntimeOptions>(&scope.name()) {
+        Ok(options) => options,
+        Err(error) => {
+            post(&FromRuntime::Rejected {
+                problem: format!("the runtime worker's options (its name) are not valid: {error}"),
+            });
+            return;
+        }
+    };
+    let onmessage = Closure::<dyn FnMut(MessageEvent)>::new(move |event: MessageEvent| {
+        let Some(text) = event.data().as_string() else {
+            post(&FromRuntime::Rejected {
+                problem: "a runtime message must be JSON text".into(),
+            });
+            return;
+        };
+        match decode::<ToRuntime>(&text) {
+            Ok(message) => on_message(message),
+            Err(error) => post(&FromRuntime::Rejected {
+                problem: error.to_string(),
+            }),
+        }
+    });
+    scope.set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+    // The handler lives as long as the worker does.
+    onmessage.forget();
+    wasm_bindgen_futures::spawn_local(async move {
+        let workspace = Rc::new(open_workspace(&options.workspace).await);
+        let pool = SandboxPool::new(options.sandbox_url, options.pool_size as usize);
+        if let Err(problem) = pool.ready().await {
+            post(&FromRuntime::Rejected {
+                problem: format!("the first sandbox worker did not start: {problem}"),
+            });
+            return;
+        }
+        let storage = workspace.as_ref().as_ref().err().map(store_problem);
+        RUNTIME.with(|runtime| {
+            *runtime.borrow_mut() = Some(Rc::new(Runtime {
+                pool,
+                workspace,
+                session: SessionAllow::default(),
+                http: kiln_http::default_client(),
+                calls: RefCell::default(),
+                asks: RefCell::default(),
+                next_ask: Cell::new(0),
+                runs: RefCell::default(),
+            }));
+        });
+        post(&FromRuntime::Ready { storage });
+    });
+}
+
+/// `workspace`'s database (`kiln-<workspace>`) and OPFS folder.
+async fn open_workspace(workspace: &str) -> Result<Workspace, StoreError> {
+    kiln_agent::ladder::check_workspace_name(workspace).map_err(StoreError::Invalid)?;
+    let backend: Rc<dyn kiln_store::Backend> =
+        kiln_store::browser::IdbBackend::open(&format!("kiln-{workspace}")).await?;
+    let files: Rc<dyn kiln_store::files::FileTree> =
+        kiln_store::browser::OpfsTree::open(workspace).await?;
+    Ok(Workspace { backend, files })
+}
+
+fn store_problem(error: &StoreError) -> Problem {
+    Problem {
+        bad_request: false,
+        message: error.to_string(),
+        code: Some(error.code().to_owned()),
+        hint: error.hint().map(str::to_owned),
+        status: None,
+    }
+}
+
+fn on_message(message: ToRuntime) {
+    let Some(runtime) = RUNTIME.with(|runtime| runtime.borrow().clone()) else {
+        post(&FromRuntime::Rejected {
+            problem: "the runtime worker is not ready yet: wait for its `ready`".into(),
+        });
+        return;
+    };
+    match message {
+        ToRuntime::Run {
+            id,
+            request,
+            approve,
+            report,
+        } => wasm_bindgen_futures::spawn_local(run(runtime, id, request, approve, report)),
+        ToRuntime::Cancel { id } => {
+            if let Some(cancel) = runtime.runs.borrow().get(&id) {
+                cancel.abort();
+            }
+        }
+        ToRuntime::ToolReply {
+            id,
+            call_number,
+            reply,
+        } => {
+            let pending = runtime.calls.borrow_mut().remove(&(id, call_number));
+            if let Some(pending) = pending {
+                // A run that ended meanwhile takes no reply.
+                let _ = pending.reply.send(reply);
+            }
+        }
+        ToRuntime::ToolHeld {
+            id,
+            call_number,
+            held,
+        } => {
+            let signal = runtime
+                .calls
+                .borrow()
+                .get(&(id, call_number))
+                .map(|pending| pending.held.clone());
+            if let Some(signal) = signal {
+                signal(held);
+            }
+        }
+        ToRuntime::Answer { ask, approval } => {
+            let waiting = runtime.asks.borrow_mut().remove(&ask);
+            if let Some(waiting) = waiting {
+                let _ = waiting.send(crate::answer_of(approval));
+            }
+        }
+    }
+}
+
+async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, report: bool) {
+    let request = match RunRequest::from_value(request) {
+        Ok(request) => request,
+        Err(error) => {
+            post(&FromRuntime::Failed {
+                id,
+                problem: Problem {
+                    bad_request: true,
+                    message: error.0,
+                    code: None,
+                    hint: None,
+                    status: None,
+                },
+            });
+            return;
+        }
+    };
+    let (host, approver): (String, Rc<dyn Approver>) = if approve {
+        (
+            "page".into(),
+            Rc::new(PageApprover {
+                runtime: runtime.clone(),
+                run: id,
+            }),
+        )
+    } else {
+        let host = "kiln.run (no approve callback)";
+        (host.into(), Rc::new(Headless::new(host)))
+    };
+    let environment = Environment {
+        entrance: "kiln.run".into(),
+        tools_host: "page".into(),
+        http: runtime.http.clone(),
+        people: People::Approver {
+            host,
+            approver,
+            session: runtime.session.clone(),
+        },
+        own_tools: None,
+        bridge: Some(Rc::new(PageTools {
+            runtime: runtime.clone(),
+            run: id,
+        })),
+        workspace: Some(runtime.workspace.clone()),
+        random: Rc::new(kiln_host::random_bytes),
+    };
+    let cancel = AbortSignal::new();
+    runtime.runs.borrow_mut().insert(id, cancel.clone());
+    let runner = PoolRunner(runtime.pool.clone());
+    let ran = kiln_agent::run_program(request, &environment, &runner, cancel).await;
+    runtime.runs.borrow_mut().remove(&id);
+    // Calls of this run still waiting on the page are given up.
+    runtime.calls.borrow_mut().retain(|(run, _), _| *run != id);
+    match ran {
+        Ok(ran) => {
+            let value = if report {
+                json!({
+                    "job_id": ran.job_id,
+                    "report": ran.run.report,
+                    "warnings": ran.run.warnings,
+                    "catalog_digest": ran.run.catalog_digest,
+                })
+            } else {
+                serde_json::to_value(&ran.result).unwrap_or(Value::Null)
+            };
+            post(&FromRuntime::Done { id, value });
+        }
+        Err(error) => post(&FromRuntime::Failed {
+            id,
+            problem: Problem {
+                bad_request: true,
+                message: error.0,
+                code: None,
+                hint: None,
+                status: None,
+            },
+        }),
+    }
+}
+
+/// The worker's pool as the agent layer's sandbox runner.
+struct PoolRunner(SandboxPool);
+
+impl SandboxRunner for PoolRunner {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
+    ) -> LocalBoxFuture<'static, RunResult> {
+        let pool = self.0.clone();
+        Box::pin(async move { pool.run(code, limits, tools, cancel).await })
+    }
+}
+
+/// A run's page tools: each call crosses to the page and back.
+struct PageTools {
+    runtime: Rc<Runtime>,
+    run: u64,
+}
+
+impl ToolBridge for PageTools {
+    fn implementation(&self, _name: &str) -> Option<Rc<dyn Implementation>> {
+        Some(Rc::new(PageTool {
+            runtime: self.runtime.clone(),
+            run: self.run,
+        }))
+    }
+}
+
+struct PageTool {
+    runtime: Rc<Runtime>,
+    run: u64,
+}
+
+impl Implementation for PageTool {
+    fn call(
+        &self,
+        args: Value,
+        context: CallContext,
+        _permit: Permit,
+    ) -> LocalBoxFuture<'static, ToolReply> {
+        let (reply, replied) = oneshot::channel();
+        let key = (self.run, context.call_number);
+        self.runtime.calls.borrow_mut().insert(
+            key,
+            PendingCall {
+                reply,
+                held: context.held.clone(),
+            },
+        );
+        post(&FromRuntime::ToolCall {
+            id: self.run,
+            call_number: context.call_number,
+            tool: context.tool.clone(),
+            args,
+        });
+        let tool = context.tool;
+        Box::pin(async move {
+            replied.await.unwrap_or_else(|_| {
+                Err(ToolFailure {
+                    code: "tool_error".into(),
+                    message: format!("{tool} got no answer: the page went away"),
+                    detail: None,
+                    outcome: CallOutcome::OutcomeUnknown,
+                })
+            })
+        })
+    }
+}
+
+/// A run's `approve` callback, on the page.
+struct PageApprover {
+    runtime: Rc<Runtime>,
+    run: u64,
+}
+
+impl Approver for PageApprover {
+    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        let ask = self.runtime.next_ask.get() + 1;
+        self.runtime.next_ask.set(ask);
+        let (answer, answered) = oneshot::channel();
+        self.runtime.asks.borrow_mut().insert(ask, answer);
+        post(&FromRuntime::Approve {
+            id: self.run,
+            ask,
+            request: json!({
+                "tool": request.tool,
+                "callNumber": request.call_number,
+                "category": request.category,
+                "module": request.module,
+                "description": request.description,
+                "args": request.args,
+                "reason": request.reason,
+                "why": request.reason.sentence(),
+                "host": request.host,
+            }),
+        });
+        Box::pin(async move {
+            answered.await.unwrap_or(Answer::Unavailable {
+                reason: "the page went away before it answered".into(),
+            })
+        })
+    }
+}
