@@ -772,36 +772,40 @@ fn NetworkSetting(
         }
     };
     view! {
-        <fieldset class="network" data-testid="network">
-            <legend>"Network for programs"</legend>
-            <select
-                aria-label="What http_request may reach"
-                data-testid="network-reach"
-                prop:value=move || reach.get()
-                on:change=move |event| {
-                    reach.set(event_target_value(&event));
-                    if reach.get_untracked() != "only" {
-                        apply();
+        <div class="network" data-testid="network">
+            <div class="mcp-form">
+                <label for="network-reach">"Network for programs"</label>
+                <select
+                    id="network-reach"
+                    data-testid="network-reach"
+                    prop:value=move || reach.get()
+                    on:change=move |event| {
+                        reach.set(event_target_value(&event));
+                        if reach.get_untracked() != "only" {
+                            apply();
+                        }
                     }
-                }
-            >
-                <option value="off">"Off: programs have no http_request"</option>
-                <option value="public">"Public addresses (never this machine or the local network)"</option>
-                <option value="only">"Only these origins…"</option>
-            </select>
-            <Show when=move || reach.get() == "only">
-                <input
-                    type="text"
-                    aria-label="Origins http_request may reach"
-                    data-testid="network-origins"
-                    placeholder="https://api.example.com, http://127.0.0.1:8080"
-                    prop:value=move || origins.get()
-                    on:input=move |event| origins.set(event_target_value(&event))
-                />
-                <button class="secondary" data-testid="network-save" on:click=move |_| apply()>"Allow these"</button>
-            </Show>
-            {move || problem.get().map(|why| view! { <p class="error" role="alert" data-testid="network-error">{why}</p> })}
-        </fieldset>
+                >
+                    <option value="off">"Off: programs have no http_request"</option>
+                    <option value="public">"Public addresses (never this machine or the local network)"</option>
+                    <option value="only">"Only these origins…"</option>
+                </select>
+                <Show when=move || reach.get() == "only">
+                    <input
+                        type="text"
+                        aria-label="Origins http_request may reach"
+                        data-testid="network-origins"
+                        placeholder="https://api.example.com, http://127.0.0.1:8080"
+                        prop:value=move || origins.get()
+                        on:input=move |event| origins.set(event_target_value(&event))
+                    />
+                    <button class="secondary small" data-testid="network-save" on:click=move |_| apply()>"Allow these"</button>
+                </Show>
+            </div>
+            {move || problem.get().map(|why| view! {
+                <p class="mcp-status" role="alert"><span class="failure" data-testid="network-error">{why}</span></p>
+            })}
+        </div>
     }
 }
 
