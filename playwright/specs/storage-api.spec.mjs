@@ -21,7 +21,16 @@ after(async () => {
 /** A new tab with the runtime loaded for `workspace` as `window.kiln`. */
 async function tab(workspace, { init, context = browser.context } = {}) {
   const page = await context.newPage();
-  if (init) await page.addInitScript(init);
+  if (init) {
+    await page.addInitScript(init);
+    // The runtime worker opens the workspace too: the same script runs first
+    // there, as a browser that blocks storage blocks it in workers as well.
+    await page.route("**/workers/runtime.js", async (route) => {
+      const response = await route.fetch();
+      const prelude = `(${init.toString().replaceAll("window", "self")})();\n`;
+      await route.fulfill({ response, body: prelude + (await response.text()) });
+    });
+  }
   // A same-origin document without the app, so only this runtime opens the workspace.
   await page.goto(new URL("kiln.js", APP_URL).href);
   await load(page, workspace);
