@@ -199,13 +199,7 @@ async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, repor
         Err(error) => {
             post(&FromRuntime::Failed {
                 id,
-                problem: Problem {
-                    bad_request: true,
-                    message: error.0,
-                    code: None,
-                    hint: None,
-                    status: None,
-                },
+                problem: Problem::bad_request(error.0),
             });
             return;
         }
@@ -262,13 +256,7 @@ async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, repor
         }
         Err(error) => post(&FromRuntime::Failed {
             id,
-            problem: Problem {
-                bad_request: true,
-                message: error.0,
-                code: None,
-                hint: None,
-                status: None,
-            },
+            problem: Problem::bad_request(error.0),
         }),
     }
 }

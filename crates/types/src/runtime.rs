@@ -106,6 +106,20 @@ pub struct Problem {
     pub status: Option<u16>,
 }
 
+impl Problem {
+    /// A request that does not read (a `TypeError` on the page).
+    #[must_use]
+    pub fn bad_request(message: impl Into<String>) -> Self {
+        Self {
+            bad_request: true,
+            message: message.into(),
+            code: None,
+            hint: None,
+            status: None,
+        }
+    }
+}
+
 /// From the runtime worker to its page.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
