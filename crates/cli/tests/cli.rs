@@ -37,6 +37,24 @@ fn kiln(args: &[&str], stdin: Option<&str>) -> (i32, serde_json::Value, String) 
     )
 }
 
+/// `command` started with its streams piped and `program` on its standard
+/// input (which is then closed).
+fn started(command: &mut Command, program: &str) -> std::process::Child {
+    let mut child = command
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(program.as_bytes())
+        .unwrap();
+    child
+}
+
 /// `run - --tools CATALOG --limits LIMITS`: a program from standard input.
 fn stdin_run<'a>(catalog: &'a std::path::Path, limits: &'a std::path::Path) -> [&'a str; 6] {
     [
@@ -564,22 +582,12 @@ fn secrets_reach_a_request_header_and_never_come_back() {
          secret_headers: {{authorization: 'Bearer ${{API_KEY}}'}}}});\n\
          return {{status: r.status, body: r.body}};"
     );
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    command
         .args(["run", "-", "--secret", "API_KEY=KILN_TEST_KEY"])
         .arg(format!("--allow-net=http://127.0.0.1:{port}"))
-        .env("KILN_TEST_KEY", "sk-test-0123456789")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(program.as_bytes())
-        .unwrap();
-    let output = child.wait_with_output().unwrap();
+        .env("KILN_TEST_KEY", "sk-test-0123456789");
+    let output = started(&mut command, &program).wait_with_output().unwrap();
     echo.join().unwrap();
     let text = String::from_utf8_lossy(&output.stdout);
     assert!(!text.contains("sk-test-0123456789"), "{text}");
@@ -668,22 +676,13 @@ fn ctrl_c_prints_the_cancelled_result_with_what_the_run_had() {
                    await workspace.write('started.txt', 'yes');\n\
                    await tools.slow({});\n\
                    return 'never';";
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    command
         .args(["run", "-", "--approve", "yes", "--tools"])
         .arg(&catalog)
         .arg("--store")
-        .arg(&store)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(program.as_bytes())
-        .unwrap();
+        .arg(&store);
+    let child = started(&mut command, program);
     // The file says the program is past its first call and awaiting `slow`.
     let marker = store.join("files/started.txt");
     let waited = std::time::Instant::now();
