@@ -106,8 +106,8 @@ window.Peers = { Ajv, Client, StreamableHTTPClientTransport };`,
       async ({ url, calls, iterations, schema, args, ajvSource, sdkSource }) => {
         const { Kiln } = await import("./kiln.js");
         const kiln = await Kiln.load({ poolSize: 1 });
-        const ladder = kiln.benchLadder(iterations);
-        const mcp = await kiln.benchMcp(url, calls);
+        const ladder = await kiln.bench("ladder", { iterations });
+        const mcp = await kiln.bench("mcp", { url, calls });
         const now = () => performance.now();
         const ajv = eval(ajvSource)(window.Peers.Ajv, schema, args, iterations, now);
         const sdk = await eval(sdkSource)(window.Peers, url, calls, now);

@@ -20,7 +20,7 @@ import { startLocalModel } from "../lib/servers.mjs";
 
 const PKG = process.env.KILN_PKG;
 const BIN = process.env.KILN_PROVIDERS_BIN;
-// As the example and `kiln.benchSse` take them.
+// As the example and the `sse` bench hook take them.
 const STREAM_BYTES = 1_000_000;
 const SSE_ROUNDS = 20;
 const WARM_UP_PAIRS = 2;
@@ -174,7 +174,7 @@ try {
       async ({ streamBytes, rounds, ttftArgs, sseSource, ttftSource }) => {
         const { Kiln } = await import("./kiln.js");
         const kiln = await Kiln.load({ poolSize: 1 });
-        const sse = kiln.benchSse(streamBytes, rounds);
+        const sse = await kiln.bench("sse", { bytes: streamBytes, rounds });
         const bytes = new Uint8Array(await (await fetch("/stream.sse")).arrayBuffer());
         const peer = eval(sseSource)(window.Peers.createParser, bytes, rounds, () => performance.now());
         const ttft = await eval(ttftSource)(kiln, ttftArgs);

@@ -166,9 +166,10 @@ for (let i = 0; i < OPENS; i++) {
   const fresh = await browser.context.newPage();
   await fresh.goto(url);
   const figures = await fresh.evaluate(async () => {
-    const module = await import(new URL("kiln_page.js", location.href).href);
-    await module.default({ module_or_path: new URL("kiln_page_bg.wasm", location.href) });
-    const kiln = await module.benchStorageOpen("bench");
+    const { Kiln } = await import(new URL("kiln.js", location.href).href);
+    // The workspace opens in the runtime worker: `storage_open` opens another one there, cold.
+    const runtime = await Kiln.load({ poolSize: 1 });
+    const kiln = await runtime.bench("storage_open", { workspace: "bench" });
     const t0 = performance.now();
     const db = await new Promise((resolve, reject) => {
       const request = indexedDB.open("peer-bench", 1);

@@ -14,6 +14,9 @@
 //!   warnings merged once and the MCP sessions closed once.
 //! - [`chat`]: the chat turn loop — a model's tool calls up the same ladder
 //!   and their results back — emitting events to a sink.
+//! - [`turn`]: one streamed chat turn as a page asks for it, and its budget.
+//! - [`ops`]: the workspace's storage operations (`memory.save`,
+//!   `files.read`, …) as pages and the app name them.
 //!
 //! **Architecture invariant:** pure orchestration over traits. No platform
 //! crate (web-sys, js-sys, wasm-bindgen) and no engine (Boa): the tidy test
@@ -21,9 +24,11 @@
 
 pub mod chat;
 pub mod ladder;
+pub mod ops;
 pub mod program;
 pub mod record;
 pub mod request;
+pub mod turn;
 
 use std::rc::Rc;
 

@@ -15,6 +15,7 @@
 #![allow(clippy::result_large_err)]
 
 pub mod args;
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod builtin;
 mod describe;

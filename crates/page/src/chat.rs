@@ -1,5 +1,6 @@
 //! `kiln.chat(request)` and `kiln.models(provider)`: LLM providers from the page, through
-//! `kiln-providers` (the same adapters as `kiln chat`, over `fetch`).
+//! `kiln-providers` in the runtime worker (the same adapters as `kiln chat`, over `fetch`);
+//! the request is read there, by `kiln_agent::turn`.
 //!
 //! ```js
 //! const controller = new AbortController();
@@ -18,7 +19,8 @@
 //! ```
 //!
 //! `kiln.budget(limits)` makes a run budget whose `spend()` reports what every turn given it
-//! spent (`{spent_usd, lower_bound, unpriced_turns, turns, held_usd, exhausted, calls}`).
+//! spent (`{spent_usd, lower_bound, unpriced_turns, turns, held_usd, exhausted, calls}`), as of
+//! the last of those turns that ended (the budget itself lives in the runtime worker).
 //!
 //! A provider failure rejects with an `Error` whose `code` is the error kind
 //! (`key_rejected`, `model_not_found`, `rate_limited`, `server_error`, `context_overflow`,
@@ -31,89 +33,32 @@ use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use futures::StreamExt as _;
 use js_sys::{Function, Promise, Reflect};
-use kiln_providers::budget::{BudgetLimits, RunBudget};
-use kiln_providers::cost::PriceCatalog;
-use kiln_providers::{
-    AbortSignal, ChatOptions, ChatRequest, Event, HttpProvider, Message, ProviderConfig,
-    ProviderError, ToolDef,
-};
-use serde::Deserialize;
-use serde::de::DeserializeOwned;
+use kiln_types::runtime::{BudgetLimits, ToRuntime};
+use serde_json::{Value, json};
 use wasm_bindgen::JsCast as _;
 use wasm_bindgen::prelude::*;
 
-use crate::{Kiln, from_json_text};
-
-/// `budget` of a chat request.
-#[derive(Deserialize)]
-#[serde(deny_unknown_fields)]
-struct BudgetRequest {
-    max_usd: Option<f64>,
-    deadline_ms: Option<f64>,
-    max_turns: Option<u32>,
-    unpriced_token_ceiling: Option<u64>,
-}
+use crate::{Kiln, from_json_text, rejection, to_json_text};
 
 fn chat_error(message: impl AsRef<str>) -> JsValue {
     js_sys::TypeError::new(&format!("kiln.chat: {}", message.as_ref())).into()
 }
 
-/// Reads `request[name]` as `T`, naming the field when it does not fit.
-fn field<T: DeserializeOwned>(
-    request: &JsValue,
-    name: &str,
-    required: bool,
-    what: &str,
-) -> Result<Option<T>, String> {
-    let value = Reflect::get(request, &JsValue::from_str(name)).unwrap_or_default();
-    if value.is_undefined() || value.is_null() {
-        return if required {
-            Err(format!("`{name}` is missing: {what}"))
-        } else {
-            Ok(None)
-        };
-    }
-    let text = js_sys::JSON::stringify(&value)
-        .ok()
-        .and_then(|text| text.as_string())
-        .ok_or_else(|| format!("`{name}` is not JSON: {what}"))?;
-    serde_json::from_str(&text)
-        .map(Some)
-        .map_err(|error| format!("`{name}` is not valid ({error}): {what}"))
-}
-
-/// The run budgets `kiln.budget()` made, shared with the handles it gave out.
+/// What each budget handle of this page reports, by the budget's number.
 #[derive(Default, Clone)]
-pub(crate) struct Budgets(Rc<RefCell<HashMap<u32, RunBudget>>>);
+pub(crate) struct Budgets(Rc<RefCell<HashMap<u32, Rc<RefCell<Value>>>>>);
 
 static NEXT_BUDGET_ID: AtomicU32 = AtomicU32::new(1);
 
-/// The property a budget handle answers with its id.
+/// The property a budget handle answers with its number.
 const BUDGET_ID: &str = "kilnBudget";
-
-fn new_budget(limits: BudgetRequest) -> RunBudget {
-    let defaults = BudgetLimits::default();
-    RunBudget::new(
-        BudgetLimits {
-            max_usd: limits.max_usd,
-            deadline_ms: limits.deadline_ms,
-            max_turns: limits.max_turns,
-            unpriced_token_ceiling: limits
-                .unpriced_token_ceiling
-                .unwrap_or(defaults.unpriced_token_ceiling),
-        },
-        Rc::new(PriceCatalog::builtin()),
-        Rc::new(kiln_http::SystemClock),
-    )
-}
 
 /// A run budget for `chat({budget})`, shared by every turn it is given to.
 #[wasm_bindgen]
 pub struct Budget {
     id: u32,
-    budget: RunBudget,
+    spend: Rc<RefCell<Value>>,
 }
 
 #[wasm_bindgen]
@@ -123,22 +68,24 @@ impl Budget {
         self.id
     }
 
-    /// What the turns given this budget spent so far.
+    /// What the turns given this budget spent, as of the last one that ended.
     pub fn spend(&self) -> JsValue {
-        to_js(&self.budget.spend())
+        from_json_text(&self.spend.borrow().to_string())
     }
 }
 
-/// `budget` of a chat request: limits for this turn alone, or a shared budget's handle.
-enum BudgetField {
-    Own(BudgetRequest),
-    Shared(u32),
+/// Reads `request[name]`: `None` when it is missing, `null` or `undefined`.
+fn present(request: &JsValue, name: &str) -> Option<JsValue> {
+    Reflect::get(request, &JsValue::from_str(name))
+        .ok()
+        .filter(|value| !value.is_undefined() && !value.is_null())
 }
 
+/// A page's chat call: the JSON the worker reads, and what stays on the page.
 struct ChatCall {
-    provider: ProviderConfig,
-    request: ChatRequest,
-    budget: Option<BudgetField>,
+    request: Value,
+    /// The shared budget's number, when the request names a handle.
+    shared: Option<u32>,
     on_event: Option<Function>,
     signal: Option<web_sys_abort::Signal>,
 }
@@ -150,146 +97,90 @@ fn read_chat(request: &JsValue) -> Result<ChatCall, String> {
                 .into(),
         );
     }
-    let provider: ProviderConfig = field(
-        request,
-        "provider",
-        true,
-        "{kind: \"openai\" | \"anthropic\" | \"ollama\", base_url, key?}",
-    )?
-    .ok_or("`provider` is missing")?;
-    let messages: Vec<Message> = field(
-        request,
-        "messages",
-        true,
-        "an array of {role: \"system\" | \"user\" | \"assistant\" | \"tool\", text, …}",
-    )?
-    .unwrap_or_default();
-    let tools: Vec<ToolDef> = field(
-        request,
-        "tools",
-        false,
-        "an array of {name, description, input_schema}",
-    )?
-    .unwrap_or_default();
-    let options: ChatOptions = field(
-        request,
-        "options",
-        true,
-        "{model, max_tokens, temperature?, tool_choice?, response_format?}",
-    )?
-    .ok_or("`options` is missing")?;
-    let handle = Reflect::get(request, &JsValue::from_str("budget"))
-        .ok()
-        .filter(JsValue::is_object)
-        .and_then(|budget| Reflect::get(&budget, &JsValue::from_str(BUDGET_ID)).ok())
-        .and_then(|id| id.as_f64());
-    let budget = match handle {
-        Some(id) => Some(BudgetField::Shared(id as u32)),
-        None => field::<BudgetRequest>(
-            request,
-            "budget",
-            false,
-            "{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}, or a handle from kiln.budget()",
-        )?
-        .map(BudgetField::Own),
-    };
-    let on_event = match Reflect::get(request, &JsValue::from_str("onEvent")) {
-        Ok(value) if value.is_undefined() || value.is_null() => None,
-        Ok(value) => Some(
+    let on_event = present(request, "onEvent")
+        .map(|value| {
             value
                 .dyn_into::<Function>()
-                .map_err(|_| "`onEvent` must be a function")?,
-        ),
-        Err(_) => None,
-    };
-    let signal = match Reflect::get(request, &JsValue::from_str("signal")) {
-        Ok(value) if value.is_undefined() || value.is_null() => None,
-        Ok(value) => Some(
+                .map_err(|_| "`onEvent` must be a function")
+        })
+        .transpose()?;
+    let signal = present(request, "signal")
+        .map(|value| {
             web_sys_abort::Signal::from_value(value)
-                .ok_or("`signal` must be an AbortSignal (from an AbortController)")?,
-        ),
-        Err(_) => None,
-    };
+                .ok_or("`signal` must be an AbortSignal (from an AbortController)")
+        })
+        .transpose()?;
+    let shared = present(request, "budget")
+        .and_then(|budget| Reflect::get(&budget, &JsValue::from_str(BUDGET_ID)).ok())
+        .and_then(|id| id.as_f64())
+        .map(|id| id as u32);
+    // Functions and the signal stay here; a budget handle crosses as its number.
+    let copy = js_sys::Object::assign(&js_sys::Object::new(), request.unchecked_ref());
+    for name in ["onEvent", "signal"] {
+        let _ = Reflect::delete_property(&copy, &JsValue::from_str(name));
+    }
+    if let Some(id) = shared {
+        let handle = js_sys::Object::new();
+        let _ = Reflect::set(&handle, &JsValue::from_str("shared"), &id.into());
+        let _ = Reflect::set(&copy, &JsValue::from_str("budget"), &handle);
+    }
+    let text = to_json_text(&copy).map_err(|problem| format!("the request {problem}"))?;
+    let request =
+        serde_json::from_str(&text).map_err(|error| format!("the request is not JSON: {error}"))?;
     Ok(ChatCall {
-        provider,
-        request: ChatRequest {
-            messages,
-            tools,
-            options,
-        },
-        budget,
+        request,
+        shared,
         on_event,
         signal,
     })
 }
 
-/// A provider error as a page `Error` with `code`, `hint` and `status`.
-fn provider_error(error: &ProviderError) -> JsValue {
-    let js = js_sys::Error::new(&error.to_string());
-    js.set_name("ProviderError");
-    let _ = Reflect::set(&js, &"code".into(), &error.code().into());
-    if let Some(hint) = &error.hint {
-        let _ = Reflect::set(&js, &"hint".into(), &hint.into());
+/// A provider's failure as the page rejects it: an `Error` named `ProviderError`.
+fn chat_rejection(problem: &kiln_types::runtime::Problem) -> JsValue {
+    let error = rejection("kiln.chat", problem);
+    if !problem.bad_request
+        && let Some(error) = error.dyn_ref::<js_sys::Error>()
+    {
+        error.set_name("ProviderError");
     }
-    if let Some(status) = error.status {
-        let _ = Reflect::set(&js, &"status".into(), &status.into());
-    }
-    js.into()
-}
-
-fn to_js<T: serde::Serialize>(value: &T) -> JsValue {
-    from_json_text(&serde_json::to_string(value).unwrap_or_else(|_| "null".into()))
+    error
 }
 
 #[wasm_bindgen]
 impl Kiln {
     /// Streams one chat turn (see the module docs); resolves to the final message.
     pub fn chat(&self, request: JsValue) -> Promise {
-        let http = self.http.clone();
-        let budgets = self.budgets.clone();
         let call = read_chat(&request);
-        wasm_bindgen_futures::future_to_promise(async move {
-            let call = call.map_err(chat_error)?;
-            let provider = HttpProvider::new(call.provider, http);
-            let budget = match call.budget {
-                None => None,
-                Some(BudgetField::Own(limits)) => Some(new_budget(limits)),
-                Some(BudgetField::Shared(id)) => {
-                    Some(budgets.0.borrow().get(&id).cloned().ok_or_else(|| {
-                        chat_error(format!(
-                            "`budget` names budget {id}, which this Kiln did not make"
-                        ))
-                    })?)
-                }
-            };
-            let abort = AbortSignal::new();
-            // Held for the turn: the listener must outlive it.
-            let _listener = call
-                .signal
-                .as_ref()
-                .map(|signal| signal.on_abort(abort.clone()));
-            let mut stream =
-                kiln_providers::turn(&provider, call.request, budget.clone(), Some(abort));
-            let mut done = None;
-            while let Some(item) = stream.next().await {
-                let event = item.map_err(|error| provider_error(&error))?;
-                if let Some(on_event) = &call.on_event {
+        let sent = call.map(|call| {
+            let on_event = call.on_event.map(|on_event| {
+                Rc::new(move |event: Value| {
                     // A throwing listener loses nothing: the turn goes on.
-                    let _ = on_event.call1(&JsValue::NULL, &to_js(&event));
+                    let _ = on_event.call1(&JsValue::NULL, &from_json_text(&event.to_string()));
+                }) as crate::runtime::Listener
+            });
+            let request = call.request;
+            let answered = self.runtime.call(
+                move |id| ToRuntime::Chat { id, request },
+                on_event,
+                call.signal.as_ref(),
+            );
+            let spend = call
+                .shared
+                .and_then(|id| self.budgets.0.borrow().get(&id).cloned());
+            (answered, spend)
+        });
+        wasm_bindgen_futures::future_to_promise(async move {
+            let (answered, spend) = sent.map_err(chat_error)?;
+            match answered.await {
+                Ok(Ok(message)) => {
+                    if let (Some(spend), Some(now)) = (spend, message.get("spend")) {
+                        *spend.borrow_mut() = now.clone();
+                    }
+                    Ok(from_json_text(&message.to_string()))
                 }
-                if let Event::Done { message } = event {
-                    done = Some(message);
-                }
+                Ok(Err(problem)) => Err(chat_rejection(&problem)),
+                Err(_) => Err(chat_error("the runtime worker went away during the turn")),
             }
-            let message = done.unwrap_or_default();
-            let mut value = serde_json::to_value(&message).unwrap_or_default();
-            if let (Some(budget), Some(object)) = (budget, value.as_object_mut()) {
-                object.insert(
-                    "spend".into(),
-                    serde_json::to_value(budget.spend()).unwrap_or_default(),
-                );
-            }
-            Ok(to_js(&value))
         })
     }
 
@@ -300,60 +191,60 @@ impl Kiln {
     ///
     /// A `TypeError` naming what in `limits` is wrong.
     pub fn budget(&self, limits: JsValue) -> Result<Budget, JsValue> {
-        let wrapper = js_sys::Object::new();
-        let _ = Reflect::set(&wrapper, &JsValue::from_str("budget"), &limits);
-        let limits: BudgetRequest = field(
-            &wrapper,
-            "budget",
-            true,
-            "{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}",
-        )
-        .map_err(|message| {
+        let refused = |message: String| {
             JsValue::from(js_sys::TypeError::new(&format!("kiln.budget: {message}")))
-        })?
-        .ok_or_else(|| JsValue::from(js_sys::TypeError::new("kiln.budget: takes the limits")))?;
-        let budget = new_budget(limits);
-        // Ids are unique across every `Kiln` of the page, so a handle given to another
+        };
+        let text =
+            to_json_text(&limits).map_err(|problem| refused(format!("the limits {problem}")))?;
+        let limits: BudgetLimits = serde_json::from_str(&text).map_err(|error| {
+            refused(format!(
+                "the limits are not valid ({error}): {{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}}"
+            ))
+        })?;
+        // Numbers are unique across every `Kiln` of the page, so a handle given to another
         // `Kiln`'s chat is refused by name instead of naming one of its budgets.
         let id = NEXT_BUDGET_ID.fetch_add(1, Ordering::Relaxed);
-        self.budgets.0.borrow_mut().insert(id, budget.clone());
-        Ok(Budget { id, budget })
+        self.runtime.tell(&ToRuntime::Budget { budget: id, limits });
+        // Nothing spent yet: the shape `spend()` has once a turn ended.
+        let spend = Rc::new(RefCell::new(json!({
+            "spent_usd": 0.0, "lower_bound": false, "unpriced_turns": 0, "turns": 0,
+            "held_usd": 0.0, "exhausted": null, "calls": [],
+        })));
+        self.budgets.0.borrow_mut().insert(id, spend.clone());
+        Ok(Budget { id, spend })
     }
 
     /// The models a provider offers: resolves to `[{id, display_name?}]`.
     pub fn models(&self, provider: JsValue) -> Promise {
-        let http = self.http.clone();
-        let config = js_sys::JSON::stringify(&provider)
+        let provider = to_json_text(&provider)
             .ok()
-            .and_then(|text| text.as_string())
-            .ok_or_else(|| "takes {kind, base_url, key?}".to_owned())
-            .and_then(|text| {
-                serde_json::from_str::<ProviderConfig>(&text).map_err(|error| {
-                    format!("the provider is not valid ({error}): {{kind, base_url, key?}}")
-                })
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .ok_or_else(|| {
+                JsValue::from(js_sys::TypeError::new(
+                    "kiln.models: takes {kind, base_url, key?}",
+                ))
             });
+        let answered = provider.map(|provider| {
+            self.runtime
+                .call(move |id| ToRuntime::Models { id, provider }, None, None)
+        });
         wasm_bindgen_futures::future_to_promise(async move {
-            let config = config.map_err(|message| {
-                JsValue::from(js_sys::TypeError::new(&format!("kiln.models: {message}")))
-            })?;
-            let provider = HttpProvider::new(config, http);
-            let models = kiln_providers::Provider::models(&provider)
-                .await
-                .map_err(|error| provider_error(&error))?;
-            Ok(to_js(&models))
+            match answered?.await {
+                Ok(Ok(models)) => Ok(from_json_text(&models.to_string())),
+                Ok(Err(problem)) => {
+                    let error = rejection("kiln.models", &problem);
+                    if !problem.bad_request
+                        && let Some(error) = error.dyn_ref::<js_sys::Error>()
+                    {
+                        error.set_name("ProviderError");
+                    }
+                    Err(error)
+                }
+                Err(_) => Err(JsValue::from(js_sys::TypeError::new(
+                    "kiln.models: the runtime worker went away",
+                ))),
+            }
         })
-    }
-
-    /// For `cargo xtask bench`: SSE parsing in this page's wasm,
-    /// `{bytes, events, median_ms, mb_per_s}` over `rounds` passes of a recorded stream of
-    /// about `bytes` bytes.
-    #[wasm_bindgen(js_name = benchSse)]
-    pub fn bench_sse(&self, bytes: usize, rounds: u32) -> JsValue {
-        to_js(&kiln_providers::bench::sse_throughput(
-            bytes,
-            rounds,
-            &kiln_http::now_ms,
-        ))
     }
 }
 
@@ -370,12 +261,6 @@ pub(crate) mod web_sys_abort {
         pub fn from_value(value: JsValue) -> Option<Self> {
             let has = |name: &str| Reflect::has(&value, &JsValue::from_str(name)).unwrap_or(false);
             (value.is_object() && has("aborted") && has("addEventListener")).then_some(Self(value))
-        }
-
-        /// Aborts `abort` when the signal fires (or at once if it already has), for as long
-        /// as the returned guard lives; dropping it removes the listener.
-        pub fn on_abort(&self, abort: kiln_providers::AbortSignal) -> Listener {
-            self.on_abort_do(move || abort.abort())
         }
 
         /// Runs `action` when the signal fires (or at once if it already has), for as long

@@ -85,8 +85,7 @@ use std::collections::HashMap;
 use std::rc::Rc;
 
 use js_sys::{Function, JSON, Object, Promise, Reflect};
-use kiln_http::HttpClient;
-use kiln_types::runtime::{Problem, RuntimeOptions};
+use kiln_types::runtime::{Problem, RuntimeOptions, ToRuntime};
 use kiln_types::tool_result::{CallOutcome, ToolFailure};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
@@ -95,13 +94,14 @@ use wasm_bindgen::prelude::*;
 /// A loaded runtime: its worker started and ready for runs.
 #[wasm_bindgen]
 pub struct Kiln {
-    /// The runtime worker, which runs the programs.
+    /// The runtime worker, which runs the programs, the chat turns and the
+    /// storage operations.
     runtime: Rc<runtime::RuntimeClient>,
-    http: Rc<dyn HttpClient>,
-    /// Run budgets made by `kiln.budget()`, by id, for `chat({budget})` to share.
+    /// Run budgets made by `kiln.budget()`, by number, for `chat({budget})`
+    /// to share: the spend each handle reports.
     budgets: chat::Budgets,
-    /// The workspace's stores, or why they did not open.
-    storage: storage::PageStorage,
+    /// Why the workspace's stores did not open in the worker, if they did not.
+    storage: Option<Problem>,
 }
 
 #[wasm_bindgen]
@@ -123,18 +123,16 @@ impl Kiln {
         workspace: Option<String>,
     ) -> Result<Self, JsError> {
         let workspace = workspace.unwrap_or_else(|| "default".to_owned());
-        let storage = storage::open(&workspace).await;
         let options = RuntimeOptions {
             workspace,
             sandbox_url,
             pool_size: u32::try_from(pool_size).unwrap_or(u32::MAX),
         };
-        let (runtime, _) = runtime::RuntimeClient::start(&runtime_url, &options)
+        let (runtime, storage) = runtime::RuntimeClient::start(&runtime_url, &options)
             .await
             .map_err(|problem| JsError::new(&problem))?;
         Ok(Self {
             runtime: Rc::new(runtime),
-            http: kiln_http::default_client(),
             budgets: chat::Budgets::default(),
             storage,
         })
@@ -144,9 +142,9 @@ impl Kiln {
     /// `hint`), or `null` when it did.
     #[wasm_bindgen(getter, js_name = storageError)]
     pub fn storage_error(&self) -> JsValue {
-        match &*self.storage {
-            Ok(_) => JsValue::NULL,
-            Err(error) => storage::store_error(error),
+        match &self.storage {
+            None => JsValue::NULL,
+            Some(problem) => rejection("kiln.load", problem),
         }
     }
 
@@ -159,28 +157,24 @@ impl Kiln {
         self.start(&request, true)
     }
 
-    /// For `cargo xtask bench`: the ladder's cost per call and its parts in
-    /// this page's wasm, `{iterations, call_ns, lookup_ns, arguments_ns,
-    /// decision_ns}` (medians over batches of 1,000 calls).
-    #[wasm_bindgen(js_name = benchLadder)]
-    pub fn bench_ladder(&self, iterations: u32) -> JsValue {
-        let figures = kiln_capabilities::bench::ladder(iterations, &kiln_http::now_ms);
-        from_json_text(&serde_json::to_string(&figures).unwrap_or_default())
-    }
-
-    /// For `cargo xtask bench`: `calls` MCP round trips to `url` through
-    /// `fetch`, `{calls, connect_ms, median_ms, p90_ms}`.
-    #[wasm_bindgen(js_name = benchMcp)]
-    pub fn bench_mcp(&self, url: String, calls: u32) -> Promise {
-        let http = self.http.clone();
+    /// For `cargo xtask bench`: one figure measured in the runtime worker
+    /// (`ladder` `{iterations}`, `mcp` `{url, calls}`, `sse` `{bytes,
+    /// rounds}`, `storage_open` `{workspace}`). The worker has the hooks only
+    /// when the bench built it.
+    pub fn bench(&self, hook: String, args: JsValue) -> Promise {
+        let args = to_json_text(&args)
+            .ok()
+            .and_then(|text| serde_json::from_str::<Value>(&text).ok())
+            .unwrap_or(Value::Null);
+        let answered = self
+            .runtime
+            .call(move |id| ToRuntime::Bench { id, hook, args }, None, None);
         wasm_bindgen_futures::future_to_promise(async move {
-            let figures =
-                kiln_capabilities::bench::mcp_round_trips(&url, calls, http, &kiln_http::now_ms)
-                    .await
-                    .map_err(|problem| JsValue::from(JsError::new(&problem)))?;
-            Ok(from_json_text(
-                &serde_json::to_string(&figures).unwrap_or_default(),
-            ))
+            match answered.await {
+                Ok(Ok(value)) => Ok(from_json_text(&value.to_string())),
+                Ok(Err(problem)) => Err(rejection("kiln.bench", &problem)),
+                Err(_) => Err(type_error("the runtime worker went away")),
+            }
         })
     }
 
@@ -201,7 +195,7 @@ impl Kiln {
             let answered = sent?;
             match answered.await {
                 Ok(Ok(value)) => JSON::parse(&value.to_string()),
-                Ok(Err(problem)) => Err(rejection(&problem)),
+                Ok(Err(problem)) => Err(rejection("kiln.run", &problem)),
                 Err(_) => Err(type_error("the runtime worker went away during the run")),
             }
         })
@@ -251,10 +245,11 @@ impl Kiln {
 }
 
 /// How the page rejects a request the worker refused: a `TypeError` for a
-/// request that does not read, else an `Error` with its `code` and `hint`.
-fn rejection(problem: &Problem) -> JsValue {
+/// request that does not read (its message after `what`, the method that
+/// was called), else an `Error` with its `code`, `hint` and `status`.
+pub(crate) fn rejection(what: &str, problem: &Problem) -> JsValue {
     if problem.bad_request {
-        return type_error(&problem.message);
+        return js_sys::TypeError::new(&format!("{what}: {}", problem.message)).into();
     }
     let error = js_sys::Error::new(&problem.message);
     if let Some(code) = &problem.code {
@@ -262,6 +257,9 @@ fn rejection(problem: &Problem) -> JsValue {
     }
     if let Some(hint) = &problem.hint {
         let _ = Reflect::set(&error, &"hint".into(), &hint.into());
+    }
+    if let Some(status) = problem.status {
+        let _ = Reflect::set(&error, &"status".into(), &status.into());
     }
     error.into()
 }

@@ -1,8 +1,9 @@
 //! The page's side of the runtime protocol: starts the runtime worker
-//! (`workers/runtime.js`), sends it each run, and answers what it asks of the
-//! page — a page tool's call, the `approve` callback — while the run goes
-//! on there. The page holds no ladder, sandbox pool or run record: those are
-//! the worker's.
+//! (`workers/runtime.js`), sends it each run, chat turn, storage operation
+//! and change-feed watch, hands streamed events to their listeners, and
+//! answers what a run asks of the page — a page tool's call, the `approve`
+//! callback — while the run goes on there. The page holds no ladder,
+//! provider, store, sandbox pool or run record: those are the worker's.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -33,13 +34,53 @@ struct PageRun {
     _listener: Option<crate::chat::web_sys_abort::Listener>,
 }
 
+/// Where a streamed event or a change goes.
+pub(crate) type Listener = Rc<dyn Fn(Value)>;
+
+/// What the page keeps of one exchange while the worker serves it.
+enum Exchange {
+    Run(PageRun),
+    /// A request with one answer (a storage operation, a model list, a
+    /// chat turn, a bench figure) and, for a chat turn, its events' listener.
+    Call {
+        done: oneshot::Sender<Result<Value, Problem>>,
+        on_event: Option<Listener>,
+        _listener: Option<crate::chat::web_sys_abort::Listener>,
+    },
+    /// A change-feed watch: every batch of changes goes to `on_change`.
+    Watch {
+        on_change: Listener,
+    },
+}
+
+impl Exchange {
+    fn finish(self, answer: Result<Value, Problem>) {
+        match self {
+            Self::Run(run) => {
+                let _ = run.done.send(answer);
+            }
+            Self::Call { done, .. } => {
+                let _ = done.send(answer);
+            }
+            Self::Watch { .. } => {
+                if let Err(problem) = answer {
+                    web_sys_console_error(&format!(
+                        "kiln: the change feed stopped: {}",
+                        problem.message
+                    ));
+                }
+            }
+        }
+    }
+}
+
 /// The worker's `ready` (with why its stores did not open, if they did not),
 /// or why it did not start.
 type Started = Result<Option<Problem>, String>;
 
 struct Shared {
     worker: Worker,
-    runs: RefCell<HashMap<u64, PageRun>>,
+    exchanges: RefCell<HashMap<u64, Exchange>>,
     ready: RefCell<Option<oneshot::Sender<Started>>>,
 }
 
@@ -67,7 +108,7 @@ impl RuntimeClient {
         let (ready, is_ready) = oneshot::channel();
         let shared = Rc::new(Shared {
             worker,
-            runs: RefCell::default(),
+            exchanges: RefCell::default(),
             ready: RefCell::new(Some(ready)),
         });
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new({
@@ -123,18 +164,17 @@ impl RuntimeClient {
         approve: Option<Function>,
         signal: Option<crate::chat::web_sys_abort::Signal>,
     ) -> oneshot::Receiver<Result<Value, Problem>> {
-        let id = self.next_id.get() + 1;
-        self.next_id.set(id);
+        let id = self.next_id();
         let (done, answered) = oneshot::channel();
         let asks = approve.is_some();
-        self.shared.runs.borrow_mut().insert(
+        self.shared.exchanges.borrow_mut().insert(
             id,
-            PageRun {
+            Exchange::Run(PageRun {
                 calls,
                 approve,
                 done,
                 _listener: None,
-            },
+            }),
         );
         send(
             &self.shared.worker,
@@ -148,11 +188,74 @@ impl RuntimeClient {
         if let Some(signal) = signal {
             let worker = self.shared.worker.clone();
             let listener = signal.on_abort_do(move || send(&worker, &ToRuntime::Cancel { id }));
-            if let Some(run) = self.shared.runs.borrow_mut().get_mut(&id) {
+            if let Some(Exchange::Run(run)) = self.shared.exchanges.borrow_mut().get_mut(&id) {
                 run._listener = Some(listener);
             }
         }
         answered
+    }
+
+    fn next_id(&self) -> u64 {
+        let id = self.next_id.get() + 1;
+        self.next_id.set(id);
+        id
+    }
+
+    /// Sends the request `message(id)` makes; resolves to its answer, its
+    /// streamed events going to `on_event`. The page's `signal` sends
+    /// `cancel`.
+    pub(crate) fn call(
+        &self,
+        message: impl FnOnce(u64) -> ToRuntime,
+        on_event: Option<Listener>,
+        signal: Option<&crate::chat::web_sys_abort::Signal>,
+    ) -> oneshot::Receiver<Result<Value, Problem>> {
+        let id = self.next_id();
+        let (done, answered) = oneshot::channel();
+        self.shared.exchanges.borrow_mut().insert(
+            id,
+            Exchange::Call {
+                done,
+                on_event,
+                _listener: None,
+            },
+        );
+        send(&self.shared.worker, &message(id));
+        // Once the request is sent, so even a signal aborted already cancels it.
+        if let Some(signal) = signal {
+            let worker = self.shared.worker.clone();
+            let listener = signal.on_abort_do(move || send(&worker, &ToRuntime::Cancel { id }));
+            if let Some(Exchange::Call { _listener, .. }) =
+                self.shared.exchanges.borrow_mut().get_mut(&id)
+            {
+                *_listener = Some(listener);
+            }
+        }
+        answered
+    }
+
+    /// Sends `message`, which has no answer.
+    pub(crate) fn tell(&self, message: &ToRuntime) {
+        send(&self.shared.worker, message);
+    }
+
+    /// Watches the workspace's committed changes; answers the watch's id,
+    /// for [`RuntimeClient::unwatch`].
+    pub(crate) fn watch(&self, on_change: Listener) -> u64 {
+        let id = self.next_id();
+        self.shared
+            .exchanges
+            .borrow_mut()
+            .insert(id, Exchange::Watch { on_change });
+        send(&self.shared.worker, &ToRuntime::Watch { id });
+        id
+    }
+
+    /// Ends watch `id`.
+    pub(crate) fn unwatch(&self, id: u64) {
+        if self.shared.exchanges.borrow_mut().remove(&id).is_some() {
+            send(&self.shared.worker, &ToRuntime::Cancel { id });
+        }
     }
 }
 
@@ -168,14 +271,14 @@ pub(crate) fn send(worker: &Worker, message: &ToRuntime) {
 }
 
 fn fail_all(shared: &Shared, problem: &str) {
-    let runs: Vec<PageRun> = shared
-        .runs
+    let exchanges: Vec<Exchange> = shared
+        .exchanges
         .borrow_mut()
         .drain()
-        .map(|(_, run)| run)
+        .map(|(_, exchange)| exchange)
         .collect();
-    for run in runs {
-        let _ = run.done.send(Err(Problem {
+    for exchange in exchanges {
+        exchange.finish(Err(Problem {
             bad_request: false,
             message: problem.to_owned(),
             code: Some("engine".into()),
@@ -202,13 +305,34 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             }
         }
         FromRuntime::Done { id, value } => {
-            if let Some(run) = shared.runs.borrow_mut().remove(&id) {
-                let _ = run.done.send(Ok(value));
+            let exchange = shared.exchanges.borrow_mut().remove(&id);
+            if let Some(exchange) = exchange {
+                exchange.finish(Ok(value));
             }
         }
         FromRuntime::Failed { id, problem } => {
-            if let Some(run) = shared.runs.borrow_mut().remove(&id) {
-                let _ = run.done.send(Err(problem));
+            let exchange = shared.exchanges.borrow_mut().remove(&id);
+            if let Some(exchange) = exchange {
+                exchange.finish(Err(problem));
+            }
+        }
+        FromRuntime::Event { id, event } => {
+            // Called with the map free: a listener may call into Kiln again.
+            let listener = match shared.exchanges.borrow().get(&id) {
+                Some(Exchange::Call { on_event, .. }) => on_event.clone(),
+                _ => None,
+            };
+            if let Some(on_event) = listener {
+                on_event(event);
+            }
+        }
+        FromRuntime::Changed { id, changes } => {
+            let listener = match shared.exchanges.borrow().get(&id) {
+                Some(Exchange::Watch { on_change }) => Some(on_change.clone()),
+                _ => None,
+            };
+            if let Some(on_change) = listener {
+                on_change(changes);
             }
         }
         FromRuntime::ToolCall {
@@ -217,11 +341,10 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             tool,
             args,
         } => {
-            let call = shared
-                .runs
-                .borrow()
-                .get(&id)
-                .and_then(|run| run.calls.get(&tool).cloned());
+            let call = match shared.exchanges.borrow().get(&id) {
+                Some(Exchange::Run(run)) => run.calls.get(&tool).cloned(),
+                _ => None,
+            };
             let worker = shared.worker.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let reply = match call {
@@ -244,11 +367,10 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             });
         }
         FromRuntime::Approve { id, ask, request } => {
-            let approve = shared
-                .runs
-                .borrow()
-                .get(&id)
-                .and_then(|run| run.approve.clone());
+            let approve = match shared.exchanges.borrow().get(&id) {
+                Some(Exchange::Run(run)) => run.approve.clone(),
+                _ => None,
+            };
             let worker = shared.worker.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let approval = match approve {

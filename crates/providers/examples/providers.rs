@@ -41,7 +41,7 @@ mod native {
     use kiln_testkit::LocalModel;
     use serde_json::{Value, json};
 
-    /// About 1 MB of SSE, as the page's `kiln.benchSse(1_000_000, 20)` parses it.
+    /// About 1 MB of SSE, as the runtime worker's `sse` bench hook parses it.
     const STREAM_BYTES: usize = 1_000_000;
     const SSE_ROUNDS: u32 = 20;
     const COST_TURNS: u32 = 100_000;

@@ -13,6 +13,7 @@ use futures::future::LocalBoxFuture;
 use futures::stream::LocalBoxStream;
 use serde::{Deserialize, Serialize};
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod budget;
 pub mod chat;

@@ -7,15 +7,23 @@
 //! carries messages. The page's tools and its `approve` callback stay on the
 //! page: a call to one is a [`FromRuntime::ToolCall`] answered by
 //! [`ToRuntime::ToolReply`], a question an [`FromRuntime::Approve`] answered
-//! by [`ToRuntime::Answer`]. The worker reads its [`RuntimeOptions`] from its
+//! by [`ToRuntime::Answer`]. Storage operations are `kiln_agent::ops`, chat
+//! turns `kiln_providers::turn` over a request `kiln_agent::turn` reads;
+//! their events stream back under the exchange's id. The bench hooks
+//! ([`ToRuntime::Bench`]) are built only with the `bench` feature. The
+//! worker reads its [`RuntimeOptions`] from its
 //! `name`, opens the stores, starts the pool and posts
 //! [`FromRuntime::Ready`]; the page sends runs only after that.
 
+#[cfg(target_arch = "wasm32")]
+mod bench;
 #[cfg(target_arch = "wasm32")]
 mod worker;
 
 use kiln_capabilities::Answer;
 use kiln_types::runtime::Approval;
+#[cfg(doc)]
+use kiln_types::runtime::{FromRuntime, RuntimeOptions, ToRuntime};
 
 /// The gate's answer for a page's approval.
 #[must_use]

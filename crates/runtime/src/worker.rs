@@ -1,21 +1,28 @@
 //! The worker's message loop and the two seams that reach back to the page:
 //! [`PageTools`] (the page tools of a run) and [`PageApprover`] (its
-//! `approve` callback).
+//! `approve` callback). Storage operations, the change feed, chat turns,
+//! run budgets and model lists are `kiln-agent`'s and the providers'; this
+//! only carries them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use futures::StreamExt as _;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use kiln_agent::ladder::Environment;
+use kiln_agent::ops::{OpError, store_op};
+use kiln_agent::turn::{TurnBudget, TurnRequest, new_budget};
 use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge, Workspace};
 use kiln_capabilities::gate::{Headless, SessionAllow};
 use kiln_capabilities::{
     Answer, ApprovalRequest, Approver, CallContext, Dispatcher, HeldSignal, Implementation, Permit,
 };
 use kiln_host::SandboxPool;
-use kiln_store::StoreError;
+use kiln_providers::budget::RunBudget;
+use kiln_providers::{Event, HttpProvider, ProviderConfig, ProviderError};
+use kiln_store::{Change, StoreError, Subscription};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
@@ -37,8 +44,12 @@ struct Runtime {
     /// Questions waiting for the page's answer, by ask number.
     asks: RefCell<HashMap<u64, oneshot::Sender<Answer>>>,
     next_ask: Cell<u64>,
-    /// The cancel switch of each run in progress.
+    /// The cancel switch of each run and chat turn in progress.
     runs: RefCell<HashMap<u64, AbortSignal>>,
+    /// The page's change-feed subscriptions, by watch id.
+    watches: RefCell<HashMap<u64, Subscription>>,
+    /// Run budgets the page made, by its number for them.
+    budgets: RefCell<HashMap<u32, RunBudget>>,
 }
 
 struct PendingCall {
@@ -114,6 +125,8 @@ pub fn start() {
                 asks: RefCell::default(),
                 next_ask: Cell::new(0),
                 runs: RefCell::default(),
+                watches: RefCell::default(),
+                budgets: RefCell::default(),
             }));
         });
         post(&FromRuntime::Ready { storage });
@@ -121,7 +134,7 @@ pub fn start() {
 }
 
 /// `workspace`'s database (`kiln-<workspace>`) and OPFS folder.
-async fn open_workspace(workspace: &str) -> Result<Workspace, StoreError> {
+pub(crate) async fn open_workspace(workspace: &str) -> Result<Workspace, StoreError> {
     kiln_agent::ladder::check_workspace_name(workspace).map_err(StoreError::Invalid)?;
     let backend: Rc<dyn kiln_store::Backend> =
         kiln_store::browser::IdbBackend::open(&format!("kiln-{workspace}")).await?;
@@ -130,7 +143,7 @@ async fn open_workspace(workspace: &str) -> Result<Workspace, StoreError> {
     Ok(Workspace { backend, files })
 }
 
-fn store_problem(error: &StoreError) -> Problem {
+pub(crate) fn store_problem(error: &StoreError) -> Problem {
     Problem {
         bad_request: false,
         message: error.to_string(),
@@ -158,6 +171,29 @@ fn on_message(message: ToRuntime) {
             if let Some(cancel) = runtime.runs.borrow().get(&id) {
                 cancel.abort();
             }
+            runtime.watches.borrow_mut().remove(&id);
+        }
+        ToRuntime::Store { id, op, args } => {
+            wasm_bindgen_futures::spawn_local(store(runtime, id, op, args));
+        }
+        ToRuntime::Watch { id } => watch(&runtime, id),
+        ToRuntime::Chat { id, request } => {
+            wasm_bindgen_futures::spawn_local(chat(runtime, id, request))
+        }
+        ToRuntime::Budget { budget, limits } => {
+            let made = new_budget(&limits, Rc::new(kiln_http::SystemClock));
+            runtime.budgets.borrow_mut().insert(budget, made);
+        }
+        ToRuntime::Models { id, provider } => {
+            wasm_bindgen_futures::spawn_local(models(runtime, id, provider));
+        }
+        ToRuntime::Bench { id, hook, args } => {
+            wasm_bindgen_futures::spawn_local(async move {
+                post(&match crate::bench::run(&runtime.http, &hook, args).await {
+                    Ok(value) => FromRuntime::Done { id, value },
+                    Err(problem) => FromRuntime::Failed { id, problem },
+                });
+            });
         }
         ToRuntime::ToolReply {
             id,
@@ -259,6 +295,130 @@ async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, repor
             problem: Problem::bad_request(error.0),
         }),
     }
+}
+
+/// The workspace's stores, or the problem of their not being open.
+fn opened(runtime: &Runtime) -> Result<&Workspace, Problem> {
+    runtime.workspace.as_ref().as_ref().map_err(store_problem)
+}
+
+async fn store(runtime: Rc<Runtime>, id: u64, op: String, args: Value) {
+    let answered = match opened(&runtime) {
+        Ok(workspace) => store_op(workspace, &op, &args)
+            .await
+            .map_err(|error| match error {
+                OpError::BadRequest(message) => Problem::bad_request(message),
+                OpError::Store(error) => store_problem(&error),
+            }),
+        Err(problem) => Err(problem),
+    };
+    post(&match answered {
+        Ok(value) => FromRuntime::Done { id, value },
+        Err(problem) => FromRuntime::Failed { id, problem },
+    });
+}
+
+/// Posts every committed change under `id` until the page cancels it.
+fn watch(runtime: &Runtime, id: u64) {
+    match opened(runtime) {
+        Ok(workspace) => {
+            let subscription = workspace
+                .backend
+                .subscribe(Rc::new(move |changes: &[Change]| {
+                    post(&FromRuntime::Changed {
+                        id,
+                        changes: serde_json::to_value(changes).unwrap_or(Value::Null),
+                    });
+                }));
+            runtime.watches.borrow_mut().insert(id, subscription);
+        }
+        Err(problem) => post(&FromRuntime::Failed { id, problem }),
+    }
+}
+
+fn provider_problem(error: &ProviderError) -> Problem {
+    Problem {
+        bad_request: false,
+        message: error.to_string(),
+        code: Some(error.code().to_owned()),
+        hint: error.hint.clone(),
+        status: error.status,
+    }
+}
+
+/// One streamed chat turn: its events posted as they come, then its final
+/// message (with the budget's spend when it had one).
+async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
+    let answered = async {
+        let turn = TurnRequest::from_value(&request).map_err(Problem::bad_request)?;
+        let budget = match turn.budget {
+            None => None,
+            Some(TurnBudget::Own(limits)) => {
+                Some(new_budget(&limits, Rc::new(kiln_http::SystemClock)))
+            }
+            Some(TurnBudget::Shared(number)) => Some(
+                runtime
+                    .budgets
+                    .borrow()
+                    .get(&number)
+                    .cloned()
+                    .ok_or_else(|| {
+                        Problem::bad_request(format!(
+                            "`budget` names budget {number}, which this Kiln did not make"
+                        ))
+                    })?,
+            ),
+        };
+        let provider = HttpProvider::new(turn.provider, runtime.http.clone());
+        let abort = AbortSignal::new();
+        runtime.runs.borrow_mut().insert(id, abort.clone());
+        let mut stream = kiln_providers::turn(&provider, turn.request, budget.clone(), Some(abort));
+        let mut done = None;
+        while let Some(item) = stream.next().await {
+            let event = item.map_err(|error| provider_problem(&error))?;
+            post(&FromRuntime::Event {
+                id,
+                event: serde_json::to_value(&event).unwrap_or(Value::Null),
+            });
+            if let Event::Done { message } = event {
+                done = Some(message);
+            }
+        }
+        let mut value = serde_json::to_value(done.unwrap_or_default()).unwrap_or_default();
+        if let (Some(budget), Some(object)) = (budget, value.as_object_mut()) {
+            object.insert(
+                "spend".into(),
+                serde_json::to_value(budget.spend()).unwrap_or_default(),
+            );
+        }
+        Ok::<Value, Problem>(value)
+    }
+    .await;
+    runtime.runs.borrow_mut().remove(&id);
+    post(&match answered {
+        Ok(value) => FromRuntime::Done { id, value },
+        Err(problem) => FromRuntime::Failed { id, problem },
+    });
+}
+
+async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
+    let answered = async {
+        let config: ProviderConfig = serde_json::from_value(provider).map_err(|error| {
+            Problem::bad_request(format!(
+                "the provider is not valid ({error}): {{kind, base_url, key?}}"
+            ))
+        })?;
+        let provider = HttpProvider::new(config, runtime.http.clone());
+        let models = kiln_providers::Provider::models(&provider)
+            .await
+            .map_err(|error| provider_problem(&error))?;
+        Ok::<Value, Problem>(serde_json::to_value(models).unwrap_or_default())
+    }
+    .await;
+    post(&match answered {
+        Ok(value) => FromRuntime::Done { id, value },
+        Err(problem) => FromRuntime::Failed { id, problem },
+    });
 }
 
 /// The worker's pool as the agent layer's sandbox runner.

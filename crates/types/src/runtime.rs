@@ -12,9 +12,13 @@
 //! them by message ([`FromRuntime::ToolCall`], [`FromRuntime::Approve`]) and
 //! the page answers. A run request travels as the JSON
 //! `kiln_agent::RunRequest` reads, so the worker checks it once, by the same
-//! rules as every entrance. (Program runs cross today; chat turns, storage
-//! and the change feed, model lists and MCP mounts join them as they move
-//! into the worker.)
+//! rules as every entrance; so does a chat turn's request, read by
+//! `kiln_agent::turn`. Storage operations name their verb (`memory.save`,
+//! `files.read`, …) and carry its arguments, read by `kiln_agent::ops`.
+//!
+//! Exchanges that stream ([`ToRuntime::Chat`], [`ToRuntime::Watch`]) post
+//! their events under the exchange's `id` until it ends (a chat's
+//! [`FromRuntime::Done`]) or the page ends it ([`ToRuntime::Cancel`]).
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -87,6 +91,55 @@ pub enum ToRuntime {
     },
     /// The answer to [`FromRuntime::Approve`] number `ask`.
     Answer { ask: u64, approval: Approval },
+    /// One storage operation (`memory.save`, `files.read`, `export`, …)
+    /// with its arguments; answered by [`FromRuntime::Done`] with its JSON.
+    Store {
+        id: u64,
+        op: String,
+        #[serde(default)]
+        args: Value,
+    },
+    /// Every committed change to the workspace's records, this tab's or
+    /// another's, as [`FromRuntime::Changed`] under `id` until
+    /// [`ToRuntime::Cancel`].
+    Watch { id: u64 },
+    /// One streamed chat turn: `request` is `{provider, messages, tools?,
+    /// options, budget?}`, where `budget` is this turn's own limits or
+    /// `{"shared": n}`, a budget made by [`ToRuntime::Budget`]. Events come
+    /// as [`FromRuntime::Event`], the final message as [`FromRuntime::Done`].
+    Chat { id: u64, request: Value },
+    /// Makes run budget number `budget` (numbered by the page), shared by
+    /// every chat turn that names it; its deadline runs from now.
+    Budget { budget: u32, limits: BudgetLimits },
+    /// The models a provider (`{kind, base_url, key?}`) offers.
+    Models { id: u64, provider: Value },
+    /// A figure for `cargo xtask bench` (`ladder`, `mcp`, `sse`,
+    /// `storage_open`), measured in the worker; a worker built without the
+    /// `bench` feature answers that it has none.
+    Bench {
+        id: u64,
+        hook: String,
+        #[serde(default)]
+        args: Value,
+    },
+}
+
+/// The limits of a run budget, as a page gives them (`kiln.budget(limits)`,
+/// or one chat turn's own `budget`). A missing limit does not bound.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct BudgetLimits {
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_usd: Option<f64>,
+    /// Milliseconds from the budget's creation.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deadline_ms: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_turns: Option<u32>,
+    /// Under a USD cap, the largest prompt (estimated tokens) a turn on an
+    /// unpriced model may send; the providers' default when missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub unpriced_token_ceiling: Option<u64>,
 }
 
 /// Why a request failed, as the page rejects it: a `TypeError` for a
@@ -146,6 +199,11 @@ pub enum FromRuntime {
     /// same `ask`); `request` is the approval card's content, secrets
     /// redacted.
     Approve { id: u64, ask: u64, request: Value },
+    /// A streamed event of chat turn `id` (`text_delta`, `tool_call_start`,
+    /// `usage`, `stop`, …).
+    Event { id: u64, event: Value },
+    /// Committed changes (`[{table, key, version}]`) for watch `id`.
+    Changed { id: u64, changes: Value },
     /// A message the worker could not read; `problem` says what was wrong.
     Rejected { problem: String },
 }
@@ -203,6 +261,33 @@ mod tests {
                     reason: "the callback threw".into(),
                 },
             },
+            ToRuntime::Store {
+                id: 2,
+                op: "memory.save".into(),
+                args: serde_json::json!({"text": "x"}),
+            },
+            ToRuntime::Watch { id: 3 },
+            ToRuntime::Chat {
+                id: 4,
+                request: serde_json::json!({"messages": []}),
+            },
+            ToRuntime::Budget {
+                budget: 1,
+                limits: BudgetLimits {
+                    max_usd: Some(0.5),
+                    max_turns: Some(2),
+                    ..BudgetLimits::default()
+                },
+            },
+            ToRuntime::Models {
+                id: 5,
+                provider: serde_json::json!({"kind": "openai"}),
+            },
+            ToRuntime::Bench {
+                id: 6,
+                hook: "sse".into(),
+                args: serde_json::json!({"bytes": 10}),
+            },
         ];
         for message in to {
             assert_eq!(decode::<ToRuntime>(&encode(&message)), Ok(message));
@@ -230,6 +315,14 @@ mod tests {
                 ask: 4,
                 request: serde_json::json!({"tool": "save"}),
             },
+            FromRuntime::Event {
+                id: 4,
+                event: serde_json::json!({"type": "text_delta", "text": "hi"}),
+            },
+            FromRuntime::Changed {
+                id: 3,
+                changes: serde_json::json!([{"table": "memories", "key": "m1", "version": 2}]),
+            },
         ];
         for message in from {
             assert_eq!(decode::<FromRuntime>(&encode(&message)), Ok(message));
@@ -247,6 +340,10 @@ mod tests {
             (
                 r#"{"v":1001,"msg":{"type":"answer","ask":1,"approval":{"answer":"maybe"}}}"#,
                 "maybe",
+            ),
+            (
+                r#"{"v":1001,"msg":{"type":"budget","budget":1,"limits":{"max_dollars":1}}}"#,
+                "max_dollars",
             ),
         ];
         for (text, named) in cases {

@@ -27,7 +27,7 @@ pub fn run(root: &Path) -> Result<()> {
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
     // The real servers, as `cargo xtask test` passes them (MCP, aimock, the local model).
     let servers = tools::test_servers_env(root)?;
-    build_app(root)?;
+    build_app(root, crate::build::Site::Bench)?;
 
     println!("wasm and JavaScript files of pkg/ (bytes):");
     let pkg = root.join("pkg");
@@ -139,6 +139,8 @@ impl ExampleBench<'_> {
                     package,
                     "--example",
                     example,
+                    "--features",
+                    "bench",
                 ])
                 .current_dir(self.root),
         )?;

@@ -23,6 +23,17 @@ pub struct WasmModule {
     pub out_name: &'static str,
     /// `wasm-opt` level.
     pub wasm_opt_level: &'static str,
+    /// The cargo features `cargo xtask bench` adds (its hooks), never in the
+    /// site `serve` and `test` build.
+    pub bench_features: Option<&'static str>,
+}
+
+/// Which site to build: the one people get, or the bench's, whose runtime
+/// worker also answers the bench hooks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Site {
+    Shipped,
+    Bench,
 }
 
 pub const MODULES: [WasmModule; 4] = [
@@ -33,6 +44,7 @@ pub const MODULES: [WasmModule; 4] = [
         artifact: "kiln_sandbox_worker",
         out_name: "kiln_sandbox_worker",
         wasm_opt_level: "-O3",
+        bench_features: None,
     },
     WasmModule {
         package: "kiln-ui",
@@ -41,6 +53,7 @@ pub const MODULES: [WasmModule; 4] = [
         artifact: "kiln-ui",
         out_name: "kiln_ui",
         wasm_opt_level: "-Oz",
+        bench_features: None,
     },
     WasmModule {
         package: "kiln-runtime",
@@ -49,6 +62,7 @@ pub const MODULES: [WasmModule; 4] = [
         artifact: "kiln_runtime",
         out_name: "kiln_runtime",
         wasm_opt_level: "-Oz",
+        bench_features: Some("bench"),
     },
     WasmModule {
         package: "kiln-page",
@@ -57,18 +71,19 @@ pub const MODULES: [WasmModule; 4] = [
         artifact: "kiln_page",
         out_name: "kiln_page",
         wasm_opt_level: "-Oz",
+        bench_features: None,
     },
 ];
 
 /// Builds everything into `root/pkg`.
-pub fn build_app(root: &Path) -> Result<()> {
+pub fn build_app(root: &Path, site: Site) -> Result<()> {
     let tools = tools::ensure_build_tools(root)?;
     let pkg = root.join("pkg");
     if pkg.exists() {
         std::fs::remove_dir_all(&pkg).with_context(|| format!("clearing {}", pkg.display()))?;
     }
     for module in &MODULES {
-        build_module(root, &tools, module, &pkg)?;
+        build_module(root, &tools, module, site, &pkg)?;
     }
     copy_dir(&root.join("www"), &pkg)?;
     copy_dir(&root.join("workers"), &pkg.join("workers"))?;
@@ -76,7 +91,13 @@ pub fn build_app(root: &Path) -> Result<()> {
     Ok(())
 }
 
-fn build_module(root: &Path, tools: &BuildTools, module: &WasmModule, pkg: &Path) -> Result<()> {
+fn build_module(
+    root: &Path,
+    tools: &BuildTools,
+    module: &WasmModule,
+    site: Site,
+    pkg: &Path,
+) -> Result<()> {
     eprintln!(
         "xtask: building {} ({} profile)",
         module.package, module.profile
@@ -95,6 +116,9 @@ fn build_module(root: &Path, tools: &BuildTools, module: &WasmModule, pkg: &Path
         .current_dir(root);
     if let Some(bin) = module.bin {
         cargo.args(["--bin", bin]);
+    }
+    if let (Site::Bench, Some(features)) = (site, module.bench_features) {
+        cargo.args(["--features", features]);
     }
     run_checked(&mut cargo)?;
 

@@ -40,7 +40,7 @@ fn run() -> Result<ExitCode> {
         Some("serve") => {
             let options = ServeOptions::parse(&args[1..])?;
             tools::ensure_build_tools(&root)?;
-            build::build_app(&root)?;
+            build::build_app(&root, build::Site::Shipped)?;
             // Stopped when this returns; when Ctrl+C ends xtask, it gets the
             // SIGINT too and its stdin closes, either of which stops it.
             let _model = serve::start_local_model(&root, options.model_port);
@@ -49,7 +49,7 @@ fn run() -> Result<ExitCode> {
         }
         Some("build") => {
             tools::ensure_build_tools(&root)?;
-            build::build_app(&root)?;
+            build::build_app(&root, build::Site::Shipped)?;
             Ok(ExitCode::SUCCESS)
         }
         Some("test") => test::run_all(&root),

@@ -66,7 +66,7 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     record("native tests", run_counted(&mut native, parse_cargo_line));
 
     // The app is built before the browser stages; a build failure fails them all.
-    let built = build_app(root);
+    let built = build_app(root, crate::build::Site::Shipped);
     if let Err(error) = &built {
         eprintln!("xtask: the app did not build: {error:#}");
     }
@@ -206,7 +206,13 @@ const NATIVE_ONLY: &[&str] = &["kiln-cli", "kiln-testkit", "xtask"];
 /// examples need the native-only test peers and do not build for wasm32).
 fn lints(root: &Path) -> Tally {
     let deny_warnings = ["--quiet", "--", "-D", "warnings"];
+    // The bench hooks are linted too, though only `cargo xtask bench` builds them.
+    let bench_features = [
+        "--features",
+        "kiln-capabilities/bench,kiln-providers/bench,kiln-runtime/bench",
+    ];
     let mut wasm_libs = vec!["clippy", "--target", tools::WASM_TARGET, "--workspace"];
+    wasm_libs.extend(bench_features);
     for package in NATIVE_ONLY {
         wasm_libs.extend(["--exclude", package]);
     }
@@ -217,6 +223,7 @@ fn lints(root: &Path) -> Tally {
     }
     wasm_tests.extend(deny_warnings);
     let mut host = vec!["clippy", "--workspace", "--all-targets"];
+    host.extend(bench_features);
     host.extend(deny_warnings);
 
     let mut tally = Tally::default();

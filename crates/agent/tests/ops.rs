@@ -1,0 +1,126 @@
+//! The storage operations pages and the app name, over the in-memory store:
+//! each verb's answer, and a bad request refused by name.
+
+use futures::executor::block_on;
+use kiln_agent::Workspace;
+use kiln_agent::ops::{OpError, store_op};
+use kiln_store::native::{MemoryBackend, MemoryTree};
+use serde_json::{Value, json};
+
+fn workspace() -> Workspace {
+    Workspace {
+        backend: MemoryBackend::new(),
+        files: MemoryTree::new(),
+    }
+}
+
+fn op(workspace: &Workspace, op: &str, args: Value) -> Result<Value, OpError> {
+    block_on(store_op(workspace, op, &args))
+}
+
+#[test]
+fn each_verb_answers_its_json() {
+    let workspace = workspace();
+    let saved = op(
+        &workspace,
+        "memory.save",
+        json!({"text": "the sky is blue", "agent": "a"}),
+    )
+    .expect("saved");
+    let id = saved["id"].as_str().expect("an id").to_owned();
+    let hits = op(&workspace, "memory.query", json!({"query": "sky"})).expect("queried");
+    assert_eq!(hits.as_array().map(Vec::len), Some(1), "{hits}");
+    let listed = op(&workspace, "memory.list", json!({"agent": "a"})).expect("listed");
+    assert_eq!(listed.as_array().map(Vec::len), Some(1), "{listed}");
+    op(
+        &workspace,
+        "memory.mark",
+        json!({"id": id, "mark": "helpful"}),
+    )
+    .expect("marked");
+
+    op(
+        &workspace,
+        "files.write",
+        json!({"path": "notes/a.txt", "text": "hello"}),
+    )
+    .expect("written");
+    op(
+        &workspace,
+        "files.write",
+        json!({"path": "b.bin", "base64": "AP8="}),
+    )
+    .expect("written");
+    assert_eq!(
+        op(&workspace, "files.read", json!({"path": "notes/a.txt"})).expect("read"),
+        json!({"text": "hello"})
+    );
+    assert_eq!(
+        op(&workspace, "files.read", json!({"path": "b.bin"})).expect("read"),
+        json!({"base64": "AP8="})
+    );
+    let root = op(&workspace, "files.list", Value::Null).expect("listed");
+    let names: Vec<&str> = root
+        .as_array()
+        .expect("entries")
+        .iter()
+        .filter_map(|entry| entry["name"].as_str())
+        .collect();
+    assert_eq!(names, ["notes", "b.bin"], "folders first: {root}");
+    op(&workspace, "files.remove", json!({"path": "b.bin"})).expect("removed");
+
+    assert_eq!(
+        op(&workspace, "run.list", json!({})).expect("no runs"),
+        json!({"run_id": null, "entries": []})
+    );
+    let config = op(&workspace, "config.get", json!({})).expect("config");
+    assert!(config["settings"].is_object(), "{config}");
+    let exported = op(&workspace, "export", json!({})).expect("exported");
+    let other = self::workspace();
+    op(&other, "import", exported).expect("imported");
+    let moved = op(&other, "memory.list", json!({})).expect("listed");
+    assert_eq!(moved.as_array().map(Vec::len), Some(1), "{moved}");
+}
+
+#[test]
+fn a_bad_request_is_refused_by_name() {
+    let workspace = workspace();
+    let cases = [
+        (
+            "memory.fly",
+            json!({}),
+            "`memory.fly` is not a storage operation",
+        ),
+        ("memory.save", json!({}), "missing field `text`"),
+        (
+            "memory.save",
+            json!({"text": "x", "colour": 1}),
+            "unknown field `colour`",
+        ),
+        ("memory.mark", json!({"id": "m", "mark": "great"}), "great"),
+        ("files.read", json!({"path": "../etc"}), ".."),
+        (
+            "files.write",
+            json!({"path": "a", "text": "x", "base64": "eA=="}),
+            "exactly one of",
+        ),
+        (
+            "files.write",
+            json!({"path": "a", "base64": "%%"}),
+            "`base64` is not base64",
+        ),
+    ];
+    for (verb, args, named) in cases {
+        match op(&workspace, verb, args.clone()) {
+            Err(OpError::BadRequest(message)) => {
+                assert!(message.contains(named), "{verb} {args}: {message}");
+            }
+            other => panic!("{verb} {args}: expected a bad request, got {other:?}"),
+        }
+    }
+    // A missing file is the store's own error, with its code.
+    match op(&workspace, "files.read", json!({"path": "nowhere.txt"})) {
+        Err(OpError::Store(error)) => assert_eq!(error.code(), "not_found", "{error}"),
+        other => panic!("expected not_found, got {other:?}"),
+    }
+}
