@@ -2,7 +2,8 @@
 // (IndexedDB + OPFS): a program writes memory, run memory and files through
 // the ladder and `workspace.*`; the page finds them after a reload and after
 // the renderer crashes right behind an acknowledged write; a second tab sees
-// changes as they happen; a stale edit is refused, not lost; a used-up quota,
+// changes as they happen; a run a closed tab left running is marked
+// interrupted; a stale edit is refused, not lost; a used-up quota,
 // blocked storage and a database deleted underneath each fail with a clear
 // error and write nothing; an export goes into another workspace and a bad
 // import writes nothing.
@@ -159,6 +160,34 @@ test("a second tab sees changes as they happen, and a stale edit is refused, not
   assert.equal(marked[0].helpful, 6);
   await a.close();
   await b.close();
+});
+
+test("a run left running by a tab that closed is marked interrupted when the workspace is next opened; another tab's is not", async () => {
+  const a = await tab("interrupted");
+  // Runs until its tab goes away; nothing awaits it.
+  await a.evaluate(() => {
+    window.kiln.run({ code: "// Waits for its tab to close\nwhile (true) await sleep(10000);", limits: { wall_ms: 120000 } });
+  });
+  const running = async (page) => (await call(page, (kiln) => kiln.history.jobs())).filter((job) => job.input.includes("Waits for its tab to close"));
+  await a.waitForFunction(async () => (await window.kiln.history.jobs()).some((job) => job.status === "running"));
+
+  // A second tab opens the workspace while tab A is alive: A's run goes on.
+  const b = await tab("interrupted");
+  assert.deepEqual((await running(b)).map((job) => job.status), ["running"]);
+  // The browser lets go of a closed tab's locks once its worker has ended: wait for that.
+  const held = () => navigator.locks.query().then((snapshot) => snapshot.held.length);
+  const before = await b.evaluate(held);
+  await a.close();
+  await b.waitForFunction(async ({ source, before }) => (await eval(source)()) < before, { source: held.toString(), before });
+  await b.close();
+
+  // Tab A is gone: the next tab to open the workspace says its run was interrupted.
+  const c = await tab("interrupted");
+  const [job] = await running(c);
+  assert.equal(job.status, "interrupted");
+  assert.equal(job.output, "Interrupted: the tab or process that ran it ended before it finished.");
+  assert.ok(job.finished_ms >= job.started_ms, JSON.stringify(job));
+  await c.close();
 });
 
 test("a used-up quota is a clear error, and keeps every acknowledged write and nothing else", async () => {

@@ -20,6 +20,7 @@ use kiln_capabilities::{
 use kiln_http::HttpClient;
 use kiln_store::StoreError;
 use kiln_store::backend::Backend;
+use kiln_store::custody::Custody;
 use kiln_store::files::FileTree;
 use kiln_store::run::Describe;
 use kiln_types::tool_result::Warning;
@@ -27,11 +28,27 @@ use kiln_types::tool_result::Warning;
 use crate::record::RunRecord;
 use crate::request::{RequestError, RunRequest};
 
-/// A workspace's stores, open.
+/// A workspace's stores, open, and who is running its jobs.
 #[derive(Clone)]
 pub struct Workspace {
     pub backend: Rc<dyn Backend>,
     pub files: Rc<dyn FileTree>,
+    /// This runtime's owner id (its jobs carry it) and who else is alive.
+    pub custody: Rc<dyn Custody>,
+}
+
+impl Workspace {
+    /// Marks `interrupted` the jobs whose runtime ended before they did (a
+    /// closed tab, a killed process): what every entrance does when it opens
+    /// the workspace. Answers how many.
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the history cannot be read or written.
+    pub async fn interrupt_abandoned(&self) -> Result<usize, StoreError> {
+        let history = kiln_store::history::History::new(self.backend.clone());
+        Ok(history.interrupt_abandoned(&*self.custody).await?.len())
+    }
 }
 
 /// Who answers the ladder's questions.

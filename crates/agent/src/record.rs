@@ -41,6 +41,7 @@ impl RunRecord {
                 agent: request.agent.clone(),
                 title: title_of_program(&request.code),
                 input: request.code.clone(),
+                owner: workspace.custody.owner().to_owned(),
             })
             .await?;
         Ok(Self { history, job })

@@ -11,6 +11,7 @@ fn workspace() -> Workspace {
     Workspace {
         backend: MemoryBackend::new(),
         files: MemoryTree::new(),
+        custody: std::rc::Rc::new(kiln_store::custody::Solo::new()),
     }
 }
 
@@ -123,4 +124,27 @@ fn a_bad_request_is_refused_by_name() {
         Err(OpError::Store(error)) => assert_eq!(error.code(), "not_found", "{error}"),
         other => panic!("expected not_found, got {other:?}"),
     }
+}
+
+#[test]
+fn a_job_left_running_by_a_runtime_that_ended_is_interrupted_on_open() {
+    use kiln_store::history::{History, JobStart};
+    let workspace = workspace();
+    let history = History::new(workspace.backend.clone());
+    let start = |owner: &str| JobStart {
+        kind: "program".into(),
+        title: "a run".into(),
+        owner: owner.into(),
+        ..JobStart::default()
+    };
+    let gone = block_on(history.start_job(start("a tab that closed"))).expect("started");
+    let mine = block_on(history.start_job(start(workspace.custody.owner()))).expect("started");
+    assert_eq!(block_on(workspace.interrupt_abandoned()).expect("swept"), 1);
+    let status = |id: &str| block_on(history.job(id)).expect("read").status;
+    assert_eq!(status(&gone.id), "interrupted");
+    assert_eq!(
+        status(&mine.id),
+        "running",
+        "this runtime's own job goes on"
+    );
 }

@@ -138,6 +138,7 @@ fn setup(approver: Rc<dyn Approver>) -> Setup {
     let workspace = Workspace {
         backend: backend.clone(),
         files: MemoryTree::new(),
+        custody: Rc::new(kiln_store::custody::Solo::new()),
     };
     Setup {
         environment: Environment {
@@ -282,6 +283,16 @@ fn every_run_is_recorded_with_one_title_output_and_status() {
         assert_eq!(job.status, status, "{code:?}");
         assert_eq!(job.agent, "ada");
         assert_eq!(job.input, code);
+        let custody = &setup
+            .environment
+            .workspace
+            .as_ref()
+            .unwrap()
+            .as_ref()
+            .as_ref()
+            .unwrap()
+            .custody;
+        assert_eq!(job.owner, custody.owner(), "the job carries its runtime");
         assert_eq!(
             job.output,
             ran.result.text(),

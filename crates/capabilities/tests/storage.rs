@@ -310,6 +310,7 @@ fn search_history_finds_jobs_and_messages() {
         agent: "default".into(),
         title: "quarterly report".into(),
         input: "return await tools.sum_sales()".into(),
+        ..JobStart::default()
     }))
     .unwrap();
     block_on(history.finish_job(&job.id, "ok", "sales were 42")).unwrap();

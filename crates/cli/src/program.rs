@@ -85,7 +85,11 @@ pub fn run(
     raw: bool,
     permissions: &Permissions,
 ) -> ExitCode {
-    let child = std::env::var_os(CHILD_ENV).is_some();
+    let child = std::env::var_os(CHILD_ENV);
+    if let Some(parent) = &child {
+        end_with_parent(parent);
+    }
+    let child = child.is_some();
     match prepare(file, tools, limits, permissions) {
         Ok(run) if !child => supervise(&run, tools, limits, raw, permissions),
         Ok(run) => run_here(run, raw),
@@ -216,7 +220,7 @@ fn supervise(
         command.env(TERMINAL_ENV, "1");
     }
     let child = command
-        .env(CHILD_ENV, "1")
+        .env(CHILD_ENV, std::process::id().to_string())
         .stdin(std::process::Stdio::piped())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -260,6 +264,25 @@ fn supervise(
         }
     }
 }
+
+/// The child ends when its supervising process does, however that ends (a
+/// `kill -9` included): an orphan would go on running the program and
+/// holding the store's owner lock, so its job could never be seen as
+/// interrupted. `parent` is the supervisor's pid, from [`CHILD_ENV`].
+#[cfg(target_os = "linux")]
+fn end_with_parent(parent: &std::ffi::OsStr) {
+    use nix::sys::signal::Signal;
+    let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
+    // The supervisor may have ended before the line above took effect.
+    let expected = parent.to_str().and_then(|pid| pid.parse::<i32>().ok());
+    if expected.is_some_and(|pid| nix::unistd::getppid().as_raw() != pid) {
+        std::process::exit(2);
+    }
+}
+
+/// Elsewhere a child outlives a killed supervisor until its wall budget ends.
+#[cfg(not(target_os = "linux"))]
+fn end_with_parent(_parent: &std::ffi::OsStr) {}
 
 #[cfg(unix)]
 fn pass_on_interrupt(pid: u32) {
@@ -483,12 +506,21 @@ pub(crate) fn request_of(
     })
 }
 
-/// The on-disk store in `dir` (the log, and `dir/files` for the workspace).
+/// The on-disk store in `dir` (the log, and `dir/files` for the workspace),
+/// under this process's owner lock (`dir/owners/`); the jobs a process that
+/// died left running are marked `interrupted` first.
 fn open_store(dir: &Path) -> Result<Workspace, kiln_store::StoreError> {
     let backend: Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(dir)?;
     let files: Rc<dyn kiln_store::files::FileTree> =
         kiln_store::native::DirTree::open(&dir.join("files"))?;
-    Ok(Workspace { backend, files })
+    let custody = Rc::new(kiln_store::native::FileCustody::acquire(dir)?);
+    let workspace = Workspace {
+        backend,
+        files,
+        custody,
+    };
+    futures::executor::block_on(workspace.interrupt_abandoned())?;
+    Ok(workspace)
 }
 
 /// `codemode:`-id bytes from the OS.

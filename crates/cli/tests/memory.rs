@@ -1,7 +1,8 @@
 //! `kiln memory` as a person (or several processes at once) runs it: save,
 //! list, query, mark, export and import on an on-disk store; clear errors;
 //! two writers at once losing nothing; a writer killed mid-write losing
-//! nothing it acknowledged.
+//! nothing it acknowledged; a run whose process was killed marked
+//! interrupted by the next one.
 
 #![expect(
     clippy::unwrap_used,
@@ -571,5 +572,82 @@ fn a_program_run_with_the_store_keeps_its_memory_files_and_history() {
     assert_eq!(
         jobs[0]["value"]["title"],
         "await workspace.write(\"notes/a.md\", \"from a program\");"
+    );
+}
+
+/// The jobs in `store`'s history, as `kiln memory export` writes them.
+fn jobs_of(dir: &TempDir, store: &str) -> Vec<Value> {
+    let exported = dir.join("jobs.json");
+    assert_eq!(memory(store, &["export", &exported]).code, 0);
+    let doc: Value = serde_json::from_str(&fs::read_to_string(&exported).unwrap()).unwrap();
+    doc["tables"]["jobs"]
+        .as_array()
+        .map(|jobs| jobs.iter().map(|job| job["value"].clone()).collect())
+        .unwrap_or_default()
+}
+
+#[test]
+fn a_run_whose_process_was_killed_is_marked_interrupted_by_the_next_run() {
+    let dir = TempDir::new("interrupted");
+    let store = dir.join("store");
+    let waits = dir.join("waits.js");
+    fs::write(
+        &waits,
+        "// Waits to be killed\nwhile (true) await sleep(10000);",
+    )
+    .unwrap();
+    let quick = dir.join("quick.js");
+    fs::write(&quick, "return 2;").unwrap();
+    let status_of_waiting = |jobs: &[Value]| {
+        jobs.iter()
+            .find(|job| {
+                job["input"]
+                    .as_str()
+                    .unwrap()
+                    .contains("Waits to be killed")
+            })
+            .map(|job| job["status"].as_str().unwrap().to_owned())
+    };
+    let mut waiting = command()
+        .args(["run", &waits, "--store", &store, "--approve", "yes"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    while status_of_waiting(&jobs_of(&dir, &store)).is_none() {
+        assert!(Instant::now() < deadline, "the run was never recorded");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // Another process opens the store while the first is alive: its run goes on.
+    assert_eq!(kiln(&["run", &quick, "--store", &store]).code, 0);
+    assert_eq!(
+        status_of_waiting(&jobs_of(&dir, &store)).as_deref(),
+        Some("running")
+    );
+
+    waiting.kill().unwrap();
+    waiting.wait().unwrap();
+    assert_eq!(kiln(&["run", &quick, "--store", &store]).code, 0);
+    let jobs = jobs_of(&dir, &store);
+    assert_eq!(status_of_waiting(&jobs).as_deref(), Some("interrupted"));
+    let interrupted = jobs
+        .iter()
+        .find(|job| {
+            job["input"]
+                .as_str()
+                .unwrap()
+                .contains("Waits to be killed")
+        })
+        .unwrap();
+    assert_eq!(
+        interrupted["output"],
+        "Interrupted: the tab or process that ran it ended before it finished."
+    );
+    assert!(
+        jobs.iter()
+            .filter(|job| job["title"] == "return 2;")
+            .all(|job| job["status"] == "ok"),
+        "{jobs:?}"
     );
 }

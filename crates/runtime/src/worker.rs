@@ -133,14 +133,23 @@ pub fn start() {
     });
 }
 
-/// `workspace`'s database (`kiln-<workspace>`) and OPFS folder.
+/// `workspace`'s database (`kiln-<workspace>`) and OPFS folder, under this
+/// worker's owner lock; the jobs a closed tab left running are marked
+/// `interrupted` before anything else reads them.
 pub(crate) async fn open_workspace(workspace: &str) -> Result<Workspace, StoreError> {
     kiln_agent::ladder::check_workspace_name(workspace).map_err(StoreError::Invalid)?;
+    let custody = Rc::new(kiln_store::browser::WebLocks::acquire().await?);
     let backend: Rc<dyn kiln_store::Backend> =
         kiln_store::browser::IdbBackend::open(&format!("kiln-{workspace}")).await?;
     let files: Rc<dyn kiln_store::files::FileTree> =
         kiln_store::browser::OpfsTree::open(workspace).await?;
-    Ok(Workspace { backend, files })
+    let opened = Workspace {
+        backend,
+        files,
+        custody,
+    };
+    opened.interrupt_abandoned().await?;
+    Ok(opened)
 }
 
 pub(crate) fn store_problem(error: &StoreError) -> Problem {

@@ -547,6 +547,7 @@ async fn history(backend: Rc<dyn Backend>) {
                 agent: "ada".into(),
                 title: "Sum invoices".into(),
                 input: "return 1 + 1".into(),
+                owner: "tab-1".into(),
             })
             .await,
         check,
@@ -570,6 +571,7 @@ async fn history(backend: Rc<dyn Backend>) {
                 agent: "bob".into(),
                 title: "Later".into(),
                 input: String::new(),
+                owner: "tab-2".into(),
             })
             .await,
         check,
@@ -625,6 +627,61 @@ async fn history(backend: Rc<dyn Backend>) {
         "invalid",
         "{check}: empty query"
     );
+
+    // Tab 2 closed with "Later" running; tab 1 is still running another job.
+    let going = ok(
+        history
+            .start_job(JobStart {
+                kind: "program".into(),
+                agent: "ada".into(),
+                title: "Still going".into(),
+                input: "await sleep(1e6)".into(),
+                owner: "tab-1".into(),
+            })
+            .await,
+        check,
+    );
+    let custody = AliveOwners(&["tab-1"]);
+    let interrupted = ok(history.interrupt_abandoned(&custody).await, check);
+    assert_eq!(
+        interrupted
+            .iter()
+            .map(|job| (job.title.as_str(), job.status.as_str(), job.output.as_str()))
+            .collect::<Vec<_>>(),
+        [("Later", "interrupted", crate::history::INTERRUPTED_OUTPUT)],
+        "{check}: only the gone owner's running job is interrupted"
+    );
+    assert!(
+        interrupted[0].finished_ms.is_some(),
+        "{check}: it has ended"
+    );
+    assert_eq!(
+        ok(history.job(&going.id).await, check).status,
+        "running",
+        "{check}: a live owner's job is left running"
+    );
+    assert_eq!(
+        ok(history.job(&job.id).await, check).status,
+        "ok",
+        "{check}: a finished job keeps its ending"
+    );
+    assert!(
+        ok(history.interrupt_abandoned(&custody).await, check).is_empty(),
+        "{check}: a second sweep finds nothing"
+    );
+}
+
+/// A custody where exactly the named owners are alive.
+struct AliveOwners(&'static [&'static str]);
+
+impl crate::custody::Custody for AliveOwners {
+    fn owner(&self) -> &str {
+        self.0.first().copied().unwrap_or_default()
+    }
+
+    fn is_alive<'a>(&'a self, owner: &'a str) -> futures::future::LocalBoxFuture<'a, bool> {
+        Box::pin(std::future::ready(self.0.contains(&owner)))
+    }
 }
 
 async fn config(backend: Rc<dyn Backend>) {

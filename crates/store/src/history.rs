@@ -74,6 +74,10 @@ pub fn title_of_program(code: &str) -> String {
     "(an empty program)".to_owned()
 }
 
+/// The output of a job whose owner ended before it did.
+pub const INTERRUPTED_OUTPUT: &str =
+    "Interrupted: the tab or process that ran it ended before it finished.";
+
 /// One job: a program run, a chat turn, an agent's job.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Job {
@@ -82,7 +86,8 @@ pub struct Job {
     pub kind: String,
     pub agent: String,
     pub title: String,
-    /// `running`, then `ok`, `error` or `cancelled`.
+    /// `running`, then `ok`, `error` or `cancelled`; `interrupted` when its
+    /// owner ended before it did.
     pub status: String,
     /// The program or the prompt.
     #[serde(default)]
@@ -93,6 +98,10 @@ pub struct Job {
     pub started_ms: u64,
     #[serde(default)]
     pub finished_ms: Option<u64>,
+    /// The runtime that ran it ([`crate::custody`]); empty in records
+    /// written before owners were kept.
+    #[serde(default)]
+    pub owner: String,
     #[serde(default, skip_deserializing)]
     pub version: u64,
 }
@@ -104,6 +113,8 @@ pub struct JobStart {
     pub agent: String,
     pub title: String,
     pub input: String,
+    /// The runtime running it: [`crate::custody::Custody::owner`].
+    pub owner: String,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -206,6 +217,7 @@ impl History {
             output: String::new(),
             started_ms: now,
             finished_ms: None,
+            owner: start.owner,
             version: 0,
         };
         self.backend
@@ -245,6 +257,78 @@ impl History {
             .and_then(|c| c.version)
             .unwrap_or(job.version + 1);
         Ok(job)
+    }
+
+    /// Marks `interrupted` every job left `running` by an owner that is no
+    /// longer alive (its tab closed, its process died), with an output that
+    /// says so; answers those jobs. A job another runtime settles meanwhile
+    /// keeps its own ending.
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the jobs cannot be read or one cannot be written.
+    pub async fn interrupt_abandoned(
+        &self,
+        custody: &dyn crate::custody::Custody,
+    ) -> Result<Vec<Job>, StoreError> {
+        let scan = Scan {
+            prefix: "",
+            reverse: false,
+            limit: None,
+        };
+        let mut interrupted = Vec::new();
+        for record in self.backend.scan(Table::Jobs, scan).await? {
+            // A record that does not read is left as it is, for export to show.
+            let Ok(job) = job_from(record) else {
+                continue;
+            };
+            if job.status != "running" || custody.is_alive(&job.owner).await {
+                continue;
+            }
+            match self
+                .settle_running(&job, "interrupted", INTERRUPTED_OUTPUT)
+                .await
+            {
+                Ok(Some(job)) => interrupted.push(job),
+                Ok(None) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        Ok(interrupted)
+    }
+
+    /// Settles `job` if it is still the running version read; `None` when
+    /// someone else wrote it first.
+    async fn settle_running(
+        &self,
+        job: &Job,
+        status: &str,
+        output: &str,
+    ) -> Result<Option<Job>, StoreError> {
+        let mut settled = job.clone();
+        settled.status = status.to_owned();
+        settled.output = keep(output, MAX_JOB_TEXT_CHARS);
+        settled.finished_ms = Some(epoch_ms());
+        match self
+            .backend
+            .commit(vec![Op::put(
+                Table::Jobs,
+                job.id.clone(),
+                stored_value(&settled),
+                Expect::Version(job.version),
+            )])
+            .await
+        {
+            Ok(changes) => {
+                settled.version = changes
+                    .first()
+                    .and_then(|c| c.version)
+                    .unwrap_or(job.version + 1);
+                Ok(Some(settled))
+            }
+            Err(StoreError::Conflict { .. }) => Ok(None),
+            Err(error) => Err(error),
+        }
     }
 
     pub async fn job(&self, id: &str) -> Result<Job, StoreError> {

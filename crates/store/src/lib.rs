@@ -31,6 +31,7 @@ pub mod clock;
 pub mod config;
 #[cfg(feature = "contract")]
 pub mod contract;
+pub mod custody;
 pub mod durable;
 pub mod error;
 pub mod export;

@@ -210,6 +210,7 @@ pub fn App() -> impl IntoView {
                 workspace: opened.both().map(|(stores, files)| {
                     Rc::new(Ok(Workspace {
                         backend: stores.backend,
+                        custody: stores.custody,
                         files,
                     }))
                 }),

@@ -12,6 +12,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use kiln_store::config::Config;
+use kiln_store::custody::Custody;
 use kiln_store::durable::DurableMemory;
 use kiln_store::files::FileTree;
 use kiln_store::history::History;
@@ -24,22 +25,25 @@ pub(crate) const WORKSPACE: &str = "default";
 /// Its IndexedDB database.
 pub(crate) const DATABASE: &str = "kiln-default";
 
-/// The stores over the workspace's records.
+/// The stores over the workspace's records, and who runs its jobs.
 #[derive(Clone)]
 pub(crate) struct Stores {
     pub backend: Rc<dyn Backend>,
     pub memory: DurableMemory,
     pub history: History,
     pub config: Config,
+    /// The page's owner lock: the jobs it starts carry its id.
+    pub custody: Rc<dyn Custody>,
 }
 
 impl Stores {
-    fn new(backend: Rc<dyn Backend>) -> Self {
+    fn new(backend: Rc<dyn Backend>, custody: Rc<dyn Custody>) -> Self {
         Self {
             memory: DurableMemory::new(backend.clone()),
             history: History::new(backend.clone()),
             config: Config::new(backend.clone()),
             backend,
+            custody,
         }
     }
 }
@@ -127,7 +131,17 @@ pub(crate) fn open() -> (StorageSignals, Opening) {
     let opening: LocalBoxFuture<'static, Rc<Opened>> = Box::pin(async move {
         let mut problems = Vec::new();
         let stores = match platform::open_backend(DATABASE).await {
-            Ok(backend) => Some(Stores::new(backend)),
+            Ok((backend, custody)) => {
+                let stores = Stores::new(backend, custody);
+                // The runs a closed tab left `running` are over: say so first.
+                if let Err(error) = stores.history.interrupt_abandoned(&*stores.custody).await {
+                    problems.push(ErrorText::with_prefix(
+                        "Runs left unfinished by a closed tab could not be marked interrupted: ",
+                        &error,
+                    ));
+                }
+                Some(stores)
+            }
             Err(error) => {
                 problems.push(ErrorText::with_prefix(
                     "Memory, history and settings cannot be kept: ",

@@ -215,6 +215,7 @@ pub(crate) fn status_label(status: &str) -> &str {
         "ok" => "finished",
         "error" => "failed",
         "cancelled" => "cancelled",
+        "interrupted" => "interrupted (its tab closed)",
         other => other,
     }
 }

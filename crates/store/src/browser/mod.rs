@@ -9,10 +9,12 @@
 
 mod idb;
 mod js;
+mod locks;
 mod opfs;
 mod request;
 
 #[cfg(feature = "contract")]
 pub use self::idb::testing;
 pub use self::idb::{IdbBackend, channel_name};
+pub use self::locks::{LOCK_PREFIX, WebLocks};
 pub use self::opfs::{OpfsTree, WORKSPACES_FOLDER};

@@ -10,6 +10,8 @@ mod fs;
 #[cfg(not(target_arch = "wasm32"))]
 mod log;
 mod memory;
+#[cfg(not(target_arch = "wasm32"))]
+mod owners;
 mod tables;
 mod tree;
 
@@ -18,5 +20,7 @@ pub use dir::DirTree;
 #[cfg(not(target_arch = "wasm32"))]
 pub use log::{COMPACT_MIN_BYTES, COMPACT_RATIO, LOCK_FILE, LOG_FILE, LogBackend, TMP_FILE};
 pub use memory::MemoryBackend;
+#[cfg(not(target_arch = "wasm32"))]
+pub use owners::{FileCustody, OWNERS_FOLDER};
 pub use tables::Tables;
 pub use tree::MemoryTree;
