@@ -199,6 +199,41 @@ test("one budget shared by the turns of a run: the second turn past its turn cou
   assert.deepEqual(app().errors, []);
 });
 
+test("the main thread stays free: no task over 50 ms while a program makes 200 tool calls or a chat reply streams", async () => {
+  const { page } = app();
+  await load(page);
+  const seen = await page.evaluate(async (root) => {
+    const tasks = [];
+    const observer = new PerformanceObserver((list) => tasks.push(...list.getEntries().map((entry) => Math.round(entry.duration))));
+    observer.observe({ type: "longtask" });
+    const run = await window.kiln.run({
+      code: "let n = 0;\nfor (let i = 0; i < 200; i++) n += (await tools.echo({ i })).i;\nreturn n;",
+      tools: { echo: { description: "Returns its arguments.", input_schema: { type: "object" }, call: async (args) => args } },
+    });
+    let deltas = 0;
+    const message = await window.kiln.chat({
+      provider: { kind: "openai", base_url: `${root}/v1`, key: "k" },
+      // Streamed in 6-character chunks, 50 ms apart.
+      messages: [{ role: "user", text: "kiln-slow" }],
+      options: { model: "gpt-4o-mini", max_tokens: 64 },
+      onEvent: (event) => { deltas += event.type === "text_delta" ? 1 : 0; },
+    });
+    const during = tasks.length;
+    // The control: one task of 80 ms on purpose, which the observer must see.
+    await new Promise((resolve) => setTimeout(() => { const start = performance.now(); while (performance.now() - start < 80); resolve(); }, 0));
+    await new Promise((resolve) => setTimeout(resolve, 200));
+    observer.disconnect();
+    return { value: run.structuredContent.value, calls: run.structuredContent.call_count, stop: message.stop.reason, deltas, during, tasks };
+  }, mock.url);
+  assert.equal(seen.value, 19900, JSON.stringify(seen));
+  assert.equal(seen.calls, 200);
+  assert.equal(seen.stop, "end_turn");
+  assert.ok(seen.deltas > 1, JSON.stringify(seen));
+  assert.equal(seen.during, 0, `long tasks on the main thread: ${JSON.stringify(seen.tasks)}`);
+  assert.equal(seen.tasks.length, 1, `the observer sees the 80 ms control task: ${JSON.stringify(seen.tasks)}`);
+  assert.ok(seen.tasks[0] >= 80, JSON.stringify(seen.tasks));
+});
+
 test("bad requests are TypeErrors naming the field", async () => {
   const { page } = app();
   await load(page);
