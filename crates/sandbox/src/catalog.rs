@@ -9,7 +9,19 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Names never exposed on `tools`, even as unavailable tools.
-pub const RESERVED_NAMES: [&str; 5] = ["__proto__", "constructor", "prototype", "tools", "console"];
+pub const RESERVED_NAMES: [&str; 9] = [
+    "__proto__",
+    "constructor",
+    "prototype",
+    "tools",
+    "console",
+    // Called by the engine on its own: `await tools`, `"" + tools`,
+    // `JSON.stringify(tools)` would make calls the program never wrote.
+    "then",
+    "toString",
+    "valueOf",
+    "toJSON",
+];
 
 /// One usable tool of a run.
 #[derive(Debug, Clone, PartialEq)]
@@ -316,6 +328,21 @@ mod tests {
                 "malformed Some(\"bad\") None tool `bad`: `description` must be a string, not a number",
             ]
         );
+    }
+
+    #[test]
+    fn names_the_engine_calls_on_its_own_are_reserved() {
+        for name in ["then", "toString", "valueOf", "toJSON"] {
+            let admission = Admission::admit(&json!([{"name": name}]), "demo").unwrap();
+            assert!(admission.exposed_names().is_empty(), "{name}");
+            let warning = &admission.warnings[0];
+            assert_eq!(warning.reason.as_deref(), Some("invalid_name"), "{name}");
+            assert!(
+                warning.message.contains("is reserved"),
+                "{name}: {}",
+                warning.message
+            );
+        }
     }
 
     #[test]

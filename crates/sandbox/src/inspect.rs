@@ -120,13 +120,40 @@ fn write_object(
     Ok(())
 }
 
+/// `Object.keys` as the realm had it before the program ran, so a program
+/// that replaces it changes nothing the host reads of its values.
+pub(crate) struct IntrinsicKeys(JsObject);
+
+/// Captures what the host's conversions call, before any program runs.
+///
+/// # Errors
+///
+/// The realm has no `Object.keys` function (it always has one).
+pub(crate) fn capture_intrinsics(context: &mut Context) -> JsResult<()> {
+    let constructor = context.intrinsics().constructors().object().constructor();
+    let keys = constructor
+        .get(js_string!("keys"), context)?
+        .as_object()
+        .filter(JsObject::is_callable)
+        .ok_or_else(|| JsNativeError::typ().with_message("Object.keys is not available"))?;
+    context.insert_data(IntrinsicKeys(keys));
+    Ok(())
+}
+
+fn intrinsic_keys(context: &Context) -> JsResult<JsObject> {
+    context
+        .get_data::<IntrinsicKeys>()
+        .map(|keys| keys.0.clone())
+        .ok_or_else(|| {
+            JsNativeError::typ()
+                .with_message("Object.keys was not captured")
+                .into()
+        })
+}
+
 /// `Object.keys(object)`, through the realm's own `Object.keys`.
 fn object_keys(object: &JsObject, context: &mut Context) -> JsResult<Vec<boa_engine::JsString>> {
-    let constructor = context.intrinsics().constructors().object().constructor();
-    let keys_fn = constructor.get(js_string!("keys"), context)?;
-    let Some(keys_fn) = keys_fn.as_callable() else {
-        return Ok(Vec::new());
-    };
+    let keys_fn = intrinsic_keys(context)?;
     let keys = keys_fn.call(&JsValue::undefined(), &[object.clone().into()], context)?;
     let Some(keys) = keys.as_object() else {
         return Ok(Vec::new());
@@ -366,11 +393,7 @@ impl JsonWriter {
         let keys_fn = match &self.keys {
             Some(keys_fn) => keys_fn.clone(),
             None => {
-                let constructor = context.intrinsics().constructors().object().constructor();
-                let keys_fn = constructor
-                    .get(js_string!("keys"), context)?
-                    .as_object()
-                    .ok_or_else(|| self.error("Object.keys is not available".into()))?;
+                let keys_fn = intrinsic_keys(context)?;
                 self.keys = Some(keys_fn.clone());
                 keys_fn
             }

@@ -108,6 +108,7 @@ impl Sandbox {
                 .job_executor(executor.clone())
                 .host_hooks(Rc::new(hooks::GuestHooks))
                 .build()?;
+            inspect::capture_intrinsics(&mut context)?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
             let workspace = workspace::prepare(&mut context)?;

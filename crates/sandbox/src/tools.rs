@@ -202,21 +202,20 @@ fn call_tool(
     };
     let state = state.0;
     let tool = name.to_std_string_escaped();
+    // The arguments are read first: reading them may run the program's own
+    // getters, which may call tools themselves. The number and the budget
+    // check come after, with no guest code between them and the call's
+    // entry, so nested calls get numbers of their own and count.
+    let input = args.first().cloned().unwrap_or_default();
+    let converted = inspect::to_json(&input, context);
     let call_number = u32::try_from(state.calls.borrow().len())
         .unwrap_or(u32::MAX)
         .saturating_add(1);
-    if call_number > state.max_calls {
-        state.clock.stop(Budget::ToolCalls);
-        // Uncatchable: a budget stop ends the run, whatever the program catches.
-        return Err(JsError::from(EngineError::from(PanicError::new(format!(
-            "budget_exhausted:tool_calls: the program made more than {} tool calls",
-            state.max_calls
-        )))));
-    }
-    let input = args.first().cloned().unwrap_or_default();
-    let args = match inspect::to_json(&input, context) {
+    let args = match converted {
         Ok(Value::Null) if input.is_undefined() => Value::Object(serde_json::Map::new()),
         Ok(args) => args,
+        // A budget stop raised by a nested call stays uncatchable.
+        Err(error) if error.as_engine().is_some() => return Err(error),
         Err(error) => {
             let problem = inspect::error_message(&error, context);
             return Err(JsNativeError::typ()
@@ -226,6 +225,14 @@ fn call_tool(
                 .into());
         }
     };
+    if call_number > state.max_calls {
+        state.clock.stop(Budget::ToolCalls);
+        // Uncatchable: a budget stop ends the run, whatever the program catches.
+        return Err(JsError::from(EngineError::from(PanicError::new(format!(
+            "budget_exhausted:tool_calls: the program made more than {} tool calls",
+            state.max_calls
+        )))));
+    }
     let started = Moment::now();
     state.calls.borrow_mut().push(CallSummary {
         tool: tool.clone(),

@@ -91,3 +91,24 @@ fn programs_call_their_tools_by_the_codemode_contract() {
         .collect();
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+#[test]
+fn calls_made_while_arguments_are_read_count_against_the_call_budget() {
+    // A getter that calls the tool again while its arguments are read: 13
+    // nested calls once all took call number 1 and passed a budget of 3.
+    let code = "let depth = 0; const evil = {};\n\
+        Object.defineProperty(evil, 'x', {enumerable: true, get() { if (depth++ < 12) tools.echo(evil); return depth; }});\n\
+        await tools.echo(evil);";
+    let catalog: serde_json::Value = serde_json::from_str(TOOL_CATALOG).unwrap();
+    let admission = Rc::new(Admission::admit(&catalog, "scripted").unwrap());
+    let host = Rc::new(ScriptedTools::from_catalog(&catalog).unwrap());
+    let limits = RunLimits {
+        tool_calls: 3,
+        ..RunLimits::default()
+    };
+    let report = futures::executor::block_on(run_with_tools(code, &limits, admission, host));
+    assert_eq!(
+        summary(&report),
+        "budget_exhausted budget_exhausted:tool_calls: the program made more than 3 tool calls [echo outcome_unknown, echo outcome_unknown, echo outcome_unknown]"
+    );
+}

@@ -266,6 +266,18 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
         "const a = {}; a.self = a; await tools.echo(a)",
         "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: cyclic value: `value.self` refers back to `value`",
     ),
+    // The host reads values with the realm's own `Object.keys`, whatever the
+    // program put in its place.
+    (
+        "Object.keys = () => ['planted']; return await tools.echo({a: 1})",
+        r#"completed {"a":1} [echo ok]"#,
+    ),
+    // Calls made from a getter while a call's arguments are read get numbers
+    // of their own (`native.rs` shows that they count against the budget).
+    (
+        "let depth = 0; const evil = {};\nObject.defineProperty(evil, 'x', {enumerable: true, get() { if (depth++ < 2) tools.echo(evil); return depth; }});\ntry { return await tools.echo(evil) } catch (e) { return e.message }",
+        r#"completed {"x":3} [echo ok, echo ok, echo ok]"#,
+    ),
     (
         "for (let i = 0; i < 300; i++) { try { await tools.echo({i}) } catch (e) {} }",
         "budget_exhausted budget_exhausted:tool_calls: the program made more than 200 tool calls",
