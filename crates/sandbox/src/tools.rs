@@ -271,6 +271,20 @@ fn call_tool(
             let waited_on_person = state.clock.call_settled(call_number);
             let context = &mut context.borrow_mut();
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
+            // A value the guest cannot receive (bad `$bytes`, say) fails this
+            // call, catchably; it never ends the run.
+            let reply = match reply {
+                Ok(value) => inspect::from_json(&value, context).map_err(|error| {
+                    let problem = inspect::error_message(&error, context);
+                    ToolFailure {
+                        code: "invalid_result".into(),
+                        message: format!("its answer cannot reach the program: {problem}"),
+                        detail: None,
+                        outcome: CallOutcome::Error,
+                    }
+                }),
+                Err(failure) => Err(failure),
+            };
             let outcome = match &reply {
                 Ok(_) => CallOutcome::Ok,
                 Err(failure) => failure.outcome,
@@ -281,12 +295,9 @@ fn call_tool(
                 summary.waited_on_person = waited_on_person;
             }
             match reply {
-                Ok(value) => {
-                    let value = inspect::from_json(&value, context)?;
-                    resolvers
-                        .resolve
-                        .call(&JsValue::undefined(), &[value], context)
-                }
+                Ok(value) => resolvers
+                    .resolve
+                    .call(&JsValue::undefined(), &[value], context),
                 Err(failure) => {
                     let error = failure_object(&failure, context)?;
                     state.raised.borrow_mut().push(RaisedFailure {

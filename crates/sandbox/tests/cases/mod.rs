@@ -220,7 +220,8 @@ pub const TOOL_CATALOG: &str = r#"[
     {"name": "slow", "returns": "late", "delay_ms": 30},
     {"name": "broken", "error": {"code": "no_session", "message": "No session.", "detail": {"hint": "launch"}}},
     {"name": "dup"}, {"name": "dup"},
-    {"name": "get-sum"}
+    {"name": "get-sum"},
+    {"name": "planted", "returns": {"$bytes": "%% not base64"}}
 ]"#;
 
 /// Programs against [`TOOL_CATALOG`] and what they must report, calls included.
@@ -251,11 +252,11 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
     ),
     (
         "tools.work()",
-        "script TypeError: tools.work is not available in this codemode run. Available tools: answer, broken, dup, echo, slow (5). Not every tool is available inside programs yet.",
+        "script TypeError: tools.work is not available in this codemode run. Available tools: answer, broken, dup, echo, planted, slow (6). Not every tool is available inside programs yet.",
     ),
     (
         "return [Object.keys(tools), 'echo' in tools, 'work' in tools, typeof tools.echo]",
-        r#"completed [["answer","broken","dup","echo","slow"],true,false,"function"]"#,
+        r#"completed [["answer","broken","dup","echo","planted","slow"],true,false,"function"]"#,
     ),
     (
         "return [tools.then, tools.toJSON, tools[Symbol.iterator], JSON.stringify(tools), (await tools) === tools]",
@@ -265,6 +266,16 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
     (
         "const a = {}; a.self = a; await tools.echo(a)",
         "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: cyclic value: `value.self` refers back to `value`",
+    ),
+    // A value from outside the guest cannot receive fails that call,
+    // catchably (the run goes on), and the next call works.
+    (
+        "let code; try { await tools.planted() } catch (e) { code = e.code } return [code, await tools.answer()]",
+        r#"completed ["invalid_result",{"answer":42}] [planted error, answer ok]"#,
+    ),
+    (
+        "await tools.planted()",
+        "tool invalid_result planted (call 1) failed: its answer cannot reach the program: TypeError: a `$bytes` value from the host is not base64: Invalid symbol 37, offset 0. [planted error]",
     ),
     // The host reads values with the realm's own `Object.keys`, whatever the
     // program put in its place.
