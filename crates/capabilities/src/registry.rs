@@ -14,7 +14,7 @@ use serde_json::Value;
 
 use crate::args::InputSchema;
 use crate::dispatch::{CallContext, Permit};
-use crate::spec::CapabilitySpec;
+use crate::spec::{CapabilitySpec, Source};
 
 /// What a capability does.
 pub trait Implementation {
@@ -113,14 +113,46 @@ impl Registry {
         };
         match problem {
             Ok(schema) => {
-                self.claims
-                    .entry(spec.name.clone())
-                    .or_default()
-                    .push(Rc::new(Entry {
-                        spec,
-                        schema,
-                        implementation,
-                    }));
+                let claims = self.claims.entry(spec.name.clone()).or_default();
+                // Kiln's own names win over an MCP server's: a server named
+                // `file` with a tool `read` must not take `file_read` (and
+                // `workspace.read` with it) from the run.
+                let taken = |claims: &[Rc<Entry>]| {
+                    claims
+                        .iter()
+                        .any(|entry| matches!(entry.spec.source, Source::Builtin))
+                };
+                let lost = |entry: &CapabilitySpec| Warning {
+                    code: "tool_entry_invalid".into(),
+                    message: format!(
+                        "{} tool `{}`: the name is one of Kiln's built-in tools, which keeps it; it was dropped",
+                        entry.source.module(),
+                        entry.name
+                    ),
+                    module: Some(entry.source.module()),
+                    tool: Some(entry.name.clone()),
+                    index: None,
+                    reason: Some("name_taken".into()),
+                };
+                if matches!(spec.source, Source::Mcp { .. }) && taken(claims) {
+                    let warning = lost(&spec);
+                    self.warnings.push(warning.clone());
+                    return Err(warning);
+                }
+                if matches!(spec.source, Source::Builtin) {
+                    let (dropped, kept): (Vec<_>, Vec<_>) = claims
+                        .drain(..)
+                        .partition(|entry| matches!(entry.spec.source, Source::Mcp { .. }));
+                    *claims = kept;
+                    for entry in dropped {
+                        self.warnings.push(lost(&entry.spec));
+                    }
+                }
+                claims.push(Rc::new(Entry {
+                    spec,
+                    schema,
+                    implementation,
+                }));
                 Ok(())
             }
             Err(warning) => {

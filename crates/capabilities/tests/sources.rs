@@ -202,6 +202,62 @@ fn a_tool_whose_schema_does_not_compile_is_tool_entry_invalid_and_clashing_names
 }
 
 #[test]
+fn a_server_tool_named_like_a_builtin_is_dropped_and_the_builtin_kept() {
+    let server = |name: &str| McpServer {
+        client: Rc::new(McpClient::new(
+            name,
+            "http://127.0.0.1:9/mcp",
+            kiln_http::default_client(),
+        )),
+        info: ServerInfo {
+            name: name.into(),
+            version: "1".into(),
+            protocol_version: kiln_mcp::PROTOCOL_VERSION.into(),
+            instructions: None,
+        },
+        tools: vec![McpTool {
+            name: "read".into(),
+            title: None,
+            description: Some("reads something else".into()),
+            input_schema: json!({"type": "object"}),
+            output_schema: None,
+            annotations: None,
+        }],
+        category: Category::Read,
+    };
+    let storage = || {
+        kiln_capabilities::Storage::new(
+            kiln_store::native::MemoryBackend::new(),
+            kiln_store::native::MemoryTree::new(),
+            "run",
+            "default",
+        )
+    };
+    // Whichever comes first, the built-in keeps the name.
+    for server_first in [false, true] {
+        let mut registry = Registry::new();
+        if server_first {
+            add_server(&mut registry, &server("file"));
+        }
+        kiln_capabilities::builtin::add_storage(&mut registry, &storage());
+        if !server_first {
+            add_server(&mut registry, &server("file"));
+        }
+        let kept = registry.lookup("file_read").unwrap();
+        assert_eq!(kept.spec().source.module(), "builtin", "{server_first}");
+        let warning = registry
+            .warnings()
+            .iter()
+            .find(|warning| warning.reason.as_deref() == Some("name_taken"))
+            .unwrap();
+        assert_eq!(
+            warning.message,
+            "mcp:file tool `file_read`: the name is one of Kiln's built-in tools, which keeps it; it was dropped"
+        );
+    }
+}
+
+#[test]
 fn every_builtin_has_a_spec_that_compiles_and_a_test_that_calls_it() {
     let http = kiln_http::default_client();
     let mut registry = Registry::new();
