@@ -216,6 +216,12 @@ fn a_refused_path_rejects_with_the_capabilitys_error() {
             r#"await workspace.write("/etc/passwd", "owned")"#,
             "tool path_refused file_write (call 1) failed: path `/etc/passwd` is absolute; paths are relative to the workspace (write `notes/a.txt`, not `/notes/a.txt`)",
         ),
+        // Kiln's own names for writes in progress are never listed, so no
+        // program may keep a file under one.
+        (
+            r#"try { await workspace.write(".kiln-tmp-hidden", "unseen") } catch (e) { return e.code }"#,
+            r#"completed "path_refused""#,
+        ),
         (
             r#"await workspace.read("nope.txt")"#,
             "tool not_found file_read (call 1) failed: file `nope.txt` does not exist",

@@ -23,6 +23,10 @@ pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 #[serde(transparent)]
 pub struct WorkspacePath(String);
 
+/// Names of writes in progress (or left by a crash), which no listing shows:
+/// no path may use one, so nothing a program writes is hidden from the person.
+pub const TMP_PREFIX: &str = ".kiln-tmp-";
+
 impl WorkspacePath {
     #[must_use]
     pub fn root() -> Self {
@@ -62,6 +66,11 @@ impl WorkspacePath {
                 ".." => return refuse("contains `..`; paths cannot leave the workspace"),
                 part if part.len() > MAX_NAME_BYTES => {
                     return refuse(&format!("has a name longer than {MAX_NAME_BYTES} bytes"));
+                }
+                part if part.starts_with(TMP_PREFIX) => {
+                    return refuse(&format!(
+                        "has a name beginning `{TMP_PREFIX}`, which Kiln keeps for writes in progress and never lists"
+                    ));
                 }
                 part => parts.push(part),
             }
@@ -328,6 +337,9 @@ mod tests {
             ("C:/x", Err("names a drive")),
             ("a\\b", Err("contains `\\`")),
             ("a\u{0}b", Err("control character")),
+            (".kiln-tmp-hidden", Err("beginning `.kiln-tmp-`")),
+            ("notes/.kiln-tmp-x/a", Err("never lists")),
+            (".kiln-tmp", Ok(".kiln-tmp")),
         ];
         for (input, expected) in cases {
             let got = WorkspacePath::parse(input);

@@ -16,8 +16,7 @@ use crate::clock::random_suffix;
 use crate::error::StoreError;
 use crate::files::{DirEntry, FileStat, FileTree, WorkspacePath};
 
-/// Names of writes in progress (or left by a crash); never listed.
-pub const TMP_PREFIX: &str = ".kiln-tmp-";
+pub use crate::files::TMP_PREFIX;
 
 /// A directory holding a workspace's files.
 pub struct DirTree {
