@@ -10,6 +10,7 @@ use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
+use kiln_capabilities::gate::AskReason;
 use kiln_capabilities::{Answer, ApprovalRequest, Approver};
 use leptos::prelude::{Set, WriteSignal};
 
@@ -59,8 +60,10 @@ impl PageApprover {
             return;
         };
         let _ = sender.send(answer.clone());
-        // "Allow for this session" also answers the calls of that tool waiting in line.
-        if answer == Answer::AllowForSession {
+        // "Allow for this session" also answers the calls of that tool
+        // waiting in line — except under the auto-run brake, which asks for
+        // every call of a code-execution tool, one card each.
+        if answer == Answer::AllowForSession && request.reason != AskReason::Brake {
             let mut pending = self.pending.borrow_mut();
             let (same, rest): (Pending, Pending) = pending
                 .drain(..)
@@ -96,5 +99,43 @@ impl Approver for PageApprover {
                 reason: "the question was withdrawn before the person answered".into(),
             })
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use futures::FutureExt as _;
+    use kiln_capabilities::Category;
+    use leptos::prelude::signal;
+
+    fn request(call_number: u32, reason: AskReason) -> ApprovalRequest {
+        ApprovalRequest {
+            call_number,
+            tool: "run_code".into(),
+            category: Category::Execute,
+            module: "page".into(),
+            description: String::new(),
+            args: serde_json::json!({}),
+            reason,
+            host: "page".into(),
+        }
+    }
+
+    #[test]
+    fn allow_for_this_session_answers_the_waiting_calls_of_that_tool_except_under_the_brake() {
+        for (reason, answered_at_once) in [(AskReason::Mode, 3), (AskReason::Brake, 1)] {
+            let (_, shown) = signal(None);
+            let (_, behind) = signal(0);
+            let approver = PageApprover::new(shown, behind);
+            let mut answers: Vec<_> = (1..=3).map(|n| approver.ask(request(n, reason))).collect();
+            approver.answer(1, Answer::AllowForSession);
+            let settled = answers
+                .iter_mut()
+                .map(|answer| answer.as_mut().now_or_never())
+                .filter(Option::is_some)
+                .count();
+            assert_eq!(settled, answered_at_once, "{reason:?}");
+        }
     }
 }
