@@ -52,6 +52,28 @@ test("Stop ends a running program at once, and the next run works", async () => 
   assert.match(await runProgram(page, "return 6 * 7"), /^Completed/);
 });
 
+test("the main thread stays free while a program makes 200 tool calls", async () => {
+  const { page } = app();
+  // The page's own start-up (storage opening, the panels' first reads, the tool
+  // list with the storage tools) is over before the watch begins.
+  await page.locator('[data-testid="memory-empty"], [data-testid="memory-item"]').first().waitFor();
+  await page.getByTestId("tool-save_memory").waitFor({ state: "attached" });
+  await page.evaluate(() => {
+    window.longTasks = [];
+    new PerformanceObserver((list) => window.longTasks.push(...list.getEntries().map((entry) => Math.round(entry.duration)))).observe({ type: "longtask" });
+  });
+  const status = await runProgram(page, "let n = 0;\nfor (let i = 0; i < 200; i++) n += await tools.add({a: i, b: 0});\nreturn n;");
+  assert.match(status, /^Completed/, status);
+  assert.equal(await page.getByTestId("result-value").textContent(), "19900");
+  assert.equal(await page.locator('[data-testid="tool-calls"] tbody tr').count(), 50);
+  assert.equal(await page.getByTestId("more-calls").textContent(), "150 more calls — every call is in the model text below.");
+  // The control: one task of 80 ms on purpose, which the observer must see.
+  await page.evaluate(() => new Promise((resolve) => setTimeout(() => { const start = performance.now(); while (performance.now() - start < 80); resolve(); }, 0)));
+  await page.waitForFunction(() => window.longTasks.some((ms) => ms >= 80));
+  const tasks = await page.evaluate(() => window.longTasks);
+  assert.equal(tasks.length, 1, `long tasks on the main thread during the run: ${JSON.stringify(tasks)}`);
+});
+
 test("Ctrl+Enter in the editor runs the program", async () => {
   const { page } = app();
   await page.getByTestId("code-editor").fill('return "keyboard"');

@@ -375,12 +375,20 @@ test("blocked storage is a banner with its hint; programs still run, without the
   const page = await browser.context.newPage();
   const errors = [];
   page.on("pageerror", (error) => errors.push(String(error)));
-  await page.addInitScript(() => {
+  const block = () => {
     Object.defineProperty(window, "indexedDB", {
       get() {
         throw new DOMException("The user denied permission to access the database.", "SecurityError");
       },
     });
+  };
+  await page.addInitScript(block);
+  // Programs run in the runtime worker, which opens the workspace too: a browser
+  // that blocks storage blocks it there as well.
+  await page.route("**/workers/runtime.js", async (route) => {
+    const response = await route.fetch();
+    const prelude = `(${block.toString().replaceAll("window", "self")})();\n`;
+    await route.fulfill({ response, body: prelude + (await response.text()) });
   });
   try {
     await openApp(page);

@@ -149,10 +149,12 @@ impl Kiln {
     }
 
     /// Runs one program like [`Kiln::run`] and resolves to the sandbox's own
-    /// account of it instead: `{report, warnings, catalog_digest}`, where
-    /// `report` has the outcome, console lines, calls and the timings
-    /// (`duration_ms`, `start_ms`, `context_ms`, `person_wait_ms`). For tools
-    /// and benchmarks; a model reads `run`'s result.
+    /// account of it instead: `{job_id, report, warnings, catalog_digest,
+    /// text, record_error}`, where `report` has the outcome, console lines,
+    /// calls and the timings (`duration_ms`, `start_ms`, `context_ms`,
+    /// `person_wait_ms`), `text` is what a model reads and `record_error` why
+    /// the run's history record was not finished. For tools, the app and
+    /// benchmarks; a model reads `run`'s result.
     pub fn report(&self, request: JsValue) -> Promise {
         self.start(&request, true)
     }

@@ -293,6 +293,10 @@ async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, repor
                     "report": ran.run.report,
                     "warnings": ran.run.warnings,
                     "catalog_digest": ran.run.catalog_digest,
+                    // What the model reads, and why the history has no
+                    // finished record of the run (the app shows both).
+                    "text": ran.result.text(),
+                    "record_error": ran.record_error.as_ref().map(store_problem),
                 })
             } else {
                 serde_json::to_value(&ran.result).unwrap_or(Value::Null)

@@ -63,7 +63,9 @@ pub enum Approval {
 pub enum ToRuntime {
     /// Runs one program. `request` is the run request's JSON, the page's
     /// functions left out; the answer is [`FromRuntime::Done`] with the
-    /// `tool-result/v1` object (or, with `report`, the sandbox's own report).
+    /// `tool-result/v1` object (or, with `report`, `{job_id, report,
+    /// warnings, catalog_digest, text, record_error}`: the sandbox's own
+    /// report, the model's text and why the history record was not finished).
     Run {
         id: u64,
         request: Value,

@@ -14,7 +14,6 @@ use futures::StreamExt as _;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use wasm_bindgen::JsCast as _;
 
 use crate::chat_model::{
     KeptKey, ProviderEntry, ProviderForm, STORAGE_KEY, SavedProvider, StoredProviders,
@@ -390,7 +389,7 @@ fn local_storage() -> Result<web_sys::Storage, String> {
     match window.local_storage() {
         Ok(Some(storage)) => Ok(storage),
         Ok(None) => Err("this browser offers no `localStorage`".to_owned()),
-        Err(error) => Err(js_error_text(&error)),
+        Err(error) => Err(crate::js_text(&error)),
     }
 }
 
@@ -404,21 +403,13 @@ fn read_legacy() -> Result<Option<String>, String> {
     local_storage()
         .map_err(problem)?
         .get_item(STORAGE_KEY)
-        .map_err(|error| problem(js_error_text(&error)))
+        .map_err(|error| problem(crate::js_text(&error)))
 }
 
 fn forget_legacy() {
     if let Ok(storage) = local_storage() {
         let _ = storage.remove_item(STORAGE_KEY);
     }
-}
-
-fn js_error_text(error: &wasm_bindgen::JsValue) -> String {
-    error
-        .dyn_ref::<js_sys::Error>()
-        .map(|error| String::from(error.message()))
-        .or_else(|| error.as_string())
-        .unwrap_or_else(|| "an unknown error".to_owned())
 }
 
 /// What a status line under the form says.

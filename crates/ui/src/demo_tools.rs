@@ -1,8 +1,9 @@
-//! The page's own tools, mounted as capabilities beside the built-ins and any
+//! The page's own tools, offered to every run beside the built-ins and any
 //! MCP servers the person adds: `echo`, `add`, `clock`, `wait` and `ask`,
 //! which puts a yes/no question to the person at the page (the time it waits
-//! counts as person wait). Their arguments arrive checked against their
-//! schemas by the ladder.
+//! counts as person wait). A run sends their specs ([`catalog`]) to the
+//! runtime worker, whose ladder checks each call's arguments against their
+//! schemas before the call crosses back here ([`call`]).
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -147,6 +148,70 @@ fn specs() -> Vec<(Demo, CapabilitySpec)> {
     ]
 }
 
+/// The tools as a run request names them: `{name: {description,
+/// input_schema, category}}`.
+#[must_use]
+pub fn catalog() -> Value {
+    let tools: serde_json::Map<String, Value> = specs()
+        .into_iter()
+        .map(|(_, spec)| {
+            (
+                spec.name.clone(),
+                json!({
+                    "description": spec.description,
+                    "input_schema": spec.input_schema,
+                    "category": spec.category.as_str(),
+                }),
+            )
+        })
+        .collect();
+    Value::Object(tools)
+}
+
+/// Calls the page's tool `tool` with checked `args`; `held` says while it
+/// waits on the person.
+pub async fn call(tool: &str, args: Value, asker: &Asker, held: HeldSignal) -> ToolReply {
+    let demo = specs()
+        .into_iter()
+        .find(|(_, spec)| spec.name == tool)
+        .map(|(demo, _)| demo);
+    match demo {
+        Some(demo) => run(demo, args, asker, held).await,
+        None => Err(ToolFailure {
+            code: "tool_unavailable".into(),
+            message: format!("the page has no tool `{tool}`"),
+            detail: None,
+            outcome: CallOutcome::ToolUnavailable,
+        }),
+    }
+}
+
+async fn run(demo: Demo, args: Value, asker: &Asker, held: HeldSignal) -> ToolReply {
+    // The ladder validated `args` against the schema above.
+    let number = |key: &str| args.get(key).and_then(Value::as_f64).unwrap_or_default();
+    match demo {
+        Demo::Echo => Ok(args),
+        Demo::Add => Ok(json!(number("a") + number("b"))),
+        Demo::Clock => {
+            let now = js_sys::Date::new_0();
+            Ok(json!({"iso": String::from(now.to_iso_string()), "epoch_ms": now.get_time()}))
+        }
+        Demo::Wait => {
+            let ms = number("ms");
+            kiln_http::sleep(kiln_http::whole_ms(ms)).await;
+            Ok(json!({"waited_ms": ms}))
+        }
+        Demo::Ask => {
+            let question = args
+                .get("question")
+                .and_then(Value::as_str)
+                .unwrap_or_default();
+            let yes = asker.ask(question.to_owned(), held).await?;
+            Ok(json!({"answer": yes}))
+        }
+    }
+}
+
 /// Adds the demo tools to `registry`.
 pub fn register(registry: &mut Registry, asker: &Asker) {
     for (demo, spec) in specs() {
@@ -168,32 +233,6 @@ impl Implementation for DemoTool {
     ) -> LocalBoxFuture<'static, ToolReply> {
         let demo = self.demo;
         let asker = self.asker.clone();
-        Box::pin(async move {
-            // The ladder validated `args` against the schema above.
-            let number = |key: &str| args.get(key).and_then(Value::as_f64).unwrap_or_default();
-            match demo {
-                Demo::Echo => Ok(args),
-                Demo::Add => Ok(json!(number("a") + number("b"))),
-                Demo::Clock => {
-                    let now = js_sys::Date::new_0();
-                    Ok(
-                        json!({"iso": String::from(now.to_iso_string()), "epoch_ms": now.get_time()}),
-                    )
-                }
-                Demo::Wait => {
-                    let ms = number("ms");
-                    kiln_http::sleep(kiln_http::whole_ms(ms)).await;
-                    Ok(json!({"waited_ms": ms}))
-                }
-                Demo::Ask => {
-                    let question = args
-                        .get("question")
-                        .and_then(Value::as_str)
-                        .unwrap_or_default();
-                    let yes = asker.ask(question.to_owned(), context.held.clone()).await?;
-                    Ok(json!({"answer": yes}))
-                }
-            }
-        })
+        Box::pin(async move { run(demo, args, &asker, context.held.clone()).await })
     }
 }

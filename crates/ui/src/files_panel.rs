@@ -340,7 +340,10 @@ async fn upload_one(
     let buffer = wasm_bindgen_futures::JsFuture::from(file.array_buffer())
         .await
         .map_err(|error| {
-            ErrorText::plain(format!("`{name}` could not be read: {}", js_text(&error)))
+            ErrorText::plain(format!(
+                "`{name}` could not be read: {}",
+                crate::js_text(&error)
+            ))
         })?;
     let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
     tree.write(&path, bytes).await.map_err(|failure| {
@@ -353,7 +356,10 @@ async fn upload_one(
 /// object URL and a temporary `<a download>`.
 fn save_as(name: &str, bytes: &[u8]) -> Result<(), String> {
     let problem = |error: wasm_bindgen::JsValue| {
-        format!("`{name}` could not be downloaded: {}", js_text(&error))
+        format!(
+            "`{name}` could not be downloaded: {}",
+            crate::js_text(&error)
+        )
     };
     let document = web_sys::window()
         .and_then(|window| window.document())
@@ -384,12 +390,4 @@ fn save_as(name: &str, bytes: &[u8]) -> Result<(), String> {
         let _ = web_sys::Url::revoke_object_url(&url);
     });
     Ok(())
-}
-
-fn js_text(error: &wasm_bindgen::JsValue) -> String {
-    error
-        .dyn_ref::<js_sys::Error>()
-        .map(|error| String::from(error.message()))
-        .or_else(|| error.as_string())
-        .unwrap_or_else(|| "an unknown error".to_owned())
 }

@@ -2,7 +2,9 @@
 //! providers and a chat box, then what the workspace keeps: memory, files and
 //! history (`kiln-store`, opened once at start).
 //!
-//! The page only talks the sandbox protocol (through `kiln-host`'s pool); it
+//! Programs run in this tab's runtime worker (`runtime.rs`, the runtime
+//! protocol), which holds the ladder, the sandbox pool and the run's record;
+//! the page answers its own tools' calls and the person's approvals. It
 //! never evaluates guest code on the main thread.
 
 mod approval;
@@ -13,6 +15,7 @@ mod files_panel;
 mod history_panel;
 mod memory_panel;
 mod permissions;
+mod runtime;
 mod storage;
 mod storage_model;
 mod view_model;
@@ -30,24 +33,171 @@ use crate::demo_tools::Asker;
 use crate::storage::{Opening, Stores};
 use crate::storage_model::ErrorText;
 use crate::view_model::{ResultView, Tone};
-use kiln_agent::ladder::Environment;
-use kiln_agent::{People, RunRequest, SandboxRunner, Workspace};
+use futures::FutureExt as _;
+use futures::future::{LocalBoxFuture, Shared};
 use kiln_capabilities::gate::RETURN_RESULT;
 use kiln_capabilities::mcp::McpServer;
 use kiln_capabilities::{
-    Answer, ApprovalRequest, Autonomy, Category, Dispatcher, Gate, GateSettings, Mode, Registry,
+    Answer, ApprovalRequest, Autonomy, Category, Gate, GateSettings, Mode, Registry,
 };
-use kiln_host::{RunResult, SandboxPool};
 use kiln_http::HttpClient;
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::files::FileTree;
-use kiln_types::RunLimits;
-use kiln_types::cancel::AbortSignal;
+use kiln_types::RunResult;
+use kiln_types::runtime::{Approval, Problem};
+use kiln_types::tool_result::ToolReply;
+use serde_json::{Value, json};
+
+use crate::runtime::{PageSide, Runtime};
 
 /// Where the sandbox worker's bootstrap is served, relative to the page.
 const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
-/// Started workers kept between runs.
-const POOL_SIZE: usize = 2;
+/// Tool calls the result panel lays out row by row.
+const MAX_CALL_ROWS: usize = 50;
+
+/// Started sandbox workers the runtime worker keeps between runs.
+const POOL_SIZE: u32 = 2;
+
+/// This tab's runtime worker, starting or started (or why it could not).
+type RuntimeStart = Shared<LocalBoxFuture<'static, Result<Rc<Runtime>, String>>>;
+
+/// What a run asks of the page, answered here: the app's own tools (the
+/// question tool among them) and the approval cards.
+struct AppPage {
+    asker: Asker,
+    approver: PageApprover,
+}
+
+impl PageSide for AppPage {
+    fn call(
+        &self,
+        _call_number: u32,
+        tool: String,
+        args: Value,
+        held: Rc<dyn Fn(bool)>,
+    ) -> LocalBoxFuture<'static, ToolReply> {
+        let asker = self.asker.clone();
+        Box::pin(async move { demo_tools::call(&tool, args, &asker, held).await })
+    }
+
+    fn approve(&self, request: Value) -> LocalBoxFuture<'static, Approval> {
+        let approver = self.approver.clone();
+        Box::pin(async move {
+            let Some(request) = approval_request(&request) else {
+                return Approval::Unavailable {
+                    reason: format!("the page could not read the approval request {request}"),
+                };
+            };
+            match kiln_capabilities::Approver::ask(&approver, request).await {
+                Answer::Approve => Approval::Approve,
+                Answer::Deny => Approval::Deny,
+                Answer::AllowForSession => Approval::AllowForSession,
+                Answer::Unavailable { reason } => Approval::Unavailable { reason },
+            }
+        })
+    }
+}
+
+/// The approval card's content, as the runtime worker sends it.
+fn approval_request(request: &Value) -> Option<ApprovalRequest> {
+    let text = |key: &str| request.get(key).and_then(Value::as_str).map(str::to_owned);
+    Some(ApprovalRequest {
+        call_number: u32::try_from(request.get("callNumber")?.as_u64()?).ok()?,
+        tool: text("tool")?,
+        category: serde_json::from_value(request.get("category")?.clone()).ok()?,
+        module: text("module")?,
+        description: text("description").unwrap_or_default(),
+        args: request.get("args").cloned().unwrap_or(Value::Null),
+        reason: serde_json::from_value(request.get("reason")?.clone()).ok()?,
+        host: text("host").unwrap_or_default(),
+    })
+}
+
+/// The request of one run from the editor: the program, the app's own
+/// tools, the person's permission settings, the MCP servers they added and
+/// the network setting.
+fn run_request(program: String, sources: &Sources, settings: &GateSettings) -> Value {
+    let autonomy: serde_json::Map<String, Value> = settings
+        .autonomy
+        .iter()
+        .map(|(tool, setting)| (tool.clone(), Value::from(setting.as_str())))
+        .collect();
+    let mcp: serde_json::Map<String, Value> = sources
+        .servers
+        .borrow()
+        .iter()
+        .map(|server| {
+            (
+                server.client.name().to_owned(),
+                json!({"url": server.client.url(), "category": server.category.as_str()}),
+            )
+        })
+        .collect();
+    let mut request = json!({
+        "code": program,
+        "agent": DEFAULT_AGENT,
+        "tools": demo_tools::catalog(),
+        "permission": {"mode": settings.mode.as_str(), "autonomy": autonomy, "brake": settings.brake},
+        "mcp": mcp,
+    });
+    permissions::ask(&sources.network.borrow(), &mut request);
+    request
+}
+
+/// The worker's answer to a run: the sandbox's report and the model's text,
+/// and why the run is not (fully) in the history, if it is not.
+fn ran(answer: Result<Value, Problem>) -> (RunResult, String, Option<ErrorText>) {
+    let stopped = |message: String| RunResult {
+        report: kiln_types::RunReport::stopped(
+            kiln_types::RunError::new(kiln_types::RunErrorKind::Engine, message),
+            0.0,
+        ),
+        warnings: Vec::new(),
+        catalog_digest: String::new(),
+    };
+    let value = match answer {
+        Ok(value) => value,
+        Err(problem) => return (stopped(problem.message), String::new(), None),
+    };
+    let Ok(report) = serde_json::from_value(value["report"].clone()) else {
+        return (
+            stopped("the runtime worker's answer has no readable report".into()),
+            String::new(),
+            None,
+        );
+    };
+    let run = RunResult {
+        report,
+        warnings: serde_json::from_value(value["warnings"].clone()).unwrap_or_default(),
+        catalog_digest: value["catalog_digest"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned(),
+    };
+    let text = value["text"].as_str().unwrap_or_default().to_owned();
+    let notice = match serde_json::from_value::<Option<Problem>>(value["record_error"].clone()) {
+        Ok(Some(problem)) => Some(ErrorText::from_problem(
+            &format!(
+                "The run's record `{}` was not finished: ",
+                value["job_id"].as_str().unwrap_or_default()
+            ),
+            &problem,
+        )),
+        _ => run
+            .warnings
+            .iter()
+            .find(|warning| warning.code == "storage_unavailable")
+            .map(|warning| ErrorText {
+                message: format!(
+                    "This run is not recorded in the history and has no storage tools: {}",
+                    warning.message
+                ),
+                hint: None,
+                code: "storage_unavailable".into(),
+            }),
+    };
+    (run, text, notice)
+}
 
 /// The program shown on first load.
 pub const SAMPLE_PROGRAM: &str = r#"// A program is the body of an async function: await, return, console.log.
@@ -92,16 +242,6 @@ struct Sources {
 }
 
 impl Sources {
-    /// The page's own tools and the MCP servers the person added: what
-    /// every run's registry starts with (the agent layer adds the network
-    /// when asked for, and the storage tools over the run's memory).
-    fn own_tools(&self, registry: &mut Registry) {
-        demo_tools::register(registry, &self.asker);
-        for server in self.servers.borrow().iter() {
-            kiln_capabilities::mcp::add_server(registry, server);
-        }
-    }
-
     /// The tool list's registry: the run's, as far as it is known without a run.
     fn registry(&self, run: Option<(&Stores, &Rc<dyn FileTree>, &str)>) -> Registry {
         let mut registry = Registry::new();
@@ -139,9 +279,22 @@ impl Sources {
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
-    let client = SandboxPool::new(SANDBOX_WORKER_URL, POOL_SIZE);
-    client.warm_up();
     let (storage, opening) = storage::open();
+    let starting: LocalBoxFuture<'static, Result<Rc<Runtime>, String>> = Box::pin(async {
+        let (runtime, _) =
+            Runtime::start(storage::WORKSPACE, SANDBOX_WORKER_URL, POOL_SIZE).await?;
+        Ok(Rc::new(runtime))
+    });
+    let runtime: RuntimeStart = starting.shared();
+    // Started now, so the first run finds it warm.
+    spawn_local({
+        let runtime = runtime.clone();
+        async move {
+            if let Err(problem) = runtime.await {
+                web_sys::console::error_1(&wasm_bindgen::JsValue::from_str(&problem));
+            }
+        }
+    });
     // Why the last run was not recorded, or its record not finished.
     let (run_notice, set_run_notice) = signal(None::<ErrorText>);
     let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
@@ -178,92 +331,50 @@ pub fn App() -> impl IntoView {
     let card_approver = approver.clone();
     let providers = chat::ProviderStore::load(storage);
 
-    // The running program's cancel switch, for Stop.
-    let stop_switch = StoredValue::new_local(None::<AbortSignal>);
+    // The running program's id in the runtime worker, for Stop; and whether
+    // Stop was pressed before the worker had the run (it was still starting).
+    let stop_switch = StoredValue::new_local(None::<(Rc<Runtime>, u64)>);
+    let stop_early = StoredValue::new(false);
     let run = move || {
         if running() {
             return;
         }
         set_state.set(RunState::Running);
-        let cancel = AbortSignal::new();
-        stop_switch.set_value(Some(cancel.clone()));
-        let client = client.clone();
+        stop_early.set_value(false);
         let program = code.get_untracked();
+        let page: Rc<dyn PageSide> = Rc::new(AppPage {
+            asker: asker.clone(),
+            approver: approver.clone(),
+        });
         let asker = asker.clone();
         let approver = approver.clone();
-        let sources = sources.clone();
-        let gate = gate.clone();
+        let request = run_request(program, &sources, &gate.settings());
+        let runtime = runtime.clone();
         set_run_notice.set(None);
         spawn_local(async move {
-            // A run pressed while storage is opening waits for it (a moment).
-            let opened = sources.storage.clone().await;
-            let own = sources.clone();
-            let environment = Environment {
-                entrance: "page".into(),
-                tools_host: "page".into(),
-                http: sources.http.clone(),
-                people: People::Gate(gate),
-                own_tools: Some(Rc::new(move |registry: &mut Registry| {
-                    own.own_tools(registry)
-                })),
-                bridge: None,
-                workspace: opened.both().map(|(stores, files)| {
-                    Rc::new(Ok(Workspace {
-                        backend: stores.backend,
-                        custody: stores.custody,
-                        files,
-                    }))
-                }),
-                random: Rc::new(kiln_host::random_bytes),
+            let answer = match runtime.await {
+                Ok(runtime) => {
+                    let (id, answered) = runtime.run(request, page);
+                    if stop_early.get_value() {
+                        runtime.cancel(id);
+                    }
+                    stop_switch.set_value(Some((runtime, id)));
+                    answered.await.unwrap_or_else(|_| {
+                        Err(Problem::bad_request(
+                            "the runtime worker went away during the run",
+                        ))
+                    })
+                }
+                Err(problem) => Err(Problem::bad_request(problem)),
             };
-            let mut request = RunRequest::new(program);
-            request.agent = DEFAULT_AGENT.to_owned();
-            permissions::ask(&sources.network.borrow(), &mut request);
-            let ran =
-                kiln_agent::run_program(request, &environment, &PoolRunner(client), cancel).await;
             stop_switch.set_value(None);
             asker.withdraw();
             approver.withdraw();
-            match ran {
-                Ok(ran) => {
-                    if let Some(error) = &ran.record_error {
-                        set_run_notice.set(Some(ErrorText::with_prefix(
-                            &format!(
-                                "The run's record `{}` was not finished: ",
-                                ran.job_id.as_deref().unwrap_or_default()
-                            ),
-                            error,
-                        )));
-                    } else if let Some(warning) = ran
-                        .run
-                        .warnings
-                        .iter()
-                        .find(|warning| warning.code == "storage_unavailable")
-                    {
-                        set_run_notice.set(Some(ErrorText {
-                            message: format!(
-                                "This run is not recorded in the history and has no storage tools: {}",
-                                warning.message
-                            ),
-                            hint: None,
-                            code: "storage_unavailable",
-                        }));
-                    }
-                    let text = ran.result.text();
-                    set_state.set(RunState::Done(Box::new(ran.run), text));
-                }
-                Err(error) => set_state.set(RunState::Done(
-                    Box::new(RunResult {
-                        report: kiln_types::RunReport::stopped(
-                            kiln_types::RunError::new(kiln_types::RunErrorKind::Engine, error.0),
-                            0.0,
-                        ),
-                        warnings: Vec::new(),
-                        catalog_digest: String::new(),
-                    }),
-                    String::new(),
-                )),
+            let (run, text, notice) = ran(answer);
+            if notice.is_some() {
+                set_run_notice.set(notice);
             }
+            set_state.set(RunState::Done(Box::new(run), text));
             performance_mark("kiln:result");
         });
     };
@@ -309,10 +420,9 @@ pub fn App() -> impl IntoView {
                         <button
                             class="secondary"
                             data-testid="stop-run"
-                            on:click=move |_| stop_switch.with_value(|cancel| {
-                                if let Some(cancel) = cancel {
-                                    cancel.abort();
-                                }
+                            on:click=move |_| stop_switch.with_value(|running| match running {
+                                Some((runtime, id)) => runtime.cancel(*id),
+                                None => stop_early.set_value(true),
                             })
                         >
                             "Stop"
@@ -810,20 +920,13 @@ fn NetworkSetting(
     }
 }
 
-/// The page's pool as the agent layer's sandbox runner.
-struct PoolRunner(SandboxPool);
-
-impl SandboxRunner for PoolRunner {
-    fn run(
-        &self,
-        code: String,
-        limits: RunLimits,
-        tools: Rc<Dispatcher>,
-        cancel: AbortSignal,
-    ) -> futures::future::LocalBoxFuture<'static, RunResult> {
-        let pool = self.0.clone();
-        Box::pin(async move { pool.run(code, limits, tools, cancel).await })
-    }
+/// What a thrown JavaScript value says: an `Error`'s message, a string as it is.
+pub(crate) fn js_text(error: &wasm_bindgen::JsValue) -> String {
+    error
+        .dyn_ref::<js_sys::Error>()
+        .map(|error| String::from(error.message()))
+        .or_else(|| error.as_string())
+        .unwrap_or_else(|| "an unknown error".to_owned())
 }
 
 /// Marks a moment on the page's performance timeline, for `cargo xtask bench`.
@@ -868,9 +971,13 @@ fn report_view(result: &ResultView, model_text: String) -> impl IntoView + use<>
         view! { <pre class="error" data-testid="run-error">{detail}</pre> }
     });
     let calls = (!result.calls.is_empty()).then(|| {
+        // A program of hundreds of calls would take the main thread for a
+        // long task to lay them all out; the model text below has them all.
+        let more = result.calls.len().saturating_sub(MAX_CALL_ROWS);
         let rows = result
             .calls
             .iter()
+            .take(MAX_CALL_ROWS)
             .enumerate()
             .map(|(index, (tool, outcome, waited, duration))| {
                 view! {
@@ -884,12 +991,20 @@ fn report_view(result: &ResultView, model_text: String) -> impl IntoView + use<>
                 }
             })
             .collect_view();
+        let more = (more > 0).then(|| {
+            let text = format!(
+                "{more} more call{} — every call is in the model text below.",
+                if more == 1 { "" } else { "s" }
+            );
+            view! { <p class="hint" data-testid="more-calls">{text}</p> }
+        });
         view! {
-            <h3>"Tool calls"</h3>
+            <h3>{format!("Tool calls ({})", result.calls.len())}</h3>
             <table class="calls" data-testid="tool-calls">
                 <thead><tr><th>"#"</th><th>"Tool"</th><th>"Outcome"</th><th>"Waited on a person"</th><th>"Duration"</th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>
+            {more}
         }
     });
     let console = (!result.console.is_empty()).then(|| {

@@ -6,11 +6,11 @@
 //! again and retries. The network setting (what `http_request` may reach,
 //! off for a new workspace) is kept in `Settings` too.
 
-use kiln_agent::{Builtin, RunRequest};
 use kiln_capabilities::{Autonomy, Gate, GateSettings, Mode, NetPolicy};
 use kiln_store::config::{AgentRecord, Config};
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::{StoreError, retry_on_conflict};
+use serde_json::{Value, json};
 
 const ATTEMPTS: usize = 4;
 
@@ -118,12 +118,12 @@ pub(crate) fn policy(network: &Network) -> Option<NetPolicy> {
     }
 }
 
-/// Asks for the network in `request` as `network` says.
-pub(crate) fn ask(network: &Network, request: &mut RunRequest) {
+/// Asks for the network in a run request's JSON as `network` says.
+pub(crate) fn ask(network: &Network, request: &mut Value) {
     match network {
         Network::Off => {}
-        Network::Public => request.builtins.push(Builtin::HttpRequest),
-        Network::Only(origins) => request.allow_net = Some(origins.clone()),
+        Network::Public => request["builtins"] = json!([kiln_capabilities::http_request::NAME]),
+        Network::Only(origins) => request["allow_net"] = json!(origins),
     }
 }
 

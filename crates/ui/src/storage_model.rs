@@ -143,7 +143,7 @@ pub(crate) struct ErrorText {
     pub message: String,
     pub hint: Option<String>,
     /// `StoreError::code`, for the page's styles and tests.
-    pub code: &'static str,
+    pub code: String,
 }
 
 impl ErrorText {
@@ -156,7 +156,17 @@ impl ErrorText {
         Self {
             message: format!("{before}{error}"),
             hint: error.hint().map(|hint| format!("hint: {hint}")),
-            code: error.code(),
+            code: error.code().to_owned(),
+        }
+    }
+
+    /// A problem the runtime worker reported, after a few words saying what
+    /// was being done.
+    pub(crate) fn from_problem(before: &str, problem: &kiln_types::runtime::Problem) -> Self {
+        Self {
+            message: format!("{before}{}", problem.message),
+            hint: problem.hint.as_ref().map(|hint| format!("hint: {hint}")),
+            code: problem.code.clone().unwrap_or_else(|| "runtime".to_owned()),
         }
     }
 
@@ -173,7 +183,7 @@ impl ErrorText {
         Self {
             message: message.into(),
             hint: None,
-            code: "page",
+            code: "page".to_owned(),
         }
     }
 }
@@ -363,7 +373,7 @@ mod tests {
             ErrorText {
                 message: "Not saved: `m-1` in memories was changed elsewhere (expected version 1, found 2); nothing was written".to_owned(),
                 hint: Some("hint: reload it and apply the change again".to_owned()),
-                code: "conflict",
+                code: "conflict".into(),
             }
         );
         // The browser's backends put what ran out in the detail.

@@ -1,0 +1,278 @@
+//! The app's side of the runtime protocol: starts this tab's runtime worker
+//! (`workers/runtime.js`), which runs the programs — ladder, sandbox pool,
+//! MCP sessions, the run's record — and answers what a run asks of the page:
+//! a call of one of the app's own tools, and the person's approval.
+
+use std::cell::{Cell, RefCell};
+use std::collections::HashMap;
+use std::rc::Rc;
+
+use futures::channel::oneshot;
+use futures::future::LocalBoxFuture;
+use kiln_types::runtime::{
+    Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode,
+};
+use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use serde_json::Value;
+use wasm_bindgen::JsCast;
+use wasm_bindgen::prelude::*;
+use web_sys::{ErrorEvent, MessageEvent, Worker, WorkerOptions, WorkerType};
+
+/// Where the runtime worker's bootstrap is served, relative to the page.
+const RUNTIME_WORKER_URL: &str = "./workers/runtime.js";
+
+/// What a run asks of the page: its own tools' calls and the person's answers.
+pub(crate) trait PageSide {
+    /// Calls the page's tool `tool`; `held(true)` while it waits on the person.
+    fn call(
+        &self,
+        call_number: u32,
+        tool: String,
+        args: Value,
+        held: Rc<dyn Fn(bool)>,
+    ) -> LocalBoxFuture<'static, ToolReply>;
+    /// Asks the person about a call (`request` is the approval card's content).
+    fn approve(&self, request: Value) -> LocalBoxFuture<'static, Approval>;
+}
+
+struct Run {
+    page: Rc<dyn PageSide>,
+    done: oneshot::Sender<Result<Value, Problem>>,
+}
+
+type Started = Result<Option<Problem>, String>;
+
+struct Shared {
+    worker: Worker,
+    runs: RefCell<HashMap<u64, Run>>,
+    ready: RefCell<Option<oneshot::Sender<Started>>>,
+}
+
+/// This tab's runtime worker, started.
+pub(crate) struct Runtime {
+    shared: Rc<Shared>,
+    next_id: Cell<u64>,
+    _onmessage: Closure<dyn FnMut(MessageEvent)>,
+    _onerror: Closure<dyn FnMut(ErrorEvent)>,
+}
+
+fn send(worker: &Worker, message: &ToRuntime) {
+    // A worker that is gone answers nothing; its runs fail by `onerror`.
+    let _ = worker.post_message(&JsValue::from_str(&encode(message)));
+}
+
+/// `path` resolved against the page's address.
+fn absolute(path: &str) -> String {
+    web_sys::window()
+        .and_then(|window| window.location().href().ok())
+        .and_then(|base| web_sys::Url::new_with_base(path, &base).ok())
+        .map_or_else(|| path.to_owned(), |url| url.href())
+}
+
+impl Runtime {
+    /// Starts the worker for `workspace` and waits for its `ready`: `Ok` with
+    /// why its stores did not open, if they did not.
+    pub(crate) async fn start(
+        workspace: &str,
+        sandbox_url: &str,
+        pool_size: u32,
+    ) -> Result<(Self, Option<Problem>), String> {
+        let options = RuntimeOptions {
+            workspace: workspace.to_owned(),
+            sandbox_url: absolute(sandbox_url),
+            pool_size,
+        };
+        let worker_options = WorkerOptions::new();
+        worker_options.set_type(WorkerType::Module);
+        worker_options.set_name(&serde_json::to_string(&options).unwrap_or_default());
+        let worker = Worker::new_with_options(&absolute(RUNTIME_WORKER_URL), &worker_options)
+            .map_err(|error| {
+                format!(
+                    "the runtime worker could not start: {}",
+                    crate::js_text(&error)
+                )
+            })?;
+        let (ready, is_ready) = oneshot::channel();
+        let shared = Rc::new(Shared {
+            worker,
+            runs: RefCell::default(),
+            ready: RefCell::new(Some(ready)),
+        });
+        let onmessage = Closure::<dyn FnMut(MessageEvent)>::new({
+            let shared = shared.clone();
+            move |event: MessageEvent| {
+                let text = event.data().as_string().unwrap_or_default();
+                match decode::<FromRuntime>(&text) {
+                    Ok(message) => on_message(&shared, message),
+                    Err(error) => web_sys::console::error_1(&JsValue::from_str(&format!(
+                        "kiln: a message from the runtime worker was refused: {error}"
+                    ))),
+                }
+            }
+        });
+        let onerror = Closure::<dyn FnMut(ErrorEvent)>::new({
+            let shared = shared.clone();
+            move |event: ErrorEvent| {
+                let problem = format!("the runtime worker failed: {}", event.message());
+                if let Some(ready) = shared.ready.borrow_mut().take() {
+                    let _ = ready.send(Err(problem.clone()));
+                }
+                let runs: Vec<Run> = shared
+                    .runs
+                    .borrow_mut()
+                    .drain()
+                    .map(|(_, run)| run)
+                    .collect();
+                for run in runs {
+                    let _ = run.done.send(Err(Problem {
+                        bad_request: false,
+                        message: problem.clone(),
+                        code: Some("engine".into()),
+                        hint: Some("reload the page".into()),
+                        status: None,
+                    }));
+                }
+            }
+        });
+        shared
+            .worker
+            .set_onmessage(Some(onmessage.as_ref().unchecked_ref()));
+        shared
+            .worker
+            .set_onerror(Some(onerror.as_ref().unchecked_ref()));
+        let storage = is_ready
+            .await
+            .map_err(|_| "the runtime worker went away before it was ready".to_owned())??;
+        Ok((
+            Self {
+                shared,
+                next_id: Cell::new(0),
+                _onmessage: onmessage,
+                _onerror: onerror,
+            },
+            storage,
+        ))
+    }
+
+    /// Sends one run (`request` is the run request's JSON; the answer is the
+    /// worker's report, model text and record); returns its id, for
+    /// [`Runtime::cancel`], and its answer.
+    pub(crate) fn run(
+        &self,
+        request: Value,
+        page: Rc<dyn PageSide>,
+    ) -> (u64, oneshot::Receiver<Result<Value, Problem>>) {
+        let id = self.next_id.get() + 1;
+        self.next_id.set(id);
+        let (done, answered) = oneshot::channel();
+        self.shared.runs.borrow_mut().insert(id, Run { page, done });
+        send(
+            &self.shared.worker,
+            &ToRuntime::Run {
+                id,
+                request,
+                approve: true,
+                report: true,
+            },
+        );
+        (id, answered)
+    }
+
+    /// Ends run `id` at once (the Stop button).
+    pub(crate) fn cancel(&self, id: u64) {
+        send(&self.shared.worker, &ToRuntime::Cancel { id });
+    }
+}
+
+impl Drop for Runtime {
+    fn drop(&mut self) {
+        self.shared.worker.terminate();
+    }
+}
+
+fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
+    match message {
+        FromRuntime::Ready { storage } => {
+            if let Some(ready) = shared.ready.borrow_mut().take() {
+                let _ = ready.send(Ok(storage));
+            }
+        }
+        FromRuntime::Rejected { problem } => {
+            if let Some(ready) = shared.ready.borrow_mut().take() {
+                let _ = ready.send(Err(problem));
+            } else {
+                web_sys::console::error_1(&JsValue::from_str(&format!(
+                    "kiln: the runtime worker refused a message: {problem}"
+                )));
+            }
+        }
+        FromRuntime::Done { id, value } => {
+            let run = shared.runs.borrow_mut().remove(&id);
+            if let Some(run) = run {
+                let _ = run.done.send(Ok(value));
+            }
+        }
+        FromRuntime::Failed { id, problem } => {
+            let run = shared.runs.borrow_mut().remove(&id);
+            if let Some(run) = run {
+                let _ = run.done.send(Err(problem));
+            }
+        }
+        FromRuntime::ToolCall {
+            id,
+            call_number,
+            tool,
+            args,
+        } => {
+            let page = shared.runs.borrow().get(&id).map(|run| run.page.clone());
+            let worker = shared.worker.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let reply = match page {
+                    Some(page) => {
+                        let held_worker = worker.clone();
+                        let held = Rc::new(move |held: bool| {
+                            send(
+                                &held_worker,
+                                &ToRuntime::ToolHeld {
+                                    id,
+                                    call_number,
+                                    held,
+                                },
+                            );
+                        });
+                        page.call(call_number, tool, args, held).await
+                    }
+                    None => Err(ToolFailure {
+                        code: "tool_unavailable".into(),
+                        message: format!("the page has no `{tool}` for this run"),
+                        detail: None,
+                        outcome: CallOutcome::ToolUnavailable,
+                    }),
+                };
+                send(
+                    &worker,
+                    &ToRuntime::ToolReply {
+                        id,
+                        call_number,
+                        reply,
+                    },
+                );
+            });
+        }
+        FromRuntime::Approve { id, ask, request } => {
+            let page = shared.runs.borrow().get(&id).map(|run| run.page.clone());
+            let worker = shared.worker.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let approval = match page {
+                    Some(page) => page.approve(request).await,
+                    None => Approval::Unavailable {
+                        reason: "the run had ended".into(),
+                    },
+                };
+                send(&worker, &ToRuntime::Answer { ask, approval });
+            });
+        }
+        // The app sends no chat turns or watches through the worker yet.
+        FromRuntime::Event { .. } | FromRuntime::Changed { .. } => {}
+    }
+}
