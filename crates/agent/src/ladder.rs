@@ -134,60 +134,9 @@ pub async fn assemble(
     environment: &Environment,
 ) -> Result<Ladder, RequestError> {
     let mut registry = Registry::new();
-    if let Some(own_tools) = &environment.own_tools {
-        own_tools(&mut registry);
-    }
-    for (name, entry) in &request.tools {
-        let spec = CapabilitySpec {
-            name: name.clone(),
-            description: entry.description.clone(),
-            input_schema: entry.input_schema.clone(),
-            category: entry.category,
-            result: serde_json::json!({}),
-            source: Source::Host {
-                host: environment.tools_host.clone(),
-            },
-        };
-        match environment
-            .bridge
-            .as_ref()
-            .and_then(|bridge| bridge.implementation(name))
-        {
-            // A name or schema the registry refuses becomes its warning.
-            Some(implementation) => {
-                let _ = registry.add(spec, implementation);
-            }
-            None => registry.warn(kiln_warning(
-                "tools_unavailable",
-                format!(
-                    "the page tool `{name}` has no call here ({} cannot reach page tools)",
-                    environment.entrance
-                ),
-                None,
-            )),
-        }
-    }
-    if let Some(policy) = request.net() {
-        kiln_capabilities::builtin::add_http_request(&mut registry, &environment.http, policy);
-    }
+    add_named_sources(request, environment, &mut registry);
     let record = add_workspace(request, environment, &mut registry).await;
-    let mut servers = Vec::new();
-    for mount in &request.mcp {
-        let connected = kiln_capabilities::mcp::connect(
-            &mount.name,
-            &mount.url,
-            mount.category,
-            environment.http.clone(),
-        )
-        .await;
-        match connected {
-            Ok(server) => {
-                kiln_capabilities::mcp::add_server(&mut registry, &server);
-                servers.push(server);
-            }
-            Err(warning) => registry.warn(*warning),
-        }
-    }
+    let servers = add_mcp(request, environment, &mut registry).await;
     let gate = match &environment.people {
         People::Gate(gate) => gate.clone(),
         People::Approver {
@@ -221,6 +170,114 @@ pub async fn assemble(
         servers,
         record,
     })
+}
+
+/// The tools a run of `request` would have, as far as they are known without
+/// running it (nothing is recorded; the storage tools are listed over no
+/// run's memory; the MCP servers are connected, listed and closed), and the
+/// warnings a run would carry about them. The app's tool list.
+pub async fn catalog(
+    request: &RunRequest,
+    environment: &Environment,
+) -> (Vec<CapabilitySpec>, Vec<Warning>) {
+    let mut registry = Registry::new();
+    add_named_sources(request, environment, &mut registry);
+    match environment.workspace.as_deref() {
+        Some(Ok(workspace)) => {
+            let storage = kiln_capabilities::Storage::new(
+                workspace.backend.clone(),
+                workspace.files.clone(),
+                "catalog",
+                &request.agent,
+            );
+            kiln_capabilities::builtin::add_storage(&mut registry, &storage);
+        }
+        Some(Err(error)) => registry.warn(kiln_warning(
+            "storage_unavailable",
+            format!(
+                "memory, history and workspace tools are off: {}",
+                error.with_hint()
+            ),
+            Some(error.code().into()),
+        )),
+        None => {}
+    }
+    let servers = add_mcp(request, environment, &mut registry).await;
+    for server in servers {
+        // Listed only: a run opens its own session.
+        let _ = server.client.close().await;
+    }
+    (
+        registry.specs().cloned().collect(),
+        registry.warnings().to_vec(),
+    )
+}
+
+/// The entrance's own tools, the page's tools and `http_request` when asked for.
+fn add_named_sources(request: &RunRequest, environment: &Environment, registry: &mut Registry) {
+    if let Some(own_tools) = &environment.own_tools {
+        own_tools(registry);
+    }
+    for (name, entry) in &request.tools {
+        let spec = CapabilitySpec {
+            name: name.clone(),
+            description: entry.description.clone(),
+            input_schema: entry.input_schema.clone(),
+            category: entry.category,
+            result: serde_json::json!({}),
+            source: Source::Host {
+                host: environment.tools_host.clone(),
+            },
+        };
+        match environment
+            .bridge
+            .as_ref()
+            .and_then(|bridge| bridge.implementation(name))
+        {
+            // A name or schema the registry refuses becomes its warning.
+            Some(implementation) => {
+                let _ = registry.add(spec, implementation);
+            }
+            None => registry.warn(kiln_warning(
+                "tools_unavailable",
+                format!(
+                    "the page tool `{name}` has no call here ({} cannot reach page tools)",
+                    environment.entrance
+                ),
+                None,
+            )),
+        }
+    }
+    if let Some(policy) = request.net() {
+        kiln_capabilities::builtin::add_http_request(registry, &environment.http, policy);
+    }
+}
+
+/// Connects the request's MCP servers and mounts their tools; a server that
+/// does not answer is the run's `tools_unavailable` warning.
+async fn add_mcp(
+    request: &RunRequest,
+    environment: &Environment,
+    registry: &mut Registry,
+) -> Vec<McpServer> {
+    let mut servers = Vec::new();
+    for mount in &request.mcp {
+        let connected = kiln_capabilities::mcp::connect(
+            &mount.name,
+            &mount.url,
+            mount.category,
+            environment.http.clone(),
+        )
+        .await;
+        match connected {
+            Ok(server) => {
+                kiln_capabilities::mcp::add_server(registry, &server);
+                servers.push(server);
+            }
+            Err(warning) => registry.warn(*warning),
+        }
+    }
+    servers
 }
 
 /// Records the run in the workspace's history, puts the request's inputs in

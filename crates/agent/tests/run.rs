@@ -363,3 +363,38 @@ fn a_cancelled_run_ends_cancelled_and_is_recorded_so() {
     let job = block_on(history.job(ran.job_id.as_deref().unwrap())).unwrap();
     assert_eq!(job.status, "cancelled");
 }
+
+#[test]
+fn the_catalog_lists_what_a_run_would_have_and_records_nothing() {
+    let headless: Rc<dyn Approver> = Rc::new(Headless::new("agent test"));
+    let setup = setup(headless);
+    let request = RunRequest::from_value(json!({
+        "code": "",
+        "tools": {"echo": {"description": "Echoes.", "category": "read"}},
+        "builtins": ["http_request"],
+    }))
+    .unwrap();
+    let (specs, warnings) = block_on(kiln_agent::ladder::catalog(&request, &setup.environment));
+    let listed: Vec<(String, String)> = specs
+        .iter()
+        .map(|spec| (spec.name.clone(), spec.source.module()))
+        .collect();
+    assert!(
+        listed.contains(&("echo".into(), "page".into())),
+        "{listed:?}"
+    );
+    assert!(
+        listed.contains(&("http_request".into(), "builtin".into())),
+        "{listed:?}"
+    );
+    assert!(
+        listed.contains(&("save_memory".into(), "builtin".into())),
+        "{listed:?}"
+    );
+    assert!(warnings.is_empty(), "{warnings:?}");
+    let history = kiln_store::history::History::new(setup.backend.clone());
+    assert!(
+        block_on(history.jobs(10)).unwrap().is_empty(),
+        "no job recorded"
+    );
+}

@@ -196,6 +196,12 @@ fn on_message(message: ToRuntime) {
         ToRuntime::Models { id, provider } => {
             wasm_bindgen_futures::spawn_local(models(runtime, id, provider));
         }
+        ToRuntime::Catalog { id, request } => {
+            wasm_bindgen_futures::spawn_local(catalog(runtime, id, request));
+        }
+        ToRuntime::McpConnect { id, name, url } => {
+            wasm_bindgen_futures::spawn_local(mcp_connect(runtime, id, name, url));
+        }
         ToRuntime::Bench { id, hook, args } => {
             wasm_bindgen_futures::spawn_local(async move {
                 post(&match crate::bench::run(&runtime.http, &hook, args).await {
@@ -249,35 +255,7 @@ async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, repor
             return;
         }
     };
-    let (host, approver): (String, Rc<dyn Approver>) = if approve {
-        (
-            "page".into(),
-            Rc::new(PageApprover {
-                runtime: runtime.clone(),
-                run: id,
-            }),
-        )
-    } else {
-        let host = "kiln.run (no approve callback)";
-        (host.into(), Rc::new(Headless::new(host)))
-    };
-    let environment = Environment {
-        entrance: "kiln.run".into(),
-        tools_host: "page".into(),
-        http: runtime.http.clone(),
-        people: People::Approver {
-            host,
-            approver,
-            session: runtime.session.clone(),
-        },
-        own_tools: None,
-        bridge: Some(Rc::new(PageTools {
-            runtime: runtime.clone(),
-            run: id,
-        })),
-        workspace: Some(runtime.workspace.clone()),
-        random: Rc::new(kiln_host::random_bytes),
-    };
+    let environment = environment(&runtime, id, approve);
     let cancel = AbortSignal::new();
     runtime.runs.borrow_mut().insert(id, cancel.clone());
     let runner = PoolRunner(runtime.pool.clone());
@@ -431,6 +409,103 @@ async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
     post(&match answered {
         Ok(value) => FromRuntime::Done { id, value },
         Err(problem) => FromRuntime::Failed { id, problem },
+    });
+}
+
+/// What a run (or its catalog) of exchange `id` is assembled in: the page's
+/// tools across the protocol, its `approve` callback when it gave one (else
+/// the headless gate), the workspace, this worker's session allow-set.
+fn environment(runtime: &Rc<Runtime>, id: u64, approve: bool) -> Environment {
+    let (host, approver): (String, Rc<dyn Approver>) = if approve {
+        (
+            "page".into(),
+            Rc::new(PageApprover {
+                runtime: runtime.clone(),
+                run: id,
+            }),
+        )
+    } else {
+        let host = "kiln.run (no approve callback)";
+        (host.into(), Rc::new(Headless::new(host)))
+    };
+    Environment {
+        entrance: "kiln.run".into(),
+        tools_host: "page".into(),
+        http: runtime.http.clone(),
+        people: People::Approver {
+            host,
+            approver,
+            session: runtime.session.clone(),
+        },
+        own_tools: None,
+        bridge: Some(Rc::new(PageTools {
+            runtime: runtime.clone(),
+            run: id,
+        })),
+        workspace: Some(runtime.workspace.clone()),
+        random: Rc::new(kiln_host::random_bytes),
+    }
+}
+
+async fn catalog(runtime: Rc<Runtime>, id: u64, request: Value) {
+    let answered = match RunRequest::from_value(request) {
+        Ok(request) => {
+            let environment = environment(&runtime, id, true);
+            let (specs, warnings) = kiln_agent::ladder::catalog(&request, &environment).await;
+            let tools: Vec<Value> = specs
+                .iter()
+                .map(|spec| {
+                    json!({
+                        "name": spec.name,
+                        "description": spec.description,
+                        "category": spec.category,
+                        "module": spec.source.module(),
+                    })
+                })
+                .collect();
+            Ok(json!({"tools": tools, "warnings": warnings}))
+        }
+        Err(error) => Err(Problem::bad_request(error.0)),
+    };
+    post(&match answered {
+        Ok(value) => FromRuntime::Done { id, value },
+        Err(problem) => FromRuntime::Failed { id, problem },
+    });
+}
+
+async fn mcp_connect(runtime: Rc<Runtime>, id: u64, name: String, url: String) {
+    let connected = kiln_capabilities::mcp::try_connect(
+        &name,
+        &url,
+        kiln_capabilities::Category::External,
+        runtime.http.clone(),
+    )
+    .await;
+    post(&match connected {
+        Ok(server) => {
+            let tools: Vec<Value> = server
+                .tools
+                .iter()
+                .map(|tool| json!({"name": tool.name, "description": tool.description}))
+                .collect();
+            let value = json!({
+                "server": {"name": server.info.name, "version": server.info.version},
+                "tools": tools,
+            });
+            // Listed only: each run opens its own session.
+            let _ = server.client.close().await;
+            FromRuntime::Done { id, value }
+        }
+        Err(error) => FromRuntime::Failed {
+            id,
+            problem: Problem {
+                bad_request: false,
+                message: error.to_string(),
+                code: Some("unreachable".into()),
+                hint: None,
+                status: None,
+            },
+        },
     });
 }
 

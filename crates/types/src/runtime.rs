@@ -115,6 +115,13 @@ pub enum ToRuntime {
     Budget { budget: u32, limits: BudgetLimits },
     /// The models a provider (`{kind, base_url, key?}`) offers.
     Models { id: u64, provider: Value },
+    /// The tools a run of `request` would have (`{tools: [{name,
+    /// description, category, module}], warnings}`), without running it.
+    Catalog { id: u64, request: Value },
+    /// Connects to the MCP server `url` as `name` and lists its tools
+    /// (`{server: {name, version}, tools: [...]}`), then closes the session;
+    /// `failed` says why it could not.
+    McpConnect { id: u64, name: String, url: String },
     /// A figure for `cargo xtask bench` (`ladder`, `mcp`, `sse`,
     /// `storage_open`), measured in the worker; a worker built without the
     /// `bench` feature answers that it has none.
@@ -284,6 +291,15 @@ mod tests {
             ToRuntime::Models {
                 id: 5,
                 provider: serde_json::json!({"kind": "openai"}),
+            },
+            ToRuntime::Catalog {
+                id: 7,
+                request: serde_json::json!({"code": ""}),
+            },
+            ToRuntime::McpConnect {
+                id: 8,
+                name: "everything".into(),
+                url: "http://127.0.0.1:3001/mcp".into(),
             },
             ToRuntime::Bench {
                 id: 6,

@@ -9,10 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::channel::oneshot;
-use futures::future::LocalBoxFuture;
-use kiln_capabilities::{
-    CallContext, CapabilitySpec, Category, HeldSignal, Implementation, Permit, Registry, Source,
-};
+use kiln_capabilities::{CapabilitySpec, Category, HeldSignal, Source};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use leptos::prelude::{Set, WriteSignal};
 use serde_json::{Value, json};
@@ -80,11 +77,6 @@ enum Demo {
     Clock,
     Wait,
     Ask,
-}
-
-struct DemoTool {
-    demo: Demo,
-    asker: Asker,
 }
 
 fn specs() -> Vec<(Demo, CapabilitySpec)> {
@@ -209,30 +201,5 @@ async fn run(demo: Demo, args: Value, asker: &Asker, held: HeldSignal) -> ToolRe
             let yes = asker.ask(question.to_owned(), held).await?;
             Ok(json!({"answer": yes}))
         }
-    }
-}
-
-/// Adds the demo tools to `registry`.
-pub fn register(registry: &mut Registry, asker: &Asker) {
-    for (demo, spec) in specs() {
-        let tool = DemoTool {
-            demo,
-            asker: asker.clone(),
-        };
-        // The demo specs are ours and compile.
-        let _ = registry.add(spec, Rc::new(tool));
-    }
-}
-
-impl Implementation for DemoTool {
-    fn call(
-        &self,
-        args: Value,
-        context: CallContext,
-        _permit: Permit,
-    ) -> LocalBoxFuture<'static, ToolReply> {
-        let demo = self.demo;
-        let asker = self.asker.clone();
-        Box::pin(async move { run(demo, args, &asker, context.held.clone()).await })
     }
 }

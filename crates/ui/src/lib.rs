@@ -30,19 +30,13 @@ use std::rc::Rc;
 
 use crate::approval::PageApprover;
 use crate::demo_tools::Asker;
-use crate::storage::{Opening, Stores};
 use crate::storage_model::ErrorText;
 use crate::view_model::{ResultView, Tone};
 use futures::FutureExt as _;
 use futures::future::{LocalBoxFuture, Shared};
 use kiln_capabilities::gate::RETURN_RESULT;
-use kiln_capabilities::mcp::McpServer;
-use kiln_capabilities::{
-    Answer, ApprovalRequest, Autonomy, Category, Gate, GateSettings, Mode, Registry,
-};
-use kiln_http::HttpClient;
+use kiln_capabilities::{Answer, ApprovalRequest, Autonomy, Category, Gate, GateSettings, Mode};
 use kiln_store::durable::DEFAULT_AGENT;
-use kiln_store::files::FileTree;
 use kiln_types::RunResult;
 use kiln_types::runtime::{Approval, Problem};
 use kiln_types::tool_result::ToolReply;
@@ -128,8 +122,8 @@ fn run_request(program: String, sources: &Sources, settings: &GateSettings) -> V
         .iter()
         .map(|server| {
             (
-                server.client.name().to_owned(),
-                json!({"url": server.client.url(), "category": server.category.as_str()}),
+                server.name.clone(),
+                json!({"url": server.url, "category": Category::External.as_str()}),
             )
         })
         .collect();
@@ -226,60 +220,80 @@ struct ToolRow {
     module: String,
 }
 
-/// Everything a run's registry is built from: the page's own tools, the
-/// built-ins, the storage tools (once storage is open) and the MCP servers
-/// the person added. Shared by the page's handlers (single-threaded).
+/// An MCP server the person added: every run mounts it by name.
+#[derive(Clone, Debug, PartialEq)]
+struct McpMount {
+    name: String,
+    url: String,
+}
+
+/// What a run is given besides the program: the MCP servers the person
+/// added and the network setting (the page's own tools and the storage tools
+/// are always there). Shared by the page's handlers (single-threaded), with
+/// the tool list, which the runtime worker draws up from the same request.
 #[derive(Clone)]
 struct Sources {
-    asker: Asker,
-    servers: Rc<RefCell<Vec<McpServer>>>,
-    http: Rc<dyn HttpClient>,
-    /// The workspace's storage, opening or open.
-    storage: Opening,
+    servers: Rc<RefCell<Vec<McpMount>>>,
     /// Whether programs get `http_request` (the workspace's setting, off
     /// until the person turns it on), and for which origins.
     network: Rc<RefCell<permissions::Network>>,
+    runtime: RuntimeStart,
+    set_tools: WriteSignal<Vec<ToolRow>>,
+    /// The newest tool-list request: an older answer arriving late is dropped.
+    asked: Rc<std::cell::Cell<u64>>,
 }
 
 impl Sources {
-    /// The tool list's registry: the run's, as far as it is known without a run.
-    fn registry(&self, run: Option<(&Stores, &Rc<dyn FileTree>, &str)>) -> Registry {
-        let mut registry = Registry::new();
-        demo_tools::register(&mut registry, &self.asker);
-        if let Some(policy) = permissions::policy(&self.network.borrow()) {
-            kiln_capabilities::builtin::add_http_request(&mut registry, &self.http, policy);
-        }
-        if let Some((stores, files, run_id)) = run {
-            add_storage(&mut registry, stores, files, run_id);
-        }
-        for server in self.servers.borrow().iter() {
-            kiln_capabilities::mcp::add_server(&mut registry, server);
-        }
-        registry
+    /// Asks the runtime worker for the tools a run would have now, and shows them.
+    fn refresh_tools(&self) {
+        let request = run_request(String::new(), self, &GateSettings::default());
+        let runtime = self.runtime.clone();
+        let set_tools = self.set_tools;
+        let asked = self.asked.clone();
+        let number = asked.get() + 1;
+        asked.set(number);
+        spawn_local(async move {
+            let Ok(runtime) = runtime.await else {
+                return;
+            };
+            let answer = runtime
+                .call(move |id| kiln_types::runtime::ToRuntime::Catalog { id, request })
+                .await;
+            if asked.get() != number {
+                return;
+            }
+            if let Ok(Ok(catalog)) = answer {
+                // The page may be going away (the signal disposed).
+                set_tools.try_set(tool_rows(&catalog));
+            }
+        });
     }
+}
 
-    fn rows(&self) -> Vec<ToolRow> {
-        // The list shows the storage tools once storage is open (no run's memory is touched).
-        let opened = self.storage.peek().and_then(|opened| opened.both());
-        let run = opened
-            .as_ref()
-            .map(|(stores, files)| (stores, files, "tool-list"));
-        self.registry(run)
-            .specs()
-            .map(|spec| ToolRow {
-                name: spec.name.clone(),
-                description: spec.description.clone(),
-                category: spec.category,
-                module: spec.source.module(),
-            })
-            .collect()
-    }
+/// The rows of the runtime worker's catalog answer.
+fn tool_rows(catalog: &Value) -> Vec<ToolRow> {
+    catalog["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|tool| {
+                    Some(ToolRow {
+                        name: tool["name"].as_str()?.to_owned(),
+                        description: tool["description"].as_str().unwrap_or_default().to_owned(),
+                        category: serde_json::from_value(tool["category"].clone()).ok()?,
+                        module: tool["module"].as_str().unwrap_or_default().to_owned(),
+                    })
+                })
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
-    let (storage, opening) = storage::open();
+    let storage = storage::open();
     let starting: LocalBoxFuture<'static, Result<Rc<Runtime>, String>> = Box::pin(async {
         let (runtime, _) =
             Runtime::start(storage::WORKSPACE, SANDBOX_WORKER_URL, POOL_SIZE).await?;
@@ -311,21 +325,15 @@ pub fn App() -> impl IntoView {
     // the page is reloaded.
     let gate = Gate::new("page", GateSettings::default(), Rc::new(approver.clone()))
         .unwrap_or_else(|_| Gate::fail_closed("page"));
+    let (tools, set_tools) = signal(Vec::<ToolRow>::new());
     let sources = Sources {
-        asker: asker.clone(),
         servers: Rc::default(),
-        http: kiln_http::default_client(),
-        storage: opening,
         network: Rc::default(),
+        runtime: runtime.clone(),
+        set_tools,
+        asked: Rc::default(),
     };
-    let (tools, set_tools) = signal(sources.rows());
-    // The storage tools join the list once storage is open.
-    let list_sources = sources.clone();
-    Effect::new(move || {
-        if storage.settled.get() {
-            set_tools.set(list_sources.rows());
-        }
-    });
+    sources.refresh_tools();
     let panel_sources = sources.clone();
     let panel_gate = gate.clone();
     let card_approver = approver.clone();
@@ -431,8 +439,8 @@ pub fn App() -> impl IntoView {
                     <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
                 </div>
                 <Permissions gate=panel_gate tools=tools storage=storage />
-                <NetworkSetting sources=panel_sources.clone() set_tools=set_tools storage=storage />
-                <McpServers sources=panel_sources set_tools=set_tools />
+                <NetworkSetting sources=panel_sources.clone() storage=storage />
+                <McpServers sources=panel_sources />
             </section>
             <ApprovalCard request=approval waiting=waiting approver=card_approver />
             <QuestionCard question=question asker=card_asker />
@@ -697,7 +705,7 @@ fn Permissions(
 
 /// MCP servers the person added by URL; their tools join the list.
 #[component]
-fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl IntoView {
+fn McpServers(sources: Sources) -> impl IntoView {
     let (name, set_name) = signal(String::from("everything"));
     let (url, set_url) = signal(String::new());
     let (status, set_status) = signal(None::<(bool, String)>);
@@ -712,12 +720,7 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
             set_status.set(Some((false, format!("The server name `{name}` must be a JavaScript identifier (letters, digits, _), since it prefixes its tools' names."))));
             return;
         }
-        if sources.with_value(|s| {
-            s.servers
-                .borrow()
-                .iter()
-                .any(|server| server.client.name() == name)
-        }) {
+        if sources.with_value(|s| s.servers.borrow().iter().any(|server| server.name == name)) {
             set_status.set(Some((
                 false,
                 format!("A server named `{name}` is already added."),
@@ -731,26 +734,41 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
         set_status.set(Some((true, format!("Connecting to {url}…"))));
         let sources = sources.get_value();
         spawn_local(async move {
-            match kiln_capabilities::mcp::try_connect(
-                &name,
-                &url,
-                Category::External,
-                sources.http.clone(),
-            )
-            .await
-            {
-                Ok(server) => {
-                    let count = server.tools.len();
+            // The runtime worker connects, lists the tools and closes: each
+            // run then opens its own session.
+            let connected = match sources.runtime.clone().await {
+                Ok(runtime) => {
+                    let (server, address) = (name.clone(), url.clone());
+                    runtime
+                        .call(move |id| kiln_types::runtime::ToRuntime::McpConnect {
+                            id,
+                            name: server,
+                            url: address,
+                        })
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(Problem::bad_request("the runtime worker went away"))
+                        })
+                }
+                Err(problem) => Err(Problem::bad_request(problem)),
+            };
+            match connected.map_err(|problem| problem.message) {
+                Ok(answer) => {
+                    let count = answer["tools"].as_array().map_or(0, Vec::len);
                     set_status.set(Some((
                         true,
                         format!(
                             "{name}: {} {} — {count} tools",
-                            server.info.name, server.info.version
+                            answer["server"]["name"].as_str().unwrap_or_default(),
+                            answer["server"]["version"].as_str().unwrap_or_default()
                         ),
                     )));
-                    sources.servers.borrow_mut().push(server);
+                    sources.servers.borrow_mut().push(McpMount {
+                        name: name.clone(),
+                        url: url.clone(),
+                    });
                     set_listed.update(|listed| listed.push((name, url, count)));
-                    set_tools.set(sources.rows());
+                    sources.refresh_tools();
                 }
                 Err(error) => set_status.set(Some((
                     false,
@@ -765,20 +783,12 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
     };
     let remove = move |name: String| {
         let sources = sources.get_value();
-        let server = {
-            let mut servers = sources.servers.borrow_mut();
-            servers
-                .iter()
-                .position(|s| s.client.name() == name)
-                .map(|i| servers.remove(i))
-        };
+        sources
+            .servers
+            .borrow_mut()
+            .retain(|server| server.name != name);
         set_listed.update(|listed| listed.retain(|(n, _, _)| *n != name));
-        set_tools.set(sources.rows());
-        if let Some(server) = server {
-            spawn_local(async move {
-                let _ = server.client.close().await;
-            });
-        }
+        sources.refresh_tools();
     };
     view! {
         <details class="mcp" data-testid="mcp-servers">
@@ -807,26 +817,11 @@ fn McpServers(sources: Sources, set_tools: WriteSignal<Vec<ToolRow>>) -> impl In
     }
 }
 
-/// Mounts the storage tools on a run's registry, over that run's memory.
-fn add_storage(registry: &mut Registry, stores: &Stores, files: &Rc<dyn FileTree>, run_id: &str) {
-    let storage = kiln_capabilities::Storage::new(
-        stores.backend.clone(),
-        files.clone(),
-        run_id,
-        DEFAULT_AGENT,
-    );
-    kiln_capabilities::builtin::add_storage(registry, &storage);
-}
-
 /// What programs may reach with `http_request`: off (a new workspace's
 /// setting), any public address, or exactly the named origins. Kept in the
 /// workspace's settings and followed from other tabs.
 #[component]
-fn NetworkSetting(
-    sources: Sources,
-    set_tools: WriteSignal<Vec<ToolRow>>,
-    storage: storage::StorageSignals,
-) -> impl IntoView {
+fn NetworkSetting(sources: Sources, storage: storage::StorageSignals) -> impl IntoView {
     let sources = StoredValue::new_local(sources);
     let reach = RwSignal::new("off".to_owned());
     let origins = RwSignal::new(String::new());
@@ -845,7 +840,7 @@ fn NetworkSetting(
     let adopt = move |network: permissions::Network| {
         sources.with_value(|sources| {
             *sources.network.borrow_mut() = network;
-            set_tools.set(sources.rows());
+            sources.refresh_tools();
         });
     };
     Effect::new(move |_| {

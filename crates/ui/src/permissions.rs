@@ -109,15 +109,6 @@ fn not_saved(error: StoreError) -> String {
 /// What the app's programs may reach: off, public addresses, named origins.
 pub(crate) use kiln_store::config::Network;
 
-/// The `http_request` policy of `network`, or `None` when it is off.
-pub(crate) fn policy(network: &Network) -> Option<NetPolicy> {
-    match network {
-        Network::Off => None,
-        Network::Public => Some(NetPolicy::Public),
-        Network::Only(origins) => NetPolicy::parse_origins(origins).ok(),
-    }
-}
-
 /// Asks for the network in a run request's JSON as `network` says.
 pub(crate) fn ask(network: &Network, request: &mut Value) {
     match network {

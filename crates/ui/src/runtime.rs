@@ -35,8 +35,10 @@ pub(crate) trait PageSide {
     fn approve(&self, request: Value) -> LocalBoxFuture<'static, Approval>;
 }
 
+/// One exchange in flight: a run (which may call back into the page) or a
+/// plain request (a tool catalog, an MCP check).
 struct Run {
-    page: Rc<dyn PageSide>,
+    page: Option<Rc<dyn PageSide>>,
     done: oneshot::Sender<Result<Value, Problem>>,
 }
 
@@ -162,10 +164,15 @@ impl Runtime {
         request: Value,
         page: Rc<dyn PageSide>,
     ) -> (u64, oneshot::Receiver<Result<Value, Problem>>) {
-        let id = self.next_id.get() + 1;
-        self.next_id.set(id);
+        let id = self.next_id();
         let (done, answered) = oneshot::channel();
-        self.shared.runs.borrow_mut().insert(id, Run { page, done });
+        self.shared.runs.borrow_mut().insert(
+            id,
+            Run {
+                page: Some(page),
+                done,
+            },
+        );
         send(
             &self.shared.worker,
             &ToRuntime::Run {
@@ -176,6 +183,28 @@ impl Runtime {
             },
         );
         (id, answered)
+    }
+
+    fn next_id(&self) -> u64 {
+        let id = self.next_id.get() + 1;
+        self.next_id.set(id);
+        id
+    }
+
+    /// Sends the request `message(id)` makes, which calls nothing back on
+    /// the page; resolves to its answer.
+    pub(crate) fn call(
+        &self,
+        message: impl FnOnce(u64) -> ToRuntime,
+    ) -> oneshot::Receiver<Result<Value, Problem>> {
+        let id = self.next_id();
+        let (done, answered) = oneshot::channel();
+        self.shared
+            .runs
+            .borrow_mut()
+            .insert(id, Run { page: None, done });
+        send(&self.shared.worker, &message(id));
+        answered
     }
 
     /// Ends run `id` at once (the Stop button).
@@ -224,7 +253,11 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             tool,
             args,
         } => {
-            let page = shared.runs.borrow().get(&id).map(|run| run.page.clone());
+            let page = shared
+                .runs
+                .borrow()
+                .get(&id)
+                .and_then(|run| run.page.clone());
             let worker = shared.worker.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let reply = match page {
@@ -260,7 +293,11 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             });
         }
         FromRuntime::Approve { id, ask, request } => {
-            let page = shared.runs.borrow().get(&id).map(|run| run.page.clone());
+            let page = shared
+                .runs
+                .borrow()
+                .get(&id)
+                .and_then(|run| run.page.clone());
             let worker = shared.worker.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let approval = match page {

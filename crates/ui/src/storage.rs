@@ -6,8 +6,7 @@
 
 use std::rc::Rc;
 
-use futures::FutureExt as _;
-use futures::future::{LocalBoxFuture, Shared};
+use futures::future::LocalBoxFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -58,13 +57,6 @@ pub(crate) struct Opened {
     _feed: Option<Subscription>,
 }
 
-impl Opened {
-    /// Both halves, which a run needs to get the storage tools.
-    pub(crate) fn both(&self) -> Option<(Stores, Rc<dyn FileTree>)> {
-        Some((self.stores.clone()?, self.files.clone()?))
-    }
-}
-
 /// Bumped when a committed change (this tab's or another's) touches what a
 /// panel shows; panels reload when theirs moves.
 #[derive(Clone, Copy)]
@@ -106,6 +98,8 @@ impl Revisions {
 /// The page's storage, as the panels read it.
 #[derive(Clone, Copy)]
 pub(crate) struct StorageSignals {
+    /// What opening found, kept while the page lives.
+    opened: StoredValue<Option<Rc<Opened>>, LocalStorage>,
     pub stores: RwSignal<Option<Stores>, LocalStorage>,
     pub files: RwSignal<Option<Rc<dyn FileTree>>, LocalStorage>,
     /// Whether opening is over (whatever it found).
@@ -115,12 +109,10 @@ pub(crate) struct StorageSignals {
     pub revisions: Revisions,
 }
 
-/// The opening, which a run awaits before it starts.
-pub(crate) type Opening = Shared<LocalBoxFuture<'static, Rc<Opened>>>;
-
 /// Opens the workspace's storage once, in the background.
-pub(crate) fn open() -> (StorageSignals, Opening) {
+pub(crate) fn open() -> StorageSignals {
     let signals = StorageSignals {
+        opened: StoredValue::new_local(None),
         stores: RwSignal::new_local(None),
         files: RwSignal::new_local(None),
         settled: RwSignal::new(false),
@@ -172,16 +164,16 @@ pub(crate) fn open() -> (StorageSignals, Opening) {
             _feed: feed,
         })
     });
-    let opening = opening.shared();
-    let settle = opening.clone();
     spawn_local(async move {
-        let opened = settle.await;
+        let opened = opening.await;
         signals.stores.set(opened.stores.clone());
         signals.files.set(opened.files.clone());
         signals.problems.set(opened.problems.clone());
+        // Kept for the page's life: it holds the change feed's subscription.
+        signals.opened.set_value(Some(opened));
         signals.settled.set(true);
     });
-    (signals, opening)
+    signals
 }
 
 mod platform;
