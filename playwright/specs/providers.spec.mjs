@@ -4,7 +4,7 @@
 // error, and SmolLM2-135M served by llama.cpp (xllamacpp) for a real model.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { useApp } from "../lib/browser.mjs";
+import { APP_URL, useApp } from "../lib/browser.mjs";
 import { freePort, startAimock, startLocalModel } from "../lib/servers.mjs";
 
 const app = useApp();
@@ -200,8 +200,13 @@ test("one budget shared by the turns of a run: the second turn past its turn cou
 });
 
 test("the main thread stays free: no task over 50 ms while a program makes 200 tool calls or a chat reply streams", async () => {
-  const { page } = app();
-  await load(page);
+  // A page of its own that loads only the page API: the app's own start-up is not measured here.
+  const page = await app().context.newPage();
+  await page.goto(new URL("kiln.js", APP_URL).href);
+  await page.evaluate(async () => {
+    const { Kiln } = await import(new URL("kiln.js", location.href).href);
+    window.kiln = await Kiln.load({ poolSize: 1 });
+  });
   const seen = await page.evaluate(async (root) => {
     const tasks = [];
     const observer = new PerformanceObserver((list) => tasks.push(...list.getEntries().map((entry) => Math.round(entry.duration))));
@@ -232,6 +237,7 @@ test("the main thread stays free: no task over 50 ms while a program makes 200 t
   assert.equal(seen.during, 0, `long tasks on the main thread: ${JSON.stringify(seen.tasks)}`);
   assert.equal(seen.tasks.length, 1, `the observer sees the 80 ms control task: ${JSON.stringify(seen.tasks)}`);
   assert.ok(seen.tasks[0] >= 80, JSON.stringify(seen.tasks));
+  await page.close();
 });
 
 test("bad requests are TypeErrors naming the field", async () => {

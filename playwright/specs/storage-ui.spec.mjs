@@ -226,13 +226,14 @@ test("the permission mode, the brake and a tool's setting are kept: another tab 
   const other = await browser.context.newPage();
   await openApp(other);
   await settled(other);
-  await other.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "plan");
+  // The tool rows come from the tab's runtime worker once it has started.
+  await other.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "plan" && document.querySelector('[data-testid="setting-add"]')?.value === "ask");
   assert.deepEqual(await shown(other), wanted);
   await other.close();
 
   await page.reload();
   await settled(page);
-  await page.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "plan");
+  await page.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "plan" && document.querySelector('[data-testid="setting-add"]')?.value === "ask");
   assert.deepEqual(await shown(page), wanted);
   // Plan mode is in force, not only shown: a write is refused.
   const status = await runProgram(page, 'await workspace.write("plan.txt", "x")');
