@@ -204,10 +204,7 @@ fn on_message(message: ToRuntime) {
         }
         ToRuntime::Bench { id, hook, args } => {
             wasm_bindgen_futures::spawn_local(async move {
-                post(&match crate::bench::run(&runtime.http, &hook, args).await {
-                    Ok(value) => FromRuntime::Done { id, value },
-                    Err(problem) => FromRuntime::Failed { id, problem },
-                });
+                answer(id, crate::bench::run(&runtime.http, &hook, args).await);
             });
         }
         ToRuntime::ToolReply {
@@ -288,6 +285,14 @@ async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, repor
     }
 }
 
+/// Ends exchange `id` with its answer or why there is none.
+fn answer(id: u64, answered: Result<Value, Problem>) {
+    post(&match answered {
+        Ok(value) => FromRuntime::Done { id, value },
+        Err(problem) => FromRuntime::Failed { id, problem },
+    });
+}
+
 /// The workspace's stores, or the problem of their not being open.
 fn opened(runtime: &Runtime) -> Result<&Workspace, Problem> {
     runtime.workspace.as_ref().as_ref().map_err(store_problem)
@@ -303,10 +308,7 @@ async fn store(runtime: Rc<Runtime>, id: u64, op: String, args: Value) {
             }),
         Err(problem) => Err(problem),
     };
-    post(&match answered {
-        Ok(value) => FromRuntime::Done { id, value },
-        Err(problem) => FromRuntime::Failed { id, problem },
-    });
+    answer(id, answered);
 }
 
 /// Posts every committed change under `id` until the page cancels it.
@@ -386,10 +388,7 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
     }
     .await;
     runtime.runs.borrow_mut().remove(&id);
-    post(&match answered {
-        Ok(value) => FromRuntime::Done { id, value },
-        Err(problem) => FromRuntime::Failed { id, problem },
-    });
+    answer(id, answered);
 }
 
 async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
@@ -406,10 +405,7 @@ async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
         Ok::<Value, Problem>(serde_json::to_value(models).unwrap_or_default())
     }
     .await;
-    post(&match answered {
-        Ok(value) => FromRuntime::Done { id, value },
-        Err(problem) => FromRuntime::Failed { id, problem },
-    });
+    answer(id, answered);
 }
 
 /// What a run (or its catalog) of exchange `id` is assembled in: the page's
@@ -467,10 +463,7 @@ async fn catalog(runtime: Rc<Runtime>, id: u64, request: Value) {
         }
         Err(error) => Err(Problem::bad_request(error.0)),
     };
-    post(&match answered {
-        Ok(value) => FromRuntime::Done { id, value },
-        Err(problem) => FromRuntime::Failed { id, problem },
-    });
+    answer(id, answered);
 }
 
 async fn mcp_connect(runtime: Rc<Runtime>, id: u64, name: String, url: String) {

@@ -219,6 +219,15 @@ impl Drop for Runtime {
     }
 }
 
+/// The page side of run `id`, while it runs.
+fn page_of(shared: &Shared, id: u64) -> Option<Rc<dyn PageSide>> {
+    shared
+        .runs
+        .borrow()
+        .get(&id)
+        .and_then(|run| run.page.clone())
+}
+
 fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
     match message {
         FromRuntime::Ready { storage } => {
@@ -253,11 +262,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             tool,
             args,
         } => {
-            let page = shared
-                .runs
-                .borrow()
-                .get(&id)
-                .and_then(|run| run.page.clone());
+            let page = page_of(shared, id);
             let worker = shared.worker.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let reply = match page {
@@ -293,11 +298,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             });
         }
         FromRuntime::Approve { id, ask, request } => {
-            let page = shared
-                .runs
-                .borrow()
-                .get(&id)
-                .and_then(|run| run.page.clone());
+            let page = page_of(shared, id);
             let worker = shared.worker.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let approval = match page {
