@@ -16,7 +16,8 @@
 //!   and their results back — emitting events to a sink.
 //! - [`turn`]: one streamed chat turn as a page asks for it, and its budget.
 //! - [`ops`]: the workspace's storage operations (`memory.save`,
-//!   `files.read`, …) as pages and the app name them.
+//!   `files.read`, …) as pages and the app name them; [`settings`] the
+//!   configuration they edit (permissions, network, providers).
 //!
 //! **Architecture invariant:** pure orchestration over traits. No platform
 //! crate (web-sys, js-sys, wasm-bindgen) and no engine (Boa): the tidy test
@@ -28,6 +29,7 @@ pub mod ops;
 pub mod program;
 pub mod record;
 pub mod request;
+pub mod settings;
 pub mod turn;
 
 use std::rc::Rc;

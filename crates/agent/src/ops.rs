@@ -12,13 +12,13 @@ use kiln_store::config::Config;
 use kiln_store::durable::{DurableMemory, Mark};
 use kiln_store::export::{self, ExportOptions};
 use kiln_store::files::{self, WorkspacePath};
-use kiln_store::history::History;
+use kiln_store::history::{History, title_of_program};
 use kiln_store::run::{ListFilter, RunMemory};
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
 
-use crate::Workspace;
+use crate::{Workspace, settings};
 
 /// Why a storage operation failed.
 #[derive(Debug, thiserror::Error)]
@@ -70,6 +70,23 @@ struct ListArgs {
     agent: Option<String>,
     #[serde(default)]
     limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+}
+
+/// `history.append`: a message of a chat thread; with no `thread`, a new
+/// thread titled after the message.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendArgs {
+    #[serde(default)]
+    thread: Option<String>,
+    role: String,
+    text: String,
 }
 
 #[derive(Deserialize)]
@@ -165,6 +182,10 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
                     .await?,
             )
         }
+        "memory.get" => {
+            let IdArgs { id } = args(request)?;
+            to_value(&memory.get(&id).await?)
+        }
         "memory.list" => {
             let ListArgs { agent, limit } = args(request)?;
             to_value(&memory.list(agent.as_deref(), limit).await?)
@@ -186,6 +207,19 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
         "history.jobs" => {
             let ListArgs { limit, .. } = args(request)?;
             to_value(&history.jobs(limit.unwrap_or(50)).await?)
+        }
+        "history.job" => {
+            let IdArgs { id } = args(request)?;
+            to_value(&history.job(&id).await?)
+        }
+        "history.append" => {
+            let AppendArgs { thread, role, text } = args(request)?;
+            let thread = match thread {
+                Some(thread) => thread,
+                None => history.new_thread(&title_of_program(&text), "").await?.id,
+            };
+            history.append(&thread, &role, &text).await?;
+            json!({"thread": thread})
         }
         "history.search" => {
             let SearchArgs { query, limit } = args(request)?;
@@ -265,27 +299,28 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             tree.remove(&path(&text)?).await?;
             Value::Null
         }
-        "config.get" => {
-            let config = Config::new(opened.backend.clone());
-            let providers: Vec<Value> = config
-                .providers()
-                .await?
-                .into_iter()
-                .map(|provider| {
-                    let has_key = provider.key.is_some();
-                    let mut value = to_value(&provider);
-                    if let Some(object) = value.as_object_mut() {
-                        object.remove("key");
-                        object.insert("has_key".into(), has_key.into());
-                    }
-                    value
-                })
-                .collect();
-            json!({
-                "settings": config.settings().await?,
-                "providers": providers,
-                "agents": config.agents().await?,
-            })
+        "config.get" => to_value(&settings::view(&Config::new(opened.backend.clone())).await?),
+        "config.permissions" => {
+            settings::set_permissions(&Config::new(opened.backend.clone()), args(request)?).await?;
+            Value::Null
+        }
+        "config.network" => {
+            settings::set_network(&Config::new(opened.backend.clone()), args(request)?).await?;
+            Value::Null
+        }
+        "config.provider.put" => {
+            let version =
+                settings::put_provider(&Config::new(opened.backend.clone()), args(request)?)
+                    .await?;
+            json!({"version": version})
+        }
+        "config.provider.remove" => {
+            settings::remove_provider(&Config::new(opened.backend.clone()), args(request)?).await?;
+            Value::Null
+        }
+        "config.select" => {
+            settings::set_selection(&Config::new(opened.backend.clone()), args(request)?).await?;
+            Value::Null
         }
         "export" => {
             let ExportArgs { include_keys } = args(request)?;

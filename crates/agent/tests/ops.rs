@@ -110,6 +110,28 @@ fn a_bad_request_is_refused_by_name() {
             json!({"path": "a", "base64": "%%"}),
             "`base64` is not base64",
         ),
+        ("config.permissions", json!({"mode": "yolo"}), "yolo"),
+        (
+            "config.permissions",
+            json!({"autonomy": {"echo": "maybe"}}),
+            "`echo`",
+        ),
+        (
+            "config.network",
+            json!({"network": {"reach": "only", "origins": []}}),
+            "names no origin",
+        ),
+        (
+            "config.network",
+            json!({"network": {"reach": "only", "origins": ["ftp://x"]}}),
+            "ftp://x",
+        ),
+        ("config.select", json!({"provider": 3}), "invalid type"),
+        (
+            "history.append",
+            json!({"role": "user"}),
+            "missing field `text`",
+        ),
     ];
     for (verb, args, named) in cases {
         match op(&workspace, verb, args.clone()) {
@@ -147,4 +169,117 @@ fn a_job_left_running_by_a_runtime_that_ended_is_interrupted_on_open() {
         "running",
         "this runtime's own job goes on"
     );
+}
+
+#[test]
+fn the_app_edits_its_configuration_and_never_reads_a_key_back() {
+    let workspace = workspace();
+    let config = |workspace: &Workspace| op(workspace, "config.get", json!({})).expect("read");
+    op(
+        &workspace,
+        "config.permissions",
+        json!({"mode": "auto", "brake": true, "autonomy": {"echo": "block"}}),
+    )
+    .expect("saved");
+    op(&workspace, "config.permissions", json!({"brake": false})).expect("saved");
+    let read = config(&workspace);
+    assert_eq!(read["settings"]["permission_mode"], "auto", "{read}");
+    assert_eq!(read["settings"]["brake"], false, "{read}");
+    assert_eq!(
+        read["agents"][0]["autonomy"],
+        json!({"echo": "block"}),
+        "{read}"
+    );
+
+    op(
+        &workspace,
+        "config.network",
+        json!({"network": {"reach": "only", "origins": ["http://127.0.0.1:9"]}}),
+    )
+    .expect("saved");
+    assert_eq!(
+        config(&workspace)["settings"]["network"],
+        json!({"reach": "only", "origins": ["http://127.0.0.1:9"]})
+    );
+
+    let put = json!({"name": "work", "kind": "openai", "base_url": "http://127.0.0.1:9/v1",
+        "model": "m", "key": "sk-secret"});
+    op(&workspace, "config.provider.put", put).expect("saved");
+    let read = config(&workspace);
+    assert!(
+        !read.to_string().contains("sk-secret"),
+        "the key came back: {read}"
+    );
+    assert_eq!(read["providers"][0]["has_key"], true, "{read}");
+    assert_eq!(
+        read["settings"]["selected_provider"], "work",
+        "chosen: {read}"
+    );
+    let version = read["providers"][0]["version"].as_u64().expect("a version");
+
+    // Renamed without a key: the key stays, the old record goes.
+    op(
+        &workspace,
+        "config.provider.put",
+        json!({"name": "home", "kind": "openai", "base_url": "http://127.0.0.1:9/v1",
+            "version": version, "replacing": "work"}),
+    )
+    .expect("renamed");
+    let read = config(&workspace);
+    assert_eq!(
+        read["providers"].as_array().map(Vec::len),
+        Some(1),
+        "{read}"
+    );
+    assert_eq!(read["providers"][0]["name"], "home", "{read}");
+    assert_eq!(read["providers"][0]["has_key"], true, "{read}");
+    let version = read["providers"][0]["version"].as_u64().expect("a version");
+    // A stale version is the store's conflict, and nothing is lost.
+    match op(
+        &workspace,
+        "config.provider.remove",
+        json!({"name": "home", "version": version + 5}),
+    ) {
+        Err(OpError::Store(error)) => assert_eq!(error.code(), "conflict", "{error}"),
+        other => panic!("expected a conflict, got {other:?}"),
+    }
+    op(
+        &workspace,
+        "config.provider.remove",
+        json!({"name": "home", "version": version}),
+    )
+    .expect("removed");
+    let read = config(&workspace);
+    assert_eq!(read["providers"], json!([]), "{read}");
+    assert_eq!(
+        read["settings"].get("selected_provider"),
+        None,
+        "pick cleared: {read}"
+    );
+}
+
+#[test]
+fn a_chat_thread_is_kept_message_by_message() {
+    let workspace = workspace();
+    let first = op(
+        &workspace,
+        "history.append",
+        json!({"role": "user", "text": "What is the capital of Peru?"}),
+    )
+    .expect("appended");
+    let thread = first["thread"].as_str().expect("a thread").to_owned();
+    op(
+        &workspace,
+        "history.append",
+        json!({"thread": thread, "role": "assistant", "text": "Lima"}),
+    )
+    .expect("appended");
+    let hits = op(
+        &workspace,
+        "history.search",
+        json!({"query": "capital Peru"}),
+    )
+    .expect("searched");
+    assert_eq!(hits[0]["kind"], "message", "{hits}");
+    assert_eq!(hits[0]["id"], thread.as_str(), "{hits}");
 }

@@ -11,6 +11,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::error::StoreError;
+pub use kiln_types::records::{Change, Table};
 
 /// A record's JSON as stored: `value` without a `version` field (the record
 /// itself carries the version).
@@ -24,66 +25,6 @@ pub(crate) fn stored_value<T: Serialize>(value: &T) -> Value {
 
 /// What a backend call returns.
 pub type StoreFuture<'a, T> = LocalBoxFuture<'a, Result<T, StoreError>>;
-
-/// The tables. Their names are the IndexedDB object store names and the
-/// names in the on-disk log, so they never change once shipped.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Table {
-    /// Durable memories, keyed by id (`m-<created ms>-<random>`).
-    Memories,
-    /// Run memory entries, keyed `<run id>/<namespace>:<name>`.
-    RunEntries,
-    /// Conversations, keyed by id.
-    Threads,
-    /// Messages, keyed `<thread id>/<sequence>`.
-    Messages,
-    /// Job records (runs of programs, chats and agents), keyed by id.
-    Jobs,
-    /// Agents, providers and settings, keyed `agent:<slug>`, `provider:<id>`, `settings`.
-    Config,
-}
-
-impl Table {
-    pub const ALL: [Table; 6] = [
-        Table::Memories,
-        Table::RunEntries,
-        Table::Threads,
-        Table::Messages,
-        Table::Jobs,
-        Table::Config,
-    ];
-
-    #[must_use]
-    pub fn name(self) -> &'static str {
-        match self {
-            Table::Memories => "memories",
-            Table::RunEntries => "run_entries",
-            Table::Threads => "threads",
-            Table::Messages => "messages",
-            Table::Jobs => "jobs",
-            Table::Config => "config",
-        }
-    }
-
-    #[must_use]
-    pub fn from_name(name: &str) -> Option<Table> {
-        Table::ALL.into_iter().find(|table| table.name() == name)
-    }
-
-    /// Whether records of this table are indexed by their words
-    /// ([`crate::text::terms_for`]).
-    #[must_use]
-    pub fn has_terms(self) -> bool {
-        matches!(self, Table::Memories | Table::Messages | Table::Jobs)
-    }
-}
-
-impl fmt::Display for Table {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.name())
-    }
-}
 
 /// One stored record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -187,15 +128,6 @@ impl Op {
             write: Write::Delete,
         }
     }
-}
-
-/// A committed change, as the change feed reports it.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Change {
-    pub table: Table,
-    pub key: String,
-    /// The new version; `None` when the record was deleted.
-    pub version: Option<u64>,
 }
 
 /// Which records a scan reads.

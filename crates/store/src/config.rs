@@ -4,7 +4,6 @@
 //! made in two tabs at once is refused, not lost. Keys print redacted and
 //! leave only with [`crate::export::ExportOptions::include_keys`].
 
-use std::collections::BTreeMap;
 use std::fmt;
 use std::rc::Rc;
 
@@ -12,6 +11,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::error::StoreError;
+pub use kiln_types::records::{AgentRecord, Network, Settings};
 
 /// An API key: printed as `<redacted>`, stored as the plain string.
 #[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -56,68 +56,6 @@ pub struct ProviderRecord {
     pub key: Option<StoredKey>,
     #[serde(default, skip_deserializing)]
     pub version: u64,
-}
-
-/// An agent, by its slug.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentRecord {
-    pub slug: String,
-    pub name: String,
-    #[serde(default)]
-    pub system_prompt: String,
-    /// The provider name and model, `provider/model`.
-    #[serde(default)]
-    pub model: String,
-    /// Per-tool autonomy: tool name → `auto`, `ask` or `block` (the words of
-    /// the page API's `permission.autonomy`).
-    #[serde(default)]
-    pub autonomy: BTreeMap<String, String>,
-    #[serde(default, skip_deserializing)]
-    pub version: u64,
-}
-
-/// The workspace's settings.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Settings {
-    /// `plan`, `default` or `auto`.
-    pub permission_mode: String,
-    /// The auto-run brake: every execute call asks.
-    #[serde(default)]
-    pub brake: bool,
-    /// The provider the chat uses, when the person picked one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub selected_provider: Option<String>,
-    /// What the app's programs may reach with `http_request`: nothing until
-    /// the person says otherwise.
-    #[serde(default)]
-    pub network: Network,
-    #[serde(default, skip_deserializing)]
-    pub version: u64,
-}
-
-/// A workspace's network setting for the app's programs.
-#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case", tag = "reach", content = "origins")]
-pub enum Network {
-    /// No `http_request` at all (the default for a new workspace).
-    #[default]
-    Off,
-    /// `http_request` to any public address.
-    Public,
-    /// `http_request` to exactly these origins (private ones included).
-    Only(Vec<String>),
-}
-
-impl Default for Settings {
-    fn default() -> Self {
-        Self {
-            permission_mode: "default".into(),
-            brake: false,
-            selected_provider: None,
-            network: Network::Off,
-            version: 0,
-        }
-    }
 }
 
 const SETTINGS_KEY: &str = "settings";

@@ -611,7 +611,7 @@ async fn history(backend: Rc<dyn Backend>) {
     let hits = ok(history.search("invoices euros", 10).await, check);
     assert_eq!(
         hits.first()
-            .map(|hit| (hit.kind, hit.id.clone(), hit.agent.clone())),
+            .map(|hit| (hit.kind.as_str(), hit.id.clone(), hit.agent.clone())),
         Some(("job", job.id.clone(), "ada".into())),
         "{check}: a job found"
     );

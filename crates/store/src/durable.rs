@@ -4,53 +4,31 @@
 
 use std::rc::Rc;
 
-use serde::{Deserialize, Serialize};
+use serde::Serialize;
 
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict, stored_value};
 use crate::clock::{epoch_ms, random_suffix, unique_ms};
 use crate::error::StoreError;
 use crate::text;
+pub use kiln_types::records::{DEFAULT_AGENT, Mark, Memory};
 
 /// The longest memory text, in characters.
 pub const MAX_TEXT_CHARS: usize = 8_000;
 /// The longest agent name.
 pub const MAX_AGENT_CHARS: usize = 100;
-/// The agent a memory belongs to when none is named.
-pub const DEFAULT_AGENT: &str = "default";
 /// How often a mark retries when another writer got there first.
 const MARK_ATTEMPTS: usize = 8;
 
-/// One memory, as stored and as printed.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Memory {
-    pub id: String,
-    pub text: String,
-    pub agent: String,
-    /// How many times it was marked helpful.
-    #[serde(default)]
-    pub helpful: u32,
-    #[serde(default)]
-    pub outdated: bool,
-    pub created_ms: u64,
-    #[serde(default)]
-    pub updated_ms: u64,
-    /// The record's version (compare-and-swap for edits); not stored.
-    #[serde(default, skip_deserializing)]
-    pub version: u64,
-}
-
-impl Memory {
-    /// Reads a stored record.
-    pub fn from_record(record: Record) -> Result<Self, StoreError> {
-        let mut memory: Memory =
-            serde_json::from_value(record.value).map_err(|error| StoreError::Corrupt {
-                place: format!("memory `{}`", record.key),
-                detail: error.to_string(),
-                hint: None,
-            })?;
-        memory.version = record.version;
-        Ok(memory)
-    }
+/// Reads a stored memory record.
+pub fn memory_from_record(record: Record) -> Result<Memory, StoreError> {
+    let mut memory: Memory =
+        serde_json::from_value(record.value).map_err(|error| StoreError::Corrupt {
+            place: format!("memory `{}`", record.key),
+            detail: error.to_string(),
+            hint: None,
+        })?;
+    memory.version = record.version;
+    Ok(memory)
 }
 
 /// A query's hit.
@@ -59,27 +37,6 @@ pub struct Hit {
     #[serde(flatten)]
     pub memory: Memory,
     pub score: f64,
-}
-
-/// A rating.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Mark {
-    Helpful,
-    Outdated,
-}
-
-impl std::str::FromStr for Mark {
-    type Err = StoreError;
-    fn from_str(text: &str) -> Result<Self, StoreError> {
-        match text {
-            "helpful" => Ok(Mark::Helpful),
-            "outdated" => Ok(Mark::Outdated),
-            other => Err(StoreError::Invalid(format!(
-                "`{other}` is not a mark; expected `helpful` or `outdated`"
-            ))),
-        }
-    }
 }
 
 /// The durable memories of one workspace.
@@ -151,7 +108,7 @@ impl DurableMemory {
 
     pub async fn get(&self, id: &str) -> Result<Memory, StoreError> {
         match self.backend.get(Table::Memories, id).await? {
-            Some(record) => Memory::from_record(record),
+            Some(record) => memory_from_record(record),
             None => Err(StoreError::NotFound {
                 what: "memory",
                 key: id.to_owned(),
@@ -173,7 +130,7 @@ impl DurableMemory {
         };
         let mut memories = Vec::new();
         for record in self.backend.scan(Table::Memories, scan).await? {
-            let memory = Memory::from_record(record)?;
+            let memory = memory_from_record(record)?;
             if agent.is_none_or(|agent| memory.agent == agent) {
                 memories.push(memory);
                 if limit.is_some_and(|limit| memories.len() >= limit) {
@@ -202,7 +159,7 @@ impl DurableMemory {
         let n_records = self.backend.count(Table::Memories).await?;
         let mut found = Vec::new();
         for (score, record) in text::rank(Table::Memories, &terms, hits, n_records) {
-            let memory = Memory::from_record(record)?;
+            let memory = memory_from_record(record)?;
             if agent.is_some_and(|agent| memory.agent != agent) {
                 continue;
             }

@@ -8,13 +8,12 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::StoreFuture;
 use crate::error::StoreError;
+pub use kiln_types::records::{DirEntry, MAX_FILE_BYTES};
 
 /// The longest path, in bytes.
 pub const MAX_PATH_BYTES: usize = 1024;
 /// The longest file or folder name, in bytes.
 pub const MAX_NAME_BYTES: usize = 255;
-/// The largest file `file_write` and `workspace.write` take.
-pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
 
 /// A path inside the workspace: relative, `/`-separated, no `..`, no empty
 /// or `.` parts (they are dropped), no control characters. The empty path
@@ -169,16 +168,6 @@ impl FileStat {
             ..Self::missing(path)
         }
     }
-}
-
-/// One entry of a folder listing.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct DirEntry {
-    pub name: String,
-    pub path: String,
-    pub is_dir: bool,
-    pub size: u64,
-    pub modified_ms: Option<u64>,
 }
 
 /// A workspace's file tree. Every method takes a checked path.

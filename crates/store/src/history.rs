@@ -10,6 +10,7 @@ use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict
 use crate::clock::{epoch_ms, random_suffix, unique_ms};
 use crate::error::StoreError;
 use crate::text;
+pub use kiln_types::records::{HistoryHit, Job};
 
 /// The most of a job's input or output kept, in characters.
 pub const MAX_JOB_TEXT_CHARS: usize = 64 * 1024;
@@ -78,34 +79,6 @@ pub fn title_of_program(code: &str) -> String {
 pub const INTERRUPTED_OUTPUT: &str =
     "Interrupted: the tab or process that ran it ended before it finished.";
 
-/// One job: a program run, a chat turn, an agent's job.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Job {
-    pub id: String,
-    /// `program`, `chat` or `agent`.
-    pub kind: String,
-    pub agent: String,
-    pub title: String,
-    /// `running`, then `ok`, `error` or `cancelled`; `interrupted` when its
-    /// owner ended before it did.
-    pub status: String,
-    /// The program or the prompt.
-    #[serde(default)]
-    pub input: String,
-    /// The result or the error, as text.
-    #[serde(default)]
-    pub output: String,
-    pub started_ms: u64,
-    #[serde(default)]
-    pub finished_ms: Option<u64>,
-    /// The runtime that ran it ([`crate::custody`]); empty in records
-    /// written before owners were kept.
-    #[serde(default)]
-    pub owner: String,
-    #[serde(default, skip_deserializing)]
-    pub version: u64,
-}
-
 /// What starts a job.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct JobStart {
@@ -139,21 +112,6 @@ pub struct Message {
     pub role: String,
     pub text: String,
     pub created_ms: u64,
-}
-
-/// A `search_history` hit.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct HistoryHit {
-    /// `job` or `message`.
-    pub kind: &'static str,
-    /// The job's id, or the message's thread id.
-    pub id: String,
-    pub agent: String,
-    pub title: String,
-    /// The lines that matched, shortened.
-    pub excerpt: String,
-    pub created_ms: u64,
-    pub score: f64,
 }
 
 fn with_version<T: serde::de::DeserializeOwned>(
@@ -490,7 +448,7 @@ impl History {
             let job = job_from(record)?;
             let text = format!("{}\n{}\n{}", job.title, job.input, job.output);
             hits.push(HistoryHit {
-                kind: "job",
+                kind: "job".into(),
                 excerpt: excerpt(&text, &terms),
                 id: job.id,
                 agent: job.agent,
@@ -514,7 +472,7 @@ impl History {
             }
             let (title, agent) = titles.get(&message.thread_id).cloned().unwrap_or_default();
             hits.push(HistoryHit {
-                kind: "message",
+                kind: "message".into(),
                 excerpt: excerpt(&message.text, &terms),
                 id: message.thread_id,
                 agent,

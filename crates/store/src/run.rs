@@ -12,6 +12,7 @@ use serde_json::Value;
 use crate::backend::{Backend, Change, Expect, Listener, Op, Record, Scan, Subscription, Table};
 use crate::clock::epoch_ms;
 use crate::error::StoreError;
+pub use kiln_types::records::EntryMeta;
 
 /// The namespaces, in the order lists show them.
 pub const NAMESPACES: [&str; 4] = ["step", "task", "input", "shared"];
@@ -19,21 +20,6 @@ pub const NAMESPACES: [&str; 4] = ["step", "task", "input", "shared"];
 pub const MAX_VALUE_BYTES: usize = 1024 * 1024;
 /// The longest name after the namespace.
 pub const MAX_NAME_CHARS: usize = 200;
-
-/// An entry's metadata: what `list_shared` shows.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct EntryMeta {
-    pub key: String,
-    #[serde(default)]
-    pub title: String,
-    #[serde(default)]
-    pub description: String,
-    /// `step_result`, `task_result`, `input` or `shared` unless the writer says.
-    pub kind: String,
-    /// The value's size as JSON.
-    pub bytes: u64,
-    pub created_ms: u64,
-}
 
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 struct StoredEntry {

@@ -5,6 +5,7 @@
 
 pub mod cancel;
 pub mod protocol;
+pub mod records;
 pub mod run;
 pub mod runtime;
 pub mod tool_result;

@@ -1,0 +1,281 @@
+//! The records a workspace keeps, as they cross to the page: memories, jobs,
+//! history hits, run-memory entries, file listings, the committed changes the
+//! feed reports, and the configuration the app edits (settings, agents, a
+//! provider without its key). `kiln-store` keeps them; the runtime worker
+//! answers storage operations with them; the app reads them back typed.
+//! Every record carries its `version`, the compare-and-swap token a later
+//! edit or removal names.
+
+use std::collections::BTreeMap;
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The agent a memory belongs to when none is named.
+pub const DEFAULT_AGENT: &str = "default";
+
+/// One memory, as stored and as printed.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Memory {
+    pub id: String,
+    pub text: String,
+    pub agent: String,
+    /// How many times it was marked helpful.
+    #[serde(default)]
+    pub helpful: u32,
+    #[serde(default)]
+    pub outdated: bool,
+    pub created_ms: u64,
+    #[serde(default)]
+    pub updated_ms: u64,
+    /// The record's version (compare-and-swap for edits); not stored.
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// A rating.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mark {
+    Helpful,
+    Outdated,
+}
+
+impl std::str::FromStr for Mark {
+    type Err = String;
+    fn from_str(text: &str) -> Result<Self, String> {
+        match text {
+            "helpful" => Ok(Mark::Helpful),
+            "outdated" => Ok(Mark::Outdated),
+            other => Err(format!(
+                "`{other}` is not a mark; expected `helpful` or `outdated`"
+            )),
+        }
+    }
+}
+
+/// One job: a program run, a chat turn, an agent's job.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Job {
+    pub id: String,
+    /// `program`, `chat` or `agent`.
+    pub kind: String,
+    pub agent: String,
+    pub title: String,
+    /// `running`, then `ok`, `error` or `cancelled`; `interrupted` when its
+    /// owner ended before it did.
+    pub status: String,
+    /// The program or the prompt.
+    #[serde(default)]
+    pub input: String,
+    /// The result or the error, as text.
+    #[serde(default)]
+    pub output: String,
+    pub started_ms: u64,
+    #[serde(default)]
+    pub finished_ms: Option<u64>,
+    /// The runtime that ran it ((`kiln_store::custody`)); empty in records
+    /// written before owners were kept.
+    #[serde(default)]
+    pub owner: String,
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// A `search_history` hit.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HistoryHit {
+    /// `job` or `message`.
+    pub kind: String,
+    /// The job's id, or the message's thread id.
+    pub id: String,
+    pub agent: String,
+    pub title: String,
+    /// The lines that matched, shortened.
+    pub excerpt: String,
+    pub created_ms: u64,
+    pub score: f64,
+}
+
+/// An entry's metadata: what `list_shared` shows.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct EntryMeta {
+    pub key: String,
+    #[serde(default)]
+    pub title: String,
+    #[serde(default)]
+    pub description: String,
+    /// `step_result`, `task_result`, `input` or `shared` unless the writer says.
+    pub kind: String,
+    /// The value's size as JSON.
+    pub bytes: u64,
+    pub created_ms: u64,
+}
+
+/// The largest file `file_write` and `workspace.write` take.
+pub const MAX_FILE_BYTES: usize = 16 * 1024 * 1024;
+
+/// One entry of a folder listing.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DirEntry {
+    pub name: String,
+    pub path: String,
+    pub is_dir: bool,
+    pub size: u64,
+    pub modified_ms: Option<u64>,
+}
+
+/// The tables. Their names are the IndexedDB object store names and the
+/// names in the on-disk log, so they never change once shipped.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Table {
+    /// Durable memories, keyed by id (`m-<created ms>-<random>`).
+    Memories,
+    /// Run memory entries, keyed `<run id>/<namespace>:<name>`.
+    RunEntries,
+    /// Conversations, keyed by id.
+    Threads,
+    /// Messages, keyed `<thread id>/<sequence>`.
+    Messages,
+    /// Job records (runs of programs, chats and agents), keyed by id.
+    Jobs,
+    /// Agents, providers and settings, keyed `agent:<slug>`, `provider:<id>`, `settings`.
+    Config,
+}
+
+impl Table {
+    pub const ALL: [Table; 6] = [
+        Table::Memories,
+        Table::RunEntries,
+        Table::Threads,
+        Table::Messages,
+        Table::Jobs,
+        Table::Config,
+    ];
+
+    #[must_use]
+    pub fn name(self) -> &'static str {
+        match self {
+            Table::Memories => "memories",
+            Table::RunEntries => "run_entries",
+            Table::Threads => "threads",
+            Table::Messages => "messages",
+            Table::Jobs => "jobs",
+            Table::Config => "config",
+        }
+    }
+
+    #[must_use]
+    pub fn from_name(name: &str) -> Option<Table> {
+        Table::ALL.into_iter().find(|table| table.name() == name)
+    }
+
+    /// Whether records of this table are indexed by their words
+    /// (`kiln_store::text::terms_for`).
+    #[must_use]
+    pub fn has_terms(self) -> bool {
+        matches!(self, Table::Memories | Table::Messages | Table::Jobs)
+    }
+}
+
+impl fmt::Display for Table {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// A committed change, as the change feed reports it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    pub table: Table,
+    pub key: String,
+    /// The new version; `None` when the record was deleted.
+    pub version: Option<u64>,
+}
+
+/// An agent, by its slug.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AgentRecord {
+    pub slug: String,
+    pub name: String,
+    #[serde(default)]
+    pub system_prompt: String,
+    /// The provider name and model, `provider/model`.
+    #[serde(default)]
+    pub model: String,
+    /// Per-tool autonomy: tool name → `auto`, `ask` or `block` (the words of
+    /// the page API's `permission.autonomy`).
+    #[serde(default)]
+    pub autonomy: BTreeMap<String, String>,
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// The workspace's settings.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Settings {
+    /// `plan`, `default` or `auto`.
+    pub permission_mode: String,
+    /// The auto-run brake: every execute call asks.
+    #[serde(default)]
+    pub brake: bool,
+    /// The provider the chat uses, when the person picked one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub selected_provider: Option<String>,
+    /// What the app's programs may reach with `http_request`: nothing until
+    /// the person says otherwise.
+    #[serde(default)]
+    pub network: Network,
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// A workspace's network setting for the app's programs.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case", tag = "reach", content = "origins")]
+pub enum Network {
+    /// No `http_request` at all (the default for a new workspace).
+    #[default]
+    Off,
+    /// `http_request` to any public address.
+    Public,
+    /// `http_request` to exactly these origins (private ones included).
+    Only(Vec<String>),
+}
+
+impl Default for Settings {
+    fn default() -> Self {
+        Self {
+            permission_mode: "default".into(),
+            brake: false,
+            selected_provider: None,
+            network: Network::Off,
+            version: 0,
+        }
+    }
+}
+
+/// A provider as the page sees it: everything but its key, and whether one
+/// is kept (the key itself never leaves the runtime worker).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ProviderInfo {
+    pub name: String,
+    /// `openai`, `anthropic` or `ollama`.
+    pub kind: String,
+    pub base_url: String,
+    #[serde(default)]
+    pub model: String,
+    #[serde(default)]
+    pub has_key: bool,
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// The workspace's configuration, as `config.get` answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct ConfigView {
+    pub settings: Settings,
+    pub providers: Vec<ProviderInfo>,
+    pub agents: Vec<AgentRecord>,
+}
