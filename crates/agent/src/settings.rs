@@ -13,8 +13,10 @@ use kiln_capabilities::{Autonomy, Mode};
 use kiln_store::config::{AgentRecord, Config, ProviderRecord, StoredKey};
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::{StoreError, retry_on_conflict};
+use kiln_types::chat::{ApiKey, ProviderConfig, ProviderKind};
 use kiln_types::records::{ConfigView, Network, ProviderInfo};
 use serde::Deserialize;
+use serde_json::Value;
 
 use crate::ops::OpError;
 
@@ -152,6 +154,11 @@ pub(crate) struct ProviderArgs {
     replacing: Option<String>,
 }
 
+/// Whether `record`'s key may go to a provider of `kind` at `base_url`.
+fn key_goes_to(record: &ProviderRecord, kind: &str, base_url: &str) -> bool {
+    kiln_types::chat::key_goes_to(&record.kind, &record.base_url, kind, base_url)
+}
+
 pub(crate) async fn put_provider(config: &Config, args: ProviderArgs) -> Result<u64, OpError> {
     let stored = config.providers().await?;
     let old_name = args.replacing.as_deref().unwrap_or(&args.name);
@@ -159,7 +166,9 @@ pub(crate) async fn put_provider(config: &Config, args: ProviderArgs) -> Result<
     let key = match args.key {
         Some(key) if !key.trim().is_empty() => Some(StoredKey::new(key.trim())),
         Some(_) => None,
-        None => before.and_then(|provider| provider.key.clone()),
+        None => before
+            .filter(|old| key_goes_to(old, &args.kind, &args.base_url))
+            .and_then(|provider| provider.key.clone()),
     };
     let renamed = before.filter(|old| old.name != args.name);
     let version = config
@@ -226,4 +235,72 @@ async fn select(config: &Config, provider: Option<String>) -> Result<(), OpError
     })
     .await?;
     Ok(())
+}
+
+/// What the provider field of a chat turn or a model list may be.
+pub const PROVIDER_SHAPE: &str = "{kind: \"openai\" | \"anthropic\" | \"ollama\", base_url, key?}, or {stored: NAME, kind?, base_url?} for a provider the workspace keeps";
+
+/// A chat turn's or a model list's provider: given whole (`{kind,
+/// base_url, key?}`), or one the workspace keeps, by name (`{stored,
+/// kind?, base_url?}`: the form of a provider being edited, whose kept key
+/// goes along only to the kind and origin it was saved for).
+///
+/// # Errors
+///
+/// A sentence naming what is wrong: the shape, no storage, no such provider.
+pub async fn provider_config(
+    config: Option<&Config>,
+    value: &Value,
+) -> Result<ProviderConfig, OpError> {
+    #[derive(Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Stored {
+        stored: String,
+        #[serde(default)]
+        kind: Option<String>,
+        #[serde(default)]
+        base_url: Option<String>,
+    }
+    if value.get("stored").is_none() {
+        return serde_json::from_value(value.clone()).map_err(|error| {
+            bad(format!(
+                "`provider` is not valid ({error}): {PROVIDER_SHAPE}"
+            ))
+        });
+    }
+    let asked: Stored = serde_json::from_value(value.clone()).map_err(|error| {
+        bad(format!(
+            "`provider` is not valid ({error}): {PROVIDER_SHAPE}"
+        ))
+    })?;
+    let config = config.ok_or_else(|| {
+        bad(format!(
+            "`provider` names the kept provider `{}`, but this workspace's storage is not available",
+            asked.stored
+        ))
+    })?;
+    let record = config
+        .providers()
+        .await?
+        .into_iter()
+        .find(|provider| provider.name == asked.stored)
+        .ok_or_else(|| bad(format!("no provider named `{}` is kept", asked.stored)))?;
+    let kind_text = asked.kind.unwrap_or_else(|| record.kind.clone());
+    let kind = ProviderKind::parse(&kind_text).ok_or_else(|| {
+        bad(format!(
+            "`{kind_text}` is not a provider kind: openai, anthropic or ollama"
+        ))
+    })?;
+    let base_url = match asked.base_url.unwrap_or_else(|| record.base_url.clone()) {
+        url if url.trim().is_empty() => kind.default_base_url().to_owned(),
+        url => url.trim().to_owned(),
+    };
+    let key = key_goes_to(&record, kind.as_str(), &base_url)
+        .then(|| record.key.as_ref().map(|key| ApiKey::new(key.expose())))
+        .flatten();
+    Ok(ProviderConfig {
+        kind,
+        base_url,
+        key,
+    })
 }

@@ -9,7 +9,7 @@ use std::rc::Rc;
 use kiln_http::Clock;
 use kiln_providers::budget::{BudgetLimits as Limits, RunBudget};
 use kiln_providers::cost::PriceCatalog;
-use kiln_providers::{ChatOptions, ChatRequest, Message, ProviderConfig, ToolDef};
+use kiln_providers::{ChatOptions, ChatRequest, Message, ToolDef};
 use kiln_types::runtime::BudgetLimits;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -26,13 +26,15 @@ pub enum TurnBudget {
 /// A chat turn's request: the provider to ask, what to send, the budget.
 #[derive(Debug, Clone)]
 pub struct TurnRequest {
-    pub provider: ProviderConfig,
+    /// As given: a provider whole, or one the workspace keeps by name
+    /// (read with [`crate::settings::provider_config`]).
+    pub provider: Value,
     pub request: ChatRequest,
     pub budget: Option<TurnBudget>,
 }
 
 /// What each field of a request is, for the messages that name it.
-const PROVIDER: &str = "{kind: \"openai\" | \"anthropic\" | \"ollama\", base_url, key?}";
+const PROVIDER: &str = crate::settings::PROVIDER_SHAPE;
 const MESSAGES: &str =
     "an array of {role: \"system\" | \"user\" | \"assistant\" | \"tool\", text, …}";
 const TOOLS: &str = "an array of {name, description, input_schema}";
@@ -72,7 +74,12 @@ impl TurnRequest {
                     .into(),
             );
         }
-        let provider: ProviderConfig = required(request, "provider", PROVIDER)?;
+        let provider: Value = required(request, "provider", PROVIDER)?;
+        if provider.get("stored").is_none() {
+            // Given whole: checked now, like every other field.
+            serde_json::from_value::<kiln_providers::ProviderConfig>(provider.clone())
+                .map_err(|error| format!("`provider` is not valid ({error}): {PROVIDER}"))?;
+        }
         let messages: Vec<Message> = required(request, "messages", MESSAGES)?;
         let tools: Vec<ToolDef> = field(request, "tools", TOOLS)?.unwrap_or_default();
         let options: ChatOptions = required(request, "options", OPTIONS)?;

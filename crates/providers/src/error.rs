@@ -5,47 +5,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-/// Which wire format a provider speaks.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum ProviderKind {
-    /// OpenAI Chat Completions, and every server that speaks it (OpenRouter, llama.cpp...).
-    #[serde(rename = "openai")]
-    OpenAi,
-    Anthropic,
-    Ollama,
-}
-
-impl ProviderKind {
-    pub const ALL: [Self; 3] = [Self::OpenAi, Self::Anthropic, Self::Ollama];
-
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::OpenAi => "openai",
-            Self::Anthropic => "anthropic",
-            Self::Ollama => "ollama",
-        }
-    }
-
-    /// People's name for it, in messages.
-    pub fn label(self) -> &'static str {
-        match self {
-            Self::OpenAi => "OpenAI-compatible",
-            Self::Anthropic => "Anthropic",
-            Self::Ollama => "Ollama",
-        }
-    }
-
-    pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
-    }
-}
-
-impl fmt::Display for ProviderKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
+pub use kiln_types::chat::ProviderKind;
 
 /// What went wrong, as a caller must tell it apart.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -114,11 +74,7 @@ pub struct ProviderError {
 
 impl fmt::Display for ProviderError {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "{} at {}", self.provider.label(), self.url)?;
-        if let Some(model) = &self.model {
-            write!(f, " (model `{model}`)")?;
-        }
-        write!(f, ": {}", self.message)?;
+        f.write_str(&self.sentence())?;
         if let Some(hint) = &self.hint {
             write!(f, "\nhint: {hint}")?;
         }
@@ -127,6 +83,18 @@ impl fmt::Display for ProviderError {
 }
 
 impl ProviderError {
+    /// What went wrong, naming the provider, the URL and the model; the hint
+    /// is [`ProviderError::hint`], apart.
+    pub fn sentence(&self) -> String {
+        let mut text = format!("{} at {}", self.provider.label(), self.url);
+        if let Some(model) = &self.model {
+            text.push_str(&format!(" (model `{model}`)"));
+        }
+        text.push_str(": ");
+        text.push_str(&self.message);
+        text
+    }
+
     pub fn code(&self) -> &'static str {
         self.kind.code()
     }

@@ -7,11 +7,8 @@
 //! arguments that do not parse become a [`ProviderError`] naming the provider, URL and model
 //! (and where in the stream), never a panic.
 
-use std::fmt;
-
 use futures::future::LocalBoxFuture;
 use futures::stream::LocalBoxStream;
-use serde::{Deserialize, Serialize};
 
 #[cfg(feature = "bench")]
 pub mod bench;
@@ -22,56 +19,9 @@ pub mod error;
 pub mod event;
 
 pub use chat::{ChatOptions, ChatRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolDef};
-pub use error::{ErrorKind, ProviderError, ProviderKind};
+pub use error::{ErrorKind, ProviderError};
 pub use event::{Event, FinalMessage, Stop, StopReason, Usage};
-
-/// An API key. Prints `<redacted>` however it is printed; [`ApiKey::expose`] is the one way
-/// to its text, used only where the request to its own provider is built.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-/// A model a provider offers, from its model list.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ModelInfo {
-    pub id: String,
-    /// A name for people, where the provider gives one.
-    #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub display_name: Option<String>,
-}
-
-/// One configured provider: which wire format, where, and with which key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct ProviderConfig {
-    pub kind: ProviderKind,
-    /// The API root, e.g. `https://api.openai.com/v1`, `https://api.anthropic.com`,
-    /// `http://127.0.0.1:11434`. A trailing `/` is ignored.
-    pub base_url: String,
-    #[serde(default)]
-    pub key: Option<ApiKey>,
-}
+pub use kiln_types::chat::{ApiKey, ModelInfo, ProviderConfig, ProviderKind};
 
 /// The stream of one turn.
 pub type EventStream = LocalBoxStream<'static, Result<Event, ProviderError>>;

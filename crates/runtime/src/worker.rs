@@ -13,6 +13,7 @@ use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use kiln_agent::ladder::Environment;
 use kiln_agent::ops::{OpError, store_op};
+use kiln_agent::settings::provider_config;
 use kiln_agent::turn::{TurnBudget, TurnRequest, new_budget};
 use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge, Workspace};
 use kiln_capabilities::gate::{Headless, SessionAllow};
@@ -21,7 +22,7 @@ use kiln_capabilities::{
 };
 use kiln_host::SandboxPool;
 use kiln_providers::budget::RunBudget;
-use kiln_providers::{Event, HttpProvider, ProviderConfig, ProviderError};
+use kiln_providers::{Event, HttpProvider, ProviderError};
 use kiln_store::{Change, StoreError, Subscription};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode};
@@ -302,13 +303,17 @@ async fn store(runtime: Rc<Runtime>, id: u64, op: String, args: Value) {
     let answered = match opened(&runtime) {
         Ok(workspace) => store_op(workspace, &op, &args)
             .await
-            .map_err(|error| match error {
-                OpError::BadRequest(message) => Problem::bad_request(message),
-                OpError::Store(error) => store_problem(&error),
-            }),
+            .map_err(|error| op_problem(&error)),
         Err(problem) => Err(problem),
     };
     answer(id, answered);
+}
+
+fn op_problem(error: &OpError) -> Problem {
+    match error {
+        OpError::BadRequest(message) => Problem::bad_request(message.clone()),
+        OpError::Store(error) => store_problem(error),
+    }
 }
 
 /// Posts every committed change under `id` until the page cancels it.
@@ -329,10 +334,20 @@ fn watch(runtime: &Runtime, id: u64) {
     }
 }
 
+/// The workspace's configuration, when its stores opened.
+fn stored_config(runtime: &Runtime) -> Option<kiln_store::config::Config> {
+    runtime
+        .workspace
+        .as_ref()
+        .as_ref()
+        .ok()
+        .map(|workspace| kiln_store::config::Config::new(workspace.backend.clone()))
+}
+
 fn provider_problem(error: &ProviderError) -> Problem {
     Problem {
         bad_request: false,
-        message: error.to_string(),
+        message: error.sentence(),
         code: Some(error.code().to_owned()),
         hint: error.hint.clone(),
         status: error.status,
@@ -362,7 +377,11 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
                     })?,
             ),
         };
-        let provider = HttpProvider::new(turn.provider, runtime.http.clone());
+        let config = stored_config(&runtime);
+        let provider = provider_config(config.as_ref(), &turn.provider)
+            .await
+            .map_err(|error| op_problem(&error))?;
+        let provider = HttpProvider::new(provider, runtime.http.clone());
         let abort = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, abort.clone());
         let mut stream = kiln_providers::turn(&provider, turn.request, budget.clone(), Some(abort));
@@ -393,12 +412,11 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
 
 async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
     let answered = async {
-        let config: ProviderConfig = serde_json::from_value(provider).map_err(|error| {
-            Problem::bad_request(format!(
-                "the provider is not valid ({error}): {{kind, base_url, key?}}"
-            ))
-        })?;
-        let provider = HttpProvider::new(config, runtime.http.clone());
+        let config = stored_config(&runtime);
+        let provider = provider_config(config.as_ref(), &provider)
+            .await
+            .map_err(|error| op_problem(&error))?;
+        let provider = HttpProvider::new(provider, runtime.http.clone());
         let models = kiln_providers::Provider::models(&provider)
             .await
             .map_err(|error| provider_problem(&error))?;

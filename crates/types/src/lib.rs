@@ -4,6 +4,7 @@
 //! derives, so the page, the workers and the CLI agree on them by construction.
 
 pub mod cancel;
+pub mod chat;
 pub mod protocol;
 pub mod records;
 pub mod run;

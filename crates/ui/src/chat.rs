@@ -1,33 +1,35 @@
 //! The Providers panel and a streaming Chat box: the person configures LLM providers
-//! (OpenAI-compatible, Anthropic, Ollama), and chats with one over `fetch` through
-//! `kiln-providers`. No tools yet: the chat that drives programs comes later.
+//! (OpenAI-compatible, Anthropic, Ollama), and chats with one; the turn runs in this tab's
+//! runtime worker, which streams its events back. No tools yet: the chat that drives
+//! programs comes later.
 //!
-//! Providers are kept in the workspace's configuration (`kiln_store::config::Config`, in
-//! IndexedDB), each written at the version it was read (compare-and-swap), and the pick in
-//! `Settings.selected_provider`; another tab's change reaches this one through the change
-//! feed. A list an earlier Kiln kept in `localStorage` is imported once, when the store has
+//! Providers are kept in the workspace's configuration (in IndexedDB, through the runtime
+//! worker's storage operations), each written at the version it was read (compare-and-swap),
+//! and the pick in `Settings.selected_provider`; a kept provider's key stays in the worker,
+//! which adds it to the requests it sends. Another tab's change reaches this one through the
+//! change feed. A list an earlier Kiln kept in `localStorage` is imported once, when the store has
 //! none, and the old key removed. The local model `cargo xtask serve` started is announced
 //! in `local-provider.json` beside the page and is listed too, without being stored, so a
 //! newcomer can chat without configuring anything.
 
-use futures::StreamExt as _;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use std::rc::Rc;
+
+use crate::RuntimeStart;
 use crate::chat_model::{
-    KeptKey, ProviderEntry, ProviderForm, STORAGE_KEY, SavedProvider, StoredProviders,
-    all_providers, default_base_url, error_lines, parse_local_provider, selected_provider,
-    sibling_url, stop_label, usage_line,
+    KeptKey, KeyChange, ProviderEntry, ProviderForm, STORAGE_KEY, SavedProvider, StoredProviders,
+    all_providers, parse_local_provider, selected_provider, sibling_url, stop_label, usage_line,
 };
-use crate::storage::StorageSignals;
+use crate::runtime::Runtime;
+use crate::storage::{StorageSignals, Stores};
 use crate::storage_model::ErrorText;
-use kiln_providers::{
-    AbortSignal, ChatOptions, ChatRequest, Event, FinalMessage, Message, ProviderError,
-    ProviderKind,
-};
-use kiln_store::StoreError;
-use kiln_store::config::{Config, Settings};
+use kiln_types::chat::{ChatOptions, Event, FinalMessage, Message, ModelInfo, ProviderKind};
+use kiln_types::records::ConfigView;
+use kiln_types::runtime::{Problem, ToRuntime};
+use serde_json::{Value, json};
 
 /// The file `cargo xtask serve` writes beside the page when it started the local model.
 const LOCAL_PROVIDER_FILE: &str = "local-provider.json";
@@ -50,24 +52,16 @@ pub(crate) struct ProviderStore {
     /// Whether the stored list has been read (the chat waits for it).
     pub(crate) loaded: RwSignal<bool>,
     /// Where the list is kept, once storage is open; `None` keeps it in the page only.
-    config: RwSignal<Option<Config>, LocalStorage>,
-    /// The settings as last read or written: the next write expects their version.
-    settings: StoredValue<Settings>,
-}
-
-/// What the configuration holds for the chat.
-struct Loaded {
-    providers: Vec<SavedProvider>,
-    settings: Settings,
-    /// Records that could not be used, in a sentence.
-    notice: Option<String>,
+    stores: RwSignal<Option<Stores>, LocalStorage>,
+    /// This tab's runtime worker, which runs the turns and asks for model lists.
+    runtime: StoredValue<RuntimeStart, LocalStorage>,
 }
 
 impl ProviderStore {
     /// Reads the stored list once storage is open (importing an earlier Kiln's
     /// `localStorage` list the first time), follows the configuration's changes, and starts
     /// looking for the local model.
-    pub(crate) fn load(storage: StorageSignals) -> Self {
+    pub(crate) fn load(storage: StorageSignals, runtime: RuntimeStart) -> Self {
         let store = Self {
             saved: RwSignal::new(Vec::new()),
             local: RwSignal::new(None),
@@ -75,8 +69,8 @@ impl ProviderStore {
             picked: RwSignal::new(None),
             notice: RwSignal::new(None),
             loaded: RwSignal::new(false),
-            config: RwSignal::new_local(None),
-            settings: StoredValue::new(Settings::default()),
+            stores: storage.stores,
+            runtime: StoredValue::new_local(runtime),
         };
         store.look_for_local_model();
         let imported = StoredValue::new(false);
@@ -95,25 +89,22 @@ impl ProviderStore {
                 store.loaded.set(true);
                 return;
             };
-            let config = stores.config.clone();
-            store.config.set(Some(config.clone()));
             let this = generation.get_value() + 1;
             generation.set_value(this);
             spawn_local(async move {
                 let mut import_notice = None;
                 if !imported.get_value() {
                     imported.set_value(true);
-                    import_notice = import_legacy(&config).await;
+                    import_notice = import_legacy(&stores).await;
                 }
-                let read = read_config(&config).await;
+                let read = read_config(&stores).await;
                 if generation.get_value() != this {
                     return;
                 }
                 match read {
                     Ok(loaded) => {
                         store.saved.set(loaded.providers);
-                        store.picked.set(loaded.settings.selected_provider.clone());
-                        store.settings.set_value(loaded.settings);
+                        store.picked.set(loaded.selected);
                         if let Some(notice) = import_notice.or(loaded.notice) {
                             store.notice.set(Some(notice));
                         }
@@ -142,16 +133,33 @@ impl ProviderStore {
             .with(|picked| selected_provider(&entries, picked.as_deref()).cloned())
     }
 
+    /// This tab's runtime worker, once it has started.
+    async fn runtime(&self) -> Result<Rc<Runtime>, Problem> {
+        self.runtime
+            .get_value()
+            .await
+            .map_err(crate::storage::runtime_problem)
+    }
+
     fn pick(&self, name: String) {
-        self.picked.set(Some(name));
+        self.picked.set(Some(name.clone()));
         let store = *self;
         spawn_local(async move {
-            if let Err(error) = store.save_selection().await {
+            if let Err(error) = store.select(Some(name)).await {
                 store.notice.set(Some(
                     ErrorText::with_prefix("The chosen provider was not kept: ", &error).sentence(),
                 ));
             }
         });
+    }
+
+    /// Writes the pick into the settings, over another tab's (the pick is this person's
+    /// latest word).
+    async fn select(&self, name: Option<String>) -> Result<(), Problem> {
+        match self.stores.get_untracked() {
+            Some(stores) => stores.act("config.select", json!({"provider": name})).await,
+            None => Ok(()),
+        }
     }
 
     /// Saves `provider` in place of `replacing` (or as a new one) and picks it for the chat:
@@ -160,36 +168,25 @@ impl ProviderStore {
         &self,
         replacing: Option<String>,
         mut provider: SavedProvider,
+        key: KeyChange,
     ) -> Result<(), ErrorText> {
-        let before = replacing.as_deref().and_then(|old| {
-            self.saved
-                .with_untracked(|saved| saved.iter().find(|p| p.name == old).cloned())
-        });
-        // The record's version when it keeps its name; a new name is a new record.
-        provider.version = before
-            .as_ref()
-            .filter(|old| old.name == provider.name)
-            .map_or(0, |old| old.version);
         let name = provider.name.clone();
-        if let Some(config) = self.config.get_untracked() {
-            let not_saved = |error: &StoreError| {
-                ErrorText::with_prefix(&format!("`{name}` was not saved: "), error)
-            };
-            provider.version = config
-                .put_provider(&provider.to_record())
-                .await
-                .map_err(|error| not_saved(&error))?;
-            if let Some(old) = before.filter(|old| old.name != provider.name) {
-                config
-                    .remove_provider(&old.name, old.version)
-                    .await
-                    .map_err(|error| {
-                        ErrorText::with_prefix(
-                            &format!("`{name}` was saved, but the old `{}` stays: ", old.name),
-                            &error,
-                        )
-                    })?;
+        if let Some(stores) = self.stores.get_untracked() {
+            // The worker writes the record (removing the one it renames) and picks it.
+            let args = provider.put_args(&key, replacing.as_deref());
+            #[derive(serde::Deserialize)]
+            struct Put {
+                version: u64,
             }
+            let put: Put = stores
+                .op("config.provider.put", args)
+                .await
+                .map_err(|error| {
+                    ErrorText::with_prefix(&format!("`{name}` was not saved: "), &error)
+                })?;
+            provider.version = put.version;
+            provider.stored = true;
+            provider.key = None;
             // "Saving a provider replaces them": an earlier Kiln's unreadable list goes.
             forget_legacy();
         }
@@ -202,21 +199,19 @@ impl ProviderStore {
             saved.sort_by(|a, b| a.name.cmp(&b.name));
         });
         self.picked.set(Some(name));
-        self.save_selection().await.map_err(|error| {
-            ErrorText::with_prefix(
-                "The provider was saved, but not chosen for the chat: ",
-                &error,
-            )
-        })
+        Ok(())
     }
 
     async fn remove(&self, name: String) -> Result<(), ErrorText> {
         let version = self
             .saved
             .with_untracked(|saved| saved.iter().find(|p| p.name == name).map(|p| p.version));
-        if let (Some(config), Some(version)) = (self.config.get_untracked(), version) {
-            config
-                .remove_provider(&name, version)
+        if let (Some(stores), Some(version)) = (self.stores.get_untracked(), version) {
+            stores
+                .act(
+                    "config.provider.remove",
+                    json!({"name": name, "version": version}),
+                )
                 .await
                 .map_err(|error| {
                     ErrorText::with_prefix(&format!("`{name}` was not removed: "), &error)
@@ -229,38 +224,6 @@ impl ProviderStore {
             .with_untracked(|picked| picked.as_deref() == Some(name.as_str()))
         {
             self.picked.set(None);
-            self.save_selection().await.map_err(|error| {
-                ErrorText::with_prefix("The chat's provider was not cleared: ", &error)
-            })?;
-        }
-        Ok(())
-    }
-
-    /// Writes the pick into the settings: at the version last read; when another tab wrote
-    /// them first, read them again and write the pick over that once (the pick is this
-    /// person's latest word).
-    async fn save_selection(&self) -> Result<(), StoreError> {
-        let Some(config) = self.config.get_untracked() else {
-            return Ok(());
-        };
-        let picked = self.picked.get_untracked();
-        let mut settings = self.settings.get_value();
-        if settings.selected_provider == picked && settings.version > 0 {
-            return Ok(());
-        }
-        for attempt in 0..2 {
-            settings.selected_provider = picked.clone();
-            match config.put_settings(&settings).await {
-                Ok(version) => {
-                    settings.version = version;
-                    self.settings.set_value(settings);
-                    return Ok(());
-                }
-                Err(StoreError::Conflict { .. }) if attempt == 0 => {
-                    settings = config.settings().await?;
-                }
-                Err(error) => return Err(error),
-            }
         }
         Ok(())
     }
@@ -274,32 +237,18 @@ impl ProviderStore {
             return;
         };
         // The query keeps a cached copy from being used: the port changes between serves.
-        let url = format!("{url}?t={}", kiln_http::now_ms() as u64);
+        let url = format!("{url}?t={}", js_sys::Date::now() as u64);
         spawn_local(async move {
-            let response = kiln_http::default_client()
-                .send(kiln_http::Request {
-                    method: "GET".to_owned(),
-                    url,
-                    headers: Vec::new(),
-                    body: None,
-                    timeout_ms: 10_000,
-                    max_body_bytes: 64 << 10,
-                    redirect: kiln_http::Redirect::Follow,
-                })
-                .await;
             // No file (404, the usual case) says nothing. Nor does a host that answers every
             // path with the page itself: only something that looks like JSON is read.
-            if let Ok(response) = response
-                && response.status == 200
+            if let Some(text) = fetch_text(&url).await
+                && text.trim_start().starts_with('{')
             {
-                let text = String::from_utf8_lossy(&response.body);
-                if text.trim_start().starts_with('{') {
-                    match parse_local_provider(&text) {
-                        Ok(provider) => self.local.set(Some(provider)),
-                        Err(problem) => self
-                            .notice
-                            .set(Some(format!("The local model was not added: {problem}."))),
-                    }
+                match parse_local_provider(&text) {
+                    Ok(provider) => self.local.set(Some(provider)),
+                    Err(problem) => self
+                        .notice
+                        .set(Some(format!("The local model was not added: {problem}."))),
                 }
             }
             self.local_checked.set(true);
@@ -307,20 +256,47 @@ impl ProviderStore {
     }
 }
 
-/// The providers (by name) and the settings; a record of an unknown kind is left out with
-/// a notice.
-async fn read_config(config: &Config) -> Result<Loaded, StoreError> {
+/// The body of a `GET` of `url` when it answers 200, else nothing.
+async fn fetch_text(url: &str) -> Option<String> {
+    use wasm_bindgen::JsCast as _;
+    let window = web_sys::window()?;
+    let response = wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url))
+        .await
+        .ok()?
+        .dyn_into::<web_sys::Response>()
+        .ok()?;
+    if response.status() != 200 {
+        return None;
+    }
+    let text = wasm_bindgen_futures::JsFuture::from(response.text().ok()?)
+        .await
+        .ok()?;
+    text.as_string()
+}
+
+/// What the configuration holds for the chat.
+struct Loaded {
+    providers: Vec<SavedProvider>,
+    selected: Option<String>,
+    /// Records that could not be used, in a sentence.
+    notice: Option<String>,
+}
+
+/// The providers (by name) and the pick; a record of an unknown kind is left out with a
+/// notice.
+async fn read_config(stores: &Stores) -> Result<Loaded, Problem> {
+    let config: ConfigView = stores.op("config.get", json!({})).await?;
     let mut providers = Vec::new();
     let mut problems = Vec::new();
-    for record in config.providers().await? {
-        match SavedProvider::from_record(record) {
+    for info in config.providers {
+        match SavedProvider::from_info(info) {
             Ok(provider) => providers.push(provider),
             Err(problem) => problems.push(problem),
         }
     }
     Ok(Loaded {
         providers,
-        settings: config.settings().await?,
+        selected: config.settings.selected_provider,
         notice: (!problems.is_empty()).then(|| problems.join(" ")),
     })
 }
@@ -328,14 +304,14 @@ async fn read_config(config: &Config) -> Result<Loaded, StoreError> {
 /// Imports the list an earlier Kiln kept in `localStorage`, when the configuration has no
 /// providers yet, then removes it. Answers a notice when there is something to say: the old
 /// text could not be read (it stays until a provider is saved), or the store refused.
-async fn import_legacy(config: &Config) -> Option<String> {
+async fn import_legacy(stores: &Stores) -> Option<String> {
     let text = match read_legacy() {
         Ok(Some(text)) => text,
         Ok(None) => return None,
         Err(notice) => return Some(notice),
     };
-    match config.providers().await {
-        Ok(providers) if providers.is_empty() => {}
+    match stores.op::<ConfigView>("config.get", json!({})).await {
+        Ok(config) if config.providers.is_empty() => {}
         // The store has its own list (another tab imported it, or it was made here).
         Ok(_) => {
             forget_legacy();
@@ -353,9 +329,17 @@ async fn import_legacy(config: &Config) -> Option<String> {
         Err(notice) => return Some(notice),
     };
     for provider in &stored.providers {
-        match config.put_provider(&provider.to_record()).await {
+        let key = match &provider.key {
+            Some(key) => KeyChange::Typed(key.clone()),
+            None => KeyChange::None,
+        };
+        match stores
+            .act("config.provider.put", provider.put_args(&key, None))
+            .await
+        {
             // Another tab imported the same list at the same time.
-            Ok(_) | Err(StoreError::Conflict { .. }) => {}
+            Ok(()) => {}
+            Err(error) if error.code.as_deref() == Some("conflict") => {}
             Err(error) => {
                 return Some(
                     ErrorText::with_prefix(
@@ -370,14 +354,11 @@ async fn import_legacy(config: &Config) -> Option<String> {
             }
         }
     }
-    if stored.selected.is_some()
-        && let Ok(mut settings) = config.settings().await
-        && settings.selected_provider.is_none()
-    {
-        settings.selected_provider = stored.selected;
-        // A conflict means another tab wrote the settings: theirs stand.
-        let _ = config.put_settings(&settings).await;
-    }
+    // Each put picked its provider; the earlier Kiln's own pick wins, else none (another
+    // tab's pick, written since, would stand: this only runs when the list was empty).
+    let _ = stores
+        .act("config.select", json!({"provider": stored.selected}))
+        .await;
     forget_legacy();
     None
 }
@@ -453,12 +434,11 @@ impl Status {
         }
     }
 
-    fn from_error(before: &str, error: &ProviderError) -> Self {
-        let (text, hint) = error_lines(error);
+    fn from_error(before: &str, error: &Problem) -> Self {
         Self {
             tone: "failure",
-            text: format!("{before}{text}"),
-            hint,
+            text: format!("{before}{}", error.message),
+            hint: error.hint.as_ref().map(|hint| format!("hint: {hint}")),
         }
     }
 }
@@ -516,7 +496,7 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
             .with_untracked(|saved| form.check(saved, replacing.as_deref()))
         {
             Err(problem) => status.set(Some(Status::failure(problem))),
-            Ok(provider) => {
+            Ok((provider, key)) => {
                 let said = format!(
                     "Saved `{}` ({}, model `{}`); the chat uses it now.",
                     provider.name,
@@ -529,7 +509,7 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
                     provider.name
                 ))));
                 spawn_local(async move {
-                    match store.put(replacing, provider).await {
+                    match store.put(replacing, provider, key).await {
                         Ok(()) => {
                             reset();
                             status.set(Some(Status::ok(said)));
@@ -547,16 +527,31 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
             return;
         }
         let form = form();
-        let config = form.config();
+        let provider = form.wire();
         busy.set(true);
         status.set(Some(Status::working(format!(
             "Asking {} for its models…",
-            config.base_url
+            form.base_url()
         ))));
-        let provider = kiln_providers::connect(config);
-        let listing = provider.models();
         spawn_local(async move {
-            let listed = listing.await;
+            let listed = match store.runtime().await {
+                Ok(runtime) => runtime
+                    .call(move |id| ToRuntime::Models { id, provider })
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(crate::storage::runtime_problem(
+                            "the runtime worker went away",
+                        ))
+                    })
+                    .and_then(|value| {
+                        serde_json::from_value::<Vec<ModelInfo>>(value).map_err(|error| {
+                            crate::storage::runtime_problem(format!(
+                                "the runtime worker's model list is not readable: {error}"
+                            ))
+                        })
+                    }),
+                Err(problem) => Err(problem),
+            };
             // Before a save goes on (which holds `busy` itself until it is written).
             busy.set(false);
             match listed {
@@ -611,10 +606,12 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
         kind.set(provider.kind);
         base_url.set(provider.base_url.clone());
         key.set(String::new());
-        kept_key.set(provider.key.map(|key| KeptKey {
-            key,
+        kept_key.set(provider.has_key.then(|| KeptKey {
+            name: provider.name.clone(),
             kind: provider.kind,
             base_url: provider.base_url.clone(),
+            stored: provider.stored,
+            key: provider.key.clone(),
         }));
         model.set(provider.model);
         models.set(None);
@@ -644,7 +641,7 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
             .into_iter()
             .map(|entry| {
                 let provider = entry.provider;
-                let key_state = if provider.key.is_some() {
+                let key_state = if provider.has_key {
                     "key set"
                 } else {
                     "no key"
@@ -724,8 +721,7 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
                 kept_key: kept_key.get(),
                 ..ProviderForm::default()
             }
-            .config()
-            .key
+            .kept_key_applies()
             .is_some();
             if applies {
                 "key set (leave empty to keep it)"
@@ -762,7 +758,7 @@ fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
                     }>{kind_options}</select>
                     <label for="provider-base-url">"Base URL"</label>
                     <input id="provider-base-url" data-testid="provider-base-url" type="url" autocomplete="off" spellcheck="false"
-                        placeholder=move || default_base_url(kind.get())
+                        placeholder=move || kind.get().default_base_url()
                         prop:value=base_url on:input=move |event| base_url.set(event_target_value(&event)) />
                     <label for="provider-key">"API key"</label>
                     <span class="key-field">
@@ -875,7 +871,8 @@ pub(crate) fn Chat(
     let next_id = StoredValue::new(0_usize);
     let input = RwSignal::new(String::new());
     let streaming = RwSignal::new(false);
-    let abort = StoredValue::new_local(None::<AbortSignal>);
+    // The turn in flight, for Stop: its runtime worker and id there.
+    let abort = StoredValue::new_local(None::<(Rc<Runtime>, u64)>);
     // Bumped by Clear: a turn of an earlier conversation writes nothing when it ends.
     let generation = StoredValue::new(0_usize);
     // The conversation's thread in the history, made with its first message; Clear
@@ -926,18 +923,16 @@ pub(crate) fn Chat(
             ..Reply::default()
         });
         let reply_id = push(Item::Assistant(reply));
-        let signal = AbortSignal::new();
-        abort.set_value(Some(signal.clone()));
         streaming.set(true);
         let this_generation = generation.get_value();
-        let request = ChatRequest {
-            messages: conversation.get_untracked(),
-            tools: Vec::new(),
-            options: ChatOptions::new(provider.model.clone()),
-        };
+        let request = json!({
+            "provider": provider.wire(),
+            "messages": conversation.get_untracked(),
+            "options": ChatOptions::new(provider.model.clone()),
+        });
         focus_box();
         request_animation_frame(scroll_to_end);
-        let history = stores.get_untracked().map(|stores| stores.history);
+        let history = stores.get_untracked();
         spawn_local(async move {
             // Kept for `search_history`; a store that fails does not stop the chat.
             let recorded = match &history {
@@ -946,13 +941,9 @@ pub(crate) fn Chat(
                 }
                 None => None,
             };
-            let client = kiln_providers::connect(provider.config());
-            let mut events = kiln_providers::turn(client.as_ref(), request, None, Some(signal));
-            let mut answered = None::<FinalMessage>;
-            let mut failed = None::<ProviderError>;
-            while let Some(item) = events.next().await {
+            let on_event = Rc::new(move |event: Value| {
                 let following = at_end();
-                match item {
+                match serde_json::from_value::<Event>(event) {
                     Ok(Event::TextDelta { text }) => {
                         reply.update(|reply| reply.text.push_str(&text));
                     }
@@ -961,15 +952,38 @@ pub(crate) fn Chat(
                             .tool_calls
                             .push(format!("{}({})", call.name, call.arguments));
                     }),
-                    Ok(Event::Done { message }) => answered = Some(message),
-                    Ok(_) => {}
-                    Err(error) => failed = Some(error),
+                    _ => {}
                 }
                 // The text is drawn on the next tick: scroll once it is.
                 if following {
                     request_animation_frame(scroll_to_end);
                 }
-            }
+            });
+            let (answered, failed) = match store.runtime().await {
+                Ok(runtime) => {
+                    let (id, done) = runtime.chat(request, on_event);
+                    abort.set_value(Some((runtime.clone(), id)));
+                    match done.await {
+                        Ok(Ok(value)) => match serde_json::from_value::<FinalMessage>(value) {
+                            Ok(message) => (Some(message), None),
+                            Err(error) => (
+                                None,
+                                Some(crate::storage::runtime_problem(format!(
+                                    "the runtime worker's reply is not readable: {error}"
+                                ))),
+                            ),
+                        },
+                        Ok(Err(problem)) => (None, Some(problem)),
+                        Err(_) => (
+                            None,
+                            Some(crate::storage::runtime_problem(
+                                "the runtime worker went away during the reply",
+                            )),
+                        ),
+                    }
+                }
+                Err(problem) => (None, Some(problem)),
+            };
             let following = at_end();
             if generation.get_value() != this_generation {
                 return;
@@ -980,9 +994,18 @@ pub(crate) fn Chat(
                     // Stop button going and Send coming back are one change on the page
                     // (a test once saw the end drawn while Stop was still there).
                     if !message.text.is_empty()
-                        && let (Some(history), Some(thread_id)) = (&history, &recorded)
+                        && let Some(history) = &history
+                        && recorded.is_some()
                     {
-                        let _ = history.append(thread_id, "assistant", &message.text).await;
+                        let _ = record(
+                            history,
+                            thread,
+                            this_generation,
+                            generation,
+                            "assistant",
+                            &message.text,
+                        )
+                        .await;
                     }
                     if generation.get_value() != this_generation {
                         return;
@@ -1007,7 +1030,10 @@ pub(crate) fn Chat(
                 }
                 (None, failure) => {
                     let (text, hint) = match failure {
-                        Some(error) => error_lines(&error),
+                        Some(error) => (
+                            error.message,
+                            error.hint.map(|hint| format!("hint: {hint}")),
+                        ),
                         None => ("The reply ended without its last part.".to_owned(), None),
                     };
                     // A reply that never started is only the error; one cut short keeps
@@ -1034,8 +1060,8 @@ pub(crate) fn Chat(
     };
     let stop = move || {
         abort.with_value(|abort| {
-            if let Some(abort) = abort {
-                abort.abort();
+            if let Some((runtime, id)) = abort {
+                runtime.cancel(*id);
             }
         });
         focus_box();
@@ -1167,25 +1193,30 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
 /// first one; answers the thread's id. Nothing when the conversation was
 /// cleared meanwhile or the store refuses.
 async fn record(
-    history: &kiln_store::history::History,
+    stores: &Stores,
     thread: StoredValue<Option<String>, LocalStorage>,
     this_generation: usize,
     generation: StoredValue<usize>,
     role: &str,
     text: &str,
 ) -> Option<String> {
-    let thread_id = match thread.get_value() {
-        Some(thread_id) => thread_id,
-        None => {
-            let title = kiln_store::history::title_of_program(text);
-            let made = history.new_thread(&title, "").await.ok()?;
-            if generation.get_value() != this_generation {
-                return None;
-            }
-            thread.set_value(Some(made.id.clone()));
-            made.id
+    #[derive(serde::Deserialize)]
+    struct Appended {
+        thread: String,
+    }
+    let known = thread.get_value();
+    let appended: Appended = stores
+        .op(
+            "history.append",
+            json!({"thread": known, "role": role, "text": text}),
+        )
+        .await
+        .ok()?;
+    if known.is_none() {
+        if generation.get_value() != this_generation {
+            return None;
         }
-    };
-    history.append(&thread_id, role, text).await.ok()?;
-    Some(thread_id)
+        thread.set_value(Some(appended.thread.clone()));
+    }
+    Some(appended.thread)
 }

@@ -1,80 +1,107 @@
 //! What the Providers panel and the Chat box keep and say, as plain data and strings: a
-//! provider as the workspace's configuration stores it (`kiln_store::config`), the list an
+//! provider as the workspace's configuration keeps it (`kiln_types::records`), the list an
 //! earlier Kiln kept in `localStorage` (imported once), the local model's
 //! `local-provider.json`, the form's checks, which provider is selected, and the line under
 //! a reply. Pure, so it is tested natively.
 
-use kiln_providers::{ApiKey, ProviderConfig, ProviderError, ProviderKind, StopReason, Usage};
-use kiln_store::config::{ProviderRecord, StoredKey};
+use kiln_types::chat::{ApiKey, ProviderKind, StopReason, Usage, key_goes_to};
+use kiln_types::records::ProviderInfo;
 use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
 
 /// The `localStorage` key an earlier Kiln kept the provider list under; read once, imported
 /// into the configuration, then removed.
 pub(crate) const STORAGE_KEY: &str = "kiln.providers.v1";
 
-/// The API root a kind usually has, shown as the base URL's placeholder and used when the
-/// field is left empty.
-pub(crate) fn default_base_url(kind: ProviderKind) -> &'static str {
-    match kind {
-        ProviderKind::OpenAi => "https://api.openai.com/v1",
-        ProviderKind::Anthropic => "https://api.anthropic.com",
-        ProviderKind::Ollama => "http://127.0.0.1:11434",
-    }
-}
-
-/// One provider: a name for people, where it is, its key and the model chats use.
+/// One provider: a name for people, where it is and the model chats use.
+/// A provider the workspace keeps has its key in the runtime worker, which
+/// never gives it back: the page knows only whether there is one.
 #[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub(crate) struct SavedProvider {
     pub name: String,
     pub kind: ProviderKind,
     pub base_url: String,
+    /// The key itself, only for a provider the page holds alone (storage
+    /// is not available, or an earlier Kiln's list being imported).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub key: Option<ApiKey>,
     pub model: String,
+    /// Whether a key is kept with it.
+    #[serde(skip)]
+    pub has_key: bool,
+    /// Kept in the workspace (else in this page only).
+    #[serde(skip)]
+    pub stored: bool,
     /// The stored record's version (0: not stored yet); the next write expects it.
     #[serde(skip)]
     pub version: u64,
 }
 
 impl SavedProvider {
-    pub(crate) fn config(&self) -> ProviderConfig {
-        ProviderConfig {
-            kind: self.kind,
-            base_url: self.base_url.clone(),
-            key: self.key.clone(),
+    /// The provider as a chat turn or a model list names it: a kept one by
+    /// name (the runtime worker adds its key), else whole.
+    pub(crate) fn wire(&self) -> Value {
+        if self.stored {
+            json!({"stored": self.name})
+        } else {
+            json!({"kind": self.kind, "base_url": self.base_url, "key": self.key.as_ref().map(ApiKey::expose)})
         }
     }
 
-    /// The record the configuration keeps, written over `self.version`.
-    pub(crate) fn to_record(&self) -> ProviderRecord {
-        ProviderRecord {
-            name: self.name.clone(),
-            kind: self.kind.as_str().to_owned(),
-            base_url: self.base_url.clone(),
-            model: self.model.clone(),
-            key: self.key.as_ref().map(|key| StoredKey::new(key.expose())),
-            version: self.version,
-        }
-    }
-
-    /// A stored record. `Err` is a sentence saying why it cannot be used.
-    pub(crate) fn from_record(record: ProviderRecord) -> Result<Self, String> {
-        let Some(kind) = ProviderKind::parse(&record.kind) else {
+    /// A provider as the workspace keeps it. `Err` is a sentence saying why
+    /// it cannot be used.
+    pub(crate) fn from_info(info: ProviderInfo) -> Result<Self, String> {
+        let Some(kind) = ProviderKind::parse(&info.kind) else {
             return Err(format!(
                 "The saved provider `{}` has the kind `{}`, which this Kiln does not know; it is \
                  left out of the list.",
-                record.name, record.kind
+                info.name, info.kind
             ));
         };
         Ok(Self {
-            name: record.name,
+            name: info.name,
             kind,
-            base_url: record.base_url,
-            key: record.key.map(|key| ApiKey::new(key.expose())),
-            model: record.model,
-            version: record.version,
+            base_url: info.base_url,
+            key: None,
+            model: info.model,
+            has_key: info.has_key,
+            stored: true,
+            version: info.version,
         })
     }
+
+    /// The `config.provider.put` arguments that save it (in place of
+    /// `replacing`), with what becomes of its key.
+    pub(crate) fn put_args(&self, key: &KeyChange, replacing: Option<&str>) -> Value {
+        let mut args = json!({
+            "name": self.name,
+            "kind": self.kind,
+            "base_url": self.base_url,
+            "model": self.model,
+            "version": self.version,
+        });
+        match key {
+            KeyChange::Typed(key) => args["key"] = key.expose().into(),
+            KeyChange::None => args["key"] = "".into(),
+            KeyChange::Keep => {}
+        }
+        if let Some(old) = replacing.filter(|old| *old != self.name) {
+            args["replacing"] = old.into();
+        }
+        args
+    }
+}
+
+/// What a save does to the provider's key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum KeyChange {
+    /// The key the person typed.
+    Typed(ApiKey),
+    /// The key kept with the provider being edited (the runtime worker keeps
+    /// it only for the same kind and origin).
+    Keep,
+    /// No key.
+    None,
 }
 
 /// Everything an earlier Kiln kept under [`STORAGE_KEY`].
@@ -101,6 +128,9 @@ impl StoredProviders {
         stored
             .providers
             .retain(|provider| seen.insert(provider.name.clone()));
+        for provider in &mut stored.providers {
+            provider.has_key = provider.key.is_some();
+        }
         Ok(stored)
     }
 
@@ -140,6 +170,8 @@ pub(crate) fn parse_local_provider(text: &str) -> Result<SavedProvider, String> 
         base_url: file.base_url,
         key: None,
         model: file.model,
+        has_key: false,
+        stored: false,
         version: 0,
     })
 }
@@ -222,62 +254,66 @@ pub(crate) struct ProviderForm {
 /// A saved provider's key while its form is edited, with where it was meant to go.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct KeptKey {
-    pub key: ApiKey,
+    /// The provider it is kept with.
+    pub name: String,
     pub kind: ProviderKind,
     pub base_url: String,
-}
-
-/// `scheme://host[:port]` of a URL, lower-cased: where a key may be sent.
-pub(crate) fn origin(url: &str) -> String {
-    let url = url.trim();
-    let (scheme, rest) = url.split_once("://").unwrap_or(("", url));
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or(authority);
-    format!(
-        "{}://{}",
-        scheme.to_ascii_lowercase(),
-        host.to_ascii_lowercase()
-    )
+    /// Kept in the workspace: the runtime worker holds the key.
+    pub stored: bool,
+    /// The key, for a provider the page holds alone.
+    pub key: Option<ApiKey>,
 }
 
 impl ProviderForm {
-    /// The connection the form describes so far (for Load models and Test connection).
-    pub(crate) fn config(&self) -> ProviderConfig {
+    /// The kind, and the base URL or the kind's default.
+    fn address(&self) -> (ProviderKind, String) {
         let kind = self.kind.unwrap_or(ProviderKind::OpenAi);
         let base_url = match self.base_url.trim() {
-            "" => default_base_url(kind).to_owned(),
+            "" => kind.default_base_url().to_owned(),
             url => url.to_owned(),
         };
-        let key = match self.key.trim() {
-            // A kept key goes only where it was saved for: changing the kind or the
-            // address while editing must not send it to another server.
-            "" => self
-                .kept_key
-                .as_ref()
-                .filter(|kept| {
-                    let saved = match kept.base_url.trim() {
-                        "" => default_base_url(kept.kind),
-                        url => url,
-                    };
-                    kept.kind == kind && origin(saved) == origin(&base_url)
-                })
-                .map(|kept| kept.key.clone()),
-            key => Some(ApiKey::new(key)),
-        };
-        ProviderConfig {
-            kind,
-            base_url,
-            key,
+        (kind, base_url)
+    }
+
+    /// Where the form's requests go.
+    pub(crate) fn base_url(&self) -> String {
+        self.address().1
+    }
+
+    /// The kept key, when it may go where the form now points: a kept key
+    /// goes only where it was saved for (`kiln_types::chat::key_goes_to`).
+    pub(crate) fn kept_key_applies(&self) -> Option<&KeptKey> {
+        let (kind, base_url) = self.address();
+        self.kept_key.as_ref().filter(|kept| {
+            key_goes_to(kept.kind.as_str(), &kept.base_url, kind.as_str(), &base_url)
+        })
+    }
+
+    /// The provider the form describes so far, as Load models and Test
+    /// connection name it: a key typed now goes along; a kept one is added
+    /// by the runtime worker, which applies the same rule.
+    pub(crate) fn wire(&self) -> Value {
+        let (kind, base_url) = self.address();
+        match (self.key.trim(), self.kept_key_applies()) {
+            ("", Some(kept)) if kept.stored => {
+                json!({"stored": kept.name, "kind": kind, "base_url": base_url})
+            }
+            ("", Some(kept)) => {
+                json!({"kind": kind, "base_url": base_url, "key": kept.key.as_ref().map(ApiKey::expose)})
+            }
+            ("", None) => json!({"kind": kind, "base_url": base_url}),
+            (key, _) => json!({"kind": kind, "base_url": base_url, "key": key}),
         }
     }
 
-    /// The provider to save, checked against the others (`editing` is the name of the one
-    /// being replaced). `Err` is a sentence naming what is wrong.
+    /// The provider to save and what becomes of its key, checked against
+    /// the others (`editing` is the name of the one being replaced). `Err`
+    /// is a sentence naming what is wrong.
     pub(crate) fn check(
         &self,
         saved: &[SavedProvider],
         editing: Option<&str>,
-    ) -> Result<SavedProvider, String> {
+    ) -> Result<(SavedProvider, KeyChange), String> {
         let name = self.name.trim();
         if name.is_empty() {
             return Err("Give the provider a name.".to_owned());
@@ -287,40 +323,42 @@ impl ProviderForm {
                 "A provider named `{name}` is saved already; pick another name, or edit that one."
             ));
         }
-        let config = self.config();
-        if !has_http_scheme(&config.base_url) {
+        let (kind, base_url) = self.address();
+        if !has_http_scheme(&base_url) {
             return Err(format!(
-                "The base URL `{}` must start with http:// or https://.",
-                config.base_url
+                "The base URL `{base_url}` must start with http:// or https://."
             ));
         }
         let model = self.model.trim();
         if model.is_empty() {
             return Err("Pick a model: load the provider's model list, or type a model id.".into());
         }
-        Ok(SavedProvider {
-            name: name.to_owned(),
-            kind: config.kind,
-            base_url: config.base_url,
-            key: config.key,
-            model: model.to_owned(),
-            version: 0,
-        })
+        let (key, change) = match (self.key.trim(), self.kept_key_applies()) {
+            ("", Some(kept)) => (kept.key.clone(), KeyChange::Keep),
+            ("", None) => (None, KeyChange::None),
+            (typed, _) => (
+                Some(ApiKey::new(typed)),
+                KeyChange::Typed(ApiKey::new(typed)),
+            ),
+        };
+        let version = saved
+            .iter()
+            .find(|provider| Some(provider.name.as_str()) == editing && provider.name == name)
+            .map_or(0, |provider| provider.version);
+        Ok((
+            SavedProvider {
+                name: name.to_owned(),
+                kind,
+                base_url,
+                has_key: change != KeyChange::None,
+                key,
+                model: model.to_owned(),
+                stored: false,
+                version,
+            },
+            change,
+        ))
     }
-}
-
-/// A provider's error for the page: the sentence, then what to do, if anything.
-pub(crate) fn error_lines(error: &ProviderError) -> (String, Option<String>) {
-    let mut text = format!("{} at {}", error.provider.label(), error.url);
-    if let Some(model) = &error.model {
-        text.push_str(&format!(" (model `{model}`)"));
-    }
-    text.push_str(": ");
-    text.push_str(&error.message);
-    (
-        text,
-        error.hint.as_ref().map(|hint| format!("hint: {hint}")),
-    )
 }
 
 /// How a reply ended, in a word or two; `aborted` is the Stop button.
@@ -353,8 +391,6 @@ pub(crate) fn usage_line(usage: Usage) -> String {
 
 #[cfg(test)]
 mod tests {
-    use kiln_providers::ErrorKind;
-
     use super::*;
 
     fn provider(name: &str) -> SavedProvider {
@@ -364,6 +400,8 @@ mod tests {
             base_url: "http://127.0.0.1:1/v1".to_owned(),
             key: None,
             model: "m".to_owned(),
+            has_key: false,
+            stored: false,
             version: 0,
         }
     }
@@ -373,6 +411,7 @@ mod tests {
         let stored = StoredProviders {
             providers: vec![SavedProvider {
                 key: Some(ApiKey::new("sk-1")),
+                has_key: true,
                 ..provider("a")
             }],
             selected: Some("a".to_owned()),
@@ -414,39 +453,49 @@ mod tests {
 
     #[test]
     fn a_provider_as_the_configuration_keeps_it() {
-        let saved = SavedProvider {
-            key: Some(ApiKey::new("sk-secret-1")),
-            kind: ProviderKind::Anthropic,
+        let info = ProviderInfo {
+            name: "a".to_owned(),
+            kind: "anthropic".to_owned(),
+            base_url: "https://api.anthropic.com".to_owned(),
+            model: "m".to_owned(),
+            has_key: true,
             version: 3,
-            ..provider("a")
         };
-        let record = saved.to_record();
+        let saved = SavedProvider::from_info(info.clone()).unwrap();
         assert_eq!(
-            (record.name.as_str(), record.kind.as_str(), record.version),
-            ("a", "anthropic", 3)
+            (saved.kind, saved.has_key, saved.stored, saved.version),
+            (ProviderKind::Anthropic, true, true, 3)
         );
+        // A kept provider is named, and its key added by the worker.
+        assert_eq!(saved.wire(), json!({"stored": "a"}));
+        // Saved again: the key stays unless one is typed or it is forgotten.
+        let args = saved.put_args(&KeyChange::Keep, Some("a"));
         assert_eq!(
-            record.key.as_ref().map(StoredKey::expose),
-            Some("sk-secret-1")
+            args,
+            json!({"name": "a", "kind": "anthropic", "base_url": "https://api.anthropic.com",
+                "model": "m", "version": 3})
         );
-        // The key never prints, as a record or as a provider.
-        assert!(!format!("{record:?}").contains("sk-secret-1"));
-        assert!(!format!("{saved:?}").contains("sk-secret-1"));
-        assert_eq!(SavedProvider::from_record(record), Ok(saved));
-        for kind in ProviderKind::ALL {
-            let record = SavedProvider {
-                kind,
-                ..provider("k")
-            }
-            .to_record();
-            assert_eq!(SavedProvider::from_record(record).map(|p| p.kind), Ok(kind));
-        }
-        let unknown = ProviderRecord {
+        assert_eq!(saved.put_args(&KeyChange::None, None)["key"], "");
+        let typed = saved.put_args(&KeyChange::Typed(ApiKey::new("sk-new")), Some("old"));
+        assert_eq!(
+            (&typed["key"], &typed["replacing"]),
+            (&json!("sk-new"), &json!("old"))
+        );
+        // A provider the page holds alone is sent whole; its key never prints.
+        let alone = SavedProvider {
+            key: Some(ApiKey::new("sk-secret-1")),
+            has_key: true,
+            ..provider("b")
+        };
+        assert_eq!(alone.wire()["key"], "sk-secret-1");
+        assert!(!format!("{alone:?}").contains("sk-secret-1"));
+        let unknown = ProviderInfo {
             kind: "gemini".to_owned(),
-            ..provider("g").to_record()
+            name: "g".to_owned(),
+            ..info
         };
         assert_eq!(
-            SavedProvider::from_record(unknown),
+            SavedProvider::from_info(unknown),
             Err(
                 "The saved provider `g` has the kind `gemini`, which this Kiln does not know; it \
                  is left out of the list."
@@ -466,6 +515,8 @@ mod tests {
                 base_url: "http://127.0.0.1:4100/v1".to_owned(),
                 key: None,
                 model: "smollm2-135m-instruct".to_owned(),
+                has_key: false,
+                stored: false,
                 version: 0,
             })
         );
@@ -617,7 +668,7 @@ mod tests {
             match expected {
                 Err(message) => assert_eq!(checked, Err(message.to_owned())),
                 Ok(base_url) => {
-                    let provider = checked.unwrap();
+                    let (provider, _) = checked.unwrap();
                     assert_eq!(provider.base_url, base_url);
                     assert_eq!(provider.model, "m");
                     assert_eq!(provider.kind, ProviderKind::Anthropic);
@@ -627,17 +678,23 @@ mod tests {
         }
     }
 
+    fn kept(stored: bool) -> KeptKey {
+        KeptKey {
+            name: "a".to_owned(),
+            kind: ProviderKind::OpenAi,
+            base_url: "https://api.openai.com/v1".to_owned(),
+            stored,
+            key: (!stored).then(|| ApiKey::new("sk-old")),
+        }
+    }
+
     #[test]
     fn a_kept_key_goes_only_where_it_was_saved_for() {
-        let form = |kind: ProviderKind, base_url: &str| ProviderForm {
+        let form = |kind: ProviderKind, base_url: &str, stored: bool| ProviderForm {
             name: "a".to_owned(),
             kind: Some(kind),
             base_url: base_url.to_owned(),
-            kept_key: Some(KeptKey {
-                key: ApiKey::new("sk-old"),
-                kind: ProviderKind::OpenAi,
-                base_url: "https://api.openai.com/v1".to_owned(),
-            }),
+            kept_key: Some(kept(stored)),
             model: "m".to_owned(),
             ..ProviderForm::default()
         };
@@ -649,11 +706,31 @@ mod tests {
             (ProviderKind::OpenAi, "http://api.openai.com/v1", false),
             (ProviderKind::Ollama, "https://api.openai.com/v1", false),
         ];
-        for (kind, base_url, kept) in cases {
+        for (kind, base_url, goes) in cases {
+            // Held by the page: the key itself goes along, or nothing.
+            let alone = form(kind, base_url, false).wire();
             assert_eq!(
-                form(kind, base_url).config().key.is_some(),
-                kept,
-                "{kind:?} {base_url}"
+                alone["key"] == "sk-old",
+                goes,
+                "{kind:?} {base_url}: {alone}"
+            );
+            // Kept in the workspace: named, for the worker to add the key.
+            let kept = form(kind, base_url, true).wire();
+            assert_eq!(
+                kept.get("stored").is_some(),
+                goes,
+                "{kind:?} {base_url}: {kept}"
+            );
+            assert_eq!(kept.get("key"), None, "{kept}");
+            // The worker reads the same rule.
+            assert_eq!(
+                key_goes_to(
+                    "openai",
+                    "https://api.openai.com/v1",
+                    kind.as_str(),
+                    base_url
+                ),
+                goes
             );
         }
     }
@@ -662,21 +739,24 @@ mod tests {
     fn a_typed_key_replaces_the_kept_one_and_an_empty_field_keeps_it() {
         let mut form = ProviderForm {
             name: "a".to_owned(),
-            kept_key: Some(KeptKey {
-                key: ApiKey::new("old"),
-                kind: ProviderKind::OpenAi,
-                base_url: "https://api.openai.com/v1".to_owned(),
-            }),
+            kept_key: Some(kept(true)),
             model: "m".to_owned(),
             ..ProviderForm::default()
         };
-        assert_eq!(form.config().key, Some(ApiKey::new("old")));
-        assert_eq!(form.config().base_url, "https://api.openai.com/v1");
+        assert_eq!(
+            form.wire(),
+            json!({"stored": "a", "kind": "openai", "base_url": "https://api.openai.com/v1"})
+        );
+        assert_eq!(form.check(&[], None).unwrap().1, KeyChange::Keep);
         form.key = " new ".to_owned();
-        assert_eq!(form.check(&[], None).unwrap().key, Some(ApiKey::new("new")));
+        assert_eq!(
+            form.check(&[], None).unwrap().1,
+            KeyChange::Typed(ApiKey::new("new"))
+        );
+        assert_eq!(form.wire()["key"], "new");
         form.key.clear();
         form.kept_key = None;
-        assert_eq!(form.check(&[], None).unwrap().key, None);
+        assert_eq!(form.check(&[], None).unwrap().1, KeyChange::None);
     }
 
     #[test]
@@ -698,27 +778,5 @@ mod tests {
             "12 in · 5 out tokens"
         );
         assert_eq!(usage_line(Usage::default()), "no token counts reported");
-    }
-
-    #[test]
-    fn an_error_is_a_sentence_and_a_hint() {
-        let error = ProviderError {
-            kind: ErrorKind::KeyRejected,
-            provider: ProviderKind::OpenAi,
-            url: "http://127.0.0.1:9/v1/chat/completions".to_owned(),
-            model: Some("gpt-4o-mini".to_owned()),
-            status: Some(401),
-            message: "the key was rejected (HTTP 401): Incorrect API key provided".to_owned(),
-            hint: Some("check the API key".to_owned()),
-        };
-        assert_eq!(
-            error_lines(&error),
-            (
-                "OpenAI-compatible at http://127.0.0.1:9/v1/chat/completions (model `gpt-4o-mini`): \
-                 the key was rejected (HTTP 401): Incorrect API key provided"
-                    .to_owned(),
-                Some("hint: check the API key".to_owned())
-            )
-        );
     }
 }

@@ -190,7 +190,7 @@ async fn run(demo: Demo, args: Value, asker: &Asker, held: HeldSignal) -> ToolRe
         }
         Demo::Wait => {
             let ms = number("ms");
-            kiln_http::sleep(kiln_http::whole_ms(ms)).await;
+            crate::sleep_ms(ms.clamp(0.0, f64::from(u32::MAX)) as u32).await;
             Ok(json!({"waited_ms": ms}))
         }
         Demo::Ask => {

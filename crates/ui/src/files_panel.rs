@@ -8,9 +8,13 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsCast as _;
 
-use kiln_store::files::{DirEntry, FileTree, MAX_FILE_BYTES, WorkspacePath};
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use kiln_types::records::{DirEntry, MAX_FILE_BYTES};
+use serde::Deserialize;
+use serde_json::json;
 
-use crate::storage::{StorageSignals, error_alert, local_time};
+use crate::storage::{StorageSignals, Stores, error_alert, local_time, runtime_problem};
 use crate::storage_model::{ErrorText, Preview, breadcrumb, child_path, format_bytes, preview};
 
 /// A file the person opened.
@@ -22,7 +26,7 @@ struct Opened {
 
 #[component]
 pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
-    let dir = RwSignal::new(WorkspacePath::root());
+    let dir = RwSignal::new(String::new());
     let entries = RwSignal::new(Vec::<DirEntry>::new());
     let loaded = RwSignal::new(false);
     let error = RwSignal::new(None::<ErrorText>);
@@ -37,7 +41,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
     let upload_input = NodeRef::<leptos::html::Input>::new();
 
     Effect::new(move || {
-        let tree = storage.files.get();
+        let tree = storage.stores.get();
         let folder = dir.get();
         reload.track();
         storage.revisions.jobs.track();
@@ -45,7 +49,9 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
         let this = generation.get_value() + 1;
         generation.set_value(this);
         spawn_local(async move {
-            let listed = tree.list(&folder).await;
+            let listed = tree
+                .op::<Vec<DirEntry>>("files.list", json!({"path": folder}))
+                .await;
             if generation.get_value() != this {
                 return;
             }
@@ -68,14 +74,12 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
         });
     });
 
-    let tree = move || storage.files.get_untracked();
+    let tree = move || storage.stores.get_untracked();
     let go = move |path: String| {
-        if let Ok(path) = WorkspacePath::parse(&path) {
-            opened.set(None);
-            error.set(None);
-            status.set(None);
-            dir.set(path);
-        }
+        opened.set(None);
+        error.set(None);
+        status.set(None);
+        dir.set(path);
     };
     let done = move |said: String| {
         error.set(None);
@@ -86,10 +90,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
     let open = move |path: String| {
         let Some(tree) = tree() else { return };
         spawn_local(async move {
-            let Ok(checked) = WorkspacePath::parse(&path) else {
-                return;
-            };
-            match tree.read(&checked).await {
+            match read(&tree, &path).await {
                 Ok(bytes) => {
                     error.set(None);
                     opened.set(Some(Opened {
@@ -108,10 +109,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
     let download = move |path: String, name: String| {
         let Some(tree) = tree() else { return };
         spawn_local(async move {
-            let Ok(checked) = WorkspacePath::parse(&path) else {
-                return;
-            };
-            let result = match tree.read(&checked).await {
+            let result = match read(&tree, &path).await {
                 Ok(bytes) => save_as(&name, &bytes).map_err(ErrorText::plain),
                 Err(failure) => Err(ErrorText::with_prefix(
                     &format!("`{path}` could not be read: "),
@@ -128,10 +126,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
     let remove = move |path: String, is_dir: bool| {
         let Some(tree) = tree() else { return };
         spawn_local(async move {
-            let Ok(checked) = WorkspacePath::parse(&path) else {
-                return;
-            };
-            match tree.remove(&checked).await {
+            match tree.act("files.remove", json!({"path": path})).await {
                 Ok(()) => {
                     if opened.with_untracked(|o| o.as_ref().is_some_and(|o| o.path == path)) {
                         opened.set(None);
@@ -159,7 +154,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
             }
         };
         spawn_local(async move {
-            match tree.mkdir(&path).await {
+            match tree.act("files.mkdir", json!({"path": path})).await {
                 Ok(()) => {
                     folder_name.set(String::new());
                     done(format!("Made the folder `{path}`."));
@@ -189,7 +184,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
             let mut written = Vec::new();
             let mut failed = None;
             for file in files {
-                match upload_one(tree.as_ref(), &folder, &file).await {
+                match upload_one(&tree, &folder, &file).await {
                     Ok(said) => written.push(said),
                     Err(problem) => {
                         failed = Some(problem);
@@ -268,8 +263,8 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
             .collect_view()
     };
 
-    let unavailable = move || storage.settled.get() && storage.files.with(Option::is_none);
-    let no_tree = move || storage.files.with(Option::is_none);
+    let unavailable = move || storage.settled.get() && storage.stores.with(Option::is_none);
+    let no_tree = move || storage.stores.with(Option::is_none);
 
     view! {
         <section class="storage-panel files-panel" data-testid="files-panel" aria-labelledby="files-title">
@@ -322,9 +317,32 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
 }
 
 /// Reads one picked file and writes it into `folder`; answers what was written.
+/// A file's bytes, as `files.read` answers them (text, or base64).
+async fn read(tree: &Stores, path: &str) -> Result<Vec<u8>, kiln_types::runtime::Problem> {
+    #[derive(Deserialize)]
+    struct Read {
+        #[serde(default)]
+        text: Option<String>,
+        #[serde(default)]
+        base64: Option<String>,
+    }
+    let read: Read = tree.op("files.read", json!({"path": path})).await?;
+    match (read.text, read.base64) {
+        (Some(text), _) => Ok(text.into_bytes()),
+        (None, Some(encoded)) => STANDARD.decode(encoded).map_err(|error| {
+            runtime_problem(format!(
+                "the runtime worker sent `{path}` as bad base64: {error}"
+            ))
+        }),
+        (None, None) => Err(runtime_problem(format!(
+            "the runtime worker sent `{path}` with neither text nor bytes"
+        ))),
+    }
+}
+
 async fn upload_one(
-    tree: &dyn FileTree,
-    folder: &WorkspacePath,
+    tree: &Stores,
+    folder: &str,
     file: &web_sys::File,
 ) -> Result<String, ErrorText> {
     let name = file.name();
@@ -346,7 +364,11 @@ async fn upload_one(
             ))
         })?;
     let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
-    tree.write(&path, bytes).await.map_err(|failure| {
+    let content = match String::from_utf8(bytes) {
+        Ok(text) => json!({"path": path, "text": text}),
+        Err(bytes) => json!({"path": path, "base64": STANDARD.encode(bytes.into_bytes())}),
+    };
+    tree.act("files.write", content).await.map_err(|failure| {
         ErrorText::with_prefix(&format!("`{path}` was not uploaded: "), &failure)
     })?;
     Ok(format!("`{path}` ({})", format_bytes(size)))
@@ -386,7 +408,7 @@ fn save_as(name: &str, bytes: &[u8]) -> Result<(), String> {
     link.remove();
     // The download reads the URL after this task: free it a little later.
     spawn_local(async move {
-        kiln_http::sleep(10_000).await;
+        crate::sleep_ms(10_000).await;
         let _ = web_sys::Url::revoke_object_url(&url);
     });
     Ok(())

@@ -6,7 +6,8 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use kiln_store::history::{HistoryHit, Job};
+use kiln_types::records::{HistoryHit, Job};
+use serde_json::json;
 
 use crate::storage::{StorageSignals, error_alert, local_time};
 use crate::storage_model::{ErrorText, duration_label, status_label};
@@ -35,11 +36,22 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
         generation.set_value(this);
         spawn_local(async move {
             let (listed, found) = if words.trim().is_empty() {
-                (stores.history.jobs(LIST_LIMIT).await, Ok(None))
+                (
+                    stores
+                        .op::<Vec<Job>>("history.jobs", json!({"limit": LIST_LIMIT}))
+                        .await,
+                    Ok(None),
+                )
             } else {
                 (
                     Ok(Vec::new()),
-                    stores.history.search(&words, LIST_LIMIT).await.map(Some),
+                    stores
+                        .op::<Vec<HistoryHit>>(
+                            "history.search",
+                            json!({"query": words, "limit": LIST_LIMIT}),
+                        )
+                        .await
+                        .map(Some),
                 )
             };
             if generation.get_value() != this {
@@ -57,7 +69,10 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
             }
             // A job on show follows its record (a running one finishes).
             if let Some(shown) = selected.get_untracked() {
-                match stores.history.job(&shown.id).await {
+                match stores
+                    .op::<Job>("history.job", json!({"id": shown.id}))
+                    .await
+                {
                     Ok(job) => {
                         if job != shown {
                             selected.set(Some(job));
@@ -79,7 +94,7 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
             return;
         };
         spawn_local(async move {
-            match stores.history.job(&id).await {
+            match stores.op::<Job>("history.job", json!({"id": id})).await {
                 Ok(job) => {
                     error.set(None);
                     selected.set(Some(job));

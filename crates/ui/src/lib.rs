@@ -36,8 +36,8 @@ use futures::FutureExt as _;
 use futures::future::{LocalBoxFuture, Shared};
 use kiln_capabilities::gate::RETURN_RESULT;
 use kiln_capabilities::{Answer, ApprovalRequest, Autonomy, Category, Gate, GateSettings, Mode};
-use kiln_store::durable::DEFAULT_AGENT;
 use kiln_types::RunResult;
+use kiln_types::records::DEFAULT_AGENT;
 use kiln_types::runtime::{Approval, Problem};
 use kiln_types::tool_result::ToolReply;
 use serde_json::{Value, json};
@@ -53,7 +53,7 @@ const MAX_CALL_ROWS: usize = 50;
 const POOL_SIZE: u32 = 2;
 
 /// This tab's runtime worker, starting or started (or why it could not).
-type RuntimeStart = Shared<LocalBoxFuture<'static, Result<Rc<Runtime>, String>>>;
+pub(crate) type RuntimeStart = Shared<LocalBoxFuture<'static, Result<Rc<Runtime>, String>>>;
 
 /// What a run asks of the page, answered here: the app's own tools (the
 /// question tool among them) and the approval cards.
@@ -170,7 +170,7 @@ fn ran(answer: Result<Value, Problem>) -> (RunResult, String, Option<ErrorText>)
     };
     let text = value["text"].as_str().unwrap_or_default().to_owned();
     let notice = match serde_json::from_value::<Option<Problem>>(value["record_error"].clone()) {
-        Ok(Some(problem)) => Some(ErrorText::from_problem(
+        Ok(Some(problem)) => Some(ErrorText::with_prefix(
             &format!(
                 "The run's record `{}` was not finished: ",
                 value["job_id"].as_str().unwrap_or_default()
@@ -293,13 +293,12 @@ fn tool_rows(catalog: &Value) -> Vec<ToolRow> {
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
-    let storage = storage::open();
     let starting: LocalBoxFuture<'static, Result<Rc<Runtime>, String>> = Box::pin(async {
-        let (runtime, _) =
-            Runtime::start(storage::WORKSPACE, SANDBOX_WORKER_URL, POOL_SIZE).await?;
+        let runtime = Runtime::start(storage::WORKSPACE, SANDBOX_WORKER_URL, POOL_SIZE).await?;
         Ok(Rc::new(runtime))
     });
     let runtime: RuntimeStart = starting.shared();
+    let storage = storage::open(runtime.clone());
     // Started now, so the first run finds it warm.
     spawn_local({
         let runtime = runtime.clone();
@@ -337,7 +336,7 @@ pub fn App() -> impl IntoView {
     let panel_sources = sources.clone();
     let panel_gate = gate.clone();
     let card_approver = approver.clone();
-    let providers = chat::ProviderStore::load(storage);
+    let providers = chat::ProviderStore::load(storage, runtime.clone());
 
     // The running program's id in the runtime worker, for Stop; and whether
     // Stop was pressed before the worker had the run (it was still starting).
@@ -604,7 +603,7 @@ fn Permissions(
             return;
         };
         spawn_local(async move {
-            let Ok(stored) = permissions::load(&stores.config).await else {
+            let Ok((stored, _)) = permissions::load(&stores).await else {
                 return;
             };
             gate.with_value(|gate| permissions::apply(gate, &stored));
@@ -621,9 +620,9 @@ fn Permissions(
         let settings = gate.with_value(|gate| gate.settings());
         spawn_local(async move {
             let saved = if autonomy {
-                permissions::save_autonomy(&stores.config, &settings).await
+                permissions::save_autonomy(&stores, &settings).await
             } else {
-                permissions::save_settings(&stores.config, &settings).await
+                permissions::save_settings(&stores, &settings).await
             };
             settings_error.set(saved.err());
         });
@@ -849,9 +848,9 @@ fn NetworkSetting(sources: Sources, storage: storage::StorageSignals) -> impl In
             return;
         };
         spawn_local(async move {
-            if let Ok(settings) = stores.config.settings().await {
-                show(&settings.network);
-                adopt(settings.network);
+            if let Ok((_, config)) = permissions::load(&stores).await {
+                show(&config.settings.network);
+                adopt(config.settings.network);
             }
         });
     });
@@ -868,13 +867,16 @@ fn NetworkSetting(sources: Sources, storage: storage::StorageSignals) -> impl In
             _ => permissions::Network::Off,
         };
         problem.set(None);
-        adopt(network.clone());
-        if let Some(stores) = storage.stores.get_untracked() {
-            spawn_local(async move {
-                if let Err(why) = permissions::save_network(&stores.config, &network).await {
-                    problem.set(Some(why));
+        // Adopted once it is kept (the worker checks the origins first); with
+        // no storage, for this page only.
+        match storage.stores.get_untracked() {
+            Some(stores) => spawn_local(async move {
+                match permissions::save_network(&stores, &network).await {
+                    Ok(()) => adopt(network),
+                    Err(why) => problem.set(Some(why)),
                 }
-            });
+            }),
+            None => adopt(network),
         }
     };
     view! {
@@ -922,6 +924,20 @@ pub(crate) fn js_text(error: &wasm_bindgen::JsValue) -> String {
         .map(|error| String::from(error.message()))
         .or_else(|| error.as_string())
         .unwrap_or_else(|| "an unknown error".to_owned())
+}
+
+/// Resolves after `ms` milliseconds (`setTimeout`); at once off the page.
+pub(crate) async fn sleep_ms(ms: u32) {
+    let Some(window) = web_sys::window() else {
+        return;
+    };
+    let promise = js_sys::Promise::new(&mut |resolve, _| {
+        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
+            &resolve,
+            i32::try_from(ms).unwrap_or(i32::MAX),
+        );
+    });
+    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
 }
 
 /// Marks a moment on the page's performance timeline, for `cargo xtask bench`.

@@ -10,15 +10,30 @@ use std::collections::HashMap;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use kiln_store::durable::{DEFAULT_AGENT, Mark, Memory};
-use kiln_store::history::Job;
-use kiln_store::run::{EntryMeta, ListFilter, RunMemory};
+use kiln_types::records::{DEFAULT_AGENT, EntryMeta, Job, Mark, Memory};
+use serde::Deserialize;
+use serde_json::{Value, json};
 
 use crate::storage::{StorageSignals, error_alert, local_time};
 use crate::storage_model::{ErrorText, format_bytes, status_label, value_text};
 
 /// The most memories the list shows.
 const LIST_LIMIT: usize = 50;
+
+/// A run-memory entry with its value, as `run.list` answers it.
+#[derive(Clone, Debug, PartialEq, Deserialize)]
+struct Entry {
+    #[serde(flatten)]
+    meta: EntryMeta,
+    #[serde(default)]
+    value: Value,
+}
+
+/// `run.list`'s answer.
+#[derive(Deserialize)]
+struct RunEntries {
+    entries: Vec<Entry>,
+}
 
 /// An edit in progress. It keeps the version it started from: saving
 /// writes only over that version.
@@ -51,7 +66,7 @@ pub(crate) fn MemoryPanel(storage: StorageSignals) -> impl IntoView {
 #[component]
 fn LastRun(storage: StorageSignals) -> impl IntoView {
     let job = RwSignal::new(None::<Job>);
-    let entries = RwSignal::new(Vec::<EntryMeta>::new());
+    let entries = RwSignal::new(Vec::<Entry>::new());
     let error = RwSignal::new(None::<ErrorText>);
     // The value on show: key and text.
     let shown = RwSignal::new(None::<(String, String)>);
@@ -66,12 +81,13 @@ fn LastRun(storage: StorageSignals) -> impl IntoView {
         generation.set_value(this);
         spawn_local(async move {
             let loaded = async {
-                let Some(newest) = stores.history.jobs(1).await?.into_iter().next() else {
+                let jobs: Vec<Job> = stores.op("history.jobs", json!({"limit": 1})).await?;
+                let Some(newest) = jobs.into_iter().next() else {
                     return Ok((None, Vec::new()));
                 };
-                let run = RunMemory::new(stores.backend.clone(), &newest.id);
-                let listed = run.list(&ListFilter::default()).await?;
-                Ok::<_, kiln_store::StoreError>((Some(newest), listed))
+                let listed: RunEntries =
+                    stores.op("run.list", json!({"run_id": newest.id})).await?;
+                Ok::<_, kiln_types::runtime::Problem>((Some(newest), listed.entries))
             }
             .await;
             if generation.get_value() != this {
@@ -101,35 +117,24 @@ fn LastRun(storage: StorageSignals) -> impl IntoView {
             shown.set(None);
             return;
         }
-        let (Some(stores), Some(job)) = (storage.stores.get_untracked(), job.get_untracked())
-        else {
-            return;
-        };
-        spawn_local(async move {
-            let run = RunMemory::new(stores.backend.clone(), &job.id);
-            match run.read(std::slice::from_ref(&key)).await {
-                Ok(read) => {
-                    let text = read
-                        .into_iter()
-                        .next()
-                        .and_then(|entry| entry.value)
-                        .map_or_else(|| "(no longer there)".to_owned(), |v| value_text(&v));
-                    shown.set(Some((key, text)));
-                    error.set(None);
-                }
-                Err(failure) => error.set(Some(ErrorText::with_prefix(
-                    &format!("`{key}` could not be read: "),
-                    &failure,
-                ))),
-            }
+        let text = entries.with_untracked(|entries| {
+            entries
+                .iter()
+                .find(|entry| entry.meta.key == key)
+                .map(|entry| value_text(&entry.value))
         });
+        shown.set(Some((
+            key,
+            text.unwrap_or_else(|| "(no longer there)".to_owned()),
+        )));
+        error.set(None);
     };
 
     let rows = move || {
         entries
             .get()
             .into_iter()
-            .map(|entry| {
+            .map(|Entry { meta: entry, .. }| {
                 let key = entry.key.clone();
                 let expanded = {
                     let key = key.clone();
@@ -208,13 +213,14 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
         generation.set_value(this);
         spawn_local(async move {
             let found = if words.trim().is_empty() {
-                stores.memory.list(None, Some(LIST_LIMIT)).await
-            } else {
                 stores
-                    .memory
-                    .query(&words, None, LIST_LIMIT)
+                    .op::<Vec<Memory>>("memory.list", json!({"limit": LIST_LIMIT}))
                     .await
-                    .map(|hits| hits.into_iter().map(|hit| hit.memory).collect())
+            } else {
+                // Each hit is a memory with its score beside it.
+                stores
+                    .op::<Vec<Memory>>("memory.query", json!({"query": words, "limit": LIST_LIMIT}))
+                    .await
             };
             if generation.get_value() != this {
                 return;
@@ -241,7 +247,10 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
         let text = new_text.get_untracked();
         saving.set(true);
         spawn_local(async move {
-            match stores.memory.save(DEFAULT_AGENT, &text).await {
+            match stores
+                .op::<Memory>("memory.save", json!({"agent": DEFAULT_AGENT, "text": text}))
+                .await
+            {
                 Ok(memory) => {
                     new_text.set(String::new());
                     action_error.set(None);
@@ -265,7 +274,10 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
             return;
         };
         spawn_local(async move {
-            match stores.memory.mark(&id, which).await {
+            match stores
+                .act("memory.mark", json!({"id": id, "mark": which}))
+                .await
+            {
                 Ok(_) => action_error.set(None),
                 Err(failure) => action_error.set(Some(ErrorText::with_prefix(
                     &format!("`{id}` was not marked: "),
@@ -280,7 +292,10 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
             return;
         };
         spawn_local(async move {
-            match stores.memory.remove(&id, Some(version)).await {
+            match stores
+                .act("memory.remove", json!({"id": id, "version": version}))
+                .await
+            {
                 Ok(()) => {
                     action_error.set(None);
                     edits.update(|edits| {
@@ -327,7 +342,12 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
             }
         });
         spawn_local(async move {
-            let saved = stores.memory.edit(&id, edit.version, &edit.text).await;
+            let saved = stores
+                .act(
+                    "memory.edit",
+                    json!({"id": id, "version": edit.version, "text": edit.text}),
+                )
+                .await;
             edits.update(|edits| match saved {
                 Ok(_) => {
                     edits.remove(&id);
@@ -355,7 +375,7 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
             return;
         };
         spawn_local(async move {
-            let latest = stores.memory.get(&id).await;
+            let latest = stores.op::<Memory>("memory.get", json!({"id": id})).await;
             edits.update(|edits| {
                 if let Some(edit) = edits.get_mut(&id) {
                     match latest {

@@ -1,18 +1,17 @@
 //! The permission settings kept in the workspace's configuration: the mode
 //! and the brake in `Settings`, each tool's setting in the `default` agent's
-//! autonomy, in the gate's words (`auto`, `ask`, `block`); each change writes
-//! one record. Saving reads the record again and writes at its version, so a
-//! change made in another tab is not overwritten blindly: a lost race reads
-//! again and retries. The network setting (what `http_request` may reach,
-//! off for a new workspace) is kept in `Settings` too.
+//! autonomy, in the gate's words (`auto`, `ask`, `block`); each change is one
+//! storage operation, which the runtime worker writes at the record's
+//! version (a change made in another tab is read again, not overwritten
+//! blindly). The network setting (what `http_request` may reach, off for a
+//! new workspace) is kept in `Settings` too.
 
-use kiln_capabilities::{Autonomy, Gate, GateSettings, Mode, NetPolicy};
-use kiln_store::config::{AgentRecord, Config};
-use kiln_store::durable::DEFAULT_AGENT;
-use kiln_store::{StoreError, retry_on_conflict};
+use kiln_capabilities::{Autonomy, Gate, GateSettings, Mode};
+use kiln_types::records::{ConfigView, DEFAULT_AGENT};
+use kiln_types::runtime::Problem;
 use serde_json::{Value, json};
 
-const ATTEMPTS: usize = 4;
+use crate::storage::Stores;
 
 /// The stored permission settings.
 pub(crate) struct Stored {
@@ -22,16 +21,19 @@ pub(crate) struct Stored {
 }
 
 /// Reads what is stored; settings never saved read as the defaults.
-pub(crate) async fn load(config: &Config) -> Result<Stored, StoreError> {
-    let settings = config.settings().await?;
+pub(crate) async fn load(stores: &Stores) -> Result<(Stored, ConfigView), Problem> {
+    let config: ConfigView = stores.op("config.get", json!({})).await?;
     let agent = config
-        .agents()
-        .await?
-        .into_iter()
+        .agents
+        .iter()
         .find(|agent| agent.slug == DEFAULT_AGENT);
-    Ok(Stored {
-        mode: settings.permission_mode.parse().unwrap_or(Mode::Default),
-        brake: settings.brake,
+    let stored = Stored {
+        mode: config
+            .settings
+            .permission_mode
+            .parse()
+            .unwrap_or(Mode::Default),
+        brake: config.settings.brake,
         autonomy: agent
             .map(|agent| {
                 agent
@@ -41,7 +43,8 @@ pub(crate) async fn load(config: &Config) -> Result<Stored, StoreError> {
                     .collect()
             })
             .unwrap_or_default(),
-    })
+    };
+    Ok((stored, config))
 }
 
 /// Puts the stored settings on the gate (a tool missing from them follows the mode).
@@ -60,54 +63,37 @@ pub(crate) fn apply(gate: &Gate, stored: &Stored) {
 }
 
 /// Saves the mode and the brake. `Err` is a sentence for the page.
-pub(crate) async fn save_settings(config: &Config, settings: &GateSettings) -> Result<(), String> {
-    retry_on_conflict(ATTEMPTS, || async move {
-        let mut stored = config.settings().await?;
-        stored.permission_mode = settings.mode.as_str().to_owned();
-        stored.brake = settings.brake;
-        config.put_settings(&stored).await
-    })
-    .await
-    .map(drop)
-    .map_err(not_saved)
+pub(crate) async fn save_settings(stores: &Stores, settings: &GateSettings) -> Result<(), String> {
+    let change = json!({"mode": settings.mode.as_str(), "brake": settings.brake});
+    stores
+        .act("config.permissions", change)
+        .await
+        .map_err(|problem| not_saved(&problem))
 }
 
 /// Saves each tool's setting as the `default` agent's autonomy.
-pub(crate) async fn save_autonomy(config: &Config, settings: &GateSettings) -> Result<(), String> {
-    retry_on_conflict(ATTEMPTS, || async move {
-        let existing = config.agents().await?;
-        let mut agent = existing
-            .into_iter()
-            .find(|agent| agent.slug == DEFAULT_AGENT)
-            .unwrap_or_else(|| AgentRecord {
-                slug: DEFAULT_AGENT.into(),
-                name: "Default".into(),
-                system_prompt: String::new(),
-                model: String::new(),
-                autonomy: std::collections::BTreeMap::new(),
-                version: 0,
-            });
-        agent.autonomy = settings
-            .autonomy
-            .iter()
-            .map(|(tool, autonomy)| (tool.clone(), autonomy.as_str().to_owned()))
-            .collect();
-        config.put_agent(&agent).await
-    })
-    .await
-    .map(drop)
-    .map_err(not_saved)
+pub(crate) async fn save_autonomy(stores: &Stores, settings: &GateSettings) -> Result<(), String> {
+    let autonomy: serde_json::Map<String, Value> = settings
+        .autonomy
+        .iter()
+        .map(|(tool, autonomy)| (tool.clone(), autonomy.as_str().into()))
+        .collect();
+    stores
+        .act("config.permissions", json!({"autonomy": autonomy}))
+        .await
+        .map_err(|problem| not_saved(&problem))
 }
 
-fn not_saved(error: StoreError) -> String {
-    format!(
-        "The permission settings were not saved: {}",
-        error.with_hint()
+fn not_saved(problem: &Problem) -> String {
+    crate::storage_model::ErrorText::with_prefix(
+        "The permission settings were not saved: ",
+        problem,
     )
+    .sentence()
 }
 
 /// What the app's programs may reach: off, public addresses, named origins.
-pub(crate) use kiln_store::config::Network;
+pub(crate) use kiln_types::records::Network;
 
 /// Asks for the network in a run request's JSON as `network` says.
 pub(crate) fn ask(network: &Network, request: &mut Value) {
@@ -118,8 +104,9 @@ pub(crate) fn ask(network: &Network, request: &mut Value) {
     }
 }
 
-/// Reads the person's origins list (commas or white space between), checked
-/// as `http_request` will read it. `Err` is a sentence for the page.
+/// Reads the person's origins list (commas or white space between); the
+/// runtime worker checks each as `http_request` will read it when the
+/// setting is saved. `Err` is a sentence for the page.
 pub(crate) fn parse_origins(text: &str) -> Result<Vec<String>, String> {
     let origins: Vec<String> = text
         .split(|c: char| c == ',' || c.is_whitespace())
@@ -129,18 +116,13 @@ pub(crate) fn parse_origins(text: &str) -> Result<Vec<String>, String> {
     if origins.is_empty() {
         return Err("Name at least one origin, such as https://api.example.com.".into());
     }
-    NetPolicy::parse_origins(&origins).map_err(|why| format!("Not saved: {why}"))?;
     Ok(origins)
 }
 
 /// Saves the network setting. `Err` is a sentence for the page.
-pub(crate) async fn save_network(config: &Config, network: &Network) -> Result<(), String> {
-    retry_on_conflict(ATTEMPTS, || async move {
-        let mut stored = config.settings().await?;
-        stored.network = network.clone();
-        config.put_settings(&stored).await
-    })
-    .await
-    .map(drop)
-    .map_err(not_saved)
+pub(crate) async fn save_network(stores: &Stores, network: &Network) -> Result<(), String> {
+    stores
+        .act("config.network", json!({"network": network}))
+        .await
+        .map_err(|problem| format!("Not saved: {}", problem.message))
 }

@@ -1,7 +1,9 @@
 //! The app's side of the runtime protocol: starts this tab's runtime worker
 //! (`workers/runtime.js`), which runs the programs — ladder, sandbox pool,
 //! MCP sessions, the run's record — and answers what a run asks of the page:
-//! a call of one of the app's own tools, and the person's approval.
+//! a call of one of the app's own tools, and the person's approval. The
+//! storage panels' reads and writes, the change feed and the chat's turns
+//! cross here too.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -44,14 +46,21 @@ struct Run {
 
 type Started = Result<Option<Problem>, String>;
 
+/// Where a watch's or a chat turn's stream goes.
+type Listener = Rc<dyn Fn(Value)>;
+
 struct Shared {
     worker: Worker,
     runs: RefCell<HashMap<u64, Run>>,
+    /// The change feed's listeners and the chat turns' event sinks, by id.
+    listeners: RefCell<HashMap<u64, Listener>>,
     ready: RefCell<Option<oneshot::Sender<Started>>>,
 }
 
 /// This tab's runtime worker, started.
 pub(crate) struct Runtime {
+    /// Why the workspace's stores did not open, when they did not.
+    pub(crate) storage: Option<Problem>,
     shared: Rc<Shared>,
     next_id: Cell<u64>,
     _onmessage: Closure<dyn FnMut(MessageEvent)>,
@@ -72,13 +81,12 @@ fn absolute(path: &str) -> String {
 }
 
 impl Runtime {
-    /// Starts the worker for `workspace` and waits for its `ready`: `Ok` with
-    /// why its stores did not open, if they did not.
+    /// Starts the worker for `workspace` and waits for its `ready`.
     pub(crate) async fn start(
         workspace: &str,
         sandbox_url: &str,
         pool_size: u32,
-    ) -> Result<(Self, Option<Problem>), String> {
+    ) -> Result<Self, String> {
         let options = RuntimeOptions {
             workspace: workspace.to_owned(),
             sandbox_url: absolute(sandbox_url),
@@ -98,6 +106,7 @@ impl Runtime {
         let shared = Rc::new(Shared {
             worker,
             runs: RefCell::default(),
+            listeners: RefCell::default(),
             ready: RefCell::new(Some(ready)),
         });
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new({
@@ -145,15 +154,13 @@ impl Runtime {
         let storage = is_ready
             .await
             .map_err(|_| "the runtime worker went away before it was ready".to_owned())??;
-        Ok((
-            Self {
-                shared,
-                next_id: Cell::new(0),
-                _onmessage: onmessage,
-                _onerror: onerror,
-            },
+        Ok(Self {
             storage,
-        ))
+            shared,
+            next_id: Cell::new(0),
+            _onmessage: onmessage,
+            _onerror: onerror,
+        })
     }
 
     /// Sends one run (`request` is the run request's JSON; the answer is the
@@ -207,7 +214,40 @@ impl Runtime {
         answered
     }
 
-    /// Ends run `id` at once (the Stop button).
+    /// Sends the storage operation `op` with `args`.
+    pub(crate) fn store(&self, op: &str, args: Value) -> oneshot::Receiver<Result<Value, Problem>> {
+        let op = op.to_owned();
+        self.call(move |id| ToRuntime::Store { id, op, args })
+    }
+
+    /// Follows the workspace's committed changes (this tab's and other
+    /// tabs'): `on_change` gets each batch, `[{table, key, version}]`.
+    pub(crate) fn watch(&self, on_change: Listener) {
+        let id = self.next_id();
+        self.shared.listeners.borrow_mut().insert(id, on_change);
+        send(&self.shared.worker, &ToRuntime::Watch { id });
+    }
+
+    /// Sends a chat turn (`request` as `kiln.chat` takes it); `on_event`
+    /// gets each streamed event, and the answer is the assembled message.
+    /// Returns its id, for [`Runtime::cancel`].
+    pub(crate) fn chat(
+        &self,
+        request: Value,
+        on_event: Listener,
+    ) -> (u64, oneshot::Receiver<Result<Value, Problem>>) {
+        let id = self.next_id();
+        self.shared.listeners.borrow_mut().insert(id, on_event);
+        let (done, answered) = oneshot::channel();
+        self.shared
+            .runs
+            .borrow_mut()
+            .insert(id, Run { page: None, done });
+        send(&self.shared.worker, &ToRuntime::Chat { id, request });
+        (id, answered)
+    }
+
+    /// Ends run or chat turn `id` at once (the Stop button).
     pub(crate) fn cancel(&self, id: u64) {
         send(&self.shared.worker, &ToRuntime::Cancel { id });
     }
@@ -245,12 +285,14 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             }
         }
         FromRuntime::Done { id, value } => {
+            shared.listeners.borrow_mut().remove(&id);
             let run = shared.runs.borrow_mut().remove(&id);
             if let Some(run) = run {
                 let _ = run.done.send(Ok(value));
             }
         }
         FromRuntime::Failed { id, problem } => {
+            shared.listeners.borrow_mut().remove(&id);
             let run = shared.runs.borrow_mut().remove(&id);
             if let Some(run) = run {
                 let _ = run.done.send(Err(problem));
@@ -310,7 +352,11 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                 send(&worker, &ToRuntime::Answer { ask, approval });
             });
         }
-        // The app sends no chat turns or watches through the worker yet.
-        FromRuntime::Event { .. } | FromRuntime::Changed { .. } => {}
+        FromRuntime::Event { id, event: value } | FromRuntime::Changed { id, changes: value } => {
+            let listener = shared.listeners.borrow().get(&id).cloned();
+            if let Some(listener) = listener {
+                listener(value);
+            }
+        }
     }
 }

@@ -1,60 +1,68 @@
-//! The workspace's storage as the page holds it: opened once at start
-//! (IndexedDB `kiln-default` for records, OPFS `default` for files), the
-//! stores above it, the change feed turned into one revision signal per
-//! panel, and the banner that says when storage could not be opened. The
-//! rest of the page works without storage; runs then go without its tools.
+//! The workspace's storage as the page holds it: kept by this tab's runtime
+//! worker (IndexedDB `kiln-default` for records, OPFS `default` for files),
+//! reached here as storage operations over the runtime protocol; the change
+//! feed turned into one revision signal per panel, and the banner that says
+//! when storage could not be opened. The rest of the page works without
+//! storage; runs then go without its tools.
 
 use std::rc::Rc;
 
-use futures::future::LocalBoxFuture;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
 
-use kiln_store::config::Config;
-use kiln_store::custody::Custody;
-use kiln_store::durable::DurableMemory;
-use kiln_store::files::FileTree;
-use kiln_store::history::History;
-use kiln_store::{Backend, Change, Subscription};
+use kiln_types::records::Change;
+use kiln_types::runtime::Problem;
 
+use crate::RuntimeStart;
+use crate::runtime::Runtime;
 use crate::storage_model::{ErrorText, affected, format_time};
 
 /// The one workspace the page has, for now.
 pub(crate) const WORKSPACE: &str = "default";
-/// Its IndexedDB database.
-pub(crate) const DATABASE: &str = "kiln-default";
 
-/// The stores over the workspace's records, and who runs its jobs.
+/// The workspace's stores, as the runtime worker serves them.
 #[derive(Clone)]
 pub(crate) struct Stores {
-    pub backend: Rc<dyn Backend>,
-    pub memory: DurableMemory,
-    pub history: History,
-    pub config: Config,
-    /// The page's owner lock: the jobs it starts carry its id.
-    pub custody: Rc<dyn Custody>,
+    runtime: Rc<Runtime>,
 }
 
-impl Stores {
-    fn new(backend: Rc<dyn Backend>, custody: Rc<dyn Custody>) -> Self {
-        Self {
-            memory: DurableMemory::new(backend.clone()),
-            history: History::new(backend.clone()),
-            config: Config::new(backend.clone()),
-            backend,
-            custody,
-        }
+/// A problem of the page's own side of the protocol.
+pub(crate) fn runtime_problem(message: impl Into<String>) -> Problem {
+    Problem {
+        bad_request: false,
+        message: message.into(),
+        code: Some("runtime".into()),
+        hint: Some("reload the page".into()),
+        status: None,
     }
 }
 
-/// What opening found. Held for the page's life: it keeps the change feed
-/// subscribed.
-pub(crate) struct Opened {
-    pub stores: Option<Stores>,
-    pub files: Option<Rc<dyn FileTree>>,
-    /// Why a half could not be opened.
-    pub problems: Vec<ErrorText>,
-    _feed: Option<Subscription>,
+impl Stores {
+    /// Runs the storage operation `op` (`memory.list`, `files.read`, …; see
+    /// `kiln_agent::ops`) and reads its answer as `T`.
+    pub(crate) async fn op<T: DeserializeOwned>(
+        &self,
+        op: &str,
+        args: Value,
+    ) -> Result<T, Problem> {
+        let answer = self
+            .runtime
+            .store(op, args)
+            .await
+            .map_err(|_| runtime_problem("the runtime worker went away"))??;
+        serde_json::from_value(answer).map_err(|error| {
+            runtime_problem(format!(
+                "the runtime worker's answer to `{op}` is not readable: {error}"
+            ))
+        })
+    }
+
+    /// Runs `op` for its effect alone.
+    pub(crate) async fn act(&self, op: &str, args: Value) -> Result<(), Problem> {
+        self.op::<Value>(op, args).await.map(drop)
+    }
 }
 
 /// Bumped when a committed change (this tab's or another's) touches what a
@@ -98,85 +106,49 @@ impl Revisions {
 /// The page's storage, as the panels read it.
 #[derive(Clone, Copy)]
 pub(crate) struct StorageSignals {
-    /// What opening found, kept while the page lives.
-    opened: StoredValue<Option<Rc<Opened>>, LocalStorage>,
     pub stores: RwSignal<Option<Stores>, LocalStorage>,
-    pub files: RwSignal<Option<Rc<dyn FileTree>>, LocalStorage>,
     /// Whether opening is over (whatever it found).
     pub settled: RwSignal<bool>,
-    /// Why a half could not be opened, for the banner.
+    /// Why storage could not be opened, for the banner.
     pub problems: RwSignal<Vec<ErrorText>>,
     pub revisions: Revisions,
 }
 
-/// Opens the workspace's storage once, in the background.
-pub(crate) fn open() -> StorageSignals {
+/// Waits for the runtime worker to open the workspace, then follows its
+/// change feed.
+pub(crate) fn open(runtime: RuntimeStart) -> StorageSignals {
     let signals = StorageSignals {
-        opened: StoredValue::new_local(None),
         stores: RwSignal::new_local(None),
-        files: RwSignal::new_local(None),
         settled: RwSignal::new(false),
         problems: RwSignal::new(Vec::new()),
         revisions: Revisions::new(),
     };
     let revisions = signals.revisions;
-    let opening: LocalBoxFuture<'static, Rc<Opened>> = Box::pin(async move {
-        let mut problems = Vec::new();
-        let stores = match platform::open_backend(DATABASE).await {
-            Ok((backend, custody)) => {
-                let stores = Stores::new(backend, custody);
-                // The runs a closed tab left `running` are over: say so first.
-                if let Err(error) = stores.history.interrupt_abandoned(&*stores.custody).await {
-                    problems.push(ErrorText::with_prefix(
-                        "Runs left unfinished by a closed tab could not be marked interrupted: ",
-                        &error,
-                    ));
-                }
-                Some(stores)
-            }
-            Err(error) => {
-                problems.push(ErrorText::with_prefix(
-                    "Memory, history and settings cannot be kept: ",
-                    &error,
-                ));
-                None
-            }
-        };
-        let files = match platform::open_files(WORKSPACE).await {
-            Ok(tree) => Some(tree),
-            Err(error) => {
-                problems.push(ErrorText::with_prefix(
-                    "Workspace files cannot be kept: ",
-                    &error,
-                ));
-                None
-            }
-        };
-        let feed = stores.as_ref().map(|stores| {
-            stores
-                .backend
-                .subscribe(Rc::new(move |changes: &[Change]| revisions.feed(changes)))
-        });
-        Rc::new(Opened {
-            stores,
-            files,
-            problems,
-            _feed: feed,
-        })
-    });
     spawn_local(async move {
-        let opened = opening.await;
-        signals.stores.set(opened.stores.clone());
-        signals.files.set(opened.files.clone());
-        signals.problems.set(opened.problems.clone());
-        // Kept for the page's life: it holds the change feed's subscription.
-        signals.opened.set_value(Some(opened));
+        const LOST: &str = "Memory, history and settings cannot be kept: ";
+        match runtime.await {
+            Err(problem) => signals.problems.set(vec![ErrorText::with_prefix(
+                LOST,
+                &runtime_problem(problem),
+            )]),
+            Ok(runtime) => match runtime.storage.clone() {
+                Some(problem) => signals
+                    .problems
+                    .set(vec![ErrorText::with_prefix(LOST, &problem)]),
+                None => {
+                    runtime.watch(Rc::new(move |changes: Value| {
+                        if let Ok(changes) = serde_json::from_value::<Vec<Change>>(changes) {
+                            revisions.feed(&changes);
+                        }
+                    }));
+                    signals.stores.set(Some(Stores { runtime }));
+                }
+            },
+        }
         signals.settled.set(true);
     });
     signals
 }
-
-mod platform;
 
 /// A moment in the person's time zone.
 pub(crate) fn local_time(epoch_ms: u64) -> String {

@@ -3,8 +3,8 @@
 //! file's preview, a store error's message and hint, and which panels a
 //! committed change concerns. Pure, so it is tested natively.
 
-use kiln_store::files::WorkspacePath;
-use kiln_store::{Change, StoreError, Table};
+use kiln_types::records::{Change, Table};
+use kiln_types::runtime::Problem;
 
 /// The most of a text file the Files panel shows.
 pub(crate) const PREVIEW_BYTES: usize = 256 * 1024;
@@ -66,26 +66,36 @@ pub(crate) struct Crumb {
     pub path: String,
 }
 
-/// The workspace root, then each folder down to `dir`.
-pub(crate) fn breadcrumb(dir: &WorkspacePath) -> Vec<Crumb> {
+/// The workspace root, then each folder down to `dir` (a workspace path,
+/// `/`-separated; the empty path is the root).
+pub(crate) fn breadcrumb(dir: &str) -> Vec<Crumb> {
     let mut crumbs = vec![Crumb {
         label: "Workspace".to_owned(),
         path: String::new(),
     }];
-    let mut path = WorkspacePath::root();
-    for part in dir.parts() {
-        path = path.join(part);
+    for part in dir.split('/').filter(|part| !part.is_empty()) {
+        let path = join(&crumbs[crumbs.len() - 1].path, part);
         crumbs.push(Crumb {
             label: part.to_owned(),
-            path: path.as_str().to_owned(),
+            path,
         });
     }
     crumbs
 }
 
+/// `name` inside the folder `dir`.
+fn join(dir: &str, name: &str) -> String {
+    if dir.is_empty() {
+        name.to_owned()
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
 /// The path of `name` in `dir`, for a new folder or an uploaded file: one
 /// name, not a path. `Err` is a sentence naming what is wrong.
-pub(crate) fn child_path(dir: &WorkspacePath, name: &str) -> Result<WorkspacePath, String> {
+/// The runtime worker checks the whole path again as it writes.
+pub(crate) fn child_path(dir: &str, name: &str) -> Result<String, String> {
     let name = name.trim();
     if name.is_empty() {
         return Err("Type a name first.".to_owned());
@@ -98,7 +108,11 @@ pub(crate) fn child_path(dir: &WorkspacePath, name: &str) -> Result<WorkspacePat
     if name == "." || name == ".." {
         return Err(format!("`{name}` is not a name a file or folder can have."));
     }
-    WorkspacePath::parse(dir.join(name).as_str()).map_err(|error| error.to_string())
+    let path = join(dir, name);
+    if path.chars().any(char::is_control) {
+        return Err(format!("path `{path}` contains a control character"));
+    }
+    Ok(path)
 }
 
 /// How the Files panel shows an opened file.
@@ -136,33 +150,25 @@ pub(crate) fn preview(bytes: &[u8]) -> Preview {
     }
 }
 
-/// A store error for the page: its sentence, then what to do
-/// (`StoreError::hint` as a `hint:` line), if anything.
+/// A store error for the page: its sentence, then what to do (the
+/// problem's hint as a `hint:` line), if anything.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub(crate) struct ErrorText {
     pub message: String,
     pub hint: Option<String>,
-    /// `StoreError::code`, for the page's styles and tests.
+    /// The problem's code (`conflict`, `quota_exceeded`, …), for the
+    /// page's styles and tests.
     pub code: String,
 }
 
 impl ErrorText {
-    pub(crate) fn new(error: &StoreError) -> Self {
-        Self::with_prefix("", error)
+    pub(crate) fn new(problem: &Problem) -> Self {
+        Self::with_prefix("", problem)
     }
 
-    /// The error after a few words saying what was being done.
-    pub(crate) fn with_prefix(before: &str, error: &StoreError) -> Self {
-        Self {
-            message: format!("{before}{error}"),
-            hint: error.hint().map(|hint| format!("hint: {hint}")),
-            code: error.code().to_owned(),
-        }
-    }
-
-    /// A problem the runtime worker reported, after a few words saying what
-    /// was being done.
-    pub(crate) fn from_problem(before: &str, problem: &kiln_types::runtime::Problem) -> Self {
+    /// A problem the runtime worker (or the store behind it) reported,
+    /// after a few words saying what was being done.
+    pub(crate) fn with_prefix(before: &str, problem: &Problem) -> Self {
         Self {
             message: format!("{before}{}", problem.message),
             hint: problem.hint.as_ref().map(|hint| format!("hint: {hint}")),
@@ -286,7 +292,7 @@ mod tests {
     #[test]
     fn the_breadcrumb_of_a_folder() {
         let crumbs = |path: &str| {
-            breadcrumb(&WorkspacePath::parse(path).unwrap())
+            breadcrumb(path)
                 .into_iter()
                 .map(|crumb| (crumb.label, crumb.path))
                 .collect::<Vec<_>>()
@@ -305,7 +311,7 @@ mod tests {
 
     #[test]
     fn a_new_name_in_a_folder() {
-        let notes = WorkspacePath::parse("notes").unwrap();
+        let notes = "notes";
         let cases = [
             ("a.txt", Ok("notes/a.txt")),
             ("  b  ", Ok("notes/b")),
@@ -321,17 +327,14 @@ mod tests {
             ),
         ];
         for (name, expected) in cases {
-            let got = child_path(&notes, name).map(|path| path.as_str().to_owned());
+            let got = child_path(notes, name);
             assert_eq!(
                 got,
                 expected.map(str::to_owned).map_err(str::to_owned),
                 "{name:?}"
             );
         }
-        assert_eq!(
-            child_path(&WorkspacePath::root(), "top").unwrap().as_str(),
-            "top"
-        );
+        assert_eq!(child_path("", "top").unwrap(), "top");
     }
 
     #[test]
@@ -361,36 +364,23 @@ mod tests {
     }
 
     #[test]
-    fn a_store_error_is_a_message_and_a_hint() {
-        let conflict = StoreError::Conflict {
-            table: Table::Memories,
-            key: "m-1".to_owned(),
-            expected: "1".to_owned(),
-            found: "2".to_owned(),
+    fn a_problem_is_a_message_and_a_hint() {
+        let conflict = Problem {
+            bad_request: false,
+            message: "`m-1` in memories was changed elsewhere".to_owned(),
+            code: Some("conflict".to_owned()),
+            hint: Some("reload it and apply the change again".to_owned()),
+            status: None,
         };
         assert_eq!(
             ErrorText::with_prefix("Not saved: ", &conflict),
             ErrorText {
-                message: "Not saved: `m-1` in memories was changed elsewhere (expected version 1, found 2); nothing was written".to_owned(),
+                message: "Not saved: `m-1` in memories was changed elsewhere".to_owned(),
                 hint: Some("hint: reload it and apply the change again".to_owned()),
                 code: "conflict".into(),
             }
         );
-        // The browser's backends put what ran out in the detail.
-        let quota = ErrorText::new(&StoreError::QuotaExceeded {
-            detail: "the browser's storage quota for this site is used up".to_owned(),
-        });
-        assert_eq!(
-            quota.message,
-            "there is no room to store this: the browser's storage quota for this site is used up; nothing was written"
-        );
-        assert_eq!(quota.code, "quota_exceeded");
-        assert!(
-            quota
-                .hint
-                .is_some_and(|hint| hint.starts_with("hint: delete old files"))
-        );
-        let plain = ErrorText::new(&StoreError::Invalid("a memory's text is empty".into()));
+        let plain = ErrorText::new(&Problem::bad_request("a memory's text is empty"));
         assert_eq!(plain.message, "a memory's text is empty");
         assert_eq!(plain.hint, None);
     }
