@@ -1,58 +1,10 @@
 //! What a capability is as data: the part a model, a prompt and the permission
 //! ladder read without loading any implementation.
 
-use std::fmt;
-use std::str::FromStr;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-
-/// What a call can do to the world. The permission ladder decides by it.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[serde(rename_all = "snake_case")]
-pub enum Category {
-    /// Reads what the run may see; changes nothing.
-    Read,
-    /// Changes state the person owns (files, memory, settings).
-    Write,
-    /// Runs code or a process.
-    Execute,
-    /// Reaches outside: the network, another service, a plan of many actions.
-    External,
-}
-
-impl Category {
-    pub const ALL: [Self; 4] = [Self::Read, Self::Write, Self::Execute, Self::External];
-
-    #[must_use]
-    pub fn as_str(self) -> &'static str {
-        match self {
-            Self::Read => "read",
-            Self::Write => "write",
-            Self::Execute => "execute",
-            Self::External => "external",
-        }
-    }
-}
-
-impl fmt::Display for Category {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(self.as_str())
-    }
-}
-
-impl FromStr for Category {
-    type Err = String;
-
-    fn from_str(text: &str) -> Result<Self, Self::Err> {
-        Self::ALL
-            .into_iter()
-            .find(|category| category.as_str() == text)
-            .ok_or_else(|| {
-                format!("unknown permission category `{text}`; expected read, write, execute or external")
-            })
-    }
-}
+pub use kiln_types::permission::Category;
 
 /// Where a capability comes from. Warnings and call details name it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

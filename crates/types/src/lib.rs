@@ -5,6 +5,7 @@
 
 pub mod cancel;
 pub mod chat;
+pub mod permission;
 pub mod protocol;
 pub mod records;
 pub mod run;

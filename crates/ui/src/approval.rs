@@ -10,8 +10,7 @@ use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
-use kiln_capabilities::gate::AskReason;
-use kiln_capabilities::{Answer, ApprovalRequest, Approver};
+use kiln_types::permission::{Answer, ApprovalRequest, AskReason};
 use leptos::prelude::{Set, WriteSignal};
 
 type Pending = VecDeque<(ApprovalRequest, oneshot::Sender<Answer>)>;
@@ -84,8 +83,9 @@ impl PageApprover {
     }
 }
 
-impl Approver for PageApprover {
-    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+impl PageApprover {
+    /// Puts `request` in line; resolves to the person's answer.
+    pub fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
         let (sender, receiver) = oneshot::channel();
         self.pending.borrow_mut().push_back((request, sender));
         let waiting = self.pending.borrow().len();
@@ -106,7 +106,7 @@ impl Approver for PageApprover {
 mod tests {
     use super::*;
     use futures::FutureExt as _;
-    use kiln_capabilities::Category;
+    use kiln_types::permission::Category;
     use leptos::prelude::signal;
 
     fn request(call_number: u32, reason: AskReason) -> ApprovalRequest {

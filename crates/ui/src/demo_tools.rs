@@ -9,7 +9,7 @@ use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::channel::oneshot;
-use kiln_capabilities::{CapabilitySpec, Category, HeldSignal, Source};
+use kiln_types::permission::Category;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use leptos::prelude::{Set, WriteSignal};
 use serde_json::{Value, json};
@@ -79,17 +79,26 @@ enum Demo {
     Ask,
 }
 
-fn specs() -> Vec<(Demo, CapabilitySpec)> {
+/// Says whether a call waits on the person (`true` while it does).
+pub type HeldSignal = Rc<dyn Fn(bool)>;
+
+/// A demo tool as a run request declares it.
+struct Spec {
+    name: &'static str,
+    description: &'static str,
+    input_schema: Value,
+    category: Category,
+}
+
+fn specs() -> Vec<(Demo, Spec)> {
     let spec =
-        |name: &str, description: &str, input_schema: Value, category: Category| CapabilitySpec {
-            name: name.into(),
-            description: description.into(),
-            input_schema,
-            category,
-            result: json!({}),
-            source: Source::Host {
-                host: "page".into(),
-            },
+        |name: &'static str, description: &'static str, input_schema: Value, category: Category| {
+            Spec {
+                name,
+                description,
+                input_schema,
+                category,
+            }
         };
     vec![
         (
@@ -148,7 +157,7 @@ pub fn catalog() -> Value {
         .into_iter()
         .map(|(_, spec)| {
             (
-                spec.name.clone(),
+                spec.name.to_owned(),
                 json!({
                     "description": spec.description,
                     "input_schema": spec.input_schema,

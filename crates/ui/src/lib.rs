@@ -34,8 +34,9 @@ use crate::storage_model::ErrorText;
 use crate::view_model::{ResultView, Tone};
 use futures::FutureExt as _;
 use futures::future::{LocalBoxFuture, Shared};
-use kiln_capabilities::gate::RETURN_RESULT;
-use kiln_capabilities::{Answer, ApprovalRequest, Autonomy, Category, Gate, GateSettings, Mode};
+use kiln_types::permission::{
+    Answer, ApprovalRequest, Autonomy, Category, GateSettings, Mode, RETURN_RESULT,
+};
 use kiln_types::RunResult;
 use kiln_types::records::DEFAULT_AGENT;
 use kiln_types::runtime::{Approval, Problem};
@@ -82,7 +83,7 @@ impl PageSide for AppPage {
                     reason: format!("the page could not read the approval request {request}"),
                 };
             };
-            match kiln_capabilities::Approver::ask(&approver, request).await {
+            match approver.ask(request).await {
                 Answer::Approve => Approval::Approve,
                 Answer::Deny => Approval::Deny,
                 Answer::AllowForSession => Approval::AllowForSession,
@@ -319,11 +320,10 @@ pub fn App() -> impl IntoView {
     let (approval, set_approval) = signal(None::<ApprovalRequest>);
     let (waiting, set_waiting) = signal(0_usize);
     let approver = PageApprover::new(set_approval, set_waiting);
-    // The page's one gate: its settings change live (a run going on sees a
-    // new mode at its next call), and "allow for this session" lasts until
-    // the page is reloaded.
-    let gate = Gate::new("page", GateSettings::default(), Rc::new(approver.clone()))
-        .unwrap_or_else(|_| Gate::fail_closed("page"));
+    // The page's permission settings, which each run carries to the runtime
+    // worker's gate ("allow for this session" lasts for the worker's life,
+    // which is the tab's).
+    let gate = permissions::PageSettings::default();
     let (tools, set_tools) = signal(Vec::<ToolRow>::new());
     let sources = Sources {
         servers: Rc::default(),
@@ -585,7 +585,7 @@ fn mode_from(value: &str) -> Mode {
 /// category and per-tool setting.
 #[component]
 fn Permissions(
-    gate: Rc<Gate>,
+    gate: permissions::PageSettings,
     tools: ReadSignal<Vec<ToolRow>>,
     storage: storage::StorageSignals,
 ) -> impl IntoView {
@@ -606,7 +606,7 @@ fn Permissions(
             let Ok((stored, _)) = permissions::load(&stores).await else {
                 return;
             };
-            gate.with_value(|gate| permissions::apply(gate, &stored));
+            gate.with_value(|gate| gate.apply(&stored));
             mode.set(stored.mode);
             brake.set(stored.brake);
             applied.update(|n| *n += 1);
@@ -650,8 +650,7 @@ fn Permissions(
                     let value = event_target_value(&event);
                     let setting = value.parse::<Autonomy>().ok();
                     gate.with_value(|gate| {
-                        // Only `return_result` refuses a block, and it is not listed here.
-                        let _ = gate.set_autonomy(&name, setting);
+                        gate.set_autonomy(&name, setting);
                     });
                     save(true);
                 };
@@ -715,7 +714,7 @@ fn McpServers(sources: Sources) -> impl IntoView {
     let add = move || {
         let name = name.get_untracked().trim().to_owned();
         let url = url.get_untracked().trim().to_owned();
-        if !kiln_capabilities::registry::is_identifier(&name) {
+        if !kiln_types::words::is_identifier(&name) {
             set_status.set(Some((false, format!("The server name `{name}` must be a JavaScript identifier (letters, digits, _), since it prefixes its tools' names."))));
             return;
         }

@@ -6,7 +6,10 @@
 //! blindly). The network setting (what `http_request` may reach, off for a
 //! new workspace) is kept in `Settings` too.
 
-use kiln_capabilities::{Autonomy, Gate, GateSettings, Mode};
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use kiln_types::permission::{Autonomy, GateSettings, Mode, RETURN_RESULT};
 use kiln_types::records::{ConfigView, DEFAULT_AGENT};
 use kiln_types::runtime::Problem;
 use serde_json::{Value, json};
@@ -47,18 +50,47 @@ pub(crate) async fn load(stores: &Stores) -> Result<(Stored, ConfigView), Proble
     Ok((stored, config))
 }
 
-/// Puts the stored settings on the gate (a tool missing from them follows the mode).
-pub(crate) fn apply(gate: &Gate, stored: &Stored) {
-    gate.set_mode(stored.mode);
-    gate.set_brake(stored.brake);
-    let current: Vec<String> = gate.settings().autonomy.keys().cloned().collect();
-    for tool in current {
-        if !stored.autonomy.iter().any(|(name, _)| *name == tool) {
-            let _ = gate.set_autonomy(&tool, None);
+/// The page's permission settings: what the panel shows and edits, and what
+/// each run carries to the runtime worker's gate.
+#[derive(Clone, Default)]
+pub(crate) struct PageSettings(Rc<RefCell<GateSettings>>);
+
+impl PageSettings {
+    pub(crate) fn settings(&self) -> GateSettings {
+        self.0.borrow().clone()
+    }
+
+    pub(crate) fn set_mode(&self, mode: Mode) {
+        self.0.borrow_mut().mode = mode;
+    }
+
+    pub(crate) fn set_brake(&self, brake: bool) {
+        self.0.borrow_mut().brake = brake;
+    }
+
+    /// A tool's setting (`None`: it follows the mode). `return_result`
+    /// cannot be blocked: that setting is left out.
+    pub(crate) fn set_autonomy(&self, tool: &str, setting: Option<Autonomy>) {
+        let mut settings = self.0.borrow_mut();
+        match setting {
+            Some(Autonomy::Block) if tool == RETURN_RESULT => {}
+            Some(setting) => {
+                settings.autonomy.insert(tool.to_owned(), setting);
+            }
+            None => {
+                settings.autonomy.remove(tool);
+            }
         }
     }
-    for (tool, setting) in &stored.autonomy {
-        let _ = gate.set_autonomy(tool, *setting);
+
+    /// Takes the stored settings (a tool missing from them follows the mode).
+    pub(crate) fn apply(&self, stored: &Stored) {
+        self.set_mode(stored.mode);
+        self.set_brake(stored.brake);
+        self.0.borrow_mut().autonomy.clear();
+        for (tool, setting) in &stored.autonomy {
+            self.set_autonomy(tool, *setting);
+        }
     }
 }
 
@@ -99,7 +131,7 @@ pub(crate) use kiln_types::records::Network;
 pub(crate) fn ask(network: &Network, request: &mut Value) {
     match network {
         Network::Off => {}
-        Network::Public => request["builtins"] = json!([kiln_capabilities::http_request::NAME]),
+        Network::Public => request["builtins"] = json!(["http_request"]),
         Network::Only(origins) => request["allow_net"] = json!(origins),
     }
 }

@@ -505,6 +505,41 @@ fn check_agent(manifests: &[Manifest]) -> Vec<Problem> {
     problems
 }
 
+/// The entrances a person or a page uses: they speak only the runtime
+/// protocol, so `kiln-types` is the one workspace crate they may name.
+const ENTRANCES: [&str; 2] = ["ui", "page"];
+
+/// `crates/ui` and `crates/page` name no workspace crate but `kiln-types`
+/// in their normal dependencies (target-specific included).
+fn check_entrances(manifests: &[Manifest]) -> Vec<Problem> {
+    let edges = workspace_edges(manifests);
+    let mut problems = Vec::new();
+    for manifest in manifests
+        .iter()
+        .filter(|manifest| ENTRANCES.contains(&manifest.folder.as_str()))
+    {
+        let Some((normal, _)) = edges.get(manifest.folder.as_str()) else {
+            continue;
+        };
+        for (folder, (package, table)) in normal.iter().filter(|(folder, _)| *folder != "types") {
+            problems.push(Problem {
+                path: manifest.path.clone(),
+                what: format!(
+                    "`{table}` names `{package}`: `{}` speaks only the runtime protocol, so \
+                     `kiln-types` is the one workspace crate it may depend on (not `{folder}`)",
+                    manifest.folder
+                ),
+                hint: "send what it needs to the runtime worker as a `kiln_types::runtime` \
+                       message, and move the data it shows into `kiln-types` \
+                       (ARCHITECTURE.md, Architecture invariant)"
+                    .to_owned(),
+            });
+        }
+    }
+    problems.sort();
+    problems
+}
+
 /// The first non-empty line is a `//!` module doc.
 fn opens_with_module_doc(text: &str) -> bool {
     text.lines()
@@ -546,6 +581,12 @@ fn boa_is_in_the_sandbox_manifest_only() {
 #[test]
 fn agent_names_no_platform_crate() {
     let problems = check_agent(&load_manifests(&root()));
+    assert!(problems.is_empty(), "{}", report(&problems));
+}
+
+#[test]
+fn the_ui_and_the_page_depend_on_the_protocol_alone() {
+    let problems = check_entrances(&load_manifests(&root()));
     assert!(problems.is_empty(), "{}", report(&problems));
 }
 
@@ -740,6 +781,16 @@ fn direction_lines_that_are_not_items_are_refused() {
     assert!(
         parse_direction("# Map\n").is_err(),
         "a map without the section was accepted"
+    );
+}
+
+#[test]
+fn an_entrance_that_names_another_kiln_crate_is_refused() {
+    assert_eq!(
+        rendered(&check_entrances(&fixture_manifests())),
+        [
+            "crates/ui/Cargo.toml: `[dependencies]` names `kiln-store`: `ui` speaks only the runtime protocol, so `kiln-types` is the one workspace crate it may depend on (not `store`)\n    hint: send what it needs to the runtime worker as a `kiln_types::runtime` message, and move the data it shows into `kiln-types` (ARCHITECTURE.md, Architecture invariant)",
+        ]
     );
 }
 
