@@ -52,6 +52,27 @@ test("Stop ends a running program at once, and the next run works", async () => 
   assert.match(await runProgram(page, "return 6 * 7"), /^Completed/);
 });
 
+test("a permission change reaches a program already running: its next call decides by it", async () => {
+  const { page } = app();
+  await page.getByTestId("setting-echo").waitFor({ state: "attached" });
+  await page.getByTestId("tool-list").locator("summary").click();
+  await page.getByTestId("code-editor").fill(`const before = await tools.echo({n: 1}).then(() => "ran", (e) => e.message);
+await tools.ask({question: "Go on?"});
+const after = await tools.echo({n: 2}).then(() => "ran", (e) => e.message);
+return {before, after};`);
+  await page.getByTestId("run-button").click();
+  // The program waits on the person; meanwhile the person blocks echo.
+  await page.getByTestId("question").waitFor();
+  await page.getByTestId("setting-echo").selectOption("block");
+  await page.getByTestId("answer-yes").click();
+  await page.locator('[data-testid="run-status"]:not(.running)').waitFor();
+  const value = JSON.parse(await page.getByTestId("result-value").textContent());
+  assert.equal(value.before, "ran");
+  assert.match(value.after, /the person has blocked echo for this agent/);
+  await page.getByTestId("setting-echo").selectOption("");
+  await page.getByTestId("tool-list").locator("summary").click();
+});
+
 test("the main thread stays free while a program makes 200 tool calls", async () => {
   const { page } = app();
   // The page's own start-up (storage opening, the panels' first reads, the tool

@@ -68,6 +68,28 @@ pub enum People {
     Gate(Rc<Gate>),
 }
 
+/// The gate of a run of `request` whose questions `approver` answers under
+/// `host`, with the one mode rule: a request that names no mode gets
+/// `default` when the approver is a person who can be asked, else `auto`.
+///
+/// # Errors
+///
+/// Permission settings the gate refuses.
+fn gate_for(
+    request: &RunRequest,
+    host: &str,
+    approver: Rc<dyn Approver>,
+    session: &SessionAllow,
+) -> Result<Rc<Gate>, RequestError> {
+    let mode = if approver.is_person() {
+        Mode::Default
+    } else {
+        Mode::Auto
+    };
+    let settings = request.settings(mode)?;
+    Gate::in_session(host.to_owned(), settings, approver, session.clone()).map_err(RequestError)
+}
+
 /// How an entrance answers the calls of the page tools a request declares
 /// (`tools: {name: {description, input_schema, category}}`): the page keeps
 /// each tool's `call`, and the bridge reaches it.
@@ -99,6 +121,10 @@ pub struct Environment {
     pub workspace: Option<Rc<Result<Workspace, StoreError>>>,
     /// Eight random bytes, for run ids (the platform's source).
     pub random: Rc<dyn Fn() -> [u8; 8]>,
+    /// Given the run's gate once it is made, so that the entrance can change
+    /// its settings while the run goes on (the app's tools panel: a new mode
+    /// applies from the run's next call).
+    pub on_gate: Option<Rc<dyn Fn(Rc<Gate>)>>,
 }
 
 /// One run's assembled ladder.
@@ -143,17 +169,11 @@ pub async fn assemble(
             host,
             approver,
             session,
-        } => {
-            let mode = if approver.is_person() {
-                Mode::Default
-            } else {
-                Mode::Auto
-            };
-            let settings = request.settings(mode)?;
-            Gate::in_session(host.clone(), settings, approver.clone(), session.clone())
-                .map_err(RequestError)?
-        }
+        } => gate_for(request, host, approver.clone(), session)?,
     };
+    if let Some(made) = &environment.on_gate {
+        made(gate.clone());
+    }
     let mut secrets = SecretScope::new();
     for (name, secret) in &request.secrets {
         secrets.insert(name.clone(), secret.clone());

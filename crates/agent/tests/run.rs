@@ -154,6 +154,7 @@ fn setup(approver: Rc<dyn Approver>) -> Setup {
             bridge: Some(Rc::new(Bridge(calls.clone(), cancel.clone()))),
             workspace: Some(Rc::new(Ok(workspace))),
             random: Rc::new(|| [7; 8]),
+            on_gate: None,
         },
         backend,
         calls,

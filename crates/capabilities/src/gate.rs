@@ -238,6 +238,15 @@ impl Gate {
         self.settings.borrow_mut().mode = mode;
     }
 
+    /// Puts `settings` in place of the current ones: the next call decides
+    /// by them. Settings the gate would not honour are refused by name and
+    /// change nothing.
+    pub fn set_settings(&self, settings: &GateSettings) -> Result<(), String> {
+        settings.check()?;
+        *self.settings.borrow_mut() = settings.clone();
+        Ok(())
+    }
+
     pub fn set_brake(&self, engaged: bool) {
         self.settings.borrow_mut().brake = engaged;
     }

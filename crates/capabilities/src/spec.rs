@@ -1,10 +1,9 @@
 //! What a capability is as data: the part a model, a prompt and the permission
 //! ladder read without loading any implementation.
 
-
+pub use kiln_types::permission::Category;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
-pub use kiln_types::permission::Category;
 
 /// Where a capability comes from. Warnings and call details name it.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]

@@ -565,6 +565,7 @@ pub(crate) fn environment(
         bridge: None,
         workspace: store.map(|dir| Rc::new(open_store(dir))),
         random,
+        on_gate: None,
     }
 }
 

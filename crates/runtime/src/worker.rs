@@ -16,7 +16,7 @@ use kiln_agent::ops::{OpError, store_op};
 use kiln_agent::settings::provider_config;
 use kiln_agent::turn::{TurnBudget, TurnRequest, new_budget};
 use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge, Workspace};
-use kiln_capabilities::gate::{Headless, SessionAllow};
+use kiln_capabilities::gate::{Gate, GateSettings, Headless, SessionAllow};
 use kiln_capabilities::{
     Answer, ApprovalRequest, Approver, CallContext, Dispatcher, HeldSignal, Implementation, Permit,
 };
@@ -51,6 +51,12 @@ struct Runtime {
     watches: RefCell<HashMap<u64, Subscription>>,
     /// Run budgets the page made, by its number for them.
     budgets: RefCell<HashMap<u32, RunBudget>>,
+    /// The gate of each run going on, for the person's later settings.
+    gates: RefCell<HashMap<u64, Rc<Gate>>>,
+    /// The settings the page sent last ([`ToRuntime::Permission`]), and how
+    /// many times it has sent them: a run received before the last change
+    /// takes it when its gate is made.
+    permission: RefCell<(u64, Option<GateSettings>)>,
 }
 
 struct PendingCall {
@@ -128,6 +134,8 @@ pub fn start() {
                 runs: RefCell::default(),
                 watches: RefCell::default(),
                 budgets: RefCell::default(),
+                gates: RefCell::default(),
+                permission: RefCell::default(),
             }));
         });
         post(&FromRuntime::Ready { storage });
@@ -176,7 +184,10 @@ fn on_message(message: ToRuntime) {
             request,
             approve,
             report,
-        } => wasm_bindgen_futures::spawn_local(run(runtime, id, request, approve, report)),
+        } => {
+            let seen = runtime.permission.borrow().0;
+            wasm_bindgen_futures::spawn_local(run(runtime, id, request, approve, report, seen));
+        }
         ToRuntime::Cancel { id } => {
             if let Some(cancel) = runtime.runs.borrow().get(&id) {
                 cancel.abort();
@@ -196,6 +207,21 @@ fn on_message(message: ToRuntime) {
         }
         ToRuntime::Models { id, provider } => {
             wasm_bindgen_futures::spawn_local(models(runtime, id, provider));
+        }
+        ToRuntime::Permission { settings } => {
+            if let Err(problem) = settings.check() {
+                post(&FromRuntime::Rejected {
+                    problem: format!("the permission settings were not applied: {problem}"),
+                });
+                return;
+            }
+            for gate in runtime.gates.borrow().values() {
+                // Checked above: the gate takes them.
+                let _ = gate.set_settings(&settings);
+            }
+            let mut permission = runtime.permission.borrow_mut();
+            permission.0 += 1;
+            permission.1 = Some(settings);
         }
         ToRuntime::Catalog { id, request } => {
             wasm_bindgen_futures::spawn_local(catalog(runtime, id, request));
@@ -242,7 +268,16 @@ fn on_message(message: ToRuntime) {
     }
 }
 
-async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, report: bool) {
+/// Run `id`; `seen` counts the permission changes the page had sent when it
+/// sent the run (its request carries the settings as of then).
+async fn run(
+    runtime: Rc<Runtime>,
+    id: u64,
+    request: Value,
+    approve: bool,
+    report: bool,
+    seen: u64,
+) {
     let request = match RunRequest::from_value(request) {
         Ok(request) => request,
         Err(error) => {
@@ -253,12 +288,24 @@ async fn run(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, repor
             return;
         }
     };
-    let environment = environment(&runtime, id, approve);
+    let mut environment = environment(&runtime, id, approve);
+    environment.on_gate = Some(Rc::new({
+        let runtime = runtime.clone();
+        move |gate: Rc<Gate>| {
+            if let (count, Some(settings)) = &*runtime.permission.borrow()
+                && *count > seen
+            {
+                let _ = gate.set_settings(settings);
+            }
+            runtime.gates.borrow_mut().insert(id, gate);
+        }
+    }));
     let cancel = AbortSignal::new();
     runtime.runs.borrow_mut().insert(id, cancel.clone());
     let runner = PoolRunner(runtime.pool.clone());
     let ran = kiln_agent::run_program(request, &environment, &runner, cancel).await;
     runtime.runs.borrow_mut().remove(&id);
+    runtime.gates.borrow_mut().remove(&id);
     // Calls of this run still waiting on the page are given up.
     runtime.calls.borrow_mut().retain(|(run, _), _| *run != id);
     match ran {
@@ -458,6 +505,7 @@ fn environment(runtime: &Rc<Runtime>, id: u64, approve: bool) -> Environment {
         })),
         workspace: Some(runtime.workspace.clone()),
         random: Rc::new(kiln_host::random_bytes),
+        on_gate: None,
     }
 }
 

@@ -231,4 +231,3 @@ impl FromStr for Category {
             })
     }
 }
-

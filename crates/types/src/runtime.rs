@@ -23,6 +23,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::permission::GateSettings;
 use crate::protocol::{DecodeError, Envelope};
 use crate::tool_result::ToolReply;
 
@@ -113,8 +114,15 @@ pub enum ToRuntime {
     /// Makes run budget number `budget` (numbered by the page), shared by
     /// every chat turn that names it; its deadline runs from now.
     Budget { budget: u32, limits: BudgetLimits },
-    /// The models a provider (`{kind, base_url, key?}`) offers.
+    /// The models a provider offers: `{kind, base_url, key?}`, or a
+    /// provider the workspace keeps, `{stored: NAME, kind?, base_url?}`
+    /// (the worker adds its key, only for the kind and origin it was saved
+    /// for).
     Models { id: u64, provider: Value },
+    /// The person changed the permission settings: every run going on
+    /// decides its next call by them (a run started before keeps its
+    /// request's settings until this arrives).
+    Permission { settings: GateSettings },
     /// The tools a run of `request` would have (`{tools: [{name,
     /// description, category, module}], warnings}`), without running it.
     Catalog { id: u64, request: Value },
@@ -291,6 +299,13 @@ mod tests {
             ToRuntime::Models {
                 id: 5,
                 provider: serde_json::json!({"kind": "openai"}),
+            },
+            ToRuntime::Permission {
+                settings: GateSettings {
+                    mode: crate::permission::Mode::Auto,
+                    autonomy: [("echo".to_owned(), crate::permission::Autonomy::Block)].into(),
+                    brake: true,
+                },
             },
             ToRuntime::Catalog {
                 id: 7,

@@ -34,10 +34,10 @@ use crate::storage_model::ErrorText;
 use crate::view_model::{ResultView, Tone};
 use futures::FutureExt as _;
 use futures::future::{LocalBoxFuture, Shared};
+use kiln_types::RunResult;
 use kiln_types::permission::{
     Answer, ApprovalRequest, Autonomy, Category, GateSettings, Mode, RETURN_RESULT,
 };
-use kiln_types::RunResult;
 use kiln_types::records::DEFAULT_AGENT;
 use kiln_types::runtime::{Approval, Problem};
 use kiln_types::tool_result::ToolReply;
@@ -240,6 +240,9 @@ struct Sources {
     network: Rc<RefCell<permissions::Network>>,
     runtime: RuntimeStart,
     set_tools: WriteSignal<Vec<ToolRow>>,
+    /// Whether the tool list has come (`Ok(true)`), is coming (`Ok(false)`),
+    /// or could not be drawn up (`Err`, why).
+    catalog: RwSignal<Result<bool, String>>,
     /// The newest tool-list request: an older answer arriving late is dropped.
     asked: Rc<std::cell::Cell<u64>>,
 }
@@ -250,22 +253,35 @@ impl Sources {
         let request = run_request(String::new(), self, &GateSettings::default());
         let runtime = self.runtime.clone();
         let set_tools = self.set_tools;
+        let catalog_state = self.catalog;
         let asked = self.asked.clone();
         let number = asked.get() + 1;
         asked.set(number);
         spawn_local(async move {
-            let Ok(runtime) = runtime.await else {
-                return;
+            let answer = match runtime.await {
+                Ok(runtime) => runtime
+                    .call(move |id| kiln_types::runtime::ToRuntime::Catalog { id, request })
+                    .await
+                    .unwrap_or_else(|_| {
+                        Err(storage::runtime_problem("the runtime worker went away"))
+                    })
+                    .map_err(|problem| problem.message),
+                Err(problem) => Err(problem),
             };
-            let answer = runtime
-                .call(move |id| kiln_types::runtime::ToRuntime::Catalog { id, request })
-                .await;
             if asked.get() != number {
                 return;
             }
-            if let Ok(Ok(catalog)) = answer {
-                // The page may be going away (the signal disposed).
-                set_tools.try_set(tool_rows(&catalog));
+            // The page may be going away (the signals disposed).
+            match answer {
+                Ok(catalog) => {
+                    set_tools.try_set(tool_rows(&catalog));
+                    catalog_state.try_set(Ok(true));
+                }
+                Err(problem) => {
+                    catalog_state.try_set(Err(format!(
+                        "The tool list could not be drawn up: {problem}"
+                    )));
+                }
             }
         });
     }
@@ -330,6 +346,7 @@ pub fn App() -> impl IntoView {
         network: Rc::default(),
         runtime: runtime.clone(),
         set_tools,
+        catalog: RwSignal::new(Ok(false)),
         asked: Rc::default(),
     };
     sources.refresh_tools();
@@ -437,7 +454,8 @@ pub fn App() -> impl IntoView {
                     </Show>
                     <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
                 </div>
-                <Permissions gate=panel_gate tools=tools storage=storage />
+                <Permissions gate=panel_gate tools=tools catalog=panel_sources.catalog
+                    runtime=panel_sources.runtime.clone() storage=storage />
                 <NetworkSetting sources=panel_sources.clone() storage=storage />
                 <McpServers sources=panel_sources />
             </section>
@@ -587,9 +605,22 @@ fn mode_from(value: &str) -> Mode {
 fn Permissions(
     gate: permissions::PageSettings,
     tools: ReadSignal<Vec<ToolRow>>,
+    catalog: RwSignal<Result<bool, String>>,
+    runtime: RuntimeStart,
     storage: storage::StorageSignals,
 ) -> impl IntoView {
     let gate = StoredValue::new_local(gate);
+    let runtime = StoredValue::new_local(runtime);
+    // Runs going on take the new settings at their next call.
+    let publish = move || {
+        let settings = gate.with_value(permissions::PageSettings::settings);
+        let runtime = runtime.get_value();
+        spawn_local(async move {
+            if let Ok(runtime) = runtime.await {
+                runtime.permission(settings);
+            }
+        });
+    };
     let mode = RwSignal::new(gate.with_value(|gate| gate.settings().mode));
     let brake = RwSignal::new(gate.with_value(|gate| gate.settings().brake));
     // Bumped when stored settings were applied, so the rows show them.
@@ -607,6 +638,7 @@ fn Permissions(
                 return;
             };
             gate.with_value(|gate| gate.apply(&stored));
+            publish();
             mode.set(stored.mode);
             brake.set(stored.brake);
             applied.update(|n| *n += 1);
@@ -614,6 +646,7 @@ fn Permissions(
     });
     // `autonomy`: the tools' settings changed, else the mode or the brake.
     let save = move |autonomy: bool| {
+        publish();
         let Some(stores) = storage.stores.get_untracked() else {
             return;
         };
@@ -677,7 +710,12 @@ fn Permissions(
     };
     view! {
         <details class="tools" data-testid="tool-list">
-            <summary>{move || format!("Tools and permissions ({} tools)", tools.with(Vec::len))}</summary>
+            <summary>{move || match catalog.get() {
+                Ok(true) => format!("Tools and permissions ({} tools)", tools.with(Vec::len)),
+                Ok(false) => "Tools and permissions (loading…)".to_owned(),
+                Err(_) => "Tools and permissions (unavailable)".to_owned(),
+            }}</summary>
+            {move || catalog.get().err().map(|text| view! { <p class="failure" role="alert" data-testid="tools-error">{text}</p> })}
             <div class="permission-settings">
                 <label>
                     "Mode "

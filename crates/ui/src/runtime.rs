@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
+use kiln_types::permission::GateSettings;
 use kiln_types::runtime::{
     Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode,
 };
@@ -245,6 +246,12 @@ impl Runtime {
             .insert(id, Run { page: None, done });
         send(&self.shared.worker, &ToRuntime::Chat { id, request });
         (id, answered)
+    }
+
+    /// The person changed the permission settings: the runs going on decide
+    /// their next call by them.
+    pub(crate) fn permission(&self, settings: GateSettings) {
+        send(&self.shared.worker, &ToRuntime::Permission { settings });
     }
 
     /// Ends run or chat turn `id` at once (the Stop button).
