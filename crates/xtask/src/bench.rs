@@ -62,6 +62,7 @@ pub fn run(root: &Path) -> Result<()> {
     node.arg(root.join("playwright/bench/page.mjs"))
         .current_dir(root.join("playwright"))
         .env("KILN_URL", server.url())
+        .env("KILN_PKG", &pkg)
         .env("KILN_CHROMIUM", CHROMIUM)
         .envs(servers.iter().cloned())
         .env("NODE_PATH", &node_modules);
