@@ -52,6 +52,25 @@ impl Implementation for Ready {
     }
 }
 
+/// The name of [`add_echo`]'s tool.
+pub const ECHO: &str = "bench_echo";
+
+/// Registers `bench_echo`, a runtime-side tool that answers its arguments at
+/// once: the bench's "200 calls of a runtime-side tool" crosses from the
+/// guest to the worker that runs the ladder and back, and nothing else.
+pub fn add_echo(registry: &mut Registry) {
+    let spec = CapabilitySpec {
+        name: ECHO.into(),
+        description: "Answers its arguments (cargo xtask bench only).".into(),
+        input_schema: json!({"type": "object"}),
+        category: Category::Read,
+        result: json!({}),
+        source: Source::Builtin,
+    };
+    // The spec is fixed and valid: the registry takes it.
+    let _ = registry.add(spec, Rc::new(Ready));
+}
+
 /// Nanoseconds per call, each the median over batches.
 #[derive(Debug, Clone, Serialize)]
 pub struct LadderFigures {

@@ -9,6 +9,19 @@ use std::rc::Rc;
 use kiln_types::runtime::Problem;
 use serde_json::Value;
 
+/// The tools the bench adds to every run of a bench build: `bench_echo`, a
+/// runtime-side tool (`kiln_capabilities::bench::add_echo`). A shipped
+/// build adds none.
+#[cfg(feature = "bench")]
+pub(crate) fn own_tools() -> Option<kiln_agent::ladder::OwnTools> {
+    Some(Rc::new(kiln_capabilities::bench::add_echo))
+}
+
+#[cfg(not(feature = "bench"))]
+pub(crate) fn own_tools() -> Option<kiln_agent::ladder::OwnTools> {
+    None
+}
+
 #[cfg(feature = "bench")]
 pub(crate) async fn run(
     http: &Rc<dyn kiln_http::HttpClient>,

@@ -498,7 +498,7 @@ fn environment(runtime: &Rc<Runtime>, id: u64, approve: bool) -> Environment {
             approver,
             session: runtime.session.clone(),
         },
-        own_tools: None,
+        own_tools: crate::bench::own_tools(),
         bridge: Some(Rc::new(PageTools {
             runtime: runtime.clone(),
             run: id,
