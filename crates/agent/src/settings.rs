@@ -13,7 +13,7 @@ use kiln_capabilities::{Autonomy, Mode};
 use kiln_store::config::{AgentRecord, Config, ProviderRecord, StoredKey};
 use kiln_store::durable::DEFAULT_AGENT;
 use kiln_store::{StoreError, retry_on_conflict};
-use kiln_types::chat::{ApiKey, ProviderConfig, ProviderKind};
+use kiln_types::chat::{ProviderConfig, ProviderKind};
 use kiln_types::records::{ConfigView, Network, ProviderInfo};
 use serde::Deserialize;
 use serde_json::Value;
@@ -296,7 +296,7 @@ pub async fn provider_config(
         url => url.trim().to_owned(),
     };
     let key = key_goes_to(&record, kind.as_str(), &base_url)
-        .then(|| record.key.as_ref().map(|key| ApiKey::new(key.expose())))
+        .then(|| record.key.clone())
         .flatten();
     Ok(ProviderConfig {
         kind,

@@ -7,19 +7,21 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
+use kiln_types::Redacted;
 use serde_json::Value;
 
-/// One secret value. It prints redacted; only [`Secret::expose`] reads it.
-/// It may be bound to origins (`https://api.example.com`): then it is sent
-/// nowhere else, whatever the program asks.
+/// One secret value (the one redacting string, [`Redacted`]). It prints
+/// redacted; only [`Secret::expose`] reads it. It may be bound to origins
+/// (`https://api.example.com`): then it is sent nowhere else, whatever the
+/// program asks.
 #[derive(Clone, PartialEq, Eq)]
-pub struct Secret(String, Vec<String>);
+pub struct Secret(Redacted, Vec<String>);
 
 impl Secret {
     /// A secret that may be sent to any origin.
     #[must_use]
     pub fn new(value: impl Into<String>) -> Self {
-        Self(value.into(), Vec::new())
+        Self(Redacted::new(value), Vec::new())
     }
 
     /// A secret that may be sent only to `origins` (`scheme://host[:port]`).
@@ -29,13 +31,13 @@ impl Secret {
             .iter()
             .filter_map(|origin| origin_of(origin))
             .collect();
-        Self(value.into(), origins)
+        Self(Redacted::new(value), origins)
     }
 
     /// The value, for the one place that sends it (a header to its service).
     #[must_use]
     pub fn expose(&self) -> &str {
-        &self.0
+        self.0.expose()
     }
 
     /// Whether it may be sent to `url`; `Err` names the origin it may not.
@@ -132,11 +134,12 @@ impl SecretScope {
         // Longest values first, so a secret that contains another is
         // replaced whole rather than leaving its tail.
         let mut secrets: Vec<(&String, &Secret)> = self.secrets.iter().collect();
-        secrets.sort_by_key(|(_, secret)| std::cmp::Reverse(secret.0.len()));
+        secrets.sort_by_key(|(_, secret)| std::cmp::Reverse(secret.expose().len()));
         for (name, secret) in secrets {
+            let value = secret.expose();
             // An empty value would match everywhere; it hides nothing anyway.
-            if !secret.0.is_empty() && out.contains(&secret.0) {
-                out = out.replace(&secret.0, &format!("[redacted:{name}]"));
+            if !value.is_empty() && out.contains(value) {
+                out = out.replace(value, &format!("[redacted:{name}]"));
             }
         }
         out

@@ -4,7 +4,6 @@
 //! made in two tabs at once is refused, not lost. Keys print redacted and
 //! leave only with [`crate::export::ExportOptions::include_keys`].
 
-use std::fmt;
 use std::rc::Rc;
 
 use serde::{Deserialize, Serialize};
@@ -13,35 +12,9 @@ use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::error::StoreError;
 pub use kiln_types::records::{AgentRecord, Network, Settings};
 
-/// An API key: printed as `<redacted>`, stored as the plain string.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct StoredKey(String);
-
-impl StoredKey {
-    #[must_use]
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    /// The key itself, for the one request that sends it.
-    #[must_use]
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for StoredKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl fmt::Display for StoredKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
+/// An API key as the configuration keeps it: the one redacting string,
+/// stored as the plain string.
+pub type StoredKey = kiln_types::Redacted;
 
 /// A provider, by its name.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -61,34 +61,6 @@ impl fmt::Display for ProviderKind {
     }
 }
 
-/// An API key. Prints `<redacted>` however it is printed; [`ApiKey::expose`] is the one way
-/// to its text, used only where the request to its own provider is built.
-#[derive(Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(transparent)]
-pub struct ApiKey(String);
-
-impl ApiKey {
-    pub fn new(key: impl Into<String>) -> Self {
-        Self(key.into())
-    }
-
-    pub fn expose(&self) -> &str {
-        &self.0
-    }
-}
-
-impl fmt::Debug for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
-impl fmt::Display for ApiKey {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str("<redacted>")
-    }
-}
-
 /// `scheme://host[:port]` of a URL, lower-cased (credentials dropped):
 /// where a key may be sent.
 pub fn origin(url: &str) -> String {
@@ -114,6 +86,9 @@ pub fn key_goes_to(saved_kind: &str, saved_url: &str, kind: &str, url: &str) -> 
     };
     saved_kind == kind && at(saved_kind, saved_url) == at(kind, url)
 }
+
+/// An API key: the one redacting string ([`crate::Redacted`]).
+pub type ApiKey = crate::Redacted;
 
 /// A model a provider offers, from its model list.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

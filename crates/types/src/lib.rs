@@ -8,6 +8,7 @@ pub mod chat;
 pub mod permission;
 pub mod protocol;
 pub mod records;
+pub mod redacted;
 pub mod run;
 pub mod runtime;
 pub mod tool_result;
@@ -20,6 +21,7 @@ pub mod words;
 /// string-valued key is read as bytes wherever it arrives.
 pub const BYTES_KEY: &str = "$bytes";
 
+pub use redacted::Redacted;
 pub use run::{
     ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport, RunResult,
 };
