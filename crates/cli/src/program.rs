@@ -103,7 +103,7 @@ pub fn run(
 
 /// The child: runs the program under the memory budget and the watchdog.
 fn run_here(run: Prepared, raw: bool) -> ExitCode {
-    let run_id = RunId::for_request(&run.request, &random_bytes);
+    let run_id = RunId::for_request(&run.request, &kiln_store::ids::random_bytes);
     let progress = Arc::new(Mutex::new(Progress {
         warnings: run.admission.warnings.clone(),
         digest: run.admission.digest(),
@@ -171,7 +171,7 @@ fn supervise(
             catalog_digest: run.admission.digest(),
         };
         answer(
-            &RunId::for_request(&run.request, &random_bytes),
+            &RunId::for_request(&run.request, &kiln_store::ids::random_bytes),
             sandbox_run,
             raw,
         )
@@ -523,18 +523,6 @@ fn open_store(dir: &Path) -> Result<Workspace, kiln_store::StoreError> {
     Ok(workspace)
 }
 
-/// `codemode:`-id bytes from the OS.
-pub(crate) fn random_bytes() -> [u8; 8] {
-    let mut bytes = [0_u8; 8];
-    // Without OS randomness the id is still unique enough for one process's output.
-    if getrandom::fill(&mut bytes).is_err() {
-        let pid = std::process::id().to_le_bytes();
-        bytes[..4].copy_from_slice(&pid);
-        bytes[4..].copy_from_slice(&pid);
-    }
-    bytes
-}
-
 /// The CLI's environment for a run: the scripted catalog as its own tools,
 /// the platform's HTTP client, who answers, the store when asked for.
 pub(crate) fn environment(
@@ -554,7 +542,7 @@ pub(crate) fn environment(
             let bytes = id_bytes(&run_id.id);
             Rc::new(move || bytes)
         }
-        None => Rc::new(random_bytes),
+        None => Rc::new(kiln_store::ids::random_bytes),
     };
     Environment {
         entrance: entrance.to_owned(),

@@ -19,15 +19,3 @@ mod tools;
 pub use kiln_clock::now_ms;
 pub use kiln_types::RunResult;
 pub use pool::SandboxPool;
-
-/// Eight random bytes from the browser's crypto, for run ids; without it
-/// (never in a browser that runs wasm), the clock's bits, still unique on
-/// this page.
-#[must_use]
-pub fn random_bytes() -> [u8; 8] {
-    let mut bytes = [0_u8; 8];
-    if getrandom::fill(&mut bytes).is_err() {
-        bytes = now_ms().to_bits().to_le_bytes();
-    }
-    bytes
-}

@@ -504,7 +504,7 @@ fn environment(runtime: &Rc<Runtime>, id: u64, approve: bool) -> Environment {
             run: id,
         })),
         workspace: Some(runtime.workspace.clone()),
-        random: Rc::new(kiln_host::random_bytes),
+        random: Rc::new(kiln_store::ids::random_bytes),
         on_gate: None,
     }
 }

@@ -29,23 +29,3 @@ pub fn unique_ms() -> u64 {
         now
     })
 }
-
-/// A short random suffix for ids made in the same millisecond.
-#[must_use]
-pub fn random_suffix() -> String {
-    #[cfg(target_arch = "wasm32")]
-    {
-        format!(
-            "{:08x}",
-            (js_sys::Math::random() * f64::from(u32::MAX)) as u32
-        )
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        use std::hash::{BuildHasher, Hasher};
-        let mut hasher = std::collections::hash_map::RandomState::new().build_hasher();
-        hasher.write_u64(epoch_ms());
-        hasher.write_u32(std::process::id());
-        format!("{:08x}", hasher.finish() as u32)
-    }
-}

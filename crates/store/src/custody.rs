@@ -36,7 +36,7 @@ impl Solo {
     #[must_use]
     pub fn new() -> Self {
         Self {
-            owner: format!("solo-{}", crate::clock::random_suffix()),
+            owner: format!("solo-{}", crate::ids::random_suffix()),
         }
     }
 }

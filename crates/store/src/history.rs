@@ -7,8 +7,9 @@ use std::rc::Rc;
 use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict, stored_value};
-use crate::clock::{epoch_ms, random_suffix, unique_ms};
+use crate::clock::{epoch_ms, unique_ms};
 use crate::error::StoreError;
+use crate::ids::random_suffix;
 use crate::text;
 pub use kiln_types::records::{HistoryHit, Job};
 

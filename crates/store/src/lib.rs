@@ -37,6 +37,7 @@ pub mod error;
 pub mod export;
 pub mod files;
 pub mod history;
+pub mod ids;
 pub mod native;
 pub mod run;
 pub mod text;

@@ -59,8 +59,8 @@ impl WebLocks {
     pub async fn acquire() -> Result<Self, StoreError> {
         let owner = format!(
             "{LOCK_PREFIX}{}{}",
-            crate::clock::random_suffix(),
-            crate::clock::random_suffix()
+            crate::ids::random_suffix(),
+            crate::ids::random_suffix()
         );
         if !locks_supported() {
             return Ok(Self {

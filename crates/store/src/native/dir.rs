@@ -12,9 +12,9 @@ use std::time::UNIX_EPOCH;
 
 use super::fs::{io_error, sync_dir};
 use crate::backend::StoreFuture;
-use crate::clock::random_suffix;
 use crate::error::StoreError;
 use crate::files::{DirEntry, FileStat, FileTree, WorkspacePath};
+use crate::ids::random_suffix;
 
 pub use crate::files::TMP_PREFIX;
 

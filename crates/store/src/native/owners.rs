@@ -35,7 +35,7 @@ impl FileCustody {
     pub fn acquire(store: &Path) -> Result<Self, StoreError> {
         let folder = store.join(OWNERS_FOLDER);
         std::fs::create_dir_all(&folder).map_err(|error| io_error(&folder, &error))?;
-        let owner = format!("p{}-{}", std::process::id(), crate::clock::random_suffix());
+        let owner = format!("p{}-{}", std::process::id(), crate::ids::random_suffix());
         let path = folder.join(format!("{owner}.lock"));
         let held = OpenOptions::new()
             .create(true)
@@ -107,7 +107,7 @@ mod tests {
     #[test]
     fn an_owner_is_alive_while_it_holds_its_lock() {
         let store =
-            std::env::temp_dir().join(format!("kiln-owners-{}", crate::clock::random_suffix()));
+            std::env::temp_dir().join(format!("kiln-owners-{}", crate::ids::random_suffix()));
         let first = FileCustody::acquire(&store).expect("first");
         let second = FileCustody::acquire(&store).expect("second");
         assert!(block_on(second.is_alive(first.owner())), "a live owner");
