@@ -8,6 +8,8 @@
 //! never evaluates guest code on the main thread.
 
 mod approval;
+#[cfg(all(test, target_arch = "wasm32"))]
+mod browser_tests;
 mod chat;
 mod chat_model;
 pub mod demo_tools;

@@ -31,7 +31,7 @@ impl std::ops::AddAssign for Tally {
 type SummaryParser = fn(&str) -> Option<Tally>;
 
 /// The packages with `wasm-bindgen-test` suites.
-const WASM_SUITES: &[&str] = &["kiln-sandbox", "kiln-http", "kiln-store"];
+const WASM_SUITES: &[&str] = &["kiln-sandbox", "kiln-http", "kiln-store", "kiln-ui"];
 
 pub fn run_all(root: &Path) -> Result<ExitCode> {
     let started = Instant::now();
