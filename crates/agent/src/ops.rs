@@ -164,6 +164,7 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
 pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<Value, OpError> {
     let memory = DurableMemory::new(opened.backend.clone());
     let history = History::new(opened.backend.clone());
+    let config = Config::new(opened.backend.clone());
     let tree = &*opened.files;
     Ok(match op {
         "memory.save" => {
@@ -299,27 +300,25 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             tree.remove(&path(&text)?).await?;
             Value::Null
         }
-        "config.get" => to_value(&settings::view(&Config::new(opened.backend.clone())).await?),
+        "config.get" => to_value(&settings::view(&config).await?),
         "config.permissions" => {
-            settings::set_permissions(&Config::new(opened.backend.clone()), args(request)?).await?;
+            settings::set_permissions(&config, args(request)?).await?;
             Value::Null
         }
         "config.network" => {
-            settings::set_network(&Config::new(opened.backend.clone()), args(request)?).await?;
+            settings::set_network(&config, args(request)?).await?;
             Value::Null
         }
         "config.provider.put" => {
-            let version =
-                settings::put_provider(&Config::new(opened.backend.clone()), args(request)?)
-                    .await?;
+            let version = settings::put_provider(&config, args(request)?).await?;
             json!({"version": version})
         }
         "config.provider.remove" => {
-            settings::remove_provider(&Config::new(opened.backend.clone()), args(request)?).await?;
+            settings::remove_provider(&config, args(request)?).await?;
             Value::Null
         }
         "config.select" => {
-            settings::set_selection(&Config::new(opened.backend.clone()), args(request)?).await?;
+            settings::set_selection(&config, args(request)?).await?;
             Value::Null
         }
         "export" => {
