@@ -27,6 +27,24 @@ fn bad(message: impl Into<String>) -> OpError {
     OpError::BadRequest(message.into())
 }
 
+/// Reads the settings, lets `change` edit them, and writes them at the
+/// version read; a lost race reads again and edits again. `change` answers
+/// `false` when nothing needs writing.
+async fn update_settings(
+    config: &Config,
+    change: impl Fn(&mut kiln_types::records::Settings) -> bool,
+) -> Result<(), StoreError> {
+    retry_on_conflict(ATTEMPTS, || async {
+        let mut stored = config.settings().await?;
+        if !change(&mut stored) {
+            return Ok(stored.version);
+        }
+        config.put_settings(&stored).await
+    })
+    .await
+    .map(drop)
+}
+
 /// The configuration without keys.
 pub(crate) async fn view(config: &Config) -> Result<ConfigView, StoreError> {
     let providers = config
@@ -76,15 +94,14 @@ pub(crate) async fn set_permissions(config: &Config, args: PermissionArgs) -> Re
         }
     }
     if args.mode.is_some() || args.brake.is_some() {
-        retry_on_conflict(ATTEMPTS, || async {
-            let mut stored = config.settings().await?;
+        update_settings(config, |stored| {
             if let Some(mode) = &args.mode {
                 stored.permission_mode.clone_from(mode);
             }
             if let Some(brake) = args.brake {
                 stored.brake = brake;
             }
-            config.put_settings(&stored).await
+            true
         })
         .await?;
     }
@@ -125,10 +142,9 @@ pub(crate) async fn set_network(config: &Config, args: NetworkArgs) -> Result<()
         }
         kiln_capabilities::NetPolicy::parse_origins(origins).map_err(bad)?;
     }
-    retry_on_conflict(ATTEMPTS, || async {
-        let mut stored = config.settings().await?;
+    update_settings(config, |stored| {
         stored.network = args.network.clone();
-        config.put_settings(&stored).await
+        true
     })
     .await?;
     Ok(())
@@ -222,16 +238,12 @@ pub(crate) async fn set_selection(config: &Config, args: SelectArgs) -> Result<(
 /// Writes the pick over whatever another tab wrote: it is this person's
 /// latest word.
 async fn select(config: &Config, provider: Option<String>) -> Result<(), OpError> {
-    retry_on_conflict(ATTEMPTS, || {
-        let provider = provider.clone();
-        async move {
-            let mut stored = config.settings().await?;
-            if stored.selected_provider == provider && stored.version > 0 {
-                return Ok(stored.version);
-            }
-            stored.selected_provider = provider;
-            config.put_settings(&stored).await
+    update_settings(config, |stored| {
+        if stored.selected_provider == provider && stored.version > 0 {
+            return false;
         }
+        stored.selected_provider.clone_from(&provider);
+        true
     })
     .await?;
     Ok(())

@@ -435,11 +435,7 @@ impl Status {
     }
 
     fn from_error(before: &str, error: &Problem) -> Self {
-        Self {
-            tone: "failure",
-            text: format!("{before}{}", error.message),
-            hint: error.hint.as_ref().map(|hint| format!("hint: {hint}")),
-        }
+        Self::from_store(ErrorText::with_prefix(before, error))
     }
 }
 
@@ -1030,10 +1026,10 @@ pub(crate) fn Chat(
                 }
                 (None, failure) => {
                     let (text, hint) = match failure {
-                        Some(error) => (
-                            error.message,
-                            error.hint.map(|hint| format!("hint: {hint}")),
-                        ),
+                        Some(error) => {
+                            let error = ErrorText::new(&error);
+                            (error.message, error.hint)
+                        }
                         None => ("The reply ended without its last part.".to_owned(), None),
                     };
                     // A reply that never started is only the error; one cut short keeps

@@ -129,6 +129,8 @@ impl Runtime {
                 if let Some(ready) = shared.ready.borrow_mut().take() {
                     let _ = ready.send(Err(problem.clone()));
                 }
+                // Nothing more streams from a worker that failed.
+                shared.listeners.borrow_mut().clear();
                 let runs: Vec<Run> = shared
                     .runs
                     .borrow_mut()
