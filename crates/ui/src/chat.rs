@@ -74,48 +74,62 @@ impl ProviderStore {
         };
         store.look_for_local_model();
         let imported = StoredValue::new(false);
-        let generation = StoredValue::new(0_u64);
-        Effect::new(move || {
-            if !storage.settled.get() {
-                return;
-            }
+        // The stored configuration, read again at each of its changes; the answer to an
+        // older read is dropped by the resource.
+        let config = LocalResource::new(move || {
+            let settled = storage.settled.get();
             storage.revisions.config.track();
-            let Some(stores) = storage.stores.get() else {
-                store.notice.set(Some(
-                    "Storage is not available: providers you add here last until the page is \
-                     reloaded."
-                        .to_owned(),
-                ));
-                store.loaded.set(true);
-                return;
-            };
-            let this = generation.get_value() + 1;
-            generation.set_value(this);
-            spawn_local(async move {
+            let stores = storage.stores.get();
+            async move {
+                if !settled {
+                    return None;
+                }
+                let Some(stores) = stores else {
+                    return Some(Err(
+                        "Storage is not available: providers you add here last until the page \
+                         is reloaded."
+                            .to_owned(),
+                    ));
+                };
                 let mut import_notice = None;
                 if !imported.get_value() {
                     imported.set_value(true);
                     import_notice = import_legacy(&stores).await;
                 }
-                let read = read_config(&stores).await;
-                if generation.get_value() != this {
-                    return;
-                }
-                match read {
-                    Ok(loaded) => {
-                        store.saved.set(loaded.providers);
-                        store.picked.set(loaded.selected);
-                        if let Some(notice) = import_notice.or(loaded.notice) {
-                            store.notice.set(Some(notice));
-                        }
+                Some(
+                    read_config(&stores)
+                        .await
+                        .map(|mut loaded| {
+                            loaded.notice = import_notice.or(loaded.notice);
+                            loaded
+                        })
+                        .map_err(|error| {
+                            ErrorText::with_prefix(
+                                "The saved providers could not be read: ",
+                                &error,
+                            )
+                            .sentence()
+                        }),
+                )
+            }
+        });
+        // The page's copy follows each answer; it also changes at once when the person
+        // saves, picks or removes here.
+        Effect::new(move || {
+            let Some(Some(read)) = config.get() else {
+                return;
+            };
+            match read {
+                Ok(loaded) => {
+                    store.saved.set(loaded.providers);
+                    store.picked.set(loaded.selected);
+                    if let Some(notice) = loaded.notice {
+                        store.notice.set(Some(notice));
                     }
-                    Err(error) => store.notice.set(Some(
-                        ErrorText::with_prefix("The saved providers could not be read: ", &error)
-                            .sentence(),
-                    )),
                 }
-                store.loaded.set(true);
-            });
+                Err(notice) => store.notice.set(Some(notice)),
+            }
+            store.loaded.set(true);
         });
         store
     }
@@ -275,6 +289,7 @@ async fn fetch_text(url: &str) -> Option<String> {
 }
 
 /// What the configuration holds for the chat.
+#[derive(Clone)]
 struct Loaded {
     providers: Vec<SavedProvider>,
     selected: Option<String>,

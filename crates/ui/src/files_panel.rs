@@ -14,7 +14,9 @@ use kiln_types::records::{DirEntry, MAX_FILE_BYTES};
 use serde::Deserialize;
 use serde_json::json;
 
-use crate::storage::{StorageSignals, Stores, error_alert, local_time, runtime_problem};
+use crate::storage::{
+    StorageSignals, Stores, error_alert, load_status, local_time, runtime_problem,
+};
 use crate::storage_model::{ErrorText, Preview, breadcrumb, child_path, format_bytes, preview};
 
 /// A file the person opened.
@@ -27,8 +29,6 @@ struct Opened {
 #[component]
 pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
     let dir = RwSignal::new(String::new());
-    let entries = RwSignal::new(Vec::<DirEntry>::new());
-    let loaded = RwSignal::new(false);
     let error = RwSignal::new(None::<ErrorText>);
     let status = RwSignal::new(None::<String>);
     let opened = RwSignal::new(None::<Opened>);
@@ -37,42 +37,35 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
     // Bumped after this panel's own writes; a finished job (a program may
     // have written files) reloads the listing too.
     let reload = RwSignal::new(0_u64);
-    let generation = StoredValue::new(0_u64);
     let upload_input = NodeRef::<leptos::html::Input>::new();
 
-    Effect::new(move || {
+    let listing = LocalResource::new(move || {
         let tree = storage.stores.get();
         let folder = dir.get();
         reload.track();
         storage.revisions.jobs.track();
-        let Some(tree) = tree else { return };
-        let this = generation.get_value() + 1;
-        generation.set_value(this);
-        spawn_local(async move {
-            let listed = tree
+        async move {
+            let Some(tree) = tree else { return Ok(None) };
+            let mut listed = tree
                 .op::<Vec<DirEntry>>("files.list", json!({"path": folder}))
-                .await;
-            if generation.get_value() != this {
-                return;
-            }
-            match listed {
-                Ok(mut listed) => {
-                    // Folders first, then by name (the tree promises it; the page keeps it).
-                    listed
-                        .sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
-                    entries.set(listed);
-                }
-                Err(failure) => {
-                    entries.set(Vec::new());
-                    error.set(Some(ErrorText::with_prefix(
+                .await
+                .map_err(|failure| {
+                    ErrorText::with_prefix(
                         &format!("The folder `{folder}` could not be listed: "),
                         &failure,
-                    )));
-                }
-            }
-            loaded.set(true);
-        });
+                    )
+                })?;
+            // Folders first, then by name (the tree promises it; the page keeps it).
+            listed.sort_by(|a, b| b.is_dir.cmp(&a.is_dir).then_with(|| a.name.cmp(&b.name)));
+            Ok(Some(listed))
+        }
     });
+    let entries = move || {
+        listing.with(|listed| match listed {
+            Some(Ok(Some(entries))) => entries.clone(),
+            _ => Vec::new(),
+        })
+    };
 
     let tree = move || storage.stores.get_untracked();
     let go = move |path: String| {
@@ -220,8 +213,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
     };
 
     let rows = move || {
-        entries
-            .get()
+        entries()
             .into_iter()
             .map(|entry| {
                 let path = entry.path.clone();
@@ -290,10 +282,10 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
             </div>
             <p class="hint" role="status" data-testid="files-status">{move || status.get()}</p>
             {move || error.get().map(|error| error_alert("files-error", error))}
-            {move || (loaded.get() && entries.with(Vec::is_empty)).then(|| view! {
-                <p class="hint" data-testid="files-empty">"This folder is empty."</p>
+            {load_status(listing, "files-list-error", "files-empty", |entries: &Vec<DirEntry>| {
+                entries.is_empty().then(|| "This folder is empty.".to_owned())
             })}
-            <table class="data-table file-table" data-testid="file-list" hidden=move || entries.with(Vec::is_empty)>
+            <table class="data-table file-table" data-testid="file-list" hidden=move || entries().is_empty()>
                 <thead><tr><th>"Name"</th><th>"Size"</th><th>"Changed"</th><th><span class="visually-hidden">"Actions"</span></th></tr></thead>
                 <tbody>{rows}</tbody>
             </table>

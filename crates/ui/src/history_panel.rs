@@ -4,195 +4,101 @@
 //! follows the change feed, so a run in another tab shows up here.
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use kiln_types::records::{HistoryHit, Job};
 use serde_json::json;
 
-use crate::storage::{StorageSignals, error_alert, local_time};
+use crate::storage::{Loaded, StorageSignals, error_alert, load_status, local_time};
 use crate::storage_model::{ErrorText, duration_label, status_label};
 
 /// The most jobs, or search hits, the panel lists.
 const LIST_LIMIT: usize = 50;
 
+/// What the list shows: the newest jobs, or a search's hits and its words.
+#[derive(Clone, Debug, PartialEq)]
+enum Listed {
+    Jobs(Vec<Job>),
+    Hits(String, Vec<HistoryHit>),
+}
+
+impl Listed {
+    /// The line saying the list is empty, if it is.
+    fn empty_line(&self) -> Option<String> {
+        match self {
+            Listed::Jobs(jobs) if jobs.is_empty() => {
+                Some("No runs yet. Each run of a program is kept here.".to_owned())
+            }
+            Listed::Hits(words, hits) if hits.is_empty() => Some(format!(
+                "Nothing in the history matches `{}`.",
+                words.trim()
+            )),
+            _ => None,
+        }
+    }
+}
+
 #[component]
 pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
     let query = RwSignal::new(String::new());
-    let jobs = RwSignal::new(Vec::<Job>::new());
-    let hits = RwSignal::new(None::<Vec<HistoryHit>>);
-    let loaded = RwSignal::new(false);
-    let error = RwSignal::new(None::<ErrorText>);
     // The job whose input and output are shown.
-    let selected = RwSignal::new(None::<Job>);
-    let generation = StoredValue::new(0_u64);
+    let selected = RwSignal::new(None::<String>);
 
-    Effect::new(move || {
+    let listing = LocalResource::new(move || {
         let stores = storage.stores.get();
         storage.revisions.jobs.track();
         storage.revisions.messages.track();
         let words = query.get();
-        let Some(stores) = stores else { return };
-        let this = generation.get_value() + 1;
-        generation.set_value(this);
-        spawn_local(async move {
-            let (listed, found) = if words.trim().is_empty() {
-                (
-                    stores
-                        .op::<Vec<Job>>("history.jobs", json!({"limit": LIST_LIMIT}))
-                        .await,
-                    Ok(None),
-                )
-            } else {
-                (
-                    Ok(Vec::new()),
-                    stores
-                        .op::<Vec<HistoryHit>>(
-                            "history.search",
-                            json!({"query": words, "limit": LIST_LIMIT}),
-                        )
-                        .await
-                        .map(Some),
-                )
+        async move {
+            let Some(stores) = stores else {
+                return Ok(None);
             };
-            if generation.get_value() != this {
-                return;
-            }
-            match (listed, found) {
-                (Ok(listed), Ok(found)) => {
-                    jobs.set(listed);
-                    hits.set(found);
-                    error.set(None);
-                }
-                (Err(failure), _) | (_, Err(failure)) => {
-                    error.set(Some(ErrorText::new(&failure)));
-                }
-            }
-            // A job on show follows its record (a running one finishes).
-            if let Some(shown) = selected.get_untracked() {
-                match stores
-                    .op::<Job>("history.job", json!({"id": shown.id}))
+            let listed = if words.trim().is_empty() {
+                stores
+                    .op::<Vec<Job>>("history.jobs", json!({"limit": LIST_LIMIT}))
                     .await
-                {
-                    Ok(job) => {
-                        if job != shown {
-                            selected.set(Some(job));
-                        }
-                    }
-                    Err(_) => selected.set(None),
-                }
-            }
-            loaded.set(true);
-        });
-    });
-
-    let show = move |id: String| {
-        if selected.with_untracked(|s| s.as_ref().is_some_and(|job| job.id == id)) {
-            selected.set(None);
-            return;
+                    .map(Listed::Jobs)
+            } else {
+                stores
+                    .op::<Vec<HistoryHit>>(
+                        "history.search",
+                        json!({"query": words, "limit": LIST_LIMIT}),
+                    )
+                    .await
+                    .map(|hits| Listed::Hits(words, hits))
+            };
+            listed.map(Some).map_err(|failure| ErrorText::new(&failure))
         }
-        let Some(stores) = storage.stores.get_untracked() else {
-            return;
-        };
-        spawn_local(async move {
-            match stores.op::<Job>("history.job", json!({"id": id})).await {
-                Ok(job) => {
-                    error.set(None);
-                    selected.set(Some(job));
-                }
-                Err(failure) => error.set(Some(ErrorText::with_prefix(
-                    &format!("Run `{id}` could not be read: "),
-                    &failure,
-                ))),
-            }
-        });
-    };
-
-    let detail = move |id: String| {
-        move || {
-            selected
-                .get()
-                .filter(|job| job.id == id)
-                .map(|job| {
-                    view! {
-                        <div class="job-detail" data-testid="history-detail">
-                            <p class="hint">{format!("{} · took {}", job.id, duration_label(job.started_ms, job.finished_ms))}</p>
-                            <h4>"Input"</h4>
-                            <pre data-testid="history-input">{job.input.clone()}</pre>
-                            <h4>"Output"</h4>
-                            <pre data-testid="history-output">{if job.output.is_empty() { "(nothing yet)".to_owned() } else { job.output.clone() }}</pre>
-                        </div>
-                    }
+    });
+    // The job on show follows its record (a running one finishes).
+    let shown = LocalResource::new(move || {
+        let stores = storage.stores.get();
+        storage.revisions.jobs.track();
+        let id = selected.get();
+        async move {
+            let (Some(stores), Some(id)) = (stores, id) else {
+                return Ok(None);
+            };
+            stores
+                .op::<Job>("history.job", json!({"id": id}))
+                .await
+                .map(Some)
+                .map_err(|failure| {
+                    ErrorText::with_prefix(&format!("Run `{id}` could not be read: "), &failure)
                 })
         }
+    });
+    let show = move |id: String| {
+        selected.update(|selected| {
+            *selected = (selected.as_deref() != Some(id.as_str())).then_some(id);
+        });
     };
-
-    let job_rows = move || {
-        jobs.get()
-            .into_iter()
-            .map(|job| {
-                let id = job.id.clone();
-                let expanded = {
-                    let id = id.clone();
-                    move || selected.with(|s| s.as_ref().is_some_and(|job| job.id == id)).to_string()
-                };
-                let for_show = id.clone();
-                let for_detail = id.clone();
-                view! {
-                    <li class="history-item" data-testid="history-item" data-id=id data-status=job.status.clone()>
-                        <button type="button" class="link job-title" aria-expanded=expanded
-                            on:click=move |_| show(for_show.clone())>{job.title.clone()}</button>
-                        <span class=format!("badge status-{}", job.status) data-testid="history-status">{status_label(&job.status).to_owned()}</span>
-                        <span class="hint">{format!(" {} · {}", local_time(job.started_ms), job.kind)}</span>
-                        {detail(for_detail)}
-                    </li>
-                }
-            })
-            .collect_view()
+    let rows = move || {
+        listing.with(|listed| match listed {
+            Some(Ok(Some(Listed::Jobs(jobs)))) => job_rows(jobs, selected, shown, show).into_any(),
+            Some(Ok(Some(Listed::Hits(_, hits)))) => hit_rows(hits, shown, show).into_any(),
+            _ => ().into_any(),
+        })
     };
-
-    let hit_rows = move || {
-        hits.get()
-            .unwrap_or_default()
-            .into_iter()
-            .map(|hit| {
-                let id = hit.id.clone();
-                let is_job = hit.kind == "job";
-                let title = if hit.title.is_empty() { "(untitled)".to_owned() } else { hit.title.clone() };
-                let for_show = id.clone();
-                let for_detail = id.clone();
-                view! {
-                    <li class="history-item" data-testid="history-hit" data-id=id data-kind=hit.kind>
-                        {if is_job {
-                            view! { <button type="button" class="link job-title" on:click=move |_| show(for_show.clone())>{title}</button> }.into_any()
-                        } else {
-                            view! { <strong>{title}</strong> }.into_any()
-                        }}
-                        <span class="hint">{format!(" {} · {} · {}", if is_job { "run" } else { "chat message" }, local_time(hit.created_ms), hit.agent)}</span>
-                        <p class="excerpt" data-testid="history-excerpt">{hit.excerpt.clone()}</p>
-                        {is_job.then(|| detail(for_detail))}
-                    </li>
-                }
-            })
-            .collect_view()
-    };
-
-    let empty = move || {
-        if !loaded.get() || error.with(Option::is_some) {
-            return None;
-        }
-        let text = match hits.get() {
-            Some(found) if found.is_empty() => {
-                format!("Nothing in the history matches `{}`.", query.get().trim())
-            }
-            Some(_) => return None,
-            None if jobs.with(Vec::is_empty) => {
-                "No runs yet. Each run of a program is kept here.".to_owned()
-            }
-            None => return None,
-        };
-        Some(view! { <p class="hint" data-testid="history-empty">{text}</p> })
-    };
-
     let unavailable = move || storage.settled.get() && storage.stores.with(Option::is_none);
 
     view! {
@@ -207,11 +113,95 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
                     placeholder="Words from a run's title, program or result"
                     prop:value=query on:input=move |event| query.set(event_target_value(&event)) />
             </div>
-            {move || error.get().map(|error| error_alert("history-error", error))}
-            {empty}
-            <ol class="history-list" data-testid="history-list">
-                {move || if hits.with(Option::is_some) { hit_rows().into_any() } else { job_rows().into_any() }}
-            </ol>
+            {load_status(listing, "history-error", "history-empty", Listed::empty_line)}
+            {move || shown.with(|shown| match shown {
+                Some(Err(error)) => Some(error_alert("history-error", error.clone())),
+                _ => None,
+            })}
+            <ol class="history-list" data-testid="history-list">{rows}</ol>
         </section>
+    }
+}
+
+/// The jobs, newest first, each a button that shows its input and output.
+fn job_rows<S>(
+    jobs: &[Job],
+    selected: RwSignal<Option<String>>,
+    shown: LocalResource<Loaded<Job>>,
+    show: S,
+) -> impl IntoView + use<S>
+where
+    S: Fn(String) + Copy + Send + Sync + 'static,
+{
+    jobs.iter()
+        .map(|job| {
+            let id = job.id.clone();
+            let expanded = {
+                let id = id.clone();
+                move || selected.with(|s| s.as_deref() == Some(id.as_str())).to_string()
+            };
+            let for_show = id.clone();
+            let for_detail = id.clone();
+            view! {
+                <li class="history-item" data-testid="history-item" data-id=id data-status=job.status.clone()>
+                    <button type="button" class="link job-title" aria-expanded=expanded
+                        on:click=move |_| show(for_show.clone())>{job.title.clone()}</button>
+                    <span class=format!("badge status-{}", job.status) data-testid="history-status">{status_label(&job.status).to_owned()}</span>
+                    <span class="hint">{format!(" {} · {}", local_time(job.started_ms), job.kind)}</span>
+                    {detail(for_detail, shown)}
+                </li>
+            }
+        })
+        .collect_view()
+}
+
+/// A search's hits: jobs (which open like the list's) and chat messages.
+fn hit_rows<S>(
+    hits: &[HistoryHit],
+    shown: LocalResource<Loaded<Job>>,
+    show: S,
+) -> impl IntoView + use<S>
+where
+    S: Fn(String) + Copy + Send + Sync + 'static,
+{
+    hits.iter()
+        .map(|hit| {
+            let id = hit.id.clone();
+            let is_job = hit.kind == "job";
+            let title = if hit.title.is_empty() { "(untitled)".to_owned() } else { hit.title.clone() };
+            let for_show = id.clone();
+            let for_detail = id.clone();
+            view! {
+                <li class="history-item" data-testid="history-hit" data-id=id data-kind=hit.kind.clone()>
+                    {if is_job {
+                        view! { <button type="button" class="link job-title" on:click=move |_| show(for_show.clone())>{title}</button> }.into_any()
+                    } else {
+                        view! { <strong>{title}</strong> }.into_any()
+                    }}
+                    <span class="hint">{format!(" {} · {} · {}", if is_job { "run" } else { "chat message" }, local_time(hit.created_ms), hit.agent)}</span>
+                    <p class="excerpt" data-testid="history-excerpt">{hit.excerpt.clone()}</p>
+                    {is_job.then(|| detail(for_detail, shown))}
+                </li>
+            }
+        })
+        .collect_view()
+}
+
+/// The input and output of job `id`, while it is the one on show.
+fn detail(id: String, shown: LocalResource<Loaded<Job>>) -> impl IntoView {
+    move || {
+        let job = shown.with(|shown| match shown {
+            Some(Ok(Some(job))) if job.id == id => Some(job.clone()),
+            _ => None,
+        })?;
+        Some(view! {
+            <div class="job-detail" data-testid="history-detail">
+                <p class="hint">{format!("{} · took {}", job.id, duration_label(job.started_ms, job.finished_ms))}</p>
+                <h4>"Input"</h4>
+                <pre data-testid="history-input">{job.input.clone()}</pre>
+                <h4>"Output"</h4>
+                <pre data-testid="history-output">{if job.output.is_empty() { "(nothing yet)".to_owned() } else { job.output }}</pre>
+            </div>
+        })
     }
 }

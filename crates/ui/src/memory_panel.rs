@@ -14,7 +14,7 @@ use kiln_types::records::{DEFAULT_AGENT, EntryMeta, Job, Mark, Memory};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::storage::{StorageSignals, error_alert, local_time};
+use crate::storage::{StorageSignals, error_alert, load_status, local_time};
 use crate::storage_model::{ErrorText, format_bytes, status_label, value_text};
 
 /// The most memories the list shows.
@@ -62,129 +62,145 @@ pub(crate) fn MemoryPanel(storage: StorageSignals) -> impl IntoView {
     }
 }
 
+/// The newest job and what its run memory holds.
+#[derive(Clone, Debug, PartialEq)]
+struct LastRunMemory {
+    job: Job,
+    entries: Vec<Entry>,
+}
+
 /// The newest job's run memory.
 #[component]
 fn LastRun(storage: StorageSignals) -> impl IntoView {
-    let job = RwSignal::new(None::<Job>);
-    let entries = RwSignal::new(Vec::<Entry>::new());
-    let error = RwSignal::new(None::<ErrorText>);
-    // The value on show: key and text.
+    // The entry on show: its job and key. Its value follows the record.
     let shown = RwSignal::new(None::<(String, String)>);
-    let generation = StoredValue::new(0_u64);
-
-    Effect::new(move || {
+    let last = LocalResource::new(move || {
         let stores = storage.stores.get();
         storage.revisions.jobs.track();
         storage.revisions.run_entries.track();
-        let Some(stores) = stores else { return };
-        let this = generation.get_value() + 1;
-        generation.set_value(this);
-        spawn_local(async move {
-            let loaded = async {
+        async move {
+            let Some(stores) = stores else {
+                return Ok(None);
+            };
+            let read = async {
                 let jobs: Vec<Job> = stores.op("history.jobs", json!({"limit": 1})).await?;
-                let Some(newest) = jobs.into_iter().next() else {
-                    return Ok((None, Vec::new()));
+                let Some(job) = jobs.into_iter().next() else {
+                    return Ok(None);
                 };
-                let listed: RunEntries =
-                    stores.op("run.list", json!({"run_id": newest.id})).await?;
-                Ok::<_, kiln_types::runtime::Problem>((Some(newest), listed.entries))
-            }
-            .await;
-            if generation.get_value() != this {
-                return;
-            }
-            match loaded {
-                Ok((newest, listed)) => {
-                    if job.with_untracked(|old| {
-                        old.as_ref().map(|j| &j.id) != newest.as_ref().map(|j| &j.id)
-                    }) {
-                        shown.set(None);
-                    }
-                    job.set(newest);
-                    entries.set(listed);
-                    error.set(None);
-                }
-                Err(failure) => error.set(Some(ErrorText::with_prefix(
-                    "The last run's memory could not be read: ",
-                    &failure,
-                ))),
-            }
-        });
-    });
-
-    let show = move |key: String| {
-        if shown.with_untracked(|shown| shown.as_ref().is_some_and(|(k, _)| *k == key)) {
-            shown.set(None);
-            return;
+                let listed: RunEntries = stores.op("run.list", json!({"run_id": job.id})).await?;
+                Ok(Some(LastRunMemory {
+                    job,
+                    entries: listed.entries,
+                }))
+            };
+            read.await
+                .map(Some)
+                .map_err(|failure: kiln_types::runtime::Problem| {
+                    ErrorText::with_prefix("The last run's memory could not be read: ", &failure)
+                })
         }
-        let text = entries.with_untracked(|entries| {
-            entries
-                .iter()
-                .find(|entry| entry.meta.key == key)
-                .map(|entry| value_text(&entry.value))
-        });
-        shown.set(Some((
-            key,
-            text.unwrap_or_else(|| "(no longer there)".to_owned()),
-        )));
-        error.set(None);
+    });
+    let newest = move || {
+        last.with(|last| match last {
+            Some(Ok(Some(Some(last)))) => Some(last.clone()),
+            _ => None,
+        })
     };
-
-    let rows = move || {
-        entries
-            .get()
-            .into_iter()
-            .map(|Entry { meta: entry, .. }| {
-                let key = entry.key.clone();
-                let expanded = {
-                    let key = key.clone();
-                    move || shown.with(|shown| shown.as_ref().is_some_and(|(k, _)| *k == key))
-                };
-                let label = format!("Show the value of {}", entry.key);
-                view! {
-                    <tr data-testid="run-entry" data-key=entry.key.clone()>
-                        <td>
-                            <button type="button" class="link" aria-label=label aria-expanded=move || expanded().to_string()
-                                on:click=move |_| show(key.clone())>
-                                <code>{entry.key.clone()}</code>
-                            </button>
-                        </td>
-                        <td>{entry.kind.clone()}</td>
-                        <td>{entry.title.clone()}</td>
-                        <td class="number">{format_bytes(entry.bytes)}</td>
-                    </tr>
-                }
-            })
-            .collect_view()
+    let show = move |job: String, key: String| {
+        shown.update(|shown| {
+            let again = shown.as_ref().is_some_and(|(j, k)| *j == job && *k == key);
+            *shown = (!again).then_some((job, key));
+        });
     };
 
     view! {
         <div class="last-run" data-testid="last-run">
             <h3>"Last run"</h3>
-            {move || error.get().map(|error| error_alert("last-run-error", error))}
-            {move || match job.get() {
-                None => view! { <p class="hint" data-testid="last-run-none">"No run yet. What a run keeps in its memory shows here."</p> }.into_any(),
-                Some(job) => view! {
-                    <p class="last-run-job" data-testid="last-run-job">
-                        <strong>{job.title.clone()}</strong>
-                        " · "{status_label(&job.status).to_owned()}" · "{local_time(job.started_ms)}
-                    </p>
-                }.into_any(),
-            }}
-            {move || (job.with(Option::is_some) && entries.with(Vec::is_empty)).then(|| view! {
-                <p class="hint">"This run kept nothing in its run memory."</p>
+            {load_status(last, "last-run-error", "last-run-none", |last: &Option<LastRunMemory>| {
+                last.is_none().then(|| "No run yet. What a run keeps in its memory shows here.".to_owned())
             })}
-            <table class="data-table" data-testid="run-entries" hidden=move || entries.with(Vec::is_empty)>
-                <thead><tr><th>"Key"</th><th>"Kind"</th><th>"Title"</th><th>"Size"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
-            {move || shown.get().map(|(key, text)| view! {
-                <div class="entry-value">
-                    <h4>"Value of "<code>{key}</code></h4>
-                    <pre data-testid="run-entry-value">{text}</pre>
-                </div>
-            })}
+            {move || newest().map(|last| last_run_view(last, shown, show))}
         </div>
+    }
+}
+
+/// The newest job's line, its entries, and the value on show.
+fn last_run_view<S>(
+    last: LastRunMemory,
+    shown: RwSignal<Option<(String, String)>>,
+    show: S,
+) -> impl IntoView + use<S>
+where
+    S: Fn(String, String) + Copy + Send + Sync + 'static,
+{
+    let LastRunMemory { job, entries } = last;
+    let on_show = {
+        let job = job.id.clone();
+        move || {
+            shown
+                .get()
+                .filter(|(shown_job, _)| *shown_job == job)
+                .map(|(_, key)| key)
+        }
+    };
+    let value = {
+        let entries = entries.clone();
+        move || {
+            on_show().map(|key| {
+                let text = entries
+                    .iter()
+                    .find(|entry| entry.meta.key == key)
+                    .map_or_else(
+                        || "(no longer there)".to_owned(),
+                        |entry| value_text(&entry.value),
+                    );
+                view! {
+                    <div class="entry-value">
+                        <h4>"Value of "<code>{key}</code></h4>
+                        <pre data-testid="run-entry-value">{text}</pre>
+                    </div>
+                }
+            })
+        }
+    };
+    let empty = entries.is_empty();
+    let rows = entries
+        .into_iter()
+        .map(|Entry { meta: entry, .. }| {
+            let key = entry.key.clone();
+            let job = job.id.clone();
+            let expanded = {
+                let key = key.clone();
+                let job = job.clone();
+                move || shown.with(|shown| shown.as_ref().is_some_and(|(j, k)| *j == job && *k == key))
+            };
+            let label = format!("Show the value of {}", entry.key);
+            view! {
+                <tr data-testid="run-entry" data-key=entry.key.clone()>
+                    <td>
+                        <button type="button" class="link" aria-label=label aria-expanded=move || expanded().to_string()
+                            on:click=move |_| show(job.clone(), key.clone())>
+                            <code>{entry.key.clone()}</code>
+                        </button>
+                    </td>
+                    <td>{entry.kind.clone()}</td>
+                    <td>{entry.title.clone()}</td>
+                    <td class="number">{format_bytes(entry.bytes)}</td>
+                </tr>
+            }
+        })
+        .collect_view();
+    view! {
+        <p class="last-run-job" data-testid="last-run-job">
+            <strong>{job.title.clone()}</strong>
+            " · "{status_label(&job.status).to_owned()}" · "{local_time(job.started_ms)}
+        </p>
+        {empty.then(|| view! { <p class="hint">"This run kept nothing in its run memory."</p> })}
+        <table class="data-table" data-testid="run-entries" hidden=empty>
+            <thead><tr><th>"Key"</th><th>"Kind"</th><th>"Title"</th><th>"Size"</th></tr></thead>
+            <tbody>{rows}</tbody>
+        </table>
+        {value}
     }
 }
 
@@ -192,26 +208,21 @@ fn LastRun(storage: StorageSignals) -> impl IntoView {
 #[component]
 fn DurableList(storage: StorageSignals) -> impl IntoView {
     let query = RwSignal::new(String::new());
-    let memories = RwSignal::new(Vec::<Memory>::new());
-    // What the list answers (a search or the newest), for the empty line.
-    let listed_for = RwSignal::new(String::new());
-    let loaded = RwSignal::new(false);
-    let list_error = RwSignal::new(None::<ErrorText>);
     let action_error = RwSignal::new(None::<ErrorText>);
     let status = RwSignal::new(None::<String>);
     let new_text = RwSignal::new(String::new());
     let saving = RwSignal::new(false);
     let edits = RwSignal::new(HashMap::<String, EditState>::new());
-    let generation = StoredValue::new(0_u64);
 
-    Effect::new(move || {
+    // The search's answer (or the newest), with the words it answers.
+    let listing = LocalResource::new(move || {
         let stores = storage.stores.get();
         storage.revisions.memories.track();
         let words = query.get();
-        let Some(stores) = stores else { return };
-        let this = generation.get_value() + 1;
-        generation.set_value(this);
-        spawn_local(async move {
+        async move {
+            let Some(stores) = stores else {
+                return Ok(None);
+            };
             let found = if words.trim().is_empty() {
                 stores
                     .op::<Vec<Memory>>("memory.list", json!({"limit": LIST_LIMIT}))
@@ -222,20 +233,18 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
                     .op::<Vec<Memory>>("memory.query", json!({"query": words, "limit": LIST_LIMIT}))
                     .await
             };
-            if generation.get_value() != this {
-                return;
-            }
-            match found {
-                Ok(found) => {
-                    memories.set(found);
-                    listed_for.set(words);
-                    list_error.set(None);
-                }
-                Err(failure) => list_error.set(Some(ErrorText::new(&failure))),
-            }
-            loaded.set(true);
-        });
+            found
+                .map(|found| Some((words, found)))
+                .map_err(|failure| ErrorText::new(&failure))
+        }
     });
+    // The rows follow the newest answer, keyed, so an open editor survives a reload.
+    let memories = move || {
+        listing.with(|listed| match listed {
+            Some(Ok(Some((_, memories)))) => memories.clone(),
+            _ => Vec::new(),
+        })
+    };
 
     let save_new = move || {
         let Some(stores) = storage.stores.get_untracked() else {
@@ -446,20 +455,21 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
         }
     };
 
-    let empty_line = move || {
-        (loaded.get() && memories.with(Vec::is_empty) && list_error.with(Option::is_none)).then(
-            || {
-                let words = listed_for.get();
-                let text = if words.trim().is_empty() {
+    let status_line = load_status(
+        listing,
+        "memory-list-error",
+        "memory-empty",
+        |(words, found): &(String, Vec<Memory>)| {
+            found.is_empty().then(|| {
+                if words.trim().is_empty() {
                     "No memories yet. Save one here, or let a program call tools.save_memory."
                         .to_owned()
                 } else {
                     format!("No memory matches `{}`.", words.trim())
-                };
-                view! { <p class="hint" data-testid="memory-empty">{text}</p> }
-            },
-        )
-    };
+                }
+            })
+        },
+    );
 
     view! {
         <div class="durable-memory">
@@ -481,10 +491,9 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
                     placeholder="Words to look for; empty lists the newest first"
                     prop:value=query on:input=move |event| query.set(event_target_value(&event)) />
             </div>
-            {move || list_error.get().map(|error| error_alert("memory-list-error", error))}
-            {empty_line}
+            {status_line}
             <ul class="memory-list" data-testid="memory-list">
-                <For each=move || memories.get() key=|memory| (memory.id.clone(), memory.version) let:memory>
+                <For each=memories key=|memory| (memory.id.clone(), memory.version) let:memory>
                     {row(memory)}
                 </For>
             </ul>

@@ -186,6 +186,56 @@ pub(crate) fn ErrorLines(error: ErrorText) -> impl IntoView {
     }
 }
 
+/// What a panel loads through the runtime worker: the answer, `None` while
+/// storage is unavailable, or the problem as the panel shows it. Loads are
+/// `LocalResource`s, so an answer that arrives after a newer load began is
+/// dropped by the resource.
+pub(crate) type Loaded<T> = Result<Option<T>, ErrorText>;
+
+/// A load's line under `<Transition>` and `<ErrorBoundary>`: "Loading…"
+/// before the first answer only (a reload keeps what is shown until the new
+/// answer is in), the problem as an alert under `error_testid`, or the line
+/// `empty` finds to say about an answer (that it found nothing).
+pub(crate) fn load_status<T>(
+    resource: LocalResource<Loaded<T>>,
+    error_testid: &'static str,
+    empty_testid: &'static str,
+    empty: impl Fn(&T) -> Option<String> + Copy + Send + Sync + 'static,
+) -> impl IntoView
+where
+    T: Clone + Send + Sync + 'static,
+{
+    let line = move || {
+        Suspend::new(async move {
+            resource.await.map(|found| {
+                found.as_ref().and_then(empty).map(|text| {
+                    view! { <p class="hint" data-testid=empty_testid>{text}</p> }
+                })
+            })
+        })
+    };
+    view! {
+        <Transition fallback=|| view! { <p class="hint loading" data-testid="loading">"Loading…"</p> }>
+            <ErrorBoundary fallback=move |errors| error_alerts(error_testid, errors)>{line}</ErrorBoundary>
+        </Transition>
+    }
+}
+
+/// The first error an `<ErrorBoundary>` caught, as an alert.
+fn error_alerts(testid: &'static str, errors: ArcRwSignal<Errors>) -> impl IntoView {
+    move || {
+        errors.with(|errors| {
+            errors.iter().next().map(|(_, error)| {
+                let text = (**error)
+                    .downcast_ref::<ErrorText>()
+                    .cloned()
+                    .unwrap_or_else(|| ErrorText::plain(error.to_string()));
+                error_alert(testid, text)
+            })
+        })
+    }
+}
+
 /// An error in a panel, as an alert (`role="alert"`) under its `testid`.
 pub(crate) fn error_alert(testid: &'static str, error: ErrorText) -> impl IntoView + use<> {
     view! {

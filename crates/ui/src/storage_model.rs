@@ -194,6 +194,15 @@ impl ErrorText {
     }
 }
 
+impl std::fmt::Display for ErrorText {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.sentence())
+    }
+}
+
+/// An `ErrorText` is what a panel's load throws to its `<ErrorBoundary>`.
+impl std::error::Error for ErrorText {}
+
 /// Which panels a batch of committed changes concerns.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
 pub(crate) struct Affected {
