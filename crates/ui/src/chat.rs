@@ -1,4 +1,5 @@
-//! The Providers panel and a streaming Chat box: the person configures LLM providers
+//! The providers the chat can use (`ProviderStore`, which the Providers panel of
+//! `providers_panel` edits) and a streaming Chat box: the person configures LLM providers
 //! (OpenAI-compatible, Anthropic, Ollama), and chats with one; the turn runs in this tab's
 //! runtime worker, which streams its events back. No tools yet: the chat that drives
 //! programs comes later.
@@ -20,13 +21,14 @@ use std::rc::Rc;
 
 use crate::RuntimeStart;
 use crate::chat_model::{
-    KeptKey, KeyChange, ProviderEntry, ProviderForm, STORAGE_KEY, SavedProvider, StoredProviders,
-    all_providers, parse_local_provider, selected_provider, sibling_url, stop_label, usage_line,
+    KeyChange, ProviderEntry, STORAGE_KEY, SavedProvider, StoredProviders, all_providers,
+    parse_local_provider, selected_provider, sibling_url, stop_label, usage_line,
 };
+use crate::providers_panel::ProvidersPanel;
 use crate::runtime::Runtime;
 use crate::storage::{StorageSignals, Stores};
 use crate::storage_model::ErrorText;
-use kiln_types::chat::{ChatOptions, Event, FinalMessage, Message, ModelInfo, ProviderKind};
+use kiln_types::chat::{ChatOptions, Event, FinalMessage, Message, ModelInfo};
 use kiln_types::records::ConfigView;
 use kiln_types::runtime::{Problem, ToRuntime};
 use serde_json::{Value, json};
@@ -134,7 +136,7 @@ impl ProviderStore {
         store
     }
 
-    fn entries(&self) -> Vec<ProviderEntry> {
+    pub(crate) fn entries(&self) -> Vec<ProviderEntry> {
         self.saved.with(|saved| {
             self.local
                 .with(|local| all_providers(saved, local.as_ref()))
@@ -153,6 +155,29 @@ impl ProviderStore {
             .get_value()
             .await
             .map_err(crate::storage::runtime_problem)
+    }
+
+    /// Reads the person's saved providers.
+    pub(crate) fn with_saved<T>(&self, read: impl FnOnce(&[SavedProvider]) -> T) -> T {
+        self.saved.with_untracked(|saved| read(saved))
+    }
+
+    /// The models `provider` (a `ProviderConfig` as the protocol carries it) lists.
+    pub(crate) async fn models(&self, provider: Value) -> Result<Vec<ModelInfo>, Problem> {
+        let runtime = self.runtime().await?;
+        let value = runtime
+            .call(move |id| ToRuntime::Models { id, provider })
+            .await
+            .unwrap_or_else(|_| {
+                Err(crate::storage::runtime_problem(
+                    "the runtime worker went away",
+                ))
+            })?;
+        serde_json::from_value(value).map_err(|error| {
+            crate::storage::runtime_problem(format!(
+                "the runtime worker's model list is not readable: {error}"
+            ))
+        })
     }
 
     fn pick(&self, name: String) {
@@ -178,7 +203,7 @@ impl ProviderStore {
 
     /// Saves `provider` in place of `replacing` (or as a new one) and picks it for the chat:
     /// the person just set it up. `Err` is what the store said.
-    async fn put(
+    pub(crate) async fn put(
         &self,
         replacing: Option<String>,
         mut provider: SavedProvider,
@@ -216,7 +241,7 @@ impl ProviderStore {
         Ok(())
     }
 
-    async fn remove(&self, name: String) -> Result<(), ErrorText> {
+    pub(crate) async fn remove(&self, name: String) -> Result<(), ErrorText> {
         let version = self
             .saved
             .with_untracked(|saved| saved.iter().find(|p| p.name == name).map(|p| p.version));
@@ -408,408 +433,6 @@ fn forget_legacy() {
     }
 }
 
-/// What a status line under the form says.
-#[derive(Clone, Debug, PartialEq)]
-struct Status {
-    tone: &'static str,
-    text: String,
-    hint: Option<String>,
-}
-
-impl Status {
-    fn ok(text: impl Into<String>) -> Self {
-        Self {
-            tone: "ok",
-            text: text.into(),
-            hint: None,
-        }
-    }
-
-    fn working(text: impl Into<String>) -> Self {
-        Self {
-            tone: "working",
-            text: text.into(),
-            hint: None,
-        }
-    }
-
-    fn failure(text: impl Into<String>) -> Self {
-        Self {
-            tone: "failure",
-            text: text.into(),
-            hint: None,
-        }
-    }
-
-    fn from_store(error: ErrorText) -> Self {
-        Self {
-            tone: "failure",
-            text: error.message,
-            hint: error.hint,
-        }
-    }
-
-    fn from_error(before: &str, error: &Problem) -> Self {
-        Self::from_store(ErrorText::with_prefix(before, error))
-    }
-}
-
-/// Why the model list is asked for.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum ListFor {
-    /// "Load models": fill the model choice.
-    Choice,
-    /// "Test connection": say whether the provider answers.
-    Test,
-    /// "Save" without a model: pick the first listed, then save.
-    Save,
-}
-
-/// The provider list and the form that adds or edits one.
-#[component]
-fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
-    let name = RwSignal::new(String::new());
-    let kind = RwSignal::new(ProviderKind::OpenAi);
-    let base_url = RwSignal::new(String::new());
-    let key = RwSignal::new(String::new());
-    // The key of the provider being edited: never shown, only "key set".
-    let kept_key = RwSignal::new(None::<KeptKey>);
-    let model = RwSignal::new(String::new());
-    // The provider's model list, once loaded; without it the model is typed.
-    let models = RwSignal::new(None::<Vec<String>>);
-    let editing = RwSignal::new(None::<String>);
-    let status = RwSignal::new(None::<Status>);
-    // One request at a time: a second click while the list loads would race the first.
-    let busy = RwSignal::new(false);
-    let name_input = NodeRef::<leptos::html::Input>::new();
-
-    let form = move || ProviderForm {
-        name: name.get_untracked(),
-        kind: Some(kind.get_untracked()),
-        base_url: base_url.get_untracked(),
-        key: key.get_untracked(),
-        kept_key: kept_key.get_untracked(),
-        model: model.get_untracked(),
-    };
-    let reset = move || {
-        name.set(String::new());
-        base_url.set(String::new());
-        key.set(String::new());
-        kept_key.set(None);
-        model.set(String::new());
-        models.set(None);
-        editing.set(None);
-    };
-    let commit = move |form: ProviderForm| {
-        let replacing = editing.get_untracked();
-        match store
-            .saved
-            .with_untracked(|saved| form.check(saved, replacing.as_deref()))
-        {
-            Err(problem) => status.set(Some(Status::failure(problem))),
-            Ok((provider, key)) => {
-                let said = format!(
-                    "Saved `{}` ({}, model `{}`); the chat uses it now.",
-                    provider.name,
-                    provider.kind.label(),
-                    provider.model
-                );
-                busy.set(true);
-                status.set(Some(Status::working(format!(
-                    "Saving `{}`…",
-                    provider.name
-                ))));
-                spawn_local(async move {
-                    match store.put(replacing, provider, key).await {
-                        Ok(()) => {
-                            reset();
-                            status.set(Some(Status::ok(said)));
-                        }
-                        // The form keeps what was typed: nothing is lost.
-                        Err(error) => status.set(Some(Status::from_store(error))),
-                    }
-                    busy.set(false);
-                });
-            }
-        }
-    };
-    let list_models = move |purpose: ListFor| {
-        if busy.get_untracked() {
-            return;
-        }
-        let form = form();
-        let provider = form.wire();
-        busy.set(true);
-        status.set(Some(Status::working(format!(
-            "Asking {} for its models…",
-            form.base_url()
-        ))));
-        spawn_local(async move {
-            let listed = match store.runtime().await {
-                Ok(runtime) => runtime
-                    .call(move |id| ToRuntime::Models { id, provider })
-                    .await
-                    .unwrap_or_else(|_| {
-                        Err(crate::storage::runtime_problem(
-                            "the runtime worker went away",
-                        ))
-                    })
-                    .and_then(|value| {
-                        serde_json::from_value::<Vec<ModelInfo>>(value).map_err(|error| {
-                            crate::storage::runtime_problem(format!(
-                                "the runtime worker's model list is not readable: {error}"
-                            ))
-                        })
-                    }),
-                Err(problem) => Err(problem),
-            };
-            // Before a save goes on (which holds `busy` itself until it is written).
-            busy.set(false);
-            match listed {
-                Ok(list) => {
-                    let ids: Vec<String> = list.into_iter().map(|model| model.id).collect();
-                    let count = ids.len();
-                    let plural = if count == 1 { "" } else { "s" };
-                    if let Some(first) = ids.first()
-                        && !ids.contains(&model.get_untracked())
-                    {
-                        model.set(first.clone());
-                    }
-                    models.set((!ids.is_empty()).then_some(ids));
-                    match purpose {
-                        ListFor::Test => status.set(Some(Status::ok(format!(
-                            "Connected: {count} model{plural}"
-                        )))),
-                        ListFor::Choice => {
-                            status.set(Some(Status::ok(format!("{count} model{plural} listed."))))
-                        }
-                        ListFor::Save => commit(ProviderForm {
-                            model: model.get_untracked(),
-                            ..form
-                        }),
-                    }
-                }
-                Err(error) => {
-                    models.set(None);
-                    let before = match purpose {
-                        ListFor::Save => {
-                            "No model was given and the model list could not be loaded, so \
-                             nothing was saved: type a model id. "
-                        }
-                        ListFor::Choice => "The model list could not be loaded (type a model id): ",
-                        ListFor::Test => "",
-                    };
-                    status.set(Some(Status::from_error(before, &error)));
-                }
-            }
-        });
-    };
-    let save = move || {
-        let form = form();
-        if form.model.trim().is_empty() && !form.name.trim().is_empty() {
-            list_models(ListFor::Save);
-        } else {
-            commit(form);
-        }
-    };
-    let edit = move |provider: SavedProvider| {
-        name.set(provider.name.clone());
-        kind.set(provider.kind);
-        base_url.set(provider.base_url.clone());
-        key.set(String::new());
-        kept_key.set(provider.has_key.then(|| KeptKey {
-            name: provider.name.clone(),
-            kind: provider.kind,
-            base_url: provider.base_url.clone(),
-            stored: provider.stored,
-            key: provider.key.clone(),
-        }));
-        model.set(provider.model);
-        models.set(None);
-        editing.set(Some(provider.name));
-        status.set(None);
-        if let Some(input) = name_input.get_untracked() {
-            let _ = input.focus();
-        }
-    };
-    let remove = move |name: String| {
-        spawn_local(async move {
-            match store.remove(name.clone()).await {
-                Ok(()) => {
-                    if editing.with_untracked(|editing| editing.as_deref() == Some(name.as_str())) {
-                        reset();
-                    }
-                    status.set(Some(Status::ok(format!("Removed `{name}`."))));
-                }
-                Err(error) => status.set(Some(Status::from_store(error))),
-            }
-        });
-    };
-
-    let rows = move || {
-        store
-            .entries()
-            .into_iter()
-            .map(|entry| {
-                let provider = entry.provider;
-                let key_state = if provider.has_key {
-                    "key set"
-                } else {
-                    "no key"
-                };
-                let actions = if entry.local {
-                    view! {
-                        <span class="hint">"from " <code>"cargo xtask serve"</code> ", read at each load"</span>
-                    }
-                    .into_any()
-                } else {
-                    let edit_label = format!("Edit {}", provider.name);
-                    let remove_label = format!("Remove {}", provider.name);
-                    let for_edit = provider.clone();
-                    let for_remove = provider.name.clone();
-                    view! {
-                        <button type="button" class="secondary small" aria-label=edit_label data-testid="provider-edit" on:click=move |_| edit(for_edit.clone())>"Edit"</button>
-                        <button type="button" class="secondary small" aria-label=remove_label data-testid="provider-remove" on:click=move |_| remove(for_remove.clone())>"Remove"</button>
-                    }
-                    .into_any()
-                };
-                view! {
-                    <li data-testid="provider-item" data-name=provider.name.clone()>
-                        <strong>{provider.name.clone()}</strong>
-                        " · "{provider.kind.label()}" · "<code>{provider.base_url.clone()}</code>
-                        " · model "<code>{provider.model.clone()}</code>
-                        " · "<span data-testid="provider-key-state">{key_state}</span>" "
-                        {actions}
-                    </li>
-                }
-            })
-            .collect_view()
-    };
-    let kind_options = move || {
-        ProviderKind::ALL
-            .into_iter()
-            .map(|option| {
-                view! {
-                    <option value=option.as_str() selected=move || kind.get() == option>{option.label()}</option>
-                }
-            })
-            .collect_view()
-    };
-    let model_field = move || {
-        match models.get() {
-        Some(list) => {
-            let options = list
-                .into_iter()
-                .map(|id| {
-                    let current = id.clone();
-                    view! { <option value=id.clone() selected=move || model.with(|model| *model == current)>{id.clone()}</option> }
-                })
-                .collect_view();
-            view! {
-                <select id="provider-model" data-testid="provider-model" on:change=move |event| model.set(event_target_value(&event))>
-                    {options}
-                </select>
-            }
-            .into_any()
-        }
-        None => view! {
-            <input id="provider-model" data-testid="provider-model" placeholder="a model id, or Load models"
-                autocomplete="off" spellcheck="false"
-                prop:value=model on:input=move |event| model.set(event_target_value(&event)) />
-        }
-        .into_any(),
-    }
-    };
-    let key_state = move || {
-        if key.with(|key| !key.trim().is_empty()) {
-            "a new key is typed"
-        } else if kept_key.with(Option::is_some) {
-            // The form's own rule: a kept key goes only where it was saved for (read
-            // tracked, so the line follows the kind and the address as they change).
-            let applies = ProviderForm {
-                kind: Some(kind.get()),
-                base_url: base_url.get(),
-                kept_key: kept_key.get(),
-                ..ProviderForm::default()
-            }
-            .kept_key_applies()
-            .is_some();
-            if applies {
-                "key set (leave empty to keep it)"
-            } else {
-                "the saved key is not sent to this kind or address: type it again"
-            }
-        } else {
-            "no key"
-        }
-    };
-
-    view! {
-        <details class="providers" data-testid="providers">
-            <summary>{move || match store.entries().len() {
-                0 => "Providers (none yet)".to_owned(),
-                count => format!("Providers ({count})"),
-            }}</summary>
-            <ul class="provider-list" data-testid="provider-list">{rows}</ul>
-            <form class="provider-form" data-testid="provider-form" on:submit=move |event| { event.prevent_default(); save(); }>
-                <fieldset>
-                    <legend>{move || match editing.get() {
-                        Some(name) => format!("Edit `{name}`"),
-                        None => "Add a provider".to_owned(),
-                    }}</legend>
-                    <label for="provider-name">"Name"</label>
-                    <input id="provider-name" data-testid="provider-name" node_ref=name_input autocomplete="off"
-                        placeholder="e.g. OpenAI" prop:value=name on:input=move |event| name.set(event_target_value(&event)) />
-                    <label for="provider-kind">"Kind"</label>
-                    <select id="provider-kind" data-testid="provider-kind" on:change=move |event| {
-                        if let Some(parsed) = ProviderKind::parse(&event_target_value(&event)) {
-                            kind.set(parsed);
-                            models.set(None);
-                        }
-                    }>{kind_options}</select>
-                    <label for="provider-base-url">"Base URL"</label>
-                    <input id="provider-base-url" data-testid="provider-base-url" type="url" autocomplete="off" spellcheck="false"
-                        placeholder=move || kind.get().default_base_url()
-                        prop:value=base_url on:input=move |event| base_url.set(event_target_value(&event)) />
-                    <label for="provider-key">"API key"</label>
-                    <span class="key-field">
-                        <input id="provider-key" data-testid="provider-key" type="password" autocomplete="off" spellcheck="false"
-                            aria-describedby="provider-key-state"
-                            placeholder=move || if kept_key.with(Option::is_some) { "•••• (kept)" } else { "none needed for local servers" }
-                            prop:value=key on:input=move |event| key.set(event_target_value(&event)) />
-                        <span id="provider-key-state" class="hint" data-testid="provider-form-key-state">{key_state}</span>
-                        {move || kept_key.with(Option::is_some).then(|| view! {
-                            <button type="button" class="secondary small" data-testid="provider-forget-key" on:click=move |_| kept_key.set(None)>"Forget key"</button>
-                        })}
-                    </span>
-                    <label for="provider-model">"Model"</label>
-                    <span class="model-field">
-                        {model_field}
-                        <button type="button" class="secondary small" data-testid="provider-load-models" disabled=busy on:click=move |_| list_models(ListFor::Choice)>"Load models"</button>
-                    </span>
-                </fieldset>
-                <div class="actions">
-                    <button type="submit" data-testid="provider-save" disabled=busy>"Save provider"</button>
-                    <button type="button" class="secondary" data-testid="provider-test" disabled=busy on:click=move |_| list_models(ListFor::Test)>"Test connection"</button>
-                    {move || editing.with(Option::is_some).then(|| view! {
-                        <button type="button" class="secondary" data-testid="provider-cancel" on:click=move |_| { reset(); status.set(None); }>"Cancel edit"</button>
-                    })}
-                </div>
-                <p class="provider-status" data-testid="provider-status" role="status">
-                    {move || status.get().map(|status| view! {
-                        <span class=status.tone>{status.text}</span>
-                        {status.hint.map(|hint| view! { <span class="hint">{hint}</span> })}
-                    })}
-                </p>
-            </form>
-            <p class="hint">
-                "Keys are kept in this browser's storage and sent only to their own provider. "
-                "The provider must allow this page's origin (CORS)."
-            </p>
-        </details>
-    }
-}
-
 /// How a reply ended: the stop, the tokens and the model.
 #[derive(Clone, Debug, PartialEq)]
 struct ReplyEnd {
@@ -870,137 +493,131 @@ struct Entry {
     item: Item,
 }
 
-/// The chat: the provider, the conversation, the message box.
-#[component]
-pub(crate) fn Chat(
-    store: ProviderStore,
-    stores: RwSignal<Option<crate::storage::Stores>, LocalStorage>,
-) -> impl IntoView {
-    // What the model is sent: the turns that were answered, and the one in flight.
-    let conversation = RwSignal::new(Vec::<Message>::new());
-    let entries = RwSignal::new(Vec::<Entry>::new());
-    let next_id = StoredValue::new(0_usize);
-    let input = RwSignal::new(String::new());
-    let streaming = RwSignal::new(false);
-    // The turn in flight, for Stop: its runtime worker and id there.
-    let abort = StoredValue::new_local(None::<(Rc<Runtime>, u64)>);
-    // Bumped by Clear: a turn of an earlier conversation writes nothing when it ends.
-    let generation = StoredValue::new(0_usize);
-    // The conversation's thread in the history, made with its first message; Clear
-    // starts another.
-    let thread = StoredValue::new_local(None::<String>);
-    let textarea = NodeRef::<leptos::html::Textarea>::new();
-    let list = NodeRef::<leptos::html::Ol>::new();
+/// How a turn ended, as the chat shows it.
+enum TurnEnd {
+    Answered(FinalMessage),
+    Failed(Option<Problem>),
+}
 
-    let push = move |item: Item| {
-        let id = next_id.get_value();
-        next_id.set_value(id + 1);
-        entries.update(|entries| entries.push(Entry { id, item }));
+/// The chat's conversation and what Send, Stop and Clear do to it. Copy:
+/// the buttons and the turn in flight each hold one.
+#[derive(Clone, Copy)]
+struct Conversation {
+    store: ProviderStore,
+    stores: RwSignal<Option<Stores>, LocalStorage>,
+    /// What the model is sent: the turns that were answered, and the one in flight.
+    messages: RwSignal<Vec<Message>>,
+    /// What the page shows.
+    entries: RwSignal<Vec<Entry>>,
+    next_id: StoredValue<usize>,
+    input: RwSignal<String>,
+    streaming: RwSignal<bool>,
+    /// The turn in flight, for Stop: its runtime worker and id there.
+    abort: StoredValue<Option<(Rc<Runtime>, u64)>, LocalStorage>,
+    /// Which conversation this is: Clear starts another, and a turn of an
+    /// earlier one writes nothing when it ends.
+    epoch: StoredValue<usize>,
+    /// The conversation's thread in the history, made with its first message.
+    thread: StoredValue<Option<String>, LocalStorage>,
+    textarea: NodeRef<leptos::html::Textarea>,
+    list: NodeRef<leptos::html::Ol>,
+}
+
+impl Conversation {
+    fn new(store: ProviderStore, stores: RwSignal<Option<Stores>, LocalStorage>) -> Self {
+        Self {
+            store,
+            stores,
+            messages: RwSignal::new(Vec::new()),
+            entries: RwSignal::new(Vec::new()),
+            next_id: StoredValue::new(0),
+            input: RwSignal::new(String::new()),
+            streaming: RwSignal::new(false),
+            abort: StoredValue::new_local(None),
+            epoch: StoredValue::new(0),
+            thread: StoredValue::new_local(None),
+            textarea: NodeRef::new(),
+            list: NodeRef::new(),
+        }
+    }
+
+    fn push(self, item: Item) -> usize {
+        let id = self.next_id.get_value();
+        self.next_id.set_value(id + 1);
+        self.entries
+            .update(|entries| entries.push(Entry { id, item }));
         id
-    };
-    let scroll_to_end = move || {
-        if let Some(list) = list.get_untracked() {
+    }
+
+    fn scroll_to_end(self) {
+        if let Some(list) = self.list.get_untracked() {
             list.set_scroll_top(list.scroll_height());
         }
-    };
-    // A reply follows its growing text only while the person has not scrolled up to read.
-    let at_end = move || {
-        list.get_untracked()
+    }
+
+    /// Scrolls to the end on the next tick, once the text is drawn.
+    fn scroll_soon(self) {
+        request_animation_frame(move || self.scroll_to_end());
+    }
+
+    /// A reply follows its growing text only while the person has not scrolled up to read.
+    fn at_end(self) -> bool {
+        self.list
+            .get_untracked()
             .is_none_or(|list| list.scroll_height() - list.scroll_top() - list.client_height() < 48)
-    };
-    let focus_box = move || {
-        if let Some(textarea) = textarea.get_untracked() {
+    }
+
+    fn focus_box(self) {
+        if let Some(textarea) = self.textarea.get_untracked() {
             let _ = textarea.focus();
         }
-    };
+    }
 
-    let send = move || {
-        if streaming.get_untracked() {
+    /// Sends what is typed to the chosen provider, as the next turn.
+    fn send(self) {
+        if self.streaming.get_untracked() {
             return;
         }
-        let text = input.get_untracked();
+        let text = self.input.get_untracked();
         if text.trim().is_empty() {
             return;
         }
-        let Some(entry) = store.current() else {
+        let Some(entry) = self.store.current() else {
             return;
         };
         let provider = entry.provider;
-        input.set(String::new());
-        conversation.update(|messages| messages.push(Message::User { text: text.clone() }));
-        push(Item::User(text.clone()));
+        self.input.set(String::new());
+        self.messages
+            .update(|messages| messages.push(Message::User { text: text.clone() }));
+        self.push(Item::User(text.clone()));
         let reply = RwSignal::new(Reply {
             provider: provider.name.clone(),
             ..Reply::default()
         });
-        let reply_id = push(Item::Assistant(reply));
-        streaming.set(true);
-        let this_generation = generation.get_value();
+        let reply_id = self.push(Item::Assistant(reply));
+        self.streaming.set(true);
+        let epoch = self.epoch.get_value();
         let request = json!({
             "provider": provider.wire(),
-            "messages": conversation.get_untracked(),
+            "messages": self.messages.get_untracked(),
             "options": ChatOptions::new(provider.model.clone()),
         });
-        focus_box();
-        request_animation_frame(scroll_to_end);
-        let history = stores.get_untracked();
+        self.focus_box();
+        self.scroll_soon();
         spawn_local(async move {
+            let history = self.stores.get_untracked();
             // Kept for `search_history`; a store that fails does not stop the chat.
             let recorded = match &history {
-                Some(history) => {
-                    record(history, thread, this_generation, generation, "user", &text).await
-                }
+                Some(history) => self.record(history, epoch, "user", &text).await,
                 None => None,
             };
-            let on_event = Rc::new(move |event: Value| {
-                let following = at_end();
-                match serde_json::from_value::<Event>(event) {
-                    Ok(Event::TextDelta { text }) => {
-                        reply.update(|reply| reply.text.push_str(&text));
-                    }
-                    Ok(Event::ToolCallEnd { call, .. }) => reply.update(|reply| {
-                        reply
-                            .tool_calls
-                            .push(format!("{}({})", call.name, call.arguments));
-                    }),
-                    _ => {}
-                }
-                // The text is drawn on the next tick: scroll once it is.
-                if following {
-                    request_animation_frame(scroll_to_end);
-                }
-            });
-            let (answered, failed) = match store.runtime().await {
-                Ok(runtime) => {
-                    let (id, done) = runtime.chat(request, on_event);
-                    abort.set_value(Some((runtime.clone(), id)));
-                    match done.await {
-                        Ok(Ok(value)) => match serde_json::from_value::<FinalMessage>(value) {
-                            Ok(message) => (Some(message), None),
-                            Err(error) => (
-                                None,
-                                Some(crate::storage::runtime_problem(format!(
-                                    "the runtime worker's reply is not readable: {error}"
-                                ))),
-                            ),
-                        },
-                        Ok(Err(problem)) => (None, Some(problem)),
-                        Err(_) => (
-                            None,
-                            Some(crate::storage::runtime_problem(
-                                "the runtime worker went away during the reply",
-                            )),
-                        ),
-                    }
-                }
-                Err(problem) => (None, Some(problem)),
-            };
-            let following = at_end();
-            if generation.get_value() != this_generation {
+            let end = self.turn(request, reply).await;
+            let following = self.at_end();
+            if self.epoch.get_value() != epoch {
                 return;
             }
-            match (answered, failed) {
-                (Some(message), _) => {
+            match end {
+                TurnEnd::Answered(message) => {
                     // Recorded before anything shows the turn ended, so that the end, the
                     // Stop button going and Send coming back are one change on the page
                     // (a test once saw the end drawn while Stop was still there).
@@ -1008,91 +625,187 @@ pub(crate) fn Chat(
                         && let Some(history) = &history
                         && recorded.is_some()
                     {
-                        let _ = record(
-                            history,
-                            thread,
-                            this_generation,
-                            generation,
-                            "assistant",
-                            &message.text,
-                        )
-                        .await;
+                        let _ = self
+                            .record(history, epoch, "assistant", &message.text)
+                            .await;
                     }
-                    if generation.get_value() != this_generation {
+                    if self.epoch.get_value() != epoch {
                         return;
                     }
                     reply.update(|reply| reply.finish(&message, &provider.model));
-                    if message.text.is_empty() {
-                        // Nothing was answered (stopped at once): the question leaves the
-                        // history too, so that turns keep alternating.
-                        conversation.update(|messages| {
-                            messages.pop();
-                        });
-                    } else {
-                        // Tool calls are not kept: no tools were offered, so none can be
-                        // answered, and a call without its answer would break the next turn.
-                        conversation.update(|messages| {
-                            messages.push(Message::Assistant {
-                                text: message.text,
-                                tool_calls: Vec::new(),
-                            });
-                        });
-                    }
+                    self.answered(message);
                 }
-                (None, failure) => {
-                    let (text, hint) = match failure {
-                        Some(error) => {
-                            let error = ErrorText::new(&error);
-                            (error.message, error.hint)
-                        }
-                        None => ("The reply ended without its last part.".to_owned(), None),
-                    };
-                    // A reply that never started is only the error; one cut short keeps
-                    // what came.
-                    if reply.with_untracked(|reply| {
-                        reply.text.is_empty() && reply.tool_calls.is_empty()
-                    }) {
-                        entries.update(|entries| entries.retain(|entry| entry.id != reply_id));
-                    } else {
-                        reply.update(|reply| reply.broken = true);
-                    }
-                    conversation.update(|messages| {
-                        messages.pop();
-                    });
-                    push(Item::Error { text, hint });
-                }
+                TurnEnd::Failed(failure) => self.failed(reply, reply_id, failure),
             }
-            abort.set_value(None);
-            streaming.set(false);
+            self.abort.set_value(None);
+            self.streaming.set(false);
             if following {
-                request_animation_frame(scroll_to_end);
+                self.scroll_soon();
             }
         });
-    };
-    let stop = move || {
-        abort.with_value(|abort| {
+    }
+
+    /// Runs the turn `request` in the runtime worker, `reply` following its text.
+    async fn turn(self, request: Value, reply: RwSignal<Reply>) -> TurnEnd {
+        let on_event = Rc::new(move |event: Value| {
+            let following = self.at_end();
+            match serde_json::from_value::<Event>(event) {
+                Ok(Event::TextDelta { text }) => {
+                    reply.update(|reply| reply.text.push_str(&text));
+                }
+                Ok(Event::ToolCallEnd { call, .. }) => reply.update(|reply| {
+                    reply
+                        .tool_calls
+                        .push(format!("{}({})", call.name, call.arguments));
+                }),
+                _ => {}
+            }
+            if following {
+                self.scroll_soon();
+            }
+        });
+        let runtime = match self.store.runtime().await {
+            Ok(runtime) => runtime,
+            Err(problem) => return TurnEnd::Failed(Some(problem)),
+        };
+        let (id, done) = runtime.chat(request, on_event);
+        self.abort.set_value(Some((runtime.clone(), id)));
+        match done.await {
+            Ok(Ok(value)) => match serde_json::from_value::<FinalMessage>(value) {
+                Ok(message) => TurnEnd::Answered(message),
+                Err(error) => TurnEnd::Failed(Some(crate::storage::runtime_problem(format!(
+                    "the runtime worker's reply is not readable: {error}"
+                )))),
+            },
+            Ok(Err(problem)) => TurnEnd::Failed(Some(problem)),
+            Err(_) => TurnEnd::Failed(Some(crate::storage::runtime_problem(
+                "the runtime worker went away during the reply",
+            ))),
+        }
+    }
+
+    /// The turn was answered: the answer joins what the model is sent next.
+    fn answered(self, message: FinalMessage) {
+        self.messages.update(|messages| {
+            if message.text.is_empty() {
+                // Nothing was answered (stopped at once): the question leaves the
+                // history too, so that turns keep alternating.
+                messages.pop();
+            } else {
+                // Tool calls are not kept: no tools were offered, so none can be
+                // answered, and a call without its answer would break the next turn.
+                messages.push(Message::Assistant {
+                    text: message.text,
+                    tool_calls: Vec::new(),
+                });
+            }
+        });
+    }
+
+    /// The turn failed: the exchange leaves what the model is sent, and the
+    /// error is shown.
+    fn failed(self, reply: RwSignal<Reply>, reply_id: usize, failure: Option<Problem>) {
+        let (text, hint) = match failure {
+            Some(error) => {
+                let error = ErrorText::new(&error);
+                (error.message, error.hint)
+            }
+            None => ("The reply ended without its last part.".to_owned(), None),
+        };
+        // A reply that never started is only the error; one cut short keeps
+        // what came.
+        if reply.with_untracked(|reply| reply.text.is_empty() && reply.tool_calls.is_empty()) {
+            self.entries
+                .update(|entries| entries.retain(|entry| entry.id != reply_id));
+        } else {
+            reply.update(|reply| reply.broken = true);
+        }
+        self.messages.update(|messages| {
+            messages.pop();
+        });
+        self.push(Item::Error { text, hint });
+    }
+
+    fn stop(self) {
+        self.abort.with_value(|abort| {
             if let Some((runtime, id)) = abort {
                 runtime.cancel(*id);
             }
         });
-        focus_box();
-    };
-    let clear = move || {
-        stop();
-        abort.set_value(None);
-        generation.set_value(generation.get_value() + 1);
-        thread.set_value(None);
-        streaming.set(false);
-        conversation.set(Vec::new());
-        entries.set(Vec::new());
-    };
-    let on_keydown = move |event: KeyboardEvent| {
-        if event.key() == "Enter" && !event.shift_key() && !event.is_composing() {
-            event.prevent_default();
-            send();
-        }
-    };
+        self.focus_box();
+    }
 
+    fn clear(self) {
+        self.stop();
+        self.abort.set_value(None);
+        self.epoch.set_value(self.epoch.get_value() + 1);
+        self.thread.set_value(None);
+        self.streaming.set(false);
+        self.messages.set(Vec::new());
+        self.entries.set(Vec::new());
+    }
+
+    /// Appends a message to the conversation's thread, making the thread with the
+    /// first one; answers the thread's id. Nothing when the conversation was
+    /// cleared meanwhile or the store refuses.
+    async fn record(self, stores: &Stores, epoch: usize, role: &str, text: &str) -> Option<String> {
+        #[derive(serde::Deserialize)]
+        struct Appended {
+            thread: String,
+        }
+        let known = self.thread.get_value();
+        let appended: Appended = stores
+            .op(
+                "history.append",
+                json!({"thread": known, "role": role, "text": text}),
+            )
+            .await
+            .ok()?;
+        if known.is_none() {
+            if self.epoch.get_value() != epoch {
+                return None;
+            }
+            self.thread.set_value(Some(appended.thread.clone()));
+        }
+        Some(appended.thread)
+    }
+}
+
+/// The chat: the provider, the conversation, the message box.
+#[component]
+pub(crate) fn Chat(
+    store: ProviderStore,
+    stores: RwSignal<Option<crate::storage::Stores>, LocalStorage>,
+) -> impl IntoView {
+    let chat = Conversation::new(store, stores);
+    let no_provider = move || store.entries().is_empty();
+    view! {
+        <section class="chat" data-testid="chat" aria-labelledby="chat-title">
+            <h2 id="chat-title">"Chat"</h2>
+            {move || store.notice.get().map(|notice| view! {
+                <p class="chat-notice" data-testid="providers-notice" role="status">{notice}</p>
+            })}
+            <ProvidersPanel store=store />
+            <ChatBar chat=chat />
+            {move || (no_provider() && store.local_checked.get()).then(|| view! {
+                <p class="hint chat-empty" data-testid="chat-empty">"Add a provider in Providers to chat."</p>
+            })}
+            <ol class="chat-messages" data-testid="chat-messages" aria-live="polite" aria-label="Conversation" node_ref=chat.list
+                class:empty=move || chat.entries.with(Vec::is_empty)>
+                <For each=move || chat.entries.get() key=|entry| entry.id let:entry>
+                    {entry_view(entry.item, chat.streaming)}
+                </For>
+            </ol>
+            <MessageBox chat=chat />
+        </section>
+    }
+}
+
+/// The provider the chat uses, and Clear.
+#[component]
+fn ChatBar(chat: Conversation) -> impl IntoView {
+    let store = chat.store;
+    let no_provider = move || store.entries().is_empty();
     let provider_options = move || {
         let current = store.current().map(|entry| entry.provider.name);
         store
@@ -1106,50 +819,47 @@ pub(crate) fn Chat(
             })
             .collect_view()
     };
-    let no_provider = move || store.entries().is_empty();
-
     view! {
-        <section class="chat" data-testid="chat" aria-labelledby="chat-title">
-            <h2 id="chat-title">"Chat"</h2>
-            {move || store.notice.get().map(|notice| view! {
-                <p class="chat-notice" data-testid="providers-notice" role="status">{notice}</p>
-            })}
-            <ProvidersPanel store=store />
-            <div class="chat-bar" hidden=move || no_provider() && entries.with(Vec::is_empty)>
-                <label for="chat-provider">"Provider"</label>
-                <select id="chat-provider" data-testid="chat-provider" disabled=move || streaming.get() || no_provider()
-                    on:change=move |event| store.pick(event_target_value(&event))>
-                    {provider_options}
-                </select>
-                <button type="button" class="secondary small" data-testid="chat-clear"
-                    disabled=move || entries.with(Vec::is_empty) on:click=move |_| { clear(); focus_box(); }>"Clear"</button>
-            </div>
-            {move || (no_provider() && store.local_checked.get()).then(|| view! {
-                <p class="hint chat-empty" data-testid="chat-empty">"Add a provider in Providers to chat."</p>
-            })}
-            <ol class="chat-messages" data-testid="chat-messages" aria-live="polite" aria-label="Conversation" node_ref=list
-                class:empty=move || entries.with(Vec::is_empty)>
-                <For each=move || entries.get() key=|entry| entry.id let:entry>
-                    {entry_view(entry.item, streaming)}
-                </For>
-            </ol>
-            <form class="chat-form" on:submit=move |event| { event.prevent_default(); send(); }>
-                <label for="chat-input">"Message"</label>
-                <textarea id="chat-input" data-testid="chat-input" rows="3" node_ref=textarea
-                    placeholder="Ask something. Enter sends, Shift+Enter starts a new line."
-                    prop:value=input on:input=move |event| input.set(event_target_value(&event))
-                    on:keydown=on_keydown></textarea>
-                <div class="actions">
-                    <button type="submit" data-testid="chat-send" disabled=move || streaming.get() || no_provider()>"Send"</button>
-                    {move || streaming.get().then(|| view! {
-                        <button type="button" class="secondary" data-testid="chat-stop" on:click=move |_| stop()>"Stop"</button>
-                    })}
-                </div>
-            </form>
-        </section>
+        <div class="chat-bar" hidden=move || no_provider() && chat.entries.with(Vec::is_empty)>
+            <label for="chat-provider">"Provider"</label>
+            <select id="chat-provider" data-testid="chat-provider" disabled=move || chat.streaming.get() || no_provider()
+                on:change=move |event| store.pick(event_target_value(&event))>
+                {provider_options}
+            </select>
+            <button type="button" class="secondary small" data-testid="chat-clear"
+                disabled=move || chat.entries.with(Vec::is_empty) on:click=move |_| { chat.clear(); chat.focus_box(); }>"Clear"</button>
+        </div>
     }
 }
 
+/// The message box: Enter or Send sends, Shift+Enter starts a line, Stop cuts the reply.
+#[component]
+fn MessageBox(chat: Conversation) -> impl IntoView {
+    let on_keydown = move |event: KeyboardEvent| {
+        if event.key() == "Enter" && !event.shift_key() && !event.is_composing() {
+            event.prevent_default();
+            chat.send();
+        }
+    };
+    let no_provider = move || chat.store.entries().is_empty();
+    view! {
+        <form class="chat-form" on:submit=move |event| { event.prevent_default(); chat.send(); }>
+            <label for="chat-input">"Message"</label>
+            <textarea id="chat-input" data-testid="chat-input" rows="3" node_ref=chat.textarea
+                placeholder="Ask something. Enter sends, Shift+Enter starts a new line."
+                prop:value=chat.input on:input=move |event| chat.input.set(event_target_value(&event))
+                on:keydown=on_keydown></textarea>
+            <div class="actions">
+                <button type="submit" data-testid="chat-send" disabled=move || chat.streaming.get() || no_provider()>"Send"</button>
+                {move || chat.streaming.get().then(|| view! {
+                    <button type="button" class="secondary" data-testid="chat-stop" on:click=move |_| chat.stop()>"Stop"</button>
+                })}
+            </div>
+        </form>
+    }
+}
+
+/// One item of the conversation as the list shows it.
 fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
     match item {
         Item::User(text) => view! {
@@ -1198,36 +908,4 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
         }
         .into_any(),
     }
-}
-
-/// Appends a message to the conversation's thread, making the thread with the
-/// first one; answers the thread's id. Nothing when the conversation was
-/// cleared meanwhile or the store refuses.
-async fn record(
-    stores: &Stores,
-    thread: StoredValue<Option<String>, LocalStorage>,
-    this_generation: usize,
-    generation: StoredValue<usize>,
-    role: &str,
-    text: &str,
-) -> Option<String> {
-    #[derive(serde::Deserialize)]
-    struct Appended {
-        thread: String,
-    }
-    let known = thread.get_value();
-    let appended: Appended = stores
-        .op(
-            "history.append",
-            json!({"thread": known, "role": role, "text": text}),
-        )
-        .await
-        .ok()?;
-    if known.is_none() {
-        if generation.get_value() != this_generation {
-            return None;
-        }
-        thread.set_value(Some(appended.thread.clone()));
-    }
-    Some(appended.thread)
 }

@@ -17,6 +17,7 @@ mod files_panel;
 mod history_panel;
 mod memory_panel;
 mod permissions;
+mod providers_panel;
 mod runtime;
 mod storage;
 mod storage_model;
@@ -329,9 +330,7 @@ pub fn App() -> impl IntoView {
     });
     // Why the last run was not recorded, or its record not finished.
     let (run_notice, set_run_notice) = signal(None::<ErrorText>);
-    let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
     let (state, set_state) = signal(RunState::Idle);
-    let running = move || state.with(|state| *state == RunState::Running);
     let (question, set_question) = signal(None::<String>);
     let asker = Asker::new(set_question);
     let card_asker = asker.clone();
@@ -352,11 +351,58 @@ pub fn App() -> impl IntoView {
         asked: Rc::default(),
     };
     sources.refresh_tools();
-    let panel_sources = sources.clone();
-    let panel_gate = gate.clone();
     let card_approver = approver.clone();
     let providers = chat::ProviderStore::load(storage, runtime.clone());
 
+    Effect::new(|| performance_mark("kiln:interactive"));
+
+    view! {
+        <main class="app" data-testid="app">
+            <header class="app-header">
+                <h1>"Kiln"</h1>
+                <p class="tagline">
+                    "Write a JavaScript program and run it in a Boa sandbox inside a Web Worker, or chat with a model below."
+                </p>
+            </header>
+            <storage::StorageBanner storage=storage />
+            <ProgramEditor sources=sources gate=gate asker=asker approver=approver state=state
+                set_state=set_state set_run_notice=set_run_notice tools=tools storage=storage />
+            <ApprovalCard request=approval waiting=waiting approver=card_approver />
+            <QuestionCard question=question asker=card_asker />
+            {move || run_notice.get().map(|error| storage::error_alert("run-storage-error", error))}
+            <ResultPanel state=state />
+            <Show when=move || providers.loaded.get() fallback=|| view! {
+                <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
+            }>
+                <chat::Chat store=providers stores=storage.stores />
+            </Show>
+            <memory_panel::MemoryPanel storage=storage />
+            <files_panel::FilesPanel storage=storage />
+            <history_panel::HistoryPanel storage=storage />
+        </main>
+    }
+}
+
+/// The program editor with Run and Stop, and the settings a run carries:
+/// permissions, the network, MCP servers.
+#[allow(clippy::too_many_arguments)]
+#[component]
+fn ProgramEditor(
+    sources: Sources,
+    gate: permissions::PageSettings,
+    asker: Asker,
+    approver: PageApprover,
+    state: ReadSignal<RunState>,
+    set_state: WriteSignal<RunState>,
+    set_run_notice: WriteSignal<Option<ErrorText>>,
+    tools: ReadSignal<Vec<ToolRow>>,
+    storage: storage::StorageSignals,
+) -> impl IntoView {
+    let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
+    let running = move || state.with(|state| *state == RunState::Running);
+    let runtime = sources.runtime.clone();
+    let panel_sources = sources.clone();
+    let panel_gate = gate.clone();
     // The running program's id in the runtime worker, for Stop; and whether
     // Stop was pressed before the worker had the run (it was still starting).
     let stop_switch = StoredValue::new_local(None::<(Rc<Runtime>, u64)>);
@@ -411,69 +457,39 @@ pub fn App() -> impl IntoView {
             run();
         }
     };
-
-    Effect::new(|| performance_mark("kiln:interactive"));
+    let stop = move |_| {
+        stop_switch.with_value(|running| match running {
+            Some((runtime, id)) => runtime.cancel(*id),
+            None => stop_early.set_value(true),
+        })
+    };
 
     view! {
-        <main class="app" data-testid="app">
-            <header class="app-header">
-                <h1>"Kiln"</h1>
-                <p class="tagline">
-                    "Write a JavaScript program and run it in a Boa sandbox inside a Web Worker, or chat with a model below."
-                </p>
-            </header>
-            <storage::StorageBanner storage=storage />
-            <section class="editor">
-                <label for="program">"Program"</label>
-                <textarea
-                    id="program"
-                    data-testid="code-editor"
-                    spellcheck="false"
-                    autocomplete="off"
-                    prop:value=code
-                    on:input=move |event| set_code.set(event_target_value(&event))
-                    on:keydown=on_keydown
-                ></textarea>
-                <div class="actions">
-                    <button
-                        data-testid="run-button"
-                        on:click=move |_| run_on_click()
-                        disabled=running
-                    >
-                        {move || if running() { "Running…" } else { "Run" }}
-                    </button>
-                    <Show when=running>
-                        <button
-                            class="secondary"
-                            data-testid="stop-run"
-                            on:click=move |_| stop_switch.with_value(|running| match running {
-                                Some((runtime, id)) => runtime.cancel(*id),
-                                None => stop_early.set_value(true),
-                            })
-                        >
-                            "Stop"
-                        </button>
-                    </Show>
-                    <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
-                </div>
-                <Permissions gate=panel_gate tools=tools catalog=panel_sources.catalog
-                    runtime=panel_sources.runtime.clone() storage=storage />
-                <NetworkSetting sources=panel_sources.clone() storage=storage />
-                <McpServers sources=panel_sources />
-            </section>
-            <ApprovalCard request=approval waiting=waiting approver=card_approver />
-            <QuestionCard question=question asker=card_asker />
-            {move || run_notice.get().map(|error| storage::error_alert("run-storage-error", error))}
-            <ResultPanel state=state />
-            <Show when=move || providers.loaded.get() fallback=|| view! {
-                <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
-            }>
-                <chat::Chat store=providers stores=storage.stores />
-            </Show>
-            <memory_panel::MemoryPanel storage=storage />
-            <files_panel::FilesPanel storage=storage />
-            <history_panel::HistoryPanel storage=storage />
-        </main>
+        <section class="editor">
+            <label for="program">"Program"</label>
+            <textarea
+                id="program"
+                data-testid="code-editor"
+                spellcheck="false"
+                autocomplete="off"
+                prop:value=code
+                on:input=move |event| set_code.set(event_target_value(&event))
+                on:keydown=on_keydown
+            ></textarea>
+            <div class="actions">
+                <button data-testid="run-button" on:click=move |_| run_on_click() disabled=running>
+                    {move || if running() { "Running…" } else { "Run" }}
+                </button>
+                <Show when=running>
+                    <button class="secondary" data-testid="stop-run" on:click=stop>"Stop"</button>
+                </Show>
+                <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
+            </div>
+            <Permissions gate=panel_gate tools=tools catalog=panel_sources.catalog
+                runtime=panel_sources.runtime.clone() storage=storage />
+            <NetworkSetting sources=panel_sources.clone() storage=storage />
+            <McpServers sources=panel_sources />
+        </section>
     }
 }
 

@@ -14,7 +14,7 @@ use kiln_types::records::{DEFAULT_AGENT, EntryMeta, Job, Mark, Memory};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::storage::{StorageSignals, error_alert, load_status, local_time};
+use crate::storage::{StorageSignals, Stores, error_alert, load_status, local_time};
 use crate::storage_model::{ErrorText, format_bytes, status_label, value_text};
 
 /// The most memories the list shows.
@@ -204,15 +204,159 @@ where
     }
 }
 
+/// The durable memories' state and what the person can do to them. Copy:
+/// every row's buttons hold one.
+#[derive(Clone, Copy)]
+struct Durable {
+    storage: StorageSignals,
+    /// What the last action said went wrong.
+    action_error: RwSignal<Option<ErrorText>>,
+    /// What the last action did.
+    status: RwSignal<Option<String>>,
+    /// The edits in progress, by memory id.
+    edits: RwSignal<HashMap<String, EditState>>,
+}
+
+impl Durable {
+    fn new(storage: StorageSignals) -> Self {
+        Self {
+            storage,
+            action_error: RwSignal::new(None),
+            status: RwSignal::new(None),
+            edits: RwSignal::new(HashMap::new()),
+        }
+    }
+
+    /// Runs `act` against the stores, unless storage is unavailable.
+    fn with_stores<F>(self, act: impl FnOnce(Stores) -> F)
+    where
+        F: Future<Output = ()> + 'static,
+    {
+        if let Some(stores) = self.storage.stores.get_untracked() {
+            spawn_local(act(stores));
+        }
+    }
+
+    /// The last action went wrong: `before` says what was being done.
+    fn failed(self, before: &str, failure: &kiln_types::runtime::Problem) {
+        self.action_error
+            .set(Some(ErrorText::with_prefix(before, failure)));
+    }
+
+    fn mark(self, id: String, which: Mark) {
+        self.with_stores(move |stores| async move {
+            match stores
+                .act("memory.mark", json!({"id": id, "mark": which}))
+                .await
+            {
+                Ok(_) => self.action_error.set(None),
+                Err(failure) => self.failed(&format!("`{id}` was not marked: "), &failure),
+            }
+        });
+    }
+
+    fn delete(self, id: String, version: u64) {
+        self.with_stores(move |stores| async move {
+            match stores
+                .act("memory.remove", json!({"id": id, "version": version}))
+                .await
+            {
+                Ok(()) => {
+                    self.action_error.set(None);
+                    self.edits.update(|edits| {
+                        edits.remove(&id);
+                    });
+                    self.status.set(Some(format!("Deleted memory `{id}`.")));
+                }
+                Err(failure) => self.failed(&format!("`{id}` was not deleted: "), &failure),
+            }
+        });
+    }
+
+    fn start_edit(self, memory: &Memory) {
+        self.edits.update(|edits| {
+            edits.insert(
+                memory.id.clone(),
+                EditState {
+                    version: memory.version,
+                    text: memory.text.clone(),
+                    error: None,
+                    latest: None,
+                    saving: false,
+                },
+            );
+        });
+    }
+
+    /// Changes the edit of `id`, if there is one.
+    fn edit(self, id: &str, change: impl FnOnce(&mut EditState)) {
+        self.edits.update(|edits| {
+            if let Some(edit) = edits.get_mut(id) {
+                change(edit);
+            }
+        });
+    }
+
+    fn save_edit(self, id: String) {
+        let Some(edit) = self.edits.with_untracked(|edits| edits.get(&id).cloned()) else {
+            return;
+        };
+        if edit.saving {
+            return;
+        }
+        self.edit(&id, |edit| edit.saving = true);
+        self.with_stores(move |stores| async move {
+            let saved = stores
+                .act(
+                    "memory.edit",
+                    json!({"id": id, "version": edit.version, "text": edit.text}),
+                )
+                .await;
+            match saved {
+                Ok(_) => {
+                    self.edits.update(|edits| {
+                        edits.remove(&id);
+                    });
+                    self.status.set(Some(format!("Saved your edit of `{id}`.")));
+                }
+                Err(failure) => self.edit(&id, |edit| {
+                    edit.saving = false;
+                    edit.error = Some(ErrorText::with_prefix(
+                        &format!("Your edit of memory `{id}` was not saved: "),
+                        &failure,
+                    ));
+                }),
+            }
+        });
+    }
+
+    /// After a conflict: reads what is stored now and edits over that version.
+    /// The person's text stays in the box; the stored text is shown beside it.
+    fn reload_latest(self, id: String) {
+        self.with_stores(move |stores| async move {
+            let latest = stores.op::<Memory>("memory.get", json!({"id": id})).await;
+            self.edit(&id, |edit| match latest {
+                Ok(memory) => {
+                    edit.version = memory.version;
+                    edit.latest = Some((memory.version, memory.text));
+                    edit.error = None;
+                }
+                Err(failure) => {
+                    edit.error = Some(ErrorText::with_prefix(
+                        &format!("`{id}` could not be read: "),
+                        &failure,
+                    ));
+                }
+            });
+        });
+    }
+}
+
 /// The durable memories: search, save, and each memory's marks, edit and delete.
 #[component]
 fn DurableList(storage: StorageSignals) -> impl IntoView {
+    let durable = Durable::new(storage);
     let query = RwSignal::new(String::new());
-    let action_error = RwSignal::new(None::<ErrorText>);
-    let status = RwSignal::new(None::<String>);
-    let new_text = RwSignal::new(String::new());
-    let saving = RwSignal::new(false);
-    let edits = RwSignal::new(HashMap::<String, EditState>::new());
 
     // The search's answer (or the newest), with the words it answers.
     let listing = LocalResource::new(move || {
@@ -245,216 +389,6 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
             _ => Vec::new(),
         })
     };
-
-    let save_new = move || {
-        let Some(stores) = storage.stores.get_untracked() else {
-            return;
-        };
-        if saving.get_untracked() {
-            return;
-        }
-        let text = new_text.get_untracked();
-        saving.set(true);
-        spawn_local(async move {
-            match stores
-                .op::<Memory>("memory.save", json!({"agent": DEFAULT_AGENT, "text": text}))
-                .await
-            {
-                Ok(memory) => {
-                    new_text.set(String::new());
-                    action_error.set(None);
-                    status.set(Some(format!("Saved memory `{}`.", memory.id)));
-                }
-                // The text stays in the box: nothing typed is lost.
-                Err(failure) => {
-                    status.set(None);
-                    action_error.set(Some(ErrorText::with_prefix(
-                        "The memory was not saved: ",
-                        &failure,
-                    )));
-                }
-            }
-            saving.set(false);
-        });
-    };
-
-    let mark = move |id: String, which: Mark| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            return;
-        };
-        spawn_local(async move {
-            match stores
-                .act("memory.mark", json!({"id": id, "mark": which}))
-                .await
-            {
-                Ok(_) => action_error.set(None),
-                Err(failure) => action_error.set(Some(ErrorText::with_prefix(
-                    &format!("`{id}` was not marked: "),
-                    &failure,
-                ))),
-            }
-        });
-    };
-
-    let delete = move |id: String, version: u64| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            return;
-        };
-        spawn_local(async move {
-            match stores
-                .act("memory.remove", json!({"id": id, "version": version}))
-                .await
-            {
-                Ok(()) => {
-                    action_error.set(None);
-                    edits.update(|edits| {
-                        edits.remove(&id);
-                    });
-                    status.set(Some(format!("Deleted memory `{id}`.")));
-                }
-                Err(failure) => action_error.set(Some(ErrorText::with_prefix(
-                    &format!("`{id}` was not deleted: "),
-                    &failure,
-                ))),
-            }
-        });
-    };
-
-    let start_edit = move |memory: &Memory| {
-        edits.update(|edits| {
-            edits.insert(
-                memory.id.clone(),
-                EditState {
-                    version: memory.version,
-                    text: memory.text.clone(),
-                    error: None,
-                    latest: None,
-                    saving: false,
-                },
-            );
-        });
-    };
-
-    let save_edit = move |id: String| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            return;
-        };
-        let Some(edit) = edits.with_untracked(|edits| edits.get(&id).cloned()) else {
-            return;
-        };
-        if edit.saving {
-            return;
-        }
-        edits.update(|edits| {
-            if let Some(edit) = edits.get_mut(&id) {
-                edit.saving = true;
-            }
-        });
-        spawn_local(async move {
-            let saved = stores
-                .act(
-                    "memory.edit",
-                    json!({"id": id, "version": edit.version, "text": edit.text}),
-                )
-                .await;
-            edits.update(|edits| match saved {
-                Ok(_) => {
-                    edits.remove(&id);
-                }
-                Err(failure) => {
-                    if let Some(edit) = edits.get_mut(&id) {
-                        edit.saving = false;
-                        edit.error = Some(ErrorText::with_prefix(
-                            &format!("Your edit of memory `{id}` was not saved: "),
-                            &failure,
-                        ));
-                    }
-                }
-            });
-            if edits.with_untracked(|edits| !edits.contains_key(&id)) {
-                status.set(Some(format!("Saved your edit of `{id}`.")));
-            }
-        });
-    };
-
-    // After a conflict: read what is stored now and edit over that version.
-    // The person's text stays in the box; the stored text is shown beside it.
-    let reload_latest = move |id: String| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            return;
-        };
-        spawn_local(async move {
-            let latest = stores.op::<Memory>("memory.get", json!({"id": id})).await;
-            edits.update(|edits| {
-                if let Some(edit) = edits.get_mut(&id) {
-                    match latest {
-                        Ok(memory) => {
-                            edit.version = memory.version;
-                            edit.latest = Some((memory.version, memory.text));
-                            edit.error = None;
-                        }
-                        Err(failure) => {
-                            edit.error = Some(ErrorText::with_prefix(
-                                &format!("`{id}` could not be read: "),
-                                &failure,
-                            ));
-                        }
-                    }
-                }
-            });
-        });
-    };
-
-    let row = move |memory: Memory| {
-        let id = memory.id.clone();
-        // A memo: the row's editor is made when editing starts, not at each keystroke.
-        let editing = {
-            let id = id.clone();
-            Memo::new(move |_| edits.with(|edits| edits.contains_key(&id)))
-        };
-        let for_helpful = id.clone();
-        let for_outdated = id.clone();
-        let for_delete = id.clone();
-        let for_edit = memory.clone();
-        let version = memory.version;
-        let helpful = match memory.helpful {
-            0 => "not marked helpful yet".to_owned(),
-            1 => "helpful once".to_owned(),
-            n => format!("helpful {n} times"),
-        };
-        let text_id = format!("memory-text-{id}");
-        let editor = {
-            let id = id.clone();
-            move || {
-                editing
-                    .get()
-                    .then(|| editor_view(id.clone(), version, edits, save_edit, reload_latest))
-            }
-        };
-        view! {
-            <li class="memory-item" class:outdated=memory.outdated data-testid="memory-item" data-id=id.clone()>
-                <p class="memory-text" id=text_id.clone() data-testid="memory-text">{memory.text.clone()}</p>
-                <p class="memory-meta">
-                    <span data-testid="memory-agent">{memory.agent.clone()}</span>
-                    " · "<span data-testid="memory-helpful">{helpful}</span>
-                    " · "{local_time(memory.updated_ms.max(memory.created_ms))}
-                    {memory.outdated.then(|| view! { " "<span class="badge outdated" data-testid="memory-outdated">"outdated"</span> })}
-                </p>
-                <div class="memory-actions" hidden=move || editing.get()>
-                    <button type="button" class="secondary small" data-testid="memory-helpful-button" aria-describedby=text_id.clone()
-                        on:click=move |_| mark(for_helpful.clone(), Mark::Helpful)>"Helpful"</button>
-                    <button type="button" class="secondary small" data-testid="memory-outdated-button" aria-describedby=text_id.clone()
-                        disabled=memory.outdated on:click=move |_| mark(for_outdated.clone(), Mark::Outdated)>"Outdated"</button>
-                    <button type="button" class="secondary small" data-testid="memory-edit" aria-describedby=text_id.clone()
-                        on:click=move |_| start_edit(&for_edit)>"Edit"</button>
-                    <button type="button" class="secondary small danger" data-testid="memory-delete" aria-describedby=text_id.clone()
-                        on:click=move |_| delete(for_delete.clone(), version)>"Delete"</button>
-                </div>
-                {editor}
-            </li>
-        }
-    };
-
     let status_line = load_status(
         listing,
         "memory-list-error",
@@ -474,17 +408,8 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
     view! {
         <div class="durable-memory">
             <h3>"Kept memories"</h3>
-            <form class="memory-new" on:submit=move |event| { event.prevent_default(); save_new(); }>
-                <label for="memory-new-text">"Save a memory"</label>
-                <textarea id="memory-new-text" data-testid="memory-new" rows="2" placeholder="A fact worth keeping across runs."
-                    prop:value=new_text on:input=move |event| new_text.set(event_target_value(&event))></textarea>
-                <div class="actions">
-                    <button type="submit" data-testid="memory-save"
-                        disabled=move || saving.get() || storage.stores.with(Option::is_none)>"Save memory"</button>
-                    <span class="hint" role="status" data-testid="memory-status">{move || status.get()}</span>
-                </div>
-            </form>
-            {move || action_error.get().map(|error| error_alert("memory-error", error))}
+            <NewMemory durable=durable />
+            {move || durable.action_error.get().map(|error| error_alert("memory-error", error))}
             <div class="memory-search">
                 <label for="memory-search">"Search memories"</label>
                 <input id="memory-search" type="search" data-testid="memory-search" autocomplete="off"
@@ -494,23 +419,120 @@ fn DurableList(storage: StorageSignals) -> impl IntoView {
             {status_line}
             <ul class="memory-list" data-testid="memory-list">
                 <For each=memories key=|memory| (memory.id.clone(), memory.version) let:memory>
-                    {row(memory)}
+                    {memory_row(memory, durable)}
                 </For>
             </ul>
         </div>
     }
 }
 
+/// The form that saves a new memory. A text the store refused stays in the box.
+#[component]
+fn NewMemory(durable: Durable) -> impl IntoView {
+    let text = RwSignal::new(String::new());
+    let saving = RwSignal::new(false);
+    let save = move || {
+        if saving.get_untracked() {
+            return;
+        }
+        let typed = text.get_untracked();
+        durable.with_stores(move |stores| {
+            saving.set(true);
+            async move {
+                match stores
+                    .op::<Memory>(
+                        "memory.save",
+                        json!({"agent": DEFAULT_AGENT, "text": typed}),
+                    )
+                    .await
+                {
+                    Ok(memory) => {
+                        text.set(String::new());
+                        durable.action_error.set(None);
+                        durable
+                            .status
+                            .set(Some(format!("Saved memory `{}`.", memory.id)));
+                    }
+                    Err(failure) => {
+                        durable.status.set(None);
+                        durable.failed("The memory was not saved: ", &failure);
+                    }
+                }
+                saving.set(false);
+            }
+        });
+    };
+    view! {
+        <form class="memory-new" on:submit=move |event| { event.prevent_default(); save(); }>
+            <label for="memory-new-text">"Save a memory"</label>
+            <textarea id="memory-new-text" data-testid="memory-new" rows="2" placeholder="A fact worth keeping across runs."
+                prop:value=text on:input=move |event| text.set(event_target_value(&event))></textarea>
+            <div class="actions">
+                <button type="submit" data-testid="memory-save"
+                    disabled=move || saving.get() || durable.storage.stores.with(Option::is_none)>"Save memory"</button>
+                <span class="hint" role="status" data-testid="memory-status">{move || durable.status.get()}</span>
+            </div>
+        </form>
+    }
+}
+
+/// One memory: its text, agent, marks and time, its buttons, and its editor
+/// while it is being edited.
+fn memory_row(memory: Memory, durable: Durable) -> impl IntoView {
+    let id = memory.id.clone();
+    // A memo: the row's editor is made when editing starts, not at each keystroke.
+    let editing = {
+        let id = id.clone();
+        Memo::new(move |_| durable.edits.with(|edits| edits.contains_key(&id)))
+    };
+    let for_helpful = id.clone();
+    let for_outdated = id.clone();
+    let for_delete = id.clone();
+    let for_edit = memory.clone();
+    let version = memory.version;
+    let helpful = match memory.helpful {
+        0 => "not marked helpful yet".to_owned(),
+        1 => "helpful once".to_owned(),
+        n => format!("helpful {n} times"),
+    };
+    let text_id = format!("memory-text-{id}");
+    let editor = {
+        let id = id.clone();
+        move || {
+            editing
+                .get()
+                .then(|| editor_view(id.clone(), version, durable))
+        }
+    };
+    view! {
+        <li class="memory-item" class:outdated=memory.outdated data-testid="memory-item" data-id=id.clone()>
+            <p class="memory-text" id=text_id.clone() data-testid="memory-text">{memory.text.clone()}</p>
+            <p class="memory-meta">
+                <span data-testid="memory-agent">{memory.agent.clone()}</span>
+                " · "<span data-testid="memory-helpful">{helpful}</span>
+                " · "{local_time(memory.updated_ms.max(memory.created_ms))}
+                {memory.outdated.then(|| view! { " "<span class="badge outdated" data-testid="memory-outdated">"outdated"</span> })}
+            </p>
+            <div class="memory-actions" hidden=move || editing.get()>
+                <button type="button" class="secondary small" data-testid="memory-helpful-button" aria-describedby=text_id.clone()
+                    on:click=move |_| durable.mark(for_helpful.clone(), Mark::Helpful)>"Helpful"</button>
+                <button type="button" class="secondary small" data-testid="memory-outdated-button" aria-describedby=text_id.clone()
+                    disabled=memory.outdated on:click=move |_| durable.mark(for_outdated.clone(), Mark::Outdated)>"Outdated"</button>
+                <button type="button" class="secondary small" data-testid="memory-edit" aria-describedby=text_id.clone()
+                    on:click=move |_| durable.start_edit(&for_edit)>"Edit"</button>
+                <button type="button" class="secondary small danger" data-testid="memory-delete" aria-describedby=text_id.clone()
+                    on:click=move |_| durable.delete(for_delete.clone(), version)>"Delete"</button>
+            </div>
+            {editor}
+        </li>
+    }
+}
+
 /// The editor under a memory being edited. Made once per edit; each part
 /// follows its own field through a memo (which notifies only on a change),
 /// so typing never rebuilds the text box.
-fn editor_view(
-    id: String,
-    listed_version: u64,
-    edits: RwSignal<HashMap<String, EditState>>,
-    save: impl Fn(String) + Copy + Send + Sync + 'static,
-    reload_latest: impl Fn(String) + Copy + Send + Sync + 'static,
-) -> impl IntoView {
+fn editor_view(id: String, listed_version: u64, durable: Durable) -> impl IntoView {
+    let edits = durable.edits;
     let started_from = {
         let id = id.clone();
         Memo::new(move |_| edits.with(|edits| edits.get(&id).map_or(0, |edit| edit.version)))
@@ -562,11 +584,7 @@ fn editor_view(
                 prop:value=text
                 on:input=move |event| {
                     let text = event_target_value(&event);
-                    edits.update(|edits| {
-                        if let Some(edit) = edits.get_mut(&for_input) {
-                            edit.text = text;
-                        }
-                    });
+                    durable.edit(&for_input, |edit| edit.text = text);
                 }></textarea>
             {move || moved_on().then(|| view! {
                 <p class="hint" data-testid="memory-edit-moved">{format!(
@@ -583,23 +601,19 @@ fn editor_view(
                         <button type="button" class="secondary small" data-testid="memory-use-latest"
                             on:click=move |_| {
                                 let text = text.clone();
-                                edits.update(|edits| {
-                                    if let Some(edit) = edits.get_mut(&for_use_latest) {
-                                        edit.text = text;
-                                    }
-                                });
+                                durable.edit(&for_use_latest, |edit| edit.text = text);
                             }>"Use the stored text instead"</button>
                     </div>
                 }
             })}
             <div class="actions">
                 <button type="button" class="small" data-testid="memory-edit-save" disabled=saving
-                    on:click=move |_| save(for_save.clone())>"Save edit"</button>
+                    on:click=move |_| durable.save_edit(for_save.clone())>"Save edit"</button>
                 {move || conflict().then(|| {
                     let for_reload = for_reload.clone();
                     view! {
                         <button type="button" class="secondary small" data-testid="memory-reload-latest"
-                            on:click=move |_| reload_latest(for_reload.clone())>"Reload latest"</button>
+                            on:click=move |_| durable.reload_latest(for_reload.clone())>"Reload latest"</button>
                     }
                 })}
                 <button type="button" class="secondary small" data-testid="memory-edit-cancel"
