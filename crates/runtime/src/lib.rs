@@ -12,8 +12,9 @@
 //! their events stream back under the exchange's id. The bench hooks
 //! ([`ToRuntime::Bench`]) are built only with the `bench` feature. The
 //! worker reads its [`RuntimeOptions`] from its
-//! `name`, opens the stores, starts the pool and posts
-//! [`FromRuntime::Ready`]; the page sends runs only after that.
+//! `name`, starts the first sandbox worker, opens the stores and posts
+//! [`FromRuntime::Ready`] without waiting for that worker (a run does); the
+//! page sends runs only after that.
 
 #[cfg(target_arch = "wasm32")]
 mod bench;

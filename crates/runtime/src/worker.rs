@@ -113,14 +113,13 @@ pub fn start() {
     // The handler lives as long as the worker does.
     onmessage.forget();
     wasm_bindgen_futures::spawn_local(async move {
-        let workspace = Rc::new(open_workspace(&options.workspace).await);
+        // The first sandbox worker starts now, while the workspace opens, and is
+        // not waited for: `ready` says the storage is open, so the panels need
+        // not wait for the sandbox's download; a run waits for its worker (and a
+        // worker that cannot start fails that run, naming why).
         let pool = SandboxPool::new(options.sandbox_url, options.pool_size as usize);
-        if let Err(problem) = pool.ready().await {
-            post(&FromRuntime::Rejected {
-                problem: format!("the first sandbox worker did not start: {problem}"),
-            });
-            return;
-        }
+        pool.warm_up();
+        let workspace = Rc::new(open_workspace(&options.workspace).await);
         let storage = workspace.as_ref().as_ref().err().map(store_problem);
         RUNTIME.with(|runtime| {
             *runtime.borrow_mut() = Some(Rc::new(Runtime {

@@ -194,8 +194,10 @@ impl Problem {
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub enum FromRuntime {
-    /// The worker is up; `storage` says why the workspace's stores did not
-    /// open, when they did not (runs then go on without the storage tools).
+    /// The worker is up and its workspace opened; `storage` says why the
+    /// workspace's stores did not open, when they did not (runs then go on
+    /// without the storage tools). The first sandbox worker may still be
+    /// starting: a run waits for it.
     Ready {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         storage: Option<Problem>,
