@@ -119,6 +119,65 @@ async function measurePingPong(page) {
   });
 }
 
+/**
+ * How the runtime worker should reach its sandbox workers: 200 sequential
+ * round trips of a short JSON string from a dedicated worker (standing for
+ * the runtime worker) to an echoing worker it started itself (nested), and to
+ * one the page started and handed over as a MessageChannel port. Medians of 5.
+ */
+async function measureTopology(page) {
+  return page.evaluate(async () => {
+    const runtime = `
+      const echo = URL.createObjectURL(new Blob(["onmessage = (e) => postMessage(e.data);"], { type: "text/javascript" }));
+      const message = JSON.stringify({ v: 1, msg: { type: "tool_reply", run_id: 1, call_number: 1, reply: { Ok: { i: 1 } } } });
+      async function trips(send, listen) {
+        const roundTrip = () => new Promise((resolve) => { listen(resolve); send(message); });
+        for (let i = 0; i < 50; i++) await roundTrip();
+        const samples = [];
+        for (let run = 0; run < 5; run++) {
+          const t0 = performance.now();
+          for (let i = 0; i < 200; i++) await roundTrip();
+          samples.push(performance.now() - t0);
+        }
+        return samples.sort((a, b) => a - b)[2];
+      }
+      onmessage = async (event) => {
+        if (event.data.kind === "nested") {
+          const worker = new Worker(echo);
+          const ms = await trips((m) => worker.postMessage(m), (done) => { worker.onmessage = (e) => done(e.data); });
+          worker.terminate();
+          postMessage(ms);
+        } else {
+          const port = event.data.port;
+          postMessage(await trips((m) => port.postMessage(m), (done) => { port.onmessage = (e) => done(e.data); }));
+        }
+      };`;
+    const url = (source) => URL.createObjectURL(new Blob([source], { type: "text/javascript" }));
+    const worker = new Worker(url(runtime));
+    const ask = (message, transfer = []) => new Promise((resolve) => {
+      worker.onmessage = (event) => resolve(event.data);
+      worker.postMessage(message, transfer);
+    });
+    const nested = await ask({ kind: "nested" });
+    const sandbox = new Worker(url("onmessage = (e) => { const p = e.data.port; p.onmessage = (m) => p.postMessage(m.data); };"));
+    const channel = new MessageChannel();
+    sandbox.postMessage({ port: channel.port1 }, [channel.port1]);
+    const viaChannel = await ask({ kind: "channel", port: channel.port2 }, [channel.port2]);
+    worker.terminate();
+    sandbox.terminate();
+    return { nested, viaChannel };
+  });
+}
+
+/** JSON text against structured clones for 5,000 rows, inside the runtime worker (its `codec` bench hook). */
+async function measureCodec(page) {
+  return page.evaluate(async () => {
+    const { Kiln } = await import("/kiln.js");
+    const kiln = await Kiln.load({ poolSize: 1 });
+    return kiln.bench("codec", { rows: 5000, rounds: 9 });
+  });
+}
+
 /** The same programs through the native CLI (`kiln run --report`): the median of RUNS processes. */
 function measureNative() {
   const dir = mkdtempSync(join(tmpdir(), "kiln-bench-"));
@@ -166,6 +225,8 @@ try {
   const kiln = await measureKiln(page);
   const peer = await measurePeer(page, "/bench/peer-worker.js");
   const pingPong = await measurePingPong(page);
+  const topology = await measureTopology(page);
+  const codec = await measureCodec(page);
   const native = CLI ? measureNative() : {};
   // [figure, Kiln's key, the peer's key]
   const rows = [
@@ -190,6 +251,8 @@ try {
     }));
   }
   console.log(JSON.stringify({ figure: "floor: 200 bare postMessage round trips, page ⇄ an echoing worker", ms: round(pingPong) }));
+  console.log(JSON.stringify({ figure: "sandbox workers, 200 round trips from a dedicated worker: nested (started by it) vs started by the page and handed over by MessageChannel", nested_ms: round(topology.nested), channel_ms: round(topology.viaChannel), nested_over_channel: Math.round((topology.nested / topology.viaChannel) * 100) / 100 }));
+  console.log(JSON.stringify({ figure: `5,000 rows (${codec.json_bytes} B of JSON) across a worker boundary: encode, structuredClone, decode; JSON text (serde_json) vs a JS object (serde-wasm-bindgen)`, json_ms: round(codec.json_ms), clone_ms: round(codec.clone_ms), clone_over_json: Math.round((codec.clone_ms / codec.json_ms) * 100) / 100 }));
   console.log(JSON.stringify({ figure: "fresh worker: Kiln.load() until ready (module fetch, compile, warm-up run, first context)", kiln_ms: round(kiln.load_ms) }));
   console.log(JSON.stringify({ figure: "building one context", kiln_ms: round(kiln.context_ms), ...(native.context_ms !== undefined ? { kiln_native_ms: round(native.context_ms) } : {}) }));
 } finally {

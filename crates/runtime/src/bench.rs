@@ -56,8 +56,12 @@ pub(crate) async fn run(
             now,
         ))),
         "storage_open" => storage_open(&text("workspace")).await,
+        "codec" => codec(
+            usize::try_from(number("rows")).unwrap_or(usize::MAX),
+            u32::try_from(number("rounds")).unwrap_or(u32::MAX),
+        ),
         other => Err(Problem::bad_request(format!(
-            "`{other}` is not a bench hook: ladder, mcp, sse or storage_open"
+            "`{other}` is not a bench hook: ladder, mcp, sse, storage_open or codec"
         ))),
     }
 }
@@ -78,6 +82,61 @@ async fn storage_open(workspace: &str) -> Result<Value, Problem> {
         .map_err(|error| crate::worker::store_problem(&error))?;
     let read = kiln_http::now_ms();
     Ok(serde_json::json!({"open_ms": open - started, "first_read_ms": read - open}))
+}
+
+/// How a value should cross between workers: `rows` rows like the bench's
+/// `rows` tool, each round encoded by the sender, copied as `postMessage`
+/// copies it (`structuredClone`), and decoded by the receiver, as JSON text
+/// (`serde_json` both ways) and as a structured clone of a JS object
+/// (`serde-wasm-bindgen` both ways). `{json_ms, clone_ms, json_bytes}`,
+/// medians of `rounds`.
+#[cfg(feature = "bench")]
+fn codec(rows: usize, rounds: u32) -> Result<Value, Problem> {
+    use wasm_bindgen::JsCast as _;
+    let value: Value = (0..rows.min(1_000_000))
+        .map(|i| {
+            serde_json::json!({
+                "id": i, "name": format!("item-{i}"), "price": (i % 100) as f64 + 0.5,
+                "qty": i % 7 + 1, "category": format!("cat-{}", i % 10), "active": i % 3 != 0,
+            })
+        })
+        .collect();
+    let clone: js_sys::Function = js_sys::Reflect::get(&js_sys::global(), &"structuredClone".into())
+        .ok()
+        .and_then(|f| f.dyn_into().ok())
+        .ok_or_else(|| Problem::bad_request("this worker has no structuredClone"))?;
+    let copy = |value: &wasm_bindgen::JsValue| {
+        clone
+            .call1(&wasm_bindgen::JsValue::UNDEFINED, value)
+            .map_err(|_| Problem::bad_request("structuredClone refused the value"))
+    };
+    let fail = |what: &str, error: String| Problem::bad_request(format!("{what}: {error}"));
+    let serializer = serde_wasm_bindgen::Serializer::json_compatible();
+    let median = |mut samples: Vec<f64>| {
+        samples.sort_by(f64::total_cmp);
+        samples.get(samples.len() / 2).copied().unwrap_or(0.0)
+    };
+    let (mut json, mut cloned, mut bytes) = (Vec::new(), Vec::new(), 0);
+    for _ in 0..rounds.clamp(1, 1_000) {
+        let started = kiln_http::now_ms();
+        let text = serde_json::to_string(&value).map_err(|e| fail("to JSON", e.to_string()))?;
+        let carried = copy(&wasm_bindgen::JsValue::from_str(&text))?;
+        let back: Value = serde_json::from_str(&carried.as_string().unwrap_or_default())
+            .map_err(|e| fail("from JSON", e.to_string()))?;
+        json.push(kiln_http::now_ms() - started);
+        bytes = text.len();
+        let started = kiln_http::now_ms();
+        let object = serde::Serialize::serialize(&value, &serializer)
+            .map_err(|e| fail("to a JS value", e.to_string()))?;
+        let carried = copy(&object)?;
+        let again: Value = serde_wasm_bindgen::from_value(carried)
+            .map_err(|e| fail("from a JS value", e.to_string()))?;
+        cloned.push(kiln_http::now_ms() - started);
+        if back != again {
+            return Err(Problem::bad_request("the two ways decoded different values"));
+        }
+    }
+    Ok(serde_json::json!({"json_ms": median(json), "clone_ms": median(cloned), "json_bytes": bytes}))
 }
 
 #[cfg(feature = "bench")]
