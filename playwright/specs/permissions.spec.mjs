@@ -48,7 +48,7 @@ for (const note of ["a", "b"]) {
 }
 return out;`;
 
-test("approve runs the call; the card gets the tool, category and redacted arguments", async () => {
+test("approve runs the call; the card gets the tool, category and the arguments it sends", async () => {
   const { result, asked } = await run({ code: SAVE_TWICE }, { tools: { save: "write" }, answers: ["approve", "deny"] });
   const s = result.structuredContent;
   assert.deepEqual(s.value, [{ note: "a", password: "hunter2" }, "denied"]);
@@ -62,12 +62,22 @@ test("approve runs the call; the card gets the tool, category and redacted argum
       category: "write",
       module: "page",
       description: undefined,
-      args: { note: "a", password: "<redacted>" },
+      // The program's own password is not a secret of the run: the person sees what goes.
+      args: { note: "a", password: "hunter2" },
       reason: "mode",
       why: "default mode asks before a call that changes something or reaches out",
       host: "page",
     },
   );
+});
+
+test("a card scrubs the run's secrets under any key, and cuts a long argument with a note", async () => {
+  const code = `return await tools.save({note: "x".repeat(5000), header: "Bearer sk-card-secret-7", "X-Session-Token": "data"})`;
+  const { asked } = await run({ code, secrets: { API_KEY: "sk-card-secret-7" } }, { tools: { save: "write" }, answers: ["deny"] });
+  assert.equal(asked.length, 1);
+  assert.equal(asked[0].args.header, "Bearer [redacted:API_KEY]");
+  assert.equal(asked[0].args["X-Session-Token"], "data");
+  assert.equal(asked[0].args.note, `${"x".repeat(300)}… [cut: 4,700 more characters]`);
 });
 
 test("allow for this session answers for later calls and later runs of the same Kiln", async () => {

@@ -176,39 +176,12 @@ impl SecretScope {
     }
 }
 
-/// Keys whose values an approval card never shows, whatever the scope holds.
-const SENSITIVE_KEYS: [&str; 8] = [
-    "authorization",
-    "password",
-    "passwd",
-    "secret",
-    "token",
-    "api_key",
-    "apikey",
-    "cookie",
-];
-
-/// Arguments as an approval card shows them: scoped values scrubbed, and the
-/// values of keys that name a credential replaced.
+/// Arguments as an approval card shows them: the run's secrets scrubbed
+/// wherever they appear (under any key, inside any text), everything else
+/// shown, so the person sees what the call would send (a program cannot hide
+/// what it sends under a key named `X-Session-Token`), and cut to a card's
+/// length ([`kiln_types::permission::card_arguments`]).
 #[must_use]
 pub fn redact_for_display(scope: &SecretScope, args: Value) -> Value {
-    fn walk(value: Value) -> Value {
-        match value {
-            Value::Object(map) => Value::Object(
-                map.into_iter()
-                    .map(|(key, value)| {
-                        let lower = key.to_ascii_lowercase();
-                        if SENSITIVE_KEYS.iter().any(|s| lower.contains(s)) && !value.is_object() {
-                            (key, Value::String("<redacted>".into()))
-                        } else {
-                            (key, walk(value))
-                        }
-                    })
-                    .collect(),
-            ),
-            Value::Array(items) => Value::Array(items.into_iter().map(walk).collect()),
-            other => other,
-        }
-    }
-    walk(scope.redact(args))
+    kiln_types::permission::card_arguments(&scope.redact(args))
 }

@@ -174,11 +174,45 @@ fn approve_runs_the_call_and_the_wait_is_held_on_a_person() {
     assert_eq!(asked.len(), 1);
     assert_eq!(asked[0].tool, "save");
     assert_eq!(asked[0].category, Category::Write);
+    // A password the program wrote itself is not a secret of the run: the
+    // person sees what the call sends.
     assert_eq!(
         asked[0].args,
-        json!({"note_id": "n1", "password": "<redacted>"})
+        json!({"note_id": "n1", "password": "hunter2"})
     );
     assert_eq!(asked[0].host, "ladder test");
+}
+
+/// What an approval card shows of a call's arguments: the run's secrets are
+/// scrubbed wherever they are, nothing else hides behind a key's name, and a
+/// long value is cut with a note.
+#[test]
+fn a_card_hides_the_runs_secrets_and_nothing_else() {
+    let long = "A".repeat(10_000);
+    let cases = [
+        (
+            json!({"X-Session-Token": "exfiltrated data"}),
+            json!({"X-Session-Token": "exfiltrated data"}),
+        ),
+        (
+            json!({"note": "sk-live-123456"}),
+            json!({"note": "[redacted:TOKEN]"}),
+        ),
+        (
+            json!({"body": "key=sk-live-123456&x=1"}),
+            json!({"body": "key=[redacted:TOKEN]&x=1"}),
+        ),
+        (
+            json!({"body": long}),
+            json!({"body": format!("{}… [cut: 9,700 more characters]", "A".repeat(300))}),
+        ),
+    ];
+    for (args, shown) in cases {
+        let person = person(vec![Answer::Approve]);
+        let setup = setup(Some(gate_with(Mode::Default, Rc::new(person.clone()))));
+        setup.call(1, "save", args.clone()).unwrap();
+        assert_eq!(person.asked.borrow()[0].args, shown, "{args}");
+    }
 }
 
 #[test]

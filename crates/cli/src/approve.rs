@@ -12,6 +12,7 @@ use std::sync::Mutex;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::{Answer, ApprovalRequest, Approver};
+use kiln_types::permission::card_text;
 
 /// Asks on the controlling terminal, one question at a time.
 pub struct Terminal;
@@ -41,6 +42,23 @@ impl Approver for Terminal {
     }
 }
 
+/// The terminal card: the tool, its category and the reason first, then the
+/// arguments (already cut to a card's length by the ladder). Everything that
+/// came from the program or a server is written with [`card_text`], so no
+/// control character or bidirectional override reaches the terminal raw.
+fn question(request: &ApprovalRequest) -> String {
+    let args = serde_json::to_string(&request.args).unwrap_or_else(|_| "?".into());
+    format!(
+        "\nkiln: {tool} (call {}) wants to run — {} tool from {}.\n  Why asked: {}.\n  Arguments: {}\n  Allow? [y]es / [n]o / [a]llow {tool} for this session: ",
+        request.call_number,
+        request.category,
+        card_text(&request.module),
+        request.reason.sentence(),
+        card_text(&args),
+        tool = card_text(&request.tool),
+    )
+}
+
 fn ask_terminal(request: &ApprovalRequest) -> Answer {
     let _one_at_a_time = ASKING.lock();
     let tty = std::fs::OpenOptions::new()
@@ -55,17 +73,7 @@ fn ask_terminal(request: &ApprovalRequest) -> Answer {
             };
         }
     };
-    let args = serde_json::to_string(&request.args).unwrap_or_else(|_| "?".into());
-    let question = format!(
-        "\nkiln: {} (call {}) wants to run — {} tool from {}.\n  Why asked: {}.\n  Arguments: {}\n  Allow? [y]es / [n]o / [a]llow {} for this session: ",
-        request.tool,
-        request.call_number,
-        request.category,
-        request.module,
-        request.reason.sentence(),
-        args,
-        request.tool,
-    );
+    let question = question(request);
     if tty.write_all(question.as_bytes()).is_err() {
         return Answer::Unavailable {
             reason: "kiln run could not write its question to the terminal".into(),
@@ -90,5 +98,71 @@ fn ask_terminal(request: &ApprovalRequest) -> Answer {
                 let _ = reader.get_mut().write_all(b"  Please answer y, n or a: ");
             }
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use kiln_types::permission::{AskReason, Category};
+    use serde_json::json;
+
+    fn request(tool: &str, module: &str, args: serde_json::Value) -> ApprovalRequest {
+        ApprovalRequest {
+            call_number: 3,
+            tool: tool.into(),
+            category: Category::Write,
+            module: module.into(),
+            description: String::new(),
+            args,
+            reason: AskReason::Mode,
+            host: "kiln run".into(),
+        }
+    }
+
+    /// What could rewrite the prompt reaches the terminal escaped, visibly.
+    #[test]
+    fn the_terminal_card_escapes_what_a_terminal_would_act_on() {
+        let cases = [
+            (
+                request("save", "builtin", json!({"note": "C1 CSI \u{9b}2K"})),
+                "\\u{009B}2K",
+            ),
+            (
+                request("save", "builtin", json!({"note": "ESC \u{1b}[2K"})),
+                "\\u001b[2K",
+            ),
+            (
+                request("save", "builtin", json!({"f": "\u{202e}txt.exe"})),
+                "\\u{202E}txt.exe",
+            ),
+            (
+                request("save", "mcp:\u{2066}evil", json!({})),
+                "mcp:\\u{2066}evil",
+            ),
+        ];
+        for (request, shown) in cases {
+            let text = question(&request);
+            assert!(text.contains(shown), "{shown} not in {text:?}");
+            assert!(
+                !text.chars().any(|c| matches!(c, '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{1b}')),
+                "{text:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn the_terminal_card_puts_the_tool_and_the_reason_before_the_arguments() {
+        let text = question(&request(
+            "save",
+            "builtin",
+            json!({"body": "x".repeat(100)}),
+        ));
+        let reason = text.find("Why asked").unwrap_or(usize::MAX);
+        let arguments = text.find("Arguments").unwrap_or(0);
+        assert!(
+            text.find("save").unwrap_or(usize::MAX) < reason && reason < arguments,
+            "{text}"
+        );
     }
 }

@@ -101,10 +101,11 @@ fn codec(rows: usize, rounds: u32) -> Result<Value, Problem> {
             })
         })
         .collect();
-    let clone: js_sys::Function = js_sys::Reflect::get(&js_sys::global(), &"structuredClone".into())
-        .ok()
-        .and_then(|f| f.dyn_into().ok())
-        .ok_or_else(|| Problem::bad_request("this worker has no structuredClone"))?;
+    let clone: js_sys::Function =
+        js_sys::Reflect::get(&js_sys::global(), &"structuredClone".into())
+            .ok()
+            .and_then(|f| f.dyn_into().ok())
+            .ok_or_else(|| Problem::bad_request("this worker has no structuredClone"))?;
     let copy = |value: &wasm_bindgen::JsValue| {
         clone
             .call1(&wasm_bindgen::JsValue::UNDEFINED, value)
@@ -133,10 +134,14 @@ fn codec(rows: usize, rounds: u32) -> Result<Value, Problem> {
             .map_err(|e| fail("from a JS value", e.to_string()))?;
         cloned.push(kiln_http::now_ms() - started);
         if back != again {
-            return Err(Problem::bad_request("the two ways decoded different values"));
+            return Err(Problem::bad_request(
+                "the two ways decoded different values",
+            ));
         }
     }
-    Ok(serde_json::json!({"json_ms": median(json), "clone_ms": median(cloned), "json_bytes": bytes}))
+    Ok(
+        serde_json::json!({"json_ms": median(json), "clone_ms": median(cloned), "json_bytes": bytes}),
+    )
 }
 
 #[cfg(feature = "bench")]

@@ -231,3 +231,226 @@ impl FromStr for Category {
             })
     }
 }
+
+/// The most characters of one string an approval card shows; the rest is cut
+/// with a note saying how much.
+pub const CARD_VALUE_CHARS: usize = 300;
+
+/// The most characters of arguments an approval card shows in all, so that a
+/// long argument cannot push the tool, its category and the reason off screen.
+pub const CARD_ARGUMENT_CHARS: usize = 2_000;
+
+/// The most entries of one object or array a card shows.
+const CARD_ENTRIES: usize = 40;
+
+/// The most levels of nesting a card shows.
+const CARD_DEPTH: usize = 8;
+
+/// `args` as an approval card shows them: every string cut at
+/// [`CARD_VALUE_CHARS`] and all of them at [`CARD_ARGUMENT_CHARS`], objects and
+/// arrays at 40 entries and 8 levels, each cut saying what it left out (`…
+/// [cut: 1,200 more characters]`). Keys and values keep their text; the
+/// escaping of what a terminal or a page would act on is [`card_text`]'s.
+#[must_use]
+pub fn card_arguments(args: &Value) -> Value {
+    let mut budget = CARD_ARGUMENT_CHARS;
+    cut_value(args, &mut budget, 0)
+}
+
+fn cut_value(value: &Value, budget: &mut usize, depth: usize) -> Value {
+    match value {
+        Value::String(text) => Value::String(cut_string(text, budget)),
+        Value::Array(items) if depth >= CARD_DEPTH => Value::String(format!(
+            "[cut: an array of {}]",
+            counted(items.len(), "item")
+        )),
+        Value::Object(map) if depth >= CARD_DEPTH => {
+            Value::String(format!("[cut: an object of {}]", counted(map.len(), "key")))
+        }
+        Value::Array(items) => {
+            let mut shown: Vec<Value> = Vec::new();
+            for item in items.iter().take(CARD_ENTRIES) {
+                if *budget == 0 {
+                    break;
+                }
+                shown.push(cut_value(item, budget, depth + 1));
+            }
+            if shown.len() < items.len() {
+                shown.push(Value::String(format!(
+                    "[cut: {}]",
+                    more(items.len() - shown.len(), "item")
+                )));
+            }
+            Value::Array(shown)
+        }
+        Value::Object(map) => {
+            let mut shown = serde_json::Map::new();
+            for (key, item) in map.iter().take(CARD_ENTRIES) {
+                if *budget == 0 {
+                    break;
+                }
+                let key = cut_string(key, budget);
+                let item = cut_value(item, budget, depth + 1);
+                shown.insert(key, item);
+            }
+            if shown.len() < map.len() {
+                shown.insert(
+                    "…".to_owned(),
+                    Value::String(format!("[cut: {}]", more(map.len() - shown.len(), "key"))),
+                );
+            }
+            Value::Object(shown)
+        }
+        other => {
+            *budget = budget.saturating_sub(other.to_string().len());
+            other.clone()
+        }
+    }
+}
+
+fn cut_string(text: &str, budget: &mut usize) -> String {
+    let room = CARD_VALUE_CHARS.min(*budget);
+    let length = text.chars().count();
+    if length <= room {
+        *budget -= length;
+        return text.to_owned();
+    }
+    *budget -= room;
+    let kept: String = text.chars().take(room).collect();
+    format!("{kept}… [cut: {}]", more(length - room, "character"))
+}
+
+/// `1 item`, `2 items`.
+fn counted(number: usize, noun: &str) -> String {
+    let plural = if number == 1 { "" } else { "s" };
+    format!("{} {noun}{plural}", group_digits(number))
+}
+
+/// `1 more item`, `2 more items`.
+fn more(number: usize, noun: &str) -> String {
+    let plural = if number == 1 { "" } else { "s" };
+    format!("{} more {noun}{plural}", group_digits(number))
+}
+
+/// `1234567` as `1,234,567`.
+fn group_digits(number: usize) -> String {
+    let digits = number.to_string();
+    let mut grouped = String::new();
+    for (index, digit) in digits.chars().enumerate() {
+        if index > 0 && (digits.len() - index).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(digit);
+    }
+    grouped
+}
+
+/// `text` as a card may print it: every control character (C0, DEL and C1,
+/// such as U+009B, which a terminal reads as the start of a command) and every
+/// bidirectional mark, embedding, override and isolate (which reorder what a
+/// person reads) is written visibly as `\u{…}` instead of acting. Everything
+/// else is kept.
+#[must_use]
+pub fn card_text(text: &str) -> String {
+    let mut shown = String::with_capacity(text.len());
+    for character in text.chars() {
+        if acts_when_printed(character) {
+            shown.push_str(&format!("\\u{{{:04X}}}", u32::from(character)));
+        } else {
+            shown.push(character);
+        }
+    }
+    shown
+}
+
+/// A character that a terminal or a page acts on rather than shows.
+fn acts_when_printed(character: char) -> bool {
+    character.is_control()
+        || matches!(
+            character,
+            '\u{061C}'
+                | '\u{200E}'
+                | '\u{200F}'
+                | '\u{202A}'..='\u{202E}'
+                | '\u{2066}'..='\u{2069}'
+        )
+}
+
+#[cfg(test)]
+mod card_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn card_text_shows_what_a_terminal_or_a_page_would_act_on() {
+        let cases = [
+            ("plain words stay", "plain words stay"),
+            ("tab\tand newline\n", "tab\\u{0009}and newline\\u{000A}"),
+            ("escape \u{1b}[2J clears", "escape \\u{001B}[2J clears"),
+            ("C1 CSI \u{9b}2J clears", "C1 CSI \\u{009B}2J clears"),
+            ("delete \u{7f}", "delete \\u{007F}"),
+            ("override \u{202e}gnp.exe", "override \\u{202E}gnp.exe"),
+            ("isolate \u{2066}x\u{2069}", "isolate \\u{2066}x\\u{2069}"),
+            (
+                "marks \u{200e}\u{200f}\u{61c}",
+                "marks \\u{200E}\\u{200F}\\u{061C}",
+            ),
+            ("accents é and 漢字 stay", "accents é and 漢字 stay"),
+        ];
+        for (text, shown) in cases {
+            assert_eq!(card_text(text), shown, "{text:?}");
+        }
+    }
+
+    #[test]
+    fn card_arguments_cut_long_values_and_say_how_much() {
+        let long = "x".repeat(200_000);
+        let shown = card_arguments(&json!({"body": long, "url": "https://example.test/"}));
+        let body = shown["body"].as_str().unwrap_or_default();
+        assert!(
+            body.starts_with(&"x".repeat(CARD_VALUE_CHARS)),
+            "{body:.80}"
+        );
+        assert!(
+            body.ends_with("… [cut: 199,700 more characters]"),
+            "{body:.80}"
+        );
+        // The short value after it is still shown.
+        assert_eq!(shown["url"], "https://example.test/");
+
+        let many: Vec<Value> = (0..100).map(|i| json!(i)).collect();
+        let shown = card_arguments(&json!({"items": many}));
+        let items = shown["items"].as_array().cloned().unwrap_or_default();
+        assert_eq!(items.len(), CARD_ENTRIES + 1);
+        assert_eq!(items[CARD_ENTRIES], "[cut: 60 more items]");
+        let one = card_arguments(&json!({"s": "z".repeat(CARD_VALUE_CHARS + 1)}));
+        assert!(
+            one["s"]
+                .as_str()
+                .unwrap_or_default()
+                .ends_with("[cut: 1 more character]")
+        );
+
+        let mut deep = json!("bottom");
+        for _ in 0..20 {
+            deep = json!([deep]);
+        }
+        let text = card_arguments(&deep).to_string();
+        assert!(text.contains("[cut: an array of 1 item]"), "{text}");
+    }
+
+    #[test]
+    fn card_arguments_stay_within_their_budget_however_wide() {
+        let wide: serde_json::Map<String, Value> = (0..40)
+            .map(|i| (format!("key{i}"), Value::String("y".repeat(1_000))))
+            .collect();
+        let shown = card_arguments(&Value::Object(wide)).to_string();
+        // The budget bounds the characters shown; the cut notes and JSON add a little.
+        assert!(
+            shown.chars().count() < CARD_ARGUMENT_CHARS + 2_000,
+            "{}",
+            shown.len()
+        );
+        assert!(shown.contains("more keys") || shown.contains("more characters"));
+    }
+}

@@ -2,8 +2,9 @@
 //! `cargo xtask test`): mounted into the document, clicked, given a tick,
 //! and compared — what the native model tests cannot show: that approval
 //! cards come one at a time with the count behind them and answer the call
-//! they show, that Escape denies, and that a program's question is answered
-//! by its buttons.
+//! they show, that Escape denies, that what a program sent is shown with its
+//! controls and bidi overrides escaped, and that a program's question is
+//! answered by its buttons.
 #![expect(
     clippy::unwrap_used,
     reason = "clippy does not see `wasm_bindgen_test` functions as tests; a panic is a failed test"
@@ -64,6 +65,37 @@ fn request(call_number: u32, tool: &str) -> ApprovalRequest {
         reason: AskReason::Mode,
         host: "page".into(),
     }
+}
+
+/// A card shows what a program sent with every control character and bidi
+/// override escaped, so neither rewrites what the person reads.
+#[wasm_bindgen_test]
+async fn an_approval_card_shows_bidi_overrides_and_controls_escaped() {
+    let _ = any_spawner::Executor::init_wasm_bindgen();
+    let root = container();
+    let (shown, set_shown) = signal(None::<ApprovalRequest>);
+    let (waiting, set_waiting) = signal(0_usize);
+    let approver = PageApprover::new(set_shown, set_waiting);
+    let mounted = approver.clone();
+    let _handle = leptos::mount::mount_to(root.clone(), move || {
+        view! { <ApprovalCard request=shown waiting=waiting approver=mounted.clone() /> }
+    });
+    let mut hostile = request(1, "save_note");
+    hostile.args = json!({"name": "report\u{202e}fdp.exe", "note": "C1 \u{9b}31m"});
+    hostile.module = "mcp:\u{2066}trusted".into();
+    let _asked = approver.ask(hostile);
+    tick().await;
+    let args = text(&root, "approval-args").unwrap();
+    assert!(args.contains("report\\u{202E}fdp.exe"), "{args}");
+    assert!(args.contains("C1 \\u{009B}31m"), "{args}");
+    let card = text(&root, "approval").unwrap();
+    assert!(card.contains("mcp:\\u{2066}trusted"), "{card}");
+    assert!(
+        !card.chars().any(
+            |c| matches!(c, '\u{80}'..='\u{9f}' | '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')
+        ),
+        "{card:?}"
+    );
 }
 
 #[wasm_bindgen_test]

@@ -39,7 +39,7 @@ use futures::FutureExt as _;
 use futures::future::{LocalBoxFuture, Shared};
 use kiln_types::RunResult;
 use kiln_types::permission::{
-    Answer, ApprovalRequest, Autonomy, Category, GateSettings, Mode, RETURN_RESULT,
+    Answer, ApprovalRequest, Autonomy, Category, GateSettings, Mode, RETURN_RESULT, card_text,
 };
 use kiln_types::records::DEFAULT_AGENT;
 use kiln_types::runtime::{Approval, Problem};
@@ -567,15 +567,18 @@ fn ApprovalCard(
             let answer = move |answer: Answer| {
                 approver.with_value(|approver| approver.answer(call_number, answer));
             };
-            let args = serde_json::to_string_pretty(&request.args).unwrap_or_default();
-            let title = format!("Allow {} (call {})?", request.tool, request.call_number);
+            // What came from the program or a server is shown with its control
+            // characters and bidi overrides escaped, never acting on the page.
+            let args = card_text(&serde_json::to_string_pretty(&request.args).unwrap_or_default());
+            let tool = card_text(&request.tool);
+            let title = format!("Allow {tool} (call {})?", request.call_number);
             let on_keydown = move |event: KeyboardEvent| {
                 if event.key() == "Escape" {
                     event.prevent_default();
                     answer(Answer::Deny);
                 }
             };
-            let session_label = format!("Allow {} for this session", request.tool);
+            let session_label = format!("Allow {tool} for this session");
             view! {
                 <section
                     class="approval"
@@ -589,9 +592,9 @@ fn ApprovalCard(
                     <h2 id="approval-title" data-testid="approval-title" tabindex="-1" node_ref=heading>{title}</h2>
                     <p id="approval-why">
                         <span class=format!("category category-{}", request.category) data-testid="approval-category">{request.category.as_str()}</span>
-                        " tool from "<code>{request.module.clone()}</code>" — "{request.reason.sentence()}"."
+                        " tool from "<code>{card_text(&request.module)}</code>" — "{request.reason.sentence()}"."
                     </p>
-                    <p class="description">{request.description.clone()}</p>
+                    <p class="description">{card_text(&request.description)}</p>
                     <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre>
                     <div class="actions">
                         <button data-testid="approve" on:click=move |_| answer(Answer::Approve)>"Approve"</button>
