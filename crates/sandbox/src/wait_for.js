@@ -1,25 +1,33 @@
 // `waitFor(condition, {timeout, interval})`, by the codemode contract. Evaluated
 // once per context before the program, with the real `sleep` and `Date.now`
-// captured, so a program that replaces either cannot change how it waits.
+// captured, and every global it reads captured here too (`Math.max`,
+// `Number.isInteger`, …), so a program that replaces any of them cannot
+// change how it waits: not the 30 s cap, not the 250 ms least interval.
 (function (sleep, now) {
   "use strict";
   const MAX_TIMEOUT = 30000;
   const MIN_INTERVAL = 250;
+  const { isInteger, isFinite } = Number;
+  const { max, min, round } = Math;
+  const text = String;
+  const Failure = Error;
+  const NotAFunction = TypeError;
+  const OutOfRange = RangeError;
   return async function waitFor(condition, options) {
     if (typeof condition !== "function") {
-      throw new TypeError("waitFor(condition, {timeout, interval}) needs a function as its condition");
+      throw new NotAFunction("waitFor(condition, {timeout, interval}) needs a function as its condition");
     }
     const timeout = options?.timeout ?? MAX_TIMEOUT;
     const interval = options?.interval ?? 500;
-    if (!Number.isInteger(timeout) || timeout < 0 || timeout > MAX_TIMEOUT) {
-      throw new RangeError(
-        `waitFor timeout must be an integer number of milliseconds from 0 to ${MAX_TIMEOUT}; got ${String(timeout)}`,
+    if (!isInteger(timeout) || timeout < 0 || timeout > MAX_TIMEOUT) {
+      throw new OutOfRange(
+        `waitFor timeout must be an integer number of milliseconds from 0 to ${MAX_TIMEOUT}; got ${text(timeout)}`,
       );
     }
-    if (typeof interval !== "number" || !Number.isFinite(interval) || interval < 0) {
-      throw new RangeError(`waitFor interval must be a finite number of milliseconds; got ${String(interval)}`);
+    if (typeof interval !== "number" || !isFinite(interval) || interval < 0) {
+      throw new OutOfRange(`waitFor interval must be a finite number of milliseconds; got ${text(interval)}`);
     }
-    const step = Math.max(Math.round(interval), MIN_INTERVAL);
+    const step = max(round(interval), MIN_INTERVAL);
     const started = now();
     let slept = 0;
     let attempts = 0;
@@ -29,15 +37,15 @@
       if (value) {
         return value;
       }
-      const elapsed = Math.max(now() - started, slept);
+      const elapsed = max(now() - started, slept);
       if (elapsed >= timeout) {
-        const error = new Error(
+        const error = new Failure(
           `waitFor timed out after ${timeout} ms: the condition was still falsy after ${attempts} attempts`,
         );
         error.code = "wait_timeout";
         throw error;
       }
-      const pause = Math.min(step, timeout - elapsed);
+      const pause = min(step, timeout - elapsed);
       await sleep(pause);
       slept += pause;
     }

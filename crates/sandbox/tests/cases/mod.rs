@@ -187,6 +187,24 @@ pub const CASES: &[(&str, &str)] = &[
         "await waitFor(42)",
         "script TypeError: waitFor(condition, {timeout, interval}) needs a function as its condition",
     ),
+    // Hostile: a program that replaces the globals waitFor reads changes
+    // neither its 30 s cap nor its 250 ms least interval (issue 15 #8).
+    (
+        "Number.isInteger = () => true; Math.min = (a) => a; \
+         await waitFor(() => true, {timeout: 1e9})",
+        "script RangeError: waitFor timeout must be an integer number of milliseconds from 0 to 30000; got 1000000000",
+    ),
+    (
+        "Math.max = () => 0; Math.round = () => 1; let n = 0; \
+         try { await waitFor(() => { n++; return false }, {timeout: 600, interval: 1}) } \
+         catch (e) { return [e.code, n] }",
+        r#"completed ["wait_timeout",4]"#,
+    ),
+    (
+        "String = () => 'planted'; Number.isFinite = () => true; \
+         try { await waitFor(() => true, {interval: -5}) } catch (e) { return e.message }",
+        r#"completed "waitFor interval must be a finite number of milliseconds; got -5""#,
+    ),
     (
         "return typeof setTimeout + typeof fetch + typeof require",
         r#"completed "undefinedundefinedundefined""#,
