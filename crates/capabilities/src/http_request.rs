@@ -293,8 +293,17 @@ fn refused(refusal: Refusal) -> ToolFailure {
     }
 }
 
-/// `${NAME}` in `template` replaced by the scoped secret NAME.
-fn fill(template: &str, url: &str, context: &CallContext) -> Result<String, ToolFailure> {
+/// `${NAME}` in `template` replaced by the scoped secret NAME. A secret that
+/// names its origins goes only there; one that names none goes only where the
+/// run names its origins too ([`NetPolicy::Only`]): under
+/// [`NetPolicy::Public`] it is not sent at all, since "any public address"
+/// would be anywhere the program asks.
+fn fill(
+    template: &str,
+    url: &str,
+    policy: &NetPolicy,
+    context: &CallContext,
+) -> Result<String, ToolFailure> {
     let mut out = String::new();
     let mut rest = template;
     while let Some(start) = rest.find("${") {
@@ -317,6 +326,17 @@ fn fill(template: &str, url: &str, context: &CallContext) -> Result<String, Tool
                 format!("the secret `{name}` was not sent: {why}"),
             )
         })?;
+        if !secret.names_origins() && *policy == NetPolicy::Public {
+            return Err(failure(
+                "secret_not_allowed",
+                format!(
+                    "the secret `{name}` was not sent: it names no origins, and this run may \
+                     reach any public address, so it would go wherever the program asks; give \
+                     it the origins it is for ({{value, origins}} in the page API, \
+                     `--secret {name}@https://…` in the CLI) or name the run's origins"
+                ),
+            ));
+        }
         out.push_str(secret.expose());
         rest = &after[end + 1..];
     }
@@ -417,7 +437,7 @@ impl Implementation for HttpRequest {
                 {
                     let value = value.as_str().unwrap_or_default();
                     let value = if from_secrets {
-                        fill(value, target.url(), &context)?
+                        fill(value, target.url(), &policy, &context)?
                     } else {
                         value.to_owned()
                     };

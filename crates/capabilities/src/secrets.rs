@@ -18,7 +18,8 @@ use serde_json::Value;
 pub struct Secret(Redacted, Vec<String>);
 
 impl Secret {
-    /// A secret that may be sent to any origin.
+    /// A secret that names no origins: `http_request` sends it only where the
+    /// run names its origins (never under "any public address").
     #[must_use]
     pub fn new(value: impl Into<String>) -> Self {
         Self(Redacted::new(value), Vec::new())
@@ -38,6 +39,12 @@ impl Secret {
     #[must_use]
     pub fn expose(&self) -> &str {
         self.0.expose()
+    }
+
+    /// Whether it names the origins it may be sent to.
+    #[must_use]
+    pub fn names_origins(&self) -> bool {
+        !self.1.is_empty()
     }
 
     /// Whether it may be sent to `url`; `Err` names the origin it may not.

@@ -468,6 +468,49 @@ fn a_secret_bound_to_origins_is_sent_nowhere_else() {
         "{}",
         failure.message
     );
+
+    // A secret that names no origins, in a run that may reach any public
+    // address, is sent nowhere (refused before anything is sent, so no request
+    // leaves this machine); a run that names its origins may use it there.
+    let unbound = |policy: NetPolicy| {
+        let mut registry = Registry::new();
+        kiln_capabilities::builtin::add_http_request(
+            &mut registry,
+            &kiln_http::default_client(),
+            policy,
+        );
+        let mut secrets = SecretScope::new();
+        secrets.insert("LOOSE", kiln_capabilities::Secret::new("sk-loose"));
+        Dispatcher::new(
+            Rc::new(registry),
+            Some(
+                Gate::headless(
+                    "sources test",
+                    GateSettings {
+                        mode: Mode::Auto,
+                        ..GateSettings::default()
+                    },
+                )
+                .unwrap(),
+            ),
+            secrets,
+            RunLimits::default(),
+            "t",
+        )
+    };
+    let failure = call(
+        &unbound(NetPolicy::Public),
+        1,
+        "http_request",
+        json!({"url": "https://api.example.com/", "secret_headers": {"x-key": "${LOOSE}"}}),
+    )
+    .unwrap_err();
+    assert_eq!(failure.code, "secret_not_allowed", "{}", failure.message);
+    assert!(
+        failure.message.contains("it names no origins"),
+        "{}",
+        failure.message
+    );
     assert_eq!(
         dispatcher.run_state().fetch_calls(),
         0,

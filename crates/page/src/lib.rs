@@ -48,7 +48,8 @@
 //!   (Streamable HTTP) as `name_<tool>`.
 //! - `secrets: {NAME: value | {value, origins: [...]}}`: the run's secret
 //!   scope (`http_request`'s `secret_headers`); the program never sees a
-//!   value, and a secret bound to origins is sent to no other.
+//!   value, a secret bound to origins is sent to no other, and one bound to
+//!   none only to the origins `allow_net` names.
 //!
 //! - `agent`: who the run's memories are saved for (default `default`).
 //! - `inputs: {name: value}`: written to the run memory as `input:<name>`
