@@ -32,6 +32,7 @@ use serde_json::{Map, Value, json};
 
 use crate::dispatch::{CallContext, Permit};
 use crate::registry::Implementation;
+use crate::secrets::SecretScope;
 use crate::spec::{CapabilitySpec, Category, Source};
 
 pub const NAME: &str = "http_request";
@@ -344,6 +345,35 @@ fn fill(
     Ok(out)
 }
 
+/// A response body as the program gets it: the run's secrets scrubbed out of
+/// the bytes before anything encodes them, then cut at `limit`. The body was
+/// read up to `limit` plus the longest secret, so a secret that begins before
+/// the cut is there whole and scrubbed whole, never left as a prefix; a cut
+/// that would split a `[redacted:NAME]` keeps it whole. Answers the bytes and
+/// whether they were cut.
+fn scrub_body(secrets: &SecretScope, body: &[u8], cut: bool, limit: usize) -> (Vec<u8>, bool) {
+    let mut scrubbed = secrets.redact_bytes(body);
+    if scrubbed.len() <= limit {
+        return (scrubbed, cut);
+    }
+    let mut end = limit;
+    let marker = b"[redacted:";
+    let from = limit.saturating_sub(secrets.longest() + marker.len() + 64);
+    let mut search = from;
+    while let Some(at) = memchr::memmem::find(&scrubbed[search..], marker) {
+        let start = search + at;
+        if start >= end {
+            break;
+        }
+        if let Some(close) = memchr::memchr(b']', &scrubbed[start..]) {
+            end = end.max(start + close + 1);
+        }
+        search = start + 1;
+    }
+    scrubbed.truncate(end);
+    (scrubbed, true)
+}
+
 /// One header to send, and whether it may follow a redirect to another origin.
 struct Header {
     name: String,
@@ -483,7 +513,11 @@ impl Implementation for HttpRequest {
                         .collect(),
                     body: body.clone(),
                     timeout_ms: limits.fetch_timeout_ms,
-                    max_body_bytes: limits.fetch_body_bytes,
+                    // A secret that begins before the cut is read whole, so
+                    // that it is scrubbed whole (see `scrub_body`).
+                    max_body_bytes: limits
+                        .fetch_body_bytes
+                        .saturating_add(context.secrets.longest()),
                     redirect: Redirect::Stop,
                 };
                 let sent = match reach {
@@ -542,17 +576,23 @@ impl Implementation for HttpRequest {
                     }
                 }
             }
+            let (scrubbed, truncated) = scrub_body(
+                &context.secrets,
+                &response.body,
+                response.truncated,
+                limits.fetch_body_bytes,
+            );
             let body = if as_bytes {
-                json!({ BYTES_KEY: STANDARD.encode(&response.body) })
+                json!({ BYTES_KEY: STANDARD.encode(&scrubbed) })
             } else {
-                Value::String(String::from_utf8_lossy(&response.body).into_owned())
+                Value::String(String::from_utf8_lossy(&scrubbed).into_owned())
             };
             Ok(json!({
                 "url": target.url(),
                 "status": response.status,
                 "headers": header_map,
                 "body": body,
-                "truncated": response.truncated,
+                "truncated": truncated,
             }))
         })
     }

@@ -152,6 +152,43 @@ impl SecretScope {
         out
     }
 
+    /// The length in bytes of the longest value in scope (0 when it is empty).
+    #[must_use]
+    pub fn longest(&self) -> usize {
+        self.secrets
+            .values()
+            .map(|secret| secret.expose().len())
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// `bytes` with every secret value in scope replaced by `[redacted:NAME]`,
+    /// longest first, as bytes: what a response body carries is scrubbed before
+    /// anything encodes it (base64 would hide a secret from [`Self::redact_text`]).
+    #[must_use]
+    pub fn redact_bytes(&self, bytes: &[u8]) -> Vec<u8> {
+        let mut out = bytes.to_vec();
+        let mut secrets: Vec<(&String, &Secret)> = self.secrets.iter().collect();
+        secrets.sort_by_key(|(_, secret)| std::cmp::Reverse(secret.expose().len()));
+        for (name, secret) in secrets {
+            let value = secret.expose().as_bytes();
+            if value.is_empty() || memchr::memmem::find(&out, value).is_none() {
+                continue;
+            }
+            let marker = format!("[redacted:{name}]");
+            let mut scrubbed = Vec::with_capacity(out.len());
+            let mut rest = out.as_slice();
+            while let Some(at) = memchr::memmem::find(rest, value) {
+                scrubbed.extend_from_slice(&rest[..at]);
+                scrubbed.extend_from_slice(marker.as_bytes());
+                rest = &rest[at + value.len()..];
+            }
+            scrubbed.extend_from_slice(rest);
+            out = scrubbed;
+        }
+        out
+    }
+
     /// `value` with every string (keys included) scrubbed.
     #[must_use]
     pub fn redact(&self, value: Value) -> Value {

@@ -12,6 +12,7 @@ use std::net::TcpListener;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
+use base64::Engine as _;
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::{
@@ -803,4 +804,80 @@ fn every_hop_spends_the_fetch_budget() {
     .unwrap_err();
     assert_eq!(failure.code, "budget_exhausted:fetch_calls");
     assert_eq!(server.received().len(), 2);
+}
+
+/// A server on the allowed origin that reflects the secret back: the program
+/// gets it scrubbed whether the body comes as text or as base64 bytes, and
+/// whether the body budget cuts through the secret or not (issue 15 #14).
+#[test]
+fn a_reflected_secret_comes_back_scrubbed_as_bytes_and_across_the_cut() {
+    const SECRET: &str = "sk-reflected-0123456789";
+    let server = Server::start(|request, _| {
+        let key = request
+            .lines()
+            .find_map(|line| line.strip_prefix("x-key: "))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        // 20 bytes, the key, then more.
+        ok(&format!("0123456789abcdefghij{key}-and-the-rest"))
+    });
+    let mut secrets = SecretScope::new();
+    secrets.insert("KEY", Secret::new(SECRET));
+    // (body budget, response_type, what the program may see)
+    let cases: [(usize, &str, &str, bool); 5] = [
+        (
+            1_000,
+            "text",
+            "0123456789abcdefghij[redacted:KEY]-and-the-rest",
+            false,
+        ),
+        (
+            1_000,
+            "bytes",
+            "0123456789abcdefghij[redacted:KEY]-and-the-rest",
+            false,
+        ),
+        // The cut falls inside the secret: no prefix of it is left.
+        (30, "text", "0123456789abcdefghij[redacted:KEY]", true),
+        (30, "bytes", "0123456789abcdefghij[redacted:KEY]", true),
+        // The cut falls before it: nothing of it.
+        (20, "text", "0123456789abcdefghij", true),
+    ];
+    for (number, (budget, kind, seen, cut)) in (1..).zip(cases) {
+        let limits = RunLimits {
+            fetch_body_bytes: budget,
+            ..RunLimits::default()
+        };
+        let dispatcher = dispatcher_with(
+            origins(&[&server.origin()]),
+            real(),
+            limits,
+            secrets.clone(),
+        );
+        let reply = call(
+            &dispatcher,
+            number,
+            json!({
+                "url": format!("{}/reflect", server.origin()),
+                "secret_headers": {"x-key": "${KEY}"},
+                "response_type": kind,
+            }),
+        )
+        .unwrap();
+        let body = if kind == "bytes" {
+            let encoded = reply["body"]["$bytes"].as_str().unwrap();
+            String::from_utf8(
+                base64::engine::general_purpose::STANDARD
+                    .decode(encoded)
+                    .unwrap(),
+            )
+            .unwrap()
+        } else {
+            reply["body"].as_str().unwrap().to_owned()
+        };
+        assert_eq!(body, seen, "budget {budget}, {kind}");
+        assert_eq!(reply["truncated"], cut, "budget {budget}, {kind}");
+        assert!(!body.contains("sk-refl"), "budget {budget}, {kind}: {body}");
+    }
 }
