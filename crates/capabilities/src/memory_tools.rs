@@ -8,13 +8,14 @@ use std::rc::Rc;
 
 use kiln_store::durable::{DEFAULT_AGENT, MAX_TEXT_CHARS, Mark};
 use kiln_store::run::{ListFilter, MAX_VALUE_BYTES, NAMESPACES};
-use kiln_types::tool_result::ToolReply;
+use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::spec::{CapabilitySpec, Category};
 use crate::storage::{
-    Handler, NAMESPACE_REFUSED, Storage, arguments, refined, reply, spec, store_failure,
+    AGENT_NOT_GRANTED, Handler, NAMESPACE_REFUSED, Storage, arguments, refined, reply, spec,
+    store_failure,
 };
 
 pub const LIST_SHARED: &str = "list_shared";
@@ -74,7 +75,7 @@ fn limit_schema(what: &str) -> Value {
 fn agent_schema() -> Value {
     json!({
         "type": "string",
-        "description": "Whose memories: left out, the agent this run works for."
+        "description": "Whose memories: left out, the agent this run works for; another agent only when the host granted it."
     })
 }
 
@@ -374,15 +375,50 @@ async fn share_result(storage: Rc<Storage>, args: Value) -> ToolReply {
 }
 
 /// The agent a call names, else the run's, else the default one: what
-/// `save_memory` stores under is what `query_memory` finds.
-fn whose(storage: &Storage, requested: Option<String>) -> String {
-    [requested.as_deref(), Some(storage.agent.as_str())]
-        .into_iter()
-        .flatten()
+/// `save_memory` stores under is what `query_memory` finds. A run reaches its
+/// own agent's memories and those the host granted it, no other.
+fn whose(storage: &Storage, requested: Option<String>) -> Result<String, ToolFailure> {
+    let own = Some(storage.agent.trim())
+        .filter(|agent| !agent.is_empty())
+        .unwrap_or(DEFAULT_AGENT);
+    let Some(asked) = requested
+        .as_deref()
         .map(str::trim)
-        .find(|agent| !agent.is_empty())
-        .unwrap_or(DEFAULT_AGENT)
-        .to_owned()
+        .filter(|agent| !agent.is_empty())
+    else {
+        return Ok(own.to_owned());
+    };
+    if asked == own
+        || storage
+            .granted_agents
+            .iter()
+            .any(|granted| granted == asked)
+    {
+        return Ok(asked.to_owned());
+    }
+    Err(agent_refused(
+        storage,
+        own,
+        &format!("`agent` `{}` is not this run's agent", asked.escape_debug()),
+    ))
+}
+
+/// The refusal of a memory call about another agent.
+fn agent_refused(storage: &Storage, own: &str, what: &str) -> ToolFailure {
+    let granted = if storage.granted_agents.is_empty() {
+        String::new()
+    } else {
+        format!(" and of {}", storage.granted_agents.join(", "))
+    };
+    ToolFailure {
+        code: AGENT_NOT_GRANTED.into(),
+        message: format!(
+            "{what}: a run reads, saves and marks only the memories of its own agent \
+             (`{own}`){granted}"
+        ),
+        detail: None,
+        outcome: CallOutcome::Refused,
+    }
 }
 
 #[derive(Deserialize)]
@@ -395,7 +431,7 @@ async fn save_memory(storage: Rc<Storage>, args: Value) -> ToolReply {
     let SaveMemory { text, agent } = arguments(SAVE_MEMORY, args)?;
     let memory = storage
         .memory
-        .save(&whose(&storage, agent), &text)
+        .save(&whose(&storage, agent)?, &text)
         .await
         .map_err(store_failure)?;
     reply(&memory)
@@ -418,7 +454,7 @@ async fn query_memory(storage: Rc<Storage>, args: Value) -> ToolReply {
         .memory
         .query(
             &query,
-            Some(&whose(&storage, agent)),
+            Some(&whose(&storage, agent)?),
             limit.unwrap_or(DEFAULT_LIMIT),
         )
         .await
@@ -438,6 +474,19 @@ async fn mark_memory(
     mark: Mark,
 ) -> ToolReply {
     let MemoryId { memory_id } = arguments(tool, args)?;
+    let found = storage
+        .memory
+        .get(&memory_id)
+        .await
+        .map_err(store_failure)?;
+    if whose(&storage, Some(found.agent.clone())).is_err() {
+        let own = whose(&storage, None)?;
+        return Err(agent_refused(
+            &storage,
+            &own,
+            &format!("memory `{memory_id}` is another agent's"),
+        ));
+    }
     let memory = storage
         .memory
         .mark(&memory_id, mark)

@@ -48,6 +48,11 @@ pub struct Storage {
     /// Whose memories `save_memory` keeps and `query_memory` searches when a
     /// call names no agent (`kiln_store::durable::DEFAULT_AGENT`: `default`).
     pub agent: String,
+    /// Other agents whose memories the host lets this run read, save and mark
+    /// too; none unless the host grants them. A call that names any other
+    /// agent, or marks another agent's memory, is refused
+    /// ([`AGENT_NOT_GRANTED`]).
+    pub granted_agents: Vec<String>,
 }
 
 impl Storage {
@@ -66,10 +71,13 @@ impl Storage {
             history: History::new(backend),
             files,
             agent: agent.to_owned(),
+            granted_agents: Vec::new(),
         }
     }
 }
 
+/// Code of a memory call about an agent that is not the run's, nor granted to it.
+pub const AGENT_NOT_GRANTED: &str = "agent_not_granted";
 /// Code of a path that could leave the workspace (absolute, a drive, `..`).
 pub const PATH_REFUSED: &str = "path_refused";
 /// Code of a `share_result` key in a namespace the run's executors own.

@@ -27,9 +27,16 @@ struct Ladder {
 }
 
 fn ladder(mode: Mode) -> Ladder {
-    let backend = MemoryBackend::new();
     let tree = MemoryTree::new();
-    let storage = Storage::new(backend, tree.clone(), "run-1", "default");
+    ladder_over(
+        mode,
+        Storage::new(MemoryBackend::new(), tree.clone(), "run-1", "default"),
+        tree,
+    )
+}
+
+/// A ladder over `storage` (whose files are `tree`).
+fn ladder_over(mode: Mode, storage: Storage, tree: Rc<MemoryTree>) -> Ladder {
     let mut registry = Registry::new();
     builtin::add_storage(&mut registry, &storage);
     assert!(registry.warnings().is_empty(), "{:?}", registry.warnings());
@@ -221,14 +228,18 @@ fn durable_memory_saves_ranks_and_marks_through_the_ladder() {
     let tests = save("Run the wasm tests with cargo xtask test");
     let chromium = save("The wasm tests need chromium and chromedriver installed");
     save("Lunch is at noon");
-    let elsewhere = ladder.ok(
-        "save_memory",
-        json!({"text": "chromium lives in /usr/bin for the other agent", "agent": "other"}),
-    );
-    assert_eq!(
-        (tests["agent"].as_str(), elsewhere["agent"].as_str()),
-        (Some("default"), Some("other"))
-    );
+    // Another agent's memory, as its own runs would have kept it.
+    let elsewhere = serde_json::to_value(
+        block_on(
+            ladder
+                .storage
+                .memory
+                .save("other", "chromium lives in /usr/bin for the other agent"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    assert_eq!(tests["agent"].as_str(), Some("default"));
     let ids = |reply: &Value| -> Vec<String> {
         reply["memories"]
             .as_array()
@@ -248,11 +259,45 @@ fn durable_memory_saves_ranks_and_marks_through_the_ladder() {
         json!({"query": "wasm chromium", "limit": 1}),
     );
     assert_eq!(ids(&hits), [id(&chromium)]);
+    // A run reaches only its own agent's memories (issue 15 #21): naming
+    // another agent, or marking its memory, is refused and changes nothing.
+    let refused = [
+        (
+            "query_memory",
+            json!({"query": "chromium", "agent": "other"}),
+        ),
+        ("save_memory", json!({"text": "planted", "agent": "other"})),
+        ("save_memory", json!({"text": "x", "agent": "a\u{1}b"})),
+        ("mark_memory_outdated", json!({"memory_id": id(&elsewhere)})),
+        ("mark_memory_helpful", json!({"memory_id": id(&elsewhere)})),
+    ];
+    for (tool, args) in refused {
+        let failure = ladder.call(tool, args.clone()).unwrap_err();
+        assert_eq!(failure.code, "agent_not_granted", "{tool} {args}");
+        assert_eq!(failure.outcome, CallOutcome::Refused, "{tool} {args}");
+        assert!(!failure.message.contains('\u{1}'), "{}", failure.message);
+        assert!(
+            failure
+                .message
+                .contains("only the memories of its own agent (`default`)"),
+            "{tool}: {}",
+            failure.message
+        );
+    }
+    let kept = block_on(ladder.storage.memory.get(&id(&elsewhere))).unwrap();
+    assert_eq!((kept.helpful, kept.outdated), (0, false));
+    assert_eq!(
+        block_on(ladder.storage.memory.query("planted", None, 10))
+            .unwrap()
+            .len(),
+        0
+    );
+    // Its own agent named is the same as none.
     let hits = ladder.ok(
         "query_memory",
-        json!({"query": "chromium", "agent": "other"}),
+        json!({"query": "chromium", "agent": "default"}),
     );
-    assert_eq!(ids(&hits), [id(&elsewhere)]);
+    assert_eq!(ids(&hits), [id(&chromium)]);
 
     // The reference's fold: a bare id, or `{id}`, lands on `memory_id`.
     let marked = ladder.ok("mark_memory_helpful", json!({"id": id(&tests)}));
@@ -270,11 +315,6 @@ fn durable_memory_saves_ranks_and_marks_through_the_ladder() {
             "save_memory",
             json!({"text": "   "}),
             Fails("invalid", "a memory's text is empty"),
-        ),
-        (
-            "save_memory",
-            json!({"text": "x", "agent": "a\u{1}b"}),
-            Fails("invalid", "agent name `a\u{1}b`"),
         ),
         (
             "query_memory",
@@ -735,4 +775,33 @@ fn every_storage_spec_is_builtin_closed_and_categorised_by_what_it_does() {
         );
         assert_eq!(spec.input_schema["type"], "object", "{}", spec.name);
     }
+}
+
+/// The host may grant a run another agent's memories; then it reaches them.
+#[test]
+fn a_host_may_grant_a_run_another_agents_memories() {
+    let tree = MemoryTree::new();
+    let mut storage = Storage::new(MemoryBackend::new(), tree.clone(), "run-1", "default");
+    storage.granted_agents = vec!["helper".into()];
+    let ladder = ladder_over(Mode::Auto, storage, tree);
+    let kept = ladder.ok(
+        "save_memory",
+        json!({"text": "the helper keeps notes here", "agent": "helper"}),
+    );
+    assert_eq!(kept["agent"], "helper");
+    let hits = ladder.ok("query_memory", json!({"query": "notes", "agent": "helper"}));
+    assert_eq!(hits["memories"][0]["id"], kept["id"]);
+    let marked = ladder.ok("mark_memory_helpful", json!({"memory_id": kept["id"]}));
+    assert_eq!(marked["helpful"], 1);
+    let failure = ladder
+        .call(
+            "query_memory",
+            json!({"query": "notes", "agent": "stranger"}),
+        )
+        .unwrap_err();
+    assert!(
+        failure.message.contains("(`default`) and of helper"),
+        "{}",
+        failure.message
+    );
 }
