@@ -36,10 +36,26 @@ pub type HeldSignal = Rc<dyn Fn(bool)>;
 pub struct CallContext {
     pub call_number: u32,
     pub tool: String,
-    pub secrets: Rc<SecretScope>,
+    /// The run's secrets; an implementation outside this crate reads one
+    /// through [`CallContext::secret`], which records that the call sent it.
+    pub(crate) secrets: Rc<SecretScope>,
     pub run: Rc<RunState>,
     /// For an implementation that itself waits on a person.
     pub held: HeldSignal,
+    /// The names of the secrets this call sent ([`CallContext::secret`]
+    /// records them): what it answers is scrubbed of those whatever the
+    /// program passed.
+    pub used_secrets: Rc<RefCell<BTreeSet<String>>>,
+}
+
+impl CallContext {
+    /// The run's secret `name`, for an implementation that sends it; the call
+    /// is recorded as having sent it.
+    pub fn secret(&self, name: &str) -> Result<&crate::secrets::Secret, String> {
+        let secret = self.secrets.get(name)?;
+        self.used_secrets.borrow_mut().insert(name.to_owned());
+        Ok(secret)
+    }
 }
 
 /// Told the number of each call as it reaches its implementation.
@@ -199,10 +215,14 @@ impl Dispatcher {
                 )));
             }
         };
+        // What the program itself passed: an echo of it is not scrubbed (see
+        // `SecretScope::for_reply`).
+        let passed = serde_json::to_string(&args).unwrap_or_default();
         let args = match entry.schema().check(&named, args) {
             Ok(args) => args,
             Err(error) => {
-                let message = self.secrets.redact_text(&error.message);
+                let scrub = self.secrets.for_reply(&BTreeSet::new(), &passed);
+                let message = scrub.redact_text(&error.message);
                 return ready(Err(failure(error.code, message, CallOutcome::Error)));
             }
         };
@@ -217,7 +237,9 @@ impl Dispatcher {
             secrets: secrets.clone(),
             run: self.run.clone(),
             held: held.clone(),
+            used_secrets: Rc::default(),
         };
+        let used = context.used_secrets.clone();
         Box::pin(async move {
             match decision {
                 Decision::Allow => {}
@@ -248,11 +270,12 @@ impl Dispatcher {
             }
             context.run.start(call_number);
             let reply = entry.implementation().call(args, context, Permit(())).await;
+            let scrub = secrets.for_reply(&used.borrow(), &passed);
             match reply {
-                Ok(value) => Ok(secrets.redact(value)),
+                Ok(value) => Ok(scrub.redact(value)),
                 Err(mut failure) => {
-                    failure.message = secrets.redact_text(&failure.message);
-                    failure.detail = failure.detail.map(|detail| secrets.redact(detail));
+                    failure.message = scrub.redact_text(&failure.message);
+                    failure.detail = failure.detail.map(|detail| scrub.redact(detail));
                     Err(failure)
                 }
             }

@@ -318,8 +318,7 @@ fn fill(
         };
         let name = &after[..end];
         let secret = context
-            .secrets
-            .get(name)
+            .secret(name)
             .map_err(|why| failure("secret_unavailable", why))?;
         secret.allows(url).map_err(|why| {
             failure(
@@ -499,6 +498,12 @@ impl Implementation for HttpRequest {
                 }
             };
             let as_bytes = text("response_type") == Some("bytes");
+            // The secrets this call sent, and the others unless the program
+            // passed their value itself (`SecretScope::for_reply`).
+            let scrub = context.secrets.for_reply(
+                &context.used_secrets.borrow(),
+                &serde_json::to_string(&args).unwrap_or_default(),
+            );
             let limits = context.run.limits;
             let mut redirects = 0;
             let response = loop {
@@ -515,9 +520,7 @@ impl Implementation for HttpRequest {
                     timeout_ms: limits.fetch_timeout_ms,
                     // A secret that begins before the cut is read whole, so
                     // that it is scrubbed whole (see `scrub_body`).
-                    max_body_bytes: limits
-                        .fetch_body_bytes
-                        .saturating_add(context.secrets.longest()),
+                    max_body_bytes: limits.fetch_body_bytes.saturating_add(scrub.longest()),
                     redirect: Redirect::Stop,
                 };
                 let sent = match reach {
@@ -577,7 +580,7 @@ impl Implementation for HttpRequest {
                 }
             }
             let (scrubbed, truncated) = scrub_body(
-                &context.secrets,
+                &scrub,
                 &response.body,
                 response.truncated,
                 limits.fetch_body_bytes,

@@ -152,6 +152,24 @@ impl SecretScope {
         out
     }
 
+    /// The secrets to scrub from what a call answers: every one it sent
+    /// (`used`), and every other one whose value the program did not itself
+    /// put into the call's arguments (`passed`, as JSON text). Scrubbing an echo
+    /// of the program's own guess would tell it the guess was right (a tool
+    /// that echoes, or an argument error that lists what it was passed); left
+    /// alone, the echo is the same whether the guess was right or wrong.
+    #[must_use]
+    pub fn for_reply(&self, used: &std::collections::BTreeSet<String>, passed: &str) -> Self {
+        Self {
+            secrets: self
+                .secrets
+                .iter()
+                .filter(|(name, secret)| used.contains(*name) || !passed.contains(secret.expose()))
+                .map(|(name, secret)| (name.clone(), secret.clone()))
+                .collect(),
+        }
+    }
+
     /// The length in bytes of the longest value in scope (0 when it is empty).
     #[must_use]
     pub fn longest(&self) -> usize {

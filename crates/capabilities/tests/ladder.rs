@@ -35,8 +35,7 @@ impl Implementation for Probe {
         self.calls.set(self.calls.get() + 1);
         Box::pin(async move {
             let token = context
-                .secrets
-                .get("TOKEN")
+                .secret("TOKEN")
                 .map(|s| s.expose().to_owned())
                 .unwrap_or_default();
             if args.get("fail").is_some() {
@@ -49,6 +48,20 @@ impl Implementation for Probe {
             }
             Ok(json!({"args": args, "echo": format!("Bearer {token}")}))
         })
+    }
+}
+
+/// Answers with its arguments and touches no secret.
+struct Mirror;
+
+impl Implementation for Mirror {
+    fn call(
+        &self,
+        args: Value,
+        _context: CallContext,
+        _permit: Permit,
+    ) -> LocalBoxFuture<'static, ToolReply> {
+        Box::pin(async move { Ok(json!({"mirrored": args})) })
     }
 }
 
@@ -108,6 +121,15 @@ fn setup(gate: Option<Rc<Gate>>) -> Setup {
             )
             .unwrap();
     }
+    let mirror = CapabilitySpec {
+        name: "mirror".into(),
+        description: "mirrors its arguments".into(),
+        input_schema: json!({"type": "object", "properties": {"pin": {"type": "string"}}, "required": ["pin"]}),
+        category: Category::Read,
+        result: json!({}),
+        source: Source::Builtin,
+    };
+    registry.add(mirror, Rc::new(Mirror)).unwrap();
     let mut secrets = SecretScope::new();
     secrets.insert("TOKEN", Secret::new("sk-live-123456"));
     let dispatcher = Dispatcher::new(
@@ -566,4 +588,37 @@ fn allow_for_session_holds_for_that_source_only() {
         "denied"
     );
     assert_eq!(person.asked.borrow().len(), 2);
+}
+
+/// Redaction is not an oracle (issue 15 #17): an echo of what the program
+/// passed reads the same whether its guess was the secret or not, in a result
+/// and in an argument error; what a call that sent the secret answers is
+/// still scrubbed of it.
+#[test]
+fn an_echo_of_the_programs_own_guess_does_not_confirm_it() {
+    let setup = setup(Some(gate_with(Mode::Auto, Rc::new(Headless::new("t")))));
+    for (number, guess) in [(1, "sk-live-123455"), (2, "sk-live-123456")] {
+        let reply = setup.call(number, "mirror", json!({"pin": guess})).unwrap();
+        assert_eq!(reply, json!({"mirrored": {"pin": guess}}), "{guess}");
+    }
+    let mut keys = serde_json::Map::new();
+    for guess in ["sk-live-123455", "sk-live-123456", "sk-live-123457"] {
+        keys.insert(guess.into(), json!(1));
+    }
+    let failure = setup.call(3, "mirror", Value::Object(keys)).unwrap_err();
+    assert_eq!(failure.code, "missing_arguments");
+    assert!(
+        failure
+            .message
+            .contains("`sk-live-123455`, `sk-live-123456`, `sk-live-123457`"),
+        "{}",
+        failure.message
+    );
+    assert!(!failure.message.contains("redacted"), "{}", failure.message);
+    // The probe sends TOKEN: what it answers is scrubbed even of the program's own copy.
+    let reply = setup
+        .call(4, "look", json!({"note_id": "sk-live-123456"}))
+        .unwrap();
+    assert_eq!(reply["echo"], "Bearer [redacted:TOKEN]");
+    assert_eq!(reply["args"]["note_id"], "[redacted:TOKEN]");
 }
