@@ -317,8 +317,8 @@ fn contained(input: &str) -> Result<WorkspacePath, ToolFailure> {
 }
 
 /// Refuses content past [`MAX_FILE_BYTES`], naming its size.
-fn check_size(path: &WorkspacePath, size: usize) -> Result<(), ToolFailure> {
-    if size <= MAX_FILE_BYTES {
+fn check_size(path: &WorkspacePath, size: u64) -> Result<(), ToolFailure> {
+    if size <= MAX_FILE_BYTES as u64 {
         return Ok(());
     }
     Err(failure(
@@ -402,7 +402,7 @@ async fn file_write(storage: Rc<Storage>, args: Value) -> ToolReply {
         (Content::Text(text), Encoding::Base64) => decode(&text)?,
         (Content::Bytes { bytes }, _) => decode(&bytes)?,
     };
-    check_size(&path, bytes.len())?;
+    check_size(&path, bytes.len() as u64)?;
     let stat = storage
         .files
         .write(&path, bytes)
@@ -434,10 +434,10 @@ async fn file_edit(storage: Rc<Storage>, args: Value) -> ToolReply {
         let text = files::read_text(tree, &path).await.map_err(store_failure)?;
         let count = text.matches(old_text.as_str()).count();
         let replaced = if replace_all { count } else { count.min(1) };
-        check_size(
-            &path,
-            text.len() + replaced * (new_text.len() - old_text.len()),
-        )?;
+        // In 64 bits: on wasm32 the growth of many replacements overflows a
+        // `usize` and would pass the bound (then ask the heap for gigabytes).
+        let grown = (replaced as u64).saturating_mul((new_text.len() - old_text.len()) as u64);
+        check_size(&path, (text.len() as u64).saturating_add(grown))?;
     }
     let replaced = files::edit(tree, &path, &old_text, &new_text, replace_all)
         .await

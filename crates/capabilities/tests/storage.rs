@@ -656,6 +656,27 @@ fn content_past_the_file_bound_is_refused_naming_its_size() {
     assert_eq!(failure.code, "file_too_large");
     let read = ladder.ok("file_read", json!({"path": "half.txt"}));
     assert_eq!(read["content"], "x x");
+
+    // A growth past 4 GiB (which a 32-bit size once wrapped around, on wasm32)
+    // is refused naming its true size.
+    ladder.ok(
+        "file_write",
+        json!({"path": "many.txt", "content": "a".repeat(1 << 20)}),
+    );
+    let failure = ladder
+        .call(
+            "file_edit",
+            json!({"path": "many.txt", "old_text": "a", "new_text": "b".repeat(4097), "replace_all": true}),
+        )
+        .unwrap_err();
+    assert_eq!(failure.code, "file_too_large");
+    assert!(
+        failure
+            .message
+            .contains(&format!("would be {} bytes", (1_u64 << 20) * 4097)),
+        "{}",
+        failure.message
+    );
 }
 
 #[test]
