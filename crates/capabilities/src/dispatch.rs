@@ -272,7 +272,19 @@ impl Dispatcher {
             let reply = entry.implementation().call(args, context, Permit(())).await;
             let scrub = secrets.for_reply(&used.borrow(), &passed);
             match reply {
-                Ok(value) => Ok(scrub.redact(value)),
+                Ok(value) => {
+                    // An answer deeper than Kiln carries would break whoever
+                    // reads it next (the guest's decode, a store's record): the
+                    // call fails, catchably, and the run goes on.
+                    if let Err(problem) = kiln_types::check_depth(&value) {
+                        return Err(failure(
+                            "invalid_result",
+                            format!("{named} answered a value that {problem}"),
+                            CallOutcome::Error,
+                        ));
+                    }
+                    Ok(scrub.redact(value))
+                }
                 Err(mut failure) => {
                     failure.message = scrub.redact_text(&failure.message);
                     failure.detail = failure.detail.map(|detail| scrub.redact(detail));

@@ -622,3 +622,28 @@ fn an_echo_of_the_programs_own_guess_does_not_confirm_it() {
     assert_eq!(reply["echo"], "Bearer [redacted:TOKEN]");
     assert_eq!(reply["args"]["note_id"], "[redacted:TOKEN]");
 }
+
+/// An answer deeper than Kiln carries fails its call, catchably, instead of
+/// breaking whoever reads it next (issue 15 #9).
+#[test]
+fn an_answer_too_deep_to_carry_fails_its_call() {
+    let setup = setup(Some(gate_with(Mode::Auto, Rc::new(Headless::new("t")))));
+    let mut deep = json!("pin");
+    for _ in 0..63 {
+        deep = json!([deep]);
+    }
+    // `{pin, deep: …}` is 64 levels, its mirror 65.
+    let failure = setup
+        .call(1, "mirror", json!({"pin": "x", "deep": deep}))
+        .unwrap_err();
+    assert_eq!(failure.code, "invalid_result");
+    assert!(
+        failure
+            .message
+            .contains("mirror (call 1) answered a value that is nested 65 levels deep; Kiln carries values up to 64"),
+        "{}",
+        failure.message
+    );
+    let fine = setup.call(2, "mirror", json!({"pin": "x"})).unwrap();
+    assert_eq!(fine, json!({"mirrored": {"pin": "x"}}));
+}

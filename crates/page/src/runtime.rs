@@ -427,12 +427,20 @@ async fn call_tool(
                 detail: None,
                 outcome: CallOutcome::Error,
             })?;
-            serde_json::from_str(&text).map_err(|error| ToolFailure {
+            let value: Value = serde_json::from_str(&text).map_err(|error| ToolFailure {
                 code: "invalid_result".into(),
                 message: format!("{tool} returned a value that is not JSON: {error}"),
                 detail: None,
                 outcome: CallOutcome::Error,
-            })
+            })?;
+            // Deeper, its reply's envelope would be past what the worker reads.
+            kiln_types::check_depth(&value).map_err(|problem| ToolFailure {
+                code: "invalid_result".into(),
+                message: format!("{tool} returned a value that {problem}"),
+                detail: None,
+                outcome: CallOutcome::Error,
+            })?;
+            Ok(value)
         }
         Err(error) => Err(failure(&error)),
     }

@@ -229,9 +229,10 @@ pub(crate) fn error_message(error: &JsError, context: &mut Context) -> String {
     }
 }
 
-/// How deep a value crossing to the host may nest: `serde_json` reads no
-/// deeper, and a bound here keeps a hostile value from exhausting the stack.
-pub const MAX_JSON_DEPTH: usize = 128;
+/// How deep a value crossing to the host may nest: Kiln's one bound
+/// ([`kiln_types::MAX_VALUE_DEPTH`]), which leaves room for every envelope a
+/// reader reads around it and keeps a hostile value from exhausting the stack.
+pub const MAX_JSON_DEPTH: usize = kiln_types::MAX_VALUE_DEPTH;
 
 /// A guest value as JSON, by `JSON.stringify`'s rules, converted inside the
 /// guest's context so getters, proxies and `toJSON` run under its limits:
@@ -341,7 +342,7 @@ impl JsonWriter {
                 }
                 if self.ancestors.len() >= MAX_JSON_DEPTH {
                     return Err(self.error(format!(
-                        "`{}` is nested more than {MAX_JSON_DEPTH} levels deep, deeper than JSON may carry here",
+                        "`{}` is nested more than {MAX_JSON_DEPTH} levels deep, deeper than Kiln carries a value",
                         self.path_at(self.path.len())
                     )));
                 }

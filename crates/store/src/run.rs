@@ -129,6 +129,10 @@ impl RunMemory {
         describe: Describe,
     ) -> Result<EntryMeta, StoreError> {
         let (namespace, _) = parse_key(key)?;
+        // Deeper, the record around it could not be read back (issue 15 #9).
+        kiln_types::check_depth(&value).map_err(|problem| {
+            StoreError::Invalid(format!("the value for run memory key `{key}` {problem}"))
+        })?;
         let bytes = serde_json::to_string(&value).map_or(0, |json| json.len());
         if bytes > MAX_VALUE_BYTES {
             return Err(StoreError::Invalid(format!(

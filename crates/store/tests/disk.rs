@@ -455,3 +455,46 @@ fn dir_tree_refuses_links_out_and_hides_temp_files() {
         "a leftover temp file does not keep a folder"
     );
 }
+
+/// A value as deep as a reader cannot read is refused when written, so the log
+/// stays readable by every later open (issue 15 #9: one `share_result` 123–127
+/// levels deep once made every later `kiln memory list` fail). Run memory
+/// refuses past `kiln_types::MAX_VALUE_DEPTH`; the log refuses any line its
+/// replay could not read.
+#[test]
+fn a_value_too_deep_to_read_back_is_refused_and_the_log_stays_readable() {
+    let dir = TempDir::new("deep");
+    let backend = open(&dir);
+    let nested = |levels: usize| {
+        let mut value = json!(1);
+        for _ in 0..levels {
+            value = json!([value]);
+        }
+        value
+    };
+    put(&backend, "before", json!("kept"), Expect::Absent).unwrap();
+    for levels in [119, 124, 127] {
+        let refused = put(&backend, "deep", nested(levels), Expect::Any).unwrap_err();
+        assert!(
+            refused
+                .to_string()
+                .contains("levels deep as JSON; the log keeps at most 120"),
+            "{levels}: {refused}"
+        );
+    }
+    let run = kiln_store::run::RunMemory::new(backend.clone(), "run-1");
+    for levels in [65, 100] {
+        let refused = block_on(run.publish("deep", nested(levels), "", "")).unwrap_err();
+        assert!(
+            refused.to_string().contains(&format!(
+                "is nested {levels} levels deep; Kiln carries values up to 64"
+            )),
+            "{refused}"
+        );
+    }
+    block_on(run.publish("fine", nested(64), "", "")).unwrap();
+    // A fresh open replays every line.
+    let again = open(&dir);
+    assert_eq!(get(&again, "before"), Some((1, json!("kept"))));
+    assert_eq!(get(&again, "deep"), None);
+}

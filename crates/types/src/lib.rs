@@ -21,7 +21,65 @@ pub mod words;
 /// string-valued key is read as bytes wherever it arrives.
 pub const BYTES_KEY: &str = "$bytes";
 
+/// How deep a value may nest where it crosses a boundary (guest → host, a
+/// tool's answer → guest, a value a store keeps). Every reader on the way
+/// (`serde_json` stops at 128 levels) also reads the envelopes around it (a
+/// protocol message, a `tool-result/v1` object, a stored record, the runtime
+/// protocol): 64 leaves room for all of them, so a value one side accepts
+/// is one every other side can read.
+pub const MAX_VALUE_DEPTH: usize = 64;
+
+/// How deep `value` nests: a scalar is 0, `[1]` is 1, `{"a": [1]}` is 2.
+/// Counted without recursion, so any value can be measured.
+#[must_use]
+pub fn value_depth(value: &serde_json::Value) -> usize {
+    let mut deepest = 0;
+    let mut pending = vec![(value, 0_usize)];
+    while let Some((value, depth)) = pending.pop() {
+        let children: Box<dyn Iterator<Item = &serde_json::Value>> = match value {
+            serde_json::Value::Array(items) => Box::new(items.iter()),
+            serde_json::Value::Object(map) => Box::new(map.values()),
+            _ => continue,
+        };
+        deepest = deepest.max(depth + 1);
+        pending.extend(children.map(|child| (child, depth + 1)));
+    }
+    deepest
+}
+
+/// `Err` saying how deep `value` nests when that is past [`MAX_VALUE_DEPTH`]
+/// (`is nested 70 levels deep; Kiln carries values up to 64`).
+pub fn check_depth(value: &serde_json::Value) -> Result<(), String> {
+    let depth = value_depth(value);
+    if depth > MAX_VALUE_DEPTH {
+        Err(format!(
+            "is nested {depth} levels deep; Kiln carries values up to {MAX_VALUE_DEPTH}"
+        ))
+    } else {
+        Ok(())
+    }
+}
+
 pub use redacted::Redacted;
 pub use run::{
     ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport, RunResult,
 };
+
+#[cfg(test)]
+mod depth_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn depth_counts_levels_of_arrays_and_objects() {
+        for (value, depth) in [
+            (json!(1), 0),
+            (json!([]), 1),
+            (json!([1]), 1),
+            (json!({"a": [1]}), 2),
+            (json!({"a": 1, "b": {"c": {"d": []}}}), 4),
+        ] {
+            assert_eq!(value_depth(&value), depth, "{value}");
+        }
+    }
+}

@@ -156,7 +156,7 @@ pub const CASES: &[(&str, &str)] = &[
     ),
     (
         "let o = {}; let c = o; for (let i = 0; i < 100000; i++) { c.n = {}; c = c.n } return o",
-        "script TypeError: `…n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n` is nested more than 128 levels deep, deeper than JSON may carry here",
+        "script TypeError: `…n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n.n` is nested more than 64 levels deep, deeper than Kiln carries a value",
     ),
     (
         "return new Proxy({}, {ownKeys() { throw new Error('trap') }})",
@@ -335,9 +335,20 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
         "return await tools.echo({then(resolve) { resolve('thenable') }, x: 1})",
         r#"completed {"x":1} [echo ok]"#,
     ),
+    // Hostile depth (issue 15 #9): 64 levels cross both ways, 65 do not,
+    // whatever the envelopes around them.
+    (
+        "let o = 1; for (let i = 0; i < 63; i++) o = [o]; const r = await tools.echo({o}); \
+         let d = 0; let x = r.o; while (Array.isArray(x)) { d++; x = x[0] } return [d, x]",
+        "completed [63,1] [echo ok]",
+    ),
+    (
+        "let o = 1; for (let i = 0; i < 64; i++) o = [o]; await tools.echo({o})",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: `…][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0][0]` is nested more than 64 levels deep, deeper than Kiln carries a value",
+    ),
     (
         "let o = {}; for (let i = 0; i < 1e5; i++) o = {o}; await tools.echo(o)",
-        "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: `…o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o` is nested more than 128 levels deep, deeper than JSON may carry here",
+        "script TypeError: tools.echo (call 1): its arguments are not JSON: TypeError: `…o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o.o` is nested more than 64 levels deep, deeper than Kiln carries a value",
     ),
     (
         "await tools.echo({toJSON() { throw new Error('no JSON') }})",

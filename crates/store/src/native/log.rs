@@ -487,6 +487,16 @@ impl LogBackend {
         }
         let mut line = serde_json::to_vec(&LineRef::Ops(ops))
             .map_err(|error| StoreError::Invalid(format!("the batch is not JSON: {error}")))?;
+        // A line the replay could not read would stop every later open: what
+        // is written is only what reads back.
+        let depth = json_text_depth(&line);
+        if depth > MAX_LINE_DEPTH {
+            return Err(StoreError::Invalid(format!(
+                "the batch nests {depth} levels deep as JSON; the log keeps at most \
+                 {MAX_LINE_DEPTH} (values at most {} levels)",
+                kiln_types::MAX_VALUE_DEPTH
+            )));
+        }
         line.push(b'\n');
         // Checks every expectation before changing anything.
         let changes = state.tables.apply(ops)?;
@@ -597,5 +607,52 @@ mod tests {
             "{}",
             denied.with_hint()
         );
+    }
+}
+
+/// The deepest a log line may nest: `serde_json` reads 128 levels, and the
+/// replay must read every line the log wrote.
+const MAX_LINE_DEPTH: usize = 120;
+
+/// How deep the JSON text `bytes` nests (brackets and braces outside strings).
+fn json_text_depth(bytes: &[u8]) -> usize {
+    let (mut depth, mut deepest, mut in_string, mut escaped) = (0_usize, 0, false, false);
+    for &byte in bytes {
+        if in_string {
+            match (escaped, byte) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+#[cfg(test)]
+mod depth_tests {
+    use super::json_text_depth;
+
+    #[test]
+    fn the_depth_of_json_text_skips_what_strings_hold() {
+        for (text, depth) in [
+            ("1", 0),
+            ("[]", 1),
+            (r#"{"a": [1, {"b": 2}]}"#, 3),
+            (r#"["[[[{{", "\"[["]"#, 1),
+        ] {
+            assert_eq!(json_text_depth(text.as_bytes()), depth, "{text}");
+        }
     }
 }
