@@ -29,7 +29,7 @@ use boa_engine::builtins::promise::PromiseState;
 use boa_engine::error::{EngineError, RuntimeLimitError};
 use boa_engine::job::JobExecutor;
 use boa_engine::object::builtins::JsPromise;
-use boa_engine::{Context, JsError, JsObject, JsValue, Script, Source};
+use boa_engine::{Context, JsError, JsObject, JsResult, JsValue, Script, Source, js_string};
 use kiln_types::tool_result::Budget;
 use kiln_types::{RunError, RunErrorKind, RunLimits, RunOutcome, RunReport};
 
@@ -91,6 +91,18 @@ pub struct Sandbox {
     context_ms: f64,
 }
 
+/// Removes `Atomics.wait` and `Atomics.waitAsync`. The guest has no other
+/// thread to wake it: `wait` would block its worker, and `waitAsync`'s
+/// time-out is a timer job, which a guest never gets, so its promise would
+/// hold the run open until the wall budget long after the program returned.
+fn remove_waits(context: &mut Context) -> JsResult<()> {
+    let atomics = context.intrinsics().objects().atomics();
+    for name in [js_string!("wait"), js_string!("waitAsync")] {
+        atomics.delete_property_or_throw(name, context)?;
+    }
+    Ok(())
+}
+
 impl Sandbox {
     /// Builds the context: intrinsics, the string-compilation hook, `console`,
     /// `sleep`, `waitFor` and `workspace`'s definition. `tools`, `workspace`
@@ -109,6 +121,7 @@ impl Sandbox {
                 .host_hooks(Rc::new(hooks::GuestHooks))
                 .build()?;
             inspect::capture_intrinsics(&mut context)?;
+            remove_waits(&mut context)?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
             let workspace = workspace::prepare(&mut context)?;

@@ -205,6 +205,17 @@ pub const CASES: &[(&str, &str)] = &[
          try { await waitFor(() => true, {interval: -5}) } catch (e) { return e.message }",
         r#"completed "waitFor interval must be a finite number of milliseconds; got -5""#,
     ),
+    // Hostile (issue 15 #5): no thread can wake the guest, so it gets no
+    // atomic waits (`waitAsync` once held a run open until its wall budget).
+    (
+        "return [typeof Atomics.wait, typeof Atomics.waitAsync, typeof Atomics.notify]",
+        r#"completed ["undefined","undefined","function"]"#,
+    ),
+    (
+        "const a = new Int32Array(new SharedArrayBuffer(16)); \
+         try { Atomics.waitAsync(a, 0, 0, 100000); return 'waiting' } catch (e) { return e.name }",
+        r#"completed "TypeError""#,
+    ),
     (
         "return typeof setTimeout + typeof fetch + typeof require",
         r#"completed "undefinedundefinedundefined""#,
