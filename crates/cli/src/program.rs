@@ -238,8 +238,20 @@ fn supervise(
         // A child that died before reading its program is reported below.
         let _ = stdin.write_all(run.request.code.as_bytes());
     }
-    let output = match child.wait_with_output() {
-        Ok(output) => output,
+    // The child keeps the run's budgets itself; this deadline is for a child
+    // that cannot answer (wedged, say): past its wall budget and a grace, it
+    // is killed and the run answered from here.
+    let wall = Duration::from_millis(run.request.limits.get().wall_ms);
+    let output = match wait_until(child, started + wall + CHILD_GRACE) {
+        Ok(Some(output)) => output,
+        Ok(None) => {
+            return crashed(format!(
+                "the sandbox process did not answer within its wall budget of {} ms and {} s \
+                 more, and was killed",
+                wall.as_millis(),
+                CHILD_GRACE.as_secs()
+            ));
+        }
         Err(error) => return crashed(format!("lost the sandbox process: {error}")),
     };
     let answered = serde_json::from_slice::<Value>(&output.stdout).is_ok();
@@ -263,6 +275,55 @@ fn supervise(
             ))
         }
     }
+}
+
+/// How long past its wall budget the supervisor waits for the child's answer.
+const CHILD_GRACE: Duration = Duration::from_secs(5);
+
+/// Waits for `child` to end, reading its output meanwhile, until `deadline`;
+/// then kills it and answers `None`.
+fn wait_until(
+    mut child: std::process::Child,
+    deadline: Instant,
+) -> std::io::Result<Option<std::process::Output>> {
+    use std::io::Read as _;
+    let drain = |stream: Option<Box<dyn std::io::Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut bytes = Vec::new();
+            if let Some(mut stream) = stream {
+                let _ = stream.read_to_end(&mut bytes);
+            }
+            bytes
+        })
+    };
+    let stdout = drain(
+        child
+            .stdout
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    );
+    let stderr = drain(
+        child
+            .stderr
+            .take()
+            .map(|s| Box::new(s) as Box<dyn std::io::Read + Send>),
+    );
+    let status = loop {
+        if let Some(status) = child.try_wait()? {
+            break status;
+        }
+        if Instant::now() >= deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Ok(None);
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    };
+    Ok(Some(std::process::Output {
+        status,
+        stdout: stdout.join().unwrap_or_default(),
+        stderr: stderr.join().unwrap_or_default(),
+    }))
 }
 
 /// The child ends when its supervising process does, however that ends (a
@@ -767,7 +828,7 @@ struct Progress {
 /// A run cancelled by Ctrl-C: the calls still out that never reached their
 /// tool are `cancelled`, the ones that did `outcome_unknown`.
 fn cancelled_run(started: Instant, progress: &Mutex<Progress>) -> RunResult {
-    if let Ok(mut progress) = progress.lock() {
+    if let Some(mut progress) = patient_lock(progress) {
         let Progress {
             calls,
             numbers,
@@ -788,21 +849,55 @@ fn cancelled_run(started: Instant, progress: &Mutex<Progress>) -> RunResult {
 }
 
 /// A run ended from outside: `error`, with the output, the calls and the
-/// warnings seen so far.
+/// warnings seen so far. It never blocks on the progress lock: the memory hook
+/// runs inside a refused allocation, perhaps on the thread that holds the lock
+/// (appending a console line), and waiting there would never end. When the
+/// lock stays taken for [`PROGRESS_PATIENCE`] the run is answered without
+/// its output, and says so.
 fn progress_run(error: RunError, started: Instant, progress: &Mutex<Progress>) -> RunResult {
     let mut report = RunReport::stopped(error, started.elapsed().as_secs_f64() * 1e3);
     let mut warnings = Vec::new();
     let mut catalog_digest = String::new();
-    if let Ok(progress) = progress.lock() {
-        report.console = progress.console.clone();
-        report.calls = progress.calls.clone();
-        warnings = progress.warnings.clone();
-        catalog_digest = progress.digest.clone();
+    match patient_lock(progress) {
+        Some(progress) => {
+            report.console = progress.console.clone();
+            report.calls = progress.calls.clone();
+            warnings = progress.warnings.clone();
+            catalog_digest = progress.digest.clone();
+        }
+        None => warnings.push(Warning {
+            code: "progress_unavailable".into(),
+            message: "the run's console output and calls so far could not be read when it \
+                      was stopped"
+                .into(),
+            module: None,
+            tool: None,
+            index: None,
+            reason: None,
+        }),
     }
     RunResult {
         report,
         warnings,
         catalog_digest,
+    }
+}
+
+/// How long a run stopped from outside waits for the progress lock.
+const PROGRESS_PATIENCE: Duration = Duration::from_millis(200);
+
+/// The progress, unless its lock stays taken for [`PROGRESS_PATIENCE`].
+fn patient_lock(progress: &Mutex<Progress>) -> Option<std::sync::MutexGuard<'_, Progress>> {
+    let patience = Instant::now() + PROGRESS_PATIENCE;
+    loop {
+        match progress.try_lock() {
+            Ok(progress) => return Some(progress),
+            Err(std::sync::TryLockError::Poisoned(poisoned)) => return Some(poisoned.into_inner()),
+            Err(std::sync::TryLockError::WouldBlock) if Instant::now() < patience => {
+                std::thread::sleep(Duration::from_millis(1));
+            }
+            Err(std::sync::TryLockError::WouldBlock) => return None,
+        }
     }
 }
 
@@ -885,5 +980,57 @@ fn print_result(result: &ToolResult) -> ExitCode {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS
+    }
+}
+
+#[cfg(test)]
+mod stop_tests {
+    use super::*;
+
+    /// The memory hook answers a run while the same thread holds the progress
+    /// lock (it was appending a console line when the budget ran out): it
+    /// answers without the output, and says so, instead of waiting for ever
+    /// (issue 15 #4).
+    #[test]
+    fn a_run_stopped_while_its_progress_is_locked_is_still_answered() {
+        let progress = Mutex::new(Progress::default());
+        let held = progress
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        let answered = progress_run(RunError::memory_budget(1024), Instant::now(), &progress);
+        drop(held);
+        assert_eq!(
+            answered.report.outcome,
+            kiln_types::RunOutcome::Failed(RunError::memory_budget(1024))
+        );
+        assert_eq!(answered.warnings.len(), 1);
+        assert_eq!(answered.warnings[0].code, "progress_unavailable");
+        // Unlocked, the progress is read as before.
+        let answered = progress_run(RunError::memory_budget(1024), Instant::now(), &progress);
+        assert!(answered.warnings.is_empty());
+    }
+
+    /// A child that never answers is killed at its deadline.
+    #[test]
+    fn a_child_that_never_answers_is_killed_at_its_deadline() {
+        let child = std::process::Command::new("sleep")
+            .arg("30")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("sleep: {error}"));
+        let waited = wait_until(child, Instant::now() + Duration::from_millis(50));
+        assert!(matches!(waited, Ok(None)), "{waited:?}");
+        let child = std::process::Command::new("echo")
+            .arg("answered")
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("echo: {error}"));
+        let output = wait_until(child, Instant::now() + Duration::from_secs(30))
+            .ok()
+            .flatten()
+            .map(|output| String::from_utf8_lossy(&output.stdout).into_owned());
+        assert_eq!(output.as_deref(), Some("answered\n"));
     }
 }
