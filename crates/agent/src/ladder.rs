@@ -269,7 +269,14 @@ fn add_named_sources(request: &RunRequest, environment: &Environment, registry: 
         }
     }
     if let Some(policy) = request.net() {
-        kiln_capabilities::builtin::add_http_request(registry, &environment.http, policy);
+        // Never the run's MCP servers directly: their tools go through the ladder.
+        let endpoints: Vec<String> = request.mcp.iter().map(|mount| mount.url.clone()).collect();
+        kiln_capabilities::builtin::add_http_request_beside_mcp(
+            registry,
+            &environment.http,
+            policy,
+            &endpoints,
+        );
     }
 }
 

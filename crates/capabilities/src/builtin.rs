@@ -25,10 +25,22 @@ pub fn specs() -> Vec<CapabilitySpec> {
 /// what `policy` allows. Nothing mounts it by default: a run's tools are its
 /// whitelist, and network reach is asked for by name.
 pub fn add_http_request(registry: &mut Registry, http: &Rc<dyn HttpClient>, policy: NetPolicy) {
+    add_http_request_beside_mcp(registry, http, policy, &[]);
+}
+
+/// [`add_http_request`] for a run that mounts the MCP servers at
+/// `mcp_endpoints`: it never reaches their origins directly
+/// ([`HttpRequest::beside_mcp`]).
+pub fn add_http_request_beside_mcp(
+    registry: &mut Registry,
+    http: &Rc<dyn HttpClient>,
+    policy: NetPolicy,
+    mcp_endpoints: &[String],
+) {
     // Built-in specs are ours and compile (tested).
     let _ = registry.add(
         http_request::spec(),
-        Rc::new(HttpRequest::new(http.clone(), policy)),
+        Rc::new(HttpRequest::beside_mcp(http.clone(), policy, mcp_endpoints)),
     );
 }
 

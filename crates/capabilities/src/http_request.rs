@@ -264,16 +264,61 @@ fn address_refusal(
 pub struct HttpRequest {
     http: Rc<dyn HttpClient>,
     policy: Rc<NetPolicy>,
+    /// The origins of the run's MCP servers, which it never reaches directly.
+    mcp: Rc<Vec<Origin>>,
 }
 
 impl HttpRequest {
     #[must_use]
     pub fn new(http: Rc<dyn HttpClient>, policy: NetPolicy) -> Self {
+        Self::beside_mcp(http, policy, &[])
+    }
+
+    /// One that also refuses the origins of `mcp_endpoints`, the MCP servers
+    /// the run mounts: their tools go through the ladder one by one (a blocked
+    /// or ask-only tool among them included), and JSON-RPC sent to them
+    /// straight from `http_request` would step around it.
+    #[must_use]
+    pub fn beside_mcp(
+        http: Rc<dyn HttpClient>,
+        policy: NetPolicy,
+        mcp_endpoints: &[String],
+    ) -> Self {
+        let mcp = mcp_endpoints
+            .iter()
+            .filter_map(|url| {
+                Target::parse(url)
+                    .ok()
+                    .map(|target| target.origin().clone())
+            })
+            .collect();
         Self {
             http,
             policy: Rc::new(policy),
+            mcp: Rc::new(mcp),
         }
     }
+}
+
+/// Refuses `target` when it is on an MCP server's origin the run mounts.
+fn refuse_mcp(target: &Target, mcp: &[Origin]) -> Result<(), ToolFailure> {
+    let origin = target.origin();
+    if !mcp.contains(origin) {
+        return Ok(());
+    }
+    Err(ToolFailure {
+        code: "address_refused".into(),
+        message: format!(
+            "http_request to `{}` was refused before sending: `{origin}` is an MCP server this \
+             run mounts, whose tools it calls as tools (each through the permission ladder), \
+             never by sending it requests directly",
+            kiln_http::shown_url(target.url())
+        ),
+        detail: Some(
+            json!({"url": kiln_http::shown_url(target.url()), "origin": origin.to_string(), "class": "mcp"}),
+        ),
+        outcome: CallOutcome::Refused,
+    })
 }
 
 fn failure(code: &str, message: String) -> ToolFailure {
@@ -450,6 +495,7 @@ impl Implementation for HttpRequest {
     ) -> LocalBoxFuture<'static, ToolReply> {
         let http = self.http.clone();
         let policy = self.policy.clone();
+        let mcp = self.mcp.clone();
         Box::pin(async move {
             let text = |key: &str| args.get(key).and_then(Value::as_str);
             // A URL that could not be sent does not spend the run's budget.
@@ -507,6 +553,7 @@ impl Implementation for HttpRequest {
             let limits = context.run.limits;
             let mut redirects = 0;
             let response = loop {
+                refuse_mcp(&target, &mcp)?;
                 let reach = policy.decide(&target).map_err(refused)?;
                 context.run.take_fetch(&context.tool, context.call_number)?;
                 let request = Request {

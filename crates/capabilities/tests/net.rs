@@ -881,3 +881,57 @@ fn a_reflected_secret_comes_back_scrubbed_as_bytes_and_across_the_cut() {
         assert!(!body.contains("sk-refl"), "budget {budget}, {kind}: {body}");
     }
 }
+
+/// A run never reaches its own MCP servers through http_request, even at an
+/// origin it names: their tools go through the ladder one by one, and JSON-RPC
+/// sent straight to them would step around a blocked tool (issue 15 #19).
+#[test]
+fn a_runs_mcp_servers_are_not_reached_directly() {
+    let mcp = Server::start(|_, _| ok(r#"{"jsonrpc": "2.0", "id": 1, "result": {}}"#));
+    let other = Server::start(|_, _| ok("other"));
+    let mut registry = Registry::new();
+    kiln_capabilities::builtin::add_http_request_beside_mcp(
+        &mut registry,
+        &real(),
+        origins(&[&mcp.origin(), &other.origin()]),
+        &[format!("{}/mcp", mcp.origin())],
+    );
+    let gate = Gate::headless(
+        "net test",
+        GateSettings {
+            mode: Mode::Auto,
+            ..GateSettings::default()
+        },
+    )
+    .unwrap();
+    let dispatcher = Dispatcher::new(
+        Rc::new(registry),
+        Some(gate),
+        SecretScope::new(),
+        RunLimits::default(),
+        "net test",
+    );
+    for (number, path) in [(1, "/mcp"), (2, "/elsewhere")] {
+        let failure = call(
+            &dispatcher,
+            number,
+            json!({"url": format!("{}{path}", mcp.origin()), "method": "POST",
+                   "body": r#"{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"blocked"}}"#}),
+        )
+        .unwrap_err();
+        assert_eq!(failure.code, "address_refused", "{}", failure.message);
+        assert!(
+            failure.message.contains("is an MCP server this run mounts"),
+            "{}",
+            failure.message
+        );
+    }
+    assert!(mcp.received().is_empty(), "{:?}", mcp.received());
+    let reached = call(
+        &dispatcher,
+        3,
+        json!({"url": format!("{}/x", other.origin())}),
+    )
+    .unwrap();
+    assert_eq!(reached["body"], "other");
+}
