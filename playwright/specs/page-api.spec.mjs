@@ -65,6 +65,18 @@ test("a guest that never stops is ended at its JS CPU budget, and the next run w
   assert.equal(next.structuredContent.value, 2);
 });
 
+test("JavaScript that runs while a reply is received is charged: a spin in a `then` getter ends at the CPU budget", async () => {
+  const code = `let once = false;
+Object.defineProperty(Object.prototype, "then", { configurable: true, get() { if (!once) { once = true; const t = Date.now(); while (Date.now() - t < 3000) {} } } });
+await tools.echo({ x: 1 });
+return "done";`;
+  const result = await run({ code, limits: { js_cpu_ms: 300 } }, { tools: { echo: "async (args) => args" } });
+  assert.equal(result.structuredContent.termination_reason, "budget_exhausted:js_cpu");
+  // The next run works.
+  const next = await run({ code: "return 1" });
+  assert.equal(next.structuredContent.value, 1);
+});
+
 test("sleeping and awaiting tools do not spend JS CPU; the wall budget still ends the run", async () => {
   const slow = await run(
     { code: "await sleep(400); await tools.slow({}); await sleep(400); return 'done';", limits: { js_cpu_ms: 300 } },

@@ -488,7 +488,12 @@ struct Watch {
     wall_deadline: f64,
     wall_ms: u64,
     js_cpu_ms: u64,
+    /// The CPU spent so far: the larger of the worker's figure and the host's
+    /// own measure, so a worker that under-reports buys nothing.
     cpu_used: f64,
+    /// The host's own measure: the time from each moment the guest may run
+    /// (the run's start, a reply sent, a sleep's end) to the next idle report.
+    host_cpu: f64,
     /// From when the guest may be running JavaScript, if it may.
     busy_since: Option<f64>,
 }
@@ -501,20 +506,24 @@ impl Watch {
             wall_ms: limits.wall_ms,
             js_cpu_ms: limits.js_cpu_ms,
             cpu_used: 0.0,
+            host_cpu: 0.0,
             busy_since: Some(started),
         }
     }
 
     /// A reply went to the guest: it may run from now.
     fn busy(&mut self, now: f64) {
-        if self.busy_since.is_none() {
-            self.busy_since = Some(now);
-        }
+        // Earlier than a sleep's end the guest was waiting for: it runs now.
+        self.busy_since = Some(self.busy_since.map_or(now, |since| since.min(now)));
     }
 
     /// The guest stopped; when a sleep is pending it runs again by itself then.
     fn idle(&mut self, now: f64, cpu_ms: f64, wake_in_ms: Option<f64>) {
-        self.cpu_used = cpu_ms.max(self.cpu_used);
+        if let Some(since) = self.busy_since {
+            // A sleep's end still to come spent nothing yet.
+            self.host_cpu += (now - since).max(0.0);
+        }
+        self.cpu_used = cpu_ms.max(self.host_cpu).max(self.cpu_used);
         self.busy_since = wake_in_ms.map(|wake_in| now + wake_in.max(0.0));
     }
 

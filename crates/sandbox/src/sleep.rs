@@ -70,6 +70,8 @@ fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
         NativeAsyncJob::new(async move |context| {
             kiln_clock::sleep(ms as u64).await;
             if let Some(clock) = &clock {
+                // The guest runs again from here: charged as it runs.
+                clock.busy();
                 clock.sleep_ended(deadline);
             }
             resolvers

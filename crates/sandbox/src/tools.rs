@@ -268,6 +268,10 @@ fn call_tool(
     context.enqueue_job(
         NativeAsyncJob::new(async move |context| {
             let reply = reply.await;
+            // Guest code can run from here on (resolving reads `then`, which a
+            // getter may define; a failure object's `code` can meet a setter):
+            // it is charged to the CPU budget like any other.
+            state.clock.busy();
             let waited_on_person = state.clock.call_settled(call_number);
             let context = &mut context.borrow_mut();
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);

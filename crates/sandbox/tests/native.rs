@@ -112,3 +112,37 @@ fn calls_made_while_arguments_are_read_count_against_the_call_budget() {
         "budget_exhausted budget_exhausted:tool_calls: the program made more than 3 tool calls [echo outcome_unknown, echo outcome_unknown, echo outcome_unknown]"
     );
 }
+
+#[test]
+fn javascript_run_while_a_reply_is_received_is_charged_to_the_cpu_budget() {
+    // Resolving a reply reads `then`, which a getter on Object.prototype can
+    // define: a spin there once ran outside the CPU clock (issue 15 #1). Both
+    // ways in: a reply that resolves, and a failure whose `code` meets a setter.
+    let spin = "const t = Date.now(); while (Date.now() - t < 1500) {}";
+    let cases = [
+        format!(
+            "let once = false; Object.defineProperty(Object.prototype, 'then', {{configurable: true, \
+             get() {{ if (!once) {{ once = true; {spin} }} }}}}); await tools.echo({{x: 1}}); return 'done'"
+        ),
+        format!(
+            "let once = false; Object.defineProperty(Object.prototype, 'code', {{configurable: true, \
+             set(v) {{ if (!once) {{ once = true; {spin} }} }}}}); \
+             try {{ await tools.broken({{}}) }} catch (e) {{}} return 'done'"
+        ),
+    ];
+    let catalog: serde_json::Value = serde_json::from_str(TOOL_CATALOG).unwrap();
+    for code in cases {
+        let admission = Rc::new(Admission::admit(&catalog, "scripted").unwrap());
+        let host = Rc::new(ScriptedTools::from_catalog(&catalog).unwrap());
+        let limits = RunLimits {
+            js_cpu_ms: 500,
+            ..RunLimits::default()
+        };
+        let report = futures::executor::block_on(run_with_tools(&code, &limits, admission, host));
+        assert!(
+            summary(&report).starts_with("budget_exhausted budget_exhausted:js_cpu"),
+            "{code}\n{}",
+            summary(&report)
+        );
+    }
+}
