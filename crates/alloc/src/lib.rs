@@ -39,8 +39,9 @@ pub fn in_use() -> usize {
 
 /// Sets what runs when an allocation would pass the limit, with the limit that
 /// was passed. It runs at most once per process, on the allocating thread,
-/// with no limit in force; when it returns the allocation is refused and the
-/// program aborts. Only the first hook set counts.
+/// with no limit in force; when it returns the limit is in force again and the
+/// allocation is refused (which aborts the program, unless the allocation was
+/// fallible). Only the first hook set counts.
 pub fn set_exhausted_hook(hook: fn(usize)) {
     let _ = HOOK.set(hook);
 }
@@ -54,11 +55,15 @@ fn reserve(size: usize) -> bool {
     }
     IN_USE.fetch_sub(size, Ordering::SeqCst);
     if !EXHAUSTED.swap(true, Ordering::SeqCst) {
-        // The hook may allocate: lift the limit first.
+        // The hook may allocate: lift the limit while it runs, then put it
+        // back. A refusal the program survives (Boa grows some arrays with
+        // `try_reserve`, and answers a RangeError) must not leave it without
+        // a budget for good.
         LIMIT.store(usize::MAX, Ordering::SeqCst);
         if let Some(hook) = HOOK.get() {
             hook(limit);
         }
+        let _ = LIMIT.compare_exchange(usize::MAX, limit, Ordering::SeqCst, Ordering::SeqCst);
     }
     false
 }
@@ -133,12 +138,21 @@ mod tests {
         let pointer = unsafe { allocator.alloc(layout) };
         assert!(!pointer.is_null());
         assert_eq!(in_use(), before + 1024);
-        set_limit(in_use() + 512);
+        let limit = in_use() + 512;
+        set_limit(limit);
         // SAFETY: as above; a refused allocation is null and needs no free.
         let refused = unsafe { allocator.alloc(layout) };
         assert!(refused.is_null());
-        // The first refusal lifts the limit (for the hook).
-        assert_eq!(LIMIT.load(Ordering::SeqCst), usize::MAX);
+        // The limit is in force again after the hook: a second try is refused too.
+        let kept = LIMIT.load(Ordering::SeqCst);
+        // SAFETY: as above.
+        let again = unsafe { allocator.alloc(layout) };
+        set_limit(usize::MAX);
+        assert_eq!(kept, limit);
+        assert!(
+            again.is_null(),
+            "the budget was lifted for good after the first refusal"
+        );
         // SAFETY: `pointer` came from `alloc` with `layout`.
         unsafe { allocator.dealloc(pointer, layout) };
         assert_eq!(in_use(), before);
