@@ -11,7 +11,9 @@ use std::rc::Rc;
 
 use base64::Engine as _;
 use base64::engine::general_purpose::STANDARD;
-use kiln_store::files::{self, MAX_FILE_BYTES, MAX_MATCHES, WorkspacePath};
+use kiln_store::files::{
+    self, MAX_FILE_BYTES, MAX_MATCHES, MAX_SEARCHED_BYTES, MAX_SEARCHED_FILES, WorkspacePath,
+};
 use kiln_types::BYTES_KEY;
 use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde::Deserialize;
@@ -19,8 +21,8 @@ use serde_json::{Value, json};
 
 use crate::spec::{CapabilitySpec, Category};
 use crate::storage::{
-    FILE_TOO_LARGE, Handler, NOT_TEXT, PATH_REFUSED, Storage, arguments, failure, refined, reply,
-    spec, store_failure,
+    FILE_TOO_LARGE, Handler, MAX_RUN_SEARCHED_BYTES, NOT_TEXT, PATH_REFUSED, Storage, arguments,
+    failure, refined, reply, spec, store_failure,
 };
 
 pub const FILE_READ: &str = "file_read";
@@ -239,7 +241,10 @@ pub(crate) fn table() -> Vec<(CapabilitySpec, Handler)> {
                      regular expression) in the text files under a folder of the workspace \
                      (the root when `path` is left out). Answers `{{matches, truncated}}`, \
                      each match `{{path, line, text}}` (1-based line); at most {MAX_MATCHES} \
-                     matches."
+                     matches, {MAX_SEARCHED_FILES} files and {} MiB read per search, and {} MiB \
+                     per run (`note` says where a search stopped).",
+                    MAX_SEARCHED_BYTES >> 20,
+                    MAX_RUN_SEARCHED_BYTES >> 20
                 ),
                 Category::Read,
                 json!({
@@ -261,7 +266,8 @@ pub(crate) fn table() -> Vec<(CapabilitySpec, Handler)> {
                                 "properties": {"path": {"type": "string"}, "line": {"type": "integer"}, "text": {"type": "string"}}
                             }
                         },
-                        "truncated": {"type": "boolean"}
+                        "truncated": {"type": "boolean"},
+                        "note": {"type": "string"}
                     }
                 }),
             ),
@@ -468,13 +474,46 @@ struct Search {
 async fn file_search(storage: Rc<Storage>, args: Value) -> ToolReply {
     let Search { pattern, path } = arguments(FILE_SEARCH, args)?;
     let path = contained(&path)?;
-    let matches = files::search(storage.files.as_ref(), &path, &pattern)
-        .await
-        .map_err(store_failure)?;
-    Ok(json!({
-        "truncated": matches.len() >= MAX_MATCHES,
-        "matches": reply(&matches)?,
-    }))
+    if storage.search_budget.get() == 0 {
+        return Err(failure(
+            "search_budget_exhausted",
+            format!(
+                "file_search has read {} MiB in this run, all it may: search a narrower `path`, \
+                 or read the files you need with file_read",
+                MAX_RUN_SEARCHED_BYTES >> 20
+            ),
+        ));
+    }
+    let searched = files::search_within(
+        storage.files.as_ref(),
+        &path,
+        &pattern,
+        &storage.search_budget,
+    )
+    .await
+    .map_err(store_failure)?;
+    let note = match searched.stopped {
+        None | Some("matches") => None,
+        Some("files") => Some(format!(
+            "only the first {MAX_SEARCHED_FILES} files were searched; search a narrower `path`"
+        )),
+        Some("bytes") => Some(format!(
+            "the search stopped after {} MiB, the most one search reads; search a narrower `path`",
+            MAX_SEARCHED_BYTES >> 20
+        )),
+        Some(_) => Some(format!(
+            "the search stopped at this run's file_search budget of {} MiB",
+            MAX_RUN_SEARCHED_BYTES >> 20
+        )),
+    };
+    let mut answer = json!({
+        "truncated": searched.stopped.is_some(),
+        "matches": reply(&searched.matches)?,
+    });
+    if let Some(note) = note {
+        answer["note"] = Value::String(note);
+    }
+    Ok(answer)
 }
 
 #[derive(Deserialize)]

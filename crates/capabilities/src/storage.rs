@@ -53,7 +53,13 @@ pub struct Storage {
     /// agent, or marks another agent's memory, is refused
     /// ([`AGENT_NOT_GRANTED`]).
     pub granted_agents: Vec<String>,
+    /// The bytes `file_search` may still read in this run, shared by its calls
+    /// (from [`MAX_RUN_SEARCHED_BYTES`]).
+    pub search_budget: Rc<std::cell::Cell<u64>>,
 }
+
+/// The most bytes `file_search` reads in one run (256 MiB), over all its calls.
+pub const MAX_RUN_SEARCHED_BYTES: u64 = 256 << 20;
 
 impl Storage {
     /// The stores of one workspace `backend` and its `files`, with the run
@@ -72,6 +78,7 @@ impl Storage {
             files,
             agent: agent.to_owned(),
             granted_agents: Vec::new(),
+            search_budget: Rc::new(std::cell::Cell::new(MAX_RUN_SEARCHED_BYTES)),
         }
     }
 }

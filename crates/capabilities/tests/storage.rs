@@ -826,3 +826,39 @@ fn a_host_may_grant_a_run_another_agents_memories() {
         failure.message
     );
 }
+
+/// file_search reads within a budget of its own, per call and per run, and
+/// says where it stopped (issue 15 #7).
+#[test]
+fn file_search_reads_within_its_budgets_and_says_where_it_stopped() {
+    let tree = MemoryTree::new();
+    let storage = Storage::new(MemoryBackend::new(), tree.clone(), "run-1", "default");
+    let budget = storage.search_budget.clone();
+    let ladder = ladder_over(Mode::Auto, storage, tree);
+    for name in ["a", "b", "c"] {
+        ladder.ok(
+            "file_write",
+            json!({"path": format!("{name}.txt"), "content": format!("needle in {name}\n")}),
+        );
+    }
+    let all = ladder.ok("file_search", json!({"pattern": "needle"}));
+    assert_eq!(all["matches"].as_array().unwrap().len(), 3);
+    assert_eq!(all["truncated"], false);
+    // Room for one more file of this run's budget: the search stops before the next.
+    budget.set(15);
+    let cut = ladder.ok("file_search", json!({"pattern": "needle"}));
+    assert_eq!(cut["matches"].as_array().unwrap().len(), 1);
+    assert_eq!(cut["truncated"], true);
+    assert!(
+        cut["note"]
+            .as_str()
+            .unwrap()
+            .contains("this run's file_search budget of 256 MiB"),
+        "{cut}"
+    );
+    budget.set(0);
+    let failure = ladder
+        .call("file_search", json!({"pattern": "needle"}))
+        .unwrap_err();
+    assert_eq!(failure.code, "search_budget_exhausted");
+}

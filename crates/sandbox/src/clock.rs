@@ -172,8 +172,9 @@ pub(crate) struct RunClock {
     /// In-flight calls by number: held on a person right now?
     calls: RefCell<BTreeMap<u32, bool>>,
     held_ever: RefCell<BTreeSet<u32>>,
-    /// Deadlines of pending sleeps.
-    sleeps: RefCell<Vec<Moment>>,
+    /// Deadlines of pending sleeps, each with how many end then: ordered, so
+    /// that settling many sleeps costs a logarithm each, not a scan.
+    sleeps: RefCell<BTreeMap<Moment, usize>>,
     person: Cell<Duration>,
     person_since: Cell<Option<Moment>>,
     stop: Cell<Option<Budget>>,
@@ -194,7 +195,7 @@ impl RunClock {
             busy_since: Cell::new(None),
             calls: RefCell::new(BTreeMap::new()),
             held_ever: RefCell::new(BTreeSet::new()),
-            sleeps: RefCell::new(Vec::new()),
+            sleeps: RefCell::new(BTreeMap::new()),
             person: Cell::new(Duration::ZERO),
             person_since: Cell::new(None),
             stop: Cell::new(None),
@@ -258,8 +259,8 @@ impl RunClock {
         let wake_in_ms = self
             .sleeps
             .borrow()
-            .iter()
-            .min()
+            .keys()
+            .next()
             .map(|deadline| deadline.saturating_duration_since(now).as_secs_f64() * 1e3);
         IdleState {
             cpu_ms: self.cpu.get().as_secs_f64() * 1e3,
@@ -304,14 +305,17 @@ impl RunClock {
     }
 
     pub(crate) fn sleep_started(&self, deadline: Moment) {
-        self.sleeps.borrow_mut().push(deadline);
+        *self.sleeps.borrow_mut().entry(deadline).or_insert(0) += 1;
         self.update_person();
     }
 
     pub(crate) fn sleep_ended(&self, deadline: Moment) {
         let mut sleeps = self.sleeps.borrow_mut();
-        if let Some(index) = sleeps.iter().position(|pending| *pending == deadline) {
-            sleeps.swap_remove(index);
+        if let Some(count) = sleeps.get_mut(&deadline) {
+            *count -= 1;
+            if *count == 0 {
+                sleeps.remove(&deadline);
+            }
         }
         drop(sleeps);
         self.update_person();

@@ -207,6 +207,8 @@ pub struct SearchMatch {
 pub const MAX_MATCHES: usize = 200;
 /// The most files one search reads.
 pub const MAX_SEARCHED_FILES: usize = 5_000;
+/// The most bytes one search reads (32 MiB).
+pub const MAX_SEARCHED_BYTES: u64 = 32 << 20;
 
 /// Reads a file as UTF-8 text.
 pub async fn read_text(tree: &dyn FileTree, path: &WorkspacePath) -> Result<String, StoreError> {
@@ -275,18 +277,55 @@ pub async fn walk(
     Ok(files)
 }
 
-/// Lines holding `pattern` (case-insensitive) in the text files under `dir`.
+/// Every line of the files under `dir` that contains `pattern`, ignoring
+/// case, up to [`MAX_MATCHES`], reading at most [`MAX_SEARCHED_BYTES`].
 pub async fn search(
     tree: &dyn FileTree,
     dir: &WorkspacePath,
     pattern: &str,
 ) -> Result<Vec<SearchMatch>, StoreError> {
+    let budget = std::cell::Cell::new(MAX_SEARCHED_BYTES);
+    Ok(search_within(tree, dir, pattern, &budget).await?.matches)
+}
+
+/// What [`search_within`] found, and why it stopped before the end, if it did.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Searched {
+    pub matches: Vec<SearchMatch>,
+    /// `matches` (the most matches were found), `files` ([`MAX_SEARCHED_FILES`]
+    /// read), `bytes` (a next file would pass this search's
+    /// [`MAX_SEARCHED_BYTES`]) or `budget` (it would pass `budget`).
+    pub stopped: Option<&'static str>,
+}
+
+/// [`search`], taking the bytes it reads from `budget` (a run's, say, shared
+/// by its searches) as well as from its own [`MAX_SEARCHED_BYTES`]: a search
+/// stops before a file that would pass either, so no call reads without bound.
+pub async fn search_within(
+    tree: &dyn FileTree,
+    dir: &WorkspacePath,
+    pattern: &str,
+    budget: &std::cell::Cell<u64>,
+) -> Result<Searched, StoreError> {
     if pattern.is_empty() {
         return Err(StoreError::Invalid("the search pattern is empty".into()));
     }
     let needle = pattern.to_lowercase();
     let mut found = Vec::new();
-    for file in walk(tree, dir, MAX_SEARCHED_FILES).await? {
+    let mut read = 0_u64;
+    let files = walk(tree, dir, MAX_SEARCHED_FILES + 1).await?;
+    let mut stopped = (files.len() > MAX_SEARCHED_FILES).then_some("files");
+    for file in files.into_iter().take(MAX_SEARCHED_FILES) {
+        if read.saturating_add(file.size) > MAX_SEARCHED_BYTES {
+            stopped = Some("bytes");
+            break;
+        }
+        if file.size > budget.get() {
+            stopped = Some("budget");
+            break;
+        }
+        read += file.size;
+        budget.set(budget.get() - file.size);
         let path = WorkspacePath::parse(&file.path)?;
         let Ok(text) = read_text(tree, &path).await else {
             continue;
@@ -299,12 +338,18 @@ pub async fn search(
                     text: line.chars().take(300).collect(),
                 });
                 if found.len() >= MAX_MATCHES {
-                    return Ok(found);
+                    return Ok(Searched {
+                        matches: found,
+                        stopped: Some("matches"),
+                    });
                 }
             }
         }
     }
-    Ok(found)
+    Ok(Searched {
+        matches: found,
+        stopped,
+    })
 }
 
 /// A shared tree handle.

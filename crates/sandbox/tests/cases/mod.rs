@@ -109,6 +109,11 @@ pub const CASES: &[(&str, &str)] = &[
         "const t = Date.now(); await Promise.all([sleep(30), sleep(30)]); return Date.now() - t < 1000",
         "completed true",
     ),
+    // Hostile (issue 15 #7): many sleeps settle in about linear time.
+    (
+        "await Promise.all(Array.from({length: 5000}, (_, i) => sleep(i % 5))); return 'woke'",
+        r#"completed "woke""#,
+    ),
     (
         "await sleep(-1)",
         "script RangeError: sleep(ms) takes an integer number of milliseconds from 0 to 10000; got -1",
