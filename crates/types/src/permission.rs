@@ -363,6 +363,19 @@ pub fn card_text(text: &str) -> String {
     shown
 }
 
+/// `args` as a card's block of text: pretty-printed JSON (whose strings have
+/// their C0 controls escaped by JSON itself), with what [`card_text`] escapes
+/// escaped too, except the layout's own line breaks.
+#[must_use]
+pub fn card_json(args: &Value) -> String {
+    let pretty = serde_json::to_string_pretty(args).unwrap_or_default();
+    pretty
+        .split('\n')
+        .map(card_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
 /// A character that a terminal or a page acts on rather than shows.
 fn acts_when_printed(character: char) -> bool {
     character.is_control()
@@ -400,6 +413,15 @@ mod card_tests {
         for (text, shown) in cases {
             assert_eq!(card_text(text), shown, "{text:?}");
         }
+    }
+
+    #[test]
+    fn card_json_keeps_its_layout_and_escapes_what_its_strings_carry() {
+        let shown = card_json(&json!({"a": "line\nbreak", "b": "over\u{202e}ride"}));
+        assert_eq!(
+            shown,
+            "{\n  \"a\": \"line\\nbreak\",\n  \"b\": \"over\\u{202E}ride\"\n}"
+        );
     }
 
     #[test]

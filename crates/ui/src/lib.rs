@@ -39,7 +39,8 @@ use futures::FutureExt as _;
 use futures::future::{LocalBoxFuture, Shared};
 use kiln_types::RunResult;
 use kiln_types::permission::{
-    Answer, ApprovalRequest, Autonomy, Category, GateSettings, Mode, RETURN_RESULT, card_text,
+    Answer, ApprovalRequest, Autonomy, Category, GateSettings, Mode, RETURN_RESULT, card_json,
+    card_text,
 };
 use kiln_types::records::DEFAULT_AGENT;
 use kiln_types::runtime::{Approval, Problem};
@@ -569,7 +570,7 @@ fn ApprovalCard(
             };
             // What came from the program or a server is shown with its control
             // characters and bidi overrides escaped, never acting on the page.
-            let args = card_text(&serde_json::to_string_pretty(&request.args).unwrap_or_default());
+            let args = card_json(&request.args);
             let tool = card_text(&request.tool);
             let title = format!("Allow {tool} (call {})?", request.call_number);
             let on_keydown = move |event: KeyboardEvent| {
