@@ -55,16 +55,6 @@ impl Files {
         }
     }
 
-    /// Runs `act` against the tree, unless storage is unavailable.
-    fn with_tree<F>(self, act: impl FnOnce(Stores) -> F)
-    where
-        F: Future<Output = ()> + 'static,
-    {
-        if let Some(tree) = self.storage.stores.get_untracked() {
-            spawn_local(act(tree));
-        }
-    }
-
     fn failed(self, before: &str, failure: &kiln_types::runtime::Problem) {
         self.error
             .set(Some(ErrorText::with_prefix(before, failure)));
@@ -86,7 +76,7 @@ impl Files {
     }
 
     fn open(self, path: String) {
-        self.with_tree(move |tree| async move {
+        self.storage.with_stores(move |tree| async move {
             match read(&tree, &path).await {
                 Ok(bytes) => {
                     self.error.set(None);
@@ -101,7 +91,7 @@ impl Files {
     }
 
     fn download(self, path: String, name: String) {
-        self.with_tree(move |tree| async move {
+        self.storage.with_stores(move |tree| async move {
             let result = match read(&tree, &path).await {
                 Ok(bytes) => save_as(&name, &bytes).map_err(ErrorText::plain),
                 Err(failure) => Err(ErrorText::with_prefix(
@@ -117,7 +107,7 @@ impl Files {
     }
 
     fn remove(self, path: String, is_dir: bool) {
-        self.with_tree(move |tree| async move {
+        self.storage.with_stores(move |tree| async move {
             match tree.act("files.remove", json!({"path": path})).await {
                 Ok(()) => {
                     if self
@@ -145,7 +135,7 @@ impl Files {
                 return;
             }
         };
-        self.with_tree(move |tree| async move {
+        self.storage.with_stores(move |tree| async move {
             match tree.act("files.mkdir", json!({"path": path})).await {
                 Ok(()) => {
                     made();
@@ -167,7 +157,7 @@ impl Files {
             return;
         }
         let folder = self.dir.get_untracked();
-        self.with_tree(move |tree| {
+        self.storage.with_stores(move |tree| {
             busy.set(true);
             self.status
                 .set(Some(format!("Uploading {} file(s)…", files.len())));

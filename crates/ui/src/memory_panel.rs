@@ -8,13 +8,12 @@
 use std::collections::HashMap;
 
 use leptos::prelude::*;
-use leptos::task::spawn_local;
 
 use kiln_types::records::{DEFAULT_AGENT, EntryMeta, Job, Mark, Memory};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::storage::{StorageSignals, Stores, error_alert, load_status, local_time};
+use crate::storage::{StorageSignals, error_alert, load_status, local_time};
 use crate::storage_model::{ErrorText, format_bytes, status_label, value_text};
 
 /// The most memories the list shows.
@@ -227,16 +226,6 @@ impl Durable {
         }
     }
 
-    /// Runs `act` against the stores, unless storage is unavailable.
-    fn with_stores<F>(self, act: impl FnOnce(Stores) -> F)
-    where
-        F: Future<Output = ()> + 'static,
-    {
-        if let Some(stores) = self.storage.stores.get_untracked() {
-            spawn_local(act(stores));
-        }
-    }
-
     /// The last action went wrong: `before` says what was being done.
     fn failed(self, before: &str, failure: &kiln_types::runtime::Problem) {
         self.action_error
@@ -244,7 +233,7 @@ impl Durable {
     }
 
     fn mark(self, id: String, which: Mark) {
-        self.with_stores(move |stores| async move {
+        self.storage.with_stores(move |stores| async move {
             match stores
                 .act("memory.mark", json!({"id": id, "mark": which}))
                 .await
@@ -256,7 +245,7 @@ impl Durable {
     }
 
     fn delete(self, id: String, version: u64) {
-        self.with_stores(move |stores| async move {
+        self.storage.with_stores(move |stores| async move {
             match stores
                 .act("memory.remove", json!({"id": id, "version": version}))
                 .await
@@ -305,7 +294,7 @@ impl Durable {
             return;
         }
         self.edit(&id, |edit| edit.saving = true);
-        self.with_stores(move |stores| async move {
+        self.storage.with_stores(move |stores| async move {
             let saved = stores
                 .act(
                     "memory.edit",
@@ -333,7 +322,7 @@ impl Durable {
     /// After a conflict: reads what is stored now and edits over that version.
     /// The person's text stays in the box; the stored text is shown beside it.
     fn reload_latest(self, id: String) {
-        self.with_stores(move |stores| async move {
+        self.storage.with_stores(move |stores| async move {
             let latest = stores.op::<Memory>("memory.get", json!({"id": id})).await;
             self.edit(&id, |edit| match latest {
                 Ok(memory) => {
@@ -436,7 +425,7 @@ fn NewMemory(durable: Durable) -> impl IntoView {
             return;
         }
         let typed = text.get_untracked();
-        durable.with_stores(move |stores| {
+        durable.storage.with_stores(move |stores| {
             saving.set(true);
             async move {
                 match stores

@@ -114,6 +114,19 @@ pub(crate) struct StorageSignals {
     pub revisions: Revisions,
 }
 
+impl StorageSignals {
+    /// Runs `act` with the stores (its future on this thread's executor),
+    /// unless storage is unavailable.
+    pub(crate) fn with_stores<F>(self, act: impl FnOnce(Stores) -> F)
+    where
+        F: Future<Output = ()> + 'static,
+    {
+        if let Some(stores) = self.stores.get_untracked() {
+            spawn_local(act(stores));
+        }
+    }
+}
+
 /// Waits for the runtime worker to open the workspace, then follows its
 /// change feed.
 pub(crate) fn open(runtime: RuntimeStart) -> StorageSignals {
