@@ -243,6 +243,11 @@ fn dispatcher_with(
 ) -> Dispatcher {
     let mut registry = Registry::new();
     kiln_capabilities::builtin::add_http_request(&mut registry, &http, policy);
+    dispatcher_over(registry, limits, secrets)
+}
+
+/// A dispatcher in mode `auto` over `registry`.
+fn dispatcher_over(registry: Registry, limits: RunLimits, secrets: SecretScope) -> Dispatcher {
     let settings = GateSettings {
         mode: Mode::Auto,
         ..GateSettings::default()
@@ -896,21 +901,7 @@ fn a_runs_mcp_servers_are_not_reached_directly() {
         origins(&[&mcp.origin(), &other.origin()]),
         &[format!("{}/mcp", mcp.origin())],
     );
-    let gate = Gate::headless(
-        "net test",
-        GateSettings {
-            mode: Mode::Auto,
-            ..GateSettings::default()
-        },
-    )
-    .unwrap();
-    let dispatcher = Dispatcher::new(
-        Rc::new(registry),
-        Some(gate),
-        SecretScope::new(),
-        RunLimits::default(),
-        "net test",
-    );
+    let dispatcher = dispatcher_over(registry, RunLimits::default(), SecretScope::new());
     for (number, path) in [(1, "/mcp"), (2, "/elsewhere")] {
         let failure = call(
             &dispatcher,

@@ -54,6 +54,24 @@ fn click(root: &web_sys::HtmlElement, testid: &str) {
     element.click();
 }
 
+/// An `ApprovalCard` mounted into a fresh element, and the approver behind it.
+fn mount_approval_card() -> (
+    web_sys::HtmlElement,
+    PageApprover,
+    leptos::mount::UnmountHandle<impl leptos::tachys::view::Mountable>,
+) {
+    let _ = any_spawner::Executor::init_wasm_bindgen();
+    let root = container();
+    let (shown, set_shown) = signal(None::<ApprovalRequest>);
+    let (waiting, set_waiting) = signal(0_usize);
+    let approver = PageApprover::new(set_shown, set_waiting);
+    let mounted = approver.clone();
+    let handle = leptos::mount::mount_to(root.clone(), move || {
+        view! { <ApprovalCard request=shown waiting=waiting approver=mounted.clone() /> }
+    });
+    (root, approver, handle)
+}
+
 fn request(call_number: u32, tool: &str) -> ApprovalRequest {
     ApprovalRequest {
         call_number,
@@ -71,15 +89,7 @@ fn request(call_number: u32, tool: &str) -> ApprovalRequest {
 /// override escaped, so neither rewrites what the person reads.
 #[wasm_bindgen_test]
 async fn an_approval_card_shows_bidi_overrides_and_controls_escaped() {
-    let _ = any_spawner::Executor::init_wasm_bindgen();
-    let root = container();
-    let (shown, set_shown) = signal(None::<ApprovalRequest>);
-    let (waiting, set_waiting) = signal(0_usize);
-    let approver = PageApprover::new(set_shown, set_waiting);
-    let mounted = approver.clone();
-    let _handle = leptos::mount::mount_to(root.clone(), move || {
-        view! { <ApprovalCard request=shown waiting=waiting approver=mounted.clone() /> }
-    });
+    let (root, approver, _handle) = mount_approval_card();
     let mut hostile = request(1, "save_note");
     hostile.args = json!({"name": "report\u{202e}fdp.exe", "note": "C1 \u{9b}31m"});
     hostile.module = "mcp:\u{2066}trusted".into();
@@ -100,15 +110,7 @@ async fn an_approval_card_shows_bidi_overrides_and_controls_escaped() {
 
 #[wasm_bindgen_test]
 async fn approval_cards_come_one_at_a_time_and_answer_the_call_they_show() {
-    let _ = any_spawner::Executor::init_wasm_bindgen();
-    let root = container();
-    let (shown, set_shown) = signal(None::<ApprovalRequest>);
-    let (waiting, set_waiting) = signal(0_usize);
-    let approver = PageApprover::new(set_shown, set_waiting);
-    let mounted = approver.clone();
-    let _handle = leptos::mount::mount_to(root.clone(), move || {
-        view! { <ApprovalCard request=shown waiting=waiting approver=mounted.clone() /> }
-    });
+    let (root, approver, _handle) = mount_approval_card();
     tick().await;
     assert_eq!(
         text(&root, "approval"),
