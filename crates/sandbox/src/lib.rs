@@ -15,6 +15,7 @@ pub mod catalog;
 pub mod clock;
 mod console;
 mod executor;
+mod finish;
 mod hooks;
 mod inspect;
 mod sleep;
@@ -87,6 +88,8 @@ pub struct Sandbox {
     console: ConsoleBuffer,
     /// Makes the run's `workspace` (when its catalog has file tools).
     workspace: Factory,
+    /// What `finish` was given.
+    finished: finish::Finished,
     /// How long building the context took, in milliseconds.
     context_ms: f64,
 }
@@ -115,6 +118,7 @@ impl Sandbox {
         let started = clock::Moment::now();
         let executor = Rc::new(HostJobExecutor::default());
         let console = ConsoleBuffer::new(0);
+        let finished = finish::Finished::default();
         let built = (|| {
             let mut context = Context::builder()
                 .job_executor(executor.clone())
@@ -124,6 +128,7 @@ impl Sandbox {
             remove_waits(&mut context)?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
+            finish::install(&mut context, &finished)?;
             let workspace = workspace::prepare(&mut context)?;
             Ok::<_, JsError>((context, workspace))
         })();
@@ -133,6 +138,7 @@ impl Sandbox {
                 executor,
                 console,
                 workspace,
+                finished,
                 context_ms: started.elapsed().as_secs_f64() * 1e3,
             }),
             Err(error) => Err(Box::new(RunReport::stopped(
@@ -168,6 +174,7 @@ impl Sandbox {
             executor,
             console,
             workspace,
+            finished,
             context_ms,
         } = self;
         let clock = Rc::new(RunClock::new(
@@ -198,6 +205,7 @@ impl Sandbox {
                     tools: &tools,
                     clock: &clock,
                     limits,
+                    finished: &finished,
                 };
                 let outcome = evaluation.run(code, &mut context).await;
                 cap_return_value(outcome, limits.return_bytes)
@@ -225,6 +233,7 @@ impl Sandbox {
                 .map_or(0.0, |start| start.as_secs_f64() * 1e3),
             context_ms,
             calls,
+            finished: finished.value().is_some(),
         }
     }
 }
@@ -256,6 +265,7 @@ struct Evaluation<'a> {
     tools: &'a SharedRunTools,
     clock: &'a RunClock,
     limits: &'a RunLimits,
+    finished: &'a finish::Finished,
 }
 
 impl Evaluation<'_> {
@@ -265,6 +275,9 @@ impl Evaluation<'_> {
         let outcome = self.run_busy(code, context).await;
         // A program that finished inside one long span of JavaScript still spent it.
         self.clock.idle();
+        if let Some(value) = self.finished.value() {
+            return RunOutcome::Completed { value };
+        }
         match self.clock.stopped() {
             Some(budget) => self.budget_stop(budget),
             None => outcome,

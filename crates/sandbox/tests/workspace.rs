@@ -366,3 +366,35 @@ fn positions_in_messages_stay_the_programs_own() {
         "{text}"
     );
 }
+
+/// A run's globals beyond ECMAScript's are exactly those of
+/// `kiln_types::guest::GLOBALS`, which the agent's prompt is written from.
+#[test]
+fn the_guests_globals_are_the_manifests() {
+    let setup = setup(Mode::Auto);
+    let report = setup.run("return Object.getOwnPropertyNames(globalThis)");
+    let RunOutcome::Completed { value } = report.outcome else {
+        panic!("{:?}", report.outcome);
+    };
+    let mut plain = boa_engine::Context::default();
+    let builtins = plain
+        .eval(boa_engine::Source::from_bytes(
+            "JSON.stringify(Object.getOwnPropertyNames(globalThis))",
+        ))
+        .unwrap()
+        .to_string(&mut plain)
+        .unwrap()
+        .to_std_string_escaped();
+    let builtins: Vec<String> = serde_json::from_str(&builtins).unwrap();
+    let mut kiln: Vec<&str> = value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .filter(|name| !builtins.iter().any(|builtin| builtin == name))
+        .collect();
+    kiln.sort_unstable();
+    let mut manifest = kiln_types::guest::global_names();
+    manifest.sort_unstable();
+    assert_eq!(kiln, manifest);
+}

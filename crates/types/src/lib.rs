@@ -5,6 +5,7 @@
 
 pub mod cancel;
 pub mod chat;
+pub mod guest;
 pub mod permission;
 pub mod protocol;
 pub mod records;

@@ -141,6 +141,10 @@ pub struct RunReport {
     /// The program's tool calls, in call order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<CallSummary>,
+    /// The program called `finish(value)`: the outcome's value is the one it
+    /// gave, and an agent's task is done.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub finished: bool,
 }
 
 impl RunReport {
@@ -156,6 +160,7 @@ impl RunReport {
             start_ms: 0.0,
             context_ms: 0.0,
             calls: Vec::new(),
+            finished: false,
         }
     }
 }

@@ -151,6 +151,7 @@ mod tests {
             start_ms: 0.0,
             context_ms: 0.0,
             calls: Vec::new(),
+            finished: false,
         }
     }
 

@@ -9,6 +9,7 @@ use kiln_types::{RunOutcome, RunReport};
 /// there are a few), then console lines.
 pub fn summary(report: &RunReport) -> String {
     let mut outcome = match &report.outcome {
+        RunOutcome::Completed { value } if report.finished => format!("finished {value}"),
         RunOutcome::Completed { value } => format!("completed {value}"),
         RunOutcome::Failed(error) => {
             let kind = serde_json::to_value(error.kind).unwrap_or_default();
@@ -42,6 +43,29 @@ pub fn summary(report: &RunReport) -> String {
 
 /// Programs every sandbox build must run identically, natively and in wasm.
 pub const CASES: &[(&str, &str)] = &[
+    // `finish(value)` ends the run at once, from anywhere, uncatchably.
+    ("finish({n: 1}); return 2", r#"finished {"n":1}"#),
+    ("finish()", "finished null"),
+    (
+        "try { finish(1) } catch (e) { return 'caught' } finally { console.log('finally') }",
+        "finished 1",
+    ),
+    (
+        "await Promise.resolve(); [1, 2, 3].forEach((n) => { if (n == 2) finish(n) }); return 0",
+        "finished 2",
+    ),
+    (
+        "await Promise.all([1, 2].map(async (n) => { await null; finish(n) })); return 0",
+        "finished 1",
+    ),
+    (
+        "try { finish(10n) } catch (e) { return e.name + ': ' + e.message }",
+        r#"completed "TypeError: finish(value) takes JSON: `value` is a BigInt, which JSON cannot carry""#,
+    ),
+    (
+        "const o = {get x() { finish('inner'); return 1 }}; finish(o)",
+        r#"finished "inner""#,
+    ),
     ("return 1 + 1", "completed 2"),
     (
         "return {a: [1, 'x', true, null]}",

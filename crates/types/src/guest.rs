@@ -1,0 +1,57 @@
+//! The guest's API: every global Kiln defines in a sandbox run beside the
+//! ECMAScript built-ins, as data. The agent's system prompt and the help
+//! texts are written from this table, never by hand, and the sandbox's tests
+//! fail when a run's globals and this table differ, so a prompt cannot
+//! advertise what a run does not have.
+
+/// One global Kiln defines.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct GuestGlobal {
+    /// The global's name.
+    pub name: &'static str,
+    /// How a program uses it.
+    pub usage: &'static str,
+    /// What it does, in a sentence or two.
+    pub summary: &'static str,
+}
+
+/// Every global a run defines beside the ECMAScript built-ins, in the order
+/// a prompt lists them.
+pub const GLOBALS: &[GuestGlobal] = &[
+    GuestGlobal {
+        name: "tools",
+        usage: "await tools.NAME({...arguments})",
+        summary: "Calls one of the run's tools through the permission ladder. Resolves to the tool's result; rejects with an Error whose `code` says why (`tool_unavailable`, `invalid_arguments`, `denied`, …) and whose `detail` has the tool's own details. Calls may run concurrently with Promise.all.",
+    },
+    GuestGlobal {
+        name: "console",
+        usage: "console.log(...values)  (also .info, .warn, .error, .debug)",
+        summary: "Prints one line to the run's console output, which the result shows. The output has a budget; printing less is better.",
+    },
+    GuestGlobal {
+        name: "sleep",
+        usage: "await sleep(ms)",
+        summary: "Waits `ms` milliseconds (an integer from 0 to 10000). Counts against the wall budget only.",
+    },
+    GuestGlobal {
+        name: "waitFor",
+        usage: "await waitFor(async () => condition, {timeout, interval})",
+        summary: "Calls the condition until it returns a truthy value, which it resolves to; `timeout` at most 30000 ms (default 30000), `interval` at least 250 ms (default 500). Rejects when the time is up.",
+    },
+    GuestGlobal {
+        name: "workspace",
+        usage: "await workspace.read(path) / .write(path, text) / .list(dir) / .stat(path) / .mkdir(path) / .remove(path)",
+        summary: "The run's workspace files, over the file tools (so each call is one tool call, through the same ladder). Present only when the run has the file tools.",
+    },
+    GuestGlobal {
+        name: "finish",
+        usage: "finish(value)",
+        summary: "Ends the run at once with `value` (JSON) as the result of the task. Nothing after it runs, not even a `finally`.",
+    },
+];
+
+/// The names of [`GLOBALS`], in order.
+#[must_use]
+pub fn global_names() -> Vec<&'static str> {
+    GLOBALS.iter().map(|global| global.name).collect()
+}
