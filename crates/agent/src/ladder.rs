@@ -25,7 +25,7 @@ use kiln_store::files::FileTree;
 use kiln_store::run::Describe;
 use kiln_types::tool_result::Warning;
 
-use crate::record::RunRecord;
+use crate::record::{JobOf, RunRecord};
 use crate::request::{RequestError, RunRequest};
 
 /// A workspace's stores, open, and who is running its jobs.
@@ -130,6 +130,11 @@ pub struct Environment {
 /// One run's assembled ladder.
 pub struct Ladder {
     pub dispatcher: Rc<Dispatcher>,
+    /// What the dispatcher serves, for another run over the same tools (an
+    /// agent's next action).
+    pub registry: Rc<Registry>,
+    pub gate: Rc<Gate>,
+    pub secrets: SecretScope,
     /// The MCP sessions opened for the run, closed once when it ends.
     pub servers: Vec<McpServer>,
     /// The run's job in the history, when the run has a workspace.
@@ -159,10 +164,26 @@ pub async fn assemble(
     request: &RunRequest,
     environment: &Environment,
 ) -> Result<Ladder, RequestError> {
+    assemble_job(request, environment, &JobOf::program(request), &|_| {}).await
+}
+
+/// [`assemble`] for a job described by `job`, with `extra`'s tools added
+/// after every other source (an agent's own: `ask_user`, `return_result`).
+///
+/// # Errors
+///
+/// As [`assemble`].
+pub async fn assemble_job(
+    request: &RunRequest,
+    environment: &Environment,
+    job: &JobOf,
+    extra: &dyn Fn(&mut Registry),
+) -> Result<Ladder, RequestError> {
     let mut registry = Registry::new();
     add_named_sources(request, environment, &mut registry);
-    let record = add_workspace(request, environment, &mut registry).await;
+    let record = add_workspace(request, environment, job, &mut registry).await;
     let servers = add_mcp(request, environment, &mut registry).await;
+    extra(&mut registry);
     let gate = match &environment.people {
         People::Gate(gate) => gate.clone(),
         People::Approver {
@@ -178,15 +199,19 @@ pub async fn assemble(
     for (name, secret) in &request.secrets {
         secrets.insert(name.clone(), secret.clone());
     }
+    let registry = Rc::new(registry);
     let dispatcher = Dispatcher::new(
-        Rc::new(registry),
-        Some(gate),
-        secrets,
+        registry.clone(),
+        Some(gate.clone()),
+        secrets.clone(),
         request.limits.get(),
         &environment.entrance,
     );
     Ok(Ladder {
         dispatcher: Rc::new(dispatcher),
+        registry,
+        gate,
+        secrets,
         servers,
         record,
     })
@@ -313,6 +338,7 @@ async fn add_mcp(
 async fn add_workspace(
     request: &RunRequest,
     environment: &Environment,
+    job: &JobOf,
     registry: &mut Registry,
 ) -> Option<RunRecord> {
     let workspace = match environment.workspace.as_deref() {
@@ -342,7 +368,7 @@ async fn add_workspace(
         }
         Some(Ok(workspace)) => workspace,
     };
-    let record = match RunRecord::start(workspace, request).await {
+    let record = match RunRecord::start_job(workspace, job, &request.agent).await {
         Ok(record) => record,
         Err(error) => {
             registry.warn(kiln_warning(

@@ -24,6 +24,7 @@
 //! keeps it so, and the crate is tested natively in milliseconds.
 
 pub mod chat;
+pub mod codeact;
 pub mod ladder;
 pub mod ops;
 pub mod program;

@@ -21,6 +21,28 @@ pub fn status_of(result: &ToolResult) -> &'static str {
     }
 }
 
+/// What a job is, as the history shows it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct JobOf {
+    /// `program` or `agent`.
+    pub kind: String,
+    pub title: String,
+    /// What it was given: the program's text, the person's message.
+    pub input: String,
+}
+
+impl JobOf {
+    /// A program run's job.
+    #[must_use]
+    pub fn program(request: &RunRequest) -> Self {
+        Self {
+            kind: "program".into(),
+            title: title_of_program(&request.code),
+            input: request.code.clone(),
+        }
+    }
+}
+
 /// A run's job, `running` until [`RunRecord::finish`].
 pub struct RunRecord {
     history: History,
@@ -34,13 +56,26 @@ impl RunRecord {
     ///
     /// The store's, when the job could not be written.
     pub async fn start(workspace: &Workspace, request: &RunRequest) -> Result<Self, StoreError> {
+        Self::start_job(workspace, &JobOf::program(request), &request.agent).await
+    }
+
+    /// Records `job` of `agent` as running.
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the job could not be written.
+    pub async fn start_job(
+        workspace: &Workspace,
+        job: &JobOf,
+        agent: &str,
+    ) -> Result<Self, StoreError> {
         let history = History::new(workspace.backend.clone());
         let job = history
             .start_job(JobStart {
-                kind: "program".into(),
-                agent: request.agent.clone(),
-                title: title_of_program(&request.code),
-                input: request.code.clone(),
+                kind: job.kind.clone(),
+                agent: agent.to_owned(),
+                title: job.title.clone(),
+                input: job.input.clone(),
                 owner: workspace.custody.owner().to_owned(),
             })
             .await?;
@@ -58,8 +93,15 @@ impl RunRecord {
     ///
     /// The store's; the run's answer stands either way.
     pub async fn finish(&self, result: &ToolResult) -> Result<Job, StoreError> {
-        self.history
-            .finish_job(&self.job.id, status_of(result), &result.text())
-            .await
+        self.settle(status_of(result), &result.text()).await
+    }
+
+    /// Settles the job as `status` (`ok`, `error`, `cancelled`) with `output`.
+    ///
+    /// # Errors
+    ///
+    /// The store's; the answer stands either way.
+    pub async fn settle(&self, status: &str, output: &str) -> Result<Job, StoreError> {
+        self.history.finish_job(&self.job.id, status, output).await
     }
 }

@@ -10,76 +10,18 @@ use std::rc::Rc;
 
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
-use futures::future::{Either, select};
 use kiln_agent::ladder::Environment;
-use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge, Workspace, run_program};
+use kiln_agent::{People, RunRequest, ToolBridge, Workspace, run_program};
 use kiln_capabilities::gate::{Fixed, Headless, SessionAllow};
-use kiln_capabilities::{
-    Answer, ApprovalRequest, Approver, CallContext, Dispatcher, HeldSignal, Implementation, Permit,
-};
-use kiln_sandbox::catalog::Admission;
-use kiln_sandbox::clock::PersonSignal;
-use kiln_sandbox::tools::{ToolCall, ToolHost};
+use kiln_capabilities::{Answer, ApprovalRequest, Approver, CallContext, Implementation, Permit};
 use kiln_store::history::History;
 use kiln_store::native::{MemoryBackend, MemoryTree};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::ToolReply;
-use kiln_types::{RunError, RunLimits, RunReport, RunResult};
 use serde_json::{Value, json};
 
-/// The sandbox in this process, every call up the run's ladder.
-struct InProcess;
-
-struct Ladder(Rc<Dispatcher>);
-
-impl ToolHost for Ladder {
-    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
-        let held: HeldSignal = Rc::new(move |on| person.held(on));
-        self.0.call(
-            CallRequest {
-                call_number: call.call_number,
-                tool: call.tool,
-                args: call.args,
-            },
-            held,
-        )
-    }
-}
-
-impl SandboxRunner for InProcess {
-    fn run(
-        &self,
-        code: String,
-        limits: RunLimits,
-        tools: Rc<Dispatcher>,
-        cancel: AbortSignal,
-    ) -> LocalBoxFuture<'static, RunResult> {
-        Box::pin(async move {
-            let admission = Admission::admit(&tools.catalog(), "test").unwrap();
-            let warnings = admission.warnings.clone();
-            let digest = admission.digest();
-            let run = kiln_sandbox::run_with_tools(
-                &code,
-                &limits,
-                Rc::new(admission),
-                Rc::new(Ladder(tools)),
-            );
-            // Dropping the run's future ends it: this runner's way to cancel.
-            let report = match select(Box::pin(run), cancel.aborted()).await {
-                Either::Left((report, _)) => report,
-                Either::Right(((), _)) => {
-                    RunReport::stopped(RunError::cancelled("the test stopped the run"), 0.0)
-                }
-            };
-            RunResult {
-                report,
-                warnings,
-                catalog_digest: digest,
-            }
-        })
-    }
-}
+mod common;
+use common::InProcess;
 
 /// A page tool that answers its arguments and counts its calls.
 struct Echo(Rc<RefCell<u32>>);

@@ -110,7 +110,7 @@ impl InputSchema {
                 });
             }
         }
-        self.validate(call, &args)?;
+        self.validate(call, &args, Nouns::ARGUMENTS)?;
         Ok(args)
     }
 
@@ -209,7 +209,19 @@ impl InputSchema {
         folded
     }
 
-    fn validate(&self, call: &str, args: &Value) -> Result<(), ArgumentError> {
+    /// Validates `value` against the schema as it is, with no folds: a value
+    /// a program hands over (`finish`'s), described as "the value" and
+    /// "value `/path`" in the message, which starts with `what`.
+    ///
+    /// # Errors
+    ///
+    /// The most specific reason the value does not match.
+    pub fn validate_value(&self, what: &str, value: &Value) -> Result<(), String> {
+        self.validate(what, value, Nouns::VALUE)
+            .map_err(|error| error.message)
+    }
+
+    fn validate(&self, call: &str, args: &Value, nouns: Nouns) -> Result<(), ArgumentError> {
         let Err(error) = self.schemas.validate(args, self.index) else {
             return Ok(());
         };
@@ -220,9 +232,9 @@ impl InputSchema {
         }
         let path = leaf.instance_location.to_string();
         let at = if path.is_empty() {
-            String::from("the arguments")
+            String::from(nouns.whole)
         } else {
-            format!("argument `{path}`")
+            format!("{} `{path}`", nouns.part)
         };
         let found = args.pointer(&path).map_or("nothing", json_type);
         let message = match &leaf.kind {
@@ -248,7 +260,11 @@ impl InputSchema {
                         format!("; it takes {}", key_list(&keys))
                     })
                     .unwrap_or_default();
-                let has = if path.is_empty() { "have" } else { "has" };
+                let has = if path.is_empty() {
+                    nouns.whole_has
+                } else {
+                    "has"
+                };
                 format!("{call}: {at} {has} unknown keys {}{known}", key_list(&got))
             }
             kind => format!("{call}: {at} is invalid: {kind}; got {found}"),
@@ -258,6 +274,27 @@ impl InputSchema {
             message,
         })
     }
+}
+
+/// How a validation message names what it checked.
+#[derive(Clone, Copy)]
+struct Nouns {
+    whole: &'static str,
+    whole_has: &'static str,
+    part: &'static str,
+}
+
+impl Nouns {
+    const ARGUMENTS: Self = Self {
+        whole: "the arguments",
+        whole_has: "have",
+        part: "argument",
+    };
+    const VALUE: Self = Self {
+        whole: "the value",
+        whole_has: "has",
+        part: "value",
+    };
 }
 
 /// Why a schema does not compile, in one line.

@@ -51,7 +51,7 @@ impl Entry {
 }
 
 /// Every capability a host serves, by wire name.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct Registry {
     /// Every claim on a name. More than one claim makes the name unavailable.
     claims: BTreeMap<String, Vec<Rc<Entry>>>,

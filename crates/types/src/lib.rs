@@ -3,6 +3,7 @@
 //! Nothing here does I/O or knows an engine: these are plain values with serde
 //! derives, so the page, the workers and the CLI agree on them by construction.
 
+pub mod agent;
 pub mod cancel;
 pub mod chat;
 pub mod guest;

@@ -1,0 +1,922 @@
+//! One agent turn: the CodeAct loop. The model acts by writing programs
+//! (`execute_code`, a sandbox run through the ladder with the job's belt on
+//! `tools`) and through a few direct tools; `finish(value)` in a program ends
+//! the turn (checked against the output schema when there is one); the
+//! guards of reference/003 stop it loudly when it loops; one tool result is
+//! cut at 25,000 characters and a long thread is compacted. Every step is an
+//! [`AgentEvent`] on the entrance's sink.
+
+pub mod history;
+pub mod prompt;
+pub mod tools;
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures::StreamExt as _;
+use futures::future::LocalBoxFuture;
+use kiln_capabilities::args::InputSchema;
+use kiln_capabilities::{Answer, ApprovalRequest, Approver, Dispatcher, HeldSignal, Registry};
+use kiln_http::Clock;
+use kiln_providers::budget::{BudgetLimits, RunBudget};
+use kiln_providers::cost::PriceCatalog;
+use kiln_providers::{
+    ChatOptions, ChatRequest, ErrorKind, Event, FinalMessage, Message, Provider, ToolCall, ToolDef,
+};
+use kiln_types::RunOutcome;
+use kiln_types::agent::{AgentEvent, AgentResult, AgentStop, Guards, StopReason, stop_code};
+use kiln_types::cancel::AbortSignal;
+use kiln_types::chat::Usage;
+use kiln_types::protocol::CallRequest;
+use kiln_types::tool_result::{CallOutcome, ToolFailure};
+use serde_json::{Value, json};
+
+use crate::SandboxRunner;
+use crate::ladder::{Environment, People, assemble_job};
+use crate::record::JobOf;
+use crate::request::{RequestError, RunRequest};
+use history::Compaction;
+use tools::{
+    Action, Actions, AskUser, DELIVERY, EXECUTE_CODE, ExecuteCode, ListModels, Person,
+    ReturnResult, SearchTools, Sink,
+};
+
+/// How many times a schema'd turn that ended in prose is reminded of the
+/// contract before it fails.
+pub const MAX_FINISH_NUDGES: u32 = 2;
+
+/// One agent turn's request.
+pub struct AgentRequest {
+    /// The belt and its permissions, as a program run's request gives them
+    /// (`code` unused): tools, MCP servers, built-ins, permission, the limits
+    /// of each action, the agent, secrets, network.
+    pub run: RunRequest,
+    pub provider: Rc<dyn Provider>,
+    /// Model, max tokens and temperature of every model turn.
+    pub options: ChatOptions,
+    /// The thread so far, ending with the person's message. System messages
+    /// in it join the preamble.
+    pub messages: Vec<Message>,
+    /// The caller's system prompt: a preamble to Kiln's contract.
+    pub system: Option<String>,
+    pub output_schema: Option<Value>,
+    pub guards: Guards,
+    /// The run budget's other limits (deadline, turns); its USD cap is the
+    /// lower of `max_usd` and the `max_cost` guard.
+    pub budget: BudgetLimits,
+    /// Belt tools also offered as functions, besides the always-on ones.
+    pub direct: Vec<String>,
+    pub compaction: Compaction,
+}
+
+/// What the entrance supplies to a turn.
+pub struct AgentSetup<'a> {
+    pub environment: &'a Environment,
+    pub runner: Rc<dyn SandboxRunner>,
+    /// Who answers `ask_user`; `None` headless.
+    pub person: Option<Rc<dyn Person>>,
+    pub clock: Rc<dyn Clock>,
+    pub sink: Sink,
+    /// Stops the turn: the model's stream, the action running, the wait.
+    pub cancel: AbortSignal,
+}
+
+/// A turn's end and its whole thread (the person's view: nothing compacted
+/// away, the compaction rows in place).
+pub struct AgentOutcome {
+    pub result: AgentResult,
+    pub thread: Vec<Message>,
+}
+
+/// The output schema as the host holds a value to it: `additionalProperties:
+/// false` on every object schema that does not say otherwise.
+#[must_use]
+pub fn strict_schema(schema: &Value) -> Value {
+    match schema {
+        Value::Object(map) => {
+            let mut map: serde_json::Map<String, Value> = map
+                .iter()
+                .map(|(key, value)| {
+                    let value = match key.as_str() {
+                        // Keyword values that are maps of names to schemas.
+                        "properties" | "patternProperties" | "$defs" | "definitions" => match value
+                        {
+                            Value::Object(inner) => Value::Object(
+                                inner
+                                    .iter()
+                                    .map(|(name, schema)| (name.clone(), strict_schema(schema)))
+                                    .collect(),
+                            ),
+                            other => other.clone(),
+                        },
+                        "const" | "enum" | "default" | "examples" | "required" => value.clone(),
+                        _ => strict_schema(value),
+                    };
+                    (key.clone(), value)
+                })
+                .collect();
+            let is_object = map.get("type").is_some_and(|kind| {
+                kind == "object"
+                    || kind
+                        .as_array()
+                        .is_some_and(|kinds| kinds.iter().any(|k| k == "object"))
+            }) || map.contains_key("properties");
+            if is_object && !map.contains_key("additionalProperties") {
+                map.insert("additionalProperties".into(), Value::Bool(false));
+            }
+            Value::Object(map)
+        }
+        Value::Array(items) => Value::Array(items.iter().map(strict_schema).collect()),
+        other => other.clone(),
+    }
+}
+
+/// Tells the sink about every approval the ladder asks for, then asks the
+/// entrance's own approver.
+struct Announcing {
+    inner: Rc<dyn Approver>,
+    sink: Sink,
+}
+
+impl Approver for Announcing {
+    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        let sink = self.sink.clone();
+        let (call_number, tool) = (request.call_number, request.tool.clone());
+        sink(AgentEvent::ApprovalRequest {
+            request: request.clone(),
+        });
+        let answer = self.inner.ask(request);
+        Box::pin(async move {
+            let answer = answer.await;
+            sink(AgentEvent::ApprovalAnswer {
+                call_number,
+                tool,
+                answer: answer.clone(),
+            });
+            answer
+        })
+    }
+
+    fn is_person(&self) -> bool {
+        self.inner.is_person()
+    }
+}
+
+/// The loop's counters.
+#[derive(Default)]
+struct Tally {
+    turns: u32,
+    actions: u32,
+    usage: Usage,
+    delivery_streak: u32,
+    same_streak: u32,
+    last_signature: Option<String>,
+    nudges: u32,
+    last_text: String,
+}
+
+impl Tally {
+    fn tokens(&self) -> u64 {
+        self.usage.input_tokens + self.usage.output_tokens
+    }
+}
+
+fn guard(code: &str, message: String) -> AgentStop {
+    AgentStop {
+        reason: StopReason::Guard,
+        code: Some(code.into()),
+        message: Some(message),
+    }
+}
+
+fn quote(text: &str) -> String {
+    let line: String = text.trim().chars().take(300).collect();
+    if line.is_empty() {
+        "its last message was empty".into()
+    } else {
+        format!("its last message: \u{201c}{line}\u{201d}")
+    }
+}
+
+/// The title of a turn's job: the person's message, first line.
+fn title_of(messages: &[Message]) -> (String, String) {
+    let input = messages
+        .iter()
+        .rev()
+        .find_map(|message| match message {
+            Message::User { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default();
+    let line: String = input
+        .lines()
+        .next()
+        .unwrap_or_default()
+        .chars()
+        .take(80)
+        .collect();
+    (line, input)
+}
+
+/// Runs one agent turn.
+///
+/// # Errors
+///
+/// Only a request the gate refuses (bad permission settings) or bad guards;
+/// everything that happens in the turn is in the outcome.
+#[allow(clippy::too_many_lines, reason = "one loop, read top to bottom")]
+pub async fn run_agent(
+    request: AgentRequest,
+    setup: AgentSetup<'_>,
+) -> Result<AgentOutcome, RequestError> {
+    request.guards.check().map_err(RequestError)?;
+    let sink = setup.sink.clone();
+    let mut environment = setup.environment.clone();
+    if let People::Approver {
+        host,
+        approver,
+        session,
+    } = &environment.people
+    {
+        environment.people = People::Approver {
+            host: host.clone(),
+            approver: Rc::new(Announcing {
+                inner: approver.clone(),
+                sink: sink.clone(),
+            }),
+            session: session.clone(),
+        };
+    }
+    let output_schema = request.output_schema.as_ref().map(strict_schema);
+    let checker =
+        match &output_schema {
+            Some(schema) => Some(InputSchema::compile(schema).map_err(|why| {
+                RequestError(format!("`output_schema` is not a JSON Schema: {why}"))
+            })?),
+            None => None,
+        };
+    let returned = Rc::new(RefCell::new(None::<Value>));
+    let belt_specs = Rc::new(RefCell::new(Vec::new()));
+    let (title, input) = title_of(&request.messages);
+    let job = JobOf {
+        kind: "agent".into(),
+        title,
+        input,
+    };
+    let extra = {
+        let person = setup.person.clone();
+        let sink = sink.clone();
+        let returned = returned.clone();
+        let provider = request.provider.clone();
+        let belt_specs = belt_specs.clone();
+        move |registry: &mut Registry| {
+            let _ = registry.add(
+                AskUser::spec(),
+                Rc::new(AskUser {
+                    person: person.clone(),
+                    sink: sink.clone(),
+                }),
+            );
+            let _ = registry.add(
+                ReturnResult::spec(),
+                Rc::new(ReturnResult(returned.clone())),
+            );
+            let _ = registry.add(ListModels::spec(), Rc::new(ListModels(provider.clone())));
+            let _ = registry.add(
+                SearchTools::spec(),
+                Rc::new(SearchTools(belt_specs.clone())),
+            );
+        }
+    };
+    let ladder = assemble_job(&request.run, &environment, &job, &extra).await?;
+    let belt: Vec<_> = ladder.registry.specs().cloned().collect();
+    belt_specs.borrow_mut().clone_from(&belt);
+    let actions = Rc::new(Actions {
+        runner: setup.runner.clone(),
+        belt: ladder.registry.clone(),
+        gate: ladder.gate.clone(),
+        secrets: ladder.secrets.clone(),
+        limits: request.run.limits.get(),
+        entrance: environment.entrance.clone(),
+        cancel: setup.cancel.clone(),
+        random: environment.random.clone(),
+        done: RefCell::default(),
+        warned: std::cell::Cell::new(false),
+    });
+    // The model's side: the belt's direct tools and `execute_code`.
+    let direct: Vec<String> = belt
+        .iter()
+        .filter(|spec| tools::is_always_on(&spec.name) || request.direct.contains(&spec.name))
+        .map(|spec| spec.name.clone())
+        .collect();
+    for asked in &request.direct {
+        if !direct.contains(asked) {
+            sink(AgentEvent::LogUpdate {
+                message: format!("`{asked}` is not a tool of this job, so it is not offered"),
+            });
+        }
+    }
+    let mut model_registry = (*ladder.registry).clone();
+    let _ = model_registry.add(Actions::spec(), Rc::new(ExecuteCode(actions.clone())));
+    let dispatcher = Dispatcher::new(
+        Rc::new(model_registry),
+        Some(ladder.gate.clone()),
+        ladder.secrets.clone(),
+        request.run.limits.get(),
+        &environment.entrance,
+    );
+    for warning in ladder.dispatcher.warnings() {
+        sink(AgentEvent::LogUpdate {
+            message: warning.message.clone(),
+        });
+    }
+    let mut offered: Vec<ToolDef> = vec![spec_def(&Actions::spec())];
+    offered.extend(
+        belt.iter()
+            .filter(|spec| direct.contains(&spec.name))
+            .map(spec_def),
+    );
+
+    // The prompt: the caller's system text first, as a preamble.
+    let mut preamble: Vec<String> = request.system.iter().cloned().collect();
+    let mut view: Vec<Message> = Vec::new();
+    for message in request.messages {
+        match message {
+            Message::System { text } => preamble.push(text),
+            other => view.push(other),
+        }
+    }
+    let system = prompt::system_prompt(&prompt::PromptParts {
+        preamble: &preamble.join("\n\n"),
+        belt: &belt,
+        direct: &direct,
+        output_schema: output_schema.as_ref(),
+    });
+    let mut thread = view.clone();
+
+    let mut limits = request.budget;
+    limits.max_usd = Some(limits.max_usd.map_or(request.guards.max_cost, |cap| {
+        cap.min(request.guards.max_cost)
+    }));
+    let budget = RunBudget::new(
+        limits,
+        Rc::new(PriceCatalog::builtin()),
+        setup.clock.clone(),
+    );
+    let provider = request.provider.clone();
+    let guards = request.guards;
+    let mut tally = Tally::default();
+    let mut finished: Option<Value> = None;
+    let mut overflow_retried = false;
+    let mut call_number = 0_u32;
+    let abort = Some(setup.cancel.clone());
+
+    let stop: AgentStop = 'turns: loop {
+        if setup.cancel.is_aborted() {
+            break cancelled();
+        }
+        if tally.turns >= guards.max_turns {
+            break guard(
+                stop_code::MAX_TURNS,
+                format!(
+                    "stopped after {} model turns, the job's limit (max_turns)",
+                    tally.turns
+                ),
+            );
+        }
+        if tally.tokens() >= guards.max_tokens {
+            break guard(
+                stop_code::MAX_TOKENS,
+                format!(
+                    "stopped after {} tokens, past the job's limit of {} (max_tokens)",
+                    tally.tokens(),
+                    guards.max_tokens
+                ),
+            );
+        }
+        let chat = |view: &[Message]| ChatRequest {
+            messages: std::iter::once(Message::System {
+                text: system.clone(),
+            })
+            .chain(view.iter().cloned())
+            .collect(),
+            tools: offered.clone(),
+            options: request.options.clone(),
+        };
+        if kiln_providers::cost::estimate_prompt_tokens(&chat(&view))
+            > request.compaction.threshold_tokens
+        {
+            compact(
+                &*provider,
+                &request.options,
+                &mut view,
+                &mut thread,
+                request.compaction.keep_turns,
+                &budget,
+                abort.clone(),
+                &sink,
+            )
+            .await;
+        }
+        tally.turns += 1;
+        let started = setup.clock.now_ms();
+        let spent_before = budget.spend().calls.len();
+        let mut stream =
+            kiln_providers::turn(&*provider, chat(&view), Some(budget.clone()), abort.clone());
+        let mut done: Option<FinalMessage> = None;
+        let mut failed = None;
+        while let Some(item) = stream.next().await {
+            match item {
+                Ok(Event::TextDelta { text }) => sink(AgentEvent::TextDelta { text }),
+                Ok(Event::Done { message }) => done = Some(message),
+                Ok(_) => {}
+                Err(error) => {
+                    failed = Some(error);
+                    break;
+                }
+            }
+        }
+        drop(stream);
+        announce_call(
+            &sink,
+            &*provider,
+            &request.options.model,
+            &budget,
+            spent_before,
+            &done,
+            started,
+            &*setup.clock,
+        );
+        if let Some(error) = failed {
+            if setup.cancel.is_aborted() {
+                break cancelled();
+            }
+            match error.kind {
+                ErrorKind::ContextOverflow if !overflow_retried => {
+                    overflow_retried = true;
+                    tally.turns -= 1;
+                    let before = view.len();
+                    compact(
+                        &*provider,
+                        &request.options,
+                        &mut view,
+                        &mut thread,
+                        request.compaction.keep_turns,
+                        &budget,
+                        abort.clone(),
+                        &sink,
+                    )
+                    .await;
+                    if view.len() < before {
+                        continue 'turns;
+                    }
+                }
+                ErrorKind::InvalidToolCall => {
+                    let note = format!(
+                        "Your last tool call could not be read: {error}. Call the tool again with its arguments as one JSON object; for {EXECUTE_CODE}, {{\"code\": \"...the program...\"}}."
+                    );
+                    sink(AgentEvent::LogUpdate {
+                        message: format!(
+                            "the model's tool call was malformed; it is told so: {error}"
+                        ),
+                    });
+                    push(&mut view, &mut thread, Message::User { text: note });
+                    continue 'turns;
+                }
+                _ => {}
+            }
+            break AgentStop {
+                reason: StopReason::Provider,
+                code: Some(error.kind.code().into()),
+                message: Some(error.to_string()),
+            };
+        }
+        let Some(message) = done else {
+            break AgentStop {
+                reason: StopReason::Provider,
+                code: Some("incomplete".into()),
+                message: Some("the provider's stream ended without its message".into()),
+            };
+        };
+        tally.usage.input_tokens += message.usage.input_tokens;
+        tally.usage.output_tokens += message.usage.output_tokens;
+        if let Some(stop) = message.stop.clone().filter(|stop| stop.reason.is_refusal()) {
+            use kiln_providers::StopReason as Model;
+            let code = match stop.reason {
+                Model::Aborted => break cancelled(),
+                Model::Budget => stop_code::MAX_COST,
+                Model::Deadline => "deadline",
+                _ => "turns",
+            };
+            break AgentStop {
+                reason: StopReason::Budget,
+                code: Some(code.into()),
+                message: stop.message,
+            };
+        }
+        tally.last_text.clone_from(&message.text);
+        push(
+            &mut view,
+            &mut thread,
+            Message::Assistant {
+                text: message.text.clone(),
+                tool_calls: message.tool_calls.clone(),
+            },
+        );
+        if message.tool_calls.is_empty() {
+            if checker.is_some() {
+                if tally.nudges < MAX_FINISH_NUDGES && tally.turns < guards.max_turns {
+                    tally.nudges += 1;
+                    push(
+                        &mut view,
+                        &mut thread,
+                        Message::User {
+                            text: prompt::finish_nudge(),
+                        },
+                    );
+                    continue 'turns;
+                }
+                break AgentStop {
+                    reason: StopReason::Unfinished,
+                    code: Some(stop_code::WITHOUT_FINISH.into()),
+                    message: Some(format!(
+                        "ended after {} action(s) and {} model turn(s) without calling finish; {}",
+                        tally.actions,
+                        tally.turns,
+                        quote(&message.text)
+                    )),
+                };
+            }
+            break AgentStop {
+                reason: StopReason::Answered,
+                code: None,
+                message: None,
+            };
+        }
+        let calls = message.tool_calls.clone();
+        let too_many = calls.len() > guards.max_tool_calls_per_turn as usize;
+        let mut signature = String::new();
+        for call in &calls {
+            if too_many || finished.is_some() {
+                let why = if too_many {
+                    format!(
+                        "not run: the turn made {} tool calls, more than the job's {} (max_tool_calls_per_turn)",
+                        calls.len(),
+                        guards.max_tool_calls_per_turn
+                    )
+                } else {
+                    "not run: the task already finished".into()
+                };
+                push(
+                    &mut view,
+                    &mut thread,
+                    tool_message(
+                        call,
+                        json!({"error": {"code": "not_run", "message": why}}).to_string(),
+                        true,
+                    ),
+                );
+                continue;
+            }
+            call_number += 1;
+            let code = (call.name == EXECUTE_CODE)
+                .then(|| {
+                    call.arguments
+                        .get("code")
+                        .and_then(Value::as_str)
+                        .map(str::to_owned)
+                })
+                .flatten();
+            sink(AgentEvent::ToolCallUpdate {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                args: call.arguments.clone(),
+                code,
+            });
+            let offered_here = offered.iter().any(|def| def.name == call.name);
+            let reply = if offered_here {
+                let held: HeldSignal = Rc::new(|_| {});
+                dispatcher
+                    .call(
+                        CallRequest {
+                            call_number,
+                            tool: call.name.clone(),
+                            args: call.arguments.clone(),
+                        },
+                        held,
+                    )
+                    .await
+            } else {
+                Err(unoffered(&call.name, &belt))
+            };
+            if setup.cancel.is_aborted() {
+                break 'turns cancelled();
+            }
+            let action = actions.done.borrow_mut().remove(&call_number);
+            // What makes a turn the same as the last: an action's outcome and
+            // console, not its timings.
+            let same = action.as_ref().map(|action| {
+                serde_json::to_string(&(&action.run.report.outcome, &action.run.report.console))
+                    .unwrap_or_default()
+            });
+            let (content, is_error, run) = match (reply, action) {
+                (Ok(_), Some(action)) => {
+                    tally.actions += 1;
+                    let (text, value) = observe(&action, checker.as_ref());
+                    if value.is_some() {
+                        finished = value;
+                    }
+                    (
+                        text,
+                        action.result.is_error,
+                        Some(action.result.structured_content),
+                    )
+                }
+                (Ok(Value::String(text)), None) => (text, false, None),
+                (Ok(value), None) => (value.to_string(), false, None),
+                (Err(failure), _) => (
+                    json!({"error": {"code": failure.code, "message": failure.message}})
+                        .to_string(),
+                    true,
+                    None,
+                ),
+            };
+            let content = history::cut_result(content);
+            let seen = same.as_deref().unwrap_or(&content);
+            signature.push_str(&format!("{}{}{seen}\u{0}", call.name, call.arguments));
+            sink(AgentEvent::ToolResultUpdate {
+                call_id: call.id.clone(),
+                name: call.name.clone(),
+                content: content.clone(),
+                is_error,
+                run,
+            });
+            push(
+                &mut view,
+                &mut thread,
+                tool_message(call, content, is_error),
+            );
+        }
+        if finished.is_some() {
+            break AgentStop {
+                reason: StopReason::Finished,
+                code: None,
+                message: None,
+            };
+        }
+        if too_many {
+            break guard(
+                stop_code::MAX_TOOL_CALLS_PER_TURN,
+                format!(
+                    "the model made {} tool calls in one turn, more than the job's {} (max_tool_calls_per_turn)",
+                    calls.len(),
+                    guards.max_tool_calls_per_turn
+                ),
+            );
+        }
+        if calls
+            .iter()
+            .all(|call| DELIVERY.contains(&call.name.as_str()))
+        {
+            tally.delivery_streak += 1;
+        } else {
+            tally.delivery_streak = 0;
+        }
+        if tally.delivery_streak >= guards.delivery_only {
+            break guard(
+                stop_code::DELIVERY_ONLY,
+                format!(
+                    "stopped after {} turns in a row that only delivered results (delivery_only)",
+                    tally.delivery_streak
+                ),
+            );
+        }
+        if tally.last_signature.as_deref() == Some(signature.as_str()) {
+            tally.same_streak += 1;
+        } else {
+            tally.same_streak = 1;
+            tally.last_signature = Some(signature);
+        }
+        if tally.same_streak >= guards.no_progress {
+            break guard(
+                stop_code::NO_PROGRESS,
+                format!(
+                    "stopped after {} identical turns: the same calls with the same arguments and results (no_progress)",
+                    tally.same_streak
+                ),
+            );
+        }
+    };
+
+    if !stop.is_success() {
+        sink(AgentEvent::Stop { stop: stop.clone() });
+    }
+    let returned = returned.borrow().clone();
+    let value = finished.clone().or(returned).unwrap_or(Value::Null);
+    let mut text = tally.last_text.clone();
+    if stop.reason == StopReason::Finished || (text.trim().is_empty() && !value.is_null()) {
+        text = match &value {
+            Value::String(text) => text.clone(),
+            other => serde_json::to_string_pretty(other).unwrap_or_default(),
+        };
+    }
+    for server in ladder.servers {
+        let _ = server.client.close().await;
+    }
+    let job_id = ladder
+        .record
+        .as_ref()
+        .map(|record| record.job_id().to_owned());
+    if let Some(record) = &ladder.record {
+        let status = match stop.reason {
+            StopReason::Answered | StopReason::Finished => "ok",
+            StopReason::Cancelled => "cancelled",
+            _ => "error",
+        };
+        let output = if stop.is_success() {
+            text.clone()
+        } else {
+            stop.message.clone().unwrap_or_default()
+        };
+        if let Err(error) = record.settle(status, &output).await {
+            sink(AgentEvent::LogUpdate {
+                message: format!(
+                    "the job could not be settled in the history: {}",
+                    error.with_hint()
+                ),
+            });
+        }
+    }
+    let spend = budget.spend().spent_usd;
+    let result = AgentResult {
+        text,
+        value,
+        finished: stop.reason == StopReason::Finished,
+        stop,
+        usage: tally.usage,
+        spend,
+        job_id,
+        turns: tally.turns,
+        actions: tally.actions,
+    };
+    sink(AgentEvent::Done {
+        result: result.clone(),
+    });
+    Ok(AgentOutcome { result, thread })
+}
+
+fn cancelled() -> AgentStop {
+    AgentStop {
+        reason: StopReason::Cancelled,
+        code: Some(stop_code::CANCELLED.into()),
+        message: Some("the turn was stopped".into()),
+    }
+}
+
+fn spec_def(spec: &kiln_capabilities::CapabilitySpec) -> ToolDef {
+    ToolDef {
+        name: spec.name.clone(),
+        description: spec.description.clone(),
+        input_schema: spec.input_schema.clone(),
+    }
+}
+
+fn push(view: &mut Vec<Message>, thread: &mut Vec<Message>, message: Message) {
+    view.push(message.clone());
+    thread.push(message);
+}
+
+fn tool_message(call: &ToolCall, content: String, is_error: bool) -> Message {
+    Message::Tool {
+        call_id: call.id.clone(),
+        name: call.name.clone(),
+        content,
+        is_error,
+    }
+}
+
+/// A call naming a tool the turn does not offer as a function.
+fn unoffered(name: &str, belt: &[kiln_capabilities::CapabilitySpec]) -> ToolFailure {
+    let message = if belt.iter().any(|spec| spec.name == name) {
+        format!(
+            "`{name}` is not offered as a function in this job: call it from a program, `await tools.{name}({{...}})` inside {EXECUTE_CODE}"
+        )
+    } else {
+        format!(
+            "`{name}` is not a tool of this job; the job's tools are on `tools` inside {EXECUTE_CODE}"
+        )
+    };
+    ToolFailure {
+        code: "tool_unavailable".into(),
+        message,
+        detail: None,
+        outcome: CallOutcome::ToolUnavailable,
+    }
+}
+
+/// The observation of one action, and the value it finished with when it
+/// did (with a schema: only a value that matches).
+fn observe(action: &Action, checker: Option<&InputSchema>) -> (String, Option<Value>) {
+    let mut text = action.result.text();
+    let completed = match &action.run.report.outcome {
+        RunOutcome::Completed { value } => Some(value.clone()),
+        RunOutcome::Failed(_) => None,
+    };
+    let Some(value) = completed else {
+        return (text, None);
+    };
+    if action.run.report.finished {
+        return match checker.map(|checker| checker.validate_value("finish(value)", &value)) {
+            Some(Err(problem)) => {
+                text.push_str(&format!(
+                    "\n\nfinished: false. finish was refused: {problem}. The task is not done: fix the value and call finish again."
+                ));
+                (text, None)
+            }
+            _ => (text, Some(value)),
+        };
+    }
+    if let Some(checker) = checker {
+        let matched = checker.validate_value("the value", &value).is_ok();
+        text.push_str(if matched {
+            "\n\nfinished: false. The program returned a value but did not call finish, so the task is not done. The returned value already matches the output schema: call finish(value) with it."
+        } else {
+            "\n\nfinished: false. The program returned a value but did not call finish, so the task is not done: call finish(value) with a value matching the output schema."
+        });
+    }
+    (text, None)
+}
+
+/// Emits the `llm_call` event of the model call that just ended.
+#[allow(clippy::too_many_arguments, reason = "one event's parts")]
+fn announce_call(
+    sink: &Sink,
+    provider: &dyn Provider,
+    model: &str,
+    budget: &RunBudget,
+    spent_before: usize,
+    done: &Option<FinalMessage>,
+    started: f64,
+    clock: &dyn Clock,
+) {
+    let spend = budget.spend();
+    let cost = spend.calls.get(spent_before);
+    let usage = cost
+        .map(|cost| cost.usage)
+        .or_else(|| done.as_ref().map(|message| message.usage))
+        .unwrap_or_default();
+    if cost.is_none() && done.is_none() {
+        return;
+    }
+    sink(AgentEvent::LlmCall {
+        provider: provider.kind().as_str().into(),
+        model: done
+            .as_ref()
+            .and_then(|message| message.model.clone())
+            .unwrap_or_else(|| model.to_owned()),
+        input_tokens: usage.input_tokens,
+        output_tokens: usage.output_tokens,
+        cost_usd: cost.and_then(|cost| cost.usd),
+        duration_ms: clock.now_ms() - started,
+    });
+}
+
+/// Replaces everything before the last `keep` user turns of `view` with a
+/// summary; a failed summarizer leaves the view whole and says so.
+#[allow(clippy::too_many_arguments, reason = "the turn's parts")]
+async fn compact(
+    provider: &dyn Provider,
+    options: &ChatOptions,
+    view: &mut Vec<Message>,
+    thread: &mut Vec<Message>,
+    keep: usize,
+    budget: &RunBudget,
+    abort: Option<kiln_providers::AbortSignal>,
+    sink: &Sink,
+) {
+    let Some(cut) = history::split_point(view, keep) else {
+        sink(AgentEvent::LogUpdate {
+            message: "the thread is long, but there is nothing before its last turns to summarize"
+                .into(),
+        });
+        return;
+    };
+    match history::summarize(provider, options, &view[..cut], budget, abort).await {
+        Ok((summary, _)) => {
+            let row = history::compaction_row(&summary);
+            view.splice(..cut, [row.clone()]);
+            // The person's thread keeps everything, with the row where the cut fell.
+            let at = thread.len() - (view.len() - 1);
+            thread.insert(at, row);
+            sink(AgentEvent::Compaction {
+                summary,
+                replaced: cut,
+            });
+        }
+        Err(why) => sink(AgentEvent::LogUpdate {
+            message: format!(
+                "the thread was not compacted: the summarizer failed ({why}); this turn runs against the whole thread"
+            ),
+        }),
+    }
+}

@@ -1,0 +1,721 @@
+//! The CodeAct loop, natively: scripted conversations (the model's side),
+//! the real sandbox in process, the real ladder and the in-memory store.
+//! Each test is one mechanic of the loop: an action and its observation,
+//! `finish` and the output schema, every guard, the result cut, compaction,
+//! approvals, Stop, the whitelist, malformed calls, `ask_user`.
+
+#![expect(clippy::unwrap_used, reason = "tests")]
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures::executor::block_on;
+use futures::future::LocalBoxFuture;
+use kiln_agent::codeact::history::{COMPACTION_MARK, Compaction, MAX_TOOL_RESULT_CHARS};
+use kiln_agent::codeact::tools::Person;
+use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
+use kiln_agent::ladder::Environment;
+use kiln_agent::{People, RunRequest, ToolBridge, Workspace};
+use kiln_capabilities::gate::{Fixed, SessionAllow};
+use kiln_capabilities::{Answer, Approver, CallContext, Implementation, Permit};
+use kiln_providers::budget::BudgetLimits;
+use kiln_providers::scripted::{Reply, Scripted};
+use kiln_providers::{ChatOptions, ChatRequest, ErrorKind, Message};
+use kiln_store::native::{MemoryBackend, MemoryTree};
+use kiln_types::agent::{AgentEvent, Guards, StopReason};
+use kiln_types::cancel::AbortSignal;
+use kiln_types::tool_result::ToolReply;
+use serde_json::{Value, json};
+
+mod common;
+use common::InProcess;
+
+/// A page tool that answers its arguments; `stop` throws the turn's cancel
+/// switch and never answers.
+struct Page(AbortSignal);
+
+struct Echo;
+
+impl Implementation for Echo {
+    fn call(&self, args: Value, _: CallContext, _: Permit) -> LocalBoxFuture<'static, ToolReply> {
+        Box::pin(async move { Ok(args) })
+    }
+}
+
+struct Stops(AbortSignal);
+
+impl Implementation for Stops {
+    fn call(&self, _: Value, _: CallContext, _: Permit) -> LocalBoxFuture<'static, ToolReply> {
+        self.0.abort();
+        Box::pin(futures::future::pending())
+    }
+}
+
+impl ToolBridge for Page {
+    fn implementation(&self, name: &str) -> Option<Rc<dyn Implementation>> {
+        match name {
+            "stop" => Some(Rc::new(Stops(self.0.clone()))),
+            _ => Some(Rc::new(Echo)),
+        }
+    }
+}
+
+struct Answers(&'static str);
+
+impl Person for Answers {
+    fn ask(&self, _: String) -> LocalBoxFuture<'static, Result<String, String>> {
+        let answer = self.0.to_owned();
+        Box::pin(async move { Ok(answer) })
+    }
+}
+
+struct Turn {
+    outcome: AgentOutcome,
+    events: Vec<AgentEvent>,
+    provider: Rc<Scripted>,
+}
+
+impl Turn {
+    fn results(&self) -> Vec<(String, String, bool)> {
+        self.events
+            .iter()
+            .filter_map(|event| match event {
+                AgentEvent::ToolResultUpdate {
+                    name,
+                    content,
+                    is_error,
+                    ..
+                } => Some((name.clone(), content.clone(), *is_error)),
+                _ => None,
+            })
+            .collect()
+    }
+
+    fn code(&self) -> Option<&str> {
+        self.outcome.result.stop.code.as_deref()
+    }
+}
+
+struct Options {
+    approver: Rc<dyn Approver>,
+    person: Option<Rc<dyn Person>>,
+    schema: Option<Value>,
+    guards: Guards,
+    budget: BudgetLimits,
+    compaction: Compaction,
+    request: Value,
+    model: &'static str,
+    messages: Vec<Message>,
+    direct: Vec<String>,
+}
+
+impl Default for Options {
+    fn default() -> Self {
+        Self {
+            approver: Rc::new(Fixed(Answer::Approve)),
+            person: None,
+            schema: None,
+            guards: Guards::default(),
+            budget: BudgetLimits::default(),
+            compaction: Compaction::default(),
+            request: json!({"code": "", "tools": {
+                "echo": {"description": "Answers its arguments.", "input_schema": {"type": "object"}, "category": "read"},
+                "publish": {"description": "Publishes a post.", "input_schema": {"type": "object"}, "category": "write"},
+                "stop": {"description": "Stops.", "input_schema": {"type": "object"}, "category": "read"}
+            }}),
+            model: "scripted",
+            messages: vec![Message::User {
+                text: "What is six times seven?".into(),
+            }],
+            direct: Vec::new(),
+        }
+    }
+}
+
+fn turn(replies: Vec<Reply>, options: Options) -> Turn {
+    let cancel = AbortSignal::new();
+    let workspace = Workspace {
+        backend: MemoryBackend::new(),
+        files: MemoryTree::new(),
+        custody: Rc::new(kiln_store::custody::Solo::new()),
+    };
+    let environment = Environment {
+        entrance: "agent test".into(),
+        tools_host: "page".into(),
+        http: kiln_http::default_client(),
+        people: People::Approver {
+            host: "agent test".into(),
+            approver: options.approver,
+            session: SessionAllow::default(),
+        },
+        own_tools: None,
+        bridge: Some(Rc::new(Page(cancel.clone()))),
+        workspace: Some(Rc::new(Ok(workspace))),
+        random: Rc::new(|| [7; 8]),
+        on_gate: None,
+    };
+    let provider = Scripted::new(replies);
+    let events = Rc::new(RefCell::new(Vec::new()));
+    let sink = {
+        let events = events.clone();
+        Rc::new(move |event| events.borrow_mut().push(event))
+    };
+    let request = AgentRequest {
+        run: RunRequest::from_value(options.request).unwrap(),
+        provider: provider.clone(),
+        options: ChatOptions::new(options.model),
+        messages: options.messages,
+        system: None,
+        output_schema: options.schema,
+        guards: options.guards,
+        budget: options.budget,
+        direct: options.direct,
+        compaction: options.compaction,
+    };
+    let setup = AgentSetup {
+        environment: &environment,
+        runner: Rc::new(InProcess),
+        person: options.person,
+        clock: Rc::new(kiln_http::SystemClock),
+        sink,
+        cancel,
+    };
+    let outcome = block_on(run_agent(request, setup)).unwrap();
+    let events = events.borrow().clone();
+    assert!(
+        matches!(events.last(), Some(AgentEvent::Done { .. })),
+        "the last event is done"
+    );
+    Turn {
+        outcome,
+        events,
+        provider,
+    }
+}
+
+/// A reply that checks what the model was last told.
+fn seeing(check: impl Fn(&str) + 'static, then: Reply) -> Reply {
+    Reply::Computed(Rc::new(move |request: &ChatRequest| {
+        let last = match request.messages.last().unwrap() {
+            Message::Tool { content, .. } | Message::User { text: content } => content.clone(),
+            other => panic!("the last message is {other:?}"),
+        };
+        check(&last);
+        then.clone()
+    }))
+}
+
+fn schema() -> Value {
+    json!({"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]})
+}
+
+#[test]
+fn code_runs_its_observation_goes_back_and_the_model_answers() {
+    let turn = turn(
+        vec![
+            Reply::code(
+                "const r = await tools.echo({x: 6}); console.log('got', r.x); return r.x * 7",
+            ),
+            seeing(
+                |observation| {
+                    assert!(observation.contains("42"), "{observation}");
+                    assert!(observation.contains("got 6"), "{observation}");
+                },
+                Reply::text("Six times seven is 42."),
+            ),
+        ],
+        Options::default(),
+    );
+    let result = &turn.outcome.result;
+    assert_eq!(result.stop.reason, StopReason::Answered);
+    assert_eq!(result.text, "Six times seven is 42.");
+    assert_eq!((result.turns, result.actions), (2, 1));
+    assert!(result.job_id.is_some());
+    let code = turn.events.iter().find_map(|event| match event {
+        AgentEvent::ToolCallUpdate { code, .. } => code.clone(),
+        _ => None,
+    });
+    assert!(code.unwrap().starts_with("const r = await tools.echo"));
+    let run = turn.events.iter().find_map(|event| match event {
+        AgentEvent::ToolResultUpdate { run, .. } => run.clone(),
+        _ => None,
+    });
+    assert_eq!(run.unwrap()["value"], json!(42));
+    assert!(
+        turn.events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::LlmCall { .. }))
+    );
+    // The prompt is Kiln's contract, and the model is offered execute_code.
+    let first = &turn.provider.requests()[0];
+    let Message::System { text } = &first.messages[0] else {
+        panic!("the first message is the system prompt");
+    };
+    assert!(
+        text.contains("# How you act") && text.contains("tools.echo("),
+        "{text}"
+    );
+    assert_eq!(first.tools[0].name, "execute_code");
+    assert!(first.tools.iter().any(|tool| tool.name == "return_result"));
+    assert!(!first.tools.iter().any(|tool| tool.name == "echo"));
+}
+
+#[test]
+fn finish_ends_the_turn_with_its_value() {
+    let turn = turn(
+        vec![Reply::code(
+            "[1, 2].forEach((n) => { if (n == 2) finish({n: n * 21}) })",
+        )],
+        Options::default(),
+    );
+    let result = &turn.outcome.result;
+    assert_eq!(result.stop.reason, StopReason::Finished);
+    assert!(result.finished);
+    assert_eq!(result.value, json!({"n": 42}));
+    assert_eq!(turn.provider.left(), 0);
+}
+
+#[test]
+fn a_schemad_turn_ends_only_through_a_finish_that_matches() {
+    let turn = turn(
+        vec![
+            Reply::code("return {n: 42}"),
+            seeing(
+                |observation| {
+                    assert!(observation.contains("finished: false"), "{observation}");
+                    assert!(
+                        observation.contains("already matches the output schema"),
+                        "{observation}"
+                    );
+                },
+                Reply::text("The answer is 42."),
+            ),
+            seeing(
+                |nudge| assert!(nudge.contains("without calling finish"), "{nudge}"),
+                Reply::code("finish({n: 42, extra: true})"),
+            ),
+            seeing(
+                |observation| {
+                    assert!(observation.contains("finish was refused"), "{observation}");
+                    assert!(
+                        observation.contains("unknown keys `extra`"),
+                        "{observation}"
+                    );
+                },
+                Reply::code("finish({n: 42})"),
+            ),
+        ],
+        Options {
+            schema: Some(schema()),
+            ..Options::default()
+        },
+    );
+    let result = &turn.outcome.result;
+    assert_eq!(
+        result.stop.reason,
+        StopReason::Finished,
+        "{:?}",
+        result.stop
+    );
+    assert_eq!(result.value, json!({"n": 42}));
+    assert_eq!(result.actions, 3);
+}
+
+#[test]
+fn a_schemad_turn_that_keeps_answering_in_prose_fails_naming_it() {
+    let turn = turn(
+        vec![
+            Reply::text("It is 42."),
+            Reply::text("I said 42."),
+            Reply::text("Really, 42."),
+        ],
+        Options {
+            schema: Some(schema()),
+            ..Options::default()
+        },
+    );
+    let stop = &turn.outcome.result.stop;
+    assert_eq!(stop.reason, StopReason::Unfinished);
+    assert_eq!(
+        stop.message.as_deref(),
+        Some(
+            "ended after 0 action(s) and 3 model turn(s) without calling finish; its last message: \u{201c}Really, 42.\u{201d}"
+        )
+    );
+    assert!(
+        turn.events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::Stop { .. }))
+    );
+}
+
+#[test]
+fn every_guard_stops_the_turn_with_its_code() {
+    let guards = |change: fn(&mut Guards)| {
+        let mut guards = Guards::default();
+        change(&mut guards);
+        Options {
+            guards,
+            ..Options::default()
+        }
+    };
+    let many = |n: usize, reply: &dyn Fn(usize) -> Reply| (0..n).map(reply).collect::<Vec<_>>();
+
+    let stopped = turn(
+        many(5, &|n| Reply::code(&format!("return {n}"))),
+        guards(|g| g.max_turns = 3),
+    );
+    assert_eq!(stopped.code(), Some("max_turns"));
+    assert_eq!(stopped.outcome.result.turns, 3);
+
+    let two_calls = Reply::Message {
+        text: String::new(),
+        tool_calls: vec![
+            kiln_providers::ToolCall {
+                id: "a".into(),
+                name: "execute_code".into(),
+                arguments: json!({"code": "return 1"}),
+            },
+            kiln_providers::ToolCall {
+                id: "b".into(),
+                name: "execute_code".into(),
+                arguments: json!({"code": "return 2"}),
+            },
+        ],
+        usage: kiln_providers::Usage::default(),
+    };
+    let stopped = turn(vec![two_calls], guards(|g| g.max_tool_calls_per_turn = 1));
+    assert_eq!(stopped.code(), Some("max_tool_calls_per_turn"));
+    assert_eq!(stopped.outcome.result.actions, 0);
+
+    let stopped = turn(
+        many(5, &|n| Reply::code(&format!("return {n}"))),
+        guards(|g| g.max_tokens = 250),
+    );
+    assert_eq!(stopped.code(), Some("max_tokens"));
+
+    let stopped = turn(
+        many(5, &|n| Reply::call("return_result", json!({"value": n}))),
+        guards(|g| g.delivery_only = 3),
+    );
+    assert_eq!(stopped.code(), Some("delivery_only"));
+    assert_eq!(stopped.outcome.result.turns, 3);
+    assert_eq!(stopped.outcome.result.value, json!(2));
+
+    let stopped = turn(
+        many(6, &|_| Reply::code("return 1")),
+        guards(|g| g.no_progress = 4),
+    );
+    assert_eq!(stopped.code(), Some("no_progress"));
+    assert_eq!(stopped.outcome.result.turns, 4);
+
+    // A priced model under a cap of nothing: the budget refuses the first turn.
+    let stopped = turn(
+        vec![Reply::text("never sent")],
+        Options {
+            model: "gpt-4o",
+            guards: Guards {
+                max_cost: 0.0,
+                ..Guards::default()
+            },
+            ..Options::default()
+        },
+    );
+    assert_eq!(stopped.outcome.result.stop.reason, StopReason::Budget);
+    assert_eq!(stopped.code(), Some("max_cost"));
+    assert_eq!(stopped.provider.left(), 1, "nothing was sent");
+}
+
+#[test]
+fn one_result_enters_the_history_cut_with_a_notice() {
+    let turn = turn(
+        vec![
+            Reply::call("echo", json!({"text": "x".repeat(40_000)})),
+            seeing(
+                |observation| {
+                    assert!(observation.chars().count() < MAX_TOOL_RESULT_CHARS + 400);
+                    assert!(
+                        observation.contains("[Output cut: this result was"),
+                        "{}",
+                        &observation[observation.len() - 300..]
+                    );
+                },
+                Reply::text("It was long."),
+            ),
+        ],
+        Options {
+            direct: vec!["echo".into()],
+            ..Options::default()
+        },
+    );
+    assert_eq!(turn.outcome.result.stop.reason, StopReason::Answered);
+}
+
+fn long_thread() -> Vec<Message> {
+    let mut messages = Vec::new();
+    for n in 0..6 {
+        messages.push(Message::User {
+            text: format!("question {n}: {}", "words ".repeat(200)),
+        });
+        messages.push(Message::Assistant {
+            text: format!("answer {n}"),
+            tool_calls: Vec::new(),
+        });
+    }
+    messages.push(Message::User {
+        text: "And now?".into(),
+    });
+    messages
+}
+
+#[test]
+fn a_long_thread_is_compacted_and_the_person_keeps_it_whole() {
+    let summarizer = Reply::Computed(Rc::new(|request: &ChatRequest| {
+        let Message::System { text } = &request.messages[0] else {
+            panic!()
+        };
+        assert!(text.starts_with("You summarize"), "{text}");
+        Reply::text("They asked six questions.")
+    }));
+    let turn = turn(
+        vec![
+            summarizer,
+            Reply::Computed(Rc::new(|request: &ChatRequest| {
+                let Message::User { text } = &request.messages[1] else {
+                    panic!()
+                };
+                assert!(text.starts_with(COMPACTION_MARK), "{text}");
+                // The system prompt, the row, and the last two user turns kept.
+                assert_eq!(request.messages.len(), 5);
+                Reply::text("Now this.")
+            })),
+        ],
+        Options {
+            messages: long_thread(),
+            compaction: Compaction {
+                threshold_tokens: 500,
+                keep_turns: 2,
+            },
+            ..Options::default()
+        },
+    );
+    assert_eq!(turn.outcome.result.stop.reason, StopReason::Answered);
+    assert!(
+        turn.events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::Compaction { replaced: 10, .. }))
+    );
+    // The whole thread, the row in place where the cut fell.
+    assert_eq!(turn.outcome.thread.len(), 13 + 1 + 1);
+    assert!(
+        matches!(&turn.outcome.thread[10], Message::User { text } if text.starts_with(COMPACTION_MARK))
+    );
+}
+
+#[test]
+fn a_context_overflow_compacts_and_retries_once_and_a_failed_summarizer_leaves_the_thread() {
+    let overflow = || Reply::Fail {
+        kind: ErrorKind::ContextOverflow,
+        message: "too long".into(),
+    };
+    let turn_ok = turn(
+        vec![overflow(), Reply::text("summary"), Reply::text("Fits now.")],
+        Options {
+            messages: long_thread(),
+            compaction: Compaction {
+                threshold_tokens: u64::MAX,
+                keep_turns: 2,
+            },
+            ..Options::default()
+        },
+    );
+    assert_eq!(turn_ok.outcome.result.text, "Fits now.");
+    assert!(
+        turn_ok
+            .events
+            .iter()
+            .any(|event| matches!(event, AgentEvent::Compaction { .. }))
+    );
+
+    let failed = turn(
+        vec![
+            Reply::Fail {
+                kind: ErrorKind::Server,
+                message: "summarizer down".into(),
+            },
+            Reply::text("Whole thread."),
+        ],
+        Options {
+            messages: long_thread(),
+            compaction: Compaction {
+                threshold_tokens: 500,
+                keep_turns: 2,
+            },
+            ..Options::default()
+        },
+    );
+    assert_eq!(failed.outcome.result.text, "Whole thread.");
+    assert!(failed.events.iter().any(|event| matches!(event, AgentEvent::LogUpdate { message } if message.contains("the summarizer failed"))));
+    assert_eq!(failed.provider.requests()[1].messages.len(), 1 + 13);
+}
+
+#[test]
+fn an_approval_inside_an_action_is_asked_and_shown() {
+    let denied = turn(
+        vec![
+            Reply::code("try { await tools.publish({text: 'hi'}) } catch (e) { return e.code }"),
+            Reply::text("It was denied."),
+        ],
+        Options {
+            approver: Rc::new(Fixed(Answer::Deny)),
+            request: json!({"code": "", "permission": {"mode": "default"}, "tools": {
+                "publish": {"description": "Publishes.", "input_schema": {"type": "object"}, "category": "write"}
+            }}),
+            ..Options::default()
+        },
+    );
+    // execute_code asks too (category execute), then publish.
+    let asked: Vec<String> = denied
+        .events
+        .iter()
+        .filter_map(|event| match event {
+            AgentEvent::ApprovalRequest { request } => Some(request.tool.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(asked, ["execute_code"]);
+    assert!(denied.results()[0].2, "the action itself was denied");
+}
+
+#[test]
+fn stop_mid_action_ends_the_turn_cancelled() {
+    let turn = turn(
+        vec![
+            Reply::code("await tools.stop({}); return 1"),
+            Reply::text("never"),
+        ],
+        Options::default(),
+    );
+    assert_eq!(turn.outcome.result.stop.reason, StopReason::Cancelled);
+    assert_eq!(turn.provider.left(), 1);
+}
+
+#[test]
+fn a_tool_outside_the_whitelist_is_refused_and_a_belt_tool_is_pointed_to_code() {
+    let turn = turn(
+        vec![
+            Reply::call("delete_everything", json!({})),
+            seeing(
+                |result| {
+                    assert!(
+                        result.contains("`delete_everything` is not a tool of this job"),
+                        "{result}"
+                    )
+                },
+                Reply::call("echo", json!({"x": 1})),
+            ),
+            seeing(
+                |result| {
+                    assert!(
+                        result.contains("await tools.echo({...})` inside execute_code"),
+                        "{result}"
+                    )
+                },
+                Reply::text("ok"),
+            ),
+        ],
+        Options::default(),
+    );
+    assert!(
+        turn.results()
+            .iter()
+            .all(|(_, content, is_error)| *is_error && content.contains("tool_unavailable"))
+    );
+}
+
+#[test]
+fn a_malformed_execute_code_call_is_answered_as_an_error_the_model_can_fix() {
+    let turn = turn(
+        vec![
+            Reply::call("execute_code", json!({"program": "return 1"})),
+            seeing(
+                |result| assert!(result.contains("code"), "{result}"),
+                Reply::Fail {
+                    kind: ErrorKind::InvalidToolCall,
+                    message:
+                        "tool call #1 `execute_code` (id `x`): its arguments are not valid JSON"
+                            .into(),
+                },
+            ),
+            seeing(
+                |note| {
+                    assert!(
+                        note.contains("could not be read") && note.contains("{\"code\""),
+                        "{note}"
+                    )
+                },
+                Reply::code("return 1"),
+            ),
+            Reply::text("Done."),
+        ],
+        Options::default(),
+    );
+    assert_eq!(turn.outcome.result.stop.reason, StopReason::Answered);
+    assert!(turn.results()[0].2);
+    assert_eq!(turn.outcome.result.actions, 1);
+}
+
+#[test]
+fn ask_user_waits_for_the_person_or_says_nobody_can_answer() {
+    let answered = turn(
+        vec![Reply::code(
+            "const {answer} = await tools.ask_user({question: 'Which city?'}); finish(answer)",
+        )],
+        Options {
+            person: Some(Rc::new(Answers("Paris"))),
+            ..Options::default()
+        },
+    );
+    assert_eq!(answered.outcome.result.value, json!("Paris"));
+    assert!(answered.events.iter().any(
+        |event| matches!(event, AgentEvent::Question { question } if question == "Which city?")
+    ));
+
+    let headless = turn(
+        vec![
+            Reply::call("ask_user", json!({"question": "Which city?"})),
+            Reply::text("I will guess."),
+        ],
+        Options::default(),
+    );
+    assert!(headless.results()[0].1.contains("nobody_to_ask"));
+}
+
+#[test]
+fn past_the_threshold_tools_are_listed_by_name_and_found_in_the_sandbox() {
+    let mut tools = serde_json::Map::new();
+    for n in 0..40 {
+        tools.insert(
+            format!("tool_{n}"),
+            json!({"description": format!("Tool number {n}."), "input_schema": {"type": "object"}, "category": "read"}),
+        );
+    }
+    let turn = turn(
+        vec![
+            Reply::code(
+                "const found = await tools.search_tools({query: 'number 17'}); return found.map((t) => t.name)",
+            ),
+            Reply::text("Found it."),
+        ],
+        Options {
+            request: json!({"code": "", "tools": tools}),
+            ..Options::default()
+        },
+    );
+    let Message::System { text } = &turn.provider.requests()[0].messages[0] else {
+        panic!()
+    };
+    assert!(text.contains("by name only: tool_0, tool_1"), "{text}");
+    assert!(!text.contains("Tool number 3."));
+    assert!(turn.results()[0].1.contains("tool_17"));
+}
