@@ -101,6 +101,46 @@ fn ask_terminal(request: &ApprovalRequest) -> Answer {
     }
 }
 
+/// Answers an agent's `ask_user` on the controlling terminal.
+pub struct TerminalPerson;
+
+impl kiln_agent::codeact::tools::Person for TerminalPerson {
+    fn ask(&self, question: String) -> LocalBoxFuture<'static, Result<String, String>> {
+        let (sender, receiver) = oneshot::channel();
+        let spawned = std::thread::Builder::new()
+            .name("kiln-ask-user".into())
+            .spawn(move || {
+                let _ = sender.send(answer_on_terminal(&question));
+            });
+        Box::pin(async move {
+            spawned.map_err(|error| format!("the terminal could not be asked: {error}"))?;
+            receiver
+                .await
+                .unwrap_or_else(|_| Err("the terminal question ended without an answer".into()))
+        })
+    }
+}
+
+fn answer_on_terminal(question: &str) -> Result<String, String> {
+    let _one_at_a_time = ASKING.lock();
+    let mut tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .map_err(|error| format!("could not open the terminal to ask (/dev/tty: {error})"))?;
+    let prompt = format!(
+        "\nkiln: the agent asks: {}\n  Your answer: ",
+        card_text(question)
+    );
+    tty.write_all(prompt.as_bytes())
+        .map_err(|_| "could not write the question to the terminal".to_owned())?;
+    let mut line = String::new();
+    match BufReader::new(tty).read_line(&mut line) {
+        Ok(0) | Err(_) => Err("the terminal closed before answering".into()),
+        Ok(_) => Ok(line.trim_end_matches(['\n', '\r']).to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,10 +5,12 @@
 //! tool call failed uncaught, a budget ran out), 2 the run was refused
 //! (unreadable file, invalid catalog or limits).
 
+mod agent;
 mod approve;
 mod chat;
 mod memory;
 mod program;
+mod sandbox_process;
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -83,6 +85,9 @@ enum Command {
         #[arg(long, value_name = "NAME", default_value = "cli")]
         agent: String,
     },
+    /// Agents that act by writing code: `kiln agent run "OBJECTIVE"`.
+    #[command(subcommand)]
+    Agent(agent::AgentCommand),
     /// Chat with an LLM provider: the reply streams to standard output, tool
     /// calls and their results are shown, and usage goes to standard error.
     Chat(chat::ChatArgs),
@@ -123,8 +128,12 @@ pub(crate) struct Permissions {
 }
 
 fn main() -> ExitCode {
+    if let Some(parent) = std::env::var_os(sandbox_process::PROCESS_ENV) {
+        return sandbox_process::serve(&parent);
+    }
     let cli = Cli::parse();
     match cli.command {
+        Command::Agent(command) => agent::run(&command),
         Command::Chat(args) => chat::run(&args),
         Command::Memory(args) => memory::run(&args),
         Command::Run {

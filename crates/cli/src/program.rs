@@ -331,7 +331,7 @@ fn wait_until(
 /// holding the store's owner lock, so its job could never be seen as
 /// interrupted. `parent` is the supervisor's pid, from [`CHILD_ENV`].
 #[cfg(target_os = "linux")]
-fn end_with_parent(parent: &std::ffi::OsStr) {
+pub(crate) fn end_with_parent(parent: &std::ffi::OsStr) {
     use nix::sys::signal::Signal;
     let _ = nix::sys::prctl::set_pdeathsig(Signal::SIGKILL);
     // The supervisor may have ended before the line above took effect.
@@ -343,7 +343,7 @@ fn end_with_parent(parent: &std::ffi::OsStr) {
 
 /// Elsewhere a child outlives a killed supervisor until its wall budget ends.
 #[cfg(not(target_os = "linux"))]
-fn end_with_parent(_parent: &std::ffi::OsStr) {}
+pub(crate) fn end_with_parent(_parent: &std::ffi::OsStr) {}
 
 #[cfg(unix)]
 fn pass_on_interrupt(pid: u32) {

@@ -197,6 +197,10 @@ pub enum AgentEvent {
     Compaction { summary: String, replaced: usize },
     /// A guard or the budget stopped the turn.
     Stop { stop: AgentStop },
-    /// The turn's end, always the last event.
-    Done { result: AgentResult },
+    /// The turn's end, always the last event: the result's fields beside
+    /// `type`.
+    Done {
+        #[serde(flatten)]
+        result: AgentResult,
+    },
 }

@@ -437,16 +437,18 @@ pub async fn run_agent(
             }
         }
         drop(stream);
-        announce_call(
+        let used = announce_call(
             &sink,
             &*provider,
             &request.options.model,
             &budget,
             spent_before,
-            &done,
+            done.as_ref(),
             started,
             &*setup.clock,
         );
+        tally.usage.input_tokens += used.input_tokens;
+        tally.usage.output_tokens += used.output_tokens;
         if let Some(error) = failed {
             if setup.cancel.is_aborted() {
                 break cancelled();
@@ -498,8 +500,6 @@ pub async fn run_agent(
                 message: Some("the provider's stream ended without its message".into()),
             };
         };
-        tally.usage.input_tokens += message.usage.input_tokens;
-        tally.usage.output_tokens += message.usage.output_tokens;
         if let Some(stop) = message.stop.clone().filter(|stop| stop.reason.is_refusal()) {
             use kiln_providers::StopReason as Model;
             let code = match stop.reason {
@@ -524,6 +524,18 @@ pub async fn run_agent(
             },
         );
         if message.tool_calls.is_empty() {
+            if message
+                .stop
+                .as_ref()
+                .is_some_and(|stop| stop.reason == kiln_providers::StopReason::MaxTokens)
+            {
+                sink(AgentEvent::LogUpdate {
+                    message: format!(
+                        "the model's message was cut at its limit of {} tokens",
+                        request.options.max_tokens
+                    ),
+                });
+            }
             if checker.is_some() {
                 if tally.nudges < MAX_FINISH_NUDGES && tally.turns < guards.max_turns {
                     tally.nudges += 1;
@@ -847,7 +859,9 @@ fn observe(action: &Action, checker: Option<&InputSchema>) -> (String, Option<Va
     (text, None)
 }
 
-/// Emits the `llm_call` event of the model call that just ended.
+/// Emits the `llm_call` event of the model call that just ended and answers
+/// its usage: the budget's account of it (Kiln's estimate where the provider
+/// reported none), else the provider's own report.
 #[allow(clippy::too_many_arguments, reason = "one event's parts")]
 fn announce_call(
     sink: &Sink,
@@ -855,23 +869,22 @@ fn announce_call(
     model: &str,
     budget: &RunBudget,
     spent_before: usize,
-    done: &Option<FinalMessage>,
+    done: Option<&FinalMessage>,
     started: f64,
     clock: &dyn Clock,
-) {
+) -> Usage {
     let spend = budget.spend();
     let cost = spend.calls.get(spent_before);
     let usage = cost
         .map(|cost| cost.usage)
-        .or_else(|| done.as_ref().map(|message| message.usage))
+        .or_else(|| done.map(|message| message.usage))
         .unwrap_or_default();
     if cost.is_none() && done.is_none() {
-        return;
+        return usage;
     }
     sink(AgentEvent::LlmCall {
         provider: provider.kind().as_str().into(),
         model: done
-            .as_ref()
             .and_then(|message| message.model.clone())
             .unwrap_or_else(|| model.to_owned()),
         input_tokens: usage.input_tokens,
@@ -879,6 +892,7 @@ fn announce_call(
         cost_usd: cost.and_then(|cost| cost.usd),
         duration_ms: clock.now_ms() - started,
     });
+    usage
 }
 
 /// Replaces everything before the last `keep` user turns of `view` with a

@@ -1,0 +1,435 @@
+//! A sandbox in a process of its own, speaking the sandbox protocol
+//! (`ToSandbox` / `FromSandbox`, one JSON line each) over its stdin and
+//! stdout: the native twin of the browser's sandbox worker, for runs that
+//! must end without ending the caller (an agent's actions).
+//!
+//! **The child** (this binary with [`PROCESS_ENV`] set to the parent's pid)
+//! runs exactly one program. It sends its tool calls when the guest goes idle
+//! and waits for each reply; its own watchdog thread ends the process when
+//! the guest's CPU time or the run's wall time passes its budget, and the
+//! memory hook when the heap does, each after sending `Lost` with the
+//! budget's error. **The parent** ([`ProcessRunner`]) answers the calls
+//! through the run's dispatcher, keeps the console and calls it has seen,
+//! kills the child on cancel or past the wall budget plus a grace, and turns
+//! a child that died without a report (a stack overflow aborts a process)
+//! into an `engine` failure that says so.
+
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::io::{BufRead as _, Write as _};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::rc::Rc;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use futures::channel::{mpsc, oneshot};
+use futures::future::LocalBoxFuture;
+use futures::stream::FuturesUnordered;
+use futures::{FutureExt as _, StreamExt as _};
+use kiln_agent::SandboxRunner;
+use kiln_capabilities::{Dispatcher, HeldSignal};
+use kiln_sandbox::catalog::Admission;
+use kiln_sandbox::clock::{IdleState, PersonSignal};
+use kiln_sandbox::tools::{ToolCall, ToolHost};
+use kiln_sandbox::{CpuGauge, Sandbox};
+use kiln_types::cancel::AbortSignal;
+use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
+use kiln_types::tool_result::{CallOutcome, CallSummary, ToolFailure, ToolReply};
+use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport, RunResult};
+
+/// Set (to the parent's pid) in the environment of a sandbox process.
+pub const PROCESS_ENV: &str = "KILN_SANDBOX_PROCESS";
+
+/// How long past its wall budget the parent waits for a child before it kills it.
+const WALL_GRACE: Duration = Duration::from_secs(5);
+
+fn send(message: &FromSandbox) {
+    let line = encode(message);
+    let mut out = std::io::stdout().lock();
+    let _ = writeln!(out, "{line}");
+    let _ = out.flush();
+}
+
+thread_local! {
+    static PENDING: RefCell<HashMap<u32, (oneshot::Sender<ToolReply>, PersonSignal)>> =
+        RefCell::new(HashMap::new());
+    static OUTBOX: RefCell<Vec<CallRequest>> = const { RefCell::new(Vec::new()) };
+}
+
+static RUN_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+static MEMORY_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
+fn memory_exhausted(_limit: usize) {
+    send(&FromSandbox::Lost {
+        run_id: RUN_ID.load(std::sync::atomic::Ordering::SeqCst),
+        error: RunError::memory_budget(MEMORY_BYTES.load(std::sync::atomic::Ordering::SeqCst)),
+    });
+    std::process::exit(1);
+}
+
+/// The child's calls go out on stdout when the guest goes idle.
+struct Piped {
+    run_id: u64,
+}
+
+impl ToolHost for Piped {
+    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
+        let (sender, receiver) = oneshot::channel();
+        PENDING.with(|pending| {
+            pending
+                .borrow_mut()
+                .insert(call.call_number, (sender, person))
+        });
+        let tool = call.tool.clone();
+        OUTBOX.with(|outbox| {
+            outbox.borrow_mut().push(CallRequest {
+                call_number: call.call_number,
+                tool: call.tool,
+                args: call.args,
+            });
+        });
+        Box::pin(async move {
+            match receiver.await {
+                Ok(reply) => reply,
+                Err(_) => Err(ToolFailure {
+                    code: "outcome_unknown".into(),
+                    message: format!("the host dropped the call to {tool}"),
+                    detail: None,
+                    outcome: CallOutcome::OutcomeUnknown,
+                }),
+            }
+        })
+    }
+
+    fn idle(&self, state: IdleState) {
+        let calls = OUTBOX.with(|outbox| std::mem::take(&mut *outbox.borrow_mut()));
+        send(&FromSandbox::Idle {
+            run_id: self.run_id,
+            calls,
+            cpu_ms: state.cpu_ms,
+            wake_in_ms: state.wake_in_ms,
+            console: state.console,
+        });
+    }
+}
+
+/// The child: serves one run from stdin and ends.
+pub fn serve(parent: &std::ffi::OsStr) -> std::process::ExitCode {
+    crate::program::end_with_parent(parent);
+    let (lines, mut inbox) = mpsc::unbounded::<String>();
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if lines.unbounded_send(line).is_err() {
+                break;
+            }
+        }
+        // The parent is gone: nobody reads what this process would answer.
+        std::process::exit(0);
+    });
+    let mut pool = futures::executor::LocalPool::new();
+    let first = pool.run_until(inbox.next());
+    let Some(Ok(ToSandbox::Run {
+        run_id,
+        code,
+        limits,
+        catalog,
+    })) = first.map(|line| decode::<ToSandbox>(&line))
+    else {
+        send(&FromSandbox::Rejected {
+            problem: "a sandbox process takes one `run` message first".into(),
+        });
+        return std::process::ExitCode::from(2);
+    };
+    let admission = match Admission::admit(&catalog, "host") {
+        Ok(admission) => admission,
+        Err(invalid) => {
+            send(&FromSandbox::Rejected {
+                problem: invalid.to_string(),
+            });
+            return std::process::ExitCode::from(2);
+        }
+    };
+    let limits = limits.clamped();
+    RUN_ID.store(run_id, std::sync::atomic::Ordering::SeqCst);
+    MEMORY_BYTES.store(limits.memory_bytes, std::sync::atomic::Ordering::SeqCst);
+    let gauge = Arc::new(CpuGauge::default());
+    watch(run_id, &limits, gauge.clone());
+    kiln_alloc::set_exhausted_hook(memory_exhausted);
+    kiln_alloc::set_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
+    let spawner = pool.spawner();
+    let _ = futures::task::LocalSpawnExt::spawn_local(&spawner, async move {
+        while let Some(line) = inbox.next().await {
+            match decode::<ToSandbox>(&line) {
+                Ok(ToSandbox::ToolReply {
+                    call_number, reply, ..
+                }) => {
+                    let waiting = PENDING.with(|pending| pending.borrow_mut().remove(&call_number));
+                    if let Some((sender, _)) = waiting {
+                        let _ = sender.send(reply);
+                    }
+                }
+                Ok(ToSandbox::ToolHeld {
+                    call_number, held, ..
+                }) => PENDING.with(|pending| {
+                    if let Some((_, person)) = pending.borrow().get(&call_number) {
+                        person.held(held);
+                    }
+                }),
+                Ok(ToSandbox::Run { .. }) => send(&FromSandbox::Rejected {
+                    problem: "a sandbox process runs one program".into(),
+                }),
+                Err(problem) => send(&FromSandbox::Rejected {
+                    problem: problem.to_string(),
+                }),
+            }
+        }
+    });
+    let warnings = admission.warnings.clone();
+    let catalog_digest = admission.digest();
+    let report = pool.run_until(async {
+        match Sandbox::new() {
+            Ok(sandbox) => {
+                sandbox
+                    .run(
+                        &code,
+                        &limits,
+                        Rc::new(admission),
+                        Rc::new(Piped { run_id }),
+                        Some(gauge),
+                    )
+                    .await
+            }
+            Err(report) => *report,
+        }
+    });
+    kiln_alloc::set_limit(usize::MAX);
+    send(&FromSandbox::Report {
+        run_id,
+        report,
+        warnings,
+        catalog_digest,
+    });
+    std::process::ExitCode::SUCCESS
+}
+
+/// The child's watchdog: Boa has no interrupt hook, so a guest past its CPU
+/// or wall budget ends with the process.
+fn watch(run_id: u64, limits: &RunLimits, gauge: Arc<CpuGauge>) {
+    let started = Instant::now();
+    let wall = Duration::from_millis(limits.wall_ms);
+    let js_cpu = Duration::from_millis(limits.js_cpu_ms);
+    let (wall_ms, js_cpu_ms) = (limits.wall_ms, limits.js_cpu_ms);
+    std::thread::spawn(move || {
+        loop {
+            std::thread::sleep(Duration::from_millis(5));
+            let error = if started.elapsed() >= wall {
+                RunError::wall_budget(wall_ms)
+            } else if gauge.spent() > js_cpu {
+                RunError::js_cpu_budget(js_cpu_ms)
+            } else {
+                continue;
+            };
+            send(&FromSandbox::Lost { run_id, error });
+            std::process::exit(1);
+        }
+    });
+}
+
+/// Runs each program in a sandbox process of its own.
+pub struct ProcessRunner;
+
+/// What the parent knows of a run in flight.
+struct Seen {
+    console: Vec<ConsoleLine>,
+    calls: Vec<(u32, CallSummary)>,
+    started: Instant,
+}
+
+impl Seen {
+    /// The result of a run the parent ended (or lost) with `error`: the
+    /// output and calls it saw, calls still out `cancelled` unless they
+    /// reached their tool.
+    fn ended(self, error: RunError, dispatcher: &Dispatcher, admission: &Admission) -> RunResult {
+        let mut report = RunReport::stopped(error, self.started.elapsed().as_secs_f64() * 1e3);
+        report.console = self.console;
+        report.calls = self
+            .calls
+            .into_iter()
+            .map(|(number, mut call)| {
+                if call.outcome == CallOutcome::OutcomeUnknown
+                    && !dispatcher.run_state().started(number)
+                {
+                    call.outcome = CallOutcome::Cancelled;
+                }
+                call
+            })
+            .collect();
+        RunResult {
+            report,
+            warnings: admission.warnings.clone(),
+            catalog_digest: admission.digest(),
+        }
+    }
+}
+
+fn engine(problem: String) -> RunResult {
+    RunResult {
+        report: RunReport::stopped(RunError::new(RunErrorKind::Engine, problem), 0.0),
+        warnings: Vec::new(),
+        catalog_digest: String::new(),
+    }
+}
+
+fn spawn() -> std::io::Result<Child> {
+    Command::new(std::env::current_exe()?)
+        .env(PROCESS_ENV, std::process::id().to_string())
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+}
+
+fn write(stdin: &RefCell<ChildStdin>, message: &ToSandbox) {
+    let mut stdin = stdin.borrow_mut();
+    // A child that is gone is noticed on its stdout.
+    let _ = writeln!(stdin, "{}", encode(message));
+    let _ = stdin.flush();
+}
+
+impl SandboxRunner for ProcessRunner {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
+    ) -> LocalBoxFuture<'static, RunResult> {
+        Box::pin(async move {
+            let limits = limits.clamped();
+            let catalog = tools.catalog();
+            let admission = match Admission::admit(&catalog, "host") {
+                Ok(admission) => admission,
+                Err(invalid) => {
+                    return engine(format!(
+                        "the run's capabilities could not be set up: {invalid}"
+                    ));
+                }
+            };
+            let mut child = match spawn() {
+                Ok(child) => child,
+                Err(error) => return engine(format!("could not start a sandbox process: {error}")),
+            };
+            let (Some(stdin), Some(stdout), Some(stderr)) =
+                (child.stdin.take(), child.stdout.take(), child.stderr.take())
+            else {
+                let _ = child.kill();
+                return engine("the sandbox process has no pipes".into());
+            };
+            let stdin = Rc::new(RefCell::new(stdin));
+            let (lines, mut messages) = mpsc::unbounded::<String>();
+            std::thread::spawn(move || {
+                for line in std::io::BufReader::new(stdout).lines() {
+                    let Ok(line) = line else { break };
+                    if lines.unbounded_send(line).is_err() {
+                        break;
+                    }
+                }
+            });
+            let errors = std::thread::spawn(move || {
+                let mut text = String::new();
+                let _ =
+                    std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut text);
+                text
+            });
+            let run_id = 1;
+            write(
+                &stdin,
+                &ToSandbox::Run {
+                    run_id,
+                    code,
+                    limits,
+                    catalog,
+                },
+            );
+            let mut seen = Seen {
+                console: Vec::new(),
+                calls: Vec::new(),
+                started: Instant::now(),
+            };
+            let mut out = FuturesUnordered::new();
+            let backstop = Duration::from_millis(limits.wall_ms) + WALL_GRACE;
+            let mut deadline = Box::pin(kiln_http::sleep(
+                u64::try_from(backstop.as_millis()).unwrap_or(u64::MAX),
+            ))
+            .fuse();
+            let mut cancelled = cancel.aborted().fuse();
+            let result = loop {
+                futures::select_biased! {
+                    () = cancelled => {
+                        break seen.ended(RunError::cancelled("the run was stopped before it finished"), &tools, &admission);
+                    },
+                    () = deadline => {
+                        break seen.ended(RunError::wall_budget(limits.wall_ms), &tools, &admission);
+                    },
+                    replied = out.select_next_some() => {
+                        let (call_number, reply): (u32, ToolReply) = replied;
+                        if let Some((_, call)) = seen.calls.iter_mut().find(|(number, _)| *number == call_number) {
+                            call.outcome = match &reply {
+                                Ok(_) => CallOutcome::Ok,
+                                Err(failure) => failure.outcome,
+                            };
+                        }
+                        write(&stdin, &ToSandbox::ToolReply { run_id, call_number, reply });
+                    },
+                    line = messages.next() => {
+                        let Some(line) = line else {
+                            let _ = child.wait();
+                            let said = errors.join().unwrap_or_default();
+                            let said = said.trim().lines().last().unwrap_or("nothing").to_owned();
+                            break seen.ended(
+                                RunError::new(RunErrorKind::Engine, format!("the sandbox process ended without a report; it said: {said}")),
+                                &tools,
+                                &admission,
+                            );
+                        };
+                        match decode::<FromSandbox>(&line) {
+                            Ok(FromSandbox::Report { report, warnings, catalog_digest, .. }) => {
+                                break RunResult { report, warnings, catalog_digest };
+                            }
+                            Ok(FromSandbox::Idle { calls, console, .. }) => {
+                                seen.console.extend(console);
+                                for request in calls {
+                                    let call_number = request.call_number;
+                                    seen.calls.push((call_number, CallSummary {
+                                        tool: request.tool.clone(),
+                                        outcome: CallOutcome::OutcomeUnknown,
+                                        waited_on_person: false,
+                                        duration_ms: 0,
+                                    }));
+                                    let held: HeldSignal = Rc::new({
+                                        let stdin = stdin.clone();
+                                        move |held| write(&stdin, &ToSandbox::ToolHeld { run_id, call_number, held })
+                                    });
+                                    let reply = tools.call(request, held);
+                                    out.push(reply.map(move |reply| (call_number, reply)));
+                                }
+                            }
+                            Ok(FromSandbox::Lost { error, .. }) => break seen.ended(error, &tools, &admission),
+                            Ok(FromSandbox::Rejected { problem }) => {
+                                break seen.ended(RunError::new(RunErrorKind::Engine, format!("the sandbox process refused the run: {problem}")), &tools, &admission);
+                            }
+                            Ok(FromSandbox::Ready) => {}
+                            Err(problem) => {
+                                break seen.ended(RunError::new(RunErrorKind::Engine, format!("the sandbox process said something unreadable: {problem}")), &tools, &admission);
+                            }
+                        }
+                    },
+                }
+            };
+            let _ = child.kill();
+            let _ = child.wait();
+            result
+        })
+    }
+}
