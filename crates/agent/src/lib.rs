@@ -25,6 +25,7 @@
 
 pub mod chat;
 pub mod codeact;
+pub mod eval;
 pub mod ladder;
 pub mod ops;
 pub mod program;

@@ -8,6 +8,7 @@
 mod agent;
 mod approve;
 mod chat;
+mod eval;
 mod memory;
 mod program;
 mod sandbox_process;
@@ -88,6 +89,9 @@ enum Command {
     /// Agents that act by writing code: `kiln agent run "OBJECTIVE"`.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
+    /// Evaluations against a real model: `kiln eval codeact`.
+    #[command(subcommand)]
+    Eval(eval::EvalCommand),
     /// Chat with an LLM provider: the reply streams to standard output, tool
     /// calls and their results are shown, and usage goes to standard error.
     Chat(chat::ChatArgs),
@@ -134,6 +138,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Command::Agent(command) => agent::run(&command),
+        Command::Eval(command) => eval::run(&command),
         Command::Chat(args) => chat::run(&args),
         Command::Memory(args) => memory::run(&args),
         Command::Run {

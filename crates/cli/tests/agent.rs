@@ -287,3 +287,75 @@ fn the_local_model_runs_a_turn_to_its_end() {
     );
     assert_eq!(out.code, i32::from(reason == "guard"), "{done}");
 }
+
+#[test]
+fn the_eval_harness_lists_its_cases_and_prints_its_table() {
+    let out = kiln(&[
+        "eval",
+        "codeact",
+        "--provider",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--model",
+        "m",
+        "--list",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    let names: Vec<&str> = out
+        .stdout
+        .lines()
+        .filter_map(|line| line.split('\t').next())
+        .collect();
+    assert!(
+        names.len() >= 6 && names.contains(&"team-payroll"),
+        "{names:?}"
+    );
+    let out = kiln(&[
+        "eval",
+        "codeact",
+        "--provider",
+        "openai",
+        "--base-url",
+        "http://127.0.0.1:1/v1",
+        "--model",
+        "m",
+        "--cases",
+        "nothing-*",
+    ]);
+    assert_eq!(out.code, 2);
+    assert!(out.stderr.contains("no case matches"), "{}", out.stderr);
+    // Against a model that answers nothing (aimock has no fixture for these
+    // cases), every case fails in both modes, and the table says why.
+    let aimock = Aimock::start();
+    let base_url = format!("{}/v1", aimock.url());
+    let out = kiln(&[
+        "eval",
+        "codeact",
+        "--provider",
+        "openai",
+        "--base-url",
+        &base_url,
+        "--model",
+        "gpt-4o-mini",
+        "--cases",
+        "weather-*",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stdout
+            .starts_with("| case | domain | CodeAct | direct tools |"),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("| weather-warmest | weather | FAIL ("),
+        "{}",
+        out.stdout
+    );
+    assert!(
+        out.stdout.contains("| **total** | | 0/2 (0%)"),
+        "{}",
+        out.stdout
+    );
+}

@@ -78,6 +78,7 @@
 //! was wrong; everything the program does comes back as a `tool-result/v1`
 //! object, never as a rejection.
 
+mod agent;
 mod chat;
 mod runtime;
 mod storage;
@@ -214,15 +215,38 @@ impl Kiln {
                 "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?, builtins?, allow_net?, signal?}",
             ));
         }
+        let (request, calls, approve, signal) =
+            page_parts(request, &["signal"], |problem| type_error(problem))?;
+        Ok(self.runtime.run(request, report, calls, approve, signal))
+    }
+}
+
+/// What of a run or agent request stays on the page — each tool's `call`,
+/// `approve`, the signal — and the rest as JSON for the worker (functions
+/// left out, and the fields named in `drop`). A bad one is refused by
+/// `error` before anything starts.
+type PageParts = (
+    Value,
+    std::collections::HashMap<String, Function>,
+    Option<Function>,
+    Option<chat::web_sys_abort::Signal>,
+);
+
+fn page_parts(
+    request: &JsValue,
+    drop: &[&str],
+    error: fn(&str) -> JsValue,
+) -> Result<PageParts, JsValue> {
+    {
         let field =
             |name: &str| Reflect::get(request, &JsValue::from_str(name)).unwrap_or_default();
-        let calls = tool_calls(&field("tools")).map_err(type_error)?;
+        let calls = tool_calls(&field("tools")).map_err(|why| error(&why))?;
         let approve = field("approve");
         let approve = if approve.is_undefined() || approve.is_null() {
             None
         } else {
             Some(approve.dyn_into::<Function>().map_err(|_| {
-                type_error(
+                error(
                     "`approve` must be a function (request) => \"approve\" | \"deny\" | \"allow_for_session\"",
                 )
             })?)
@@ -231,19 +255,21 @@ impl Kiln {
             value if value.is_undefined() || value.is_null() => None,
             value => Some(
                 chat::web_sys_abort::Signal::from_value(value).ok_or_else(|| {
-                    type_error("`signal` must be an AbortSignal (from an AbortController)")
+                    error("`signal` must be an AbortSignal (from an AbortController)")
                 })?,
             ),
         };
         // Functions (`approve`, each tool's `call`) are left out of the JSON,
-        // and so is the signal.
+        // and so are the named fields.
         let copy = Object::assign(&Object::new(), request.unchecked_ref());
-        let _ = Reflect::delete_property(&copy, &JsValue::from_str("signal"));
+        for name in drop {
+            let _ = Reflect::delete_property(&copy, &JsValue::from_str(name));
+        }
         let text =
-            to_json_text(&copy).map_err(|problem| type_error(format!("the request {problem}")))?;
+            to_json_text(&copy).map_err(|problem| error(&format!("the request {problem}")))?;
         let request: Value = serde_json::from_str(&text)
-            .map_err(|error| type_error(format!("the request is not JSON: {error}")))?;
-        Ok(self.runtime.run(request, report, calls, approve, signal))
+            .map_err(|problem| error(&format!("the request is not JSON: {problem}")))?;
+        Ok((request, calls, approve, signal))
     }
 }
 

@@ -32,6 +32,8 @@ struct PageRun {
     /// Sends `cancel` when the page's signal fires; dropped (the listener
     /// removed) when the run ends.
     _listener: Option<crate::chat::web_sys_abort::Listener>,
+    /// An agent turn's `onEvent`.
+    on_event: Option<Listener>,
 }
 
 /// Where a streamed event or a change goes.
@@ -164,6 +166,52 @@ impl RuntimeClient {
         approve: Option<Function>,
         signal: Option<crate::chat::web_sys_abort::Signal>,
     ) -> oneshot::Receiver<Result<Value, Problem>> {
+        self.exchange(
+            move |id, approve| ToRuntime::Run {
+                id,
+                request,
+                approve,
+                report,
+            },
+            calls,
+            approve,
+            signal,
+            None,
+        )
+    }
+
+    /// Sends one agent turn; resolves to its result, its events going to
+    /// `on_event`. Page tools and approvals are answered as for a run.
+    pub(crate) fn agent(
+        &self,
+        request: Value,
+        calls: HashMap<String, Function>,
+        approve: Option<Function>,
+        signal: Option<crate::chat::web_sys_abort::Signal>,
+        on_event: Option<Listener>,
+    ) -> oneshot::Receiver<Result<Value, Problem>> {
+        self.exchange(
+            move |id, approve| ToRuntime::Agent {
+                id,
+                request,
+                approve,
+            },
+            calls,
+            approve,
+            signal,
+            on_event,
+        )
+    }
+
+    /// An exchange whose page tools and approvals the page answers.
+    fn exchange(
+        &self,
+        message: impl FnOnce(u64, bool) -> ToRuntime,
+        calls: HashMap<String, Function>,
+        approve: Option<Function>,
+        signal: Option<crate::chat::web_sys_abort::Signal>,
+        on_event: Option<Listener>,
+    ) -> oneshot::Receiver<Result<Value, Problem>> {
         let id = self.next_id();
         let (done, answered) = oneshot::channel();
         let asks = approve.is_some();
@@ -174,17 +222,10 @@ impl RuntimeClient {
                 approve,
                 done,
                 _listener: None,
+                on_event,
             }),
         );
-        send(
-            &self.shared.worker,
-            &ToRuntime::Run {
-                id,
-                request,
-                approve: asks,
-                report,
-            },
-        );
+        send(&self.shared.worker, &message(id, asks));
         if let Some(signal) = signal {
             let worker = self.shared.worker.clone();
             let listener = signal.on_abort_do(move || send(&worker, &ToRuntime::Cancel { id }));
@@ -320,6 +361,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             // Called with the map free: a listener may call into Kiln again.
             let listener = match shared.exchanges.borrow().get(&id) {
                 Some(Exchange::Call { on_event, .. }) => on_event.clone(),
+                Some(Exchange::Run(run)) => run.on_event.clone(),
                 _ => None,
             };
             if let Some(on_event) = listener {

@@ -200,6 +200,14 @@ fn on_message(message: ToRuntime) {
         ToRuntime::Chat { id, request } => {
             wasm_bindgen_futures::spawn_local(chat(runtime, id, request))
         }
+        ToRuntime::Agent {
+            id,
+            request,
+            approve,
+        } => {
+            let seen = runtime.permission.borrow().0;
+            wasm_bindgen_futures::spawn_local(agent(runtime, id, request, approve, seen));
+        }
         ToRuntime::Budget { budget, limits } => {
             let made = new_budget(&limits, Rc::new(kiln_http::SystemClock));
             runtime.budgets.borrow_mut().insert(budget, made);
@@ -453,6 +461,57 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
     }
     .await;
     runtime.runs.borrow_mut().remove(&id);
+    answer(id, answered);
+}
+
+/// One agent turn: its events posted as they come, then its result.
+async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, seen: u64) {
+    let answered = async {
+        let spec = kiln_agent::codeact::request::AgentSpec::from_value(request)
+            .map_err(|error| Problem::bad_request(error.0))?;
+        let config = stored_config(&runtime);
+        let provider = provider_config(config.as_ref(), &spec.provider)
+            .await
+            .map_err(|error| op_problem(&error))?;
+        let provider: Rc<dyn kiln_providers::Provider> =
+            Rc::new(HttpProvider::new(provider, runtime.http.clone()));
+        let mut environment = environment(&runtime, id, approve);
+        environment.entrance = "kiln.agent".into();
+        environment.on_gate = Some(Rc::new({
+            let runtime = runtime.clone();
+            move |gate: Rc<Gate>| {
+                if let (count, Some(settings)) = &*runtime.permission.borrow()
+                    && *count > seen
+                {
+                    let _ = gate.set_settings(settings);
+                }
+                runtime.gates.borrow_mut().insert(id, gate);
+            }
+        }));
+        let cancel = AbortSignal::new();
+        runtime.runs.borrow_mut().insert(id, cancel.clone());
+        let setup = kiln_agent::codeact::AgentSetup {
+            environment: &environment,
+            runner: Rc::new(PoolRunner(runtime.pool.clone())),
+            person: None,
+            clock: Rc::new(kiln_http::SystemClock),
+            sink: Rc::new(move |event| {
+                post(&FromRuntime::Event {
+                    id,
+                    event: serde_json::to_value(&event).unwrap_or(Value::Null),
+                });
+            }),
+            cancel,
+        };
+        let outcome = kiln_agent::codeact::run_agent(spec.with_provider(provider), setup)
+            .await
+            .map_err(|error| Problem::bad_request(error.0))?;
+        Ok::<Value, Problem>(serde_json::to_value(&outcome.result).unwrap_or(Value::Null))
+    }
+    .await;
+    runtime.runs.borrow_mut().remove(&id);
+    runtime.gates.borrow_mut().remove(&id);
+    runtime.calls.borrow_mut().retain(|(run, _), _| *run != id);
     answer(id, answered);
 }
 

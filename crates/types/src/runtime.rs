@@ -111,6 +111,18 @@ pub enum ToRuntime {
     /// `{"shared": n}`, a budget made by [`ToRuntime::Budget`]. Events come
     /// as [`FromRuntime::Event`], the final message as [`FromRuntime::Done`].
     Chat { id: u64, request: Value },
+    /// One agent turn, the CodeAct loop: `request` is `kiln.agent`'s minus
+    /// its functions (`{provider, options, messages, tools?, mcp?, builtins?,
+    /// permission?, outputSchema?, guards?, budget?, system?, …}`). Its
+    /// `AgentEvent`s come as [`FromRuntime::Event`], its page tool calls and
+    /// approvals as for a run (`approve`: the page gave a callback), and
+    /// its `AgentResult` as [`FromRuntime::Done`].
+    Agent {
+        id: u64,
+        request: Value,
+        #[serde(default)]
+        approve: bool,
+    },
     /// Makes run budget number `budget` (numbered by the page), shared by
     /// every chat turn that names it; its deadline runs from now.
     Budget { budget: u32, limits: BudgetLimits },

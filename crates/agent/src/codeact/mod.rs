@@ -8,6 +8,7 @@
 
 pub mod history;
 pub mod prompt;
+pub mod request;
 pub mod tools;
 
 use std::cell::RefCell;

@@ -1,0 +1,79 @@
+//! `kiln.agent(request)`: one agent turn — the CodeAct loop of
+//! `kiln_agent::codeact` — in the runtime worker. The model acts by writing
+//! programs that call the turn's tools (the page's, MCP servers', the
+//! workspace's), each run in a sandbox worker through the permission ladder.
+//!
+//! ```js
+//! const result = await kiln.agent({
+//!   provider: {kind: "openai", base_url: "https://api.openai.com/v1", key: "sk-…"},
+//!   options: {model: "gpt-4o-mini", max_tokens: 1024},
+//!   messages: [{role: "user", text: "Add 20 and 30, then double it"}],
+//!   tools: {add: {description, input_schema, category: "read", call: (args) => ({sum: args.a + args.b})}},
+//!   mcp: {everything: "http://127.0.0.1:3001/mcp"},   // optional, as for kiln.run
+//!   builtins: ["http_request"], allow_net: [...],     // optional
+//!   permission: {mode: "default"}, approve: (request) => "approve",
+//!   outputSchema: {type: "object", properties: {sum: {type: "number"}}, required: ["sum"]},
+//!   budget: {max_usd: 0.50, deadline_ms: 120000},
+//!   guards: {max_turns: 20, no_progress: 6},          // reference/003's, with its defaults
+//!   system: "You are terse.",                         // a preamble to Kiln's contract
+//!   onEvent: (event) => {},   // text_delta, tool_call_update, tool_result_update, approval_request, llm_call, stop, done, …
+//!   signal: controller.signal,
+//! });
+//! // {text, value, finished, stop: {reason, code?, message?}, usage, spend, job_id, turns, actions}
+//! ```
+//!
+//! A request that cannot be read rejects with a `TypeError` naming the
+//! field; everything that happens in the turn — a guard, the budget, the
+//! provider's failure — is in the result's `stop`.
+
+use js_sys::{Function, Promise, Reflect};
+use serde_json::Value;
+use wasm_bindgen::JsCast as _;
+use wasm_bindgen::prelude::*;
+
+use crate::{Kiln, from_json_text, page_parts, rejection};
+
+fn agent_error(message: &str) -> JsValue {
+    js_sys::TypeError::new(&format!("kiln.agent: {message}")).into()
+}
+
+#[wasm_bindgen]
+impl Kiln {
+    /// Runs one agent turn (see the module docs); resolves to its result.
+    pub fn agent(&self, request: JsValue) -> Promise {
+        let sent = (|| {
+            if !request.is_object() {
+                return Err(agent_error(
+                    "takes one object, {provider, options, messages, tools?, mcp?, builtins?, permission?, approve?, outputSchema?, guards?, budget?, system?, onEvent?, signal?}",
+                ));
+            }
+            let on_event = Reflect::get(&request, &JsValue::from_str("onEvent"))
+                .ok()
+                .filter(|value| !value.is_undefined() && !value.is_null())
+                .map(|value| {
+                    value
+                        .dyn_into::<Function>()
+                        .map_err(|_| agent_error("`onEvent` must be a function"))
+                })
+                .transpose()?;
+            let (request, calls, approve, signal) =
+                page_parts(&request, &["signal", "onEvent", "approve"], agent_error)?;
+            let on_event = on_event.map(|on_event| {
+                std::rc::Rc::new(move |event: Value| {
+                    // A throwing listener loses nothing: the turn goes on.
+                    let _ = on_event.call1(&JsValue::NULL, &from_json_text(&event.to_string()));
+                }) as crate::runtime::Listener
+            });
+            Ok(self
+                .runtime
+                .agent(request, calls, approve, signal, on_event))
+        })();
+        wasm_bindgen_futures::future_to_promise(async move {
+            match sent?.await {
+                Ok(Ok(result)) => Ok(from_json_text(&result.to_string())),
+                Ok(Err(problem)) => Err(rejection("kiln.agent", &problem)),
+                Err(_) => Err(agent_error("the runtime worker went away during the turn")),
+            }
+        })
+    }
+}

@@ -1,0 +1,101 @@
+// kiln.agent: one CodeAct turn from a page, in the runtime worker. The model
+// (aimock's kiln-agent-* fixtures) writes a program that calls the page's own
+// tool; the program runs in a sandbox worker through the ladder; the
+// observation goes back; the answer, or a schema'd finish value, comes out;
+// every event reaches onEvent; a guard stops a looping model by its code; a
+// bad request is refused naming its field.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { useApp } from "../lib/browser.mjs";
+import { startAimock } from "../lib/servers.mjs";
+
+const app = useApp();
+let mock;
+before(async () => {
+  mock = await startAimock();
+});
+after(async () => {
+  await mock?.stop();
+});
+
+/** Runs one turn in the page; `add` is a page tool that really adds. */
+async function agent(objective, extra = {}) {
+  const { page } = app();
+  return page.evaluate(
+    async ({ baseUrl, objective, extra }) => {
+      const { Kiln } = await import("./kiln.js");
+      window.kiln ??= await Kiln.load();
+      const events = [];
+      const added = [];
+      try {
+        const result = await window.kiln.agent({
+          provider: { kind: "openai", base_url: baseUrl },
+          options: { model: "gpt-4o-mini", max_tokens: 512 },
+          messages: [{ role: "user", text: objective }],
+          tools: {
+            add: {
+              description: "Adds two numbers.",
+              input_schema: { type: "object", properties: { a: { type: "number" }, b: { type: "number" } }, required: ["a", "b"] },
+              category: "read",
+              call: (args) => {
+                added.push(args);
+                return { sum: args.a + args.b };
+              },
+            },
+          },
+          onEvent: (event) => events.push(event),
+          ...extra,
+        });
+        return { result, events, added };
+      } catch (error) {
+        return { error: `${error.name}: ${error.message}`, events };
+      }
+    },
+    { baseUrl: `${mock.url}/v1`, objective, extra },
+  );
+}
+
+test("the model writes a program that calls the page's tool, and answers from what it observed", async () => {
+  const { result, events, added, error } = await agent("kiln-agent-sum: add 20 and 30, then double it");
+  assert.equal(error, undefined);
+  assert.deepEqual(added, [{ a: 20, b: 30 }]);
+  assert.equal(result.text, "Twice the sum is 100.");
+  assert.deepEqual(result.stop, { reason: "answered" });
+  assert.equal(result.turns, 2);
+  assert.equal(result.actions, 1);
+  assert.match(result.job_id, /.+/);
+  const call = events.find((event) => event.type === "tool_call_update");
+  assert.match(call.code, /await tools\.add\(\{a: 20, b: 30\}\)/);
+  const observed = events.find((event) => event.type === "tool_result_update");
+  assert.equal(observed.run.value, 100);
+  assert.match(observed.content, /sum is 50/);
+  assert.ok(events.some((event) => event.type === "llm_call"));
+  assert.equal(events.at(-1).type, "done");
+});
+
+test("with an output schema the turn ends through finish, after a finished: false observation", async () => {
+  const { result, events } = await agent("kiln-agent-schema", {
+    outputSchema: { type: "object", properties: { answer: { type: "integer" } }, required: ["answer"] },
+  });
+  assert.equal(result.finished, true);
+  assert.deepEqual(result.value, { answer: 42 });
+  assert.deepEqual(result.stop, { reason: "finished" });
+  const first = events.find((event) => event.type === "tool_result_update");
+  assert.match(first.content, /finished: false/);
+});
+
+test("a guard stops a model that repeats itself, by its code", async () => {
+  const { result } = await agent("kiln-agent-loop", { guards: { max_turns: 3 } });
+  assert.equal(result.stop.reason, "guard");
+  assert.equal(result.stop.code, "max_turns");
+  assert.equal(result.turns, 3);
+});
+
+test("a bad request is refused naming its field, before anything is sent", async () => {
+  const before = (await mock.journal()).length;
+  const { error } = await agent("kiln-agent-sum", { guards: { max_loops: 2 } });
+  assert.match(error, /^TypeError: kiln\.agent: `guards` is not valid \(unknown field `max_loops`/);
+  const { error: second } = await agent("kiln-agent-sum", { onEvent: 5 });
+  assert.equal(second, "TypeError: kiln.agent: `onEvent` must be a function");
+  assert.equal((await mock.journal()).length, before);
+});
