@@ -2,6 +2,7 @@
 //! figures measured in headless Chromium by `playwright/bench/page.mjs`, and
 //! the sandbox side by side with the peer `quickjs-emscripten` (in Chromium)
 //! and natively through the release `kiln` CLI (`playwright/bench/sandbox.mjs`),
+//! the CodeAct loop's figures natively (`crates/agent/examples/codeact.rs`),
 //! the capability ladder's cost per call and MCP round trips beside Ajv
 //! and the MCP TypeScript SDK, natively and in Chromium
 //! (`playwright/bench/ladder.mjs`), and the providers' SSE parsing throughput
@@ -115,7 +116,25 @@ pub fn run(root: &Path) -> Result<()> {
         "KILN_PROVIDERS_BIN",
         "providers: SSE beside eventsource-parser, cost per turn, time to first token over a direct request:",
     )?;
-    Ok(())
+    eprintln!("xtask: building the native codeact benchmark");
+    run_checked(
+        Command::new("cargo")
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "kiln-agent",
+                "--example",
+                "codeact",
+            ])
+            .current_dir(root),
+    )?;
+    println!(
+        "the CodeAct loop: its overhead per turn, an action's start, the prompt's size beside direct tools:"
+    );
+    run_checked(&mut Command::new(
+        root.join("target/release/examples/codeact"),
+    ))
 }
 
 /// A native figure from a release example beside its peers in Node and Chromium: builds
