@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 /// `impl ToolHost for X` (where a sandbox run's calls arrive) and the file it
 /// lives in, with how the call reaches a tool.
-const ENTRANCES: [(&str, &str, &str); 3] = [
+const ENTRANCES: [(&str, &str, &str); 5] = [
     // The CLI's run: every call goes up `Dispatcher::call`.
     (
         "crates/cli/src/program.rs",
@@ -24,6 +24,16 @@ const ENTRANCES: [(&str, &str, &str); 3] = [
         "PostMessageTools",
         "FromSandbox::Idle",
     ),
+    // An agent's action in a sandbox process of its own: the child forwards
+    // its calls to the parent, whose `ProcessRunner` sends each up the
+    // action's `Dispatcher::call` (checked below).
+    (
+        "crates/cli/src/sandbox_process.rs",
+        "Piped",
+        "FromSandbox::Idle",
+    ),
+    // The CodeAct benchmark's in-process sandbox: every call up the ladder.
+    ("crates/agent/examples/codeact.rs", "Ladder", "self.0.call("),
     // No tools at all: every call is refused.
     ("crates/sandbox/src/tools.rs", "NoTools", "tool_unavailable"),
 ];
@@ -98,5 +108,15 @@ fn every_entrance_is_pinned_and_walks_the_ladder() {
         pool.matches(".call(").count(),
         1,
         "the pool calls tools in one place"
+    );
+    // The parent side of the sandbox process: the same, through the action's dispatcher.
+    let process = std::fs::read_to_string(root.join("crates/cli/src/sandbox_process.rs")).unwrap();
+    assert!(
+        process.contains("tools: Rc<Dispatcher>") && process.contains("tools.call(request, held)")
+    );
+    assert_eq!(
+        process.matches("tools.call(").count(),
+        1,
+        "the sandbox process's parent calls tools in one place"
     );
 }
