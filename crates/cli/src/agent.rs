@@ -199,13 +199,6 @@ struct Prepared {
     store: Option<PathBuf>,
 }
 
-fn read_json(path: &PathBuf, what: &str) -> Result<Value> {
-    let text = std::fs::read_to_string(path)
-        .with_context(|| format!("reading the {what} `{}`", path.display()))?;
-    serde_json::from_str(&text)
-        .with_context(|| format!("the {what} `{}` is not JSON", path.display()))
-}
-
 /// Everything checked before anything is sent: exit 2 on a problem.
 fn prepare(args: &RunArgs) -> Result<Prepared> {
     let Some(kind) = ProviderKind::parse(&args.provider) else {
@@ -235,19 +228,19 @@ fn prepare(args: &RunArgs) -> Result<Prepared> {
     };
     let catalog = match &args.tools {
         None => Value::Array(Vec::new()),
-        Some(path) => read_json(path, "tool catalog")?,
+        Some(path) => crate::program::read_json(path, "tool catalog")?,
     };
     let mut registry = kiln_capabilities::Registry::new();
     kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
         .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
     let limits: RunLimits = match &args.limits {
         None => RunLimits::default(),
-        Some(path) => serde_json::from_value(read_json(path, "limits file")?)
+        Some(path) => serde_json::from_value(crate::program::read_json(path, "limits file")?)
             .with_context(|| format!("the limits `{}` are not valid", path.display()))?,
     };
     let output_schema = match &args.output_schema {
         None => None,
-        Some(path) => Some(read_json(path, "output schema")?),
+        Some(path) => Some(crate::program::read_json(path, "output schema")?),
     };
     let guards = Guards {
         max_turns: args.max_turns,

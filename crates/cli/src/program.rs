@@ -418,7 +418,7 @@ impl Asker {
 }
 
 /// Reads a JSON file the run names (`--tools`, `--limits`).
-fn read_json(path: &Path, what: &str) -> Result<Value> {
+pub(crate) fn read_json(path: &Path, what: &str) -> Result<Value> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("reading the {what} `{}`", path.display()))?;
     serde_json::from_str(&text)
