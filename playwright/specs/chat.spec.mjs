@@ -1,9 +1,11 @@
 // The Providers panel and the Chat box, as a person uses them: add a provider
 // of each kind (against aimock), test its connection, chat with streamed
 // replies, stop a reply, read an error with its hint, find the providers again
-// after a reload; and a newcomer chats with the local model (SmolLM2-135M)
-// that `cargo xtask serve` announces in local-provider.json, with nothing to
-// configure.
+// after a reload; the chat is the agent: the model writes a program that calls
+// the app's tool, the person approves it in the thread, watches its action
+// block and the caps line, answers the agent's question, stops an action; and
+// a newcomer chats with the local model (SmolLM2-135M) that `cargo xtask
+// serve` announces in local-provider.json, with nothing to configure.
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, test } from "node:test";
@@ -109,7 +111,7 @@ async function send(page, text, { waitForEnd = true } = {}) {
 }
 
 async function replyParts(reply) {
-  const text = await reply.getByTestId("chat-reply-text").textContent();
+  const text = await reply.getByTestId("chat-reply-text").last().textContent();
   const end = reply.getByTestId("chat-end");
   if ((await end.count()) === 0) return { text };
   return {
@@ -118,6 +120,9 @@ async function replyParts(reply) {
     usage: await reply.getByTestId("chat-usage").textContent(),
   };
 }
+
+/** The messages of a request after Kiln's system prompt. */
+const conversation = (messages) => messages.filter((message) => message.role !== "system");
 
 const OPENAI = { name: "aimock OpenAI", kind: "openai", label: "OpenAI-compatible", key: "sk-test-openai-1234", model: "gpt-4o-mini" };
 const ANTHROPIC = { name: "aimock Anthropic", kind: "anthropic", label: "Anthropic", key: "sk-ant-test-5678", model: "claude-sonnet-4-5" };
@@ -155,8 +160,9 @@ test("OpenAI-compatible: added through the panel, tested, and a reply streams wi
   const reply = replies(page).first();
   await reply.getByTestId("chat-end").waitFor();
   assert.equal(await page.evaluate(() => document.activeElement?.id), "chat-input");
-  assert.deepEqual(await replyParts(reply), { text: "Hello from the mock.", stop: "Finished", usage: "12 in · 5 out tokens" });
-  assert.match(await reply.getByTestId("chat-end").textContent(), /^Finished · 12 in · 5 out tokens · gpt-4o-mini$/);
+  assert.deepEqual(await replyParts(reply), { text: "Hello from the mock.", stop: "Answered", usage: "12 in · 5 out tokens" });
+  assert.match(await reply.getByTestId("chat-end").textContent(), /^Answered · 12 in · 5 out tokens · gpt-4o-mini$/);
+  assert.match(await reply.getByTestId("chat-caps").textContent(), /^turn 1 of 50 · 17 of 1,500,000 tokens · \$0\.\d{4} of \$2\.00$/);
   assert.equal(await page.getByTestId("chat-user").first().locator(".text").textContent(), "kiln-hello");
   assert.equal(await page.getByTestId("chat-messages").getAttribute("aria-live"), "polite");
 
@@ -168,10 +174,16 @@ test("OpenAI-compatible: added through the panel, tested, and a reply streams wi
   assert.equal(last.path, "/v1/chat/completions");
   assert.equal(last.headers.authorization, "[REDACTED]", "the key was sent");
   assert.equal(last.body.stream, true);
+  // Kiln's contract first (the agent's system prompt), then the conversation.
+  assert.equal(last.body.messages[0].role, "system");
+  assert.match(last.body.messages[0].content, /execute_code/);
   assert.deepEqual(
-    last.body.messages.map((message) => [message.role, message.content]),
+    conversation(last.body.messages).map((message) => [message.role, message.content]),
     [["user", "kiln-hello"], ["assistant", "Hello from the mock."], ["user", "kiln-which-model"]],
   );
+  // The model is offered execute_code and the direct tools, the app's own among the program's.
+  const offered = last.body.tools.map((tool) => tool.function.name);
+  assert.ok(offered.includes("execute_code") && offered.includes("ask_user"), offered.join(", "));
   // The conversation is a thread in the workspace's history, found by its words.
   const found = await page.evaluate(async () => {
     const { Kiln } = await import(new URL("kiln.js", location.href).href);
@@ -188,7 +200,7 @@ test("Anthropic and Ollama: the same, each with its own model", async () => {
   assert.equal(await replies(page).count(), 0);
   await addProvider(page, { ...ANTHROPIC, baseUrl: mock.url });
   assert.equal(await page.getByTestId("chat-provider").inputValue(), ANTHROPIC.name);
-  assert.deepEqual(await replyParts(await send(page, "kiln-hello")), { text: "Hello from the mock.", stop: "Finished", usage: "12 in · 5 out tokens" });
+  assert.deepEqual(await replyParts(await send(page, "kiln-hello")), { text: "Hello from the mock.", stop: "Answered", usage: "12 in · 5 out tokens" });
   assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for claude-sonnet-4-5.");
   const anthropic = (await mock.journal()).at(-1);
   assert.equal(anthropic.path, "/v1/messages");
@@ -198,8 +210,10 @@ test("Anthropic and Ollama: the same, each with its own model", async () => {
   await addProvider(page, { ...OLLAMA, baseUrl: mock.url });
   const item = page.locator(`[data-testid="provider-item"][data-name="${OLLAMA.name}"]`);
   assert.match(await item.textContent(), /· no key/);
-  // aimock's Ollama reports no token counts; the line says so instead of "0 in".
-  assert.deepEqual(await replyParts(await send(page, "kiln-hello")), { text: "Hello from the mock.", stop: "Finished", usage: "no token counts reported" });
+  // aimock's Ollama counts the prompt itself (Kiln's contract and the tool definitions).
+  const ollama = await replyParts(await send(page, "kiln-hello"));
+  assert.deepEqual([ollama.text, ollama.stop], ["Hello from the mock.", "Answered"]);
+  assert.match(ollama.usage, /^\d+ in · \d+ out tokens$/);
   assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for llama3.2.");
   assert.equal((await mock.journal()).at(-1).path, "/api/chat");
   assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (3)");
@@ -222,7 +236,7 @@ test("Stop cuts a streaming reply: the partial text stays, marked Stopped", asyn
   assert.ok(partial.length > 0 && partial.length < SLOW_TEXT.length, partial);
   assert.ok(SLOW_TEXT.startsWith(partial), partial);
   assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Stopped");
-  assert.match(await reply.getByTestId("chat-end").textContent(), /^Stopped \(stopped by the person after \d+ characters of the reply\) · /);
+  assert.match(await reply.getByTestId("chat-end").textContent(), /^Stopped \(the turn was stopped\) · /);
   assert.equal(await page.getByTestId("chat-stop").count(), 0);
   assert.equal(await page.evaluate(() => document.activeElement?.id), "chat-input");
   // The request was cut: nothing more arrives after the full stream's time.
@@ -231,7 +245,7 @@ test("Stop cuts a streaming reply: the partial text stays, marked Stopped", asyn
 
   // The partial reply is part of the conversation.
   await send(page, "kiln-hello");
-  const messages = (await mock.journal()).at(-1).body.messages;
+  const messages = conversation((await mock.journal()).at(-1).body.messages);
   assert.deepEqual(messages.map((message) => message.role), ["user", "assistant", "user"]);
   assert.equal(messages[1].content, partial);
   assert.deepEqual(errors, []);
@@ -258,7 +272,84 @@ test("a rejected key is an error in the conversation, with its hint", async () =
   assert.equal(await page.getByTestId("chat-user").count(), 1);
   // The failed exchange is not sent again with the next message.
   await send(page, "kiln-hello");
-  assert.deepEqual((await mock.journal()).at(-1).body.messages.map((message) => message.content), ["kiln-hello"]);
+  assert.deepEqual(conversation((await mock.journal()).at(-1).body.messages).map((message) => message.content), ["kiln-hello"]);
+  assert.deepEqual(errors, []);
+});
+
+const chatCard = (page, testid) => page.getByTestId("chat-cards").getByTestId(testid);
+
+test("the chat is the agent: it writes a program that calls the app's tool, the person approves it in the thread, and it answers", async () => {
+  const { page, errors } = browser;
+  await page.getByTestId("chat-clear").click();
+  await page.getByTestId("chat-provider").selectOption(OPENAI.name);
+  const reply = await send(page, "kiln-app-sum: add 20 and 30 with the add tool, then double it", { waitForEnd: false });
+  // execute_code is an execute tool: in the default mode the person is asked, in the thread.
+  const card = chatCard(page, "approval");
+  await card.waitFor();
+  assert.equal(await card.getByTestId("approval-title").textContent(), "Allow execute_code (call 1)?");
+  assert.match(await card.getByTestId("approval-args").textContent(), /await tools\.add\(\{a: 20, b: 30\}\)/);
+  await page.getByTestId("chat").screenshot({ path: "/tmp/chat-agent-approval.png" });
+  await card.getByTestId("approve").click();
+  await reply.getByTestId("chat-end").waitFor();
+  assert.equal(await chatCard(page, "approval").count(), 0);
+
+  const texts = await reply.getByTestId("chat-reply-text").allTextContents();
+  assert.deepEqual(texts, ["I will add them in code.", "Twice the sum is 100."]);
+  const action = reply.getByTestId("chat-action");
+  assert.equal(await action.count(), 1);
+  assert.match(await action.getByTestId("chat-action-summary").textContent(), /^Action 1 · completed · 1 call \(add\) · \d+ ms$/);
+  await action.getByTestId("chat-action-summary").click();
+  assert.match(await action.getByTestId("chat-action-code").textContent(), /const sum = await tools\.add\(\{a: 20, b: 30\}\);/);
+  assert.equal(await action.getByTestId("chat-action-console").textContent(), "sum is 50");
+  assert.equal(await action.getByTestId("chat-action-result").textContent(), "100");
+  assert.deepEqual(await action.getByTestId("chat-action-calls").locator("tbody td:nth-child(-n+2)").allTextContents(), ["add", "ok"]);
+  assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Answered");
+  assert.match(await reply.getByTestId("chat-caps").textContent(), /^turn 2 of 50 · [\d,]+ of 1,500,000 tokens · \$0\.\d{4} of \$2\.00$/);
+  await page.getByTestId("chat").screenshot({ path: "/tmp/chat-agent.png" });
+
+  // The observation went back to the model as the call's result.
+  const last = (await mock.journal()).at(-1).body.messages;
+  const observed = last.find((message) => message.role === "tool");
+  assert.match(observed.content, /sum is 50/);
+  // The next turn continues from the whole thread: the call and its result included.
+  await send(page, "kiln-hello");
+  const next = conversation((await mock.journal()).at(-1).body.messages).map((message) => message.role);
+  assert.deepEqual(next, ["user", "assistant", "tool", "assistant", "user"]);
+  assert.deepEqual(errors, []);
+});
+
+test("the agent asks the person in the thread, and a Stop mid-action ends the turn and its action", async () => {
+  const { page, errors } = browser;
+  await page.getByTestId("chat-clear").click();
+  const reply = await send(page, "kiln-app-ask", { waitForEnd: false });
+  const ask = chatCard(page, "chat-ask");
+  await ask.waitFor();
+  assert.equal(await ask.getByTestId("chat-ask-text").textContent(), "Which colour should the chart be?");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "chat-ask-answer");
+  await page.keyboard.type("blue");
+  await page.keyboard.press("Enter");
+  await reply.getByTestId("chat-end").waitFor();
+  assert.equal((await replyParts(reply)).text, "You said blue.");
+  assert.equal(await reply.getByTestId("chat-asked").textContent(), "Asked you: Which colour should the chart be?");
+  assert.match(await reply.getByTestId("chat-tool-call").textContent(), /^Called ask_user\(.*Which colour.*\) → .*blue/);
+
+  // Allowed for the session, the next action runs without a card; Stop cuts it while it waits.
+  await page.getByTestId("chat-clear").click();
+  const waiting = await send(page, "kiln-app-wait", { waitForEnd: false });
+  await chatCard(page, "allow-session").click();
+  await waiting.getByTestId("chat-action").waitFor();
+  assert.equal(await waiting.getByTestId("chat-action-summary").textContent(), "Action 1 · running…");
+  await page.getByTestId("chat-stop").click();
+  await waiting.getByTestId("chat-end").waitFor();
+  assert.equal(await waiting.getByTestId("chat-stop-reason").textContent(), "Stopped");
+  assert.equal(await waiting.getByTestId("chat-action-summary").textContent(), "Action 1 · stopped");
+  assert.equal(await waiting.getByTestId("chat-action").getAttribute("data-status"), "cancelled");
+  // The cut call is answered in the thread, so the next turn can be sent.
+  await send(page, "kiln-hello");
+  const roles = conversation((await mock.journal()).at(-1).body.messages).map((message) => message.role);
+  assert.deepEqual(roles, ["user", "assistant", "tool", "user"]);
+  assert.equal((await replyParts(replies(page).last())).text, "Hello from the mock.");
+  await page.getByTestId("chat-clear").click();
   assert.deepEqual(errors, []);
 });
 
@@ -323,10 +414,19 @@ test("a newcomer chats with the local model that local-provider.json announces, 
     await page.getByTestId("providers").locator("summary").click();
 
     const reply = await send(page, "Say hi", { waitForEnd: false });
-    await reply.getByTestId("chat-end").waitFor({ timeout: 120_000 });
-    const parts = await replyParts(reply);
-    assert.ok(parts.text.trim().length > 0, JSON.stringify(parts));
-    assert.match(parts.usage, /^\d+ in · \d+ out tokens$/);
+    // A small model may write code: each action it asks to run is approved, until the turn ends.
+    const deadline = Date.now() + 240_000;
+    while ((await reply.getByTestId("chat-end").count()) === 0) {
+      assert.ok(Date.now() < deadline, "the local model's turn did not end in 4 minutes");
+      const approve = page.getByTestId("chat-cards").getByTestId("approve");
+      if (await approve.count()) await approve.click();
+      else await page.waitForTimeout(200);
+    }
+    // It ends by an answer or by a guard, never hanging; either way the line says how.
+    const stop = await reply.getByTestId("chat-stop-reason").textContent();
+    assert.match(stop, /^(Answered|Stopped by a guard \(\w+\))$/);
+    if (stop === "Answered") assert.ok((await replyParts(reply)).text.trim().length > 0);
+    assert.match(await reply.getByTestId("chat-usage").textContent(), /^\d+ in · \d+ out tokens$/);
     assert.equal(await page.evaluate(() => localStorage.getItem("kiln.providers.v1")), null, "the local model is not stored");
     await page.getByTestId("chat").screenshot({ path: "/tmp/chat.png" });
     assert.deepEqual(errors, []);

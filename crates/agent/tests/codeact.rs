@@ -598,6 +598,27 @@ fn stop_mid_action_ends_the_turn_cancelled() {
     );
     assert_eq!(turn.outcome.result.stop.reason, StopReason::Cancelled);
     assert_eq!(turn.provider.left(), 1);
+    // The thread to continue from answers the call that was cut, so the next
+    // turn can send it.
+    let Some(Message::Tool {
+        name,
+        content,
+        is_error,
+        ..
+    }) = turn.outcome.view.last()
+    else {
+        panic!("the view ends {:?}", turn.outcome.view.last());
+    };
+    assert_eq!(name, "execute_code");
+    assert!(*is_error);
+    assert!(
+        content.contains("not run: the turn was stopped"),
+        "{content}"
+    );
+    assert!(matches!(
+        turn.outcome.thread.last(),
+        Some(Message::Tool { .. })
+    ));
 }
 
 #[test]

@@ -12,6 +12,7 @@
 //!   mcp: {everything: "http://127.0.0.1:3001/mcp"},   // optional, as for kiln.run
 //!   builtins: ["http_request"], allow_net: [...],     // optional
 //!   permission: {mode: "default"}, approve: (request) => "approve",
+//!   ask: async (question) => prompt(question) ?? "",  // answers ask_user; without it, nobody can
 //!   outputSchema: {type: "object", properties: {sum: {type: "number"}}, required: ["sum"]},
 //!   budget: {max_usd: 0.50, deadline_ms: 120000},
 //!   guards: {max_turns: 20, no_progress: 6},          // reference/003's, with its defaults
@@ -19,7 +20,8 @@
 //!   onEvent: (event) => {},   // text_delta, tool_call_update, tool_result_update, approval_request, llm_call, stop, done, …
 //!   signal: controller.signal,
 //! });
-//! // {text, value, finished, stop: {reason, code?, message?}, usage, spend, job_id, turns, actions}
+//! // {text, value, finished, stop: {reason, code?, message?}, usage, spend, job_id, turns, actions,
+//! //  messages}: `messages` is the thread as the model saw it, to continue the conversation
 //! ```
 //!
 //! A request that cannot be read rejects with a `TypeError` naming the
@@ -44,20 +46,27 @@ impl Kiln {
         let sent = (|| {
             if !request.is_object() {
                 return Err(agent_error(
-                    "takes one object, {provider, options, messages, tools?, mcp?, builtins?, permission?, approve?, outputSchema?, guards?, budget?, system?, onEvent?, signal?}",
+                    "takes one object, {provider, options, messages, tools?, mcp?, builtins?, permission?, approve?, ask?, outputSchema?, guards?, budget?, system?, onEvent?, signal?}",
                 ));
             }
-            let on_event = Reflect::get(&request, &JsValue::from_str("onEvent"))
-                .ok()
-                .filter(|value| !value.is_undefined() && !value.is_null())
-                .map(|value| {
-                    value
-                        .dyn_into::<Function>()
-                        .map_err(|_| agent_error("`onEvent` must be a function"))
-                })
-                .transpose()?;
-            let (request, calls, approve, signal) =
-                page_parts(&request, &["signal", "onEvent", "approve"], agent_error)?;
+            let function = |name: &str| {
+                Reflect::get(&request, &JsValue::from_str(name))
+                    .ok()
+                    .filter(|value| !value.is_undefined() && !value.is_null())
+                    .map(|value| {
+                        value
+                            .dyn_into::<Function>()
+                            .map_err(|_| agent_error(&format!("`{name}` must be a function")))
+                    })
+                    .transpose()
+            };
+            let on_event = function("onEvent")?;
+            let ask = function("ask")?;
+            let (request, calls, approve, signal) = page_parts(
+                &request,
+                &["signal", "onEvent", "approve", "ask"],
+                agent_error,
+            )?;
             let on_event = on_event.map(|on_event| {
                 std::rc::Rc::new(move |event: Value| {
                     // A throwing listener loses nothing: the turn goes on.
@@ -66,7 +75,7 @@ impl Kiln {
             });
             Ok(self
                 .runtime
-                .agent(request, calls, approve, signal, on_event))
+                .agent(request, calls, approve, ask, signal, on_event))
         })();
         wasm_bindgen_futures::future_to_promise(async move {
             match sent?.await {

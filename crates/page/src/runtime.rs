@@ -12,7 +12,7 @@ use std::rc::Rc;
 use futures::channel::oneshot;
 use js_sys::{Function, Promise, Reflect};
 use kiln_types::runtime::{
-    Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode,
+    Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode,
 };
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::Value;
@@ -28,12 +28,22 @@ struct PageRun {
     /// Each page tool's `call`, by name.
     calls: HashMap<String, Function>,
     approve: Option<Function>,
+    /// An agent turn's `ask(question)`, which answers `ask_user`.
+    ask: Option<Function>,
     done: oneshot::Sender<Result<Value, Problem>>,
     /// Sends `cancel` when the page's signal fires; dropped (the listener
     /// removed) when the run ends.
     _listener: Option<crate::chat::web_sys_abort::Listener>,
     /// An agent turn's `onEvent`.
     on_event: Option<Listener>,
+}
+
+/// The page's functions an exchange calls back: its tools' `call`s, and
+/// its `approve` and `ask` callbacks.
+struct PageSide {
+    calls: HashMap<String, Function>,
+    approve: Option<Function>,
+    ask: Option<Function>,
 }
 
 /// Where a streamed event or a change goes.
@@ -173,8 +183,11 @@ impl RuntimeClient {
                 approve,
                 report,
             },
-            calls,
-            approve,
+            PageSide {
+                calls,
+                approve,
+                ask: None,
+            },
             signal,
             None,
         )
@@ -187,17 +200,23 @@ impl RuntimeClient {
         request: Value,
         calls: HashMap<String, Function>,
         approve: Option<Function>,
+        ask: Option<Function>,
         signal: Option<crate::chat::web_sys_abort::Signal>,
         on_event: Option<Listener>,
     ) -> oneshot::Receiver<Result<Value, Problem>> {
+        let asks = ask.is_some();
         self.exchange(
             move |id, approve| ToRuntime::Agent {
                 id,
                 request,
                 approve,
+                ask: asks,
             },
-            calls,
-            approve,
+            PageSide {
+                calls,
+                approve,
+                ask,
+            },
             signal,
             on_event,
         )
@@ -207,19 +226,24 @@ impl RuntimeClient {
     fn exchange(
         &self,
         message: impl FnOnce(u64, bool) -> ToRuntime,
-        calls: HashMap<String, Function>,
-        approve: Option<Function>,
+        side: PageSide,
         signal: Option<crate::chat::web_sys_abort::Signal>,
         on_event: Option<Listener>,
     ) -> oneshot::Receiver<Result<Value, Problem>> {
         let id = self.next_id();
         let (done, answered) = oneshot::channel();
+        let PageSide {
+            calls,
+            approve,
+            ask,
+        } = side;
         let asks = approve.is_some();
         self.shared.exchanges.borrow_mut().insert(
             id,
             Exchange::Run(PageRun {
                 calls,
                 approve,
+                ask,
                 done,
                 _listener: None,
                 on_event,
@@ -408,6 +432,22 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                 );
             });
         }
+        FromRuntime::Question { id, ask, question } => {
+            let person = match shared.exchanges.borrow().get(&id) {
+                Some(Exchange::Run(run)) => run.ask.clone(),
+                _ => None,
+            };
+            let worker = shared.worker.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let told = match person {
+                    Some(person) => ask_person(&person, &question).await,
+                    None => Told::Unavailable {
+                        reason: "the page gave no ask callback".into(),
+                    },
+                };
+                send(&worker, &ToRuntime::Told { ask, told });
+            });
+        }
         FromRuntime::Approve { id, ask, request } => {
             let approve = match shared.exchanges.borrow().get(&id) {
                 Some(Exchange::Run(run)) => run.approve.clone(),
@@ -424,6 +464,32 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                 send(&worker, &ToRuntime::Answer { ask, approval });
             });
         }
+    }
+}
+
+/// Asks the page's `ask(question)` callback, which answers with text.
+async fn ask_person(ask: &Function, question: &str) -> Told {
+    let called = ask.call1(&JsValue::NULL, &JsValue::from_str(question));
+    let settled = match called {
+        Ok(value) => match value.dyn_into::<Promise>() {
+            Ok(promise) => JsFuture::from(promise).await,
+            Err(value) => Ok(value),
+        },
+        Err(error) => Err(error),
+    };
+    match settled {
+        Ok(value) => match value.as_string() {
+            Some(text) => Told::Said { text },
+            None => Told::Unavailable {
+                reason: format!(
+                    "the page's ask callback answered {}; expected a string",
+                    answer_text(&value)
+                ),
+            },
+        },
+        Err(error) => Told::Unavailable {
+            reason: format!("the page's ask callback failed: {}", describe(&error)),
+        },
     }
 }
 

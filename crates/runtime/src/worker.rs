@@ -11,6 +11,7 @@ use std::rc::Rc;
 use futures::StreamExt as _;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
+use kiln_agent::codeact::tools::Person;
 use kiln_agent::ladder::Environment;
 use kiln_agent::ops::{OpError, store_op};
 use kiln_agent::settings::provider_config;
@@ -25,7 +26,7 @@ use kiln_providers::budget::RunBudget;
 use kiln_providers::{Event, HttpProvider, ProviderError};
 use kiln_store::{Change, StoreError, Subscription};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode};
+use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use kiln_types::{RunLimits, RunResult};
 use serde_json::{Value, json};
@@ -44,6 +45,9 @@ struct Runtime {
     calls: RefCell<HashMap<(u64, u32), PendingCall>>,
     /// Questions waiting for the page's answer, by ask number.
     asks: RefCell<HashMap<u64, oneshot::Sender<Answer>>>,
+    /// `ask_user` questions waiting for the page's answer, by ask number
+    /// (numbered with the approvals), with the agent turn that asked.
+    questions: RefCell<HashMap<u64, (u64, Asked)>>,
     next_ask: Cell<u64>,
     /// The cancel switch of each run and chat turn in progress.
     runs: RefCell<HashMap<u64, AbortSignal>>,
@@ -58,6 +62,9 @@ struct Runtime {
     /// takes it when its gate is made.
     permission: RefCell<(u64, Option<GateSettings>)>,
 }
+
+/// Where the person's answer to one `ask_user` question goes.
+type Asked = oneshot::Sender<Result<String, String>>;
 
 struct PendingCall {
     reply: oneshot::Sender<ToolReply>,
@@ -129,6 +136,7 @@ pub fn start() {
                 http: kiln_http::default_client(),
                 calls: RefCell::default(),
                 asks: RefCell::default(),
+                questions: RefCell::default(),
                 next_ask: Cell::new(0),
                 runs: RefCell::default(),
                 watches: RefCell::default(),
@@ -204,9 +212,20 @@ fn on_message(message: ToRuntime) {
             id,
             request,
             approve,
+            ask,
         } => {
             let seen = runtime.permission.borrow().0;
-            wasm_bindgen_futures::spawn_local(agent(runtime, id, request, approve, seen));
+            let asks = Asks { approve, ask, seen };
+            wasm_bindgen_futures::spawn_local(agent(runtime, id, request, asks));
+        }
+        ToRuntime::Told { ask, told } => {
+            let waiting = runtime.questions.borrow_mut().remove(&ask);
+            if let Some((_, waiting)) = waiting {
+                let _ = waiting.send(match told {
+                    Told::Said { text } => Ok(text),
+                    Told::Unavailable { reason } => Err(reason),
+                });
+            }
         }
         ToRuntime::Budget { budget, limits } => {
             let made = new_budget(&limits, Rc::new(kiln_http::SystemClock));
@@ -464,8 +483,18 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
     answer(id, answered);
 }
 
-/// One agent turn: its events posted as they come, then its result.
-async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, seen: u64) {
+/// Who an agent turn can ask: the page's `approve` and `ask` callbacks, and
+/// how many permission changes the page had sent when it sent the turn.
+struct Asks {
+    approve: bool,
+    ask: bool,
+    seen: u64,
+}
+
+/// One agent turn: its events posted as they come, then its result and the
+/// thread to continue from.
+async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
+    let Asks { approve, ask, seen } = asks;
     let answered = async {
         let spec = kiln_agent::codeact::request::AgentSpec::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
@@ -493,7 +522,12 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, see
         let setup = kiln_agent::codeact::AgentSetup {
             environment: &environment,
             runner: Rc::new(PoolRunner(runtime.pool.clone())),
-            person: None,
+            person: ask.then(|| {
+                Rc::new(PagePerson {
+                    runtime: runtime.clone(),
+                    run: id,
+                }) as Rc<dyn Person>
+            }),
             clock: Rc::new(kiln_http::SystemClock),
             sink: Rc::new(move |event| {
                 post(&FromRuntime::Event {
@@ -506,11 +540,23 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, see
         let outcome = kiln_agent::codeact::run_agent(spec.with_provider(provider), setup)
             .await
             .map_err(|error| Problem::bad_request(error.0))?;
-        Ok::<Value, Problem>(serde_json::to_value(&outcome.result).unwrap_or(Value::Null))
+        let mut value = serde_json::to_value(&outcome.result).unwrap_or(Value::Null);
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "messages".into(),
+                serde_json::to_value(&outcome.view).unwrap_or_default(),
+            );
+        }
+        Ok::<Value, Problem>(value)
     }
     .await;
     runtime.runs.borrow_mut().remove(&id);
     runtime.gates.borrow_mut().remove(&id);
+    // A question left open has nobody to ask it any more.
+    runtime
+        .questions
+        .borrow_mut()
+        .retain(|_, (run, _)| *run != id);
     runtime.calls.borrow_mut().retain(|(run, _), _| *run != id);
     answer(id, answered);
 }
@@ -694,6 +740,34 @@ impl Implementation for PageTool {
                     outcome: CallOutcome::OutcomeUnknown,
                 })
             })
+        })
+    }
+}
+
+/// An agent turn's `ask_user`, answered on the page.
+struct PagePerson {
+    runtime: Rc<Runtime>,
+    run: u64,
+}
+
+impl Person for PagePerson {
+    fn ask(&self, question: String) -> LocalBoxFuture<'static, Result<String, String>> {
+        let ask = self.runtime.next_ask.get() + 1;
+        self.runtime.next_ask.set(ask);
+        let (answer, answered) = oneshot::channel();
+        self.runtime
+            .questions
+            .borrow_mut()
+            .insert(ask, (self.run, answer));
+        post(&FromRuntime::Question {
+            id: self.run,
+            ask,
+            question,
+        });
+        Box::pin(async move {
+            answered
+                .await
+                .unwrap_or_else(|_| Err("the page went away before the person answered".into()))
         })
     }
 }

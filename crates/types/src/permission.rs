@@ -323,17 +323,24 @@ fn cut_string(text: &str, budget: &mut usize) -> String {
 /// `1 item`, `2 items`.
 fn counted(number: usize, noun: &str) -> String {
     let plural = if number == 1 { "" } else { "s" };
-    format!("{} {noun}{plural}", group_digits(number))
+    format!(
+        "{} {noun}{plural}",
+        group_digits(u64::try_from(number).unwrap_or(u64::MAX))
+    )
 }
 
 /// `1 more item`, `2 more items`.
 fn more(number: usize, noun: &str) -> String {
     let plural = if number == 1 { "" } else { "s" };
-    format!("{} more {noun}{plural}", group_digits(number))
+    format!(
+        "{} more {noun}{plural}",
+        group_digits(u64::try_from(number).unwrap_or(u64::MAX))
+    )
 }
 
 /// `1234567` as `1,234,567`.
-fn group_digits(number: usize) -> String {
+#[must_use]
+pub fn group_digits(number: u64) -> String {
     let digits = number.to_string();
     let mut grouped = String::new();
     for (index, digit) in digits.chars().enumerate() {

@@ -58,6 +58,17 @@ pub enum Approval {
     },
 }
 
+/// The person's answer to [`FromRuntime::Question`] (`ask_user`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "answer", rename_all = "snake_case")]
+pub enum Told {
+    /// What the person wrote.
+    Said { text: String },
+    /// Nobody answered (the page's callback threw, the person dismissed
+    /// the question): `ask_user` tells the model `reason`.
+    Unavailable { reason: String },
+}
+
 /// From the page to its runtime worker.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
@@ -116,13 +127,21 @@ pub enum ToRuntime {
     /// permission?, outputSchema?, guards?, budget?, system?, …}`). Its
     /// `AgentEvent`s come as [`FromRuntime::Event`], its page tool calls and
     /// approvals as for a run (`approve`: the page gave a callback), and
-    /// its `AgentResult` as [`FromRuntime::Done`].
+    /// its `AgentResult` as [`FromRuntime::Done`], with `messages`: the
+    /// thread as the model saw it (compacted), to send as the next turn's
+    /// `messages`. `ask`: someone answers `ask_user`
+    /// ([`FromRuntime::Question`]); without it `ask_user` answers that
+    /// nobody can.
     Agent {
         id: u64,
         request: Value,
         #[serde(default)]
         approve: bool,
+        #[serde(default)]
+        ask: bool,
     },
+    /// The answer to [`FromRuntime::Question`] number `ask`.
+    Told { ask: u64, told: Told },
     /// Makes run budget number `budget` (numbered by the page), shared by
     /// every chat turn that names it; its deadline runs from now.
     Budget { budget: u32, limits: BudgetLimits },
@@ -230,6 +249,10 @@ pub enum FromRuntime {
     /// same `ask`); `request` is the approval card's content, secrets
     /// redacted.
     Approve { id: u64, ask: u64, request: Value },
+    /// Agent turn `id` asks the person `question` (`ask_user`); answered by
+    /// [`ToRuntime::Told`] with the same `ask`. The turn's clock counts the
+    /// wait as person wait.
+    Question { id: u64, ask: u64, question: String },
     /// A streamed event of chat turn `id` (`text_delta`, `tool_call_start`,
     /// `usage`, `stop`, …).
     Event { id: u64, event: Value },
@@ -302,6 +325,24 @@ mod tests {
                 id: 4,
                 request: serde_json::json!({"messages": []}),
             },
+            ToRuntime::Agent {
+                id: 9,
+                request: serde_json::json!({"messages": []}),
+                approve: true,
+                ask: true,
+            },
+            ToRuntime::Told {
+                ask: 4,
+                told: Told::Said {
+                    text: "blue".into(),
+                },
+            },
+            ToRuntime::Told {
+                ask: 5,
+                told: Told::Unavailable {
+                    reason: "dismissed".into(),
+                },
+            },
             ToRuntime::Budget {
                 budget: 1,
                 limits: BudgetLimits {
@@ -361,6 +402,11 @@ mod tests {
                 id: 1,
                 ask: 4,
                 request: serde_json::json!({"tool": "save"}),
+            },
+            FromRuntime::Question {
+                id: 9,
+                ask: 6,
+                question: "Which colour?".into(),
             },
             FromRuntime::Event {
                 id: 4,

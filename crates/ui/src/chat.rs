@@ -1,8 +1,12 @@
 //! The providers the chat can use (`ProviderStore`, which the Providers panel of
 //! `providers_panel` edits) and a streaming Chat box: the person configures LLM providers
 //! (OpenAI-compatible, Anthropic, Ollama), and chats with one; the turn runs in this tab's
-//! runtime worker, which streams its events back. No tools yet: the chat that drives
-//! programs comes later.
+//! runtime worker, which streams its events back. Each turn is an agent turn
+//! (`kiln_agent::codeact`): the model acts by writing programs over the session's tools
+//! (the editor's: the app's own tools, the MCP servers, the network setting, the
+//! permissions), each shown as an action block with its code, console, calls and result;
+//! approvals and the agent's questions appear as cards in the thread; a line under the
+//! reply counts turns, tokens and spend against the job's guards.
 //!
 //! Providers are kept in the workspace's configuration (in IndexedDB, through the runtime
 //! worker's storage operations), each written at the version it was read (compare-and-swap),
@@ -19,18 +23,27 @@ use leptos::task::spawn_local;
 
 use std::rc::Rc;
 
-use crate::RuntimeStart;
+use std::cell::RefCell;
+
+use futures::channel::oneshot;
+
+use crate::agent_view::{Step, TurnView, provider_failure, shown};
+use crate::approval::PageApprover;
 use crate::chat_model::{
     KeyChange, ProviderEntry, STORAGE_KEY, SavedProvider, StoredProviders, all_providers,
-    parse_local_provider, selected_provider, sibling_url, stop_label, usage_line,
+    parse_local_provider, selected_provider, sibling_url, usage_line,
 };
+use crate::demo_tools::Asker;
 use crate::providers_panel::ProvidersPanel;
-use crate::runtime::Runtime;
+use crate::runtime::{PageSide, Runtime};
 use crate::storage::{StorageSignals, Stores};
 use crate::storage_model::ErrorText;
-use kiln_types::chat::{ChatOptions, Event, FinalMessage, Message, ModelInfo};
+use crate::{AppPage, ApprovalCard, QuestionCard, RuntimeStart};
+use kiln_types::agent::{AgentEvent, AgentResult, Guards, StopReason};
+use kiln_types::chat::{ChatOptions, Message, ModelInfo};
+use kiln_types::permission::{ApprovalRequest, card_text};
 use kiln_types::records::ConfigView;
-use kiln_types::runtime::{Problem, ToRuntime};
+use kiln_types::runtime::{Problem, ToRuntime, Told};
 use serde_json::{Value, json};
 
 /// The file `cargo xtask serve` writes beside the page when it started the local model.
@@ -433,50 +446,65 @@ fn forget_legacy() {
     }
 }
 
-/// How a reply ended: the stop, the tokens and the model.
-#[derive(Clone, Debug, PartialEq)]
-struct ReplyEnd {
-    /// The stop reason's code (`end_turn`, `aborted`...), for the style.
-    code: String,
-    label: String,
-    /// Kiln's sentence, when Kiln stopped the turn.
-    detail: Option<String>,
-    usage: String,
-    model: String,
+/// What a chat turn works with beside its conversation: the app's own
+/// tools, the MCP servers, the permission settings and the network, as of
+/// when it is sent (a run request's fields, from the editor's settings).
+pub(crate) type Session = Rc<dyn Fn() -> Value>;
+
+/// Who answers the agent's `ask_user` in the chat: its question card, which
+/// takes a written answer.
+#[derive(Clone)]
+pub(crate) struct Person {
+    question: RwSignal<Option<String>>,
+    answer: Rc<RefCell<Option<oneshot::Sender<Told>>>>,
 }
 
-/// An assistant reply as it grows.
-#[derive(Clone, Debug, Default, PartialEq)]
+impl Person {
+    fn new() -> Self {
+        Self {
+            question: RwSignal::new(None),
+            answer: Rc::default(),
+        }
+    }
+
+    /// Shows `question` until the person answers or the turn ends.
+    pub(crate) async fn ask(&self, question: String) -> Told {
+        if self.answer.borrow().is_some() {
+            return Told::Unavailable {
+                reason: "another question is already waiting for the person".into(),
+            };
+        }
+        let (sender, receiver) = oneshot::channel();
+        *self.answer.borrow_mut() = Some(sender);
+        self.question.set(Some(question));
+        receiver.await.unwrap_or(Told::Unavailable {
+            reason: "the question was withdrawn before the person answered".into(),
+        })
+    }
+
+    fn answer(&self, told: Told) {
+        self.question.set(None);
+        if let Some(answer) = self.answer.borrow_mut().take() {
+            let _ = answer.send(told);
+        }
+    }
+
+    /// The turn ended: an open question has no one left to answer.
+    fn withdraw(&self) {
+        self.question.set(None);
+        self.answer.borrow_mut().take();
+    }
+}
+
+/// An assistant reply as it grows: the agent turn's steps.
+#[derive(Clone, Debug, PartialEq)]
 struct Reply {
     provider: String,
-    text: String,
-    tool_calls: Vec<String>,
-    end: Option<ReplyEnd>,
-    /// The turn failed: the text so far is all there is.
+    /// The model the turn asked for (the line says the one that answered).
+    model: String,
+    view: TurnView,
+    /// The turn failed: what came is all there is.
     broken: bool,
-}
-
-impl Reply {
-    fn finish(&mut self, message: &FinalMessage, asked_model: &str) {
-        let (code, label, detail) = match &message.stop {
-            Some(stop) => (
-                stop.reason.as_str().to_owned(),
-                stop_label(&stop.reason),
-                stop.message.clone(),
-            ),
-            None => ("unknown".to_owned(), "Ended".to_owned(), None),
-        };
-        self.end = Some(ReplyEnd {
-            code,
-            label,
-            detail,
-            usage: usage_line(message.usage),
-            model: message
-                .model
-                .clone()
-                .unwrap_or_else(|| asked_model.to_owned()),
-        });
-    }
 }
 
 #[derive(Clone)]
@@ -495,8 +523,19 @@ struct Entry {
 
 /// How a turn ended, as the chat shows it.
 enum TurnEnd {
-    Answered(FinalMessage),
+    /// The turn ran (answered, finished, or stopped by a guard, the budget or
+    /// the person), with the thread to continue from.
+    Ended(Box<AgentResult>, Option<Vec<Message>>),
     Failed(Option<Problem>),
+}
+
+/// The cards a turn puts in the thread while it waits on the person.
+#[derive(Clone, Copy)]
+struct Cards {
+    approval: ReadSignal<Option<ApprovalRequest>>,
+    waiting: ReadSignal<usize>,
+    /// The app's `ask` tool's yes/no question.
+    yes_no: ReadSignal<Option<String>>,
 }
 
 /// The chat's conversation and what Send, Stop and Clear do to it. Copy:
@@ -505,7 +544,11 @@ enum TurnEnd {
 struct Conversation {
     store: ProviderStore,
     stores: RwSignal<Option<Stores>, LocalStorage>,
-    /// What the model is sent: the turns that were answered, and the one in flight.
+    session: StoredValue<Session, LocalStorage>,
+    /// Answers the turn's page tool calls, approvals and questions.
+    page: StoredValue<Rc<AppPage>, LocalStorage>,
+    cards: Cards,
+    /// What the model is sent: the thread as the agent left it.
     messages: RwSignal<Vec<Message>>,
     /// What the page shows.
     entries: RwSignal<Vec<Entry>>,
@@ -524,10 +567,29 @@ struct Conversation {
 }
 
 impl Conversation {
-    fn new(store: ProviderStore, stores: RwSignal<Option<Stores>, LocalStorage>) -> Self {
+    fn new(
+        store: ProviderStore,
+        stores: RwSignal<Option<Stores>, LocalStorage>,
+        session: StoredValue<Session, LocalStorage>,
+    ) -> Self {
+        let (approval, set_approval) = signal(None::<ApprovalRequest>);
+        let (waiting, set_waiting) = signal(0_usize);
+        let (yes_no, set_yes_no) = signal(None::<String>);
+        let page = AppPage {
+            asker: Asker::new(set_yes_no),
+            approver: PageApprover::new(set_approval, set_waiting),
+            person: Some(Person::new()),
+        };
         Self {
             store,
             stores,
+            session,
+            page: StoredValue::new_local(Rc::new(page)),
+            cards: Cards {
+                approval,
+                waiting,
+                yes_no,
+            },
             messages: RwSignal::new(Vec::new()),
             entries: RwSignal::new(Vec::new()),
             next_id: StoredValue::new(0),
@@ -539,6 +601,10 @@ impl Conversation {
             textarea: NodeRef::new(),
             list: NodeRef::new(),
         }
+    }
+
+    fn person(self) -> Option<Person> {
+        self.page.with_value(|page| page.person.clone())
     }
 
     fn push(self, item: Item) -> usize {
@@ -573,7 +639,7 @@ impl Conversation {
         }
     }
 
-    /// Sends what is typed to the chosen provider, as the next turn.
+    /// Sends what is typed to the chosen provider, as the next agent turn.
     fn send(self) {
         if self.streaming.get_untracked() {
             return;
@@ -587,21 +653,23 @@ impl Conversation {
         };
         let provider = entry.provider;
         self.input.set(String::new());
+        let before = self.messages.get_untracked();
         self.messages
             .update(|messages| messages.push(Message::User { text: text.clone() }));
         self.push(Item::User(text.clone()));
         let reply = RwSignal::new(Reply {
             provider: provider.name.clone(),
-            ..Reply::default()
+            model: provider.model.clone(),
+            view: TurnView::new(Guards::default()),
+            broken: false,
         });
         let reply_id = self.push(Item::Assistant(reply));
         self.streaming.set(true);
         let epoch = self.epoch.get_value();
-        let request = json!({
-            "provider": provider.wire(),
-            "messages": self.messages.get_untracked(),
-            "options": ChatOptions::new(provider.model.clone()),
-        });
+        let mut request = self.session.with_value(|session| session());
+        request["provider"] = provider.wire();
+        request["messages"] = json!(self.messages.get_untracked());
+        request["options"] = json!(ChatOptions::new(provider.model.clone()));
         self.focus_box();
         self.scroll_soon();
         spawn_local(async move {
@@ -616,26 +684,40 @@ impl Conversation {
             if self.epoch.get_value() != epoch {
                 return;
             }
+            self.withdraw_cards();
             match end {
-                TurnEnd::Answered(message) => {
+                TurnEnd::Ended(result, _) if result.stop.reason == StopReason::Provider => {
+                    let (text, hint) = provider_failure(&result.stop);
+                    self.messages.set(before);
+                    self.failed(reply, reply_id, text, hint);
+                }
+                TurnEnd::Ended(result, thread) => {
                     // Recorded before anything shows the turn ended, so that the end, the
                     // Stop button going and Send coming back are one change on the page
                     // (a test once saw the end drawn while Stop was still there).
-                    if !message.text.is_empty()
+                    if !result.text.is_empty()
                         && let Some(history) = &history
                         && recorded.is_some()
                     {
-                        let _ = self
-                            .record(history, epoch, "assistant", &message.text)
-                            .await;
+                        let _ = self.record(history, epoch, "assistant", &result.text).await;
                     }
                     if self.epoch.get_value() != epoch {
                         return;
                     }
-                    reply.update(|reply| reply.finish(&message, &provider.model));
-                    self.answered(message);
+                    reply.update(|reply| reply.view.done(&result));
+                    self.continue_from(before, thread, &result);
                 }
-                TurnEnd::Failed(failure) => self.failed(reply, reply_id, failure),
+                TurnEnd::Failed(failure) => {
+                    let (text, hint) = match failure {
+                        Some(error) => {
+                            let error = ErrorText::new(&error);
+                            (error.message, error.hint)
+                        }
+                        None => ("The reply ended without its last part.".to_owned(), None),
+                    };
+                    self.messages.set(before);
+                    self.failed(reply, reply_id, text, hint);
+                }
             }
             self.abort.set_value(None);
             self.streaming.set(false);
@@ -645,20 +727,15 @@ impl Conversation {
         });
     }
 
-    /// Runs the turn `request` in the runtime worker, `reply` following its text.
+    /// Runs the agent turn `request` in the runtime worker, `reply` following its events.
     async fn turn(self, request: Value, reply: RwSignal<Reply>) -> TurnEnd {
         let on_event = Rc::new(move |event: Value| {
             let following = self.at_end();
-            match serde_json::from_value::<Event>(event) {
-                Ok(Event::TextDelta { text }) => {
-                    reply.update(|reply| reply.text.push_str(&text));
-                }
-                Ok(Event::ToolCallEnd { call, .. }) => reply.update(|reply| {
-                    reply
-                        .tool_calls
-                        .push(format!("{}({})", call.name, call.arguments));
-                }),
-                _ => {}
+            match serde_json::from_value::<AgentEvent>(event) {
+                Ok(event) => reply.update(|reply| reply.view.apply(event)),
+                Err(error) => web_sys::console::warn_1(
+                    &format!("kiln: an agent event was not readable: {error}").into(),
+                ),
             }
             if following {
                 self.scroll_soon();
@@ -668,15 +745,22 @@ impl Conversation {
             Ok(runtime) => runtime,
             Err(problem) => return TurnEnd::Failed(Some(problem)),
         };
-        let (id, done) = runtime.chat(request, on_event);
+        let page: Rc<dyn PageSide> = self.page.get_value();
+        let (id, done) = runtime.agent(request, on_event, page);
         self.abort.set_value(Some((runtime.clone(), id)));
         match done.await {
-            Ok(Ok(value)) => match serde_json::from_value::<FinalMessage>(value) {
-                Ok(message) => TurnEnd::Answered(message),
-                Err(error) => TurnEnd::Failed(Some(crate::storage::runtime_problem(format!(
-                    "the runtime worker's reply is not readable: {error}"
-                )))),
-            },
+            Ok(Ok(mut value)) => {
+                let thread = value
+                    .as_object_mut()
+                    .and_then(|object| object.remove("messages"))
+                    .and_then(|messages| serde_json::from_value::<Vec<Message>>(messages).ok());
+                match serde_json::from_value::<AgentResult>(value) {
+                    Ok(result) => TurnEnd::Ended(Box::new(result), thread),
+                    Err(error) => TurnEnd::Failed(Some(crate::storage::runtime_problem(format!(
+                        "the runtime worker's answer is not readable: {error}"
+                    )))),
+                }
+            }
             Ok(Err(problem)) => TurnEnd::Failed(Some(problem)),
             Err(_) => TurnEnd::Failed(Some(crate::storage::runtime_problem(
                 "the runtime worker went away during the reply",
@@ -684,46 +768,55 @@ impl Conversation {
         }
     }
 
-    /// The turn was answered: the answer joins what the model is sent next.
-    fn answered(self, message: FinalMessage) {
-        self.messages.update(|messages| {
-            if message.text.is_empty() {
-                // Nothing was answered (stopped at once): the question leaves the
-                // history too, so that turns keep alternating.
-                messages.pop();
-            } else {
-                // Tool calls are not kept: no tools were offered, so none can be
-                // answered, and a call without its answer would break the next turn.
+    /// The turn ran: the next one continues from its thread. A turn stopped
+    /// before anything was answered leaves the question out too, so that
+    /// turns keep alternating.
+    fn continue_from(
+        self,
+        before: Vec<Message>,
+        thread: Option<Vec<Message>>,
+        result: &AgentResult,
+    ) {
+        let thread = thread.unwrap_or_else(|| {
+            let mut messages = self.messages.get_untracked();
+            if !result.text.is_empty() {
                 messages.push(Message::Assistant {
-                    text: message.text,
+                    text: result.text.clone(),
                     tool_calls: Vec::new(),
                 });
             }
+            messages
         });
+        if matches!(thread.last(), Some(Message::User { .. }) | None) {
+            self.messages.set(before);
+        } else {
+            self.messages.set(thread);
+        }
     }
 
     /// The turn failed: the exchange leaves what the model is sent, and the
     /// error is shown.
-    fn failed(self, reply: RwSignal<Reply>, reply_id: usize, failure: Option<Problem>) {
-        let (text, hint) = match failure {
-            Some(error) => {
-                let error = ErrorText::new(&error);
-                (error.message, error.hint)
-            }
-            None => ("The reply ended without its last part.".to_owned(), None),
-        };
+    fn failed(self, reply: RwSignal<Reply>, reply_id: usize, text: String, hint: Option<String>) {
         // A reply that never started is only the error; one cut short keeps
         // what came.
-        if reply.with_untracked(|reply| reply.text.is_empty() && reply.tool_calls.is_empty()) {
+        if reply.with_untracked(|reply| reply.view.is_empty()) {
             self.entries
                 .update(|entries| entries.retain(|entry| entry.id != reply_id));
         } else {
             reply.update(|reply| reply.broken = true);
         }
-        self.messages.update(|messages| {
-            messages.pop();
-        });
         self.push(Item::Error { text, hint });
+    }
+
+    /// The turn ended: its open cards have nobody to answer for.
+    fn withdraw_cards(self) {
+        self.page.with_value(|page| {
+            page.asker.withdraw();
+            page.approver.withdraw();
+            if let Some(person) = &page.person {
+                person.withdraw();
+            }
+        });
     }
 
     fn stop(self) {
@@ -737,6 +830,7 @@ impl Conversation {
 
     fn clear(self) {
         self.stop();
+        self.withdraw_cards();
         self.abort.set_value(None);
         self.epoch.set_value(self.epoch.get_value() + 1);
         self.thread.set_value(None);
@@ -771,17 +865,24 @@ impl Conversation {
     }
 }
 
-/// The chat: the provider, the conversation, the message box.
+/// The chat: the provider, the conversation, the message box. Each turn is
+/// an agent turn: the model acts by writing programs over the session's tools.
 #[component]
 pub(crate) fn Chat(
     store: ProviderStore,
     stores: RwSignal<Option<crate::storage::Stores>, LocalStorage>,
+    session: StoredValue<Session, LocalStorage>,
 ) -> impl IntoView {
-    let chat = Conversation::new(store, stores);
+    let chat = Conversation::new(store, stores, session);
     let no_provider = move || store.entries().is_empty();
+    let cards = chat.cards;
+    let approver = chat.page.with_value(|page| page.approver.clone());
+    let asker = chat.page.with_value(|page| page.asker.clone());
+    let person = chat.person();
     view! {
         <section class="chat" data-testid="chat" aria-labelledby="chat-title">
             <h2 id="chat-title">"Chat"</h2>
+            <p class="hint chat-about">"The model answers by writing JavaScript that calls the tools above (the app's own, your MCP servers, the workspace's memory and files); each program runs in the sandbox, through the same permissions as a program you run."</p>
             {move || store.notice.get().map(|notice| view! {
                 <p class="chat-notice" data-testid="providers-notice" role="status">{notice}</p>
             })}
@@ -796,8 +897,61 @@ pub(crate) fn Chat(
                     {entry_view(entry.item, chat.streaming)}
                 </For>
             </ol>
+            <div class="chat-cards" data-testid="chat-cards">
+                <ApprovalCard request=cards.approval waiting=cards.waiting approver=approver id="chat-approval" />
+                <QuestionCard question=cards.yes_no asker=asker id="chat-question" />
+                {person.map(|person| view! { <AskCard person=person /> })}
+            </div>
             <MessageBox chat=chat />
         </section>
+    }
+}
+
+/// The agent's `ask_user` question, answered in writing.
+#[component]
+fn AskCard(person: Person) -> impl IntoView {
+    let question = person.question;
+    let person = StoredValue::new_local(person);
+    let answer = RwSignal::new(String::new());
+    let field = NodeRef::<leptos::html::Input>::new();
+    Effect::new(move || {
+        if let Some(field) = field.get() {
+            let _ = field.focus();
+            field.scroll_into_view();
+        }
+    });
+    move || {
+        question.get().map(|text| {
+            let said = move || {
+                let text = answer.get_untracked();
+                answer.set(String::new());
+                person.with_value(|person| person.answer(Told::Said { text }));
+            };
+            let dismiss = move || {
+                answer.set(String::new());
+                person.with_value(|person| {
+                    person.answer(Told::Unavailable {
+                        reason: "the person chose not to answer".into(),
+                    });
+                });
+            };
+            view! {
+                <section class="question ask" data-testid="chat-ask" role="alertdialog" aria-labelledby="chat-ask-title" aria-describedby="chat-ask-text">
+                    <h2 id="chat-ask-title">"The agent asks you"</h2>
+                    <p id="chat-ask-text" data-testid="chat-ask-text">{text}</p>
+                    <form on:submit=move |event| { event.prevent_default(); said(); }>
+                        <label for="chat-ask-answer">"Your answer"</label>
+                        <input id="chat-ask-answer" data-testid="chat-ask-answer" type="text" autocomplete="off" node_ref=field
+                            prop:value=answer on:input=move |event| answer.set(event_target_value(&event)) />
+                        <div class="actions">
+                            <button type="submit" data-testid="chat-ask-send">"Answer"</button>
+                            <button type="button" class="secondary" data-testid="chat-ask-dismiss" on:click=move |_| dismiss()>"Don\u{2019}t answer"</button>
+                        </div>
+                    </form>
+                    <p class="hint">"While you decide, the turn waits; the wait counts as person wait, not CPU."</p>
+                </section>
+            }
+        })
     }
 }
 
@@ -871,26 +1025,44 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
         .into_any(),
         Item::Assistant(reply) => {
             let waiting = move || {
-                reply.with(|reply| reply.text.is_empty() && reply.end.is_none() && !reply.broken)
+                reply.with(|reply| reply.view.is_empty() && reply.view.end.is_none() && !reply.broken)
                     && streaming.get()
+            };
+            let steps = move || {
+                let mut action = 0;
+                reply
+                    .with(|reply| reply.view.steps.clone())
+                    .into_iter()
+                    .map(|step| {
+                        if matches!(step, Step::Action { .. }) {
+                            action += 1;
+                        }
+                        step_view(step, action)
+                    })
+                    .collect_view()
             };
             view! {
                 <li class="chat-message assistant" data-testid="chat-assistant"
-                    class:stopped=move || reply.with(|reply| reply.end.as_ref().is_some_and(|end| end.code == "aborted"))
+                    class:stopped=move || reply.with(|reply| reply.view.end.as_ref().is_some_and(|end| end.class == "cancelled"))
                     class:broken=move || reply.with(|reply| reply.broken)>
                     <span class="who">{move || reply.with(|reply| reply.provider.clone())}</span>
-                    <div class="text" data-testid="chat-reply-text">{move || reply.with(|reply| reply.text.clone())}</div>
+                    {steps}
                     {move || waiting().then(|| view! { <p class="waiting hint">"Waiting for the reply…"</p> })}
-                    {move || reply.with(|reply| reply.tool_calls.clone()).into_iter().map(|call| view! {
-                        <p class="tool-call" data-testid="chat-tool-call">"Tool call: "<code>{call}</code></p>
-                    }).collect_view()}
-                    {move || reply.with(|reply| reply.end.clone()).map(|end| {
+                    {move || reply.with(|reply| reply.view.end.clone()).and_then(|end| end.value).map(|value| view! {
+                        <pre class="finish-value" data-testid="chat-value" aria-label="The value it finished with">{card_lines(&value)}</pre>
+                    })}
+                    {move || reply.with(|reply| (reply.view.caps.turns > 0).then(|| reply.view.caps.line())).map(|line| view! {
+                        <p class="caps" data-testid="chat-caps">{line}</p>
+                    })}
+                    {move || reply.with(|reply| {
+                        reply.view.end.clone().map(|end| (end, usage_line(reply.view.usage), reply.view.model.clone().unwrap_or_else(|| reply.model.clone())))
+                    }).map(|(end, usage, model)| {
                         view! {
                             <p class="chat-end" data-testid="chat-end">
-                                <span class=format!("stop stop-{}", end.code) data-testid="chat-stop-reason">{end.label}</span>
+                                <span class=format!("stop stop-{}", end.class) data-testid="chat-stop-reason">{end.label}</span>
                                 {end.detail.map(|detail| view! { <span class="detail">" ("{detail}")"</span> })}
-                                " · "<span data-testid="chat-usage">{end.usage}</span>
-                                " · "<code>{end.model}</code>
+                                " · "<span data-testid="chat-usage">{usage}</span>
+                                " · "<code>{model}</code>
                             </p>
                         }
                     })}
@@ -907,5 +1079,106 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
             </li>
         }
         .into_any(),
+    }
+}
+
+/// What a model or a program wrote, shown line by line with its acting
+/// characters escaped (its line breaks kept).
+fn card_lines(text: &str) -> String {
+    text.split('\n')
+        .map(card_text)
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// One step of an agent turn: the model's words, an action block, a direct
+/// call, a compaction card, a question, a note. `number` counts the actions.
+fn step_view(step: Step, number: usize) -> AnyView {
+    match step {
+        Step::Text(text) => view! { <div class="text" data-testid="chat-reply-text">{text}</div> }.into_any(),
+        Step::Action { code, result, refused, .. } => {
+            let summary = match (&result, &refused) {
+                (Some(result), _) => {
+                    let calls = match result.calls.len() {
+                        0 => "no tool calls".to_owned(),
+                        1 => format!("1 call ({})", result.calls[0].tool),
+                        count => format!("{count} calls"),
+                    };
+                    format!("Action {number} · {} · {calls} · {} ms", result.status, result.duration_ms)
+                }
+                (None, Some(why)) if why.starts_with("stopped") => format!("Action {number} · stopped"),
+                (None, Some(_)) => format!("Action {number} · not run"),
+                (None, None) => format!("Action {number} · running…"),
+            };
+            let status = match (&result, &refused) {
+                (Some(result), _) => result.status.clone(),
+                (None, Some(why)) if why.starts_with("stopped") => "cancelled".to_owned(),
+                (None, Some(_)) => "refused".to_owned(),
+                (None, None) => "running".to_owned(),
+            };
+            view! {
+                <details class=format!("action action-{status}") data-testid="chat-action" data-status=status.clone()>
+                    <summary data-testid="chat-action-summary">{summary}</summary>
+                    <pre class="code" data-testid="chat-action-code" aria-label="The program">{card_lines(&code)}</pre>
+                    {refused.map(|why| view! { <p class="refused" data-testid="chat-action-refused">{why}</p> })}
+                    {result.map(|result| view! {
+                        {(!result.console.is_empty()).then(|| view! {
+                            <h4>"Console"</h4>
+                            <pre class="console" data-testid="chat-action-console">{card_lines(&result.console)}</pre>
+                        })}
+                        {(!result.calls.is_empty()).then(|| view! {
+                            <h4>"Calls"</h4>
+                            <table class="calls" data-testid="chat-action-calls">
+                                <thead><tr><th>"Tool"</th><th>"Outcome"</th><th>"ms"</th></tr></thead>
+                                <tbody>
+                                    {result.calls.iter().map(|call| view! {
+                                        <tr class=format!("outcome-{}", call.outcome)>
+                                            <td><code>{call.tool.clone()}</code></td><td>{call.outcome.clone()}</td><td>{call.duration_ms}</td>
+                                        </tr>
+                                    }).collect_view()}
+                                </tbody>
+                            </table>
+                        })}
+                        {result.error.clone().map(|error| view! {
+                            <h4>"Error"</h4>
+                            <pre class="error" data-testid="chat-action-error">{card_lines(&error)}</pre>
+                        })}
+                        {result.value.clone().map(|value| view! {
+                            <h4>"Result"</h4>
+                            <pre class="value" data-testid="chat-action-result">{card_lines(&value)}</pre>
+                        })}
+                    })}
+                </details>
+            }
+            .into_any()
+        }
+        Step::Call { name, args, answer, .. } => {
+            let answer = answer.map(|(text, is_error)| (shown(&text, 300), is_error));
+            view! {
+                <p class="tool-call" data-testid="chat-tool-call">
+                    "Called "<code>{format!("{}({})", shown(&name, 80), shown(&args, 300))}</code>
+                    {answer.map(|(text, is_error)| view! {
+                        " → "<code class:failed=is_error>{text}</code>
+                    })}
+                </p>
+            }
+            .into_any()
+        }
+        Step::Compaction { summary, replaced } => view! {
+            <div class="compaction" data-testid="chat-compaction">
+                <strong>"Earlier conversation summarized"</strong>
+                <details>
+                    <summary>{format!("{replaced} earlier messages, as the model now sees them")}</summary>
+                    <p class="summary">{summary}</p>
+                </details>
+                <p class="hint">"The whole conversation stays in the history."</p>
+            </div>
+        }
+        .into_any(),
+        Step::Question(question) => view! {
+            <p class="asked" data-testid="chat-asked">"Asked you: "{card_text(&question)}</p>
+        }
+        .into_any(),
+        Step::Note(note) => view! { <p class="note hint" data-testid="chat-note">{note}</p> }.into_any(),
     }
 }

@@ -4,7 +4,7 @@
 //! `local-provider.json`, the form's checks, which provider is selected, and the line under
 //! a reply. Pure, so it is tested natively.
 
-use kiln_types::chat::{ApiKey, ProviderKind, StopReason, Usage, key_goes_to};
+use kiln_types::chat::{ApiKey, ProviderKind, Usage, key_goes_to};
 use kiln_types::records::ProviderInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -358,22 +358,6 @@ impl ProviderForm {
             },
             change,
         ))
-    }
-}
-
-/// How a reply ended, in a word or two; `aborted` is the Stop button.
-pub(crate) fn stop_label(reason: &StopReason) -> String {
-    match reason {
-        StopReason::EndTurn => "Finished".to_owned(),
-        StopReason::ToolUse => "Asked for tools".to_owned(),
-        StopReason::MaxTokens => "Cut at the token limit".to_owned(),
-        StopReason::StopSequence => "Hit a stop sequence".to_owned(),
-        StopReason::ContentFilter => "Filtered by the provider".to_owned(),
-        StopReason::Budget => "Over budget".to_owned(),
-        StopReason::Deadline => "Past the deadline".to_owned(),
-        StopReason::Turns => "Out of turns".to_owned(),
-        StopReason::Aborted => "Stopped".to_owned(),
-        StopReason::Other(reason) => format!("Ended ({reason})"),
     }
 }
 
@@ -760,16 +744,7 @@ mod tests {
     }
 
     #[test]
-    fn lines_under_a_reply() {
-        let cases = [
-            (StopReason::EndTurn, "Finished"),
-            (StopReason::Aborted, "Stopped"),
-            (StopReason::MaxTokens, "Cut at the token limit"),
-            (StopReason::Other("length".to_owned()), "Ended (length)"),
-        ];
-        for (reason, label) in cases {
-            assert_eq!(stop_label(&reason), label);
-        }
+    fn the_tokens_under_a_reply() {
         assert_eq!(
             usage_line(Usage {
                 input_tokens: 12,

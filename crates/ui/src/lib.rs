@@ -7,6 +7,7 @@
 //! the page answers its own tools' calls and the person's approvals. It
 //! never evaluates guest code on the main thread.
 
+mod agent_view;
 mod approval;
 #[cfg(all(test, target_arch = "wasm32"))]
 mod browser_tests;
@@ -62,9 +63,11 @@ pub(crate) type RuntimeStart = Shared<LocalBoxFuture<'static, Result<Rc<Runtime>
 
 /// What a run asks of the page, answered here: the app's own tools (the
 /// question tool among them) and the approval cards.
-struct AppPage {
-    asker: Asker,
-    approver: PageApprover,
+pub(crate) struct AppPage {
+    pub(crate) asker: Asker,
+    pub(crate) approver: PageApprover,
+    /// Who answers an agent's `ask_user` (the chat's question card).
+    pub(crate) person: Option<chat::Person>,
 }
 
 impl PageSide for AppPage {
@@ -95,6 +98,22 @@ impl PageSide for AppPage {
             }
         })
     }
+
+    fn can_ask(&self) -> bool {
+        self.person.is_some()
+    }
+
+    fn ask(&self, question: String) -> LocalBoxFuture<'static, kiln_types::runtime::Told> {
+        let person = self.person.clone();
+        Box::pin(async move {
+            match person {
+                Some(person) => person.ask(question).await,
+                None => kiln_types::runtime::Told::Unavailable {
+                    reason: "nobody answers questions here".into(),
+                },
+            }
+        })
+    }
 }
 
 /// The approval card's content, as the runtime worker sends it.
@@ -112,10 +131,17 @@ fn approval_request(request: &Value) -> Option<ApprovalRequest> {
     })
 }
 
-/// The request of one run from the editor: the program, the app's own
+/// The request of one run from the editor: the program and its session.
+fn run_request(program: String, sources: &Sources, settings: &GateSettings) -> Value {
+    let mut request = session_request(sources, settings);
+    request["code"] = program.into();
+    request
+}
+
+/// What every run and chat turn of this page works with: the app's own
 /// tools, the person's permission settings, the MCP servers they added and
 /// the network setting.
-fn run_request(program: String, sources: &Sources, settings: &GateSettings) -> Value {
+fn session_request(sources: &Sources, settings: &GateSettings) -> Value {
     let autonomy: serde_json::Map<String, Value> = settings
         .autonomy
         .iter()
@@ -133,7 +159,6 @@ fn run_request(program: String, sources: &Sources, settings: &GateSettings) -> V
         })
         .collect();
     let mut request = json!({
-        "code": program,
         "agent": DEFAULT_AGENT,
         "tools": demo_tools::catalog(),
         "permission": {"mode": settings.mode.as_str(), "autonomy": autonomy, "brake": settings.brake},
@@ -354,6 +379,13 @@ pub fn App() -> impl IntoView {
     sources.refresh_tools();
     let card_approver = approver.clone();
     let providers = chat::ProviderStore::load(storage, runtime.clone());
+    // A chat turn works with what a run from the editor has, as of when it is sent.
+    let chat_session = {
+        let sources = sources.clone();
+        let gate = gate.clone();
+        let session: chat::Session = Rc::new(move || session_request(&sources, &gate.settings()));
+        StoredValue::new_local(session)
+    };
 
     Effect::new(|| performance_mark("kiln:interactive"));
 
@@ -375,7 +407,7 @@ pub fn App() -> impl IntoView {
             <Show when=move || providers.loaded.get() fallback=|| view! {
                 <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
             }>
-                <chat::Chat store=providers stores=storage.stores />
+                <chat::Chat store=providers stores=storage.stores session=chat_session />
             </Show>
             <memory_panel::MemoryPanel storage=storage />
             <files_panel::FilesPanel storage=storage />
@@ -418,6 +450,7 @@ fn ProgramEditor(
         let page: Rc<dyn PageSide> = Rc::new(AppPage {
             asker: asker.clone(),
             approver: approver.clone(),
+            person: None,
         });
         let asker = asker.clone();
         let approver = approver.clone();
@@ -494,9 +527,14 @@ fn ProgramEditor(
     }
 }
 
-/// A program's question to the person (`tools.ask`), while it waits for them.
+/// A program's question to the person (`tools.ask`), while it waits for them;
+/// `id` prefixes its element ids (the editor's and the chat's can show at once).
 #[component]
-fn QuestionCard(question: ReadSignal<Option<String>>, asker: Asker) -> impl IntoView {
+pub(crate) fn QuestionCard(
+    question: ReadSignal<Option<String>>,
+    asker: Asker,
+    #[prop(default = "question")] id: &'static str,
+) -> impl IntoView {
     // The asker holds the run's answer channel, which is not `Send`.
     let asker = StoredValue::new_local(asker);
     // The question takes the keyboard focus on its heading, as an approval
@@ -513,9 +551,9 @@ fn QuestionCard(question: ReadSignal<Option<String>>, asker: Asker) -> impl Into
             let yes = move || asker.with_value(|asker| asker.answer(true));
             let no = move || asker.with_value(|asker| asker.answer(false));
             view! {
-                <section class="question" data-testid="question" role="alertdialog" aria-labelledby="question-title" aria-describedby="question-text">
-                    <h2 id="question-title" tabindex="-1" node_ref=heading>"The program asks you"</h2>
-                    <p id="question-text" data-testid="question-text">{text}</p>
+                <section class="question" data-testid="question" role="alertdialog" aria-labelledby=format!("{id}-title") aria-describedby=format!("{id}-text")>
+                    <h2 id=format!("{id}-title") tabindex="-1" node_ref=heading>"The program asks you"</h2>
+                    <p id=format!("{id}-text") data-testid="question-text">{text}</p>
                     <div class="actions">
                         <button data-testid="answer-yes" on:click=move |_| yes()>"Yes"</button>
                         <button class="secondary" data-testid="answer-no" on:click=move |_| no()>"No"</button>
@@ -526,12 +564,13 @@ fn QuestionCard(question: ReadSignal<Option<String>>, asker: Asker) -> impl Into
     }
 }
 
-/// A call waiting for the person's approval.
+/// A call waiting for the person's approval; `id` prefixes its element ids.
 #[component]
-fn ApprovalCard(
+pub(crate) fn ApprovalCard(
     request: ReadSignal<Option<ApprovalRequest>>,
     waiting: ReadSignal<usize>,
     approver: PageApprover,
+    #[prop(default = "approval")] id: &'static str,
 ) -> impl IntoView {
     let approver = StoredValue::new_local(approver);
     // Each new card takes the keyboard focus on its heading (so a key meant
@@ -586,12 +625,12 @@ fn ApprovalCard(
                     data-testid="approval"
                     role="alertdialog"
                     aria-modal="false"
-                    aria-labelledby="approval-title"
-                    aria-describedby="approval-why"
+                    aria-labelledby=format!("{id}-title")
+                    aria-describedby=format!("{id}-why")
                     on:keydown=on_keydown
                 >
-                    <h2 id="approval-title" data-testid="approval-title" tabindex="-1" node_ref=heading>{title}</h2>
-                    <p id="approval-why">
+                    <h2 id=format!("{id}-title") data-testid="approval-title" tabindex="-1" node_ref=heading>{title}</h2>
+                    <p id=format!("{id}-why")>
                         <span class=format!("category category-{}", request.category) data-testid="approval-category">{request.category.as_str()}</span>
                         " tool from "<code>{card_text(&request.module)}</code>" — "{request.reason.sentence()}"."
                     </p>

@@ -13,7 +13,7 @@ use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use kiln_types::permission::GateSettings;
 use kiln_types::runtime::{
-    Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, decode, encode,
+    Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode,
 };
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::Value;
@@ -36,6 +36,19 @@ pub(crate) trait PageSide {
     ) -> LocalBoxFuture<'static, ToolReply>;
     /// Asks the person about a call (`request` is the approval card's content).
     fn approve(&self, request: Value) -> LocalBoxFuture<'static, Approval>;
+    /// Whether someone answers an agent's `ask_user` here.
+    fn can_ask(&self) -> bool {
+        false
+    }
+    /// Puts an agent's `ask_user` question to the person: their answer, or
+    /// why there is none.
+    fn ask(&self, _question: String) -> LocalBoxFuture<'static, Told> {
+        Box::pin(async {
+            Told::Unavailable {
+                reason: "nobody answers questions here".into(),
+            }
+        })
+    }
 }
 
 /// One exchange in flight: a run (which may call back into the page) or a
@@ -231,22 +244,37 @@ impl Runtime {
         send(&self.shared.worker, &ToRuntime::Watch { id });
     }
 
-    /// Sends a chat turn (`request` as `kiln.chat` takes it); `on_event`
-    /// gets each streamed event, and the answer is the assembled message.
-    /// Returns its id, for [`Runtime::cancel`].
-    pub(crate) fn chat(
+    /// Sends an agent turn (`request` as `kiln.agent` takes it, minus its
+    /// functions): `on_event` gets each `AgentEvent`, `page` answers its page
+    /// tool calls, approvals and questions, and the answer is its result
+    /// with the thread to continue from. Returns its id, for
+    /// [`Runtime::cancel`].
+    pub(crate) fn agent(
         &self,
         request: Value,
         on_event: Listener,
+        page: Rc<dyn PageSide>,
     ) -> (u64, oneshot::Receiver<Result<Value, Problem>>) {
         let id = self.next_id();
         self.shared.listeners.borrow_mut().insert(id, on_event);
         let (done, answered) = oneshot::channel();
-        self.shared
-            .runs
-            .borrow_mut()
-            .insert(id, Run { page: None, done });
-        send(&self.shared.worker, &ToRuntime::Chat { id, request });
+        let ask = page.can_ask();
+        self.shared.runs.borrow_mut().insert(
+            id,
+            Run {
+                page: Some(page),
+                done,
+            },
+        );
+        send(
+            &self.shared.worker,
+            &ToRuntime::Agent {
+                id,
+                request,
+                approve: true,
+                ask,
+            },
+        );
         (id, answered)
     }
 
@@ -359,6 +387,19 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                     },
                 };
                 send(&worker, &ToRuntime::Answer { ask, approval });
+            });
+        }
+        FromRuntime::Question { id, ask, question } => {
+            let page = page_of(shared, id);
+            let worker = shared.worker.clone();
+            wasm_bindgen_futures::spawn_local(async move {
+                let told = match page {
+                    Some(page) => page.ask(question).await,
+                    None => Told::Unavailable {
+                        reason: "the turn had ended".into(),
+                    },
+                };
+                send(&worker, &ToRuntime::Told { ask, told });
             });
         }
         FromRuntime::Event { id, event: value } | FromRuntime::Changed { id, changes: value } => {

@@ -87,6 +87,9 @@ pub struct AgentSetup<'a> {
 pub struct AgentOutcome {
     pub result: AgentResult,
     pub thread: Vec<Message>,
+    /// The thread as the model saw it last (a compacted part replaced by its
+    /// summary): what the next turn of the same conversation sends.
+    pub view: Vec<Message>,
 }
 
 /// The output schema as the host holds a value to it: `additionalProperties:
@@ -426,9 +429,14 @@ pub async fn run_agent(
             kiln_providers::turn(&*provider, chat(&view), Some(budget.clone()), abort.clone());
         let mut done: Option<FinalMessage> = None;
         let mut failed = None;
+        // What streamed, kept when the person stops the turn mid-message.
+        let mut streamed = String::new();
         while let Some(item) = stream.next().await {
             match item {
-                Ok(Event::TextDelta { text }) => sink(AgentEvent::TextDelta { text }),
+                Ok(Event::TextDelta { text }) => {
+                    streamed.push_str(&text);
+                    sink(AgentEvent::TextDelta { text });
+                }
                 Ok(Event::Done { message }) => done = Some(message),
                 Ok(_) => {}
                 Err(error) => {
@@ -452,6 +460,7 @@ pub async fn run_agent(
         tally.usage.output_tokens += used.output_tokens;
         if let Some(error) = failed {
             if setup.cancel.is_aborted() {
+                keep_partial(&mut view, &mut thread, streamed);
                 break cancelled();
             }
             match error.kind {
@@ -504,7 +513,10 @@ pub async fn run_agent(
         if let Some(stop) = message.stop.clone().filter(|stop| stop.reason.is_refusal()) {
             use kiln_providers::StopReason as Model;
             let code = match stop.reason {
-                Model::Aborted => break cancelled(),
+                Model::Aborted => {
+                    keep_partial(&mut view, &mut thread, message.text);
+                    break cancelled();
+                }
                 Model::Budget => stop_code::MAX_COST,
                 Model::Deadline => "deadline",
                 _ => "turns",
@@ -760,6 +772,7 @@ pub async fn run_agent(
             });
         }
     }
+    close_calls(&mut view, &mut thread);
     let spend = budget.spend().spent_usd;
     let result = AgentResult {
         text,
@@ -775,7 +788,57 @@ pub async fn run_agent(
     sink(AgentEvent::Done {
         result: result.clone(),
     });
-    Ok(AgentOutcome { result, thread })
+    Ok(AgentOutcome {
+        result,
+        thread,
+        view,
+    })
+}
+
+/// The text of a message the person stopped, kept as the model's message
+/// (as a chat keeps a reply cut short), when any had come.
+fn keep_partial(view: &mut Vec<Message>, thread: &mut Vec<Message>, text: String) {
+    if !text.is_empty() {
+        push(
+            view,
+            thread,
+            Message::Assistant {
+                text,
+                tool_calls: Vec::new(),
+            },
+        );
+    }
+}
+
+/// Answers every tool call the turn left without a result (it was stopped,
+/// or a guard ended it mid-turn), so that the thread can be sent again: a
+/// provider refuses a call with no answer.
+fn close_calls(view: &mut Vec<Message>, thread: &mut Vec<Message>) {
+    let Some(at) = view
+        .iter()
+        .rposition(|message| matches!(message, Message::Assistant { .. }))
+    else {
+        return;
+    };
+    let Message::Assistant { tool_calls, .. } = &view[at] else {
+        return;
+    };
+    let answered: Vec<&str> = view[at + 1..]
+        .iter()
+        .filter_map(|message| match message {
+            Message::Tool { call_id, .. } => Some(call_id.as_str()),
+            _ => None,
+        })
+        .collect();
+    let open: Vec<ToolCall> = tool_calls
+        .iter()
+        .filter(|call| !answered.contains(&call.id.as_str()))
+        .cloned()
+        .collect();
+    for call in open {
+        let content = json!({"error": {"code": "not_run", "message": "not run: the turn was stopped before this call ran"}}).to_string();
+        push(view, thread, tool_message(&call, content, true));
+    }
 }
 
 fn cancelled() -> AgentStop {

@@ -86,7 +86,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
          You act by calling `{EXECUTE_CODE}` with a JavaScript program: the body of an async function, so top-level `await` and `return` work. \
          It runs in Kiln's sandbox, and its result is your observation: the status, the value the program returned, its console output and its tool calls.\n\n\
          - Each action is a new program. Variables do not survive from one action to the next: there is no shared scope. \
-         Keep what a later action needs in memory: `await tools.share_result({{key: \"shared:NAME\", value}})` and `await tools.read_shared({{key: \"shared:NAME\"}})` for this job, `tools.save_memory` for what should outlast it.\n\
+         Keep what a later action needs in memory: `await tools.share_result({{key: \"shared:NAME\", value}})` and `await tools.read_shared({{keys: [\"shared:NAME\"]}})` for this job, `tools.save_memory` for what should outlast it.\n\
          - Do the work in as few actions as you can: loop, compute, and make several tool calls in one program rather than one call per turn.\n\
          - A failed tool call rejects with an Error whose `code` says why; catch it when you can go on without it.\n\
          - `return` shows you a value; print less and return only what you need, since long output is cut.\n"
@@ -94,7 +94,8 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     if !parts.direct.is_empty() {
         let _ = writeln!(
             prompt,
-            "- These tools you may also call directly, as functions, without a program: {}.",
+            "- These tools you may also call directly, as functions, without a program: {}. \
+             Their descriptions are in their function definitions; in a program they are `tools.NAME` like the rest.",
             parts
                 .direct
                 .iter()
@@ -122,12 +123,17 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
             deferred.push(spec.name.as_str());
             continue;
         }
+        // A direct tool's description is in its function definition already.
+        let described = if direct {
+            String::new()
+        } else {
+            format!(": {}", short(&spec.description))
+        };
         let _ = writeln!(
             prompt,
-            "- `tools.{}({})`: {}",
+            "- `tools.{}({})`{described}",
             spec.name,
             signature(&spec.input_schema),
-            short(&spec.description)
         );
     }
     if !deferred.is_empty() {
