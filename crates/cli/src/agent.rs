@@ -10,6 +10,7 @@
 //! a failure (a guard, the budget, the provider, the schema), 2 for bad
 //! flags or input.
 
+use std::cell::RefCell;
 use std::io::Write as _;
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -18,9 +19,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, Result, bail};
+use kiln_agent::RunRequest;
 use kiln_agent::codeact::history::Compaction;
 use kiln_agent::codeact::tools::Person;
-use kiln_agent::codeact::{AgentRequest, AgentSetup, run_agent};
+use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 use kiln_capabilities::Mode;
 use kiln_providers::budget::BudgetLimits;
 use kiln_providers::{ApiKey, ChatOptions, Message, ProviderConfig, ProviderKind};
@@ -45,6 +47,18 @@ pub enum AgentCommand {
 pub struct RunArgs {
     /// What to do.
     objective: String,
+    /// A JSON Schema the answer must match: the turn then ends only when a
+    /// program calls finish(value) with a value that does.
+    #[arg(long, value_name = "FILE")]
+    output_schema: Option<PathBuf>,
+    #[command(flatten)]
+    session: SessionArgs,
+}
+
+/// What every agent turn from the terminal works with: `kiln agent run`'s
+/// and `kiln chat`'s options.
+#[derive(clap::Args)]
+pub struct SessionArgs {
     /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama.
     #[arg(long)]
     provider: String,
@@ -63,16 +77,12 @@ pub struct RunArgs {
     /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`. Repeatable.
     #[arg(long, value_name = "NAME=URL")]
     mcp: Vec<String>,
-    /// A store on disk: the turn is a job in its history, with memory, history and file tools.
+    /// A store on disk: each turn is a job in its history, with memory, history and file tools.
     #[arg(long, value_name = "DIR")]
     store: Option<PathBuf>,
     /// Give the belt `http_request`: alone, any public address; with origins, exactly those.
     #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
     allow_net: Option<String>,
-    /// A JSON Schema the answer must match: the turn then ends only when a
-    /// program calls finish(value) with a value that does.
-    #[arg(long, value_name = "FILE")]
-    output_schema: Option<PathBuf>,
     /// A system prompt, layered before Kiln's own as a preamble.
     #[arg(long)]
     system: Option<String>,
@@ -82,13 +92,13 @@ pub struct RunArgs {
     /// Who answers when the ladder asks (as for `kiln run`).
     #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
     approve: ApproveWith,
-    /// Model turns in the job (the max_turns guard).
+    /// Model turns in each job (the max_turns guard).
     #[arg(long, value_name = "N", default_value_t = Guards::default().max_turns)]
     max_turns: u32,
-    /// USD the job may spend (the max_cost guard; each turn reserves its worst case first).
+    /// USD each job may spend (the max_cost guard; each model call reserves its worst case first).
     #[arg(long, value_name = "USD", default_value_t = Guards::default().max_cost)]
     max_usd: f64,
-    /// Tokens the model may write per turn.
+    /// Tokens the model may write per model call.
     #[arg(long, default_value_t = 4096)]
     max_tokens: u32,
     /// A JSON file of each action's limits, as for `kiln run`.
@@ -97,128 +107,123 @@ pub struct RunArgs {
     /// Put an environment variable into the belt's secret scope (as for `kiln run`).
     #[arg(long, value_name = "NAME[=ENV][@ORIGIN,...]")]
     secret: Vec<String>,
-    /// Whose job it is: the history records it under this agent.
+    /// Whose jobs they are: the history records them under this agent.
     #[arg(long, value_name = "NAME", default_value = "cli")]
     agent: String,
-    /// Every event as one JSON line on stdout, the last one `done`.
+    /// Every event as one JSON line on stdout, each turn's last one `done`.
     #[arg(long)]
     json: bool,
 }
 
 pub fn run(command: &AgentCommand) -> ExitCode {
     let AgentCommand::Run(args) = command;
-    let prepared = match prepare(args) {
+    let prepared = (|| {
+        let session = Session::prepare(&args.session)?;
+        if args.objective.trim().is_empty() {
+            bail!("the objective is empty: say what the agent should do");
+        }
+        let output_schema = match &args.output_schema {
+            None => None,
+            Some(path) => Some(crate::program::read_json(path, "output schema")?),
+        };
+        Ok((session, output_schema))
+    })();
+    let (session, output_schema) = match prepared {
         Ok(prepared) => prepared,
         Err(error) => {
             eprintln!("error: {error:#}");
             return ExitCode::from(2);
         }
     };
-    let interrupted = Arc::new(AtomicBool::new(false));
-    {
-        let interrupted = interrupted.clone();
-        let _ = ctrlc::set_handler(move || interrupted.store(true, Ordering::SeqCst));
-    }
-    let cancel = AbortSignal::new();
+    let interrupt = Interrupt::install();
     let mut pool = futures::executor::LocalPool::new();
-    {
-        let cancel = cancel.clone();
-        let _ = futures::task::LocalSpawnExt::spawn_local(&pool.spawner(), async move {
-            while !interrupted.load(Ordering::SeqCst) {
-                kiln_http::sleep(50).await;
-            }
-            cancel.abort();
-        });
-    }
-    let json = args.json;
-    let printer = Rc::new(std::cell::RefCell::new(Printer::default()));
-    let sink: kiln_agent::codeact::tools::Sink = {
-        let printer = printer.clone();
-        Rc::new(move |event: AgentEvent| printer.borrow_mut().show(&event, json))
-    };
-    let environment = crate::program::environment(
-        "kiln agent",
-        prepared.catalog,
-        prepared.asker,
-        prepared.store.as_deref(),
-        None,
-    );
-    let person: Option<Rc<dyn Person>> =
-        (prepared.asker == Asker::Terminal).then(|| Rc::new(crate::approve::TerminalPerson) as _);
-    let setup = AgentSetup {
-        environment: &environment,
-        runner: Rc::new(crate::sandbox_process::ProcessRunner),
-        person,
-        clock: Rc::new(kiln_http::SystemClock),
-        sink,
-        cancel,
-    };
-    let outcome = match pool.run_until(run_agent(prepared.request, setup)) {
-        Ok(outcome) => outcome,
+    let messages = vec![Message::User {
+        text: args.objective.clone(),
+    }];
+    match session.turn(&mut pool, &interrupt, messages, output_schema, "kiln agent") {
+        Ok(outcome) => session.finish(&outcome.result, "kiln agent"),
         Err(error) => {
             eprintln!("error: {error}");
-            return ExitCode::from(2);
+            ExitCode::from(2)
         }
-    };
-    let result = outcome.result;
-    if !json {
-        printer.borrow_mut().end_line();
-        // An answer already streamed to a terminal is not shown twice.
-        let streamed = result.stop.reason == StopReason::Answered
-            && std::io::IsTerminal::is_terminal(&std::io::stdout())
-            && std::io::IsTerminal::is_terminal(&std::io::stderr());
-        if result.stop.is_success() && !streamed {
-            let shown = match (&result.stop.reason, &result.value) {
-                (StopReason::Finished, value) if !value.is_string() => {
-                    serde_json::to_string_pretty(value).unwrap_or_default()
-                }
-                _ => result.text.clone(),
-            };
-            println!("{shown}");
-        }
-        eprintln!(
-            "kiln agent: {} turn(s), {} action(s), {} input + {} output tokens, ${:.6}",
-            result.turns,
-            result.actions,
-            result.usage.input_tokens,
-            result.usage.output_tokens,
-            result.spend
-        );
-    }
-    if result.stop.is_success() {
-        ExitCode::SUCCESS
-    } else {
-        ExitCode::from(1)
     }
 }
 
-struct Prepared {
-    request: AgentRequest,
+/// Ctrl-C: during a turn it stops the turn (its action and its model call);
+/// at a prompt it ends the process.
+pub(crate) struct Interrupt {
+    pressed: Arc<AtomicBool>,
+    at_prompt: Arc<AtomicBool>,
+}
+
+impl Interrupt {
+    pub(crate) fn install() -> Self {
+        let pressed = Arc::new(AtomicBool::new(false));
+        let at_prompt = Arc::new(AtomicBool::new(false));
+        {
+            let pressed = pressed.clone();
+            let at_prompt = at_prompt.clone();
+            let _ = ctrlc::set_handler(move || {
+                if at_prompt.load(Ordering::SeqCst) {
+                    eprintln!();
+                    std::process::exit(130);
+                }
+                pressed.store(true, Ordering::SeqCst);
+            });
+        }
+        Self { pressed, at_prompt }
+    }
+
+    /// Whether the process waits on the person's next line.
+    pub(crate) fn at_prompt(&self, waiting: bool) {
+        self.at_prompt.store(waiting, Ordering::SeqCst);
+    }
+
+    /// A switch that a Ctrl-C from now on throws, watched on `pool` until
+    /// it is thrown (the turn's end throws it too).
+    fn switch(&self, pool: &futures::executor::LocalPool) -> AbortSignal {
+        self.pressed.store(false, Ordering::SeqCst);
+        let cancel = AbortSignal::new();
+        let pressed = self.pressed.clone();
+        let watched = cancel.clone();
+        let _ = futures::task::LocalSpawnExt::spawn_local(&pool.spawner(), async move {
+            while !pressed.load(Ordering::SeqCst) && !watched.is_aborted() {
+                kiln_http::sleep(50).await;
+            }
+            watched.abort();
+        });
+        cancel
+    }
+}
+
+/// A session's settings, checked once: the provider, the model, the belt,
+/// the guards. `kiln agent run` runs one turn of it; `kiln chat` many, and
+/// may change its provider and model between them.
+pub(crate) struct Session {
+    pub(crate) provider: ProviderConfig,
+    pub(crate) model: String,
+    max_tokens: u32,
+    run: RunRequest,
     catalog: Value,
     asker: Asker,
     store: Option<PathBuf>,
+    system: Option<String>,
+    guards: Guards,
+    pub(crate) json: bool,
+    printer: Rc<RefCell<Printer>>,
 }
 
-/// Everything checked before anything is sent: exit 2 on a problem.
-fn prepare(args: &RunArgs) -> Result<Prepared> {
-    let Some(kind) = ProviderKind::parse(&args.provider) else {
-        bail!(
-            "--provider {}: expected one of openai, anthropic, ollama",
-            args.provider
-        );
+/// `--provider KIND --base-url URL [--key-env VAR]`, checked.
+pub(crate) fn provider_config(
+    kind: &str,
+    base_url: &str,
+    key_env: Option<&str>,
+) -> Result<ProviderConfig> {
+    let Some(kind) = ProviderKind::parse(kind) else {
+        bail!("--provider {kind}: expected one of openai, anthropic, ollama");
     };
-    kiln_http::check_scheme(&args.base_url)
-        .map_err(|error| anyhow::anyhow!("--base-url: {error}"))?;
-    if args.model.trim().is_empty() {
-        bail!("--model: give the model id (the provider's model list has them)");
-    }
-    if args.objective.trim().is_empty() {
-        bail!("the objective is empty: say what the agent should do");
-    }
-    if args.max_tokens == 0 {
-        bail!("--max-tokens: must be at least 1");
-    }
-    let key = match &args.key_env {
+    kiln_http::check_scheme(base_url).map_err(|error| anyhow::anyhow!("--base-url: {error}"))?;
+    let key = match key_env {
         None => None,
         Some(variable) => Some(ApiKey::new(std::env::var(variable).map_err(|_| {
             anyhow::anyhow!(
@@ -226,74 +231,181 @@ fn prepare(args: &RunArgs) -> Result<Prepared> {
             )
         })?)),
     };
-    let catalog = match &args.tools {
-        None => Value::Array(Vec::new()),
-        Some(path) => crate::program::read_json(path, "tool catalog")?,
-    };
-    let mut registry = kiln_capabilities::Registry::new();
-    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
-        .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
-    let limits: RunLimits = match &args.limits {
-        None => RunLimits::default(),
-        Some(path) => serde_json::from_value(crate::program::read_json(path, "limits file")?)
-            .with_context(|| format!("the limits `{}` are not valid", path.display()))?,
-    };
-    let output_schema = match &args.output_schema {
-        None => None,
-        Some(path) => Some(crate::program::read_json(path, "output schema")?),
-    };
-    let guards = Guards {
-        max_turns: args.max_turns,
-        max_cost: args.max_usd,
-        ..Guards::default()
-    };
-    guards
-        .check()
-        .map_err(|why| anyhow::anyhow!("{why} (--max-turns, --max-usd)"))?;
-    let permissions = Permissions {
-        mcp: args.mcp.clone(),
-        mode: args.permission_mode,
-        approve: args.approve,
-        secrets: args.secret.clone(),
-        store: args.store.clone(),
-        allow_net: args.allow_net.clone(),
-        agent: args.agent.clone(),
-    };
-    let run = crate::program::request_of(String::new(), limits, &permissions, false)?;
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let provider = kiln_providers::connect(ProviderConfig {
+    Ok(ProviderConfig {
         kind,
-        base_url: args.base_url.clone(),
+        base_url: base_url.to_owned(),
         key,
-    });
-    Ok(Prepared {
-        request: AgentRequest {
-            run,
+    })
+}
+
+impl Session {
+    /// Everything checked before anything is sent: exit 2 on a problem.
+    pub(crate) fn prepare(args: &SessionArgs) -> Result<Self> {
+        let provider = provider_config(&args.provider, &args.base_url, args.key_env.as_deref())?;
+        if args.model.trim().is_empty() {
+            bail!("--model: give the model id (the provider's model list has them)");
+        }
+        if args.max_tokens == 0 {
+            bail!("--max-tokens: must be at least 1");
+        }
+        let catalog = match &args.tools {
+            None => Value::Array(Vec::new()),
+            Some(path) => crate::program::read_json(path, "tool catalog")?,
+        };
+        let mut registry = kiln_capabilities::Registry::new();
+        kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
+            .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
+        let limits: RunLimits = match &args.limits {
+            None => RunLimits::default(),
+            Some(path) => {
+                serde_json::from_value(crate::program::read_json(path, "limits file")?)
+                    .with_context(|| format!("the limits `{}` are not valid", path.display()))?
+            }
+        };
+        let guards = Guards {
+            max_turns: args.max_turns,
+            max_cost: args.max_usd,
+            ..Guards::default()
+        };
+        guards
+            .check()
+            .map_err(|why| anyhow::anyhow!("{why} (--max-turns, --max-usd)"))?;
+        let permissions = Permissions {
+            mcp: args.mcp.clone(),
+            mode: args.permission_mode,
+            approve: args.approve,
+            secrets: args.secret.clone(),
+            store: args.store.clone(),
+            allow_net: args.allow_net.clone(),
+            agent: args.agent.clone(),
+        };
+        let run = crate::program::request_of(String::new(), limits, &permissions, false)?;
+        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        Ok(Self {
             provider,
-            options: ChatOptions {
-                max_tokens: args.max_tokens,
-                ..ChatOptions::new(args.model.clone())
-            },
-            messages: vec![Message::User {
-                text: args.objective.clone(),
-            }],
+            model: args.model.clone(),
+            max_tokens: args.max_tokens,
+            run,
+            catalog,
+            asker: Asker::new(args.approve, terminal),
+            store: args.store.clone(),
             system: args.system.clone(),
-            output_schema,
             guards,
+            json: args.json,
+            printer: Rc::default(),
+        })
+    }
+
+    /// Where the session's turns are assembled: its belt, its asker, its store.
+    pub(crate) fn environment(&self, entrance: &str) -> kiln_agent::ladder::Environment {
+        crate::program::environment(
+            entrance,
+            self.catalog.clone(),
+            self.asker,
+            self.store.as_deref(),
+            None,
+        )
+    }
+
+    /// The run request every turn's belt is assembled from.
+    pub(crate) fn run_request(&self) -> &RunRequest {
+        &self.run
+    }
+
+    pub(crate) fn options(&self) -> ChatOptions {
+        ChatOptions {
+            max_tokens: self.max_tokens,
+            ..ChatOptions::new(self.model.clone())
+        }
+    }
+
+    /// Runs one agent turn over `messages`, its progress printed as it
+    /// comes; Ctrl-C stops it. `Err` is a request the loop refused.
+    pub(crate) fn turn(
+        &self,
+        pool: &mut futures::executor::LocalPool,
+        interrupt: &Interrupt,
+        messages: Vec<Message>,
+        output_schema: Option<Value>,
+        entrance: &str,
+    ) -> Result<AgentOutcome, kiln_agent::RequestError> {
+        let json = self.json;
+        let sink: kiln_agent::codeact::tools::Sink = {
+            let printer = self.printer.clone();
+            Rc::new(move |event: AgentEvent| printer.borrow_mut().show(&event, json))
+        };
+        entrance.clone_into(&mut self.printer.borrow_mut().who);
+        let environment = self.environment(entrance);
+        let person: Option<Rc<dyn Person>> =
+            (self.asker == Asker::Terminal).then(|| Rc::new(crate::approve::TerminalPerson) as _);
+        let cancel = interrupt.switch(pool);
+        let setup = AgentSetup {
+            environment: &environment,
+            runner: Rc::new(crate::sandbox_process::ProcessRunner),
+            person,
+            clock: Rc::new(kiln_http::SystemClock),
+            sink,
+            cancel: cancel.clone(),
+        };
+        let request = AgentRequest {
+            run: self.run.clone(),
+            provider: kiln_providers::connect(self.provider.clone()),
+            options: self.options(),
+            messages,
+            system: self.system.clone(),
+            output_schema,
+            guards: self.guards,
             budget: BudgetLimits::default(),
             direct: Vec::new(),
             compaction: Compaction::default(),
-        },
-        catalog,
-        asker: Asker::new(args.approve, terminal),
-        store: args.store.clone(),
-    })
+        };
+        let outcome = pool.run_until(run_agent(request, setup));
+        cancel.abort();
+        if !json {
+            self.printer.borrow_mut().end_line();
+        }
+        outcome
+    }
+
+    /// Prints a turn's answer (unless it already streamed to a terminal) and
+    /// what it used; the exit code it stands for.
+    pub(crate) fn finish(&self, result: &kiln_types::agent::AgentResult, who: &str) -> ExitCode {
+        if !self.json {
+            let streamed = result.stop.reason == StopReason::Answered
+                && std::io::IsTerminal::is_terminal(&std::io::stdout())
+                && std::io::IsTerminal::is_terminal(&std::io::stderr());
+            if result.stop.is_success() && !streamed {
+                let shown = match (&result.stop.reason, &result.value) {
+                    (StopReason::Finished, value) if !value.is_string() => {
+                        serde_json::to_string_pretty(value).unwrap_or_default()
+                    }
+                    _ => result.text.clone(),
+                };
+                println!("{shown}");
+            }
+            eprintln!(
+                "{who}: {} turn(s), {} action(s), {} input + {} output tokens, ${:.6}",
+                result.turns,
+                result.actions,
+                result.usage.input_tokens,
+                result.usage.output_tokens,
+                result.spend
+            );
+        }
+        if result.stop.is_success() {
+            ExitCode::SUCCESS
+        } else {
+            ExitCode::from(1)
+        }
+    }
 }
 
 /// Shows a turn's progress on stderr, or every event as a JSON line on stdout.
 #[derive(Default)]
-struct Printer {
+pub(crate) struct Printer {
     mid_line: bool,
+    /// Who speaks in the progress lines (`kiln agent`, `kiln chat`).
+    who: String,
 }
 
 impl Printer {
@@ -349,22 +461,27 @@ impl Printer {
             AgentEvent::Question { question } => {
                 self.end_line();
                 eprintln!(
-                    "kiln agent asks: {}",
+                    "{} asks: {}",
+                    self.who,
                     kiln_types::permission::card_text(question)
                 );
             }
             AgentEvent::LogUpdate { message } => {
                 self.end_line();
-                eprintln!("kiln agent: {message}");
+                eprintln!("{}: {message}", self.who);
             }
             AgentEvent::Compaction { replaced, .. } => {
                 self.end_line();
-                eprintln!("kiln agent: earlier conversation summarized ({replaced} messages)");
+                eprintln!(
+                    "{}: earlier conversation summarized ({replaced} messages)",
+                    self.who
+                );
             }
             AgentEvent::Stop { stop } => {
                 self.end_line();
                 eprintln!(
-                    "kiln agent: stopped ({}): {}",
+                    "{}: stopped ({}): {}",
+                    self.who,
                     stop.code.as_deref().unwrap_or("stop"),
                     stop.message.as_deref().unwrap_or_default()
                 );

@@ -1,305 +1,333 @@
-//! `kiln chat`: one conversation with an LLM provider, streamed to the terminal. The
-//! model's tool calls walk the same ladder as a program's (`Dispatcher::call`), and their
-//! results go back to the model until it answers without one: the loop is
-//! `kiln_agent::chat::converse`; this module prints its events.
+//! `kiln chat`: an interactive session over the CodeAct loop — each message
+//! is one agent turn (`kiln_agent::codeact::run_agent`, as `kiln agent run`
+//! runs it), and the next turn continues from the thread the last one left
+//! (its calls answered, a long thread compacted). Between turns, commands:
+//! `/help`, `/new`, `/clear`, `/compact`, `/model [ID]`, `/provider [KIND URL
+//! [KEY_ENV]]`, `/tools`, `/exit`.
+//!
+//! A PROMPT argument, or a prompt piped in on stdin, is one turn: its answer
+//! on stdout, its progress and usage on stderr, and the exit code of `kiln
+//! agent run` (0 answered, 1 a stop or failure, 2 bad flags). With a
+//! terminal on stdin (or `--interactive`, which reads the session's lines
+//! from stdin whatever it is) it is a session, which ends at `/exit` or the
+//! end of input. Ctrl-C stops the turn going on; at the prompt it ends the
+//! session.
 
-use std::io::Write;
-use std::path::PathBuf;
+use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
 use std::process::ExitCode;
-use std::rc::Rc;
 
-use anyhow::{Context as _, Result, bail};
-use kiln_agent::RunRequest;
-use kiln_agent::chat::{ChatEnd, ChatEvent, Conversation, tool_defs};
-use kiln_capabilities::Mode;
+use kiln_agent::codeact::history::{compaction_row, split_point, summarize};
+use kiln_providers::Message;
 use kiln_providers::budget::{BudgetLimits, RunBudget};
 use kiln_providers::cost::PriceCatalog;
-use kiln_providers::{ApiKey, ChatOptions, Event, Message, ProviderConfig, ProviderKind};
+use kiln_types::agent::StopReason;
 
-use crate::ApproveWith;
-use crate::program::Asker;
+use crate::agent::{Interrupt, Session, SessionArgs, provider_config};
 
 /// `kiln chat`'s options.
 #[derive(clap::Args)]
 pub struct ChatArgs {
-    /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama.
+    /// The first message. Without it, a prompt piped in on stdin is one
+    /// turn, and a terminal on stdin starts a session.
+    prompt: Option<String>,
+    /// A session whatever stdin is: each line is a message or a command
+    /// (after PROMPT, when there is one).
     #[arg(long)]
-    provider: String,
-    /// The API root, e.g. https://api.openai.com/v1, https://api.anthropic.com,
-    /// http://127.0.0.1:11434.
-    #[arg(long, value_name = "URL")]
-    base_url: String,
-    /// The model id, as the provider's model list names it.
-    #[arg(long)]
-    model: String,
-    /// The environment variable holding the API key (never the key itself).
-    #[arg(long, value_name = "VAR")]
-    key_env: Option<String>,
-    /// Tools the model may call, as for `kiln run` (they walk the same permission ladder).
-    #[arg(long, value_name = "CATALOG.json")]
-    tools: Option<PathBuf>,
-    /// A system prompt.
-    #[arg(long)]
-    system: Option<String>,
-    #[arg(long, default_value_t = 1024)]
-    max_tokens: u32,
-    /// Turns in all, tool-call rounds included.
-    #[arg(long, default_value_t = 8)]
-    max_turns: u32,
-    /// A cap on the conversation's cost in USD (each turn reserves its worst case first).
-    #[arg(long, value_name = "USD")]
-    max_usd: Option<f64>,
-    /// Print every stream event as a JSON line instead of the text.
-    #[arg(long)]
-    events: bool,
-    /// The permission mode for the model's tool calls (as for `kiln run`).
-    #[arg(long, value_name = "MODE")]
-    permission_mode: Option<Mode>,
-    /// Who answers when the ladder asks (as for `kiln run`).
-    #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
-    approve: ApproveWith,
-    /// The first message.
-    prompt: String,
+    interactive: bool,
+    #[command(flatten)]
+    session: SessionArgs,
 }
 
-/// Everything checked before anything is sent: exit 2 on a problem.
-fn prepare(args: &ChatArgs) -> Result<(ProviderConfig, serde_json::Value)> {
-    let Some(kind) = ProviderKind::parse(&args.provider) else {
-        bail!(
-            "--provider {}: expected one of openai, anthropic, ollama",
-            args.provider
-        );
-    };
-    kiln_http::check_scheme(&args.base_url)
-        .map_err(|error| anyhow::anyhow!("--base-url: {error}"))?;
-    if args.model.trim().is_empty() {
-        bail!("--model: give the model id (the provider's model list has them)");
-    }
-    if args.max_tokens == 0 {
-        bail!("--max-tokens: must be at least 1");
-    }
-    if let Some(max_usd) = args.max_usd
-        && !(max_usd.is_finite() && max_usd >= 0.0)
-    {
-        bail!("--max-usd {max_usd}: must be a non-negative number of dollars");
-    }
-    let key = match &args.key_env {
-        None => None,
-        Some(variable) => Some(ApiKey::new(std::env::var(variable).map_err(|_| {
-            anyhow::anyhow!(
-                "--key-env {variable}: the environment variable is not set (or not UTF-8)"
-            )
-        })?)),
-    };
-    let catalog = match &args.tools {
-        None => serde_json::Value::Array(Vec::new()),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the tool catalog `{}`", path.display()))?;
-            serde_json::from_str(&text)
-                .with_context(|| format!("the tool catalog `{}` is not JSON", path.display()))?
-        }
-    };
-    let mut registry = kiln_capabilities::Registry::new();
-    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
-        .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
-    Ok((
-        ProviderConfig {
-            kind,
-            base_url: args.base_url.clone(),
-            key,
-        },
-        catalog,
-    ))
-}
+const HELP: &str = "\
+Each message is one agent turn: the model acts by writing programs that call the session's tools.
+  /help                         this list
+  /new                          start a new conversation (the last one stays in the store's history)
+  /clear                        start a new conversation and clear the screen
+  /compact                      summarize the conversation before its last turn, now
+  /model [ID]                   show the model and the ones the provider lists, or switch to ID
+  /provider [KIND URL [VAR]]    show the provider, or switch (KIND: openai, anthropic, ollama;
+                                VAR: the environment variable holding its key)
+  /tools                        list the tools a turn has
+  /exit                         leave (so does the end of input; Ctrl-C at the prompt)
+Ctrl-C during a turn stops it.";
 
 pub fn run(args: &ChatArgs) -> ExitCode {
-    let (config, catalog) = match prepare(args) {
-        Ok(prepared) => prepared,
+    let mut session = match Session::prepare(&args.session) {
+        Ok(session) => session,
         Err(error) => {
             eprintln!("error: {error:#}");
             return ExitCode::from(2);
         }
     };
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let asker = Asker::new(args.approve, terminal);
-    // The model is offered the catalog's tools only, through the same ladder
-    // a program's calls walk.
-    let offered: Vec<String> = catalog
-        .as_array()
-        .map(|entries| {
-            entries
-                .iter()
-                .filter_map(|entry| Some(entry.get("name")?.as_str()?.to_owned()))
-                .collect()
-        })
-        .unwrap_or_default();
-    let environment = crate::program::environment("kiln chat", catalog, asker, None, None);
-    let mut request = RunRequest::new("");
-    request.mode = args.permission_mode;
+    let interrupt = Interrupt::install();
     let mut pool = futures::executor::LocalPool::new();
-    let ladder = match pool.run_until(kiln_agent::ladder::assemble(&request, &environment)) {
-        Ok(ladder) => ladder,
+    let stdin = std::io::stdin();
+    if args.interactive || (args.prompt.is_none() && stdin.is_terminal()) {
+        let mut chat = Chat {
+            session: &mut session,
+            pool: &mut pool,
+            interrupt: &interrupt,
+            messages: Vec::new(),
+        };
+        return chat.serve(args.prompt.as_deref());
+    }
+    let prompt = match &args.prompt {
+        Some(prompt) => prompt.clone(),
+        None => {
+            let mut text = String::new();
+            if let Err(error) = stdin.lock().read_to_string(&mut text) {
+                eprintln!("error: the prompt on stdin could not be read: {error}");
+                return ExitCode::from(2);
+            }
+            text
+        }
+    };
+    if prompt.trim().is_empty() {
+        eprintln!("error: the prompt is empty: give one, pipe one in, or run in a terminal");
+        return ExitCode::from(2);
+    }
+    let messages = vec![Message::User { text: prompt }];
+    match session.turn(&mut pool, &interrupt, messages, None, "kiln chat") {
+        Ok(outcome) => session.finish(&outcome.result, "kiln chat"),
         Err(error) => {
             eprintln!("error: {error}");
-            return ExitCode::from(2);
-        }
-    };
-    let code = pool.run_until(converse(args, config, &offered, &ladder.dispatcher));
-    for server in ladder.servers {
-        let _ = pool.run_until(server.client.close());
-    }
-    code
-}
-
-async fn converse(
-    args: &ChatArgs,
-    config: ProviderConfig,
-    offered: &[String],
-    dispatcher: &kiln_capabilities::Dispatcher,
-) -> ExitCode {
-    let provider = kiln_providers::connect(config);
-    let budget = RunBudget::new(
-        BudgetLimits {
-            max_usd: args.max_usd,
-            max_turns: Some(args.max_turns),
-            ..BudgetLimits::default()
-        },
-        Rc::new(PriceCatalog::builtin()),
-        Rc::new(kiln_http::SystemClock),
-    );
-    let mut messages = Vec::new();
-    if let Some(system) = &args.system {
-        messages.push(Message::System {
-            text: system.clone(),
-        });
-    }
-    messages.push(Message::User {
-        text: args.prompt.clone(),
-    });
-    let conversation = Conversation {
-        messages,
-        tools: tool_defs(&dispatcher.catalog(), offered),
-        options: ChatOptions {
-            max_tokens: args.max_tokens,
-            ..ChatOptions::new(args.model.clone())
-        },
-    };
-    let mut printer = Printer {
-        out: std::io::stdout().lock(),
-        events: args.events,
-        mid_line: false,
-    };
-    let outcome = kiln_agent::chat::converse(
-        provider.as_ref(),
-        conversation,
-        budget.clone(),
-        dispatcher,
-        None,
-        &mut |event| printer.show(&event),
-    )
-    .await;
-    printer.end_line();
-    match outcome.end {
-        ChatEnd::Answered(_) => {
-            summary(&budget);
-            ExitCode::SUCCESS
-        }
-        ChatEnd::Stopped(stop) => {
-            eprintln!(
-                "kiln chat: stopped ({}): {}",
-                stop.reason.as_str(),
-                stop.message.unwrap_or_default()
-            );
-            summary(&budget);
-            ExitCode::from(1)
-        }
-        ChatEnd::Failed(error) => {
-            eprintln!("error [{}]: {error}", error.code());
-            ExitCode::from(1)
-        }
-        ChatEnd::Incomplete => {
-            eprintln!("error: the turn ended without its final message");
-            ExitCode::from(1)
+            ExitCode::from(2)
         }
     }
 }
 
-/// Shows a conversation's events on standard output: the text as it streams
-/// and a line per tool call and result, or every event as a JSON line.
-struct Printer<W: Write> {
-    out: W,
-    events: bool,
-    /// Whether the last text printed left the cursor mid-line.
-    mid_line: bool,
+/// What a command asks of the session loop.
+enum Next {
+    Go,
+    Exit,
 }
 
-impl<W: Write> Printer<W> {
-    fn end_line(&mut self) {
-        if self.mid_line {
-            let _ = writeln!(self.out);
-            self.mid_line = false;
+/// A session: its settings and the conversation so far.
+struct Chat<'a> {
+    session: &'a mut Session,
+    pool: &'a mut futures::executor::LocalPool,
+    interrupt: &'a Interrupt,
+    /// The thread as the model saw it last: what the next turn sends.
+    messages: Vec<Message>,
+}
+
+impl Chat<'_> {
+    fn serve(&mut self, first: Option<&str>) -> ExitCode {
+        eprintln!(
+            "kiln chat · {} at {} · /help lists the commands, /exit leaves",
+            self.session.model, self.session.provider.base_url
+        );
+        if let Some(first) = first.filter(|first| !first.trim().is_empty()) {
+            self.say(first.to_owned());
+        }
+        let stdin = std::io::stdin();
+        let mut lines = stdin.lock();
+        loop {
+            eprint!("› ");
+            let _ = std::io::stderr().flush();
+            let mut line = String::new();
+            self.interrupt.at_prompt(true);
+            let read = lines.read_line(&mut line);
+            self.interrupt.at_prompt(false);
+            match read {
+                Ok(0) => {
+                    eprintln!();
+                    break;
+                }
+                Ok(_) => {}
+                Err(error) => {
+                    eprintln!("kiln chat: the next line could not be read ({error}); leaving");
+                    return ExitCode::from(1);
+                }
+            }
+            let line = line.trim();
+            if line.is_empty() {
+                continue;
+            }
+            if let Some(command) = line.strip_prefix('/') {
+                if let Next::Exit = self.command(command) {
+                    break;
+                }
+                continue;
+            }
+            self.say(line.to_owned());
+        }
+        ExitCode::SUCCESS
+    }
+
+    /// One turn: `text` after the conversation so far.
+    fn say(&mut self, text: String) {
+        let mut messages = self.messages.clone();
+        messages.push(Message::User { text });
+        match self
+            .session
+            .turn(self.pool, self.interrupt, messages, None, "kiln chat")
+        {
+            Ok(outcome) => {
+                let _ = self.session.finish(&outcome.result, "kiln chat");
+                match outcome.result.stop.reason {
+                    // A provider's failure leaves the exchange out, as the app does.
+                    StopReason::Provider => eprintln!(
+                        "kiln chat: {}\nkiln chat: that message is left out of the conversation; send it again when the provider answers",
+                        outcome
+                            .result
+                            .stop
+                            .message
+                            .as_deref()
+                            .unwrap_or("the provider failed")
+                    ),
+                    _ if matches!(outcome.view.last(), Some(Message::User { .. }) | None) => {}
+                    _ => self.messages = outcome.view,
+                }
+            }
+            Err(error) => eprintln!("kiln chat: {error}"),
         }
     }
 
-    fn show(&mut self, event: &ChatEvent) {
-        match event {
-            ChatEvent::Stream(event) if self.events => {
-                let _ = writeln!(
-                    self.out,
-                    "{}",
-                    serde_json::to_string(event).unwrap_or_default()
+    fn command(&mut self, command: &str) -> Next {
+        let mut words = command.split_whitespace();
+        let name = words.next().unwrap_or_default();
+        let rest: Vec<&str> = words.collect();
+        match name {
+            "help" | "?" => eprintln!("{HELP}"),
+            "exit" | "quit" => return Next::Exit,
+            "new" => {
+                self.messages.clear();
+                eprintln!("kiln chat: a new conversation");
+            }
+            "clear" => {
+                self.messages.clear();
+                if std::io::stderr().is_terminal() {
+                    eprint!("\x1b[2J\x1b[H");
+                }
+                eprintln!("kiln chat: a new conversation");
+            }
+            "compact" => self.compact(),
+            "model" => self.model(&rest),
+            "provider" => self.provider(&rest),
+            "tools" => self.tools(),
+            other => eprintln!("kiln chat: there is no command /{other}; /help lists them"),
+        }
+        Next::Go
+    }
+
+    fn compact(&mut self) {
+        let Some(cut) = split_point(&self.messages, 1) else {
+            eprintln!("kiln chat: nothing to compact yet: the conversation has only its last turn");
+            return;
+        };
+        let provider = kiln_providers::connect(self.session.provider.clone());
+        let budget = RunBudget::new(
+            BudgetLimits::default(),
+            std::rc::Rc::new(PriceCatalog::builtin()),
+            std::rc::Rc::new(kiln_http::SystemClock),
+        );
+        let options = self.session.options();
+        let summarized = self.pool.run_until(summarize(
+            provider.as_ref(),
+            &options,
+            &self.messages[..cut],
+            &budget,
+            None,
+        ));
+        match summarized {
+            Ok((summary, _)) => {
+                self.messages.splice(..cut, [compaction_row(&summary)]);
+                eprintln!(
+                    "kiln chat: earlier conversation summarized ({cut} messages):\n{}",
+                    kiln_types::permission::card_text(&summary)
                 );
             }
-            ChatEvent::Stream(Event::TextDelta { text }) => {
-                let _ = write!(self.out, "{text}");
-                self.mid_line = !text.ends_with('\n');
-            }
-            ChatEvent::Stream(Event::ToolCallEnd { call, .. }) => {
-                self.end_line();
-                let _ = writeln!(self.out, "[tool call] {} {}", call.name, call.arguments);
-            }
-            ChatEvent::Stream(_) => {}
-            ChatEvent::ToolResult { .. } if self.events => {}
-            ChatEvent::ToolResult {
-                call,
-                content,
-                is_error,
-            } => {
-                let label = if *is_error {
-                    "tool error"
-                } else {
-                    "tool result"
-                };
-                let _ = writeln!(self.out, "[{label}] {} {content}", call.name);
-            }
+            Err(why) => eprintln!("kiln chat: the conversation was not compacted: {why}"),
         }
-        let _ = self.out.flush();
     }
-}
-/// What the conversation used, on standard error.
-fn summary(budget: &RunBudget) {
-    let spend = budget.spend();
-    // Counts are the provider's numbers: added without overflow, whatever they are.
-    let (input, output) = spend
-        .calls
-        .iter()
-        .fold((0_u64, 0_u64), |(input, output), call| {
-            (
-                input.saturating_add(call.usage.input_tokens),
-                output.saturating_add(call.usage.output_tokens),
-            )
-        });
-    let estimated = if spend.calls.iter().any(|call| call.estimated) {
-        " (estimated: the provider reported no usage)"
-    } else {
-        ""
-    };
-    eprintln!(
-        "kiln chat: {} {}, {input} input + {output} output tokens{estimated}, {}${:.6}",
-        spend.turns,
-        if spend.turns == 1 { "turn" } else { "turns" },
-        if spend.lower_bound { "at least " } else { "" },
-        spend.spent_usd
-    );
+
+    fn model(&mut self, rest: &[&str]) {
+        if let [model] = rest {
+            (*model).clone_into(&mut self.session.model);
+            eprintln!("kiln chat: the model is now {model}");
+            return;
+        }
+        if !rest.is_empty() {
+            eprintln!("kiln chat: /model takes one model id, or none to list them");
+            return;
+        }
+        eprintln!("kiln chat: the model is {}", self.session.model);
+        let provider = kiln_providers::connect(self.session.provider.clone());
+        match self.pool.run_until(provider.models()) {
+            Ok(models) if models.is_empty() => {
+                eprintln!("kiln chat: the provider lists no models");
+            }
+            Ok(models) => {
+                eprintln!("kiln chat: the provider lists:");
+                for model in models {
+                    let marker = if model.id == self.session.model {
+                        "*"
+                    } else {
+                        " "
+                    };
+                    eprintln!("{marker} {}", kiln_types::permission::card_text(&model.id));
+                }
+            }
+            Err(error) => eprintln!("kiln chat: the models could not be listed: {error}"),
+        }
+    }
+
+    fn provider(&mut self, rest: &[&str]) {
+        match rest {
+            [] => eprintln!(
+                "kiln chat: the provider is {} at {}{}",
+                self.session.provider.kind.as_str(),
+                self.session.provider.base_url,
+                if self.session.provider.key.is_some() {
+                    ", with a key"
+                } else {
+                    ""
+                }
+            ),
+            [kind, url] | [kind, url, _] => {
+                match provider_config(kind, url, rest.get(2).copied()) {
+                    Ok(provider) => {
+                        self.session.provider = provider;
+                        eprintln!(
+                            "kiln chat: the provider is now {kind} at {url}; the model is still {} (/model to change it)",
+                            self.session.model
+                        );
+                    }
+                    Err(error) => {
+                        eprintln!("kiln chat: the provider was not changed: {error:#}");
+                    }
+                }
+            }
+            _ => eprintln!("kiln chat: /provider takes KIND URL [KEY_ENV], or nothing to show it"),
+        }
+    }
+
+    fn tools(&mut self) {
+        let environment = self.session.environment("kiln chat");
+        let (specs, warnings) = self.pool.run_until(kiln_agent::ladder::catalog(
+            self.session.run_request(),
+            &environment,
+        ));
+        eprintln!(
+            "kiln chat: execute_code runs a program over these tools (on `tools`); the model may also call the memory, history, file and sharing tools directly:"
+        );
+        for spec in &specs {
+            let first = spec.description.lines().next().unwrap_or_default();
+            let mut short: String = first.chars().take(100).collect();
+            if short.len() < first.len() {
+                short.push('…');
+            }
+            eprintln!(
+                "  {} ({}) {}",
+                spec.name,
+                spec.category.as_str(),
+                kiln_types::permission::card_text(&short)
+            );
+        }
+        eprintln!("  and the agent's own: ask_user, return_result, list_models");
+        for warning in warnings {
+            eprintln!("kiln chat: {}", warning.message);
+        }
+    }
 }

@@ -1,6 +1,8 @@
 //! `kiln chat` as a person runs it, against aimock (its fixtures in
-//! `servers/aimock/README.md`) and the local model: the reply on standard output, usage
-//! and errors on standard error, tool calls walking the permission ladder, exit codes.
+//! `servers/aimock/README.md`) and the local model: a prompt (an argument or piped in) is
+//! one agent turn, its answer on standard output, progress, usage and errors on standard
+//! error; a session (`--interactive`, lines on stdin) continues the conversation from turn
+//! to turn and takes its commands; exit codes.
 
 #![expect(
     clippy::unwrap_used,
@@ -19,11 +21,24 @@ struct Output {
 }
 
 fn kiln_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_kiln"))
+    kiln_with_input(args, env, "")
+}
+
+/// `kiln ARGS` with `input` on its stdin.
+fn kiln_with_input(args: &[&str], env: &[(&str, &str)], input: &str) -> Output {
+    use std::io::Write as _;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(args)
         .envs(env.iter().copied())
-        .output()
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
         .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    stdin.write_all(input.as_bytes()).unwrap();
+    drop(stdin);
+    let output = child.wait_with_output().unwrap();
     Output {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
@@ -93,106 +108,183 @@ fn temp_file(name: &str, text: &str) -> std::path::PathBuf {
     path
 }
 
-/// A scripted `get_weather` that always answers `{"temp": 18}`.
-fn weather_catalog() -> std::path::PathBuf {
+/// A scripted `add` that answers 50, as the page's does for 20 and 30.
+fn add_catalog() -> std::path::PathBuf {
     temp_file(
-        "weather.json",
+        "add.json",
         &json!([{
-            "name": "get_weather",
-            "description": "The weather in a city.",
+            "name": "add",
+            "description": "Adds two numbers: {a, b} → a + b.",
             "input_schema": {
                 "type": "object",
-                "properties": {"city": {"type": "string"}, "units": {"type": "string"}},
-                "required": ["city"]
+                "properties": {"a": {"type": "number"}, "b": {"type": "number"}},
+                "required": ["a", "b"]
             },
-            "returns": {"temp": 18}
+            "returns": 50
         }])
         .to_string(),
     )
 }
 
+/// The arguments that point `kiln chat` at aimock's OpenAI wire.
+fn openai(root: &str) -> Vec<String> {
+    [
+        "chat",
+        "--provider",
+        "openai",
+        "--base-url",
+        &format!("{root}/v1"),
+        "--model",
+        "gpt-4o-mini",
+    ]
+    .map(str::to_owned)
+    .to_vec()
+}
+
+/// The roles of a request's messages after Kiln's system prompt.
+fn roles(request: &Value) -> Vec<String> {
+    let messages = request["body"]["messages"].as_array().unwrap();
+    assert_eq!(messages[0]["role"], "system", "{request}");
+    messages[1..]
+        .iter()
+        .map(|message| message["role"].as_str().unwrap().to_owned())
+        .collect()
+}
+
 #[test]
-fn the_reply_streams_to_stdout_and_usage_to_stderr() {
+fn a_prompt_is_one_turn_its_answer_on_stdout_and_its_usage_on_stderr() {
     let aimock = Aimock::start();
-    // kiln-hello reports 12 in, 5 out (aimock's Ollama says 0); Ollama's model is unpriced.
+    // kiln-hello reports 12 in, 5 out; Ollama's model is unpriced.
     let usage = [
-        "kiln chat: 1 turn, 12 input + 5 output tokens, $0.000005",
-        "kiln chat: 1 turn, 12 input + 5 output tokens, $0.000111",
-        "kiln chat: 1 turn, 7 input + 5 output tokens (estimated: the provider reported no usage), at least $0.000000",
+        "kiln chat: 1 turn(s), 0 action(s), 12 input + 5 output tokens, $0.000005",
+        "kiln chat: 1 turn(s), 0 action(s), 12 input + 5 output tokens, $0.000111",
+        "kiln chat: 1 turn(s), 0 action(s), ",
     ];
     for (provider, usage) in PROVIDERS.into_iter().zip(usage) {
         let out = chat(provider, &aimock.url(), &[], "kiln-hello");
+        let what = format!("{}: {}", provider.name, out.stderr);
         assert_eq!(
             (out.code, out.stdout.as_str()),
             (0, "Hello from the mock.\n"),
-            "{}: {}",
-            provider.name,
-            out.stderr
+            "{what}"
         );
-        assert_eq!(out.stderr.trim_end(), usage, "{}", provider.name);
+        assert!(
+            out.stderr.lines().last().unwrap().starts_with(usage),
+            "{what}"
+        );
+        // The turn is an agent turn: Kiln's contract, execute_code among the tools.
+        let journal = aimock.journal();
+        let request = journal.as_array().unwrap().last().unwrap();
+        assert_eq!(request["path"], provider.path, "{what}");
+        assert_eq!(roles(request), ["user"], "{what}");
+        assert!(
+            request["body"].to_string().contains("execute_code"),
+            "{what}"
+        );
     }
+    // A prompt piped in is one turn too.
+    let out = kiln_with_input(
+        &openai(&aimock.url())
+            .iter()
+            .map(String::as_str)
+            .collect::<Vec<_>>(),
+        &[],
+        "kiln-hello\n",
+    );
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "Hello from the mock.\n"),
+        "{}",
+        out.stderr
+    );
 }
 
 #[test]
-fn a_tool_call_walks_the_ladder_and_its_result_goes_back() {
+fn a_session_continues_the_conversation_from_turn_to_turn_and_takes_its_commands() {
     let aimock = Aimock::start();
-    let catalog = weather_catalog();
-    let catalog = catalog.to_str().unwrap();
-    // (permission arguments, the line the call's outcome prints, what goes back to the model)
-    let cases = [
-        (
-            &["--approve", "yes"][..],
-            r#"[tool result] get_weather {"temp":18}"#,
-            r#"{"temp":18}"#,
-        ),
-        (
-            &["--approve", "no", "--permission-mode", "default"][..],
-            r#"[tool error] get_weather {"error":{"code":"denied","message":"#,
-            r#"{"error":{"code":"denied","message":"get_weather (call 1) was denied"#,
-        ),
-    ];
-    for (permissions, outcome, sent_back) in cases {
-        for provider in PROVIDERS {
-            let mut extra = vec!["--tools", catalog];
-            extra.extend_from_slice(permissions);
-            let out = chat(provider, &aimock.url(), &extra, "kiln-weather");
-            let what = format!(
-                "{} {permissions:?}: {}{}",
-                provider.name, out.stdout, out.stderr
-            );
-            assert_eq!(out.code, 0, "{what}");
-            let lines: Vec<&str> = out.stdout.lines().filter(|line| !line.is_empty()).collect();
-            assert_eq!(lines.len(), 3, "{what}");
-            assert_eq!(
-                lines[0], r#"[tool call] get_weather {"city":"Paris","units":"celsius"}"#,
-                "{what}"
-            );
-            assert!(lines[1].starts_with(outcome), "{what}");
-            // Denied or not, the model has its answer (the fixture only asks that a tool
-            // result came back).
-            assert_eq!(lines[2], "It is 18 degrees in Paris.", "{what}");
-            assert!(out.stderr.contains("kiln chat: 2 turns"), "{what}");
-            // The second request carried the call's outcome as the tool's answer.
-            let journal = aimock.journal();
-            let second = journal.as_array().unwrap().last().unwrap();
-            assert_eq!(second["path"], provider.path, "{what}");
-            let tool_message = second["body"]["messages"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .find(|message| message["role"] == "tool")
-                .unwrap_or_else(|| panic!("no tool message: {second}"));
-            let content = tool_message["content"].as_str().unwrap_or_default();
-            assert!(content.starts_with(sent_back), "{what}: {content}");
-        }
+    let catalog = add_catalog();
+    let mut args = openai(&aimock.url());
+    args.extend(
+        [
+            "--interactive",
+            "--approve",
+            "yes",
+            "--tools",
+            catalog.to_str().unwrap(),
+        ]
+        .map(str::to_owned),
+    );
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let input = "/help\nkiln-app-sum: add 20 and 30, then double it\n/tools\n/model\nkiln-hello\n/compact\nkiln-hello\n/frobnicate\n/new\nkiln-hello\n/provider\n/provider gemini http://x\n/exit\nkiln-never-sent\n";
+    let out = kiln_with_input(&args, &[], input);
+    let what = format!("{}\n--- stderr\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "{what}");
+    assert_eq!(
+        out.stdout,
+        "Twice the sum is 100.\nHello from the mock.\nHello from the mock.\nHello from the mock.\n",
+        "{what}"
+    );
+    // The program ran through the ladder, in a sandbox process, and its result went back.
+    assert!(
+        out.stderr
+            .contains("── execute_code\n│ const sum = await tools.add({a: 20, b: 30});"),
+        "{what}"
+    );
+    assert!(out.stderr.contains("└ result: completed"), "{what}");
+    // The commands answered on stderr.
+    for said in [
+        "/compact                      summarize",
+        "  add (external) Adds two numbers",
+        "and the agent's own: ask_user, return_result, list_models",
+        "kiln chat: the model is gpt-4o-mini",
+        "* gpt-4o-mini",
+        "kiln chat: there is no command /frobnicate; /help lists them",
+        "kiln chat: earlier conversation summarized (4 messages):\nThe person asked to add 20 and 30",
+        "kiln chat: a new conversation",
+        "kiln chat: the provider is openai at http://127.0.0.1:",
+        "kiln chat: the provider was not changed: --provider gemini: expected one of openai, anthropic, ollama",
+    ] {
+        assert!(out.stderr.contains(said), "{said}: {what}");
     }
+    let journal = aimock.journal();
+    let requests: Vec<&Value> = journal
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|entry| entry["path"] == "/v1/chat/completions")
+        .collect();
+    assert_eq!(requests.len(), 6, "{journal}");
+    // The second message carried the whole first turn: the call and its observation.
+    assert_eq!(
+        roles(requests[2]),
+        ["user", "assistant", "tool", "assistant", "user"]
+    );
+    // /compact put the summary in place of everything before the last turn.
+    let summarizer = requests[3]["body"]["messages"][1]["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        summarizer.starts_with("Summarize this conversation:"),
+        "{summarizer}"
+    );
+    assert_eq!(roles(requests[4]), ["user", "user", "assistant", "user"]);
+    let row = requests[4]["body"]["messages"][1]["content"]
+        .as_str()
+        .unwrap();
+    assert!(
+        row.contains("[Earlier conversation summarized]") && row.contains("was 100"),
+        "{row}"
+    );
+    // After /new, only the new message; nothing after /exit was sent.
+    assert_eq!(roles(requests[5]), ["user"]);
+    assert!(!journal.to_string().contains("kiln-never-sent"));
 }
 
 #[test]
-fn events_are_json_lines_ending_in_stop_and_done() {
+fn json_is_every_event_a_line_ending_in_done() {
     let aimock = Aimock::start();
     for provider in PROVIDERS {
-        let out = chat(provider, &aimock.url(), &["--events"], "kiln-hello");
+        let out = chat(provider, &aimock.url(), &["--json"], "kiln-hello");
         assert_eq!(out.code, 0, "{}: {}", provider.name, out.stderr);
         let events: Vec<Value> = out
             .stdout
@@ -204,18 +296,11 @@ fn events_are_json_lines_ending_in_stop_and_done() {
             .map(|event| event["type"].as_str().unwrap())
             .collect();
         assert!(types.contains(&"text_delta"), "{types:?}");
-        assert!(types.contains(&"usage"), "{types:?}");
-        assert_eq!(
-            types[types.len() - 2..],
-            ["stop", "done"],
-            "{}",
-            provider.name
-        );
-        let stop = &events[events.len() - 2]["stop"];
-        assert_eq!(stop["reason"], "end_turn");
-        let done = &events[events.len() - 1]["message"];
+        assert!(types.contains(&"llm_call"), "{types:?}");
+        let done = events.last().unwrap();
+        assert_eq!(done["type"], "done", "{}", provider.name);
         assert_eq!(done["text"], "Hello from the mock.");
-        assert_eq!(done["model"], provider.model);
+        assert_eq!(done["stop"]["reason"], "answered");
     }
 }
 
@@ -241,7 +326,10 @@ fn a_rejected_key_is_exit_1_with_the_code_and_a_hint() {
         );
         let what = format!("{}: {}", provider.name, out.stderr);
         assert_eq!(out.code, 1, "{what}");
-        assert!(out.stderr.contains("error [key_rejected]: "), "{what}");
+        assert!(
+            out.stderr.contains("kiln chat: stopped (key_rejected): "),
+            "{what}"
+        );
         assert!(out.stderr.contains(&base_url), "{what}");
         assert!(
             out.stderr
@@ -345,11 +433,15 @@ fn a_cap_the_turn_cannot_fit_stops_it_before_it_is_sent() {
         let what = format!("{}: {}", provider.name, out.stderr);
         assert_eq!(out.code, 1, "{what}");
         assert!(
-            out.stderr
-                .contains("kiln chat: stopped (budget): the run's budget of $0.00 cannot cover"),
+            out.stderr.contains(
+                "kiln chat: stopped (max_cost): the run's budget of $0.00 cannot cover this turn"
+            ),
             "{what}"
         );
-        assert!(out.stderr.contains("kiln chat: 0 turns"), "{what}");
+        assert!(
+            out.stderr.contains("kiln chat: 0 turn(s), 0 action(s)"),
+            "{what}"
+        );
     }
     assert_eq!(aimock.journal(), json!([]));
 }
@@ -375,5 +467,9 @@ fn the_local_model_answers_a_chat() {
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.trim().is_empty(), "{}", out.stderr);
-    assert!(out.stderr.contains("kiln chat: 1 turn, "), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("kiln chat: 1 turn(s), "),
+        "{}",
+        out.stderr
+    );
 }

@@ -512,6 +512,10 @@ pub async fn run_agent(
         };
         if let Some(stop) = message.stop.clone().filter(|stop| stop.reason.is_refusal()) {
             use kiln_providers::StopReason as Model;
+            // A turn the budget refused was never sent: it is not a model turn.
+            if stop.reason != Model::Aborted {
+                tally.turns -= 1;
+            }
             let code = match stop.reason {
                 Model::Aborted => {
                     keep_partial(&mut view, &mut thread, message.text);
