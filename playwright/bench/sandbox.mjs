@@ -178,6 +178,16 @@ async function measureCodec(page) {
   });
 }
 
+/** The CodeAct loop in the runtime worker over its pool (its `codeact` bench hook): 40 program turns over a scripted provider. */
+async function measureCodeact(page) {
+  return page.evaluate(async () => {
+    const { Kiln } = await import("/kiln.js");
+    const kiln = await Kiln.load({ poolSize: 2 });
+    await kiln.bench("codeact", { turns: 5 });
+    return kiln.bench("codeact", { turns: 40 });
+  });
+}
+
 /** The same programs through the native CLI (`kiln run --report`): the median of RUNS processes. */
 function measureNative() {
   const dir = mkdtempSync(join(tmpdir(), "kiln-bench-"));
@@ -227,6 +237,7 @@ try {
   const pingPong = await measurePingPong(page);
   const topology = await measureTopology(page);
   const codec = await measureCodec(page);
+  const codeact = await measureCodeact(page);
   const native = CLI ? measureNative() : {};
   // [figure, Kiln's key, the peer's key]
   const rows = [
@@ -253,6 +264,7 @@ try {
   console.log(JSON.stringify({ figure: "floor: 200 bare postMessage round trips, page ⇄ an echoing worker", ms: round(pingPong) }));
   console.log(JSON.stringify({ figure: "sandbox workers, 200 round trips from a dedicated worker: nested (started by it) vs started by the page and handed over by MessageChannel", nested_ms: round(topology.nested), channel_ms: round(topology.viaChannel), nested_over_channel: Math.round((topology.nested / topology.viaChannel) * 100) / 100 }));
   console.log(JSON.stringify({ figure: `5,000 rows (${codec.json_bytes} B of JSON) across a worker boundary: encode, structuredClone, decode; JSON text (serde_json) vs a JS object (serde-wasm-bindgen)`, json_ms: round(codec.json_ms), clone_ms: round(codec.clone_ms), clone_over_json: Math.round((codec.clone_ms / codec.json_ms) * 100) / 100 }));
+  console.log(JSON.stringify({ figure: `the CodeAct loop in the runtime worker, ${codeact.turns} turns of which ${codeact.actions} programs on the pool: overhead per turn (target ≤ 3 ms), execute_code call complete → guest's first statement`, overhead_per_turn_ms: round(codeact.overhead_per_turn_ms), first_statement_median_ms: round(codeact.first_statement_median_ms), first_statement_max_ms: round(codeact.first_statement_max_ms), total_ms: round(codeact.total_ms), sandbox_ms: round(codeact.sandbox_ms) }));
   console.log(JSON.stringify({ figure: "fresh worker: Kiln.load() until ready (module fetch, compile, warm-up run, first context)", kiln_ms: round(kiln.load_ms) }));
   console.log(JSON.stringify({ figure: "building one context", kiln_ms: round(kiln.context_ms), ...(native.context_ms !== undefined ? { kiln_native_ms: round(native.context_ms) } : {}) }));
 } finally {

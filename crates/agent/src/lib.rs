@@ -23,6 +23,7 @@
 //! crate (web-sys, js-sys, wasm-bindgen) and no engine (Boa): the tidy test
 //! keeps it so, and the crate is tested natively in milliseconds.
 
+pub mod bench;
 pub mod chat;
 pub mod codeact;
 pub mod eval;

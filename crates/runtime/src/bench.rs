@@ -1,7 +1,8 @@
 //! The figures `cargo xtask bench` reads from inside the runtime worker
 //! ([`ToRuntime::Bench`](kiln_types::runtime::ToRuntime::Bench)): the
-//! ladder's cost per call, MCP round trips over `fetch`, SSE parsing, and a
-//! workspace's cold open. Built only with the `bench` feature; without it
+//! ladder's cost per call, MCP round trips over `fetch`, SSE parsing, a
+//! workspace's cold open, JSON against structured clones, and the CodeAct
+//! loop's overhead and action start over the worker's pool. Built only with the `bench` feature; without it
 //! every hook answers that the worker has none.
 
 use std::rc::Rc;
@@ -25,6 +26,7 @@ pub(crate) fn own_tools() -> Option<kiln_agent::ladder::OwnTools> {
 #[cfg(feature = "bench")]
 pub(crate) async fn run(
     http: &Rc<dyn kiln_http::HttpClient>,
+    pool: &kiln_host::SandboxPool,
     hook: &str,
     args: Value,
 ) -> Result<Value, Problem> {
@@ -60,8 +62,19 @@ pub(crate) async fn run(
             usize::try_from(number("rows")).unwrap_or(usize::MAX),
             u32::try_from(number("rounds")).unwrap_or(u32::MAX),
         ),
+        // The CodeAct loop over this worker's pool of sandbox workers.
+        "codeact" => kiln_agent::bench::codeact_loop(
+            &kiln_agent::bench::environment(kiln_agent::bench::belt(10), http.clone()),
+            Rc::new(crate::worker::PoolRunner(pool.clone())),
+            u32::try_from(number("turns")).unwrap_or(u32::MAX),
+            true,
+            Rc::new(kiln_http::now_ms),
+        )
+        .await
+        .map(|figures| to_value(&figures))
+        .map_err(Problem::bad_request),
         other => Err(Problem::bad_request(format!(
-            "`{other}` is not a bench hook: ladder, mcp, sse, storage_open or codec"
+            "`{other}` is not a bench hook: ladder, mcp, sse, storage_open, codec or codeact"
         ))),
     }
 }
@@ -152,6 +165,7 @@ fn to_value<T: serde::Serialize>(figures: &T) -> Value {
 #[cfg(not(feature = "bench"))]
 pub(crate) async fn run(
     _http: &Rc<dyn kiln_http::HttpClient>,
+    _pool: &kiln_host::SandboxPool,
     hook: &str,
     _args: Value,
 ) -> Result<Value, Problem> {

@@ -257,7 +257,10 @@ fn on_message(message: ToRuntime) {
         }
         ToRuntime::Bench { id, hook, args } => {
             wasm_bindgen_futures::spawn_local(async move {
-                answer(id, crate::bench::run(&runtime.http, &hook, args).await);
+                answer(
+                    id,
+                    crate::bench::run(&runtime.http, &runtime.pool, &hook, args).await,
+                );
             });
         }
         ToRuntime::ToolReply {
@@ -673,7 +676,7 @@ async fn mcp_connect(runtime: Rc<Runtime>, id: u64, name: String, url: String) {
 }
 
 /// The worker's pool as the agent layer's sandbox runner.
-struct PoolRunner(SandboxPool);
+pub(crate) struct PoolRunner(pub(crate) SandboxPool);
 
 impl SandboxRunner for PoolRunner {
     fn run(
