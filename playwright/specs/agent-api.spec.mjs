@@ -125,3 +125,36 @@ test("ask answers the agent's ask_user; without it, nobody can, and the model is
   const { error } = await agent("kiln-app-ask", { ask: 5 });
   assert.equal(error, "TypeError: kiln.agent: `ask` must be a function");
 });
+
+test("a page tool's late answer to an action that ended never reaches the next action's call", async () => {
+  const { page } = app();
+  const out = await page.evaluate(
+    async ({ baseUrl }) => {
+      const { Kiln } = await import("./kiln.js");
+      window.kiln ??= await Kiln.load();
+      const answered = [];
+      const result = await window.kiln.agent({
+        provider: { kind: "openai", base_url: baseUrl },
+        options: { model: "gpt-4o-mini", max_tokens: 512 },
+        messages: [{ role: "user", text: "kiln-agent-late" }],
+        // The first action spins once its call is out, and its CPU budget ends it.
+        limits: { js_cpu_ms: 300 },
+        tools: {
+          // The first action's call answers after that action ended, while the second action's
+          // call (the same call number in its own run) still waits for its own answer.
+          slow: {
+            description: "Answers {n} after a while.",
+            input_schema: { type: "object", properties: { n: { type: "integer" } }, required: ["n"] },
+            category: "read",
+            call: ({ n }, ctx) => new Promise((resolve) => setTimeout(() => { answered.push([n, ctx.callNumber]); resolve({ n }); }, n === 1 ? 1500 : 3000)),
+          },
+        },
+      });
+      return { result, answered };
+    },
+    { baseUrl: `${mock.url}/v1` },
+  );
+  assert.deepEqual(out.answered, [[1, 1], [2, 1]], "both calls reached the page, each its run's call 1");
+  assert.equal(out.result.text, "The second call answered 2.");
+  assert.equal(out.result.actions, 2);
+});

@@ -404,6 +404,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
         FromRuntime::ToolCall {
             id,
             call_number,
+            key,
             tool,
             args,
         } => {
@@ -414,7 +415,14 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             let worker = shared.worker.clone();
             wasm_bindgen_futures::spawn_local(async move {
                 let reply = match call {
-                    Some(call) => call_tool(&worker, id, call_number, &tool, &call, &args).await,
+                    Some(call) => {
+                        let call_id = CallId {
+                            id,
+                            call_number,
+                            key,
+                        };
+                        call_tool(&worker, call_id, &tool, &call, &args).await
+                    }
                     None => Err(ToolFailure {
                         code: "tool_unavailable".into(),
                         message: format!("the page has no `{tool}` for this run"),
@@ -427,6 +435,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                     &ToRuntime::ToolReply {
                         id,
                         call_number,
+                        key,
                         reply,
                     },
                 );
@@ -493,16 +502,29 @@ async fn ask_person(ask: &Function, question: &str) -> Told {
     }
 }
 
+/// Which call a page tool answers: its exchange, its number in its run
+/// (`ctx.callNumber`) and the worker's key for it.
+#[derive(Clone, Copy)]
+struct CallId {
+    id: u64,
+    call_number: u32,
+    key: u64,
+}
+
 /// Calls a page tool: `call(args, ctx)`, `ctx.waitOnPerson` telling the
 /// worker the call is held on a person.
 async fn call_tool(
     worker: &Worker,
-    id: u64,
-    call_number: u32,
+    call_id: CallId,
     tool: &str,
     call: &Function,
     args: &Value,
 ) -> ToolReply {
+    let CallId {
+        id,
+        call_number,
+        key,
+    } = call_id;
     let hold = {
         let worker = worker.clone();
         Closure::<dyn FnMut(u32, bool)>::new(move |call_number: u32, held: bool| {
@@ -511,6 +533,7 @@ async fn call_tool(
                 &ToRuntime::ToolHeld {
                     id,
                     call_number,
+                    key,
                     held,
                 },
             );

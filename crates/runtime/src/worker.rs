@@ -41,8 +41,11 @@ struct Runtime {
     /// "Allow for this session" answers, for every run of this page.
     session: SessionAllow,
     http: Rc<dyn kiln_http::HttpClient>,
-    /// Page tool calls waiting for the page's reply, by (run, call number).
-    calls: RefCell<HashMap<(u64, u32), PendingCall>>,
+    /// Page tool calls waiting for the page's reply, by (run, the call's
+    /// key): an agent turn's actions each number their calls from 1, so the
+    /// key, never given twice, is what a reply is matched by.
+    calls: RefCell<HashMap<(u64, u64), PendingCall>>,
+    next_call: Cell<u64>,
     /// Questions waiting for the page's answer, by ask number.
     asks: RefCell<HashMap<u64, oneshot::Sender<Answer>>>,
     /// `ask_user` questions waiting for the page's answer, by ask number
@@ -135,6 +138,7 @@ pub fn start() {
                 session: SessionAllow::default(),
                 http: kiln_http::default_client(),
                 calls: RefCell::default(),
+                next_call: Cell::new(0),
                 asks: RefCell::default(),
                 questions: RefCell::default(),
                 next_ask: Cell::new(0),
@@ -263,26 +267,18 @@ fn on_message(message: ToRuntime) {
                 );
             });
         }
-        ToRuntime::ToolReply {
-            id,
-            call_number,
-            reply,
-        } => {
-            let pending = runtime.calls.borrow_mut().remove(&(id, call_number));
+        ToRuntime::ToolReply { id, key, reply, .. } => {
+            let pending = runtime.calls.borrow_mut().remove(&(id, key));
             if let Some(pending) = pending {
                 // A run that ended meanwhile takes no reply.
                 let _ = pending.reply.send(reply);
             }
         }
-        ToRuntime::ToolHeld {
-            id,
-            call_number,
-            held,
-        } => {
+        ToRuntime::ToolHeld { id, key, held, .. } => {
             let signal = runtime
                 .calls
                 .borrow()
-                .get(&(id, call_number))
+                .get(&(id, key))
                 .map(|pending| pending.held.clone());
             if let Some(signal) = signal {
                 signal(held);
@@ -719,7 +715,9 @@ impl Implementation for PageTool {
         _permit: Permit,
     ) -> LocalBoxFuture<'static, ToolReply> {
         let (reply, replied) = oneshot::channel();
-        let key = (self.run, context.call_number);
+        let number = self.runtime.next_call.get() + 1;
+        self.runtime.next_call.set(number);
+        let key = (self.run, number);
         self.runtime.calls.borrow_mut().insert(
             key,
             PendingCall {
@@ -730,11 +728,17 @@ impl Implementation for PageTool {
         post(&FromRuntime::ToolCall {
             id: self.run,
             call_number: context.call_number,
+            key: number,
             tool: context.tool.clone(),
             args,
         });
         let tool = context.tool;
+        let forget = Forget {
+            runtime: self.runtime.clone(),
+            key,
+        };
         Box::pin(async move {
+            let _forget = forget;
             replied.await.unwrap_or_else(|_| {
                 Err(ToolFailure {
                     code: "tool_error".into(),
@@ -744,6 +748,21 @@ impl Implementation for PageTool {
                 })
             })
         })
+    }
+}
+
+/// Drops a page tool call's entry when its call is dropped (its run ended):
+/// a reply that comes later finds nothing to answer.
+struct Forget {
+    runtime: Rc<Runtime>,
+    key: (u64, u64),
+}
+
+impl Drop for Forget {
+    fn drop(&mut self) {
+        if let Ok(mut calls) = self.runtime.calls.try_borrow_mut() {
+            calls.remove(&self.key);
+        }
     }
 }
 

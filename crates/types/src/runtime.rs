@@ -94,6 +94,8 @@ pub enum ToRuntime {
     ToolReply {
         id: u64,
         call_number: u32,
+        /// The call's `key`, as [`FromRuntime::ToolCall`] gave it.
+        key: u64,
         reply: ToolReply,
     },
     /// The page tool's call is held on a person, or no longer is
@@ -101,6 +103,7 @@ pub enum ToRuntime {
     ToolHeld {
         id: u64,
         call_number: u32,
+        key: u64,
         held: bool,
     },
     /// The answer to [`FromRuntime::Approve`] number `ask`.
@@ -241,7 +244,14 @@ pub enum FromRuntime {
     /// A program of run `id` called the page tool `tool`.
     ToolCall {
         id: u64,
+        /// The call's number in its run (the page tool's `ctx.callNumber`):
+        /// an agent turn's actions are runs of their own, each numbering
+        /// from 1.
         call_number: u32,
+        /// The worker's own number for the call, never given twice: the page
+        /// answers with it, so that the late answer to a call of an action
+        /// that ended cannot answer another action's call of that number.
+        key: u64,
         tool: String,
         args: Value,
     },
@@ -297,6 +307,7 @@ mod tests {
             ToRuntime::ToolReply {
                 id: 1,
                 call_number: 2,
+                key: 7,
                 reply: Err(ToolFailure {
                     code: "tool_error".into(),
                     message: "no".into(),
@@ -307,6 +318,7 @@ mod tests {
             ToRuntime::ToolHeld {
                 id: 1,
                 call_number: 2,
+                key: 7,
                 held: true,
             },
             ToRuntime::Answer {
@@ -385,6 +397,7 @@ mod tests {
             FromRuntime::ToolCall {
                 id: 1,
                 call_number: 2,
+                key: 7,
                 tool: "echo".into(),
                 args: serde_json::json!({"a": 1}),
             },

@@ -338,6 +338,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
         FromRuntime::ToolCall {
             id,
             call_number,
+            key,
             tool,
             args,
         } => {
@@ -353,6 +354,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                                 &ToRuntime::ToolHeld {
                                     id,
                                     call_number,
+                                    key,
                                     held,
                                 },
                             );
@@ -371,6 +373,7 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                     &ToRuntime::ToolReply {
                         id,
                         call_number,
+                        key,
                         reply,
                     },
                 );
