@@ -13,6 +13,12 @@
 //!   [`CpuGauge`] and the host's own accounting are for.
 //! - **Person wait**: time in which the guest is stopped, nothing is sleeping,
 //!   and every in-flight call is held on a person.
+//!
+//! The person-wait budget also bounds how long calls are held on a person at
+//! all: time in which some call is held counts toward it even while a sleep is
+//! pending or the guest runs (that time is not person wait, and the wall clock
+//! still counts it), so a program cannot keep an approval open past the
+//! budget by sleeping beside it.
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering as Order;
@@ -177,6 +183,9 @@ pub(crate) struct RunClock {
     sleeps: RefCell<BTreeMap<Moment, usize>>,
     person: Cell<Duration>,
     person_since: Cell<Option<Moment>>,
+    /// Time in which some call was held on a person, and since when one is.
+    held: Cell<Duration>,
+    held_since: Cell<Option<Moment>>,
     stop: Cell<Option<Budget>>,
     /// When the program's first statement was about to run, from the start.
     first_statement: Cell<Option<Duration>>,
@@ -198,6 +207,8 @@ impl RunClock {
             sleeps: RefCell::new(BTreeMap::new()),
             person: Cell::new(Duration::ZERO),
             person_since: Cell::new(None),
+            held: Cell::new(Duration::ZERO),
+            held_since: Cell::new(None),
             stop: Cell::new(None),
             first_statement: Cell::new(None),
             generation: Cell::new(0),
@@ -330,6 +341,16 @@ impl RunClock {
                 .map_or(Duration::ZERO, |since| since.elapsed())
     }
 
+    /// Time in which some call was held on a person, including now: never
+    /// less than [`Self::person_wait`].
+    fn held_time(&self) -> Duration {
+        self.held.get()
+            + self
+                .held_since
+                .get()
+                .map_or(Duration::ZERO, |since| since.elapsed())
+    }
+
     fn waiting_on_person(&self) -> bool {
         let calls = self.calls.borrow();
         self.busy_since.get().is_none()
@@ -348,7 +369,16 @@ impl RunClock {
             }
             _ => {}
         }
-        if self.person_wait() > self.person_budget {
+        let held = self.calls.borrow().values().any(|held| *held);
+        match (held, self.held_since.get()) {
+            (true, None) => self.held_since.set(Some(Moment::now())),
+            (false, Some(since)) => {
+                self.held.set(self.held.get() + since.elapsed());
+                self.held_since.set(None);
+            }
+            _ => {}
+        }
+        if self.held_time() > self.person_budget {
             self.stop.set(self.stop.get().or(Some(Budget::PersonWait)));
         }
         self.changed();
@@ -362,7 +392,7 @@ impl RunClock {
     }
 
     /// Completes when anything the clock knows changes, or when the person-wait
-    /// budget runs out while the guest is waiting on a person (then the run is
+    /// budget runs out while a call is held on a person (then the run is
     /// stopped with `person_wait`).
     pub(crate) fn watch(self: &Rc<Self>) -> impl Future<Output = ()> + 'static {
         let clock = self.clone();
@@ -376,9 +406,9 @@ impl RunClock {
             }
         });
         let deadline = self
-            .person_since
+            .held_since
             .get()
-            .map(|_| self.person_budget.saturating_sub(self.person_wait()));
+            .map(|_| self.person_budget.saturating_sub(self.held_time()));
         let clock = self.clone();
         async move {
             match deadline {

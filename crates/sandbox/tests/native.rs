@@ -146,3 +146,33 @@ fn javascript_run_while_a_reply_is_received_is_charged_to_the_cpu_budget() {
         );
     }
 }
+
+#[test]
+fn a_sleep_beside_an_approval_does_not_keep_it_open_past_the_person_wait_budget() {
+    // Issue 15 #6: time with a sleep pending is not person wait, so a parallel
+    // sleep loop once kept a held call open until the wall budget.
+    let catalog = serde_json::json!([
+        {"name": "approve_me", "person_wait_ms": 60000, "returns": "approved"},
+    ]);
+    let admission = Rc::new(Admission::admit(&catalog, "scripted").unwrap());
+    let host = Rc::new(ScriptedTools::from_catalog(&catalog).unwrap());
+    let limits = RunLimits {
+        person_wait_ms: 300,
+        wall_ms: 5_000,
+        ..RunLimits::default()
+    };
+    let code = "const asked = tools.approve_me({}); let naps = 0;\n\
+        for (;;) { await sleep(20); naps++; }";
+    let started = std::time::Instant::now();
+    let report = futures::executor::block_on(run_with_tools(code, &limits, admission, host));
+    let took = started.elapsed();
+    assert!(
+        summary(&report).starts_with("budget_exhausted budget_exhausted:person_wait"),
+        "{}",
+        summary(&report)
+    );
+    // Stopped by the person-wait budget, long before the wall budget.
+    assert!(took < std::time::Duration::from_millis(3_000), "{took:?}");
+    // The sleeping time is still not person wait.
+    assert!(report.person_wait_ms < 300.0, "{}", report.person_wait_ms);
+}
