@@ -476,16 +476,19 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
     }
 }
 
+/// What a page function's call answered: its value, or the value its
+/// promise settled with.
+async fn settle(called: Result<JsValue, JsValue>) -> Result<JsValue, JsValue> {
+    match called?.dyn_into::<Promise>() {
+        Ok(promise) => JsFuture::from(promise).await,
+        Err(value) => Ok(value),
+    }
+}
+
 /// Asks the page's `ask(question)` callback, which answers with text.
 async fn ask_person(ask: &Function, question: &str) -> Told {
     let called = ask.call1(&JsValue::NULL, &JsValue::from_str(question));
-    let settled = match called {
-        Ok(value) => match value.dyn_into::<Promise>() {
-            Ok(promise) => JsFuture::from(promise).await,
-            Err(value) => Ok(value),
-        },
-        Err(error) => Err(error),
-    };
+    let settled = settle(called).await;
     match settled {
         Ok(value) => match value.as_string() {
             Some(text) => Told::Said { text },
@@ -542,13 +545,7 @@ async fn call_tool(
         .unchecked_into::<Function>()
     };
     let args = serde_json::to_string(args).unwrap_or_else(|_| "{}".into());
-    let settled = match invoke_tool(call, &args, call_number, &hold) {
-        Ok(value) => match value.dyn_into::<Promise>() {
-            Ok(promise) => JsFuture::from(promise).await,
-            Err(value) => Ok(value),
-        },
-        Err(error) => Err(error),
-    };
+    let settled = settle(invoke_tool(call, &args, call_number, &hold)).await;
     match settled {
         Ok(value) if value.is_undefined() => Ok(Value::Null),
         Ok(value) => {
@@ -580,13 +577,7 @@ async fn call_tool(
 /// Asks the page's `approve(request)` callback.
 async fn ask_page(approve: &Function, request: &Value) -> Approval {
     let called = approve.call1(&JsValue::NULL, &from_json_text(&request.to_string()));
-    let settled = match called {
-        Ok(value) => match value.dyn_into::<Promise>() {
-            Ok(promise) => JsFuture::from(promise).await,
-            Err(value) => Ok(value),
-        },
-        Err(error) => Err(error),
-    };
+    let settled = settle(called).await;
     match settled {
         Ok(value) => match value.as_string().as_deref() {
             Some("approve") => Approval::Approve,
