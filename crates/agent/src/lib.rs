@@ -29,6 +29,7 @@ pub mod codeact;
 pub mod eval;
 pub mod ladder;
 pub mod ops;
+pub mod plan;
 pub mod program;
 pub mod record;
 pub mod request;

@@ -7,6 +7,7 @@ use serde_json::Value;
 
 use crate::chat::Usage;
 use crate::permission::{Answer, ApprovalRequest};
+use crate::plan::{Plan, PlanningPhase, TaskEvent};
 
 /// The anti-loop guards of a job (reference/003's table). Each stops the
 /// turn loudly with its own [`StopCode`].
@@ -197,6 +198,54 @@ pub enum AgentEvent {
     Compaction { summary: String, replaced: usize },
     /// A guard or the budget stopped the turn.
     Stop { stop: AgentStop },
+    /// Planning's progress (`create_plan`): `status` is `running`, `ok` or
+    /// `failed`, `content` what happened ("Retry attempt 2/3...").
+    PlanningUpdate {
+        phase: PlanningPhase,
+        status: String,
+        content: String,
+    },
+    /// A plan's task or step changed (`execute_plan`). `plan_started`
+    /// carries the plan; a step's events name it; a failure says why.
+    TaskUpdate {
+        event: TaskEvent,
+        #[serde(default, skip_serializing_if = "String::is_empty")]
+        task_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        step_id: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        title: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        duration_ms: Option<f64>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        plan: Option<Plan>,
+    },
+    /// A step's result (written to `step:<id>`), or its failure.
+    StepResult {
+        task_id: String,
+        step_id: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        result: Option<Value>,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        error: Option<String>,
+    },
+    /// An event of a child loop (a plan step, a sub-agent): `child` is its
+    /// id, unique in the run; `parent` the child that spawned it (absent for
+    /// the turn itself); `parent_call_id` the spawning call; `depth` 1 for a
+    /// child of the turn. A grandchild's events arrive wrapped once, by its
+    /// own loop, so every surface nests them by `child` and `parent`.
+    Child {
+        child: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        parent: Option<String>,
+        parent_call_id: String,
+        depth: u32,
+        /// What the child is, for a person: "step fetch", "subtask".
+        label: String,
+        event: Box<AgentEvent>,
+    },
     /// The turn's end, always the last event: the result's fields beside
     /// `type`.
     Done {

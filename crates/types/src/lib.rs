@@ -8,6 +8,7 @@ pub mod cancel;
 pub mod chat;
 pub mod guest;
 pub mod permission;
+pub mod plan;
 pub mod protocol;
 pub mod records;
 pub mod redacted;

@@ -1,0 +1,520 @@
+//! Plans (reference/000, "Parallel Task Execution", "Plan Validation"): the
+//! one builder that says what a plan may be, the event-driven DAG scheduler,
+//! `execute_plan` over it and the planner behind `create_plan`.
+//!
+//! [`build`] is the only authority: `create_plan`'s planner checks each
+//! `add_task` with [`Builder::add_task`] and `execute_plan` checks its
+//! arguments with [`build`], so a plan the planner made cannot be refused
+//! when it runs. Every offender is one [`PlanIssue`]; nothing runs while
+//! there is one.
+
+pub mod execute;
+pub mod planner;
+pub mod schedule;
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use kiln_capabilities::args::InputSchema;
+use kiln_types::plan::{Plan, PlanIssue, Step, Task};
+use serde_json::{Value, json};
+
+/// The most tasks one plan may have.
+pub const MAX_TASKS: usize = 100;
+/// The most steps one plan may have, over all its tasks.
+pub const MAX_STEPS: usize = 500;
+/// The longest id.
+pub const MAX_ID_CHARS: usize = 64;
+
+fn issue(code: &str, message: String, task: Option<&str>, step: Option<&str>) -> PlanIssue {
+    PlanIssue {
+        code: code.into(),
+        message,
+        task: task.map(str::to_owned),
+        step: step.map(str::to_owned),
+    }
+}
+
+/// The tool-call error of a plan that may not run: `invalid_plan`, one
+/// issue per offender.
+#[must_use]
+pub fn rejection(issues: &[PlanIssue]) -> Value {
+    let lines: Vec<&str> = issues.iter().map(|issue| issue.message.as_str()).collect();
+    json!({
+        "error": {
+            "code": "invalid_plan",
+            "message": format!("the plan was not run: {}", lines.join("; ")),
+            "issues": issues,
+        }
+    })
+}
+
+/// Checks an id's shape: it becomes part of a memory key (`step:<id>`).
+fn id_issue(kind: &str, id: &str, task: Option<&str>) -> Option<PlanIssue> {
+    let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    let why = if id.is_empty() {
+        Some(format!("a {kind} has an empty id"))
+    } else if id.chars().count() > MAX_ID_CHARS {
+        Some(format!(
+            "{kind} id `{}…` is longer than {MAX_ID_CHARS} characters",
+            id.chars().take(20).collect::<String>()
+        ))
+    } else if !id.chars().all(ok_char) {
+        Some(format!(
+            "{kind} id `{}` may use only letters, digits, `_`, `-` and `.`",
+            id.escape_debug()
+        ))
+    } else {
+        None
+    };
+    why.map(|message| {
+        let step = (kind == "step").then_some(id);
+        issue("bad_id", message, task, step)
+    })
+}
+
+/// A step's output schema as the host holds it: an object (a string is
+/// parsed), compiled to be sure it is a JSON Schema.
+fn normalize_schema(task: &str, step: &mut Step) -> Option<PlanIssue> {
+    let schema = step.output_schema.take()?;
+    let schema = match schema {
+        Value::String(text) if text.trim().is_empty() => return None,
+        Value::String(text) => match serde_json::from_str::<Value>(&text) {
+            Ok(value) => value,
+            Err(error) => {
+                return Some(issue(
+                    "bad_schema",
+                    format!(
+                        "step `{}`'s output_schema is a string but not JSON: {error}",
+                        step.id
+                    ),
+                    Some(task),
+                    Some(&step.id),
+                ));
+            }
+        },
+        Value::Null => return None,
+        other => other,
+    };
+    if let Err(why) = InputSchema::compile(&schema) {
+        return Some(issue(
+            "bad_schema",
+            format!(
+                "step `{}`'s output_schema is not a JSON Schema: {why}",
+                step.id
+            ),
+            Some(task),
+            Some(&step.id),
+        ));
+    }
+    step.output_schema = Some(schema);
+    None
+}
+
+/// Orders `ids` so each comes after what it depends on (the input order
+/// kept where the dependencies allow: Kahn's algorithm over a queue in
+/// input order). Answers the order and the residue: the ids in or behind a
+/// cycle.
+fn topological(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>) -> (Vec<usize>, Vec<usize>) {
+    let index: BTreeMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(at, id)| (id.as_str(), at))
+        .collect();
+    let mut waiting: Vec<usize> = ids
+        .iter()
+        .map(|id| {
+            deps.get(id.as_str()).map_or(0, |deps| {
+                deps.iter()
+                    .filter(|dep| index.contains_key(**dep))
+                    .collect::<BTreeSet<_>>()
+                    .len()
+            })
+        })
+        .collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+    for (at, id) in ids.iter().enumerate() {
+        let unique: BTreeSet<&str> = deps
+            .get(id.as_str())
+            .map(|deps| deps.iter().copied().collect())
+            .unwrap_or_default();
+        for dep in unique {
+            if let Some(&from) = index.get(dep) {
+                dependents[from].push(at);
+            }
+        }
+    }
+    let mut ready: BTreeSet<usize> = (0..ids.len()).filter(|&at| waiting[at] == 0).collect();
+    let mut order = Vec::with_capacity(ids.len());
+    while let Some(at) = ready.pop_first() {
+        order.push(at);
+        for &next in &dependents[at] {
+            waiting[next] -= 1;
+            if waiting[next] == 0 {
+                ready.insert(next);
+            }
+        }
+    }
+    let residue = (0..ids.len()).filter(|at| waiting[*at] > 0).collect();
+    (order, residue)
+}
+
+/// The cycles among `residue` (Kahn's leftovers), each as the ids in it in
+/// input order: the strongly connected parts of more than one id, and an id
+/// that depends on itself.
+fn cycles(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>, residue: &[usize]) -> Vec<Vec<String>> {
+    let inside: BTreeSet<&str> = residue.iter().map(|at| ids[*at].as_str()).collect();
+    let reach = |from: &str| -> BTreeSet<&str> {
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![from];
+        while let Some(id) = pending.pop() {
+            for dep in deps.get(id).into_iter().flatten() {
+                if inside.contains(dep) && seen.insert(*dep) {
+                    pending.push(dep);
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&str, BTreeSet<&str>> =
+        inside.iter().map(|id| (*id, reach(id))).collect();
+    let mut placed = BTreeSet::new();
+    let mut found = Vec::new();
+    for at in residue {
+        let id = ids[*at].as_str();
+        if placed.contains(id) || !reaches[id].contains(id) {
+            continue;
+        }
+        let members: Vec<String> = residue
+            .iter()
+            .map(|at| ids[*at].as_str())
+            .filter(|other| {
+                *other == id || (reaches[id].contains(other) && reaches[other].contains(id))
+            })
+            .map(str::to_owned)
+            .collect();
+        placed.extend(members.iter().cloned());
+        found.push(members);
+    }
+    found
+}
+
+fn named(ids: &[String]) -> String {
+    let quoted: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
+    match quoted.as_slice() {
+        [one] => format!("{one} depends on itself"),
+        [init @ .., last] => format!("{} and {last} depend on each other", init.join(", ")),
+        [] => String::new(),
+    }
+}
+
+/// Checks one task on its own (what `add_task` can check before the rest of
+/// the plan exists): its id, its steps' ids (unique in the task and against
+/// `taken`), their dependencies inside the task and their cycles, their
+/// tools against `tools` (the belt's names; `None` checks none) and their
+/// schemas. Answers the task with its steps ordered and schemas parsed.
+fn check_task(
+    mut task: Task,
+    taken: &BTreeSet<String>,
+    tools: Option<&BTreeSet<String>>,
+    issues: &mut Vec<PlanIssue>,
+) -> Task {
+    let task_id = task.id.clone();
+    issues.extend(id_issue("task", &task_id, Some(&task_id)));
+    if task.title.trim().is_empty() {
+        issues.push(issue(
+            "empty",
+            format!("task `{task_id}` has no title"),
+            Some(&task_id),
+            None,
+        ));
+    }
+    if task.steps.is_empty() {
+        issues.push(issue(
+            "empty",
+            format!("task `{task_id}` has no steps; give it at least one"),
+            Some(&task_id),
+            None,
+        ));
+    }
+    let mut seen = BTreeSet::new();
+    for step in &mut task.steps {
+        issues.extend(id_issue("step", &step.id, Some(&task_id)));
+        if step.id == task_id || taken.contains(&step.id) || !seen.insert(step.id.clone()) {
+            issues.push(issue(
+                "duplicate_id",
+                format!(
+                    "id `{}` is used more than once; step and task ids must be unique across the whole plan",
+                    step.id
+                ),
+                Some(&task_id),
+                Some(&step.id),
+            ));
+        }
+        if step.instructions.trim().is_empty() {
+            issues.push(issue(
+                "empty",
+                format!("step `{}` has no instructions", step.id),
+                Some(&task_id),
+                Some(&step.id),
+            ));
+        }
+        issues.extend(normalize_schema(&task_id, step));
+        if let (Some(wanted), Some(tools)) = (&step.tools, tools) {
+            for name in wanted.iter().filter(|name| !tools.contains(*name)) {
+                issues.push(issue(
+                    "unknown_tool",
+                    format!(
+                        "step `{}` names tool `{name}`, which is not a tool of this job",
+                        step.id
+                    ),
+                    Some(&task_id),
+                    Some(&step.id),
+                ));
+            }
+        }
+    }
+    for step in &task.steps {
+        for dep in &step.depends_on {
+            if !seen.contains(dep) {
+                let message = if taken.contains(dep) {
+                    format!(
+                        "step `{}` depends on `{dep}`, which is not a step of task `{task_id}`; a step depends only on steps of its own task (make the task depend on the other task instead)",
+                        step.id
+                    )
+                } else {
+                    format!(
+                        "step `{}` depends on `{dep}`, which is no step of task `{task_id}`",
+                        step.id
+                    )
+                };
+                issues.push(issue(
+                    "missing_dependency",
+                    message,
+                    Some(&task_id),
+                    Some(&step.id),
+                ));
+            }
+        }
+    }
+    let ids: Vec<String> = task.steps.iter().map(|step| step.id.clone()).collect();
+    let deps: BTreeMap<&str, Vec<&str>> = task
+        .steps
+        .iter()
+        .map(|step| {
+            (
+                step.id.as_str(),
+                step.depends_on.iter().map(String::as_str).collect(),
+            )
+        })
+        .collect();
+    let (order, residue) = topological(&ids, &deps);
+    for cycle in cycles(&ids, &deps, &residue) {
+        issues.push(issue(
+            "cycle",
+            format!(
+                "the steps of task `{task_id}` form a cycle: {}",
+                named(&cycle)
+            ),
+            Some(&task_id),
+            cycle.first().map(String::as_str),
+        ));
+    }
+    if residue.is_empty() {
+        let mut steps: Vec<Option<Step>> = task.steps.into_iter().map(Some).collect();
+        task.steps = order.iter().filter_map(|at| steps[*at].take()).collect();
+    }
+    task
+}
+
+/// A plan being built a task at a time, as the planner's `add_task` calls
+/// arrive; [`Builder::finish`] checks what needs the whole plan (the tasks'
+/// dependencies and their cycles).
+pub struct Builder {
+    tools: Option<BTreeSet<String>>,
+    tasks: Vec<Task>,
+    taken: BTreeSet<String>,
+    /// Tasks refused by `add_task`: a dependency on one is not a second
+    /// offence (the refusal already said what is wrong with it).
+    refused: BTreeSet<String>,
+}
+
+impl Builder {
+    /// A builder checking step tools against `tools` (`None`: any name).
+    #[must_use]
+    pub fn new(tools: Option<&[String]>) -> Self {
+        Self {
+            tools: tools.map(|tools| tools.iter().cloned().collect()),
+            tasks: Vec::new(),
+            taken: BTreeSet::new(),
+            refused: BTreeSet::new(),
+        }
+    }
+
+    /// Adds `task` when it is sound on its own.
+    ///
+    /// # Errors
+    ///
+    /// One issue per offender; the task is not added.
+    pub fn add_task(&mut self, task: Task) -> Result<(), Vec<PlanIssue>> {
+        let mut issues = Vec::new();
+        if self.tasks.len() >= MAX_TASKS {
+            issues.push(issue(
+                "too_large",
+                format!("a plan may have at most {MAX_TASKS} tasks"),
+                Some(&task.id),
+                None,
+            ));
+        }
+        let steps: usize = self.tasks.iter().map(|task| task.steps.len()).sum();
+        if steps + task.steps.len() > MAX_STEPS {
+            issues.push(issue(
+                "too_large",
+                format!("a plan may have at most {MAX_STEPS} steps in all"),
+                Some(&task.id),
+                None,
+            ));
+        }
+        if self.taken.contains(&task.id) {
+            issues.push(issue(
+                "duplicate_id",
+                format!(
+                    "id `{}` is used more than once; step and task ids must be unique across the whole plan",
+                    task.id
+                ),
+                Some(&task.id),
+                None,
+            ));
+        }
+        let id = task.id.clone();
+        let task = check_task(task, &self.taken, self.tools.as_ref(), &mut issues);
+        if !issues.is_empty() {
+            self.refused.insert(id);
+            return Err(issues);
+        }
+        self.refused.remove(&id);
+        self.taken.insert(task.id.clone());
+        self.taken
+            .extend(task.steps.iter().map(|step| step.id.clone()));
+        self.tasks.push(task);
+        Ok(())
+    }
+
+    /// The tasks added so far.
+    #[must_use]
+    pub fn tasks(&self) -> &[Task] {
+        &self.tasks
+    }
+
+    /// The plan titled `title`, its tasks ordered so each comes after those
+    /// it depends on.
+    ///
+    /// # Errors
+    ///
+    /// An empty plan or title, a dependency on a task that does not exist, a
+    /// cycle (named by its tasks).
+    pub fn finish(&self, title: &str) -> Result<Plan, Vec<PlanIssue>> {
+        let mut issues = Vec::new();
+        if title.trim().is_empty() {
+            issues.push(issue("empty", "the plan has no title".into(), None, None));
+        }
+        if self.tasks.is_empty() && self.refused.is_empty() {
+            issues.push(issue(
+                "empty",
+                "the plan has no tasks; add at least one".into(),
+                None,
+                None,
+            ));
+        }
+        let ids: Vec<String> = self.tasks.iter().map(|task| task.id.clone()).collect();
+        let known: BTreeSet<&str> = ids.iter().map(String::as_str).collect();
+        for task in &self.tasks {
+            for dep in &task.depends_on {
+                if !known.contains(dep.as_str()) && !self.refused.contains(dep) {
+                    let message = if self.taken.contains(dep) {
+                        format!(
+                            "task `{}` depends on `{dep}`, which is a step, not a task; depend on the task that holds it",
+                            task.id
+                        )
+                    } else {
+                        format!(
+                            "task `{}` depends on `{dep}`, which is no task of the plan",
+                            task.id
+                        )
+                    };
+                    issues.push(issue("missing_dependency", message, Some(&task.id), None));
+                }
+            }
+        }
+        let deps: BTreeMap<&str, Vec<&str>> = self
+            .tasks
+            .iter()
+            .map(|task| {
+                (
+                    task.id.as_str(),
+                    task.depends_on.iter().map(String::as_str).collect(),
+                )
+            })
+            .collect();
+        let (order, residue) = topological(&ids, &deps);
+        for cycle in cycles(&ids, &deps, &residue) {
+            issues.push(issue(
+                "cycle",
+                format!("the plan's tasks form a cycle: {}", named(&cycle)),
+                cycle.first().map(String::as_str),
+                None,
+            ));
+        }
+        if !issues.is_empty() {
+            return Err(issues);
+        }
+        Ok(Plan {
+            title: title.to_owned(),
+            tasks: order.iter().map(|at| self.tasks[*at].clone()).collect(),
+        })
+    }
+}
+
+/// Checks a whole plan (the arguments of `execute_plan`, or a file) and
+/// answers it ordered: every task after those it depends on, every step
+/// after the steps it depends on.
+///
+/// # Errors
+///
+/// Every issue of every task and of the whole, each naming its offender.
+pub fn build(plan: Plan, tools: Option<&[String]>) -> Result<Plan, Vec<PlanIssue>> {
+    let mut builder = Builder::new(tools);
+    let mut issues = Vec::new();
+    for task in plan.tasks {
+        if let Err(mut more) = builder.add_task(task) {
+            issues.append(&mut more);
+        }
+    }
+    match builder.finish(&plan.title) {
+        Ok(plan) if issues.is_empty() => Ok(plan),
+        Ok(_) => Err(issues),
+        Err(mut more) => {
+            issues.append(&mut more);
+            Err(issues)
+        }
+    }
+}
+
+/// Reads `execute_plan`'s arguments (`{title, tasks}`) as a plan, naming
+/// what does not fit.
+///
+/// # Errors
+///
+/// The serde error, as an `invalid_plan` issue.
+pub fn from_args(args: &Value) -> Result<Plan, Vec<PlanIssue>> {
+    serde_json::from_value::<Plan>(args.clone()).map_err(|error| {
+        vec![issue(
+            "malformed",
+            format!("the plan does not have the plan's shape ({{title, tasks: [{{id, title, depends_on, steps: [{{id, instructions, depends_on, tools?, output_schema?}}]}}]}}): {error}"),
+            None,
+            None,
+        )]
+    })
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,209 @@
+//! The DAG scheduler (reference/000, "How It Works"): a node starts the
+//! moment its last dependency settles, never in barrier rounds, up to a
+//! bound of nodes at once; a failed node settles each transitive dependent
+//! as failed, naming the dependency directly above it; a node nothing could
+//! ever run settles failed ("unsatisfiable dependency") instead of hanging;
+//! an abort settles every unfinished node once, as aborted. Used twice: for
+//! a plan's tasks and for a task's steps.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt as _;
+use futures::future::{self, Either, LocalBoxFuture};
+use futures::stream::FuturesUnordered;
+use kiln_types::cancel::AbortSignal;
+use serde_json::Value;
+
+/// The most nodes of one merge (a plan's tasks, a task's steps) that run at
+/// once when the caller names no bound (the reference's
+/// `DEFAULT_MAX_CONCURRENT_AGENTS`). The run-wide bound is the budget's
+/// permit pool.
+pub const DEFAULT_MAX_CONCURRENT: usize = 4;
+
+/// One node: its id and the ids it waits for.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub id: String,
+    pub depends_on: Vec<String>,
+}
+
+/// How a node settled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    Completed(Value),
+    /// Why, in words: the node's own failure, or the dependency above it.
+    Failed(String),
+    Aborted,
+}
+
+impl Settled {
+    #[must_use]
+    pub fn is_completed(&self) -> bool {
+        matches!(self, Self::Completed(_))
+    }
+}
+
+/// The sentence a dependent of a failed `dep` settles with.
+#[must_use]
+pub fn dependency_failed(dep: &str) -> String {
+    format!("dependency `{dep}` failed")
+}
+
+/// Runs `nodes`: `start(id)` for each whose dependencies all completed, at
+/// most `max_concurrent` at once (in the nodes' order when more are ready);
+/// `settled(id, how)` once per node as it settles, before any dependent
+/// starts. Answers how each settled. When `cancel` is thrown the running
+/// nodes are dropped (they share the signal, so what they run stops too)
+/// and every unsettled node settles [`Settled::Aborted`].
+pub async fn run<'a>(
+    nodes: &[Node],
+    max_concurrent: usize,
+    cancel: &AbortSignal,
+    mut start: impl FnMut(&str) -> LocalBoxFuture<'a, Settled>,
+    mut settled: impl FnMut(&str, &Settled),
+) -> BTreeMap<String, Settled> {
+    let max_concurrent = max_concurrent.max(1);
+    let known: BTreeSet<&str> = nodes.iter().map(|node| node.id.as_str()).collect();
+    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
+    for node in nodes {
+        for dep in &node.depends_on {
+            dependents.entry(dep.as_str()).or_default().push(&node.id);
+        }
+    }
+    let mut done: BTreeMap<String, Settled> = BTreeMap::new();
+    let mut started: BTreeSet<&str> = BTreeSet::new();
+    let mut running: FuturesUnordered<LocalBoxFuture<'a, (String, Settled)>> =
+        FuturesUnordered::new();
+    let settle = |id: &str,
+                  how: Settled,
+                  done: &mut BTreeMap<String, Settled>,
+                  settled: &mut dyn FnMut(&str, &Settled)| {
+        if done.contains_key(id) {
+            return;
+        }
+        // A failure settles each unsettled dependent, naming the node
+        // directly above it, before anything else can start.
+        let mut pending = vec![(id.to_owned(), how)];
+        while let Some((id, how)) = pending.pop() {
+            if done.contains_key(&id) {
+                continue;
+            }
+            let failed = matches!(how, Settled::Failed(_));
+            settled(&id, &how);
+            done.insert(id.clone(), how);
+            if failed {
+                for dependent in dependents.get(id.as_str()).into_iter().flatten() {
+                    if !done.contains_key(*dependent) {
+                        pending.push((
+                            (*dependent).to_owned(),
+                            Settled::Failed(dependency_failed(&id)),
+                        ));
+                    }
+                }
+            }
+        }
+    };
+    loop {
+        if cancel.is_aborted() {
+            drop(running);
+            for node in nodes {
+                settle(&node.id, Settled::Aborted, &mut done, &mut settled);
+            }
+            return done;
+        }
+        // Start what is ready, in the nodes' order, up to the bound.
+        for node in nodes {
+            if running.len() >= max_concurrent {
+                break;
+            }
+            if started.contains(node.id.as_str()) || done.contains_key(&node.id) {
+                continue;
+            }
+            let ready = node
+                .depends_on
+                .iter()
+                .all(|dep| done.get(dep).is_some_and(Settled::is_completed));
+            if ready {
+                started.insert(&node.id);
+                let id = node.id.clone();
+                let work = start(&id);
+                running.push(Box::pin(async move { (id, work.await) }));
+            }
+        }
+        if running.is_empty() {
+            // Nothing runs and nothing can start: what is left waits on a
+            // node that does not exist or on itself.
+            for node in nodes {
+                if done.contains_key(&node.id) {
+                    continue;
+                }
+                let missing = node
+                    .depends_on
+                    .iter()
+                    .find(|dep| !known.contains(dep.as_str()));
+                let why = match missing {
+                    Some(dep) => format!("unsatisfiable dependency: `{dep}` does not exist"),
+                    None => "unsatisfiable dependency: it waits on a cycle".to_owned(),
+                };
+                settle(&node.id, Settled::Failed(why), &mut done, &mut settled);
+            }
+            return done;
+        }
+        let next = future::select(running.next(), cancel.aborted()).await;
+        if let Either::Left((Some((id, how)), _)) = next {
+            settle(&id, how, &mut done, &mut settled);
+        }
+    }
+}
+
+/// The length of the longest dependency chain, with each node costing
+/// `cost(id)`: the least time a plan can take however wide it runs.
+#[must_use]
+pub fn critical_path(nodes: &[Node], cost: impl Fn(&str) -> f64) -> f64 {
+    let mut finish: BTreeMap<&str, f64> = BTreeMap::new();
+    // Nodes in dependency order (the builder's output is), else repeated
+    // passes settle them.
+    for _ in 0..nodes.len() {
+        for node in nodes {
+            let start = node
+                .depends_on
+                .iter()
+                .map(|dep| finish.get(dep.as_str()).copied().unwrap_or(0.0))
+                .fold(0.0, f64::max);
+            finish.insert(&node.id, start + cost(&node.id));
+        }
+    }
+    finish.values().copied().fold(0.0, f64::max)
+}
+
+/// What barrier rounds take for the same nodes: every round starts all
+/// that is ready and waits for the slowest (the scheduling the reference
+/// retired), with the same bound per round.
+#[must_use]
+pub fn barrier_rounds(nodes: &[Node], max_concurrent: usize, cost: impl Fn(&str) -> f64) -> f64 {
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    let mut total = 0.0;
+    while done.len() < nodes.len() {
+        let ready: Vec<&Node> = nodes
+            .iter()
+            .filter(|node| {
+                !done.contains(node.id.as_str())
+                    && node
+                        .depends_on
+                        .iter()
+                        .all(|dep| done.contains(dep.as_str()))
+            })
+            .take(max_concurrent.max(1))
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        total += ready.iter().map(|node| cost(&node.id)).fold(0.0, f64::max);
+        done.extend(ready.iter().map(|node| node.id.as_str()));
+    }
+    total
+}
+
+#[cfg(test)]
+#[path = "schedule_tests.rs"]
+mod tests;
