@@ -22,7 +22,7 @@ use kiln_store::StoreError;
 use kiln_store::backend::Backend;
 use kiln_store::custody::Custody;
 use kiln_store::files::FileTree;
-use kiln_store::run::Describe;
+use kiln_store::run::{Describe, RunMemory};
 use kiln_types::tool_result::Warning;
 
 use crate::record::{JobOf, RunRecord};
@@ -139,6 +139,9 @@ pub struct Ladder {
     pub servers: Vec<McpServer>,
     /// The run's job in the history, when the run has a workspace.
     pub record: Option<RunRecord>,
+    /// The run's memory (`step:`, `task:`, `input:`, `shared:`), when the run
+    /// has a workspace.
+    pub run_memory: Option<RunMemory>,
 }
 
 fn kiln_warning(code: &str, message: String, reason: Option<String>) -> Warning {
@@ -181,7 +184,9 @@ pub async fn assemble_job(
 ) -> Result<Ladder, RequestError> {
     let mut registry = Registry::new();
     add_named_sources(request, environment, &mut registry);
-    let record = add_workspace(request, environment, job, &mut registry).await;
+    let (record, run_memory) = add_workspace(request, environment, job, &mut registry)
+        .await
+        .unzip();
     let servers = add_mcp(request, environment, &mut registry).await;
     extra(&mut registry);
     let gate = match &environment.people {
@@ -214,6 +219,7 @@ pub async fn assemble_job(
         secrets,
         servers,
         record,
+        run_memory,
     })
 }
 
@@ -340,7 +346,7 @@ async fn add_workspace(
     environment: &Environment,
     job: &JobOf,
     registry: &mut Registry,
-) -> Option<RunRecord> {
+) -> Option<(RunRecord, RunMemory)> {
     let workspace = match environment.workspace.as_deref() {
         None => {
             if !request.inputs.is_empty() {
@@ -406,7 +412,7 @@ async fn add_workspace(
         }
     }
     kiln_capabilities::builtin::add_storage(registry, &storage);
-    Some(record)
+    Some((record, storage.run))
 }
 
 /// Checks a workspace's name: it names a database (`kiln-<name>`) and a

@@ -23,6 +23,10 @@
 //! crate (web-sys, js-sys, wasm-bindgen) and no engine (Boa): the tidy test
 //! keeps it so, and the crate is tested natively in milliseconds.
 
+// `ToolFailure` is the contract's error, made at most once per call: boxing it
+// would buy nothing.
+#![allow(clippy::result_large_err)]
+
 pub mod bench;
 pub mod chat;
 pub mod codeact;
@@ -34,6 +38,7 @@ pub mod program;
 pub mod record;
 pub mod request;
 pub mod settings;
+pub mod subagent;
 pub mod turn;
 
 use std::rc::Rc;

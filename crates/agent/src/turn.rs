@@ -129,6 +129,7 @@ pub fn new_budget(limits: &BudgetLimits, clock: Rc<dyn Clock>) -> RunBudget {
             unpriced_token_ceiling: limits
                 .unpriced_token_ceiling
                 .unwrap_or(defaults.unpriced_token_ceiling),
+            max_concurrency: limits.max_concurrency,
         },
         Rc::new(PriceCatalog::builtin()),
         clock,

@@ -49,3 +49,14 @@ pub fn add_http_request_beside_mcp(
 pub fn add_storage(registry: &mut Registry, storage: &Storage) {
     storage::add(registry, storage);
 }
+
+/// Mounts only the run memory's capabilities (`list_shared`, `read_shared`,
+/// `share_result`) over `storage`: a run with no workspace still has a run
+/// memory for its plan steps and sub-agents.
+pub fn add_run_memory(registry: &mut Registry, storage: &Storage) {
+    storage::add_only(
+        registry,
+        storage,
+        &["list_shared", "read_shared", "share_result"],
+    );
+}

@@ -162,6 +162,21 @@ impl Registry {
         }
     }
 
+    /// The capabilities whose spec `keep` accepts (a child's narrower belt),
+    /// with no warnings: they were the parent's to report.
+    #[must_use]
+    pub fn filtered(&self, keep: impl Fn(&CapabilitySpec) -> bool) -> Self {
+        Self {
+            claims: self
+                .claims
+                .iter()
+                .filter(|(_, claims)| claims.iter().all(|entry| keep(&entry.spec)))
+                .map(|(name, claims)| (name.clone(), claims.clone()))
+                .collect(),
+            warnings: Vec::new(),
+        }
+    }
+
     /// Records a warning about a source (an MCP server that did not answer).
     pub fn warn(&mut self, warning: Warning) {
         self.warnings.push(warning);

@@ -185,8 +185,19 @@ pub(crate) fn table() -> Vec<(CapabilitySpec, Handler)> {
 
 /// Mounts every storage capability on `registry` over `storage`.
 pub(crate) fn add(registry: &mut Registry, storage: &Storage) {
+    add_where(registry, storage, |_| true);
+}
+
+/// Mounts the storage capabilities named in `names`.
+pub(crate) fn add_only(registry: &mut Registry, storage: &Storage, names: &[&str]) {
+    add_where(registry, storage, |spec| {
+        names.contains(&spec.name.as_str())
+    });
+}
+
+fn add_where(registry: &mut Registry, storage: &Storage, keep: impl Fn(&CapabilitySpec) -> bool) {
     let storage = Rc::new(storage.clone());
-    for (spec, handler) in table() {
+    for (spec, handler) in table().into_iter().filter(|(spec, _)| keep(spec)) {
         let implementation = Rc::new(StorageTool {
             storage: storage.clone(),
             handler,

@@ -486,6 +486,22 @@ impl Printer {
                     stop.message.as_deref().unwrap_or_default()
                 );
             }
+            AgentEvent::PlanningUpdate {
+                phase,
+                status,
+                content,
+            } => {
+                self.end_line();
+                let mark = match status.as_str() {
+                    "ok" => "✓",
+                    "failed" => "✗",
+                    _ => "◐",
+                };
+                eprintln!("{mark} {:<16}{content}", phase.as_str());
+            }
+            AgentEvent::TaskUpdate { .. }
+            | AgentEvent::StepResult { .. }
+            | AgentEvent::Child { .. } => {}
             AgentEvent::ApprovalRequest { .. }
             | AgentEvent::ApprovalAnswer { .. }
             | AgentEvent::LlmCall { .. }

@@ -36,6 +36,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cost::{CallCost, Price, PriceCatalog};
 use crate::event::{Stop, StopReason, Usage};
+use crate::permits::PermitPool;
 
 /// The unpriced token ceiling when none is configured.
 pub const DEFAULT_UNPRICED_TOKEN_CEILING: u64 = 32_000;
@@ -61,6 +62,10 @@ pub struct BudgetLimits {
     /// Under a USD cap, the largest prompt (estimated tokens) a turn on an unpriced model may
     /// send.
     pub unpriced_token_ceiling: u64,
+    /// How many provider conversations the run has open at once (its permit pool:
+    /// [`crate::permits`]); [`crate::permits::DEFAULT_MAX_CONCURRENCY`] when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
 }
 
 impl Default for BudgetLimits {
@@ -70,6 +75,7 @@ impl Default for BudgetLimits {
             deadline_ms: None,
             max_turns: None,
             unpriced_token_ceiling: DEFAULT_UNPRICED_TOKEN_CEILING,
+            max_concurrency: None,
         }
     }
 }
@@ -100,6 +106,7 @@ pub struct RunBudget {
     state: Rc<RefCell<State>>,
     catalog: Rc<PriceCatalog>,
     clock: Rc<dyn Clock>,
+    permits: PermitPool,
 }
 
 struct State {
@@ -138,7 +145,18 @@ impl RunBudget {
             })),
             catalog,
             clock,
+            permits: PermitPool::new(
+                limits
+                    .max_concurrency
+                    .unwrap_or(crate::permits::DEFAULT_MAX_CONCURRENCY),
+            ),
         }
+    }
+
+    /// The run's permit pool: one permit per open provider conversation, shared by every
+    /// loop of the run.
+    pub fn permits(&self) -> &PermitPool {
+        &self.permits
     }
 
     /// The single admission point for a model turn on `model` whose prompt is about

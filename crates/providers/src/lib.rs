@@ -17,6 +17,7 @@ pub mod chat;
 pub mod cost;
 pub mod error;
 pub mod event;
+pub mod permits;
 pub mod scripted;
 
 pub use chat::{ChatOptions, ChatRequest, Message, ResponseFormat, ToolCall, ToolChoice, ToolDef};

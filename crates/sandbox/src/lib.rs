@@ -11,6 +11,7 @@
 //! job executor ([`executor`]) awaits them instead of spinning, so in a Web Worker
 //! the event loop keeps turning while a run is parked.
 
+pub mod agents;
 pub mod catalog;
 pub mod clock;
 mod console;
@@ -88,6 +89,8 @@ pub struct Sandbox {
     console: ConsoleBuffer,
     /// Makes the run's `workspace` (when its catalog has file tools).
     workspace: Factory,
+    /// Makes the run's `agents` (when its catalog has the delegation tools).
+    agents: agents::Factory,
     /// What `finish` was given.
     finished: finish::Finished,
     /// How long building the context took, in milliseconds.
@@ -130,14 +133,16 @@ impl Sandbox {
             sleep::install(&mut context)?;
             finish::install(&mut context, &finished)?;
             let workspace = workspace::prepare(&mut context)?;
-            Ok::<_, JsError>((context, workspace))
+            let agents = agents::prepare(&mut context)?;
+            Ok::<_, JsError>((context, workspace, agents))
         })();
         match built {
-            Ok((context, workspace)) => Ok(Self {
+            Ok((context, workspace, agents)) => Ok(Self {
                 context,
                 executor,
                 console,
                 workspace,
+                agents,
                 finished,
                 context_ms: started.elapsed().as_secs_f64() * 1e3,
             }),
@@ -174,6 +179,7 @@ impl Sandbox {
             executor,
             console,
             workspace,
+            agents,
             finished,
             context_ms,
         } = self;
@@ -196,6 +202,8 @@ impl Sandbox {
         .and_then(|tools| {
             workspace::install(&mut context, &workspace, &admission)
                 .map_err(|error| format!("the sandbox could not define `workspace`: {error}"))?;
+            agents::install(&mut context, &agents, &admission)
+                .map_err(|error| format!("the sandbox could not define `agents`: {error}"))?;
             Ok(tools)
         });
         let outcome = match installed {

@@ -371,7 +371,15 @@ fn positions_in_messages_stay_the_programs_own() {
 /// `kiln_types::guest::GLOBALS`, which the agent's prompt is written from.
 #[test]
 fn the_guests_globals_are_the_manifests() {
-    let setup = setup(Mode::Auto);
+    let mut setup = setup(Mode::Auto);
+    // A run with the sub-agent tools has `agents` too.
+    let mut catalog = setup.catalog.as_array().unwrap().clone();
+    for name in kiln_sandbox::agents::AGENT_TOOLS {
+        let mut entry = catalog[0].clone();
+        entry["name"] = json!(name);
+        catalog.push(entry);
+    }
+    setup.catalog = Value::Array(catalog);
     let report = setup.run("return Object.getOwnPropertyNames(globalThis)");
     let RunOutcome::Completed { value } = report.outcome else {
         panic!("{:?}", report.outcome);

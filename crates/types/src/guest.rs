@@ -44,6 +44,11 @@ pub const GLOBALS: &[GuestGlobal] = &[
         summary: "The run's workspace files, over the file tools (so each call is one tool call, through the same ladder). Present only when the run has the file tools.",
     },
     GuestGlobal {
+        name: "agents",
+        usage: "await agents.run(prompt, {outputSchema, tools}) / const id = await agents.start(prompt, options) / await agents.wait({ids, timeoutMs})",
+        summary: "Sub-agents: a child with your tools (or the ones named) does a self-contained part of the work. `run` answers {status: \"completed\", value} or {status: \"failed\", error} and never rejects for the child's failure; fan out with Promise.all. `start` runs one in the background, `wait` collects them. A child sees only its prompt: give it everything it needs. Present only when the run has the sub-agent tools.",
+    },
+    GuestGlobal {
         name: "finish",
         usage: "finish(value)",
         summary: "Ends the run at once with `value` (JSON) as the result of the task. Nothing after it runs, not even a `finally`.",

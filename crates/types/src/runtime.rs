@@ -191,6 +191,10 @@ pub struct BudgetLimits {
     /// unpriced model may send; the providers' default when missing.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub unpriced_token_ceiling: Option<u64>,
+    /// How many provider conversations (the turn, its plan steps and
+    /// sub-agents) may be open at once; the providers' default when missing.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_concurrency: Option<u32>,
 }
 
 /// Why a request failed, as the page rejects it: a `TypeError` for a

@@ -269,6 +269,10 @@ impl TurnView {
             AgentEvent::ApprovalRequest { .. }
             | AgentEvent::ApprovalAnswer { .. }
             | AgentEvent::Stop { .. } => {}
+            AgentEvent::PlanningUpdate { .. }
+            | AgentEvent::TaskUpdate { .. }
+            | AgentEvent::StepResult { .. }
+            | AgentEvent::Child { .. } => {}
         }
     }
 

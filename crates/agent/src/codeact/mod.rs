@@ -36,7 +36,9 @@ use crate::SandboxRunner;
 use crate::ladder::{Environment, People, assemble_job};
 use crate::record::JobOf;
 use crate::request::{RequestError, RunRequest};
+use crate::subagent::{self, Kin};
 use history::Compaction;
+use kiln_store::run::RunMemory;
 use tools::{
     Action, Actions, AskUser, DELIVERY, EXECUTE_CODE, ExecuteCode, ListModels, Person,
     ReturnResult, SearchTools, Sink,
@@ -252,88 +254,351 @@ pub async fn run_agent(
         };
     }
     let output_schema = request.output_schema.as_ref().map(strict_schema);
-    let checker =
-        match &output_schema {
-            Some(schema) => Some(InputSchema::compile(schema).map_err(|why| {
-                RequestError(format!("`output_schema` is not a JSON Schema: {why}"))
-            })?),
-            None => None,
-        };
-    let returned = Rc::new(RefCell::new(None::<Value>));
-    let belt_specs = Rc::new(RefCell::new(Vec::new()));
+    if let Some(schema) = &output_schema {
+        InputSchema::compile(schema)
+            .map_err(|why| RequestError(format!("`output_schema` is not a JSON Schema: {why}")))?;
+    }
     let (title, input) = title_of(&request.messages);
     let job = JobOf {
         kind: "agent".into(),
         title,
         input,
     };
-    let extra = {
-        let person = setup.person.clone();
-        let sink = sink.clone();
-        let returned = returned.clone();
-        let provider = request.provider.clone();
-        let belt_specs = belt_specs.clone();
-        move |registry: &mut Registry| {
-            let _ = registry.add(
-                AskUser::spec(),
-                Rc::new(AskUser {
-                    person: person.clone(),
-                    sink: sink.clone(),
-                }),
+    // The run memory of a run without a workspace: plan steps and children
+    // still share results through it.
+    let own_memory: RefCell<Option<RunMemory>> = RefCell::default();
+    let extra = |registry: &mut Registry| {
+        let _ = registry.add(
+            AskUser::spec(),
+            Rc::new(AskUser {
+                person: setup.person.clone(),
+                sink: sink.clone(),
+            }),
+        );
+        let _ = registry.add(
+            ListModels::spec(),
+            Rc::new(ListModels(request.provider.clone())),
+        );
+        if registry.lookup("read_shared").is_err() {
+            let backend: Rc<dyn kiln_store::backend::Backend> =
+                kiln_store::native::MemoryBackend::new();
+            let storage = kiln_capabilities::Storage::new(
+                backend,
+                kiln_store::native::MemoryTree::new(),
+                "turn",
+                &request.run.agent,
             );
-            let _ = registry.add(
-                ReturnResult::spec(),
-                Rc::new(ReturnResult(returned.clone())),
-            );
-            let _ = registry.add(ListModels::spec(), Rc::new(ListModels(provider.clone())));
-            let _ = registry.add(
-                SearchTools::spec(),
-                Rc::new(SearchTools(belt_specs.clone())),
-            );
+            kiln_capabilities::builtin::add_run_memory(registry, &storage);
+            *own_memory.borrow_mut() = Some(storage.run);
         }
     };
     let ladder = assemble_job(&request.run, &environment, &job, &extra).await?;
-    let belt: Vec<_> = ladder.registry.specs().cloned().collect();
-    belt_specs.borrow_mut().clone_from(&belt);
-    let actions = Rc::new(Actions {
+    let memory = ladder.run_memory.clone().or(own_memory.take());
+
+    let mut limits = request.budget;
+    limits.max_usd = Some(limits.max_usd.map_or(request.guards.max_cost, |cap| {
+        cap.min(request.guards.max_cost)
+    }));
+    let budget = RunBudget::new(
+        limits,
+        Rc::new(PriceCatalog::builtin()),
+        setup.clock.clone(),
+    );
+    let permit = budget.permits().acquire().await;
+    for warning in ladder.dispatcher.warnings() {
+        sink(AgentEvent::LogUpdate {
+            message: warning.message.clone(),
+        });
+    }
+    let kin = Rc::new(Kin {
+        provider: request.provider.clone(),
+        options: request.options.clone(),
         runner: setup.runner.clone(),
-        belt: ladder.registry.clone(),
+        clock: setup.clock.clone(),
+        budget: budget.clone(),
+        base: ladder.registry.clone(),
         gate: ladder.gate.clone(),
         secrets: ladder.secrets.clone(),
         limits: request.run.limits.get(),
         entrance: environment.entrance.clone(),
-        cancel: setup.cancel.clone(),
         random: environment.random.clone(),
+        memory,
+        cancel: setup.cancel.clone(),
+        sink: sink.clone(),
+        depth: 0,
+        max_depth: subagent::MAX_DEPTH,
+        me: None,
+        ids: Rc::default(),
+        permit: Rc::new(permit),
+        background: Rc::new(subagent::Background::new()),
+        current_call: RefCell::new(String::new()),
+        guards: request.guards,
+        child_turns: subagent::DEFAULT_CHILD_TURNS,
+        max_concurrent: crate::plan::schedule::DEFAULT_MAX_CONCURRENT,
+    });
+    let plan_mode = ladder.gate.settings().mode == kiln_capabilities::Mode::Plan;
+    let driven = drive(Loop {
+        kin: kin.clone(),
+        role: Role::Turn { plan_mode },
+        messages: request.messages,
+        preamble: request.system.into_iter().collect(),
+        output_schema,
+        direct: request.direct,
+        guards: request.guards,
+        compaction: request.compaction,
+    })
+    .await
+    .map_err(RequestError)?;
+
+    for server in ladder.servers {
+        let _ = server.client.close().await;
+    }
+    let job_id = ladder
+        .record
+        .as_ref()
+        .map(|record| record.job_id().to_owned());
+    let result = driven.result(job_id);
+    if let Some(record) = &ladder.record {
+        let status = match result.stop.reason {
+            StopReason::Answered | StopReason::Finished => "ok",
+            StopReason::Cancelled => "cancelled",
+            _ => "error",
+        };
+        let output = if result.stop.is_success() {
+            result.text.clone()
+        } else {
+            result.stop.message.clone().unwrap_or_default()
+        };
+        if let Err(error) = record.settle(status, &output).await {
+            sink(AgentEvent::LogUpdate {
+                message: format!(
+                    "the job could not be settled in the history: {}",
+                    error.with_hint()
+                ),
+            });
+        }
+    }
+    sink(AgentEvent::Done {
+        result: result.clone(),
+    });
+    Ok(AgentOutcome {
+        result,
+        thread: driven.thread,
+        view: driven.view,
+    })
+}
+
+/// Which loop this is: the person's turn (in plan mode it can plan), a
+/// sub-agent, or a plan's step (which can neither plan nor run a plan).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    Turn { plan_mode: bool },
+    Subtask,
+    Step,
+}
+
+/// One CodeAct loop's inputs: the turn's, or a child's.
+pub struct Loop {
+    pub kin: Rc<Kin>,
+    pub role: Role,
+    /// The thread so far; system messages join the preamble.
+    pub messages: Vec<Message>,
+    pub preamble: Vec<String>,
+    /// Already strict (`strict_schema`).
+    pub output_schema: Option<Value>,
+    /// Belt tools also offered as functions, besides the always-on ones.
+    pub direct: Vec<String>,
+    pub guards: Guards,
+    pub compaction: Compaction,
+}
+
+/// How a loop ended.
+pub struct Driven {
+    pub stop: AgentStop,
+    finished: Option<Value>,
+    returned: Option<Value>,
+    tally: Tally,
+    pub thread: Vec<Message>,
+    pub view: Vec<Message>,
+    spend: f64,
+}
+
+impl Driven {
+    /// The loop's result: the value `finish` or `return_result` gave, the
+    /// text (the value's, when the loop finished or said nothing else).
+    #[must_use]
+    pub fn result(&self, job_id: Option<String>) -> AgentResult {
+        let value = self
+            .finished
+            .clone()
+            .or_else(|| self.returned.clone())
+            .unwrap_or(Value::Null);
+        let mut text = self.tally.last_text.clone();
+        if self.stop.reason == StopReason::Finished || (text.trim().is_empty() && !value.is_null())
+        {
+            text = match &value {
+                Value::String(text) => text.clone(),
+                other => serde_json::to_string_pretty(other).unwrap_or_default(),
+            };
+        }
+        AgentResult {
+            text,
+            value,
+            finished: self.stop.reason == StopReason::Finished,
+            stop: self.stop.clone(),
+            usage: self.tally.usage,
+            spend: self.spend,
+            job_id,
+            turns: self.tally.turns,
+            actions: self.tally.actions,
+        }
+    }
+}
+
+/// Adds the tools a loop binds to itself: its own `return_result`, the
+/// delegation tools over its [`Kin`], and the plan tools its role allows.
+fn add_loop_tools(
+    registry: &mut Registry,
+    kin: &Rc<Kin>,
+    role: Role,
+    returned: &Rc<RefCell<Option<Value>>>,
+    belt: &Rc<RefCell<Vec<kiln_capabilities::CapabilitySpec>>>,
+) {
+    let _ = registry.add(
+        ReturnResult::spec(),
+        Rc::new(ReturnResult(returned.clone())),
+    );
+    let _ = registry.add(SearchTools::spec(), Rc::new(SearchTools(belt.clone())));
+    let _ = registry.add(
+        subagent::RunSubtask::spec(),
+        Rc::new(subagent::RunSubtask {
+            kin: kin.clone(),
+            search: false,
+        }),
+    );
+    let _ = registry.add(
+        subagent::RunSubtask::search_spec(),
+        Rc::new(subagent::RunSubtask {
+            kin: kin.clone(),
+            search: true,
+        }),
+    );
+    let _ = registry.add(
+        subagent::StartSubtask::spec(),
+        Rc::new(subagent::StartSubtask(kin.clone())),
+    );
+    let _ = registry.add(
+        subagent::WaitSubtasks::spec(),
+        Rc::new(subagent::WaitSubtasks(kin.clone())),
+    );
+    if role != Role::Step {
+        let _ = registry.add(
+            crate::plan::execute::ExecutePlan::spec(),
+            Rc::new(crate::plan::execute::ExecutePlan(kin.clone())),
+        );
+    }
+    if role == (Role::Turn { plan_mode: true }) {
+        let _ = registry.add(
+            crate::plan::planner::CreatePlan::spec(),
+            Rc::new(crate::plan::planner::CreatePlan(kin.clone())),
+        );
+    }
+}
+
+/// Runs one CodeAct loop to its end, its background children driven beside
+/// it and stopped when it ends.
+///
+/// # Errors
+///
+/// An output schema that is not a JSON Schema (checked before any turn).
+pub async fn drive(spec: Loop) -> Result<Driven, String> {
+    let kin = spec.kin.clone();
+    let body = std::pin::pin!(drive_loop(spec));
+    let pump = std::pin::pin!(kin.background.pump());
+    let driven = match futures::future::select(body, pump).await {
+        futures::future::Either::Left((driven, _)) => driven,
+        futures::future::Either::Right(((), body)) => body.await,
+    };
+    let stopped = kin.background.end();
+    if stopped > 0 {
+        (kin.sink)(AgentEvent::LogUpdate {
+            message: format!(
+                "{stopped} background subtask(s) were still running when the turn ended; they were stopped"
+            ),
+        });
+    }
+    driven
+}
+
+#[allow(clippy::too_many_lines, reason = "one loop, read top to bottom")]
+async fn drive_loop(spec: Loop) -> Result<Driven, String> {
+    let Loop {
+        kin,
+        role,
+        messages,
+        mut preamble,
+        output_schema,
+        direct: asked_direct,
+        guards,
+        compaction,
+    } = spec;
+    let checker = match &output_schema {
+        Some(schema) => Some(
+            InputSchema::compile(schema)
+                .map_err(|why| format!("`output_schema` is not a JSON Schema: {why}"))?,
+        ),
+        None => None,
+    };
+    let sink = kin.sink.clone();
+    let returned = Rc::new(RefCell::new(None::<Value>));
+    let mut registry = (*kin.base).clone();
+    let searchable = Rc::new(RefCell::new(Vec::new()));
+    add_loop_tools(&mut registry, &kin, role, &returned, &searchable);
+    let registry = Rc::new(registry);
+    let belt: Vec<_> = registry.specs().cloned().collect();
+    searchable.borrow_mut().clone_from(&belt);
+    let actions = Rc::new(Actions {
+        runner: kin.runner.clone(),
+        belt: registry.clone(),
+        gate: kin.gate.clone(),
+        secrets: kin.secrets.clone(),
+        limits: kin.limits,
+        entrance: kin.entrance.clone(),
+        cancel: kin.cancel.clone(),
+        random: kin.random.clone(),
         done: RefCell::default(),
-        warned: std::cell::Cell::new(false),
+        warned: std::cell::Cell::new(kin.me.is_some()),
     });
     // The model's side: the belt's direct tools and `execute_code`.
+    let plan_mode = role == (Role::Turn { plan_mode: true });
+    let is_direct = |name: &str| {
+        tools::is_always_on(name)
+            || asked_direct.iter().any(|asked| asked == name)
+            || name == subagent::RUN_SUBTASK
+            || (name == crate::plan::execute::EXECUTE_PLAN && !plan_mode)
+            || name == crate::plan::planner::CREATE_PLAN
+    };
     let direct: Vec<String> = belt
         .iter()
-        .filter(|spec| tools::is_always_on(&spec.name) || request.direct.contains(&spec.name))
+        .filter(|spec| is_direct(&spec.name))
         .map(|spec| spec.name.clone())
         .collect();
-    for asked in &request.direct {
+    for asked in &asked_direct {
         if !direct.contains(asked) {
             sink(AgentEvent::LogUpdate {
                 message: format!("`{asked}` is not a tool of this job, so it is not offered"),
             });
         }
     }
-    let mut model_registry = (*ladder.registry).clone();
+    let mut model_registry = (*registry).clone();
     let _ = model_registry.add(Actions::spec(), Rc::new(ExecuteCode(actions.clone())));
     let dispatcher = Dispatcher::new(
         Rc::new(model_registry),
-        Some(ladder.gate.clone()),
-        ladder.secrets.clone(),
-        request.run.limits.get(),
-        &environment.entrance,
+        Some(kin.gate.clone()),
+        kin.secrets.clone(),
+        kin.limits,
+        &kin.entrance,
     );
-    for warning in ladder.dispatcher.warnings() {
-        sink(AgentEvent::LogUpdate {
-            message: warning.message.clone(),
-        });
-    }
     let mut offered: Vec<ToolDef> = vec![spec_def(&Actions::spec())];
     offered.extend(
         belt.iter()
@@ -342,9 +607,8 @@ pub async fn run_agent(
     );
 
     // The prompt: the caller's system text first, as a preamble.
-    let mut preamble: Vec<String> = request.system.iter().cloned().collect();
     let mut view: Vec<Message> = Vec::new();
-    for message in request.messages {
+    for message in messages {
         match message {
             Message::System { text } => preamble.push(text),
             other => view.push(other),
@@ -358,25 +622,19 @@ pub async fn run_agent(
     });
     let mut thread = view.clone();
 
-    let mut limits = request.budget;
-    limits.max_usd = Some(limits.max_usd.map_or(request.guards.max_cost, |cap| {
-        cap.min(request.guards.max_cost)
-    }));
-    let budget = RunBudget::new(
-        limits,
-        Rc::new(PriceCatalog::builtin()),
-        setup.clock.clone(),
-    );
-    let provider = request.provider.clone();
-    let guards = request.guards;
+    let budget = kin.budget.clone();
+    let provider = kin.provider.clone();
+    let options = kin.options.clone();
+    let cancel = kin.cancel.clone();
+    let clock = kin.clock.clone();
     let mut tally = Tally::default();
     let mut finished: Option<Value> = None;
     let mut overflow_retried = false;
     let mut call_number = 0_u32;
-    let abort = Some(setup.cancel.clone());
+    let abort = Some(cancel.clone());
 
     let stop: AgentStop = 'turns: loop {
-        if setup.cancel.is_aborted() {
+        if cancel.is_aborted() {
             break cancelled();
         }
         if tally.turns >= guards.max_turns {
@@ -405,17 +663,16 @@ pub async fn run_agent(
             .chain(view.iter().cloned())
             .collect(),
             tools: offered.clone(),
-            options: request.options.clone(),
+            options: options.clone(),
         };
-        if kiln_providers::cost::estimate_prompt_tokens(&chat(&view))
-            > request.compaction.threshold_tokens
+        if kiln_providers::cost::estimate_prompt_tokens(&chat(&view)) > compaction.threshold_tokens
         {
             compact(
                 &*provider,
-                &request.options,
+                &options,
                 &mut view,
                 &mut thread,
-                request.compaction.keep_turns,
+                compaction.keep_turns,
                 &budget,
                 abort.clone(),
                 &sink,
@@ -423,7 +680,7 @@ pub async fn run_agent(
             .await;
         }
         tally.turns += 1;
-        let started = setup.clock.now_ms();
+        let started = clock.now_ms();
         let spent_before = budget.spend().calls.len();
         let mut stream =
             kiln_providers::turn(&*provider, chat(&view), Some(budget.clone()), abort.clone());
@@ -449,17 +706,17 @@ pub async fn run_agent(
         let used = announce_call(
             &sink,
             &*provider,
-            &request.options.model,
+            &options.model,
             &budget,
             spent_before,
             done.as_ref(),
             started,
-            &*setup.clock,
+            &*clock,
         );
         tally.usage.input_tokens += used.input_tokens;
         tally.usage.output_tokens += used.output_tokens;
         if let Some(error) = failed {
-            if setup.cancel.is_aborted() {
+            if cancel.is_aborted() {
                 keep_partial(&mut view, &mut thread, streamed);
                 break cancelled();
             }
@@ -470,10 +727,10 @@ pub async fn run_agent(
                     let before = view.len();
                     compact(
                         &*provider,
-                        &request.options,
+                        &options,
                         &mut view,
                         &mut thread,
-                        request.compaction.keep_turns,
+                        compaction.keep_turns,
                         &budget,
                         abort.clone(),
                         &sink,
@@ -549,7 +806,7 @@ pub async fn run_agent(
                 sink(AgentEvent::LogUpdate {
                     message: format!(
                         "the model's message was cut at its limit of {} tokens",
-                        request.options.max_tokens
+                        options.max_tokens
                     ),
                 });
             }
@@ -622,7 +879,12 @@ pub async fn run_agent(
                 args: call.arguments.clone(),
                 code,
             });
-            let offered_here = offered.iter().any(|def| def.name == call.name);
+            // `execute_plan` is on the belt in every mode: in plan mode it is
+            // not offered, and a call is the ladder's to refuse by its words.
+            let offered_here = offered.iter().any(|def| def.name == call.name)
+                || (call.name == crate::plan::execute::EXECUTE_PLAN
+                    && belt.iter().any(|spec| spec.name == call.name));
+            kin.current_call.replace(call.id.clone());
             let reply = if offered_here {
                 let held: HeldSignal = Rc::new(|_| {});
                 dispatcher
@@ -638,7 +900,7 @@ pub async fn run_agent(
             } else {
                 Err(unoffered(&call.name, &belt))
             };
-            if setup.cancel.is_aborted() {
+            if cancel.is_aborted() {
                 break 'turns cancelled();
             }
             let action = actions.done.borrow_mut().remove(&call_number);
@@ -663,12 +925,13 @@ pub async fn run_agent(
                 }
                 (Ok(Value::String(text)), None) => (text, false, None),
                 (Ok(value), None) => (value.to_string(), false, None),
-                (Err(failure), _) => (
-                    json!({"error": {"code": failure.code, "message": failure.message}})
-                        .to_string(),
-                    true,
-                    None,
-                ),
+                (Err(failure), _) => {
+                    let mut error = json!({"code": failure.code, "message": failure.message});
+                    if let Some(detail) = failure.detail {
+                        error["detail"] = detail;
+                    }
+                    (json!({ "error": error }).to_string(), true, None)
+                }
             };
             let content = history::cut_result(content);
             let seen = same.as_deref().unwrap_or(&content);
@@ -740,62 +1003,16 @@ pub async fn run_agent(
     if !stop.is_success() {
         sink(AgentEvent::Stop { stop: stop.clone() });
     }
-    let returned = returned.borrow().clone();
-    let value = finished.clone().or(returned).unwrap_or(Value::Null);
-    let mut text = tally.last_text.clone();
-    if stop.reason == StopReason::Finished || (text.trim().is_empty() && !value.is_null()) {
-        text = match &value {
-            Value::String(text) => text.clone(),
-            other => serde_json::to_string_pretty(other).unwrap_or_default(),
-        };
-    }
-    for server in ladder.servers {
-        let _ = server.client.close().await;
-    }
-    let job_id = ladder
-        .record
-        .as_ref()
-        .map(|record| record.job_id().to_owned());
-    if let Some(record) = &ladder.record {
-        let status = match stop.reason {
-            StopReason::Answered | StopReason::Finished => "ok",
-            StopReason::Cancelled => "cancelled",
-            _ => "error",
-        };
-        let output = if stop.is_success() {
-            text.clone()
-        } else {
-            stop.message.clone().unwrap_or_default()
-        };
-        if let Err(error) = record.settle(status, &output).await {
-            sink(AgentEvent::LogUpdate {
-                message: format!(
-                    "the job could not be settled in the history: {}",
-                    error.with_hint()
-                ),
-            });
-        }
-    }
     close_calls(&mut view, &mut thread);
-    let spend = budget.spend().spent_usd;
-    let result = AgentResult {
-        text,
-        value,
-        finished: stop.reason == StopReason::Finished,
+    let returned = returned.borrow().clone();
+    Ok(Driven {
         stop,
-        usage: tally.usage,
-        spend,
-        job_id,
-        turns: tally.turns,
-        actions: tally.actions,
-    };
-    sink(AgentEvent::Done {
-        result: result.clone(),
-    });
-    Ok(AgentOutcome {
-        result,
+        finished,
+        returned,
+        tally,
         thread,
         view,
+        spend: budget.spend().spent_usd,
     })
 }
 
@@ -931,7 +1148,7 @@ fn observe(action: &Action, checker: Option<&InputSchema>) -> (String, Option<Va
 /// its usage: the budget's account of it (Kiln's estimate where the provider
 /// reported none), else the provider's own report.
 #[allow(clippy::too_many_arguments, reason = "one event's parts")]
-fn announce_call(
+pub(crate) fn announce_call(
     sink: &Sink,
     provider: &dyn Provider,
     model: &str,

@@ -15,6 +15,10 @@ use super::tools::{EXECUTE_CODE, SEARCH_TOOLS};
 /// by name only and found with `tools.search_tools`.
 pub const DEFER_THRESHOLD: usize = 30;
 
+/// Tools documented in full however many there are: the search for the
+/// rest, and the sub-agent family.
+const RESIDENT: &[&str] = &[SEARCH_TOOLS, "run_search", "start_subtask", "wait_subtasks"];
+
 /// What the prompt is written from.
 pub struct PromptParts<'a> {
     /// The caller's system prompt, if any: a preamble.
@@ -119,7 +123,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut deferred = Vec::new();
     for spec in parts.belt {
         let direct = parts.direct.contains(&spec.name);
-        if defer && !direct && spec.name != SEARCH_TOOLS {
+        if defer && !direct && !RESIDENT.contains(&spec.name.as_str()) {
             deferred.push(spec.name.as_str());
             continue;
         }

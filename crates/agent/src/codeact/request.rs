@@ -147,7 +147,7 @@ impl AgentSpec {
         let budget: BudgetLimits = field(
             &fields,
             "budget",
-            "{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}",
+            "{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?, max_concurrency?}",
         )?
         .unwrap_or_default();
         let defaults = Limits::default();
@@ -194,6 +194,7 @@ impl AgentSpec {
                 unpriced_token_ceiling: budget
                     .unpriced_token_ceiling
                     .unwrap_or(defaults.unpriced_token_ceiling),
+                max_concurrency: budget.max_concurrency,
             },
             direct: field(&fields, "direct", "an array of tool names")?.unwrap_or_default(),
             compaction,

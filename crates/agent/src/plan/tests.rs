@@ -25,7 +25,11 @@ fn issues(plan: Plan) -> Vec<PlanIssue> {
 
 /// A case: its name, the plan, and per expected issue its code and the
 /// words its message must carry.
-type Case = (&'static str, Plan, Vec<(&'static str, &'static [&'static str])>);
+type Case = (
+    &'static str,
+    Plan,
+    Vec<(&'static str, &'static [&'static str])>,
+);
 
 /// The builder's cases: each plan, the codes of its issues and words each
 /// issue's message must carry (the offenders' names).

@@ -1,0 +1,49 @@
+// `agents`, the guest's sub-agents. Evaluated once per context (in its own
+// script, so it shifts no position of the program's); called once per run,
+// before any guest code, with the run's functions for run_subtask,
+// start_subtask and wait_subtasks (`undefined` for one the run does not
+// have). Each method is exactly one call of one of them, so the host's
+// ladder decides, counts and scrubs it like any other tool call.
+(function (runSubtask, startSubtask, waitSubtasks) {
+  "use strict";
+  // Captured before the program runs: a program that replaces them changes
+  // nothing here.
+  const freeze = Object.freeze;
+  const NoTool = TypeError;
+
+  const call = (tool, method, name, args) => {
+    if (tool === undefined) {
+      throw new NoTool(`agents.${method} needs tools.${name}, which this run does not have`);
+    }
+    return tool(args);
+  };
+  const object = (value) => (value !== null && typeof value === "object" ? value : {});
+  const childArgs = (prompt, options) => {
+    const given = object(options);
+    const args = { prompt };
+    if (given.outputSchema !== undefined) args.output_schema = given.outputSchema;
+    if (given.tools !== undefined) args.tools = given.tools;
+    return args;
+  };
+
+  const agents = {
+    __proto__: null,
+    async run(prompt, options) {
+      return call(runSubtask, "run", "run_subtask", childArgs(prompt, options));
+    },
+    async start(prompt, options) {
+      return object(await call(startSubtask, "start", "start_subtask", childArgs(prompt, options))).subtask_id;
+    },
+    async wait(options) {
+      const given = object(options);
+      const args = {};
+      if (given.ids !== undefined) args.ids = given.ids;
+      if (given.timeoutMs !== undefined) args.timeout_ms = given.timeoutMs;
+      return call(waitSubtasks, "wait", "wait_subtasks", args);
+    },
+  };
+  for (const name of ["run", "start", "wait"]) {
+    freeze(agents[name]);
+  }
+  return freeze(agents);
+})
