@@ -204,6 +204,25 @@ impl Gate {
         }))
     }
 
+    /// A gate like this one (same host, approver and session allow-set) whose
+    /// settings are these settings as `adjust` leaves them, read now: what a
+    /// plan step's own `execute_code` is decided by once the person approved
+    /// the plan.
+    #[must_use]
+    pub fn derived(&self, adjust: impl FnOnce(&mut GateSettings)) -> Rc<Self> {
+        let mut settings = self.settings();
+        adjust(&mut settings);
+        if settings.check().is_err() {
+            settings = self.settings();
+        }
+        Rc::new(Self {
+            host: self.host.clone(),
+            settings: RefCell::new(settings),
+            session_allow: self.session_allow.clone(),
+            approver: self.approver.clone(),
+        })
+    }
+
     /// A host with nobody to ask: it keeps its mode, and every question is
     /// answered "unavailable" naming the host.
     pub fn headless(host: impl Into<String>, settings: GateSettings) -> Result<Rc<Self>, String> {

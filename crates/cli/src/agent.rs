@@ -406,6 +406,17 @@ pub(crate) struct Printer {
     mid_line: bool,
     /// Who speaks in the progress lines (`kiln agent`, `kiln chat`).
     who: String,
+    /// The running plan's tree, and how many lines of it are on screen.
+    tree: Option<(crate::tree::PlanTree, usize)>,
+}
+
+/// How wide the terminal is (`COLUMNS`, else 100).
+fn columns() -> usize {
+    std::env::var("COLUMNS")
+        .ok()
+        .and_then(|columns| columns.parse().ok())
+        .filter(|columns: &usize| *columns >= 40)
+        .unwrap_or(100)
 }
 
 impl Printer {
@@ -414,6 +425,68 @@ impl Printer {
             eprintln!();
             self.mid_line = false;
         }
+    }
+
+    /// Draws the plan's tree: in place on a terminal, as it changes; once,
+    /// when the plan ends, anywhere else.
+    fn draw_tree(&mut self) {
+        let live = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let Some((tree, drawn)) = &mut self.tree else {
+            return;
+        };
+        if !live && !tree.is_finished() {
+            return;
+        }
+        let lines = tree.render(columns());
+        let mut err = std::io::stderr().lock();
+        if live && *drawn > 0 {
+            // Up to the tree's first line, and clear what was there.
+            let _ = write!(err, "\x1b[{}A\x1b[J", *drawn);
+        }
+        for line in &lines {
+            let _ = writeln!(err, "{line}");
+        }
+        *drawn = lines.len();
+        if tree.is_finished() {
+            self.tree = None;
+        }
+    }
+
+    /// A child's event outside a plan's tree: one line, indented by depth.
+    fn show_child(&mut self, label: &str, child: &str, depth: u32, event: &AgentEvent) {
+        let indent = "  ".repeat(depth as usize);
+        let first = |text: &str| -> String {
+            let line: String = text
+                .lines()
+                .next()
+                .unwrap_or_default()
+                .chars()
+                .take(120)
+                .collect();
+            kiln_types::permission::card_text(&line)
+        };
+        let line = match event {
+            AgentEvent::ToolCallUpdate { name, .. } => format!("── {name}"),
+            AgentEvent::ToolResultUpdate {
+                is_error, content, ..
+            } => format!(
+                "└ {}: {}",
+                if *is_error { "error" } else { "result" },
+                first(content)
+            ),
+            AgentEvent::Stop { stop } => format!(
+                "stopped ({}): {}",
+                stop.code.as_deref().unwrap_or("stop"),
+                stop.message.as_deref().unwrap_or_default()
+            ),
+            AgentEvent::Done { result } if result.stop.is_success() => {
+                format!("✓ done: {}", first(&result.text))
+            }
+            AgentEvent::LogUpdate { message } => message.clone(),
+            _ => return,
+        };
+        self.end_line();
+        eprintln!("{indent}↳ {label} {child}: {line}");
     }
 
     fn show(&mut self, event: &AgentEvent, json: bool) {
@@ -499,9 +572,34 @@ impl Printer {
                 };
                 eprintln!("{mark} {:<16}{content}", phase.as_str());
             }
-            AgentEvent::TaskUpdate { .. }
-            | AgentEvent::StepResult { .. }
-            | AgentEvent::Child { .. } => {}
+            AgentEvent::TaskUpdate {
+                event: kind, plan, ..
+            } => {
+                if let (kiln_types::plan::TaskEvent::PlanStarted, Some(plan)) = (kind, plan) {
+                    self.end_line();
+                    self.tree = Some((crate::tree::PlanTree::new(plan), 0));
+                    self.draw_tree();
+                } else if let Some((tree, _)) = &mut self.tree
+                    && tree.apply(event)
+                {
+                    self.draw_tree();
+                }
+            }
+            AgentEvent::StepResult { .. } => {}
+            AgentEvent::Child {
+                child,
+                depth,
+                label,
+                event: inner,
+                ..
+            } => match &mut self.tree {
+                Some((tree, _)) => {
+                    if tree.apply(event) {
+                        self.draw_tree();
+                    }
+                }
+                None => self.show_child(label, child, *depth, inner),
+            },
             AgentEvent::ApprovalRequest { .. }
             | AgentEvent::ApprovalAnswer { .. }
             | AgentEvent::LlmCall { .. }

@@ -12,6 +12,7 @@ mod eval;
 mod memory;
 mod program;
 mod sandbox_process;
+mod tree;
 
 use std::path::PathBuf;
 use std::process::ExitCode;

@@ -592,9 +592,22 @@ async fn drive_loop(spec: Loop) -> Result<Driven, String> {
     }
     let mut model_registry = (*registry).clone();
     let _ = model_registry.add(Actions::spec(), Rc::new(ExecuteCode(actions.clone())));
+    // A plan step's programs were approved with the plan (approving the plan
+    // is the gate): its `execute_code` is allowed unless a rule says
+    // otherwise or the brake is on; what its programs call stays gated.
+    let model_gate = if role == Role::Step {
+        kin.gate.derived(|settings| {
+            settings
+                .autonomy
+                .entry(EXECUTE_CODE.to_owned())
+                .or_insert(kiln_types::permission::Autonomy::Auto);
+        })
+    } else {
+        kin.gate.clone()
+    };
     let dispatcher = Dispatcher::new(
         Rc::new(model_registry),
-        Some(kin.gate.clone()),
+        Some(model_gate),
         kin.secrets.clone(),
         kin.limits,
         &kin.entrance,
