@@ -296,6 +296,16 @@ impl Session {
         })
     }
 
+    /// The permission mode the session's turns ask for (`None`: the mode rule's).
+    pub(crate) fn run_mode(&self) -> Option<Mode> {
+        self.run.mode
+    }
+
+    /// Switches the mode of the session's next turns.
+    pub(crate) fn set_mode(&mut self, mode: Mode) {
+        self.run.mode = Some(mode);
+    }
+
     /// Where the session's turns are assembled: its belt, its asker, its store.
     pub(crate) fn environment(&self, entrance: &str) -> kiln_agent::ladder::Environment {
         crate::program::environment(
@@ -410,6 +420,27 @@ pub(crate) struct Printer {
     tree: Option<(crate::tree::PlanTree, usize)>,
 }
 
+/// A direct call's arguments on one line: a plan by its title and size,
+/// anything else cut at 200 characters.
+fn call_summary(name: &str, args: &Value) -> String {
+    if name == kiln_agent::plan::execute::EXECUTE_PLAN
+        && let Ok(plan) = serde_json::from_value::<kiln_types::plan::Plan>(args.clone())
+    {
+        return format!(
+            "\u{201c}{}\u{201d} ({} tasks, {} steps)",
+            kiln_types::permission::card_text(&plan.title),
+            plan.tasks.len(),
+            plan.step_count()
+        );
+    }
+    let text = kiln_types::permission::card_text(&args.to_string());
+    if text.chars().count() > 200 {
+        format!("{}…", text.chars().take(200).collect::<String>())
+    } else {
+        text
+    }
+}
+
 /// How wide the terminal is (`COLUMNS`, else 100).
 fn columns() -> usize {
     std::env::var("COLUMNS")
@@ -512,10 +543,7 @@ impl Printer {
                             eprintln!("│ {}", kiln_types::permission::card_text(line));
                         }
                     }
-                    None => eprintln!(
-                        "── {name} {}",
-                        kiln_types::permission::card_text(&args.to_string())
-                    ),
+                    None => eprintln!("── {name} {}", call_summary(name, args)),
                 }
             }
             AgentEvent::ToolResultUpdate {

@@ -3,7 +3,7 @@
 //! runs it), and the next turn continues from the thread the last one left
 //! (its calls answered, a long thread compacted). Between turns, commands:
 //! `/help`, `/new`, `/clear`, `/compact`, `/model [ID]`, `/provider [KIND URL
-//! [KEY_ENV]]`, `/tools`, `/exit`.
+//! [KEY_ENV]]`, `/tools`, `/mode [plan|default|auto]`, `/exit`.
 //!
 //! A PROMPT argument, or a prompt piped in on stdin, is one turn: its answer
 //! on stdout, its progress and usage on stderr, and the exit code of `kiln
@@ -48,6 +48,8 @@ Each message is one agent turn: the model acts by writing programs that call the
   /provider [KIND URL [VAR]]    show the provider, or switch (KIND: openai, anthropic, ollama;
                                 VAR: the environment variable holding its key)
   /tools                        list the tools a turn has
+  /mode [plan|default|auto]     show the permission mode, or switch (plan: look and plan,
+                                nothing runs; default: ask first; auto: run what is allowed)
   /exit                         leave (so does the end of input; Ctrl-C at the prompt)
 Ctrl-C during a turn stops it.";
 
@@ -206,9 +208,30 @@ impl Chat<'_> {
             "model" => self.model(&rest),
             "provider" => self.provider(&rest),
             "tools" => self.tools(),
+            "mode" => self.mode(&rest),
             other => eprintln!("kiln chat: there is no command /{other}; /help lists them"),
         }
         Next::Go
+    }
+
+    fn mode(&mut self, rest: &[&str]) {
+        match rest {
+            [] => eprintln!(
+                "kiln chat: the permission mode is {}",
+                self.session.run_mode().map_or_else(
+                    || "the default for this terminal".to_owned(),
+                    |mode| mode.to_string()
+                )
+            ),
+            [mode] => match mode.parse::<kiln_capabilities::Mode>() {
+                Ok(mode) => {
+                    self.session.set_mode(mode);
+                    eprintln!("kiln chat: the permission mode is now {mode}");
+                }
+                Err(why) => eprintln!("kiln chat: {why}"),
+            },
+            _ => eprintln!("kiln chat: /mode takes plan, default or auto, or nothing to show it"),
+        }
     }
 
     fn compact(&mut self) {
@@ -325,7 +348,9 @@ impl Chat<'_> {
                 kiln_types::permission::card_text(&short)
             );
         }
-        eprintln!("  and the agent's own: ask_user, return_result, list_models");
+        eprintln!(
+            "  and the agent's own: ask_user, return_result, list_models, search_tools, the sub-agents (run_subtask, run_search, start_subtask, wait_subtasks) and execute_plan (create_plan in plan mode)"
+        );
         for warning in warnings {
             eprintln!("kiln chat: {}", warning.message);
         }

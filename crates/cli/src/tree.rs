@@ -62,7 +62,11 @@ fn mark(status: NodeStatus) -> &'static str {
 }
 
 fn seconds(ms: f64) -> String {
-    format!("{:.1}s", ms / 1000.0)
+    if ms < 1000.0 {
+        format!("{ms:.0} ms")
+    } else {
+        format!("{:.1}s", ms / 1000.0)
+    }
 }
 
 fn one_line(text: &str, max: usize) -> String {
