@@ -353,6 +353,60 @@ test("the agent asks the person in the thread, and a Stop mid-action ends the tu
   assert.deepEqual(errors, []);
 });
 
+test("plan mode: the agent makes a plan and it shows before anything runs; once the mode allows it, the approval card shows the plan and its tree runs live", async () => {
+  const { page, errors } = browser;
+  await page.getByTestId("chat-clear").click();
+  await page.getByTestId("tool-list").locator("summary").click();
+  await page.getByTestId("permission-mode").selectOption("plan");
+  await page.getByTestId("tool-list").locator("summary").click();
+  const planned = await send(page, "kiln-plan-report: count the words of two phrases and add them");
+  const card = planned.getByTestId("plan-card");
+  await card.waitFor();
+  assert.equal(await card.locator("h4").textContent(), "Plan: Count the words");
+  assert.match(await card.textContent(), /3 tasks, 3 steps, 2 parallelizable · nothing has run yet/);
+  assert.deepEqual(
+    (await card.getByTestId("plan-card-task").locator("strong").allTextContents()),
+    ["Count phrase one", "Count phrase two", "Add the counts"],
+  );
+  assert.match(await card.getByTestId("plan-card-task").last().textContent(), /after count_a, count_b/);
+  assert.match((await replyParts(planned)).text, /^Here is the plan/);
+  assert.equal(await planned.getByTestId("plan-tree").count(), 0, "nothing ran");
+  await page.getByTestId("chat").screenshot({ path: "/tmp/chat-plan-card.png" });
+
+  // The person changes the mode and asks to run it: one approval, for the plan.
+  await page.getByTestId("tool-list").locator("summary").click();
+  await page.getByTestId("permission-mode").selectOption("default");
+  await page.getByTestId("tool-list").locator("summary").click();
+  const ran = await send(page, "kiln-plan-run", { waitForEnd: false });
+  const approval = chatCard(page, "approval");
+  await approval.waitFor();
+  assert.equal(await approval.getByTestId("approval-title").textContent(), "Allow execute_plan (call 1)?");
+  assert.equal(await approval.getByTestId("plan-card-task").count(), 3);
+  assert.match(await approval.textContent(), /3 tasks, 3 steps; each step is a sub-agent/);
+  await page.getByTestId("chat").screenshot({ path: "/tmp/chat-plan-approval.png" });
+  await approval.getByTestId("approve").click();
+  await ran.getByTestId("chat-end").waitFor();
+  assert.equal(await chatCard(page, "approval").count(), 0, "the steps' programs ran under the plan's approval");
+
+  const tree = ran.getByTestId("plan-tree");
+  assert.equal(await tree.getAttribute("data-status"), "completed");
+  assert.match(await tree.locator("h4").textContent(), /◆ Plan: Count the words · 3\/3 tasks · completed/);
+  assert.deepEqual(
+    await tree.getByTestId("plan-task").evaluateAll((tasks) => tasks.map((task) => task.dataset.status)),
+    ["completed", "completed", "completed"],
+  );
+  // A step opens to its result and to what its loop did.
+  const total = tree.getByTestId("plan-step").last();
+  await total.locator("summary").click();
+  assert.match(await total.getByTestId("plan-step-result").textContent(), /"words": 5/);
+  await total.getByTestId("chat-action-summary").click();
+  assert.match(await total.getByTestId("chat-action-code").textContent(), /tools\.read_shared\(\{keys: \['task:count_a', 'task:count_b'\]\}\)/);
+  assert.equal((await replyParts(ran)).text, "Phrase one has 3 words and phrase two has 2: 5 words in all.");
+  await page.getByTestId("chat").screenshot({ path: "/tmp/chat-plan-tree.png" });
+  await page.getByTestId("chat-clear").click();
+  assert.deepEqual(errors, []);
+});
+
 test("after a reload the providers are still there (the workspace's storage), by name", async () => {
   const { page, errors } = browser;
   await page.getByTestId("chat-provider").selectOption(ANTHROPIC.name);

@@ -96,6 +96,25 @@ fn main() {
         figures.first_statement_median_ms, figures.first_statement_max_ms
     );
 
+    let plans = futures::executor::block_on(kiln_agent::bench::plans(
+        Rc::new(InProcess),
+        Rc::new(kiln_http::SystemClock),
+    ))
+    .unwrap_or_else(|error| panic!("{error}"));
+    println!(
+        "  DAG scheduler overhead per node: {:.4} ms ({} nodes of no work)",
+        plans.scheduler_per_node_ms, plans.scheduler_nodes
+    );
+    println!(
+        "  plan of {} tasks, each step a scripted CodeAct child: {:.0} ms against a critical path of {:.0} ms ({:.2} ms per task beyond it); barrier rounds would take {:.0} ms ({:.0}% of that)",
+        plans.tasks,
+        plans.measured_ms,
+        plans.critical_path_ms,
+        plans.overhead_per_task_ms,
+        plans.barrier_rounds_ms,
+        100.0 * plans.measured_ms / plans.barrier_rounds_ms
+    );
+
     for n in [10, 100] {
         let provider = Scripted::new([Reply::text("ok")]);
         let job = environment(belt(n), kiln_http::default_client());

@@ -244,3 +244,237 @@ pub async fn codeact_loop(
         first_statement_max_ms: starts.last().copied().unwrap_or_default(),
     })
 }
+
+/// A provider whose every reply waits its conversation's cost on `clock`
+/// first: a plan step's cost is read from its prompt (`(`ID`)`), through
+/// `cost`; the turn itself calls `execute_plan` with `plan`, then answers.
+struct Costed {
+    plan: Value,
+    cost: Cost,
+    clock: Rc<dyn kiln_http::Clock>,
+}
+
+impl kiln_providers::Provider for Costed {
+    fn kind(&self) -> kiln_providers::ProviderKind {
+        kiln_providers::ProviderKind::OpenAi
+    }
+
+    fn base_url(&self) -> &str {
+        "bench:"
+    }
+
+    fn stream(&self, request: kiln_providers::ChatRequest) -> kiln_providers::EventStream {
+        use futures::StreamExt as _;
+        let asked = request
+            .messages
+            .iter()
+            .find_map(|message| match message {
+                Message::User { text } => Some(text.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let step = asked
+            .split_once("(`")
+            .and_then(|(_, rest)| rest.split_once("`)"))
+            .map(|(id, _)| id.to_owned());
+        let answered = request
+            .messages
+            .iter()
+            .any(|message| matches!(message, Message::Tool { .. }));
+        let (reply, wait) = match step {
+            Some(step) => (Reply::text("done"), (self.cost)(&step)),
+            None if answered => (Reply::text("The plan ran."), 0.0),
+            None => (
+                Reply::call(crate::plan::execute::EXECUTE_PLAN, self.plan.clone()),
+                0.0,
+            ),
+        };
+        let inner = Scripted::new([reply]).stream(request);
+        let sleep = self.clock.sleep(wait as u64);
+        futures::stream::once(sleep)
+            .filter_map(|()| async { None })
+            .chain(inner)
+            .boxed_local()
+    }
+
+    fn models(
+        &self,
+    ) -> LocalBoxFuture<
+        'static,
+        Result<Vec<kiln_providers::ModelInfo>, kiln_providers::ProviderError>,
+    > {
+        Box::pin(async { Ok(Vec::new()) })
+    }
+}
+
+/// What each node of a bench plan costs, in milliseconds.
+pub type Cost = Rc<dyn Fn(&str) -> f64>;
+
+/// The plans' figures, in milliseconds.
+#[derive(Debug, Clone, Serialize)]
+pub struct PlanFigures {
+    /// The scheduler alone: nodes of no work, in a chain and side by side.
+    pub scheduler_per_node_ms: f64,
+    pub scheduler_nodes: usize,
+    /// A plan of `tasks` tasks of one step each, every step a CodeAct child
+    /// whose one model turn takes its task's cost.
+    pub tasks: usize,
+    pub measured_ms: f64,
+    pub critical_path_ms: f64,
+    pub barrier_rounds_ms: f64,
+    /// What the run took beyond the critical path, per task.
+    pub overhead_per_task_ms: f64,
+}
+
+/// 50 tasks in ten layers of five, each after one or two of the layer
+/// before, costing 10 to 50 ms; its task nodes and their costs.
+#[must_use]
+pub fn fifty_tasks() -> (Value, Vec<crate::plan::schedule::Node>, Cost) {
+    let mut tasks = Vec::new();
+    let mut nodes = Vec::new();
+    for layer in 0..10_usize {
+        for slot in 0..5_usize {
+            let id = format!("t{layer}_{slot}");
+            let depends_on: Vec<String> = if layer == 0 {
+                Vec::new()
+            } else {
+                let mut deps = vec![format!("t{}_{slot}", layer - 1)];
+                if (layer + slot) % 2 == 0 {
+                    deps.push(format!("t{}_{}", layer - 1, (slot + 1) % 5));
+                }
+                deps
+            };
+            tasks.push(json!({
+                "id": id,
+                "title": format!("Task {id}"),
+                "depends_on": depends_on,
+                "steps": [{"id": format!("{id}_s"), "instructions": format!("Do {id}.")}]
+            }));
+            nodes.push(crate::plan::schedule::Node {
+                id: id.clone(),
+                depends_on,
+            });
+        }
+    }
+    let cost: Cost = Rc::new(|id: &str| {
+        let digits: usize = id
+            .chars()
+            .filter(char::is_ascii_digit)
+            .filter_map(|c| c.to_digit(10))
+            .map(|d| d as usize)
+            .sum();
+        10.0 * ((digits * 7) % 5 + 1) as f64
+    });
+    (json!({"title": "Fifty tasks", "tasks": tasks}), nodes, cost)
+}
+
+/// Measures the scheduler and a 50-task plan (see [`PlanFigures`]) on the
+/// system clock.
+///
+/// # Errors
+///
+/// The turn's request error, or a plan that did not complete.
+pub async fn plans(
+    runner: Rc<dyn SandboxRunner>,
+    clock: Rc<dyn kiln_http::Clock>,
+) -> Result<PlanFigures, String> {
+    use crate::plan::schedule::{self, Node, Settled};
+    // The scheduler alone.
+    let count = 2000;
+    let nodes: Vec<Node> = (0..count)
+        .map(|n| Node {
+            id: format!("n{n}"),
+            depends_on: if n % 2 == 0 && n > 1 {
+                vec![format!("n{}", n - 2)]
+            } else {
+                Vec::new()
+            },
+        })
+        .collect();
+    let started = clock.now_ms();
+    let settled = schedule::run(
+        &nodes,
+        64,
+        &AbortSignal::new(),
+        |_| Box::pin(async { Settled::Completed(Value::Null) }),
+        |_, _| {},
+    )
+    .await;
+    let scheduler_ms = clock.now_ms() - started;
+    if settled.len() != count {
+        return Err("the scheduler lost nodes".into());
+    }
+
+    // A plan of scripted children.
+    let (plan, task_nodes, cost) = fifty_tasks();
+    let step_cost = {
+        let cost = cost.clone();
+        Rc::new(move |step: &str| cost(step.trim_end_matches("_s"))) as Cost
+    };
+    let provider = Rc::new(Costed {
+        plan,
+        cost: step_cost,
+        clock: clock.clone(),
+    });
+    let job = environment(json!([]), kiln_http::default_client());
+    let done = Rc::new(RefCell::new(None::<Value>));
+    let sink = {
+        let done = done.clone();
+        Rc::new(move |event: AgentEvent| {
+            if let AgentEvent::ToolResultUpdate { name, content, .. } = event
+                && name == crate::plan::execute::EXECUTE_PLAN
+            {
+                *done.borrow_mut() = serde_json::from_str(&content).ok();
+            }
+        })
+    };
+    let mut run = RunRequest::new("");
+    run.mode = Some(kiln_capabilities::Mode::Auto);
+    let request = AgentRequest {
+        run,
+        provider,
+        options: ChatOptions::new("scripted"),
+        messages: vec![Message::User {
+            text: "Run the fifty tasks.".into(),
+        }],
+        system: None,
+        output_schema: None,
+        guards: Guards::default(),
+        budget: BudgetLimits {
+            max_concurrency: Some(50),
+            ..BudgetLimits::default()
+        },
+        direct: Vec::new(),
+        compaction: Compaction::default(),
+    };
+    let setup = AgentSetup {
+        environment: &job,
+        runner,
+        person: None,
+        clock: clock.clone(),
+        sink,
+        cancel: AbortSignal::new(),
+    };
+    let started = clock.now_ms();
+    run_agent(request, setup)
+        .await
+        .map_err(|error| error.to_string())?;
+    let measured_ms = clock.now_ms() - started;
+    let status = done
+        .borrow()
+        .as_ref()
+        .and_then(|answer| answer.get("status").cloned());
+    if status != Some(json!("completed")) {
+        return Err(format!("the plan did not complete: {status:?}"));
+    }
+    let critical_path_ms = schedule::critical_path(&task_nodes, &*cost);
+    Ok(PlanFigures {
+        scheduler_per_node_ms: scheduler_ms / count as f64,
+        scheduler_nodes: count,
+        tasks: task_nodes.len(),
+        measured_ms,
+        critical_path_ms,
+        barrier_rounds_ms: schedule::barrier_rounds(&task_nodes, 50, &*cost),
+        overhead_per_task_ms: (measured_ms - critical_path_ms) / task_nodes.len() as f64,
+    })
+}

@@ -87,6 +87,9 @@ pub struct Kin {
     pub random: Rc<dyn Fn() -> [u8; 8]>,
     /// The run memory plan steps write `step:` and `task:` results to.
     pub memory: Option<RunMemory>,
+    /// A run without a workspace keeps its run memory in memory; its tools
+    /// (`list_shared`, `read_shared`, `share_result`) go to the plan steps.
+    pub memory_tools: Option<Rc<kiln_capabilities::Storage>>,
     pub cancel: AbortSignal,
     /// This loop's sink (a child's wraps its events before its parent's).
     pub sink: Sink,
@@ -274,7 +277,14 @@ pub async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome {
             .as_ref()
             .is_none_or(|tools| tools.contains(&spec_of.name))
     };
-    let base = Rc::new(parent.base.filtered(keep));
+    let mut base = parent.base.filtered(keep);
+    if spec.role == Role::Step
+        && base.lookup("read_shared").is_err()
+        && let Some(storage) = &parent.memory_tools
+    {
+        kiln_capabilities::builtin::add_run_memory(&mut base, storage);
+    }
+    let base = Rc::new(base);
     let kin = Rc::new(Kin {
         provider: parent.provider.clone(),
         options: parent.options.clone(),
@@ -288,6 +298,7 @@ pub async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome {
         entrance: parent.entrance.clone(),
         random: parent.random.clone(),
         memory: parent.memory.clone(),
+        memory_tools: parent.memory_tools.clone(),
         cancel: parent.cancel.clone(),
         sink: sink.clone(),
         depth,
@@ -426,9 +437,9 @@ fn child_args() -> Value {
     json!({
         "type": "object",
         "properties": {
-            "prompt": {"type": "string", "description": "The whole task, with everything the child needs: it sees nothing of this conversation."},
-            "output_schema": {"type": "object", "description": "A JSON Schema the child's result must match (it then finishes with finish(value))."},
-            "tools": {"type": "array", "items": {"type": "string"}, "description": "The tools the child may use; all of yours when absent."}
+            "prompt": {"type": "string", "description": "The whole task: the child sees nothing else."},
+            "output_schema": {"type": "object", "description": "A JSON Schema its result must match."},
+            "tools": {"type": "array", "items": {"type": "string"}}
         },
         "required": ["prompt"]
     })
@@ -511,7 +522,7 @@ impl RunSubtask {
     pub fn spec() -> CapabilitySpec {
         builtin(
             RUN_SUBTASK,
-            "Hands a self-contained part of the work to a sub-agent (a child with your tools, or the ones named) and waits for it. Answers {status: \"completed\", value} or {status: \"failed\", error}; it never throws. In a program: await agents.run(prompt, {outputSchema, tools}); fan out with Promise.all.",
+            "Hands a self-contained part of the work to a sub-agent with your tools (or those named) and waits: {status: \"completed\", value} or {status: \"failed\", error}. In a program: agents.run(prompt, {outputSchema, tools}).",
             child_args(),
             Category::Read,
         )
@@ -521,7 +532,7 @@ impl RunSubtask {
     pub fn search_spec() -> CapabilitySpec {
         builtin(
             RUN_SEARCH,
-            "Hands a search or lookup to a read-only sub-agent (read-class tools only) and waits for its findings. Answers {status, value} or {status: \"failed\", error}.",
+            "A read-only sub-agent (read tools only) looks something up and answers its findings: {status, value | error}.",
             json!({
                 "type": "object",
                 "properties": {"query": {"type": "string", "description": "What to find out, in full."}},

@@ -45,8 +45,8 @@ pub const GLOBALS: &[GuestGlobal] = &[
     },
     GuestGlobal {
         name: "agents",
-        usage: "await agents.run(prompt, {outputSchema, tools}) / const id = await agents.start(prompt, options) / await agents.wait({ids, timeoutMs})",
-        summary: "Sub-agents: a child with your tools (or the ones named) does a self-contained part of the work. `run` answers {status: \"completed\", value} or {status: \"failed\", error} and never rejects for the child's failure; fan out with Promise.all. `start` runs one in the background, `wait` collects them. A child sees only its prompt: give it everything it needs. Present only when the run has the sub-agent tools.",
+        usage: "await agents.run(prompt, {outputSchema, tools}) / agents.start(prompt) → id / agents.wait({ids, timeoutMs})",
+        summary: "Sub-agents with your tools: `run` answers {status, value | error} (it does not reject when the child fails); fan out with Promise.all; `start` and `wait` run them in the background. A child sees only its prompt.",
     },
     GuestGlobal {
         name: "finish",

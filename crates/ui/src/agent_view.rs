@@ -7,10 +7,14 @@
 use kiln_types::agent::{AgentEvent, AgentResult, AgentStop, Guards, StopReason};
 use kiln_types::chat::Usage;
 use kiln_types::permission::{card_text, group_digits};
+use kiln_types::plan::{NodeStatus, Plan, TaskEvent};
 use serde_json::Value;
 
 /// The tool whose calls are actions.
 const EXECUTE_CODE: &str = "execute_code";
+/// The tools whose calls show a plan.
+const EXECUTE_PLAN: &str = "execute_plan";
+const CREATE_PLAN: &str = "create_plan";
 
 /// One call a program made, as its action's block lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -58,10 +62,162 @@ pub(crate) enum Step {
     },
     /// The earlier conversation was summarized for the model.
     Compaction { summary: String, replaced: usize },
+    /// `create_plan`'s plan: shown before anything runs.
+    Planned { plan: PlanView, summary: String },
+    /// `execute_plan`'s run: the plan's tree, live; `answer` once it ended.
+    PlanRun {
+        call_id: String,
+        plan: PlanView,
+        answer: Option<(String, bool)>,
+    },
     /// `ask_user`'s question, while and after it was asked.
     Question(String),
     /// Kiln's note about the turn (not the model's).
     Note(String),
+}
+
+/// One step of a plan, as its node shows it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PlanStep {
+    pub id: String,
+    pub instructions: String,
+    pub status: NodeStatus,
+    pub error: Option<String>,
+    /// Its result as JSON text.
+    pub result: Option<String>,
+    pub duration_ms: Option<u64>,
+}
+
+/// One task of a plan.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PlanTask {
+    pub id: String,
+    pub title: String,
+    pub depends_on: Vec<String>,
+    pub status: NodeStatus,
+    pub error: Option<String>,
+    pub duration_ms: Option<u64>,
+    pub steps: Vec<PlanStep>,
+}
+
+/// A plan, as a card shows it (before it runs) and its tree (while and
+/// after it runs).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct PlanView {
+    pub title: String,
+    pub tasks: Vec<PlanTask>,
+    /// Every task settled.
+    pub finished: bool,
+}
+
+impl PlanView {
+    pub(crate) fn of(plan: &Plan) -> Self {
+        Self {
+            title: plan.title.clone(),
+            tasks: plan
+                .tasks
+                .iter()
+                .map(|task| PlanTask {
+                    id: task.id.clone(),
+                    title: task.title.clone(),
+                    depends_on: task.depends_on.clone(),
+                    status: NodeStatus::Waiting,
+                    error: None,
+                    duration_ms: None,
+                    steps: task
+                        .steps
+                        .iter()
+                        .map(|step| PlanStep {
+                            id: step.id.clone(),
+                            instructions: step.instructions.clone(),
+                            status: NodeStatus::Waiting,
+                            error: None,
+                            result: None,
+                            duration_ms: None,
+                        })
+                        .collect(),
+                })
+                .collect(),
+            finished: false,
+        }
+    }
+
+    /// `2/3 tasks`.
+    pub(crate) fn progress(&self) -> String {
+        let done = self
+            .tasks
+            .iter()
+            .filter(|task| task.status == NodeStatus::Completed)
+            .count();
+        format!("{done}/{} tasks", self.tasks.len())
+    }
+
+    fn step_mut(&mut self, id: &str) -> Option<&mut PlanStep> {
+        self.tasks
+            .iter_mut()
+            .flat_map(|task| task.steps.iter_mut())
+            .find(|step| step.id == id)
+    }
+
+    fn update(
+        &mut self,
+        event: TaskEvent,
+        task_id: &str,
+        step_id: Option<&str>,
+        error: Option<String>,
+        duration_ms: Option<f64>,
+    ) {
+        let status = match event {
+            TaskEvent::PlanFinished => {
+                self.finished = true;
+                return;
+            }
+            TaskEvent::TaskStarted | TaskEvent::StepStarted => NodeStatus::Running,
+            TaskEvent::TaskCompleted | TaskEvent::StepCompleted => NodeStatus::Completed,
+            TaskEvent::TaskFailed | TaskEvent::StepFailed => {
+                if error.as_deref().is_some_and(|why| why.ends_with("aborted")) {
+                    NodeStatus::Aborted
+                } else {
+                    NodeStatus::Failed
+                }
+            }
+            TaskEvent::PlanStarted | TaskEvent::TaskCreated => return,
+        };
+        let duration_ms = duration_ms.map(|ms| ms.max(0.0) as u64);
+        match step_id {
+            Some(step_id) => {
+                if let Some(step) = self.step_mut(step_id) {
+                    step.status = status;
+                    step.error = error;
+                    step.duration_ms = duration_ms.or(step.duration_ms);
+                }
+            }
+            None => {
+                if let Some(task) = self.tasks.iter_mut().find(|task| task.id == task_id) {
+                    task.status = status;
+                    task.error = error;
+                    task.duration_ms = duration_ms.or(task.duration_ms);
+                }
+            }
+        }
+    }
+}
+
+/// A child loop (a sub-agent, a plan step), folded like the turn.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) struct ChildTurn {
+    pub id: String,
+    pub label: String,
+    /// The call of the loop above that spawned it.
+    pub parent_call_id: String,
+    pub view: TurnView,
+}
+
+impl ChildTurn {
+    /// The step id when this child runs a plan's step.
+    pub(crate) fn step(&self) -> Option<&str> {
+        self.label.strip_prefix("step ")
+    }
 }
 
 /// Turns, tokens and spend so far, against the job's guards.
@@ -188,6 +344,9 @@ pub(crate) struct TurnView {
     pub model: Option<String>,
     /// The tokens of every model call so far.
     pub usage: Usage,
+    /// The loops this turn spawned (its sub-agents, its plans' steps), each
+    /// nesting its own.
+    pub children: Vec<ChildTurn>,
 }
 
 impl TurnView {
@@ -198,7 +357,45 @@ impl TurnView {
             end: None,
             model: None,
             usage: Usage::default(),
+            children: Vec::new(),
         }
+    }
+
+    /// The children spawned by the call `call_id`.
+    pub(crate) fn children_of(&self, call_id: &str) -> Vec<ChildTurn> {
+        self.children
+            .iter()
+            .filter(|child| child.parent_call_id == call_id && child.step().is_none())
+            .cloned()
+            .collect()
+    }
+
+    /// The child that runs the plan step `step`.
+    pub(crate) fn step_child(&self, step: &str) -> Option<&ChildTurn> {
+        self.children
+            .iter()
+            .find(|child| child.step() == Some(step))
+    }
+
+    /// The child `id`, anywhere below this turn.
+    fn child_mut(&mut self, id: &str) -> Option<&mut ChildTurn> {
+        let at = self.children.iter().position(|child| child.id == id);
+        match at {
+            Some(at) => self.children.get_mut(at),
+            None => self
+                .children
+                .iter_mut()
+                .find_map(|child| child.view.child_mut(id)),
+        }
+    }
+
+    fn plan_run_mut(&mut self) -> Option<&mut PlanView> {
+        self.steps.iter_mut().rev().find_map(|step| match step {
+            Step::PlanRun {
+                plan, answer: None, ..
+            } => Some(plan),
+            _ => None,
+        })
     }
 
     /// Whether anything has come yet.
@@ -219,7 +416,16 @@ impl TurnView {
                 args,
                 code,
             } => {
-                if name == EXECUTE_CODE {
+                let plan = (name == EXECUTE_PLAN)
+                    .then(|| serde_json::from_value::<Plan>(args.clone()).ok())
+                    .flatten();
+                if let Some(plan) = plan {
+                    self.steps.push(Step::PlanRun {
+                        call_id,
+                        plan: PlanView::of(&plan),
+                        answer: None,
+                    });
+                } else if name == EXECUTE_CODE {
                     self.steps.push(Step::Action {
                         call_id,
                         code: code.unwrap_or_else(|| args.to_string()),
@@ -269,10 +475,69 @@ impl TurnView {
             AgentEvent::ApprovalRequest { .. }
             | AgentEvent::ApprovalAnswer { .. }
             | AgentEvent::Stop { .. } => {}
-            AgentEvent::PlanningUpdate { .. }
-            | AgentEvent::TaskUpdate { .. }
-            | AgentEvent::StepResult { .. }
-            | AgentEvent::Child { .. } => {}
+            AgentEvent::PlanningUpdate { .. } => {}
+            AgentEvent::TaskUpdate {
+                event,
+                task_id,
+                step_id,
+                error,
+                duration_ms,
+                plan,
+                ..
+            } => {
+                if let (TaskEvent::PlanStarted, Some(plan)) = (event, &plan) {
+                    // The plan as built (ordered) replaces the call's.
+                    if let Some(shown) = self.plan_run_mut() {
+                        *shown = PlanView::of(plan);
+                    }
+                } else if let Some(shown) = self.plan_run_mut() {
+                    shown.update(event, &task_id, step_id.as_deref(), error, duration_ms);
+                }
+            }
+            AgentEvent::StepResult {
+                step_id, result, ..
+            } => {
+                if let Some(shown) = self.plan_run_mut()
+                    && let Some(step) = shown.step_mut(&step_id)
+                {
+                    step.result = result.as_ref().map(pretty);
+                }
+            }
+            AgentEvent::Child {
+                child,
+                parent,
+                parent_call_id,
+                label,
+                event,
+                ..
+            } => {
+                let guards = self.caps.guards;
+                let event = *event;
+                // A child's model calls are the run's: they count here too.
+                if let AgentEvent::LlmCall { cost_usd, .. } = &event {
+                    match cost_usd {
+                        Some(cost) => self.caps.spend += cost,
+                        None => self.caps.unpriced = true,
+                    }
+                }
+                let home = match &parent {
+                    None => Some(self),
+                    Some(parent) => self.child_mut(parent).map(|turn| &mut turn.view),
+                };
+                if let Some(home) = home {
+                    if !home.children.iter().any(|turn| turn.id == child) {
+                        home.children.push(ChildTurn {
+                            id: child.clone(),
+                            label,
+                            parent_call_id,
+                            view: TurnView::new(guards),
+                        });
+                    }
+                    if let Some(turn) = home.children.iter_mut().find(|turn| turn.id == child) {
+                        turn.view.apply(event);
+                    }
+                }
+            }
         }
     }
 
@@ -292,6 +557,22 @@ impl TurnView {
                     return;
                 }
                 Step::Call {
+                    call_id,
+                    name,
+                    answer,
+                    ..
+                } if call_id == id => {
+                    if name == CREATE_PLAN
+                        && !is_error
+                        && let Some((plan, summary)) = planned(&content)
+                    {
+                        *step = Step::Planned { plan, summary };
+                        return;
+                    }
+                    *answer = Some((content, is_error));
+                    return;
+                }
+                Step::PlanRun {
                     call_id, answer, ..
                 } if call_id == id => {
                     *answer = Some((content, is_error));
@@ -321,6 +602,18 @@ impl TurnView {
             }
         }
     }
+}
+
+/// `create_plan`'s answer (`{plan, summary}`) as a card's plan.
+fn planned(content: &str) -> Option<(PlanView, String)> {
+    let value: Value = serde_json::from_str(content).ok()?;
+    let plan: Plan = serde_json::from_value(value.get("plan")?.clone()).ok()?;
+    let summary = value
+        .get("summary")
+        .and_then(Value::as_str)
+        .unwrap_or_default()
+        .to_owned();
+    Some((PlanView::of(&plan), summary))
 }
 
 /// A refused call's `{"error": {"code", "message"}}` as a sentence.
@@ -608,5 +901,168 @@ mod tests {
         assert_eq!(shown("abc", 3), "abc");
         assert_eq!(shown("abcdef", 3), "abc… (3 more characters)");
         assert_eq!(shown("a\u{202E}b", 10), "a\\u{202E}b");
+    }
+
+    fn child(
+        id: &str,
+        parent: Option<&str>,
+        call: &str,
+        label: &str,
+        event: AgentEvent,
+    ) -> AgentEvent {
+        AgentEvent::Child {
+            child: id.into(),
+            parent: parent.map(str::to_owned),
+            parent_call_id: call.into(),
+            depth: if parent.is_some() { 2 } else { 1 },
+            label: label.into(),
+            event: Box::new(event),
+        }
+    }
+
+    fn task_update(
+        event: TaskEvent,
+        task: &str,
+        step: Option<&str>,
+        error: Option<&str>,
+    ) -> AgentEvent {
+        AgentEvent::TaskUpdate {
+            event,
+            task_id: task.into(),
+            step_id: step.map(str::to_owned),
+            title: None,
+            error: error.map(str::to_owned),
+            duration_ms: Some(12.0),
+            plan: None,
+        }
+    }
+
+    #[test]
+    fn a_plan_run_folds_into_its_tree_with_each_steps_loop_under_it() {
+        let plan = json!({"title": "Count", "tasks": [
+            {"id": "a", "title": "A", "steps": [{"id": "a1", "instructions": "Count a"}]},
+            {"id": "b", "title": "B", "depends_on": ["a"], "steps": [{"id": "b1", "instructions": "Count b"}]}
+        ]});
+        let mut view = TurnView::new(Guards::default());
+        view.apply(AgentEvent::ToolCallUpdate {
+            call_id: "call_plan".into(),
+            name: "execute_plan".into(),
+            args: plan,
+            code: None,
+        });
+        view.apply(task_update(TaskEvent::TaskStarted, "a", None, None));
+        view.apply(task_update(TaskEvent::StepStarted, "a", Some("a1"), None));
+        view.apply(child(
+            "c1",
+            None,
+            "call_plan",
+            "step a1",
+            AgentEvent::ToolCallUpdate {
+                call_id: "k1".into(),
+                name: "execute_code".into(),
+                args: json!({"code": "finish(3)"}),
+                code: Some("finish(3)".into()),
+            },
+        ));
+        view.apply(AgentEvent::StepResult {
+            task_id: "a".into(),
+            step_id: "a1".into(),
+            result: Some(json!({"words": 3})),
+            error: None,
+        });
+        view.apply(task_update(TaskEvent::StepCompleted, "a", Some("a1"), None));
+        view.apply(task_update(TaskEvent::TaskCompleted, "a", None, None));
+        view.apply(task_update(
+            TaskEvent::TaskFailed,
+            "b",
+            None,
+            Some("dependency `a` failed"),
+        ));
+        let Step::PlanRun { plan, answer, .. } = &view.steps[0] else {
+            panic!("{:?}", view.steps);
+        };
+        assert_eq!(answer, &None);
+        assert_eq!(plan.progress(), "1/2 tasks");
+        assert_eq!(plan.tasks[0].steps[0].status, NodeStatus::Completed);
+        assert_eq!(
+            plan.tasks[0].steps[0].result.as_deref(),
+            Some("{\n  \"words\": 3\n}")
+        );
+        assert_eq!(plan.tasks[1].status, NodeStatus::Failed);
+        assert_eq!(
+            plan.tasks[1].error.as_deref(),
+            Some("dependency `a` failed")
+        );
+        // The step's own loop is its child, not a sub-agent of the call.
+        let step = view.step_child("a1").expect("the step's loop");
+        assert!(matches!(step.view.steps[0], Step::Action { .. }));
+        assert!(view.children_of("call_plan").is_empty());
+        view.apply(AgentEvent::ToolResultUpdate {
+            call_id: "call_plan".into(),
+            name: "execute_plan".into(),
+            content: json!({"status": "partial"}).to_string(),
+            is_error: false,
+            run: None,
+        });
+        assert!(matches!(
+            &view.steps[0],
+            Step::PlanRun {
+                answer: Some(_),
+                ..
+            }
+        ));
+    }
+
+    #[test]
+    fn sub_agents_nest_under_the_call_that_spawned_them_and_a_created_plan_is_a_card() {
+        let mut view = TurnView::new(Guards::default());
+        view.apply(AgentEvent::ToolCallUpdate {
+            call_id: "call_1".into(),
+            name: "execute_code".into(),
+            args: json!({}),
+            code: Some("await agents.run('x')".into()),
+        });
+        view.apply(child(
+            "c1",
+            None,
+            "call_1",
+            "subtask",
+            AgentEvent::TextDelta {
+                text: "Working".into(),
+            },
+        ));
+        view.apply(child(
+            "c2",
+            Some("c1"),
+            "k9",
+            "subtask",
+            AgentEvent::TextDelta {
+                text: "Deeper".into(),
+            },
+        ));
+        let children = view.children_of("call_1");
+        assert_eq!(children.len(), 1);
+        assert_eq!(children[0].view.steps, [Step::Text("Working".into())]);
+        let grandchildren = children[0].view.children_of("k9");
+        assert_eq!(grandchildren[0].view.steps, [Step::Text("Deeper".into())]);
+
+        view.apply(AgentEvent::ToolCallUpdate {
+            call_id: "call_2".into(),
+            name: "create_plan".into(),
+            args: json!({"objective": "x"}),
+            code: None,
+        });
+        view.apply(AgentEvent::ToolResultUpdate {
+            call_id: "call_2".into(),
+            name: "create_plan".into(),
+            content: json!({"plan": {"title": "P", "tasks": [{"id": "t", "title": "T", "steps": [{"id": "s", "instructions": "Do"}]}]}, "summary": "1 task, 1 step, 1 parallelizable"}).to_string(),
+            is_error: false,
+            run: None,
+        });
+        let Step::Planned { plan, summary } = &view.steps[1] else {
+            panic!("{:?}", view.steps[1]);
+        };
+        assert_eq!(plan.title, "P");
+        assert_eq!(summary, "1 task, 1 step, 1 parallelizable");
     }
 }

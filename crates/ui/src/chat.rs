@@ -1028,19 +1028,8 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
                 reply.with(|reply| reply.view.is_empty() && reply.view.end.is_none() && !reply.broken)
                     && streaming.get()
             };
-            let steps = move || {
-                let mut action = 0;
-                reply
-                    .with(|reply| reply.view.steps.clone())
-                    .into_iter()
-                    .map(|step| {
-                        if matches!(step, Step::Action { .. }) {
-                            action += 1;
-                        }
-                        step_view(step, action)
-                    })
-                    .collect_view()
-            };
+            let opened = crate::plan_tree::Opened::new();
+            let steps = move || reply.with(|reply| turn_steps(&reply.view, "", opened));
             view! {
                 <li class="chat-message assistant" data-testid="chat-assistant"
                     class:stopped=move || reply.with(|reply| reply.view.end.as_ref().is_some_and(|end| end.class == "cancelled"))
@@ -1091,12 +1080,45 @@ fn card_lines(text: &str) -> String {
         .join("\n")
 }
 
+/// A turn's steps (the person's turn, or a child's), numbering its actions;
+/// `scope` keys the blocks a person opens.
+pub(crate) fn turn_steps(
+    turn: &TurnView,
+    scope: &str,
+    opened: crate::plan_tree::Opened,
+) -> AnyView {
+    let mut action = 0;
+    turn.steps
+        .iter()
+        .cloned()
+        .map(|step| {
+            if matches!(step, Step::Action { .. }) {
+                action += 1;
+            }
+            step_view(step, action, turn, scope, opened)
+        })
+        .collect_view()
+        .into_any()
+}
+
 /// One step of an agent turn: the model's words, an action block, a direct
-/// call, a compaction card, a question, a note. `number` counts the actions.
-fn step_view(step: Step, number: usize) -> AnyView {
+/// call, a compaction card, a question, a note, a plan's card or tree; the
+/// sub-agents a call spawned under it. `number` counts the actions.
+fn step_view(
+    step: Step,
+    number: usize,
+    turn: &TurnView,
+    scope: &str,
+    opened: crate::plan_tree::Opened,
+) -> AnyView {
+    use crate::plan_tree::{children_view, plan_card, plan_tree};
     match step {
+        Step::Planned { plan, summary } => plan_card(plan, summary),
+        Step::PlanRun { plan, answer, .. } => plan_tree(plan, answer, turn, scope, opened),
         Step::Text(text) => view! { <div class="text" data-testid="chat-reply-text">{text}</div> }.into_any(),
-        Step::Action { code, result, refused, .. } => {
+        Step::Action { call_id, code, result, refused } => {
+            let key = format!("{scope}/{call_id}");
+            let children = children_view(turn.children_of(&call_id), &key, opened);
             let summary = match (&result, &refused) {
                 (Some(result), _) => {
                     let calls = match result.calls.len() {
@@ -1117,7 +1139,8 @@ fn step_view(step: Step, number: usize) -> AnyView {
                 (None, None) => "running".to_owned(),
             };
             view! {
-                <details class=format!("action action-{status}") data-testid="chat-action" data-status=status.clone()>
+                <details class=format!("action action-{status}") data-testid="chat-action" data-status=status.clone()
+                    prop:open=opened.is_open(&key) on:toggle=opened.on_toggle(key.clone())>
                     <summary data-testid="chat-action-summary">{summary}</summary>
                     <pre class="code" data-testid="chat-action-code" aria-label="The program">{card_lines(&code)}</pre>
                     {refused.map(|why| view! { <p class="refused" data-testid="chat-action-refused">{why}</p> })}
@@ -1148,12 +1171,14 @@ fn step_view(step: Step, number: usize) -> AnyView {
                             <pre class="value" data-testid="chat-action-result">{card_lines(&value)}</pre>
                         })}
                     })}
+                    {children}
                 </details>
             }
             .into_any()
         }
-        Step::Call { name, args, answer, .. } => {
+        Step::Call { call_id, name, args, answer } => {
             let answer = answer.map(|(text, is_error)| (shown(&text, 300), is_error));
+            let children = children_view(turn.children_of(&call_id), &format!("{scope}/{call_id}"), opened);
             view! {
                 <p class="tool-call" data-testid="chat-tool-call">
                     "Called "<code>{format!("{}({})", shown(&name, 80), shown(&args, 300))}</code>
@@ -1161,6 +1186,7 @@ fn step_view(step: Step, number: usize) -> AnyView {
                         " → "<code class:failed=is_error>{text}</code>
                     })}
                 </p>
+                {children}
             }
             .into_any()
         }

@@ -18,6 +18,7 @@ mod files_panel;
 mod history_panel;
 mod memory_panel;
 mod permissions;
+mod plan_tree;
 mod providers_panel;
 mod runtime;
 mod storage;
@@ -635,7 +636,22 @@ pub(crate) fn ApprovalCard(
                         " tool from "<code>{card_text(&request.module)}</code>" — "{request.reason.sentence()}"."
                     </p>
                     <p class="description">{card_text(&request.description)}</p>
-                    <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre>
+                    {match serde_json::from_value::<kiln_types::plan::Plan>(request.args.clone()).ok().filter(|_| request.tool == "execute_plan") {
+                        // Approving a plan approves every step of it: the card
+                        // shows what will run, then the arguments as sent.
+                        Some(plan) => {
+                            let shown = agent_view::PlanView::of(&plan);
+                            let summary = format!("{} tasks, {} steps; each step is a sub-agent", plan.tasks.len(), plan.step_count());
+                            view! {
+                                {plan_tree::plan_card(shown, summary)}
+                                <details class="args-sent">
+                                    <summary>"The arguments as sent"</summary>
+                                    <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre>
+                                </details>
+                            }.into_any()
+                        }
+                        None => view! { <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre> }.into_any(),
+                    }}
                     <div class="actions">
                         <button data-testid="approve" on:click=move |_| answer(Answer::Approve)>"Approve"</button>
                         <button class="secondary" data-testid="deny" on:click=move |_| answer(Answer::Deny)>"Deny"</button>

@@ -38,7 +38,6 @@ use crate::record::JobOf;
 use crate::request::{RequestError, RunRequest};
 use crate::subagent::{self, Kin};
 use history::Compaction;
-use kiln_store::run::RunMemory;
 use tools::{
     Action, Actions, AskUser, DELIVERY, EXECUTE_CODE, ExecuteCode, ListModels, Person,
     ReturnResult, SearchTools, Sink,
@@ -266,7 +265,7 @@ pub async fn run_agent(
     };
     // The run memory of a run without a workspace: plan steps and children
     // still share results through it.
-    let own_memory: RefCell<Option<RunMemory>> = RefCell::default();
+    let own_memory: RefCell<Option<Rc<kiln_capabilities::Storage>>> = RefCell::default();
     let extra = |registry: &mut Registry| {
         let _ = registry.add(
             AskUser::spec(),
@@ -280,20 +279,24 @@ pub async fn run_agent(
             Rc::new(ListModels(request.provider.clone())),
         );
         if registry.lookup("read_shared").is_err() {
+            // Not on the turn's belt (it pays for every tool it is offered):
+            // only plan steps, which read their inputs from it, get its tools.
             let backend: Rc<dyn kiln_store::backend::Backend> =
                 kiln_store::native::MemoryBackend::new();
-            let storage = kiln_capabilities::Storage::new(
+            *own_memory.borrow_mut() = Some(Rc::new(kiln_capabilities::Storage::new(
                 backend,
                 kiln_store::native::MemoryTree::new(),
                 "turn",
                 &request.run.agent,
-            );
-            kiln_capabilities::builtin::add_run_memory(registry, &storage);
-            *own_memory.borrow_mut() = Some(storage.run);
+            )));
         }
     };
     let ladder = assemble_job(&request.run, &environment, &job, &extra).await?;
-    let memory = ladder.run_memory.clone().or(own_memory.take());
+    let own_memory = own_memory.take();
+    let memory = ladder
+        .run_memory
+        .clone()
+        .or_else(|| own_memory.as_ref().map(|storage| storage.run.clone()));
 
     let mut limits = request.budget;
     limits.max_usd = Some(limits.max_usd.map_or(request.guards.max_cost, |cap| {
@@ -323,6 +326,7 @@ pub async fn run_agent(
         entrance: environment.entrance.clone(),
         random: environment.random.clone(),
         memory,
+        memory_tools: own_memory,
         cancel: setup.cancel.clone(),
         sink: sink.clone(),
         depth: 0,
@@ -334,7 +338,7 @@ pub async fn run_agent(
         current_call: RefCell::new(String::new()),
         guards: request.guards,
         child_turns: subagent::DEFAULT_CHILD_TURNS,
-        max_concurrent: crate::plan::schedule::DEFAULT_MAX_CONCURRENT,
+        max_concurrent: budget.permits().capacity() as usize,
     });
     let plan_mode = ladder.gate.settings().mode == kiln_capabilities::Mode::Plan;
     let driven = drive(Loop {

@@ -16,8 +16,13 @@ use super::tools::{EXECUTE_CODE, SEARCH_TOOLS};
 pub const DEFER_THRESHOLD: usize = 30;
 
 /// Tools documented in full however many there are: the search for the
-/// rest, and the sub-agent family.
-const RESIDENT: &[&str] = &[SEARCH_TOOLS, "run_search", "start_subtask", "wait_subtasks"];
+/// rest, and the read-only sub-agent.
+const RESIDENT: &[&str] = &[SEARCH_TOOLS, "run_search"];
+
+/// Tools a guest global wraps (`agents.run/start/wait`): documented there
+/// once, not again in the list of `tools` (still callable on `tools`, and
+/// found by `search_tools`).
+const WRAPPED: &[&str] = &["run_subtask", "start_subtask", "wait_subtasks"];
 
 /// What the prompt is written from.
 pub struct PromptParts<'a> {
@@ -122,6 +127,9 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
     let defer = parts.belt.len() > DEFER_THRESHOLD;
     let mut deferred = Vec::new();
     for spec in parts.belt {
+        if WRAPPED.contains(&spec.name.as_str()) {
+            continue;
+        }
         let direct = parts.direct.contains(&spec.name);
         if defer && !direct && !RESIDENT.contains(&spec.name.as_str()) {
             deferred.push(spec.name.as_str());

@@ -33,7 +33,9 @@ use crate::subagent::{self, ChildOutcome, ChildSpec, Kin};
 
 pub const EXECUTE_PLAN: &str = "execute_plan";
 
-/// The JSON Schema of a plan, as `execute_plan` takes it.
+/// The JSON Schema of a plan, as `execute_plan` takes it: the shape in
+/// words (the builder checks every field and names what is wrong), so the
+/// definition every turn carries stays small.
 #[must_use]
 pub fn plan_schema() -> Value {
     json!({
@@ -42,7 +44,8 @@ pub fn plan_schema() -> Value {
             "title": {"type": "string"},
             "tasks": {
                 "type": "array",
-                "items": task_schema()
+                "items": {"type": "object"},
+                "description": "[{id, title, depends_on: [task ids], steps: [{id, instructions, depends_on?: [step ids of the task], tools?: [names], output_schema?}]}]"
             }
         },
         "required": ["title", "tasks"]
@@ -85,7 +88,7 @@ impl ExecutePlan {
     pub fn spec() -> CapabilitySpec {
         CapabilitySpec {
             name: EXECUTE_PLAN.into(),
-            description: "Runs a plan — its arguments are the plan itself, {title, tasks} as create_plan answers it (or one you write). It is checked first (nothing runs when it is invalid: invalid_plan names each problem). Tasks start as soon as the tasks they depend on finish; each step is a sub-agent. Answers {status, tasks: [{id, title, status, error?}], results: {task id: value}, steps: {step id: value}}; a plan whose every task failed answers error \"plan_failed\". Each result also stays in the run memory as task:<id> and step:<id> (read_shared). Afterwards, write the answer to the person yourself from these results: no step does that for you.".into(),
+            description: "Runs a plan of tasks (the plan itself, as create_plan answers it, or one you write), each task as soon as the tasks it depends on finish, each step a sub-agent. Checked first: invalid_plan names each problem. Answers {status, tasks, results: {task id: value}, steps: {step id: value}} (error plan_failed when every task failed); results stay readable as task:<id> / step:<id>. Then write the answer yourself from the results.".into(),
             input_schema: plan_schema(),
             category: Category::External,
             result: json!({}),

@@ -63,42 +63,63 @@ pub async fn run<'a>(
     mut settled: impl FnMut(&str, &Settled),
 ) -> BTreeMap<String, Settled> {
     let max_concurrent = max_concurrent.max(1);
-    let known: BTreeSet<&str> = nodes.iter().map(|node| node.id.as_str()).collect();
-    let mut dependents: BTreeMap<&str, Vec<&str>> = BTreeMap::new();
-    for node in nodes {
-        for dep in &node.depends_on {
-            dependents.entry(dep.as_str()).or_default().push(&node.id);
+    let index: BTreeMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(at, node)| (node.id.as_str(), at))
+        .collect();
+    // Each node's dependents, and how many of its dependencies have not
+    // completed: a node is ready when that reaches zero. A dependency that
+    // is no node never completes.
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut waiting: Vec<usize> = vec![0; nodes.len()];
+    for (at, node) in nodes.iter().enumerate() {
+        let unique: BTreeSet<&str> = node.depends_on.iter().map(String::as_str).collect();
+        for dep in unique {
+            waiting[at] += 1;
+            if let Some(&from) = index.get(dep) {
+                dependents[from].push(at);
+            }
         }
     }
+    // Ready nodes by their place in `nodes`, so ties start in order.
+    let mut ready: BTreeSet<usize> = (0..nodes.len()).filter(|at| waiting[*at] == 0).collect();
     let mut done: BTreeMap<String, Settled> = BTreeMap::new();
-    let mut started: BTreeSet<&str> = BTreeSet::new();
-    let mut running: FuturesUnordered<LocalBoxFuture<'a, (String, Settled)>> =
+    let mut running: FuturesUnordered<LocalBoxFuture<'a, (usize, Settled)>> =
         FuturesUnordered::new();
-    let settle = |id: &str,
+    let settle = |at: usize,
                   how: Settled,
                   done: &mut BTreeMap<String, Settled>,
+                  ready: &mut BTreeSet<usize>,
+                  waiting: &mut Vec<usize>,
                   settled: &mut dyn FnMut(&str, &Settled)| {
-        if done.contains_key(id) {
-            return;
-        }
         // A failure settles each unsettled dependent, naming the node
         // directly above it, before anything else can start.
-        let mut pending = vec![(id.to_owned(), how)];
-        while let Some((id, how)) = pending.pop() {
-            if done.contains_key(&id) {
+        let mut pending = vec![(at, how)];
+        while let Some((at, how)) = pending.pop() {
+            let id = &nodes[at].id;
+            if done.contains_key(id) {
                 continue;
             }
+            ready.remove(&at);
+            settled(id, &how);
+            let completed = how.is_completed();
             let failed = matches!(how, Settled::Failed(_));
-            settled(&id, &how);
             done.insert(id.clone(), how);
-            if failed {
-                for dependent in dependents.get(id.as_str()).into_iter().flatten() {
-                    if !done.contains_key(*dependent) {
-                        pending.push((
-                            (*dependent).to_owned(),
-                            Settled::Failed(dependency_failed(&id)),
-                        ));
+            for &next in &dependents[at] {
+                if completed {
+                    waiting[next] -= 1;
+                    if waiting[next] == 0 && !done.contains_key(&nodes[next].id) {
+                        ready.insert(next);
                     }
+                } else if !done.contains_key(&nodes[next].id) {
+                    // A dependent of an aborted node is aborted with it.
+                    let then = if failed {
+                        Settled::Failed(dependency_failed(id))
+                    } else {
+                        Settled::Aborted
+                    };
+                    pending.push((next, then));
                 }
             }
         }
@@ -106,52 +127,53 @@ pub async fn run<'a>(
     loop {
         if cancel.is_aborted() {
             drop(running);
-            for node in nodes {
-                settle(&node.id, Settled::Aborted, &mut done, &mut settled);
+            for at in 0..nodes.len() {
+                settle(
+                    at,
+                    Settled::Aborted,
+                    &mut done,
+                    &mut ready,
+                    &mut waiting,
+                    &mut settled,
+                );
             }
             return done;
         }
         // Start what is ready, in the nodes' order, up to the bound.
-        for node in nodes {
-            if running.len() >= max_concurrent {
-                break;
-            }
-            if started.contains(node.id.as_str()) || done.contains_key(&node.id) {
-                continue;
-            }
-            let ready = node
-                .depends_on
-                .iter()
-                .all(|dep| done.get(dep).is_some_and(Settled::is_completed));
-            if ready {
-                started.insert(&node.id);
-                let id = node.id.clone();
-                let work = start(&id);
-                running.push(Box::pin(async move { (id, work.await) }));
-            }
+        while running.len() < max_concurrent {
+            let Some(at) = ready.pop_first() else { break };
+            let work = start(&nodes[at].id);
+            running.push(Box::pin(async move { (at, work.await) }));
         }
         if running.is_empty() {
             // Nothing runs and nothing can start: what is left waits on a
-            // node that does not exist or on itself.
-            for node in nodes {
+            // node that does not exist or on a cycle.
+            for (at, node) in nodes.iter().enumerate() {
                 if done.contains_key(&node.id) {
                     continue;
                 }
                 let missing = node
                     .depends_on
                     .iter()
-                    .find(|dep| !known.contains(dep.as_str()));
+                    .find(|dep| !index.contains_key(dep.as_str()));
                 let why = match missing {
                     Some(dep) => format!("unsatisfiable dependency: `{dep}` does not exist"),
                     None => "unsatisfiable dependency: it waits on a cycle".to_owned(),
                 };
-                settle(&node.id, Settled::Failed(why), &mut done, &mut settled);
+                settle(
+                    at,
+                    Settled::Failed(why),
+                    &mut done,
+                    &mut ready,
+                    &mut waiting,
+                    &mut settled,
+                );
             }
             return done;
         }
         let next = future::select(running.next(), cancel.aborted()).await;
-        if let Either::Left((Some((id, how)), _)) = next {
-            settle(&id, how, &mut done, &mut settled);
+        if let Either::Left((Some((at, how)), _)) = next {
+            settle(at, how, &mut done, &mut ready, &mut waiting, &mut settled);
         }
     }
 }
