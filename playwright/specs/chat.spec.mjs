@@ -355,7 +355,6 @@ test("the agent asks the person in the thread, and a Stop mid-action ends the tu
 
 test("plan mode: the agent makes a plan and it shows before anything runs; once the mode allows it, the approval card shows the plan and its tree runs live", async () => {
   const { page, errors } = browser;
-  await page.getByTestId("chat-clear").click();
   await page.getByTestId("tool-list").locator("summary").click();
   await page.getByTestId("permission-mode").selectOption("plan");
   await page.getByTestId("tool-list").locator("summary").click();
@@ -390,14 +389,14 @@ test("plan mode: the agent makes a plan and it shows before anything runs; once 
 
   const tree = ran.getByTestId("plan-tree");
   assert.equal(await tree.getAttribute("data-status"), "completed");
-  assert.match(await tree.locator("h4").textContent(), /◆ Plan: Count the words · 3\/3 tasks · completed/);
+  assert.match(await tree.locator(":scope > h4").textContent(), /◆ Plan: Count the words · 3\/3 tasks · completed/);
   assert.deepEqual(
     await tree.getByTestId("plan-task").evaluateAll((tasks) => tasks.map((task) => task.dataset.status)),
     ["completed", "completed", "completed"],
   );
   // A step opens to its result and to what its loop did.
   const total = tree.getByTestId("plan-step").last();
-  await total.locator("summary").click();
+  await total.locator(":scope > summary").click();
   assert.match(await total.getByTestId("plan-step-result").textContent(), /"words": 5/);
   await total.getByTestId("chat-action-summary").click();
   assert.match(await total.getByTestId("chat-action-code").textContent(), /tools\.read_shared\(\{keys: \['task:count_a', 'task:count_b'\]\}\)/);

@@ -54,6 +54,19 @@ fn mark(status: NodeStatus) -> &'static str {
     }
 }
 
+/// A value shown in a `<pre>`: cut to `max` characters (saying how much
+/// was left out), its line breaks kept and every line's acting characters
+/// escaped.
+fn block(text: &str, max: usize) -> String {
+    let count = text.chars().count();
+    let kept: String = text.chars().take(max).collect();
+    let mut shown = kept.split('\n').map(card_text).collect::<Vec<_>>().join("\n");
+    if count > max {
+        shown.push_str(&format!("… ({} more characters)", count - max));
+    }
+    shown
+}
+
 fn duration(ms: Option<u64>) -> String {
     match ms {
         Some(ms) if ms >= 1000 => format!(" · {:.1} s", ms as f64 / 1000.0),
@@ -74,7 +87,7 @@ pub(crate) fn plan_card(plan: PlanView, summary: String) -> AnyView {
                     view! {
                         <li data-testid="plan-card-task">
                             <strong>{card_text(&task.title)}</strong>" "<code>{card_text(&task.id)}</code>
-                            {after.map(|after| view! { <span class="hint">{card_text(&after)}</span> })}
+                            {after.map(|after| view! { <span class="meta">{card_text(&after)}</span> })}
                             <ul>
                                 {task.steps.into_iter().map(|step| view! {
                                     <li><code>{card_text(&step.id)}</code>" "{shown(&step.instructions, 300)}</li>
@@ -140,7 +153,7 @@ pub(crate) fn plan_tree(
                                 prop:open=opened.is_open(&key) on:toggle=opened.on_toggle(key.clone())>
                                 <summary>{summary}</summary>
                                 {error.map(|error| view! { <p class="error" data-testid="plan-step-error">{card_text(&error)}</p> })}
-                                {result.map(|result| view! { <pre class="value" data-testid="plan-step-result">{shown(&result, 2000)}</pre> })}
+                                {result.map(|result| view! { <pre class="value" data-testid="plan-step-result">{block(&result, 2000)}</pre> })}
                                 {child.map(|child| child_body(&child, &key, opened))}
                             </details>
                         </li>
@@ -160,7 +173,7 @@ pub(crate) fn plan_tree(
                 <li class=format!("plan-task status-{}", task.status.as_str()) data-testid="plan-task" data-status=task.status.as_str()>
                     <span class="mark" aria-label=task.status.as_str()>{mark(task.status)}</span>" "
                     <strong>{card_text(&task.title)}</strong>
-                    <span class="hint">{detail}{duration(task.duration_ms)}</span>
+                    <span class="meta">{detail}{duration(task.duration_ms)}</span>
                     <ul>{steps}</ul>
                 </li>
             }
@@ -168,7 +181,7 @@ pub(crate) fn plan_tree(
         .collect_view();
     view! {
         <section class=format!("plan-tree plan-{status}") data-testid="plan-tree" data-status=status.clone() aria-label="The plan's progress">
-            <h4>"◆ Plan: "{card_text(&plan.title)}<span class="hint">" · "{plan.progress()}" · "{status.clone()}</span></h4>
+            <h4>"◆ Plan: "{card_text(&plan.title)}<span class="meta">" · "{plan.progress()}" · "{status.clone()}</span></h4>
             {refusal.map(|why| view! { <p class="refused" data-testid="plan-refused">{why}</p> })}
             <ul class="plan-tasks">{tasks}</ul>
         </section>
@@ -216,7 +229,7 @@ fn child_body(child: &ChildTurn, scope: &str, opened: Opened) -> AnyView {
     view! {
         <div class="child-body">
             {crate::chat::turn_steps(&child.view, scope, opened)}
-            {value.map(|value| view! { <pre class="finish-value">{shown(&value, 2000)}</pre> })}
+            {value.map(|value| view! { <pre class="finish-value">{block(&value, 2000)}</pre> })}
             {end.map(|end| view! {
                 <p class="chat-end"><span class=format!("stop stop-{}", end.class)>{end.label}</span>
                 {end.detail.map(|detail| view! { <span class="detail">" ("{card_text(&detail)}")"</span> })}</p>
