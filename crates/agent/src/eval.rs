@@ -168,7 +168,9 @@ pub fn select(cases: Vec<Case>, pattern: &str) -> Vec<Case> {
         .collect()
 }
 
-fn wildcard(pattern: &str, name: &str) -> bool {
+/// Whether `name` matches `pattern` (`*` matches any run of characters).
+#[must_use]
+pub fn wildcard(pattern: &str, name: &str) -> bool {
     let parts: Vec<&str> = pattern.split('*').collect();
     let [first, middle @ .., last] = parts.as_slice() else {
         return pattern == name;
@@ -188,7 +190,7 @@ fn wildcard(pattern: &str, name: &str) -> bool {
     rest.len() >= last.len() && rest.ends_with(last)
 }
 
-struct Table(EvalTool);
+pub(crate) struct Table(pub(crate) EvalTool);
 
 impl Implementation for Table {
     fn call(&self, args: Value, _: CallContext, _: Permit) -> LocalBoxFuture<'static, ToolReply> {
@@ -213,7 +215,7 @@ impl Implementation for Table {
     }
 }
 
-fn spec(tool: &EvalTool) -> CapabilitySpec {
+pub(crate) fn spec(tool: &EvalTool) -> CapabilitySpec {
     let (properties, required) = match tool.key {
         Some(key) => (json!({key: {"type": "string"}}), json!([key])),
         None => (json!({}), json!([])),

@@ -31,6 +31,7 @@ pub mod bench;
 pub mod chat;
 pub mod codeact;
 pub mod eval;
+pub mod eval_plans;
 pub mod ladder;
 pub mod ops;
 pub mod plan;

@@ -1,21 +1,33 @@
-//! `kiln eval codeact`: the cases of `kiln_agent::eval` against a real
-//! model, each as a CodeAct turn and as direct tool calls, printed as a
-//! table (per case and in total: success, model turns, tokens, cost).
+//! `kiln eval`: suites that score an agent against a real model.
+//!
+//! - `codeact`: the cases of `kiln_agent::eval`, each as a CodeAct turn and
+//!   as direct tool calls, printed as a table (per case and in total:
+//!   success, model turns, tokens, cost).
+//! - `task-planner`: `kiln_agent::eval_plans`' planner cases, each plan
+//!   scored by its shape (tasks, width, depth, routing, no synthesis task),
+//!   with the clean rate.
+//! - `subtask`: `kiln_agent::eval_plans`' sub-agent cases, scored by the
+//!   answer and by whether children did the lookups.
 
 use std::process::ExitCode;
 use std::rc::Rc;
 
-use kiln_providers::{ApiKey, ProviderConfig, ProviderKind};
+use kiln_providers::{ApiKey, Provider, ProviderConfig, ProviderKind};
 
 /// `kiln eval`'s suites.
 #[derive(clap::Subcommand)]
 pub enum EvalCommand {
     /// Score CodeAct beside direct tool calls on deterministic tasks.
     Codeact(CodeactArgs),
+    /// Score the plans the task planner (create_plan) makes.
+    TaskPlanner(SuiteArgs),
+    /// Score how a turn hands work to sub-agents (run_subtask, agents.run).
+    Subtask(SuiteArgs),
 }
 
+/// The model a suite runs against.
 #[derive(clap::Args)]
-pub struct CodeactArgs {
+pub struct ModelArgs {
     /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama.
     #[arg(long)]
     provider: String,
@@ -27,6 +39,12 @@ pub struct CodeactArgs {
     /// The environment variable holding the API key.
     #[arg(long, value_name = "VAR")]
     key_env: Option<String>,
+}
+
+#[derive(clap::Args)]
+pub struct CodeactArgs {
+    #[command(flatten)]
+    model: ModelArgs,
     /// Only the cases whose name matches (`*` matches anything), e.g. `shop-*`.
     #[arg(long, value_name = "GLOB", default_value = "*")]
     cases: String,
@@ -38,8 +56,65 @@ pub struct CodeactArgs {
     list: bool,
 }
 
+#[derive(clap::Args)]
+pub struct SuiteArgs {
+    /// The model's options; needed unless --list.
+    #[arg(long)]
+    provider: Option<String>,
+    #[arg(long, value_name = "URL")]
+    base_url: Option<String>,
+    #[arg(long)]
+    model: Option<String>,
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+    /// Only the cases whose name matches (`*` matches anything).
+    #[arg(long, value_name = "GLOB", default_value = "*")]
+    cases: String,
+    /// Model turns each run may take (subtask).
+    #[arg(long, default_value_t = 12)]
+    max_turns: u32,
+    /// List the cases and exit.
+    #[arg(long)]
+    list: bool,
+}
+
+/// The provider the options name, or the sentence saying what is wrong.
+fn connect(
+    provider: &str,
+    base_url: &str,
+    key_env: Option<&str>,
+) -> Result<(Rc<dyn Provider>, ProviderKind), String> {
+    let Some(kind) = ProviderKind::parse(provider) else {
+        return Err(format!(
+            "--provider {provider}: expected one of openai, anthropic, ollama"
+        ));
+    };
+    kiln_http::check_scheme(base_url).map_err(|error| format!("--base-url: {error}"))?;
+    let key = match key_env {
+        None => None,
+        Some(variable) => Some(ApiKey::new(std::env::var(variable).map_err(|_| {
+            format!("--key-env {variable}: the environment variable is not set (or not UTF-8)")
+        })?)),
+    };
+    Ok((
+        kiln_providers::connect(ProviderConfig {
+            kind,
+            base_url: base_url.to_owned(),
+            key,
+        }),
+        kind,
+    ))
+}
+
 pub fn run(command: &EvalCommand) -> ExitCode {
-    let EvalCommand::Codeact(args) = command;
+    match command {
+        EvalCommand::Codeact(args) => codeact(args),
+        EvalCommand::TaskPlanner(args) => task_planner(args),
+        EvalCommand::Subtask(args) => subtask(args),
+    }
+}
+
+fn codeact(args: &CodeactArgs) -> ExitCode {
     let cases = kiln_agent::eval::select(kiln_agent::eval::cases(), &args.cases);
     if cases.is_empty() {
         eprintln!(
@@ -54,51 +129,127 @@ pub fn run(command: &EvalCommand) -> ExitCode {
         }
         return ExitCode::SUCCESS;
     }
-    let Some(kind) = ProviderKind::parse(&args.provider) else {
-        eprintln!(
-            "error: --provider {}: expected one of openai, anthropic, ollama",
-            args.provider
-        );
-        return ExitCode::from(2);
-    };
-    if let Err(error) = kiln_http::check_scheme(&args.base_url) {
-        eprintln!("error: --base-url: {error}");
-        return ExitCode::from(2);
-    }
     if args.max_turns == 0 {
         eprintln!("error: --max-turns: must be at least 1");
         return ExitCode::from(2);
     }
-    let key = match &args.key_env {
-        None => None,
-        Some(variable) => match std::env::var(variable) {
-            Ok(key) => Some(ApiKey::new(key)),
-            Err(_) => {
-                eprintln!(
-                    "error: --key-env {variable}: the environment variable is not set (or not UTF-8)"
-                );
-                return ExitCode::from(2);
-            }
-        },
+    let (provider, kind) = match connect(
+        &args.model.provider,
+        &args.model.base_url,
+        args.model.key_env.as_deref(),
+    ) {
+        Ok(connected) => connected,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
     };
-    let provider = kiln_providers::connect(ProviderConfig {
-        kind,
-        base_url: args.base_url.clone(),
-        key,
-    });
     eprintln!(
         "kiln eval codeact: {} case(s) against {} `{}`, each as CodeAct and as direct tool calls",
         cases.len(),
         kind.as_str(),
-        args.model
+        args.model.model
     );
     let results = futures::executor::LocalPool::new().run_until(kiln_agent::eval::run_cases(
         &cases,
         provider,
-        &args.model,
+        &args.model.model,
         Rc::new(crate::sandbox_process::ProcessRunner),
         args.max_turns,
     ));
     print!("{}", kiln_agent::eval::table(&results));
+    ExitCode::SUCCESS
+}
+
+/// The model a suite's options name (all three are needed to run).
+fn suite_model(args: &SuiteArgs, suite: &str) -> Result<(Rc<dyn Provider>, String), String> {
+    let (Some(provider), Some(base_url), Some(model)) =
+        (&args.provider, &args.base_url, &args.model)
+    else {
+        return Err(format!(
+            "kiln eval {suite} needs --provider, --base-url and --model (or --list)"
+        ));
+    };
+    if model.trim().is_empty() {
+        return Err("--model: give the model id".into());
+    }
+    if args.max_turns == 0 {
+        return Err("--max-turns: must be at least 1".into());
+    }
+    let (provider, kind) = connect(provider, base_url, args.key_env.as_deref())?;
+    eprintln!("kiln eval {suite}: against {} `{model}`", kind.as_str());
+    Ok((provider, model.clone()))
+}
+
+fn task_planner(args: &SuiteArgs) -> ExitCode {
+    let cases: Vec<_> = kiln_agent::eval_plans::planner_cases()
+        .into_iter()
+        .filter(|case| kiln_agent::eval::wildcard(&args.cases, case.name))
+        .collect();
+    if cases.is_empty() {
+        eprintln!(
+            "error: --cases {}: no case matches (try --list)",
+            args.cases
+        );
+        return ExitCode::from(2);
+    }
+    if args.list {
+        for case in &cases {
+            println!("{}\t{}", case.name, case.objective);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let (provider, model) = match suite_model(args, "task-planner") {
+        Ok(model) => model,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let results =
+        futures::executor::LocalPool::new().run_until(kiln_agent::eval_plans::run_planner(
+            &cases,
+            provider,
+            &model,
+            Rc::new(crate::sandbox_process::ProcessRunner),
+        ));
+    print!("{}", kiln_agent::eval_plans::planner_table(&results));
+    ExitCode::SUCCESS
+}
+
+fn subtask(args: &SuiteArgs) -> ExitCode {
+    let cases: Vec<_> = kiln_agent::eval_plans::subtask_cases()
+        .into_iter()
+        .filter(|case| kiln_agent::eval::wildcard(&args.cases, case.name))
+        .collect();
+    if cases.is_empty() {
+        eprintln!(
+            "error: --cases {}: no case matches (try --list)",
+            args.cases
+        );
+        return ExitCode::from(2);
+    }
+    if args.list {
+        for case in &cases {
+            println!("{}\t{}", case.name, case.objective);
+        }
+        return ExitCode::SUCCESS;
+    }
+    let (provider, model) = match suite_model(args, "subtask") {
+        Ok(model) => model,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
+    };
+    let results =
+        futures::executor::LocalPool::new().run_until(kiln_agent::eval_plans::run_subtasks(
+            &cases,
+            provider,
+            &model,
+            Rc::new(crate::sandbox_process::ProcessRunner),
+            args.max_turns,
+        ));
+    print!("{}", kiln_agent::eval_plans::subtask_table(&results));
     ExitCode::SUCCESS
 }

@@ -60,7 +60,11 @@ fn mark(status: NodeStatus) -> &'static str {
 fn block(text: &str, max: usize) -> String {
     let count = text.chars().count();
     let kept: String = text.chars().take(max).collect();
-    let mut shown = kept.split('\n').map(card_text).collect::<Vec<_>>().join("\n");
+    let mut shown = kept
+        .split('\n')
+        .map(card_text)
+        .collect::<Vec<_>>()
+        .join("\n");
     if count > max {
         shown.push_str(&format!("… ({} more characters)", count - max));
     }

@@ -88,7 +88,8 @@ impl Implementation for CreatePlan {
                 .to_owned();
             let plan = plan(&kin, &objective, None)
                 .await
-                .map_err(|why| failure("planning_failed", why))?;
+                .map_err(|why| failure("planning_failed", why))?
+                .plan;
             Ok(json!({
                 "plan": plan,
                 "summary": summary(&plan),
@@ -189,6 +190,18 @@ fn planning(kin: &Kin, phase: PlanningPhase, status: &str, content: String) {
     });
 }
 
+/// A plan and how planning went.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Planned {
+    pub plan: Plan,
+    /// `add_task` and `finish_plan` calls the model made.
+    pub calls: u32,
+    /// The calls the builder refused.
+    pub rejected: u32,
+    /// Model turns.
+    pub rounds: u32,
+}
+
 /// Plans `objective` with the run's provider and model on the caller's
 /// permit, `preamble` before the contract.
 ///
@@ -196,7 +209,11 @@ fn planning(kin: &Kin, phase: PlanningPhase, status: &str, content: String) {
 ///
 /// Why no plan came: the budget's refusal, the provider's error, too many
 /// refused calls, or rounds without a finished plan.
-pub async fn plan(kin: &Rc<Kin>, objective: &str, preamble: Option<&str>) -> Result<Plan, String> {
+pub async fn plan(
+    kin: &Rc<Kin>,
+    objective: &str,
+    preamble: Option<&str>,
+) -> Result<Planned, String> {
     planning(
         kin,
         PlanningPhase::Initialization,
@@ -222,6 +239,7 @@ pub async fn plan(kin: &Rc<Kin>, objective: &str, preamble: Option<&str>) -> Res
     }];
     let mut builder = Builder::new(Some(&tools));
     let mut retries = 0;
+    let mut calls = 0;
     let mut nudged = false;
     for round in 1..=MAX_ROUNDS {
         planning(
@@ -308,7 +326,12 @@ pub async fn plan(kin: &Rc<Kin>, objective: &str, preamble: Option<&str>) -> Res
         });
         if message.tool_calls.is_empty() {
             if nudged {
-                break;
+                let said: String = message.text.trim().chars().take(200).collect();
+                let why = format!(
+                    "planning ended: the model answered in prose instead of calling add_task, twice (its last message: \u{201c}{said}\u{201d})"
+                );
+                planning(kin, PlanningPhase::Complete, "failed", why.clone());
+                return Err(why);
             }
             nudged = true;
             view.push(Message::User {
@@ -318,6 +341,7 @@ pub async fn plan(kin: &Rc<Kin>, objective: &str, preamble: Option<&str>) -> Res
         }
         let mut finished = None;
         for call in &message.tool_calls {
+            calls += 1;
             let (content, refused) = answer_call(call, &mut builder, finished.is_some());
             if let Some(issues) = &refused {
                 retries += 1;
@@ -350,7 +374,12 @@ pub async fn plan(kin: &Rc<Kin>, objective: &str, preamble: Option<&str>) -> Res
                 "ok",
                 format!("Plan created: {}", summary(&plan)),
             );
-            return Ok(plan);
+            return Ok(Planned {
+                plan,
+                calls,
+                rejected: retries,
+                rounds: round,
+            });
         }
         if retries > MAX_RETRIES {
             let why = format!("planning gave up after {retries} refused calls");
