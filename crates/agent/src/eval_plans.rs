@@ -338,6 +338,7 @@ pub async fn standalone_kin(
         guards: Guards::default(),
         child_turns: crate::subagent::DEFAULT_CHILD_TURNS,
         max_concurrent: crate::plan::schedule::DEFAULT_MAX_CONCURRENT,
+        preamble: None,
     })
 }
 

@@ -112,6 +112,9 @@ pub struct Kin {
     pub child_turns: u32,
     /// The concurrency bound of one plan's tasks and one task's steps.
     pub max_concurrent: usize,
+    /// The caller's system text: a preamble to every child's contract and
+    /// to the planner's, never a replacement.
+    pub preamble: Option<String>,
 }
 
 /// What a child is asked to do.
@@ -311,6 +314,7 @@ pub async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome {
         guards: parent.guards,
         child_turns: parent.child_turns,
         max_concurrent: parent.max_concurrent,
+        preamble: parent.preamble.clone(),
     });
     let guards = Guards {
         max_turns: parent.child_turns.min(parent.guards.max_turns),
@@ -324,7 +328,12 @@ pub async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome {
         kin: kin.clone(),
         role: spec.role,
         messages: vec![Message::User { text: spec.prompt }],
-        preamble: spec.preamble.into_iter().collect(),
+        preamble: parent
+            .preamble
+            .iter()
+            .cloned()
+            .chain(spec.preamble)
+            .collect(),
         output_schema,
         direct: Vec::new(),
         guards,

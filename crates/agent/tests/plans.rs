@@ -265,6 +265,7 @@ struct Options {
     mode: &'static str,
     max_concurrency: Option<u32>,
     cancel: AbortSignal,
+    system: Option<&'static str>,
 }
 
 impl Default for Options {
@@ -273,6 +274,7 @@ impl Default for Options {
             mode: "auto",
             max_concurrency: None,
             cancel: AbortSignal::new(),
+            system: None,
         }
     }
 }
@@ -313,7 +315,7 @@ fn run(prompt: &str, routes: Vec<(&'static str, Script)>, options: Options) -> R
         messages: vec![Message::User {
             text: prompt.into(),
         }],
-        system: None,
+        system: options.system.map(str::to_owned),
         output_schema: None,
         guards: Guards::default(),
         budget: BudgetLimits {
@@ -934,5 +936,47 @@ fn an_abort_settles_each_unfinished_task_once_as_aborted() {
             .collect();
         assert_eq!(ends.len(), 1, "{task} settled once: {updates:?}");
         assert_eq!(ends[0].3.as_deref(), Some("Task aborted"), "{task}");
+    }
+}
+
+#[test]
+fn one_pool_bounds_a_plans_steps_and_the_callers_preamble_reaches_every_child() {
+    let tasks: Vec<Value> = (1..=5)
+        .map(|n| json!({"id": format!("t{n}"), "title": format!("Task {n}"), "steps": [{"id": format!("s{n}"), "instructions": "Say done."}]}))
+        .collect();
+    let run = run(
+        "Run five",
+        vec![
+            (
+                "Run five",
+                script(
+                    call(
+                        "root_1",
+                        "execute_plan",
+                        json!({"title": "Five", "tasks": tasks}),
+                    ),
+                    |_| Reply::text("All five ran."),
+                ),
+            ),
+            ("Your step", says("done")),
+        ],
+        Options {
+            max_concurrency: Some(2),
+            system: Some("You are the Acme assistant."),
+            ..Options::default()
+        },
+    );
+    assert_eq!(run.outcome.result.text, "All five ran.");
+    // Five independent steps, two conversations at once: the turn's
+    // (lent to one step) and one of the pool's.
+    assert_eq!(run.provider.peak.get(), 2);
+    for request in run.provider.requests.borrow().iter() {
+        let Message::System { text } = &request.messages[0] else {
+            panic!()
+        };
+        assert!(
+            text.starts_with("You are the Acme assistant.\n\n# How you act"),
+            "every loop's contract comes after the caller's preamble: {text}"
+        );
     }
 }

@@ -339,6 +339,7 @@ pub async fn run_agent(
         guards: request.guards,
         child_turns: subagent::DEFAULT_CHILD_TURNS,
         max_concurrent: budget.permits().capacity() as usize,
+        preamble: request.system.clone(),
     });
     let plan_mode = ladder.gate.settings().mode == kiln_capabilities::Mode::Plan;
     let driven = drive(Loop {

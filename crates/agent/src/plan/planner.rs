@@ -86,7 +86,7 @@ impl Implementation for CreatePlan {
                     )
                 })?
                 .to_owned();
-            let plan = plan(&kin, &objective, None)
+            let plan = plan(&kin, &objective, kin.preamble.as_deref())
                 .await
                 .map_err(|why| failure("planning_failed", why))?
                 .plan;
