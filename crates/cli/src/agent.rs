@@ -527,6 +527,18 @@ impl Printer {
             let _ = out.flush();
             return;
         }
+        // Anything else printed while a plan's tree is on screen: the next
+        // drawing starts below it, rather than over it.
+        if !matches!(
+            event,
+            AgentEvent::TaskUpdate { .. }
+                | AgentEvent::Child { .. }
+                | AgentEvent::StepResult { .. }
+                | AgentEvent::LlmCall { .. }
+        ) && let Some((_, drawn)) = &mut self.tree
+        {
+            *drawn = 0;
+        }
         match event {
             AgentEvent::TextDelta { text } => {
                 eprint!("{text}");
