@@ -185,7 +185,7 @@ impl Kiln {
     }
 
     /// A run budget to share across `chat` calls: `{max_usd?, deadline_ms?, max_turns?,
-    /// unpriced_token_ceiling?}` (the deadline runs from now).
+    /// unpriced_token_ceiling?, max_concurrency?}` (the deadline runs from now).
     ///
     /// # Errors
     ///
@@ -198,7 +198,7 @@ impl Kiln {
             to_json_text(&limits).map_err(|problem| refused(format!("the limits {problem}")))?;
         let limits: BudgetLimits = serde_json::from_str(&text).map_err(|error| {
             refused(format!(
-                "the limits are not valid ({error}): {{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?}}"
+                "the limits are not valid ({error}): {{max_usd?, deadline_ms?, max_turns?, unpriced_token_ceiling?, max_concurrency?}}"
             ))
         })?;
         // Numbers are unique across every `Kiln` of the page, so a handle given to another
