@@ -158,3 +158,29 @@ test("a page tool's late answer to an action that ended never reaches the next a
   assert.equal(out.result.text, "The second call answered 2.");
   assert.equal(out.result.actions, 2);
 });
+
+test("a plan from a page: execute_plan runs its steps as sub-agents in the worker, every child's event tagged, within one budget's pool", async () => {
+  const { result, events, error } = await agent("kiln-plan-run", {
+    permission: { mode: "auto" },
+    budget: { max_concurrency: 2 },
+  });
+  assert.equal(error, undefined);
+  assert.equal(result.text, "Phrase one has 3 words and phrase two has 2: 5 words in all.");
+  const updates = events.filter((event) => event.type === "task_update");
+  assert.equal(updates[0].event, "plan_started");
+  assert.equal(updates[0].plan.tasks.length, 3);
+  const completed = updates.filter((event) => event.event === "task_completed").map((event) => event.task_id);
+  assert.deepEqual(completed.slice(-1), ["total"], "the dependent task ends last");
+  assert.equal(completed.length, 3);
+  const total = events.find((event) => event.type === "step_result" && event.step_id === "total_sum");
+  assert.deepEqual(total.result, { words: 5 });
+  const child = events.find((event) => event.type === "child" && event.label === "step total_sum");
+  assert.equal(child.parent_call_id, "call_plan_execute");
+  assert.equal(child.depth, 1);
+  // Each step's program ran in a sandbox worker: its action's result came back tagged.
+  const action = events.find(
+    (event) => event.type === "child" && event.event.type === "tool_result_update" && event.label === "step total_sum",
+  );
+  assert.equal(action.event.run.status, "completed");
+  assert.match(action.event.run.output, /words 5/);
+});
