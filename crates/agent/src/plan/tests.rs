@@ -1,3 +1,6 @@
+//! The plan builder's table of cases: each kind of bad plan refused naming its
+//! offenders, and a sound one sorted so every node follows its dependencies.
+
 use kiln_types::plan::{Plan, PlanIssue};
 use serde_json::{Value, json};
 
