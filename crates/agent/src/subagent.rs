@@ -31,7 +31,6 @@ use futures::future::{self, Either, LocalBoxFuture};
 use futures::stream::{FuturesUnordered, StreamExt as _};
 use kiln_capabilities::{
     CallContext, CapabilitySpec, Category, Gate, Implementation, Permit, Registry, SecretScope,
-    Source,
 };
 use kiln_http::Clock;
 use kiln_providers::budget::RunBudget;
@@ -41,7 +40,7 @@ use kiln_store::run::RunMemory;
 use kiln_types::RunLimits;
 use kiln_types::agent::{AgentEvent, AgentStop, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde_json::{Value, json};
 
 use crate::SandboxRunner;
@@ -50,7 +49,7 @@ use crate::codeact::history::Compaction;
 /// A child's arguments as the delegation tools read them: the prompt, the
 /// output schema, the tools.
 type ChildArgs = (String, Option<Value>, Option<Vec<String>>);
-use crate::codeact::tools::Sink;
+use crate::codeact::tools::{Sink, builtin, failure};
 use crate::codeact::{Loop, Role};
 
 pub const RUN_SUBTASK: &str = "run_subtask";
@@ -229,15 +228,6 @@ impl Kin {
                 event: Box::new(other),
             }),
         })
-    }
-}
-
-fn failure(code: &str, message: String) -> ToolFailure {
-    ToolFailure {
-        code: code.into(),
-        message,
-        detail: None,
-        outcome: CallOutcome::Error,
     }
 }
 
@@ -423,22 +413,6 @@ fn settle(
         child,
         value,
         turns,
-    }
-}
-
-fn builtin(
-    name: &str,
-    description: &str,
-    input_schema: Value,
-    category: Category,
-) -> CapabilitySpec {
-    CapabilitySpec {
-        name: name.into(),
-        description: description.into(),
-        input_schema,
-        category,
-        result: json!({}),
-        source: Source::Builtin,
     }
 }
 

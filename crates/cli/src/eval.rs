@@ -181,10 +181,18 @@ fn suite_model(args: &SuiteArgs, suite: &str) -> Result<(Rc<dyn Provider>, Strin
     Ok((provider, model.clone()))
 }
 
-fn task_planner(args: &SuiteArgs) -> ExitCode {
-    let cases: Vec<_> = kiln_agent::eval_plans::planner_cases()
+/// Runs one suite of named cases: `--cases` picks them, `--list` names them,
+/// else `run` gets the model and answers the table to print.
+fn suite<C>(
+    args: &SuiteArgs,
+    suite: &str,
+    cases: Vec<C>,
+    named: impl Fn(&C) -> (&'static str, &'static str),
+    run: impl FnOnce(&[C], Rc<dyn Provider>, &str) -> String,
+) -> ExitCode {
+    let cases: Vec<C> = cases
         .into_iter()
-        .filter(|case| kiln_agent::eval::wildcard(&args.cases, case.name))
+        .filter(|case| kiln_agent::eval::wildcard(&args.cases, named(case).0))
         .collect();
     if cases.is_empty() {
         eprintln!(
@@ -195,61 +203,58 @@ fn task_planner(args: &SuiteArgs) -> ExitCode {
     }
     if args.list {
         for case in &cases {
-            println!("{}\t{}", case.name, case.objective);
+            let (name, objective) = named(case);
+            println!("{name}\t{objective}");
         }
         return ExitCode::SUCCESS;
     }
-    let (provider, model) = match suite_model(args, "task-planner") {
+    let (provider, model) = match suite_model(args, suite) {
         Ok(model) => model,
         Err(why) => {
             eprintln!("error: {why}");
             return ExitCode::from(2);
         }
     };
-    let results =
-        futures::executor::LocalPool::new().run_until(kiln_agent::eval_plans::run_planner(
-            &cases,
-            provider,
-            &model,
-            Rc::new(crate::sandbox_process::ProcessRunner),
-        ));
-    print!("{}", kiln_agent::eval_plans::planner_table(&results));
+    print!("{}", run(&cases, provider, &model));
     ExitCode::SUCCESS
 }
 
+fn task_planner(args: &SuiteArgs) -> ExitCode {
+    suite(
+        args,
+        "task-planner",
+        kiln_agent::eval_plans::planner_cases(),
+        |case| (case.name, case.objective),
+        |cases, provider, model| {
+            let results =
+                futures::executor::LocalPool::new().run_until(kiln_agent::eval_plans::run_planner(
+                    cases,
+                    provider,
+                    model,
+                    Rc::new(crate::sandbox_process::ProcessRunner),
+                ));
+            kiln_agent::eval_plans::planner_table(&results)
+        },
+    )
+}
+
 fn subtask(args: &SuiteArgs) -> ExitCode {
-    let cases: Vec<_> = kiln_agent::eval_plans::subtask_cases()
-        .into_iter()
-        .filter(|case| kiln_agent::eval::wildcard(&args.cases, case.name))
-        .collect();
-    if cases.is_empty() {
-        eprintln!(
-            "error: --cases {}: no case matches (try --list)",
-            args.cases
-        );
-        return ExitCode::from(2);
-    }
-    if args.list {
-        for case in &cases {
-            println!("{}\t{}", case.name, case.objective);
-        }
-        return ExitCode::SUCCESS;
-    }
-    let (provider, model) = match suite_model(args, "subtask") {
-        Ok(model) => model,
-        Err(why) => {
-            eprintln!("error: {why}");
-            return ExitCode::from(2);
-        }
-    };
-    let results =
-        futures::executor::LocalPool::new().run_until(kiln_agent::eval_plans::run_subtasks(
-            &cases,
-            provider,
-            &model,
-            Rc::new(crate::sandbox_process::ProcessRunner),
-            args.max_turns,
-        ));
-    print!("{}", kiln_agent::eval_plans::subtask_table(&results));
-    ExitCode::SUCCESS
+    suite(
+        args,
+        "subtask",
+        kiln_agent::eval_plans::subtask_cases(),
+        |case| (case.name, case.objective),
+        |cases, provider, model| {
+            let results = futures::executor::LocalPool::new().run_until(
+                kiln_agent::eval_plans::run_subtasks(
+                    cases,
+                    provider,
+                    model,
+                    Rc::new(crate::sandbox_process::ProcessRunner),
+                    args.max_turns,
+                ),
+            );
+            kiln_agent::eval_plans::subtask_table(&results)
+        },
+    )
 }

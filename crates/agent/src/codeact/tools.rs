@@ -64,7 +64,8 @@ pub trait Person {
     fn ask(&self, question: String) -> LocalBoxFuture<'static, Result<String, String>>;
 }
 
-fn builtin(
+/// A spec of one of Kiln's own tools.
+pub(crate) fn builtin(
     name: &str,
     description: &str,
     input_schema: Value,
@@ -80,7 +81,8 @@ fn builtin(
     }
 }
 
-fn failure(code: &str, message: String) -> ToolFailure {
+/// A tool's plain failure (outcome `error`).
+pub(crate) fn failure(code: &str, message: String) -> ToolFailure {
     ToolFailure {
         code: code.into(),
         message,

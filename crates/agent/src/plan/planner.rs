@@ -20,11 +20,12 @@ use kiln_capabilities::{CallContext, CapabilitySpec, Category, Implementation, P
 use kiln_providers::{ChatRequest, Event, FinalMessage, Message, ToolCall, ToolDef};
 use kiln_types::agent::AgentEvent;
 use kiln_types::plan::{Plan, PlanningPhase, Task};
-use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_types::tool_result::ToolReply;
 use serde_json::{Value, json};
 
 use super::Builder;
 use super::execute::{EXECUTE_PLAN, task_schema};
+use crate::codeact::tools::failure;
 use crate::subagent::{Kin, LOOP_TOOLS};
 
 pub const CREATE_PLAN: &str = "create_plan";
@@ -54,15 +55,6 @@ impl CreatePlan {
             result: json!({}),
             source: Source::Builtin,
         }
-    }
-}
-
-fn failure(code: &str, message: String) -> ToolFailure {
-    ToolFailure {
-        code: code.into(),
-        message,
-        detail: None,
-        outcome: CallOutcome::Error,
     }
 }
 
