@@ -389,14 +389,18 @@ fn fill(
     Ok(out)
 }
 
-/// A response body as the program gets it: the run's secrets scrubbed out of
-/// the bytes before anything encodes them, then cut at `limit`. The body was
-/// read up to `limit` plus the longest secret, so a secret that begins before
-/// the cut is there whole and scrubbed whole, never left as a prefix; a cut
-/// that would split a `[redacted:NAME]` keeps it whole. Answers the bytes and
-/// whether they were cut.
-fn scrub_body(secrets: &SecretScope, body: &[u8], cut: bool, limit: usize) -> (Vec<u8>, bool) {
-    let mut scrubbed = secrets.redact_bytes(body);
+/// A response body as the program gets it: `scrubbed` (the run's secrets
+/// already scrubbed out of the bytes, before anything encodes them) cut at
+/// `limit`. The body was read past `limit` by more than the longest secret,
+/// so a secret that begins before the cut was there whole and scrubbed whole,
+/// never left as a prefix; a cut that would split a `[redacted:NAME]` keeps
+/// it whole. Answers the bytes and whether they were cut.
+fn cut_body(
+    secrets: &SecretScope,
+    mut scrubbed: Vec<u8>,
+    cut: bool,
+    limit: usize,
+) -> (Vec<u8>, bool) {
     if scrubbed.len() <= limit {
         return (scrubbed, cut);
     }
@@ -417,6 +421,72 @@ fn scrub_body(secrets: &SecretScope, body: &[u8], cut: bool, limit: usize) -> (V
     scrubbed.truncate(end);
     (scrubbed, true)
 }
+
+/// Refuses a response that carries a secret this request sent in a form the
+/// exact scrub does not replace ([`crate::reflection`]): percent-encoded,
+/// escaped, in another case, as base64 or hex. A server that reflects what it
+/// was sent would hand the program the secret, so the program gets none of
+/// the response (the request was sent; its status is named). A secret the
+/// program put into the call's arguments itself (`passed`, in any form) is not
+/// looked for: its echo tells the program only what it wrote, and refusing it
+/// would confirm a guess.
+fn refuse_reflection(
+    context: &CallContext,
+    scrub: &SecretScope,
+    passed: &str,
+    status: u16,
+    url: &str,
+    headers: &Map<String, Value>,
+    body: &[u8],
+) -> Result<(), ToolFailure> {
+    let url = scrub.redact_text(url);
+    let headers: Vec<(&String, String)> = headers
+        .iter()
+        .map(|(name, value)| (name, scrub.redact_text(value.as_str().unwrap_or_default())))
+        .collect();
+    for name in context.used_secrets.borrow().iter() {
+        let Ok(secret) = context.secrets.get(name) else {
+            continue;
+        };
+        let value = secret.expose().as_bytes();
+        if memchr::memmem::find(passed.as_bytes(), value).is_some()
+            || crate::reflection::encoded_form(passed.as_bytes(), value).is_some()
+        {
+            continue;
+        }
+        let places = std::iter::once(("the body".to_owned(), body))
+            .chain(
+                headers
+                    .iter()
+                    .map(|(header, text)| (format!("the header `{header}`"), text.as_bytes())),
+            )
+            .chain(std::iter::once((
+                "the final URL".to_owned(),
+                url.as_bytes(),
+            )));
+        for (place, bytes) in places {
+            if let Some(form) = crate::reflection::encoded_form(bytes, value) {
+                return Err(ToolFailure {
+                    code: "secret_reflected".into(),
+                    message: format!(
+                        "http_request was sent and answered with status {status}, but {place} \
+                         carries the secret `{name}` this request sent, {}; none of the \
+                         response is given to the program. Send the secret only to a service \
+                         that does not echo it",
+                        form.describe()
+                    ),
+                    detail: Some(json!({"status": status, "secret": name, "where": place})),
+                    outcome: CallOutcome::Error,
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// How many bytes one byte of a secret can take in the encodings
+/// [`crate::reflection`] recognises (`\u0041` is 6; `&#x41;` is 6 too).
+const MAX_EXPANSION: usize = 8;
 
 /// One header to send, and whether it may follow a redirect to another origin.
 struct Header {
@@ -546,10 +616,10 @@ impl Implementation for HttpRequest {
             let as_bytes = text("response_type") == Some("bytes");
             // The secrets this call sent, and the others unless the program
             // passed their value itself (`SecretScope::for_reply`).
-            let scrub = context.secrets.for_reply(
-                &context.used_secrets.borrow(),
-                &serde_json::to_string(&args).unwrap_or_default(),
-            );
+            let passed = serde_json::to_string(&args).unwrap_or_default();
+            let scrub = context
+                .secrets
+                .for_reply(&context.used_secrets.borrow(), &passed);
             let limits = context.run.limits;
             let mut redirects = 0;
             let response = loop {
@@ -565,9 +635,12 @@ impl Implementation for HttpRequest {
                         .collect(),
                     body: body.clone(),
                     timeout_ms: limits.fetch_timeout_ms,
-                    // A secret that begins before the cut is read whole, so
-                    // that it is scrubbed whole (see `scrub_body`).
-                    max_body_bytes: limits.fetch_body_bytes.saturating_add(scrub.longest()),
+                    // A secret that begins before the cut is read whole, in
+                    // any of its encodings, so that it is scrubbed or found
+                    // whole (see `cut_body` and `refuse_reflection`).
+                    max_body_bytes: limits
+                        .fetch_body_bytes
+                        .saturating_add(scrub.longest().saturating_mul(MAX_EXPANSION)),
                     redirect: Redirect::Stop,
                 };
                 let sent = match reach {
@@ -626,9 +699,22 @@ impl Implementation for HttpRequest {
                     }
                 }
             }
-            let (scrubbed, truncated) = scrub_body(
+            // Everything read is looked at, so an encoded secret that begins
+            // before the cut is found whole (the read went past the budget by
+            // the longest encoding of the longest secret).
+            let scrubbed = scrub.redact_bytes(&response.body);
+            refuse_reflection(
+                &context,
                 &scrub,
-                &response.body,
+                &passed,
+                response.status,
+                target.url(),
+                &header_map,
+                &scrubbed,
+            )?;
+            let (scrubbed, truncated) = cut_body(
+                &scrub,
+                scrubbed,
                 response.truncated,
                 limits.fetch_body_bytes,
             );

@@ -25,6 +25,7 @@ pub mod gate;
 pub mod http_request;
 pub mod mcp;
 pub mod memory_tools;
+pub mod reflection;
 pub mod registry;
 pub mod scripted;
 pub mod secrets;

@@ -887,6 +887,132 @@ fn a_reflected_secret_comes_back_scrubbed_as_bytes_and_across_the_cut() {
     }
 }
 
+/// A server on the allowed origin that reflects the secret transformed
+/// (percent-encoded, JSON or HTML escapes, upper-cased, base64, hex, in a
+/// header): the exact scrub would miss each, so the program gets none of the
+/// response, a `secret_reflected` failure naming where it was found. An exact
+/// echo is scrubbed in place as before; an answer without the secret is whole
+/// (issue 15 #14).
+#[test]
+fn a_secret_reflected_in_any_common_encoding_withholds_the_response() {
+    const SECRET: &str = "sk-Reflected/0123456789";
+    let server = Server::start(|request, _| {
+        let key = request
+            .lines()
+            .find_map(|line| line.strip_prefix("x-key: "))
+            .unwrap_or_default()
+            .trim()
+            .to_owned();
+        let form = request
+            .split_whitespace()
+            .nth(1)
+            .unwrap_or_default()
+            .trim_start_matches('/')
+            .to_owned();
+        let percent: String = key.bytes().map(|b| format!("%{b:02X}")).collect();
+        let body = match form.split('?').next().unwrap_or_default() {
+            "plain" => format!("you sent {key}"),
+            "percent" => format!("next=https://x.example/?k={percent}"),
+            "json" => {
+                let escaped: String = key
+                    .chars()
+                    .map(|c| format!("\\u{:04x}", c as u32))
+                    .collect();
+                format!(r#"{{"echo": "{escaped}"}}"#)
+            }
+            "html" => key.chars().map(|c| format!("&#x{:x};", c as u32)).collect(),
+            "upper" => key.to_uppercase(),
+            "base64" => base64::engine::general_purpose::STANDARD.encode(format!("k={key}")),
+            "hex" => key.bytes().map(|b| format!("{b:02x}")).collect(),
+            "header" => {
+                let body = "see the header";
+                return format!(
+                    "HTTP/1.1 200 OK\r\nx-echo: {percent}\r\ncontent-length: {}\r\n\
+                     connection: close\r\n\r\n{body}",
+                    body.len()
+                );
+            }
+            // Echoes the query the program wrote, and nothing it was not given.
+            "query" => form
+                .split_once('?')
+                .map(|(_, q)| q.to_owned())
+                .unwrap_or_default(),
+            _ => "nothing of yours".to_owned(),
+        };
+        ok(&body)
+    });
+    let mut secrets = SecretScope::new();
+    secrets.insert("KEY", Secret::new(SECRET));
+    let guess: String = SECRET.bytes().map(|b| format!("%{b:02X}")).collect();
+    let wrong: String = "sk-Reflected/0123456780"
+        .bytes()
+        .map(|b| format!("%{b:02X}"))
+        .collect();
+    // (path, the body the program gets, or where the secret was found)
+    let cases: Vec<(String, Result<&str, &str>)> = vec![
+        ("plain".into(), Ok("you sent [redacted:KEY]")),
+        ("none".into(), Ok("nothing of yours")),
+        ("percent".into(), Err("the body")),
+        ("json".into(), Err("the body")),
+        ("html".into(), Err("the body")),
+        ("upper".into(), Err("the body")),
+        ("base64".into(), Err("the body")),
+        ("hex".into(), Err("the body")),
+        ("header".into(), Err("the header `x-echo`")),
+        // The program's own guess, echoed: the same answer right or wrong,
+        // so no refusal confirms it.
+        (format!("query?{guess}"), Ok(guess.as_str())),
+        (format!("query?{wrong}"), Ok(wrong.as_str())),
+    ];
+    let dispatcher = dispatcher_with(
+        origins(&[&server.origin()]),
+        real(),
+        RunLimits::default(),
+        secrets.clone(),
+    );
+    for (number, (path, expected)) in (1..).zip(cases) {
+        let reply = call(
+            &dispatcher,
+            number,
+            json!({
+                "url": format!("{}/{path}", server.origin()),
+                "secret_headers": {"x-key": "${KEY}"},
+            }),
+        );
+        match (reply, expected) {
+            (Ok(reply), Ok(body)) => assert_eq!(reply["body"], body, "{path}"),
+            (Err(failure), Err(place)) => {
+                assert_eq!(failure.code, "secret_reflected", "{path}");
+                assert_eq!(failure.detail.as_ref().unwrap()["where"], place, "{path}");
+                assert!(
+                    failure.message.contains("status 200"),
+                    "{path}: {}",
+                    failure.message
+                );
+                assert!(!failure.message.contains("sk-R"), "{path}");
+            }
+            (got, want) => panic!("{path}: got {got:?}, want {want:?}"),
+        }
+    }
+    // A cut through the encoded secret leaves no prefix of it either.
+    let cut = dispatcher_with(
+        origins(&[&server.origin()]),
+        real(),
+        RunLimits {
+            fetch_body_bytes: 40,
+            ..RunLimits::default()
+        },
+        secrets,
+    );
+    let failure = call(
+        &cut,
+        1,
+        json!({"url": format!("{}/percent", server.origin()), "secret_headers": {"x-key": "${KEY}"}}),
+    )
+    .unwrap_err();
+    assert_eq!(failure.code, "secret_reflected");
+}
+
 /// A run never reaches its own MCP servers through http_request, even at an
 /// origin it names: their tools go through the ladder one by one, and JSON-RPC
 /// sent straight to them would step around a blocked tool (issue 15 #19).
