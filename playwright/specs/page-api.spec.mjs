@@ -160,10 +160,38 @@ test("a guest that allocates without bound ends budget_exhausted:memory, and the
 });
 
 test("engine work that overflows the worker's stack ends the run as an engine failure, and the next run works", async () => {
-  // Boa's JSON.stringify recurses on the wasm stack with no bound of its own.
-  const result = await run({ code: "let o = {}; for (let i = 0; i < 1e5; i++) o = {o}; return JSON.stringify(o).length" });
+  // A prototype chain 100,000 long: Boa's property lookup recurses once per
+  // link on the wasm stack, and nothing bounds how long a chain a program makes.
+  const result = await run({ code: "let o = {}; for (let i = 0; i < 1e5; i++) o = Object.create(o); return o.x" });
   assert.equal(result.errorCode, "engine");
   assert.match(result.structuredContent.error.message, /^the sandbox worker failed: /);
+  const next = await run({ code: "return 'alive'" });
+  assert.equal(next.structuredContent.value, "alive");
+});
+
+test("deep values and deep sources end with a catchable error or a syntax error, not a dead worker", async () => {
+  const deepArray = "let a = []; for (let i = 0; i < 1e5; i++) a = [a];";
+  const caught = (body) => `${deepArray} try { ${body}; return 'ran' } catch (e) { return e.message }`;
+  const cases = [
+    [caught("String(a)"), /^an array joined into a string nests deeper than 128 levels/],
+    [caught("a.flat(Infinity)"), /^an array flattened with flat\(\) nests deeper than 128 levels/],
+    [caught("JSON.stringify(a)"), /^a value given to JSON.stringify nests deeper than 128 levels/],
+    [caught("let p = {}; for (let i = 0; i < 1e5; i++) p = new Proxy(p, {}); p.x"), /^a chain of proxies nests deeper/],
+    [caught("let f = () => 1; for (let i = 0; i < 1e5; i++) f = f.bind(null); f()"), /^a chain of bound functions/],
+  ];
+  for (const [code, message] of cases) {
+    const result = await run({ code });
+    assert.equal(result.structuredContent.status, "completed", code);
+    assert.match(result.structuredContent.value, message, code);
+  }
+  // At the bound the parser has the stack it needs; past it the program is refused.
+  const nested = (depth) => `return ${"(".repeat(depth)}1${")".repeat(depth)}`;
+  assert.equal((await run({ code: nested(128) })).structuredContent.value, 1);
+  for (const code of [nested(129), `return ${"[".repeat(50000)}${"]".repeat(50000)}`, `return ${"!".repeat(50000)}1`]) {
+    const result = await run({ code });
+    assert.equal(result.errorCode, "syntax", code.slice(0, 20));
+    assert.match(result.structuredContent.error.message, /^SyntaxError: the program nests deeper than 128 levels/);
+  }
   const next = await run({ code: "return 'alive'" });
   assert.equal(next.structuredContent.value, "alive");
 });

@@ -652,6 +652,8 @@ fn run_with_deadline(
     let (sender, receiver) = mpsc::channel();
     let spawned = std::thread::Builder::new()
         .name("kiln-sandbox".into())
+        // The engine recurses on this stack, as deep as the sandbox allows.
+        .stack_size(kiln_sandbox::NATIVE_STACK_BYTES)
         .spawn({
             let gauge = gauge.clone();
             let progress = progress.clone();

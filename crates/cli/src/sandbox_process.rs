@@ -113,8 +113,22 @@ impl ToolHost for Piped {
     }
 }
 
-/// The child: serves one run from stdin and ends.
+/// The child: serves one run from stdin and ends, on a thread with the stack
+/// the engine may need ([`kiln_sandbox::NATIVE_STACK_BYTES`]).
 pub fn serve(parent: &std::ffi::OsStr) -> std::process::ExitCode {
+    let parent = parent.to_owned();
+    let served = std::thread::Builder::new()
+        .name("kiln-sandbox".into())
+        .stack_size(kiln_sandbox::NATIVE_STACK_BYTES)
+        .spawn(move || serve_here(&parent));
+    match served.map(std::thread::JoinHandle::join) {
+        Ok(Ok(code)) => code,
+        // A panic has printed itself on stderr, which the parent reads.
+        _ => std::process::ExitCode::FAILURE,
+    }
+}
+
+fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
     crate::program::end_with_parent(parent);
     let (lines, mut inbox) = mpsc::unbounded::<String>();
     std::thread::spawn(move || {

@@ -20,6 +20,7 @@ mod finish;
 mod hooks;
 mod inspect;
 mod sleep;
+pub mod source_depth;
 pub mod tools;
 pub mod workspace;
 
@@ -109,6 +110,27 @@ fn remove_waits(context: &mut Context) -> JsResult<()> {
     Ok(())
 }
 
+/// Bounds on the engine's native recursion (see `depth.js`): the built-ins
+/// that recurse on the host stack over a program's values count how deep they
+/// are and throw a catchable `RangeError` past [`MAX_NATIVE_DEPTH`].
+const DEPTH: &str = include_str!("depth.js");
+
+/// How deep proxies, bound functions and the array and JSON built-ins may
+/// nest inside each other (`depth.js` says the same).
+pub const MAX_NATIVE_DEPTH: usize = 128;
+
+/// The stack a native host gives the thread a sandbox runs on. The engine
+/// recurses on it (the parser once per level of a program's nesting, the
+/// built-ins once per level of a value's, both bounded here), and a debug
+/// build's frames are large; the memory is reserved, and only what a run
+/// touches is used. (The page's sandbox worker links with an 8 MiB stack, see
+/// its `build.rs`.)
+pub const NATIVE_STACK_BYTES: usize = 64 << 20;
+
+fn bound_native_depth(context: &mut Context) -> JsResult<()> {
+    context.eval(Source::from_bytes(DEPTH)).map(drop)
+}
+
 impl Sandbox {
     /// Builds the context: intrinsics, the string-compilation hook, `console`,
     /// `sleep`, `waitFor` and `workspace`'s definition. `tools`, `workspace`
@@ -129,6 +151,7 @@ impl Sandbox {
                 .build()?;
             inspect::capture_intrinsics(&mut context)?;
             remove_waits(&mut context)?;
+            bound_native_depth(&mut context)?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
             finish::install(&mut context, &finished)?;
@@ -293,6 +316,9 @@ impl Evaluation<'_> {
     }
 
     async fn run_busy(&self, code: &str, context: &mut Context) -> RunOutcome {
+        if let Err(message) = source_depth::check(code) {
+            return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
+        }
         let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
         let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
             Ok(script) => script,

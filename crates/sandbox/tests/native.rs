@@ -176,3 +176,24 @@ fn a_sleep_beside_an_approval_does_not_keep_it_open_past_the_person_wait_budget(
     // The sleeping time is still not person wait.
     assert!(report.person_wait_ms < 300.0, "{}", report.person_wait_ms);
 }
+
+/// Deep values and deep sources end with a catchable error or a syntax error
+/// before the stack overflows, on the stack a native host gives a sandbox.
+#[test]
+fn deep_values_and_sources_end_before_the_stack_does() {
+    let failures = std::thread::Builder::new()
+        .stack_size(kiln_sandbox::NATIVE_STACK_BYTES)
+        .spawn(|| {
+            cases::deep_cases()
+                .iter()
+                .filter_map(|(code, expected)| {
+                    let report = futures::executor::block_on(run(code, &RunLimits::default()));
+                    check(code, expected, &report).err()
+                })
+                .collect::<Vec<String>>()
+        })
+        .unwrap()
+        .join()
+        .unwrap();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

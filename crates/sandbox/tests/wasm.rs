@@ -61,3 +61,18 @@ async fn programs_call_their_tools_by_the_codemode_contract() {
     }
     assert!(failures.is_empty(), "{}", failures.join("\n"));
 }
+
+/// Deep values and deep sources end before the stack does in wasm too, on
+/// the stack the sandbox worker links with (`build.rs` gives these tests the
+/// same).
+#[wasm_bindgen_test]
+async fn deep_values_and_sources_end_before_the_stack_does() {
+    let mut failures = Vec::new();
+    for (code, expected) in cases::deep_cases() {
+        let report = run(&code, &RunLimits::default()).await;
+        if let Err(failure) = check(&code, &expected, &report) {
+            failures.push(failure);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

@@ -395,3 +395,125 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
         "script TypeError: tools.echo (call 1): its arguments are not JSON: Error: no JSON",
     ),
 ];
+
+/// The message a built-in's depth bound throws for `what`.
+fn too_deep(what: &str) -> String {
+    format!(
+        r#"completed "RangeError: {what} nests deeper than {} levels; the sandbox stops there rather than overflow its stack""#,
+        kiln_sandbox::MAX_NATIVE_DEPTH
+    )
+}
+
+/// Programs whose values or source nest deep enough to overflow the engine's
+/// stack, each ended before the stack is (issue 15 #12), and the ordinary uses
+/// of the same built-ins, which must not change. A host runs them on the stack
+/// it gives a sandbox (natively [`kiln_sandbox::NATIVE_STACK_BYTES`]).
+pub fn deep_cases() -> Vec<(String, String)> {
+    let deep_array = "let a = []; for (let i = 0; i < 1e5; i++) a = [a];";
+    let caught = |body: &str| {
+        format!(
+            "{deep_array} try {{ {body}; return 'ran' }} catch (e) {{ return `${{e.name}}: ${{e.message}}` }}"
+        )
+    };
+    let limit = kiln_sandbox::source_depth::MAX_SOURCE_DEPTH;
+    let mut cases: Vec<(String, String)> = [
+        ("String(a)", "an array joined into a string"),
+        ("a.join(',')", "an array joined into a string"),
+        ("`${a}`", "an array joined into a string"),
+        ("a + ''", "an array joined into a string"),
+        ("a.toLocaleString()", "an array turned into a string"),
+        ("a.flat(Infinity)", "an array flattened with flat()"),
+        ("JSON.stringify(a)", "a value given to JSON.stringify"),
+        ("JSON.stringify(a, null, 2)", "a value given to JSON.stringify"),
+        ("JSON.stringify(a, (k, v) => v)", "a value given to JSON.stringify"),
+        ("JSON.stringify(a, ['x'])", "a value given to JSON.stringify"),
+        (
+            "let p = {}; for (let i = 0; i < 1e5; i++) p = new Proxy(p, {}); p.x",
+            "a chain of proxies",
+        ),
+        (
+            "let p = {}; for (let i = 0; i < 1e5; i++) p = Proxy.revocable(p, {}).proxy",
+            "a chain of proxies",
+        ),
+        (
+            "let f = () => 1; for (let i = 0; i < 1e5; i++) f = f.bind(null); f()",
+            "a chain of bound functions",
+        ),
+        // Proxies and bound functions chain through each other: one count.
+        (
+            "let f = () => 1; for (let i = 0; i < 1e5; i++) f = i % 2 ? f.bind(null) : new Proxy(f, {}); f()",
+            "a chain of proxies",
+        ),
+        // A proxy whose handler is a chain is as deep as the chain.
+        (
+            "let h = {}; for (let i = 0; i < 1e5; i++) h = new Proxy({}, h); new Proxy({}, h).x",
+            "a chain of proxies",
+        ),
+    ]
+    .iter()
+    .map(|(body, what)| (caught(body), too_deep(what)))
+    .collect();
+    let ordinary: [(&str, &str); 12] = [
+        ("return String([1, [2, [3]]])", r#"completed "1,2,3""#),
+        ("return [[1, 2], [3]].join('|')", r#"completed "1,2|3""#),
+        (
+            "return [1, [2, [3, [4]]]].flat(Infinity)",
+            "completed [1,2,3,4]",
+        ),
+        ("return [1, [2, [3]]].flat()", r#"completed [1,2,[3]]"#),
+        ("return [[1], [[2]]].flat(0).length", "completed 2"),
+        (
+            "return JSON.stringify({b: 1, a: {c: 2, d: 3}}, ['a', 'c'])",
+            r#"completed "{\"a\":{\"c\":2}}""#,
+        ),
+        (
+            "return JSON.stringify({n: 2, m: [3]}, (k, v) => typeof v === 'number' ? v * 10 : v)",
+            r#"completed "{\"n\":20,\"m\":[30]}""#,
+        ),
+        (
+            "return JSON.stringify({a: [1]}, null, 1)",
+            r#"completed "{\n \"a\": [\n  1\n ]\n}""#,
+        ),
+        (
+            "const p = new Proxy({x: 1}, {get: (t, k) => k === 'y' ? 5 : t[k]}); return [p.x, p.y, Proxy.name, Proxy.length]",
+            r#"completed [1,5,"Proxy",2]"#,
+        ),
+        (
+            "const {proxy, revoke} = Proxy.revocable({}, {}); revoke(); try { proxy.x } catch (e) { return e.name }",
+            r#"completed "TypeError""#,
+        ),
+        (
+            "try { Proxy({}, {}) } catch (e) { try { new Proxy(1, {}) } catch (f) { return [e.name, f.name] } }",
+            r#"completed ["TypeError","TypeError"]"#,
+        ),
+        (
+            "function add(a, b) { return a + b } const inc = add.bind(null, 1); return [inc(2), inc.name, inc.length]",
+            r#"completed [3,"bound add",1]"#,
+        ),
+    ];
+    cases.extend(
+        ordinary
+            .iter()
+            .map(|(code, expected)| ((*code).to_owned(), (*expected).to_owned())),
+    );
+    // Source that nests past the bound is refused before the parser recurses;
+    // at the bound it runs.
+    let nested = |depth: usize| format!("return {}1{}", "(".repeat(depth), ")".repeat(depth));
+    let refused = format!(
+        "syntax SyntaxError: the program nests deeper than {limit} levels (brackets, template \
+         substitutions or prefix operators) at line 1, column {}; the parser stops there rather \
+         than overflow its stack",
+        8 + limit
+    );
+    cases.push((nested(limit), "completed 1".to_owned()));
+    cases.push((nested(limit + 1), refused));
+    for deep in [
+        format!("return {}{}", "[".repeat(50_000), "]".repeat(50_000)),
+        format!("return {}1", "!".repeat(50_000)),
+        format!("return {}", "`${".repeat(50_000)),
+        format!("return {}1{}", "{a: ".repeat(50_000), "}".repeat(50_000)),
+    ] {
+        cases.push((deep, "syntax".to_owned()));
+    }
+    cases
+}

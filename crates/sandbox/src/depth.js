@@ -1,0 +1,165 @@
+// Bounds on the engine's native recursion. Boa recurses on the host stack,
+// with no bound of its own, through a chain of proxies, a chain of bound
+// functions, and `join`/`toString`/`toLocaleString`/`flat`/`JSON.stringify`
+// over nested arrays and objects; 100,000 levels overflow the stack and end
+// the whole worker. Evaluated once per context before the program: each of
+// those built-ins is replaced by one that counts how deep it is (one count for
+// all of them, since they nest inside each other) and throws a catchable
+// RangeError past MAX_DEPTH, with every intrinsic it needs captured here so a
+// program cannot change it. Chains of proxies and bound functions are bounded
+// as they are made.
+(function () {
+  "use strict";
+  const MAX_DEPTH = 128;
+  const OutOfRange = RangeError;
+  const NotAnObject = TypeError;
+  const { apply, construct, defineProperty, getOwnPropertyDescriptor } = Reflect;
+  const isArray = Array.isArray;
+  const arrayProto = Array.prototype;
+  const some = arrayProto.some;
+  const Depths = WeakMap;
+  const getDepth = WeakMap.prototype.get;
+  const setDepth = WeakMap.prototype.set;
+  const join = arrayProto.join;
+  const toLocaleString = arrayProto.toLocaleString;
+  const flat = arrayProto.flat;
+  const stringify = JSON.stringify;
+  const bind = Function.prototype.bind;
+  const NativeProxy = Proxy;
+  const revocable = Proxy.revocable;
+  let depth = 0;
+
+  const tooDeep = (what) =>
+    new OutOfRange(`${what} nests deeper than ${MAX_DEPTH} levels; the sandbox stops there rather than overflow its stack`);
+
+  // One level deeper (the caller's `finally` leaves it). Not a wrapper
+  // around a callback: each level costs one JavaScript frame, well inside the
+  // engine's own limit on them.
+  function enter(what) {
+    if (depth >= MAX_DEPTH) throw tooDeep(what);
+    depth++;
+  }
+
+  // Replaces `object[name]` by `make(original)`, keeping its name, length and
+  // attributes.
+  function replace(object, name, make) {
+    const descriptor = getOwnPropertyDescriptor(object, name);
+    const original = descriptor.value;
+    const replacement = make(original);
+    defineProperty(replacement, "name", { value: original.name, configurable: true });
+    defineProperty(replacement, "length", { value: original.length, configurable: true });
+    defineProperty(object, name, { ...descriptor, value: replacement });
+  }
+
+  // Methods, not arrows: `new [].join()` must stay a TypeError.
+  replace(arrayProto, "join", () => ({
+    join(separator) {
+      enter("an array joined into a string");
+      try {
+        return apply(join, this, [separator]);
+      } finally {
+        depth--;
+      }
+    },
+  }).join);
+  replace(arrayProto, "toLocaleString", () => ({
+    toLocaleString(...args) {
+      enter("an array turned into a string");
+      try {
+        return apply(toLocaleString, this, args);
+      } finally {
+        depth--;
+      }
+    },
+  }).toLocaleString);
+  replace(arrayProto, "flat", () => ({
+    flat(depth) {
+      // Read once, as the engine's own flat reads it.
+      const wanted = depth === undefined ? 1 : +depth;
+      if (!(wanted > MAX_DEPTH)) return apply(flat, this, [wanted]);
+      // Flattened as deep as the bound allows; what still holds an array was
+      // deeper than that.
+      const flattened = apply(flat, this, [MAX_DEPTH]);
+      if (apply(some, flattened, [isArray])) throw tooDeep("an array flattened with flat()");
+      return flattened;
+    },
+  }).flat);
+
+  replace(JSON, "stringify", () => ({
+    stringify(value, replacer, space) {
+      // The depth of each holder the serializer is inside, known from the
+      // replacer, which the serializer calls with the holder as `this`.
+      const depths = new Depths();
+      const counting = (given) =>
+        function (key, found) {
+          const level = (apply(getDepth, depths, [this]) ?? 0) + 1;
+          if (level > MAX_DEPTH) throw tooDeep("a value given to JSON.stringify");
+          const result = given === undefined ? found : apply(given, this, [key, found]);
+          if ((typeof result === "object" && result !== null) || typeof result === "function") {
+            apply(setDepth, depths, [result, level]);
+          }
+          return result;
+        };
+      if (typeof replacer === "function") return apply(stringify, JSON, [value, counting(replacer), space]);
+      if (isArray(replacer)) {
+        // A list of keys keeps its own order and filter: the depth is checked
+        // first, by a pass of its own.
+        apply(stringify, JSON, [value, counting(undefined)]);
+        return apply(stringify, JSON, [value, replacer, space]);
+      }
+      return apply(stringify, JSON, [value, counting(undefined), space]);
+    },
+  }).stringify);
+
+  // Bound functions and proxies: a chain of them is fixed when each link is
+  // made (a bound function's target, a proxy's target and handler), so its
+  // length is known and bounded then, one count for both kinds since they
+  // chain through each other. (A proxy's traps are the program's own
+  // functions, which the engine's limit on JavaScript frames bounds.)
+  const chained = new Depths();
+  const chainDepth = (value) =>
+    ((typeof value === "object" && value !== null) || typeof value === "function"
+      ? apply(getDepth, chained, [value])
+      : undefined) ?? 0;
+  const link = (what, ...below) => {
+    let level = 0;
+    for (let at = 0; at < below.length; at++) {
+      const depth = chainDepth(below[at]);
+      if (depth > level) level = depth;
+    }
+    level++;
+    if (level > MAX_DEPTH) throw tooDeep(what);
+    return level;
+  };
+  replace(Function.prototype, "bind", () => ({
+    bind(...args) {
+      const level = link("a chain of bound functions", this);
+      const bound = apply(bind, this, args);
+      apply(setDepth, chained, [bound, level]);
+      return bound;
+    },
+  }).bind);
+
+  const checked = (target, handler) => link("a chain of proxies", target, handler);
+  function GuardedProxy(target, handler) {
+    if (new.target === undefined) throw new NotAnObject("Constructor Proxy requires 'new'");
+    const level = checked(target, handler);
+    const proxy = construct(NativeProxy, [target, handler]);
+    apply(setDepth, chained, [proxy, level]);
+    return proxy;
+  }
+  defineProperty(GuardedProxy, "revocable", {
+    value: function revocable(target, handler) {
+      const level = checked(target, handler);
+      const made = apply(revocableNative, NativeProxy, [target, handler]);
+      apply(setDepth, chained, [made.proxy, level]);
+      return made;
+    },
+    writable: true,
+    configurable: true,
+  });
+  const revocableNative = revocable;
+  defineProperty(GuardedProxy, "name", { value: "Proxy", configurable: true });
+  defineProperty(GuardedProxy, "length", { value: 2, configurable: true });
+  defineProperty(globalThis, "Proxy", { value: GuardedProxy, writable: true, configurable: true, enumerable: false });
+})();
