@@ -811,6 +811,16 @@ fn every_hop_spends_the_fetch_budget() {
     assert_eq!(server.received().len(), 2);
 }
 
+/// The `x-key` header a reflecting server was sent.
+fn sent_key(request: &str) -> String {
+    request
+        .lines()
+        .find_map(|line| line.strip_prefix("x-key: "))
+        .unwrap_or_default()
+        .trim()
+        .to_owned()
+}
+
 /// A server on the allowed origin that reflects the secret back: the program
 /// gets it scrubbed whether the body comes as text or as base64 bytes, and
 /// whether the body budget cuts through the secret or not (issue 15 #14).
@@ -818,12 +828,7 @@ fn every_hop_spends_the_fetch_budget() {
 fn a_reflected_secret_comes_back_scrubbed_as_bytes_and_across_the_cut() {
     const SECRET: &str = "sk-reflected-0123456789";
     let server = Server::start(|request, _| {
-        let key = request
-            .lines()
-            .find_map(|line| line.strip_prefix("x-key: "))
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
+        let key = sent_key(request);
         // 20 bytes, the key, then more.
         ok(&format!("0123456789abcdefghij{key}-and-the-rest"))
     });
@@ -897,12 +902,7 @@ fn a_reflected_secret_comes_back_scrubbed_as_bytes_and_across_the_cut() {
 fn a_secret_reflected_in_any_common_encoding_withholds_the_response() {
     const SECRET: &str = "sk-Reflected/0123456789";
     let server = Server::start(|request, _| {
-        let key = request
-            .lines()
-            .find_map(|line| line.strip_prefix("x-key: "))
-            .unwrap_or_default()
-            .trim()
-            .to_owned();
+        let key = sent_key(request);
         let form = request
             .split_whitespace()
             .nth(1)

@@ -15,6 +15,7 @@
   const NotAnObject = TypeError;
   const { apply, construct, defineProperty, getOwnPropertyDescriptor } = Reflect;
   const isArray = Array.isArray;
+  const createObject = Object.create;
   const arrayProto = Array.prototype;
   const some = arrayProto.some;
   const Depths = WeakMap;
@@ -25,6 +26,14 @@
   const flat = arrayProto.flat;
   const stringify = JSON.stringify;
   const bind = Function.prototype.bind;
+  // `calling(f)(self, ...args)` is `f.call(self, ...args)` with no array made
+  // per call (these wrappers sit on hot paths).
+  const calling = (f) => apply(bind, Function.prototype.call, [f]);
+  const callJoin = calling(join);
+  const callToLocaleString = calling(toLocaleString);
+  const callFlat = calling(flat);
+  const callSome = calling(some);
+  const callStringify = calling(stringify);
   const NativeProxy = Proxy;
   const revocable = Proxy.revocable;
   let depth = 0;
@@ -56,17 +65,17 @@
     join(separator) {
       enter("an array joined into a string");
       try {
-        return apply(join, this, [separator]);
+        return callJoin(this, separator);
       } finally {
         depth--;
       }
     },
   }).join);
   replace(arrayProto, "toLocaleString", () => ({
-    toLocaleString(...args) {
+    toLocaleString(locales, options) {
       enter("an array turned into a string");
       try {
-        return apply(toLocaleString, this, args);
+        return callToLocaleString(this, locales, options);
       } finally {
         depth--;
       }
@@ -76,40 +85,51 @@
     flat(depth) {
       // Read once, as the engine's own flat reads it.
       const wanted = depth === undefined ? 1 : +depth;
-      if (!(wanted > MAX_DEPTH)) return apply(flat, this, [wanted]);
+      if (!(wanted > MAX_DEPTH)) return callFlat(this, wanted);
       // Flattened as deep as the bound allows; what still holds an array was
       // deeper than that.
-      const flattened = apply(flat, this, [MAX_DEPTH]);
-      if (apply(some, flattened, [isArray])) throw tooDeep("an array flattened with flat()");
+      const flattened = callFlat(this, MAX_DEPTH);
+      if (callSome(flattened, isArray)) throw tooDeep("an array flattened with flat()");
       return flattened;
     },
   }).flat);
 
   replace(JSON, "stringify", () => ({
     stringify(value, replacer, space) {
-      // The depth of each holder the serializer is inside, known from the
-      // replacer, which the serializer calls with the holder as `this`.
-      const depths = new Depths();
+      // Nothing to nest (and nothing a replacer is asked about beyond it).
+      if (replacer === undefined && (typeof value !== "object" || value === null)) {
+        return callStringify(JSON, value, replacer, space);
+      }
+      // The serializer calls the replacer depth first with the holder as
+      // `this`: the holders still open are a stack, and its height is how
+      // deep the value at hand is. (The first call's holder is the wrapper
+      // around `value`, when the stack is empty.)
+      // No prototype: a setter the program put on Array.prototype or
+      // Object.prototype for an index must not swallow a write.
+      const open = createObject(null);
+      let height = 0;
       const counting = (given) =>
         function (key, found) {
-          const level = (apply(getDepth, depths, [this]) ?? 0) + 1;
-          if (level > MAX_DEPTH) throw tooDeep("a value given to JSON.stringify");
-          const result = given === undefined ? found : apply(given, this, [key, found]);
+          while (height > 0 && open[height - 1] !== this) height--;
+          if (height >= MAX_DEPTH) throw tooDeep("a value given to JSON.stringify");
+          const result = given === undefined ? found : callGiven(given, this, key, found);
           if ((typeof result === "object" && result !== null) || typeof result === "function") {
-            apply(setDepth, depths, [result, level]);
+            open[height++] = result;
           }
           return result;
         };
-      if (typeof replacer === "function") return apply(stringify, JSON, [value, counting(replacer), space]);
+      if (typeof replacer === "function") return callStringify(JSON, value, counting(replacer), space);
       if (isArray(replacer)) {
         // A list of keys keeps its own order and filter: the depth is checked
         // first, by a pass of its own.
-        apply(stringify, JSON, [value, counting(undefined)]);
-        return apply(stringify, JSON, [value, replacer, space]);
+        callStringify(JSON, value, counting(undefined));
+        height = 0;
+        return callStringify(JSON, value, replacer, space);
       }
-      return apply(stringify, JSON, [value, counting(undefined), space]);
+      return callStringify(JSON, value, counting(undefined), space);
     },
   }).stringify);
+  const callGiven = (given, holder, key, found) => apply(given, holder, [key, found]);
 
   // Bound functions and proxies: a chain of them is fixed when each link is
   // made (a bound function's target, a proxy's target and handler), so its

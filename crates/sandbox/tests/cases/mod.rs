@@ -444,6 +444,22 @@ pub fn deep_cases() -> Vec<(String, String)> {
             "let f = () => 1; for (let i = 0; i < 1e5; i++) f = i % 2 ? f.bind(null) : new Proxy(f, {}); f()",
             "a chain of proxies",
         ),
+        // The program cannot reach what the bounds use.
+        (
+            "Object.defineProperty(Object.prototype, '0', {set() {}}); \
+             Object.defineProperty(Array.prototype, '0', {set() {}}); JSON.stringify(a)",
+            "a value given to JSON.stringify",
+        ),
+        (
+            "WeakMap.prototype.get = () => 0; WeakMap.prototype.set = () => 0; \
+             Function.prototype.call = () => 0; Reflect.apply = () => 0; \
+             let p = {}; for (let i = 0; i < 1e5; i++) p = new Proxy(p, {}); p.x",
+            "a chain of proxies",
+        ),
+        (
+            "Function.prototype.call = () => 'x'; Array.prototype.some = () => false; a.flat(Infinity)",
+            "an array flattened with flat()",
+        ),
         // A proxy whose handler is a chain is as deep as the chain.
         (
             "let h = {}; for (let i = 0; i < 1e5; i++) h = new Proxy({}, h); new Proxy({}, h).x",
