@@ -35,7 +35,7 @@
   const callSome = calling(some);
   const callStringify = calling(stringify);
   const NativeProxy = Proxy;
-  const revocable = Proxy.revocable;
+  const nativeRevocable = Proxy.revocable;
   let depth = 0;
 
   const tooDeep = (what) =>
@@ -112,7 +112,7 @@
         function (key, found) {
           while (height > 0 && open[height - 1] !== this) height--;
           if (height >= MAX_DEPTH) throw tooDeep("a value given to JSON.stringify");
-          const result = given === undefined ? found : callGiven(given, this, key, found);
+          const result = given === undefined ? found : apply(given, this, [key, found]);
           if ((typeof result === "object" && result !== null) || typeof result === "function") {
             open[height++] = result;
           }
@@ -129,7 +129,6 @@
       return callStringify(JSON, value, counting(undefined), space);
     },
   }).stringify);
-  const callGiven = (given, holder, key, found) => apply(given, holder, [key, found]);
 
   // Bound functions and proxies: a chain of them is fixed when each link is
   // made (a bound function's target, a proxy's target and handler), so its
@@ -171,14 +170,13 @@
   defineProperty(GuardedProxy, "revocable", {
     value: function revocable(target, handler) {
       const level = checked(target, handler);
-      const made = apply(revocableNative, NativeProxy, [target, handler]);
+      const made = apply(nativeRevocable, NativeProxy, [target, handler]);
       apply(setDepth, chained, [made.proxy, level]);
       return made;
     },
     writable: true,
     configurable: true,
   });
-  const revocableNative = revocable;
   defineProperty(GuardedProxy, "name", { value: "Proxy", configurable: true });
   defineProperty(GuardedProxy, "length", { value: 2, configurable: true });
   defineProperty(globalThis, "Proxy", { value: GuardedProxy, writable: true, configurable: true, enumerable: false });
