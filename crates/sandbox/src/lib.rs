@@ -20,7 +20,7 @@ mod finish;
 mod hooks;
 mod inspect;
 mod sleep;
-pub mod source_depth;
+pub use kiln_jscheck::source_depth;
 pub mod tools;
 pub mod workspace;
 

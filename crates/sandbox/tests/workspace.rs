@@ -405,4 +405,50 @@ fn the_guests_globals_are_the_manifests() {
     let mut manifest = kiln_types::guest::global_names();
     manifest.sort_unstable();
     assert_eq!(kiln, manifest);
+    // The capability manifest's ECMAScript globals are the rest of them,
+    // exactly.
+    let mut ecmascript: Vec<&str> = value
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|name| name.as_str().unwrap())
+        .filter(|name| !manifest.contains(name))
+        .collect();
+    ecmascript.sort_unstable();
+    let mut listed = kiln_types::manifest::ECMASCRIPT_GLOBALS.to_vec();
+    listed.sort_unstable();
+    assert_eq!(
+        ecmascript, listed,
+        "kiln_types::manifest::ECMASCRIPT_GLOBALS"
+    );
+}
+
+#[test]
+fn what_the_manifest_calls_absent_is_absent_and_what_it_calls_refused_refuses() {
+    let setup = setup(Mode::Auto);
+    for absent in kiln_types::manifest::ABSENT {
+        let report = setup.run(&format!("return typeof globalThis[{:?}]", absent.name));
+        assert!(
+            matches!(&report.outcome, RunOutcome::Completed { value } if value == "undefined"),
+            "{}: {:?}",
+            absent.name,
+            report.outcome
+        );
+    }
+    for (refused, program) in [
+        ("eval", "return eval('1 + 1')"),
+        ("Function", "return new Function('return 1')()"),
+    ] {
+        assert!(
+            kiln_types::manifest::REFUSED
+                .iter()
+                .any(|entry| entry.name == refused)
+        );
+        let report = setup.run(program);
+        assert!(
+            matches!(report.outcome, RunOutcome::Failed(_)),
+            "{refused}: {:?}",
+            report.outcome
+        );
+    }
 }

@@ -5,7 +5,7 @@
 //! advertise what a run does not have.
 
 /// One global Kiln defines.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct GuestGlobal {
     /// The global's name.
     pub name: &'static str,

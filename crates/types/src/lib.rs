@@ -7,6 +7,8 @@ pub mod agent;
 pub mod cancel;
 pub mod chat;
 pub mod guest;
+pub mod manifest;
+pub mod node;
 pub mod permission;
 pub mod plan;
 pub mod protocol;

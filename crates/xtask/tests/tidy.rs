@@ -434,7 +434,13 @@ fn check_direction(map: &DirectionMap, manifests: &[Manifest]) -> Vec<Problem> {
     problems
 }
 
-/// `boa_engine`, `boa_gc` and every other `boa_*` package: in `crates/sandbox` only.
+/// The `boa_*` packages a crate other than the sandbox may name: the
+/// parser and its AST, for static checks (`crates/jscheck`), never the
+/// engine.
+const BOA_PARSER_ONLY: &[&str] = &["boa_parser", "boa_ast", "boa_interner"];
+
+/// `boa_engine`, `boa_gc` and every other `boa_*` package: in `crates/sandbox`
+/// only; `crates/jscheck` may name the parser's ([`BOA_PARSER_ONLY`]).
 fn check_boa(manifests: &[Manifest]) -> Vec<Problem> {
     let mut problems = Vec::new();
     for manifest in manifests
@@ -442,18 +448,22 @@ fn check_boa(manifests: &[Manifest]) -> Vec<Problem> {
         .filter(|manifest| manifest.folder != "sandbox")
     {
         for dep in &manifest.dependencies {
-            if dep.package.starts_with("boa_") || dep.key.starts_with("boa_") {
-                problems.push(Problem {
-                    path: manifest.path.clone(),
-                    what: format!(
-                        "`{}` names `{}`: only crates/sandbox may know Boa",
-                        dep.table, dep.package
-                    ),
-                    hint: "remove the dependency and reach Boa through kiln-sandbox \
-                           (ARCHITECTURE.md, Architecture invariant)"
-                        .to_owned(),
-                });
+            if !(dep.package.starts_with("boa_") || dep.key.starts_with("boa_")) {
+                continue;
             }
+            if manifest.folder == "jscheck" && BOA_PARSER_ONLY.contains(&dep.package.as_str()) {
+                continue;
+            }
+            problems.push(Problem {
+                path: manifest.path.clone(),
+                what: format!(
+                    "`{}` names `{}`: only crates/sandbox may know Boa's engine, and only crates/jscheck its parser",
+                    dep.table, dep.package
+                ),
+                hint: "remove the dependency and reach Boa through kiln-sandbox, or parse through kiln-jscheck \
+                       (ARCHITECTURE.md, Architecture invariant)"
+                    .to_owned(),
+            });
         }
     }
     problems.sort();
@@ -800,7 +810,7 @@ fn boa_and_platform_checks_read_every_table() {
     assert_eq!(
         rendered(&check_boa(&manifests)),
         [
-            "crates/ui/Cargo.toml: `[dependencies]` names `boa_gc`: only crates/sandbox may know Boa\n    hint: remove the dependency and reach Boa through kiln-sandbox (ARCHITECTURE.md, Architecture invariant)",
+            "crates/ui/Cargo.toml: `[dependencies]` names `boa_gc`: only crates/sandbox may know Boa's engine, and only crates/jscheck its parser\n    hint: remove the dependency and reach Boa through kiln-sandbox, or parse through kiln-jscheck (ARCHITECTURE.md, Architecture invariant)",
         ]
     );
     let hint = "move the browser code behind a trait the entrance crates (ui, page) implement, or into `[dev-dependencies]` if only tests need it (ARCHITECTURE.md, Architecture invariant)";

@@ -8,7 +8,7 @@
 //! program deeper than [`MAX_SOURCE_DEPTH`] as a syntax error naming where.
 //! Each level costs the parser tens of kilobytes of stack (about 17 KiB in the
 //! page's wasm, 150 KiB in a debug build), so the bound and the stacks the
-//! hosts give the sandbox ([`crate::NATIVE_STACK_BYTES`], the worker's
+//! hosts give the parser (`kiln_sandbox::NATIVE_STACK_BYTES`, the workers'
 //! `-zstack-size`) are chosen together.
 
 /// How deep brackets, template substitutions and prefix operators may nest
