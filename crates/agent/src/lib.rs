@@ -15,6 +15,9 @@
 //! - [`chat`]: the chat turn loop — a model's tool calls up the same ladder
 //!   and their results back — emitting events to a sink.
 //! - [`turn`]: one streamed chat turn as a page asks for it, and its budget.
+//! - [`node`] and [`graph`]: code nodes — a typed JavaScript body checked,
+//!   fed its values and run as one program — and graphs of them on the
+//!   plans' scheduler.
 //! - [`ops`]: the workspace's storage operations (`memory.save`,
 //!   `files.read`, …) as pages and the app name them; [`settings`] the
 //!   configuration they edit (permissions, network, providers).
@@ -32,7 +35,9 @@ pub mod chat;
 pub mod codeact;
 pub mod eval;
 pub mod eval_plans;
+pub mod graph;
 pub mod ladder;
+pub mod node;
 pub mod ops;
 pub mod plan;
 pub mod program;

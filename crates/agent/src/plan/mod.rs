@@ -114,7 +114,10 @@ fn normalize_schema(task: &str, step: &mut Step) -> Option<PlanIssue> {
 /// kept where the dependencies allow: Kahn's algorithm over a queue in
 /// input order). Answers the order and the residue: the ids in or behind a
 /// cycle.
-fn topological(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>) -> (Vec<usize>, Vec<usize>) {
+pub(crate) fn topological(
+    ids: &[String],
+    deps: &BTreeMap<&str, Vec<&str>>,
+) -> (Vec<usize>, Vec<usize>) {
     let index: BTreeMap<&str, usize> = ids
         .iter()
         .enumerate()
@@ -161,7 +164,11 @@ fn topological(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>) -> (Vec<usize>,
 /// The cycles among `residue` (Kahn's leftovers), each as the ids in it in
 /// input order: the strongly connected parts of more than one id, and an id
 /// that depends on itself.
-fn cycles(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>, residue: &[usize]) -> Vec<Vec<String>> {
+pub(crate) fn cycles(
+    ids: &[String],
+    deps: &BTreeMap<&str, Vec<&str>>,
+    residue: &[usize],
+) -> Vec<Vec<String>> {
     let inside: BTreeSet<&str> = residue.iter().map(|at| ids[*at].as_str()).collect();
     let reach = |from: &str| -> BTreeSet<&str> {
         let mut seen = BTreeSet::new();
@@ -198,7 +205,7 @@ fn cycles(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>, residue: &[usize]) -
     found
 }
 
-fn named(ids: &[String]) -> String {
+pub(crate) fn named(ids: &[String]) -> String {
     let quoted: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
     match quoted.as_slice() {
         [one] => format!("{one} depends on itself"),
