@@ -17,7 +17,8 @@
 //! - [`turn`]: one streamed chat turn as a page asks for it, and its budget.
 //! - [`node`] and [`graph`]: code nodes — a typed JavaScript body checked,
 //!   fed its values and run as one program — and graphs of them on the
-//!   plans' scheduler.
+//!   plans' scheduler; [`codegen`] the CodePlanner that writes one through
+//!   a validated `submit_code` call.
 //! - [`ops`]: the workspace's storage operations (`memory.save`,
 //!   `files.read`, …) as pages and the app name them; [`settings`] the
 //!   configuration they edit (permissions, network, providers).
@@ -33,6 +34,7 @@
 pub mod bench;
 pub mod chat;
 pub mod codeact;
+pub mod codegen;
 pub mod eval;
 pub mod eval_plans;
 pub mod graph;

@@ -224,3 +224,49 @@ fn a_syntax_error_or_a_deep_body_is_refused_before_any_walk() {
     // The body parses as an async function's: `await` and `return` at the top.
     assert!(parse_body("const x = await tools.a({});\nreturn { x };").is_ok());
 }
+
+#[test]
+fn the_deepest_body_allowed_parses_on_the_stacks_callers_give() {
+    // Optimized, the runtime worker's 8 MiB wasm stack (its build.rs);
+    // a debug build's frames are several times larger, and the CLI checks
+    // on a thread of `kiln_sandbox::NATIVE_STACK_BYTES` (64 MiB). The
+    // deepest nesting the depth check lets through, of the kinds the
+    // parser recurses most on.
+    let stack = if cfg!(debug_assertions) {
+        64 << 20
+    } else {
+        8 << 20
+    };
+    let depth = kiln_jscheck::source_depth::MAX_SOURCE_DEPTH;
+    let bodies = [
+        format!(
+            "return {{ x: {}1{} }};",
+            "[".repeat(depth - 2),
+            "]".repeat(depth - 2)
+        ),
+        format!(
+            "return {{ x: {}1{} }};",
+            "(".repeat(depth - 2),
+            ")".repeat(depth - 2)
+        ),
+        format!(
+            "{}return {{ x: 1 }};{}",
+            "{".repeat(depth - 1),
+            "}".repeat(depth - 1)
+        ),
+        format!(
+            "return {{ x: {}1{} }};",
+            "f(".repeat(depth - 2),
+            ")".repeat(depth - 2)
+        ),
+    ];
+    for body in bodies {
+        let parsed = std::thread::Builder::new()
+            .stack_size(stack)
+            .spawn(move || parse_body(&body).map(|_| ()))
+            .unwrap()
+            .join()
+            .unwrap();
+        assert_eq!(parsed, Ok(()));
+    }
+}
