@@ -446,3 +446,74 @@ pub async fn run_graph(
         nodes: reports,
     })
 }
+
+/// A graph's run as an entrance sends it (`kiln.graph({nodes, edges}).run(inputs)`):
+/// `{nodes, edges?, inputs?, max_concurrent?, ...}` with a run request's
+/// fields but `code` and `key`; `inputs` are by node id, then slot.
+#[derive(Debug, Clone)]
+pub struct GraphRequest {
+    pub spec: GraphSpec,
+    pub inputs: Map<String, Value>,
+    pub max_concurrent: usize,
+    pub run: RunRequest,
+}
+
+impl GraphRequest {
+    /// Reads a graph request; the graph itself is checked by [`build`].
+    ///
+    /// # Errors
+    ///
+    /// The first thing wrong with it, naming the field.
+    pub fn from_value(value: Value) -> Result<Self, crate::request::RequestError> {
+        use crate::request::RequestError;
+        let Value::Object(mut fields) = value else {
+            return Err(RequestError(format!(
+                "a graph run takes one object {{nodes, edges, inputs, max_concurrent, {}}}, not {}",
+                crate::node::RUN_FIELDS.join(", "),
+                kiln_types::words::json_type(&value)
+            )));
+        };
+        let mut graph = Map::new();
+        for name in ["nodes", "edges"] {
+            if let Some(value) = fields.remove(name).filter(|value| !value.is_null()) {
+                graph.insert(name.to_owned(), value);
+            }
+        }
+        if !graph.contains_key("nodes") {
+            return Err(RequestError(
+                "`nodes` is missing: give [{id, title, code, inputs, outputs}]".into(),
+            ));
+        }
+        let spec = serde_json::from_value::<GraphSpec>(Value::Object(graph))
+            .map_err(|error| RequestError(format!("the graph is not valid: {error}")))?;
+        let inputs = match fields.remove("inputs") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(inputs)) => inputs,
+            Some(other) => {
+                return Err(RequestError(format!(
+                    "`inputs` must be an object {{node: {{slot: value}}}}, not {}",
+                    kiln_types::words::json_type(&other)
+                )));
+            }
+        };
+        let max_concurrent = match fields.remove("max_concurrent") {
+            None | Some(Value::Null) => schedule::DEFAULT_MAX_CONCURRENT,
+            Some(value) => value
+                .as_u64()
+                .filter(|n| (1..=64).contains(n))
+                .and_then(|n| usize::try_from(n).ok())
+                .ok_or_else(|| {
+                    RequestError(format!(
+                        "`max_concurrent` must be a whole number from 1 to 64, not {value}"
+                    ))
+                })?,
+        };
+        let run = crate::node::run_part("a graph run", fields, &[])?;
+        Ok(Self {
+            spec,
+            inputs,
+            max_concurrent,
+            run,
+        })
+    }
+}

@@ -533,3 +533,108 @@ pub async fn run_node(
         job_id: ran.job_id,
     })
 }
+
+/// The run-request fields a node's or a graph's request may carry beside
+/// its own: everything a run takes but its program, its `inputs` (a node's
+/// values are its inputs) and a `key` (a node run is never keyed).
+pub(crate) const RUN_FIELDS: [&str; 8] = [
+    "limits",
+    "agent",
+    "permission",
+    "mcp",
+    "secrets",
+    "tools",
+    "builtins",
+    "allow_net",
+];
+
+/// Reads the run part of a node's or a graph's request: `fields` less the
+/// entrance's `own` fields, as [`RunRequest::from_value`] reads a run, with
+/// [`default_limits`] under any limit the request leaves unset.
+///
+/// # Errors
+///
+/// A field that is neither the entrance's nor a run's, named with both
+/// lists, or what the run request's parser refuses.
+pub(crate) fn run_part(
+    what: &str,
+    mut fields: Map<String, Value>,
+    own: &[&str],
+) -> Result<RunRequest, RequestError> {
+    for name in fields.keys() {
+        if !own.contains(&name.as_str()) && !RUN_FIELDS.contains(&name.as_str()) {
+            let expected: Vec<&str> = own.iter().chain(RUN_FIELDS.iter()).copied().collect();
+            return Err(RequestError(format!(
+                "`{name}` is not a field of {what}; expected one of {}",
+                expected.join(", ")
+            )));
+        }
+    }
+    for name in own {
+        fields.remove(*name);
+    }
+    let defaults = serde_json::to_value(default_limits()).unwrap_or_default();
+    match fields.get_mut("limits") {
+        None | Some(Value::Null) => {
+            fields.insert("limits".into(), defaults);
+        }
+        Some(Value::Object(limits)) => {
+            if let Value::Object(defaults) = defaults {
+                for (name, value) in defaults {
+                    limits.entry(name).or_insert(value);
+                }
+            }
+        }
+        Some(_) => {}
+    }
+    fields.insert("code".into(), Value::String(String::new()));
+    RunRequest::from_value(Value::Object(fields))
+}
+
+/// A node's run as an entrance sends it (`kiln.codeNode(spec).run(values)`):
+/// `{node, values?, ...}` with a run request's fields but `code`, `inputs`
+/// and `key`.
+#[derive(Debug, Clone)]
+pub struct NodeRequest {
+    pub node: CodeNode,
+    pub values: Map<String, Value>,
+    pub run: RunRequest,
+}
+
+impl NodeRequest {
+    /// Reads a node request.
+    ///
+    /// # Errors
+    ///
+    /// The first thing wrong with it, naming the field.
+    pub fn from_value(value: Value) -> Result<Self, RequestError> {
+        let Value::Object(fields) = value else {
+            return Err(RequestError(format!(
+                "a node run takes one object {{node, values, {}}}, not {}",
+                RUN_FIELDS.join(", "),
+                kiln_types::words::json_type(&value)
+            )));
+        };
+        let node = match fields.get("node") {
+            None | Some(Value::Null) => {
+                return Err(RequestError(
+                    "`node` is missing: give {title, code, inputs, outputs}".into(),
+                ));
+            }
+            Some(node) => serde_json::from_value::<CodeNode>(node.clone())
+                .map_err(|error| RequestError(format!("`node` is not a node: {error}")))?,
+        };
+        let values = match fields.get("values") {
+            None | Some(Value::Null) => Map::new(),
+            Some(Value::Object(values)) => values.clone(),
+            Some(other) => {
+                return Err(RequestError(format!(
+                    "`values` must be an object of values by input name, not {}",
+                    kiln_types::words::json_type(other)
+                )));
+            }
+        };
+        let run = run_part("a node run", fields, &["node", "values"])?;
+        Ok(Self { node, values, run })
+    }
+}

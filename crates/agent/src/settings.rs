@@ -249,6 +249,43 @@ async fn select(config: &Config, provider: Option<String>) -> Result<(), OpError
     Ok(())
 }
 
+/// `config.code_model`: the model code nodes are written with (`null`: the
+/// chat's, else the provider's default).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct CodeModelArgs {
+    model: Option<String>,
+}
+
+pub(crate) async fn set_code_model(config: &Config, args: CodeModelArgs) -> Result<(), OpError> {
+    let model = args
+        .model
+        .map(|model| model.trim().to_owned())
+        .filter(|model| !model.is_empty());
+    update_settings(config, |stored| {
+        if stored.code_model == model && stored.version > 0 {
+            return false;
+        }
+        stored.code_model.clone_from(&model);
+        true
+    })
+    .await?;
+    Ok(())
+}
+
+/// The model a kept provider was saved with, for a provider field naming
+/// one (`{stored: NAME}`); `None` for a provider given whole, or when the
+/// storage or the record is not there.
+pub async fn kept_model(config: Option<&Config>, provider: &Value) -> Option<String> {
+    let name = provider.get("stored")?.as_str()?;
+    let providers = config?.providers().await.ok()?;
+    providers
+        .into_iter()
+        .find(|record| record.name == name)
+        .map(|record| record.model)
+        .filter(|model| !model.trim().is_empty())
+}
+
 /// What the provider field of a chat turn or a model list may be.
 pub const PROVIDER_SHAPE: &str = "{kind: \"openai\" | \"anthropic\" | \"ollama\", base_url, key?}, or {stored: NAME, kind?, base_url?} for a provider the workspace keeps";
 

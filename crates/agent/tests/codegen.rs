@@ -312,3 +312,41 @@ fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
         "{prose:?}"
     );
 }
+
+#[test]
+fn an_authoring_request_is_read_by_name_and_an_edits_code_keeps_its_slots() {
+    let read = codegen::AuthorSpec::from_value(json!({
+        "instruction": "Round it",
+        "inputs": [{"name": "n", "type": "number"}],
+        "expectedOutput": {"name": "out", "type": "integer"},
+        "code": "return { out: n };",
+        "provider": {"stored": "work"},
+        "chatModel": "gpt-4o-mini",
+    }))
+    .unwrap();
+    let current = read.request.current.as_ref().unwrap();
+    assert_eq!(current.code, "return { out: n };");
+    assert_eq!(current.inputs[0].name, "n");
+    assert_eq!(current.outputs[0].name, "out");
+    assert_eq!(
+        read.candidates(Some("kept")),
+        [None, Some("gpt-4o-mini"), Some("kept")]
+    );
+    assert_eq!(
+        codegen::resolve_model(&read.candidates(Some("kept")), &[]).unwrap(),
+        "gpt-4o-mini"
+    );
+    let refused = |value: Value| codegen::AuthorSpec::from_value(value).unwrap_err().0;
+    assert!(refused(json!({"instruction": "x"})).contains("`provider` is missing"));
+    assert!(
+        refused(json!({"instruction": "x", "provider": {}, "model": 4}))
+            .contains("`model` must be a string")
+    );
+    assert!(
+        refused(json!({"instruction": "", "provider": {}})).contains("the instruction is empty")
+    );
+    assert!(
+        refused(json!({"instruction": "x", "provider": {}, "temperature": 1}))
+            .contains("temperature")
+    );
+}

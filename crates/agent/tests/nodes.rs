@@ -690,3 +690,45 @@ fn independent_nodes_run_at_once() {
     }
     assert_eq!(run.node("join").unwrap().run.outputs["total"], 6);
 }
+
+#[test]
+fn entrance_requests_are_read_by_name_with_a_nodes_limits_under_what_they_leave_unset() {
+    let spec = json!({"title": "One", "code": "return {x: 1};", "outputs": [{"name": "x", "type": "integer"}]});
+    let read = node::NodeRequest::from_value(
+        json!({"node": spec, "values": {"a": 1}, "limits": {"js_cpu_ms": 500}, "agent": "ada"}),
+    )
+    .unwrap();
+    assert_eq!(read.node.title, "One");
+    assert_eq!(read.values["a"], 1);
+    let limits = read.run.limits.get();
+    assert_eq!(limits.js_cpu_ms, 500);
+    assert_eq!(limits.return_bytes, node::default_limits().return_bytes);
+    assert_eq!(read.run.agent, "ada");
+    let refused = |value: Value| node::NodeRequest::from_value(value).unwrap_err().0;
+    assert!(refused(json!({"values": {}})).contains("`node` is missing"));
+    let named = refused(json!({"node": spec, "code": "return 1"}));
+    assert!(
+        named.contains("`code` is not a field of a node run"),
+        "{named}"
+    );
+    assert!(named.contains("node, values, limits"), "{named}");
+    assert!(refused(json!({"node": spec, "values": [1]})).contains("`values` must be an object"));
+    assert!(refused(json!({"node": {"title": 1}})).contains("`node` is not a node"));
+    assert!(refused(json!({"node": spec, "limits": {"cpu": 1}})).contains("cpu"));
+
+    let nodes = json!([{"id": "a", "title": "A", "code": "return {x: 1};", "outputs": [{"name": "x", "type": "integer"}]}]);
+    let read = graph::GraphRequest::from_value(
+        json!({"nodes": nodes, "inputs": {"a": {}}, "max_concurrent": 2}),
+    )
+    .unwrap();
+    assert_eq!((read.spec.nodes.len(), read.max_concurrent), (1, 2));
+    let refused = |value: Value| graph::GraphRequest::from_value(value).unwrap_err().0;
+    assert!(refused(json!({"edges": []})).contains("`nodes` is missing"));
+    assert!(refused(json!({"nodes": nodes, "max_concurrent": 0})).contains("from 1 to 64"));
+    assert!(refused(json!({"nodes": nodes, "inputs": 3})).contains("`inputs` must be an object"));
+    let named = refused(json!({"nodes": nodes, "key": "k"}));
+    assert!(
+        named.contains("`key` is not a field of a graph run; expected one of limits"),
+        "{named}"
+    );
+}

@@ -10,6 +10,7 @@ mod approve;
 mod chat;
 mod eval;
 mod memory;
+mod node;
 mod program;
 mod sandbox_process;
 mod tree;
@@ -93,6 +94,12 @@ enum Command {
     /// Evaluations against a real model: `kiln eval codeact`.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
+    /// Code nodes: `kiln node run|check|author`.
+    #[command(subcommand)]
+    Node(node::NodeCommand),
+    /// Graphs of code nodes: `kiln graph run`.
+    #[command(subcommand)]
+    Graph(node::GraphCommand),
     /// Chat with an LLM provider: the reply streams to standard output, tool
     /// calls and their results are shown, and usage goes to standard error.
     Chat(chat::ChatArgs),
@@ -141,6 +148,8 @@ fn main() -> ExitCode {
         Command::Agent(command) => agent::run(&command),
         Command::Eval(command) => eval::run(&command),
         Command::Chat(args) => chat::run(&args),
+        Command::Node(command) => node::run_node_command(command),
+        Command::Graph(command) => node::run_graph_command(command),
         Command::Memory(args) => memory::run(&args),
         Command::Run {
             file,

@@ -223,6 +223,10 @@ pub struct Settings {
     /// The provider the chat uses, when the person picked one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub selected_provider: Option<String>,
+    /// The model code nodes are written with (the code-model setting), when
+    /// the person picked one; else the chat's, else the provider's default.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub code_model: Option<String>,
     /// What the app's programs may reach with `http_request`: nothing until
     /// the person says otherwise.
     #[serde(default)]
@@ -250,6 +254,7 @@ impl Default for Settings {
             permission_mode: "default".into(),
             brake: false,
             selected_provider: None,
+            code_model: None,
             network: Network::Off,
             version: 0,
         }

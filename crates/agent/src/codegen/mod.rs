@@ -514,3 +514,110 @@ async fn one_turn(
         message: "the provider's stream ended without its message".to_owned(),
     })
 }
+
+/// An authoring request as an entrance sends it (`kiln.authorCode`): the
+/// [`CodeRequest`]'s fields with the provider to ask (`{stored: NAME}` or
+/// `{kind, base_url, key?}`), the code-model setting (`model`) and the
+/// chat's model (`chatModel`) for [`resolve_model`], and `code`: the body
+/// of the node being edited, whose slots are the request's `inputs` and
+/// `expectedOutput` (or the whole node as `current`).
+#[derive(Debug, Clone)]
+pub struct AuthorSpec {
+    pub provider: Value,
+    pub model: Option<String>,
+    pub chat_model: Option<String>,
+    pub request: CodeRequest,
+}
+
+impl AuthorSpec {
+    /// Reads an authoring request.
+    ///
+    /// # Errors
+    ///
+    /// The first thing wrong with it, naming the field; a request a model
+    /// could not be sent ([`CodeRequest::problems`]) with every reason.
+    pub fn from_value(value: Value) -> Result<Self, crate::RequestError> {
+        use crate::RequestError;
+        let Value::Object(mut fields) = value else {
+            return Err(RequestError(format!(
+                "authoring takes one object {{instruction, inputs, expectedOutput, code, current, samples, includeSamples, provider, model, chatModel}}, not {}",
+                kiln_types::words::json_type(&value)
+            )));
+        };
+        let provider = fields
+            .remove("provider")
+            .filter(|value| !value.is_null())
+            .ok_or_else(|| {
+                RequestError(
+                    "`provider` is missing: give {stored: NAME} or {kind, base_url, key?}".into(),
+                )
+            })?;
+        let mut text = |name: &str| match fields.remove(name) {
+            None | Some(Value::Null) => Ok(None),
+            Some(Value::String(text)) => Ok(Some(text)),
+            Some(other) => Err(RequestError(format!(
+                "`{name}` must be a string, not {}",
+                kiln_types::words::json_type(&other)
+            ))),
+        };
+        let model = text("model")?;
+        let chat_model = text("chatModel")?;
+        let code = text("code")?;
+        let mut request =
+            serde_json::from_value::<CodeRequest>(Value::Object(fields)).map_err(|error| {
+                RequestError(format!("the authoring request is not valid: {error}"))
+            })?;
+        if let Some(code) = code {
+            if request.current.is_some() {
+                return Err(RequestError(
+                    "give the node being edited as `code` or as `current`, not both".into(),
+                ));
+            }
+            request.current = Some(CodeNode {
+                title: String::new(),
+                code,
+                inputs: request.inputs.clone(),
+                outputs: request.expected.iter().cloned().collect(),
+            });
+        }
+        let problems = request.problems();
+        if !problems.is_empty() {
+            return Err(RequestError(problems.join("; ")));
+        }
+        Ok(Self {
+            provider,
+            model,
+            chat_model,
+            request,
+        })
+    }
+
+    /// The model candidates in [`resolve_model`]'s order, the provider's
+    /// kept default (`default`) last.
+    #[must_use]
+    pub fn candidates<'a>(&'a self, default: Option<&'a str>) -> [Option<&'a str>; 3] {
+        [self.model.as_deref(), self.chat_model.as_deref(), default]
+    }
+}
+
+/// What an entrance answers for one authoring: `{node, summary, telemetry}`
+/// when a submission was accepted, else `{error: {code, message, errors?},
+/// telemetry}`.
+#[must_use]
+pub fn answer(authored: &Authored) -> Value {
+    let telemetry = serde_json::to_value(&authored.telemetry).unwrap_or_default();
+    match &authored.result {
+        Ok(submission) => json!({
+            "node": submission.node(),
+            "summary": submission.summary,
+            "telemetry": telemetry,
+        }),
+        Err(failure) => {
+            let mut error = serde_json::to_value(failure).unwrap_or_default();
+            if let Some(object) = error.as_object_mut() {
+                object.insert("message".into(), Value::String(failure.message()));
+            }
+            json!({"error": error, "telemetry": telemetry})
+        }
+    }
+}

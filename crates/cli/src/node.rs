@@ -1,0 +1,474 @@
+//! `kiln node run|check|author` and `kiln graph run`: code nodes from a
+//! terminal, through `kiln_agent::node`, `kiln_agent::graph` and
+//! `kiln_agent::codegen` — the same checks, runs and CodePlanner as the
+//! page and the app. Bodies run in sandbox processes
+//! ([`crate::sandbox_process::ProcessRunner`]), so a graph's independent
+//! nodes run at once.
+//!
+//! Exit codes: 0 the node or graph completed (`check`: valid; `author`: a
+//! node was accepted), 1 it did not (a node failed, `check`'s reasons,
+//! `author`'s failure), 2 the command was refused (an unreadable or invalid
+//! file, a bad flag).
+
+use std::path::{Path, PathBuf};
+use std::process::ExitCode;
+
+use anyhow::{Context as _, Result, bail};
+use kiln_agent::codegen::{self, CodeRequest};
+use kiln_agent::graph;
+use kiln_agent::node;
+use kiln_capabilities::Mode;
+use kiln_types::RunLimits;
+use kiln_types::cancel::AbortSignal;
+use kiln_types::node::{CodeNode, GraphSpec, InputSlot, OutputSlot, SlotType};
+use serde_json::{Map, Value, json};
+
+use crate::program::{Asker, read_json};
+use crate::{ApproveWith, Permissions};
+
+/// `kiln node`'s commands.
+#[derive(clap::Subcommand)]
+pub enum NodeCommand {
+    /// Run a node on input values and print its outputs, warnings, console
+    /// and run result as JSON.
+    Run {
+        /// The node: `{title, code, inputs: [{name, type, description?,
+        /// default?, required?}], outputs: [{name, type, description?}]}`.
+        node: PathBuf,
+        /// A JSON object of values by input name.
+        #[arg(long, value_name = "VALUES.json")]
+        inputs: Option<PathBuf>,
+        #[command(flatten)]
+        run: RunFlags,
+    },
+    /// Check a node as `submit_code` does (names, types, sizes, the parse,
+    /// every return path); exit 1 with the reasons.
+    Check { node: PathBuf },
+    /// Write a node with a model (the CodePlanner) and print it as JSON.
+    Author(AuthorArgs),
+}
+
+/// `kiln graph`'s commands.
+#[derive(clap::Subcommand)]
+pub enum GraphCommand {
+    /// Run a graph of nodes and print each node's outputs, console, duration
+    /// and errors as JSON.
+    Run {
+        /// `{nodes: [{id, ..node}], edges: [{from: "node.output", to: "node.input"}]}`.
+        graph: PathBuf,
+        /// A JSON object of values by node id, then input name.
+        #[arg(long, value_name = "VALUES.json")]
+        inputs: Option<PathBuf>,
+        /// Nodes run at once, at most.
+        #[arg(long, value_name = "N", default_value_t = kiln_agent::plan::schedule::DEFAULT_MAX_CONCURRENT)]
+        max_concurrent: usize,
+        #[command(flatten)]
+        run: RunFlags,
+    },
+}
+
+/// What a node's program runs with, as for `kiln run`.
+#[derive(clap::Args)]
+pub struct RunFlags {
+    /// Scripted tools, as for `kiln run`.
+    #[arg(long, value_name = "CATALOG.json")]
+    tools: Option<PathBuf>,
+    /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`. Repeatable.
+    #[arg(long, value_name = "NAME=URL")]
+    mcp: Vec<String>,
+    /// The permission mode (as for `kiln run`).
+    #[arg(long, value_name = "MODE")]
+    permission_mode: Option<Mode>,
+    /// Who answers when the ladder asks (as for `kiln run`).
+    #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
+    approve: ApproveWith,
+    /// Put an environment variable into the run's secret scope (as for `kiln run`).
+    #[arg(long, value_name = "NAME[=ENV][@ORIGIN,...]")]
+    secret: Vec<String>,
+    /// A JSON file of limits for each node (default: codemode's, with
+    /// `return_bytes` at its ceiling).
+    #[arg(long, value_name = "LIMITS.json")]
+    limits: Option<PathBuf>,
+    /// A store on disk: each node's run is a job in its history.
+    #[arg(long, value_name = "DIR")]
+    store: Option<PathBuf>,
+    /// Give the body `http_request` (as for `kiln run`).
+    #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    allow_net: Option<String>,
+    /// Whose runs they are.
+    #[arg(long, value_name = "NAME", default_value = "cli")]
+    agent: String,
+}
+
+/// `kiln node author`'s options.
+#[derive(clap::Args)]
+pub struct AuthorArgs {
+    /// What the node should do.
+    instruction: String,
+    /// A JSON array of the input slots it must keep: `[{name, type, description?}]`.
+    #[arg(long, value_name = "SLOTS.json")]
+    inputs: Option<PathBuf>,
+    /// The output it must give, `NAME:TYPE` (`total:number`).
+    #[arg(long, value_name = "NAME:TYPE")]
+    expected: Option<String>,
+    /// A node to edit (its code and slots go to the model).
+    #[arg(long, value_name = "NODE.json")]
+    current: Option<PathBuf>,
+    /// Sample values by input name: sent to the model only with
+    /// `--include-samples`.
+    #[arg(long, value_name = "VALUES.json")]
+    samples: Option<PathBuf>,
+    #[arg(long)]
+    include_samples: bool,
+    /// Print the exact messages the first request would send, and send nothing.
+    #[arg(long)]
+    show_payload: bool,
+    /// The wire format: openai, anthropic, ollama.
+    #[arg(long)]
+    provider: String,
+    #[arg(long, value_name = "URL")]
+    base_url: String,
+    #[arg(long)]
+    model: String,
+    /// The environment variable holding the API key (never the key itself).
+    #[arg(long, value_name = "VAR")]
+    key_env: Option<String>,
+}
+
+/// The parser recurses on the stack once per level a body nests, and a
+/// debug build's frames are large: the checks run on a thread with the
+/// sandbox's native stack.
+fn on_big_stack(work: impl FnOnce() -> ExitCode + Send + 'static) -> ExitCode {
+    match std::thread::Builder::new()
+        .name("kiln node".into())
+        .stack_size(kiln_sandbox::NATIVE_STACK_BYTES)
+        .spawn(work)
+        .map(std::thread::JoinHandle::join)
+    {
+        Ok(Ok(code)) => code,
+        _ => {
+            eprintln!("kiln: the node's thread could not run");
+            ExitCode::from(2)
+        }
+    }
+}
+
+fn refused(error: &anyhow::Error) -> ExitCode {
+    eprintln!("kiln: {error:#}");
+    ExitCode::from(2)
+}
+
+fn print(value: &impl serde::Serialize) {
+    println!(
+        "{}",
+        serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned())
+    );
+}
+
+/// `kiln node …`.
+pub fn run_node_command(command: NodeCommand) -> ExitCode {
+    on_big_stack(move || match command {
+        NodeCommand::Run { node, inputs, run } => match prepare_run(&run) {
+            Err(error) => refused(&error),
+            Ok(setup) => match (
+                read_node(&node),
+                read_values(inputs.as_deref(), "input values"),
+            ) {
+                (Err(error), _) | (_, Err(error)) => refused(&error),
+                (Ok(node), Ok(values)) => run_one(&node, &values, &setup),
+            },
+        },
+        NodeCommand::Check { node } => match read_node(&node) {
+            Err(error) => refused(&error),
+            Ok(node) => {
+                let reasons = kiln_agent::node::check(&node);
+                print(&json!({"valid": reasons.is_empty(), "errors": reasons}));
+                for reason in &reasons {
+                    eprintln!("kiln: {reason}");
+                }
+                if reasons.is_empty() {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            }
+        },
+        NodeCommand::Author(args) => author(&args),
+    })
+}
+
+/// `kiln graph …`.
+pub fn run_graph_command(command: GraphCommand) -> ExitCode {
+    on_big_stack(move || {
+        let GraphCommand::Run {
+            graph,
+            inputs,
+            max_concurrent,
+            run,
+        } = command;
+        let setup = match prepare_run(&run) {
+            Ok(setup) => setup,
+            Err(error) => return refused(&error),
+        };
+        let spec: GraphSpec = match read_json(&graph, "graph").and_then(|value| {
+            serde_json::from_value(value)
+                .with_context(|| format!("the graph `{}` is not a graph", graph.display()))
+        }) {
+            Ok(spec) => spec,
+            Err(error) => return refused(&error),
+        };
+        let built = match graph::build(spec) {
+            Ok(built) => built,
+            Err(issues) => {
+                for issue in &issues {
+                    eprintln!("kiln: {issue}");
+                }
+                return refused(&anyhow::anyhow!(
+                    "the graph `{}` was refused",
+                    graph.display()
+                ));
+            }
+        };
+        let values = match read_values(inputs.as_deref(), "graph inputs") {
+            Ok(values) => values,
+            Err(error) => return refused(&error),
+        };
+        let environment = setup.environment();
+        let cancel = AbortSignal::new();
+        let ran = futures::executor::block_on(graph::run_graph(
+            &built,
+            &values,
+            &setup.request,
+            graph::Setup {
+                environment: &environment,
+                runner: &crate::sandbox_process::ProcessRunner,
+                cancel: &cancel,
+            },
+            max_concurrent,
+            |report| {
+                eprintln!(
+                    "kiln: node `{}` {} ({:.0} ms)",
+                    report.id, report.status, report.run.duration_ms
+                )
+            },
+        ));
+        match ran {
+            Err(issues) => {
+                for issue in &issues {
+                    eprintln!("kiln: {issue}");
+                }
+                ExitCode::from(2)
+            }
+            Ok(ran) => {
+                print(&ran);
+                if ran.status == "completed" {
+                    ExitCode::SUCCESS
+                } else {
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    })
+}
+
+/// A node's run request and environment, from the flags.
+struct RunSetup {
+    request: kiln_agent::RunRequest,
+    catalog: Value,
+    asker: Asker,
+    store: Option<PathBuf>,
+}
+
+impl RunSetup {
+    fn environment(&self) -> kiln_agent::ladder::Environment {
+        crate::program::environment(
+            "kiln node",
+            self.catalog.clone(),
+            self.asker,
+            self.store.as_deref(),
+            None,
+        )
+    }
+}
+
+fn prepare_run(flags: &RunFlags) -> Result<RunSetup> {
+    let catalog = match &flags.tools {
+        None => Value::Array(Vec::new()),
+        Some(path) => read_json(path, "tool catalog")?,
+    };
+    let mut registry = kiln_capabilities::Registry::new();
+    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
+        .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
+    let limits: RunLimits = match &flags.limits {
+        None => node::default_limits(),
+        Some(path) => serde_json::from_value(read_json(path, "limits file")?)
+            .with_context(|| format!("the limits `{}` are not valid", path.display()))?,
+    };
+    let permissions = Permissions {
+        mcp: flags.mcp.clone(),
+        mode: flags.permission_mode,
+        approve: flags.approve,
+        secrets: flags.secret.clone(),
+        store: flags.store.clone(),
+        allow_net: flags.allow_net.clone(),
+        agent: flags.agent.clone(),
+    };
+    let request = crate::program::request_of(String::new(), limits, &permissions, false)?;
+    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    Ok(RunSetup {
+        request,
+        catalog,
+        asker: Asker::new(flags.approve, terminal),
+        store: flags.store.clone(),
+    })
+}
+
+fn read_node(path: &Path) -> Result<CodeNode> {
+    let value = read_json(path, "node")?;
+    serde_json::from_value(value)
+        .with_context(|| format!("the node `{}` is not a node", path.display()))
+}
+
+fn read_values(path: Option<&Path>, what: &str) -> Result<Map<String, Value>> {
+    let Some(path) = path else {
+        return Ok(Map::new());
+    };
+    match read_json(path, what)? {
+        Value::Object(values) => Ok(values),
+        other => bail!(
+            "the {what} `{}` must be one object of values by name, not {}",
+            path.display(),
+            kiln_types::words::json_type(&other)
+        ),
+    }
+}
+
+fn run_one(node: &CodeNode, values: &Map<String, Value>, setup: &RunSetup) -> ExitCode {
+    let environment = setup.environment();
+    let ran = futures::executor::block_on(node::run_node(
+        node,
+        values,
+        setup.request.clone(),
+        &environment,
+        &crate::sandbox_process::ProcessRunner,
+        AbortSignal::new(),
+    ));
+    match ran {
+        Err(error) => refused(&anyhow::anyhow!("{error}")),
+        Ok(run) => {
+            print(&run);
+            for warning in &run.warnings {
+                eprintln!("kiln: warning: {warning}");
+            }
+            match &run.error {
+                None => ExitCode::SUCCESS,
+                Some(failure)
+                    if failure.code == "invalid_node" || failure.code == "invalid_inputs" =>
+                {
+                    eprintln!("kiln: {}", failure.message);
+                    ExitCode::from(2)
+                }
+                Some(failure) => {
+                    eprintln!(
+                        "kiln: the node failed ({}): {}",
+                        failure.code, failure.message
+                    );
+                    ExitCode::FAILURE
+                }
+            }
+        }
+    }
+}
+
+fn author_request(args: &AuthorArgs) -> Result<CodeRequest> {
+    let inputs: Vec<InputSlot> = match &args.inputs {
+        None => Vec::new(),
+        Some(path) => {
+            serde_json::from_value(read_json(path, "input slots")?).with_context(|| {
+                format!(
+                    "the input slots `{}` are not [{{name, type, description?}}]",
+                    path.display()
+                )
+            })?
+        }
+    };
+    let expected = match &args.expected {
+        None => None,
+        Some(spec) => {
+            let Some((name, ty)) = spec.split_once(':') else {
+                bail!("--expected {spec}: expected NAME:TYPE, e.g. total:number");
+            };
+            let ty = SlotType::parse(ty.trim())
+                .map_err(|error| anyhow::anyhow!("--expected {spec}: {error}"))?;
+            Some(OutputSlot {
+                name: name.trim().to_owned(),
+                ty,
+                description: None,
+            })
+        }
+    };
+    let current = match &args.current {
+        None => None,
+        Some(path) => Some(read_node(path)?),
+    };
+    let samples = match &args.samples {
+        None => None,
+        Some(path) => Some(read_values(Some(path), "samples")?),
+    };
+    let request = CodeRequest {
+        instruction: args.instruction.clone(),
+        inputs,
+        expected,
+        current,
+        samples,
+        include_samples: args.include_samples,
+    };
+    let problems = request.problems();
+    if !problems.is_empty() {
+        bail!("{}", problems.join("; "));
+    }
+    Ok(request)
+}
+
+fn author(args: &AuthorArgs) -> ExitCode {
+    let request = match author_request(args) {
+        Ok(request) => request,
+        Err(error) => return refused(&error),
+    };
+    if args.show_payload {
+        print(&request.payload());
+        return ExitCode::SUCCESS;
+    }
+    let config = match crate::agent::provider_config(
+        &args.provider,
+        &args.base_url,
+        args.key_env.as_deref(),
+    ) {
+        Ok(config) => config,
+        Err(error) => return refused(&error),
+    };
+    let model = match codegen::resolve_model(&[Some(args.model.as_str())], &[]) {
+        Ok(model) => model,
+        Err(why) => return refused(&anyhow::anyhow!("--model: {why}")),
+    };
+    let provider = kiln_providers::connect(config);
+    let authored = futures::executor::block_on(codegen::author(
+        &*provider,
+        &model,
+        &request,
+        &kiln_http::SystemClock,
+        &AbortSignal::new(),
+    ));
+    eprintln!(
+        "kiln: {}",
+        serde_json::to_string(&authored.telemetry).unwrap_or_default()
+    );
+    print(&codegen::answer(&authored));
+    match &authored.result {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(failure) => {
+            eprintln!("kiln: no node ({}): {}", failure.code(), failure.message());
+            ExitCode::FAILURE
+        }
+    }
+}
