@@ -9,7 +9,9 @@
 // `result` is the tool-result/v1 object. See README.md, "Run programs from a page".
 // The workspace's stores (IndexedDB + OPFS) are `kiln.memory`, `kiln.files`,
 // `kiln.history`, `kiln.runMemory`, `kiln.config`, `kiln.exportAll`,
-// `kiln.importAll` and `kiln.onChange`; see README.md, "Storage".
+// `kiln.importAll` and `kiln.onChange`; see README.md, "Storage". Code nodes are
+// `kiln.codeNode(spec).run(values)`, `kiln.graph({nodes, edges}).run(inputs)` and
+// `kiln.authorCode(request)`; see README.md, "Code nodes in a page".
 import init, { Kiln as Runtime } from "./kiln_page.js";
 
 let loading;
@@ -47,6 +49,25 @@ function withStorage(kiln) {
   return kiln;
 }
 
+/**
+ * Gives the runtime's code nodes their handles: `codeNode(spec).run(values, options)`,
+ * `graph({nodes, edges}).run(inputs, options)` (options: a run's `tools`, `limits`,
+ * `permission`, `approve`, `mcp`, `secrets`, `builtins`, `allow_net`, `agent`, `signal`;
+ * a graph's also `onEvent` and `max_concurrent`). See README.md, "Code nodes in a page".
+ */
+function withNodes(kiln) {
+  kiln.codeNode = (spec) => ({
+    spec,
+    run: (values = {}, options = {}) => kiln.runNode({ ...options, node: spec, values }),
+  });
+  kiln.graph = ({ nodes, edges = [] } = {}) => ({
+    nodes,
+    edges,
+    run: (inputs = {}, options = {}) => kiln.runGraph({ ...options, nodes, edges, inputs }),
+  });
+  return kiln;
+}
+
 export const Kiln = {
   /**
    * Loads the runtime, opens the workspace's storage and starts its first sandbox worker.
@@ -62,7 +83,7 @@ export const Kiln = {
       poolSize,
       workspace,
     );
-    return withStorage(kiln);
+    return withNodes(withStorage(kiln));
   },
 };
 

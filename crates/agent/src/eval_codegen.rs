@@ -282,8 +282,8 @@ pub fn codegen_cases() -> Vec<CodegenCase> {
                 ),
                 held(json!({"orders": []}), json!({"byCustomer": {}})),
                 held(
-                    json!({"orders": [{"customer": "zeta-labs", "amount": 300}]}),
-                    json!({"byCustomer": {"zeta-labs": [300]}}),
+                    json!({"orders": [{"customer": "zeta-labs", "amount": 318.4}]}),
+                    json!({"byCustomer": {"zeta-labs": [318.4]}}),
                 ),
             ],
             reference: "const byCustomer = {};\nfor (const order of orders) {\n  if (!byCustomer[order.customer]) byCustomer[order.customer] = [];\n  byCustomer[order.customer].push(order.amount);\n}\nreturn { byCustomer };",

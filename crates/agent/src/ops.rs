@@ -321,6 +321,29 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             settings::set_selection(&config, args(request)?).await?;
             Value::Null
         }
+        "graphs.list" => to_value(&config.graphs().await?),
+        "graphs.put" => {
+            let record: kiln_store::config::GraphRecord = args(request)?;
+            if !record.nodes.is_empty() {
+                let spec = kiln_types::node::GraphSpec {
+                    nodes: record.nodes.clone(),
+                    edges: record.edges.clone(),
+                };
+                crate::graph::build(spec).map_err(|issues| {
+                    OpError::BadRequest(format!(
+                        "graph `{}` was not saved: {}",
+                        record.name,
+                        issues.join("; ")
+                    ))
+                })?;
+            }
+            json!({"version": config.put_graph(&record).await?})
+        }
+        "graphs.remove" => {
+            let RemoveGraphArgs { name, version } = args(request)?;
+            config.remove_graph(&name, version).await?;
+            Value::Null
+        }
         "config.code_model" => {
             settings::set_code_model(&config, args(request)?).await?;
             Value::Null
@@ -336,4 +359,12 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             return Err(bad_request(format!("`{other}` is not a storage operation")));
         }
     })
+}
+
+/// `graphs.remove`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveGraphArgs {
+    name: String,
+    version: u64,
 }

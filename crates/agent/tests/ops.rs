@@ -283,3 +283,35 @@ fn a_chat_thread_is_kept_message_by_message() {
     assert_eq!(hits[0]["kind"], "message", "{hits}");
     assert_eq!(hits[0]["id"], thread.as_str(), "{hits}");
 }
+
+#[test]
+fn graphs_are_kept_by_name_checked_before_saving_and_written_at_their_version() {
+    let workspace = workspace();
+    let node = |id: &str, input: Option<&str>| {
+        json!({"id": id, "title": id, "code": "return {out: 1};",
+               "inputs": input.map(|ty| vec![json!({"name": "x", "type": ty})]).unwrap_or_default(),
+               "outputs": [{"name": "out", "type": "integer"}]})
+    };
+    let graph = json!({"name": "board", "nodes": [node("a", None), node("b", Some("number"))],
+                       "edges": [{"from": "a.out", "to": "b.x"}], "samples": {"a": {}}});
+    let saved = op(&workspace, "graphs.put", graph.clone()).unwrap();
+    assert_eq!(saved["version"], 1);
+    let listed = op(&workspace, "graphs.list", json!({})).unwrap();
+    assert_eq!(listed[0]["name"], "board");
+    assert_eq!(listed[0]["edges"][0]["to"], "b.x");
+    // A stale version is a conflict, and nothing is written.
+    let stale = op(&workspace, "graphs.put", graph).unwrap_err();
+    assert!(format!("{stale:?}").contains("onflict"), "{stale:?}");
+    // A connection whose types do not fit is refused by name.
+    let bad = json!({"name": "bad", "nodes": [node("a", None), node("b", Some("string"))],
+                     "edges": [{"from": "a.out", "to": "b.x"}]});
+    let refused = op(&workspace, "graphs.put", bad).unwrap_err();
+    assert!(format!("{refused:?}").contains("a.out"), "{refused:?}");
+    op(
+        &workspace,
+        "graphs.remove",
+        json!({"name": "board", "version": 1}),
+    )
+    .unwrap();
+    assert_eq!(op(&workspace, "graphs.list", json!({})).unwrap(), json!([]));
+}

@@ -8,6 +8,10 @@
 //!   with the clean rate.
 //! - `subtask`: `kiln_agent::eval_plans`' sub-agent cases, scored by the
 //!   answer and by whether children did the lookups.
+//! - `code-gen`: `kiln_agent::eval_codegen`'s cases, each node written by
+//!   the CodePlanner and run on held-out inputs in a sandbox process;
+//!   first-pass acceptance, post-repair acceptance and held-out
+//!   correctness apart.
 
 use std::process::ExitCode;
 use std::rc::Rc;
@@ -23,6 +27,9 @@ pub enum EvalCommand {
     TaskPlanner(SuiteArgs),
     /// Score how a turn hands work to sub-agents (run_subtask, agents.run).
     Subtask(SuiteArgs),
+    /// Score the code nodes the CodePlanner writes (submit_code), run on
+    /// held-out inputs.
+    CodeGen(SuiteArgs),
 }
 
 /// The model a suite runs against.
@@ -111,6 +118,7 @@ pub fn run(command: &EvalCommand) -> ExitCode {
         EvalCommand::Codeact(args) => codeact(args),
         EvalCommand::TaskPlanner(args) => task_planner(args),
         EvalCommand::Subtask(args) => subtask(args),
+        EvalCommand::CodeGen(args) => code_gen(args),
     }
 }
 
@@ -255,6 +263,27 @@ fn subtask(args: &SuiteArgs) -> ExitCode {
                 ),
             );
             kiln_agent::eval_plans::subtask_table(&results)
+        },
+    )
+}
+
+fn code_gen(args: &SuiteArgs) -> ExitCode {
+    suite(
+        args,
+        "code-gen",
+        kiln_agent::eval_codegen::codegen_cases(),
+        |case| (case.name, case.instruction),
+        |cases, provider, model| {
+            let results = futures::executor::LocalPool::new().run_until(
+                kiln_agent::eval_codegen::run_codegen(
+                    cases,
+                    &*provider,
+                    model,
+                    &crate::sandbox_process::ProcessRunner,
+                    &kiln_http::SystemClock,
+                ),
+            );
+            kiln_agent::eval_codegen::codegen_table(&results)
         },
     )
 }

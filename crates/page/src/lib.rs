@@ -80,6 +80,7 @@
 
 mod agent;
 mod chat;
+mod nodes;
 mod runtime;
 mod storage;
 

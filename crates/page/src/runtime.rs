@@ -222,6 +222,44 @@ impl RuntimeClient {
         )
     }
 
+    /// Sends one code node's run (`node`) or graph's run (`graph`);
+    /// resolves to its answer, a graph's node reports going to `on_event`.
+    /// Page tools and approvals are answered as for a run.
+    pub(crate) fn nodes(
+        &self,
+        graph: bool,
+        request: Value,
+        calls: HashMap<String, Function>,
+        approve: Option<Function>,
+        signal: Option<crate::chat::web_sys_abort::Signal>,
+        on_event: Option<Listener>,
+    ) -> oneshot::Receiver<Result<Value, Problem>> {
+        self.exchange(
+            move |id, approve| {
+                if graph {
+                    ToRuntime::Graph {
+                        id,
+                        request,
+                        approve,
+                    }
+                } else {
+                    ToRuntime::Node {
+                        id,
+                        request,
+                        approve,
+                    }
+                }
+            },
+            PageSide {
+                calls,
+                approve,
+                ask: None,
+            },
+            signal,
+            on_event,
+        )
+    }
+
     /// An exchange whose page tools and approvals the page answers.
     fn exchange(
         &self,

@@ -222,6 +222,29 @@ fn on_message(message: ToRuntime) {
             let asks = Asks { approve, ask, seen };
             wasm_bindgen_futures::spawn_local(agent(runtime, id, request, asks));
         }
+        ToRuntime::Node {
+            id,
+            request,
+            approve,
+        } => {
+            let seen = runtime.permission.borrow().0;
+            wasm_bindgen_futures::spawn_local(node(runtime, id, request, approve, seen));
+        }
+        ToRuntime::Graph {
+            id,
+            request,
+            approve,
+        } => {
+            let seen = runtime.permission.borrow().0;
+            wasm_bindgen_futures::spawn_local(graph(runtime, id, request, approve, seen));
+        }
+        ToRuntime::AuthorCode {
+            id,
+            request,
+            preview,
+        } => {
+            wasm_bindgen_futures::spawn_local(author_code(runtime, id, request, preview));
+        }
         ToRuntime::Told { ask, told } => {
             let waiting = runtime.questions.borrow_mut().remove(&ask);
             if let Some((_, waiting)) = waiting {
@@ -313,26 +336,13 @@ async fn run(
             return;
         }
     };
-    let mut environment = environment(&runtime, id, approve);
-    environment.on_gate = Some(Rc::new({
-        let runtime = runtime.clone();
-        move |gate: Rc<Gate>| {
-            if let (count, Some(settings)) = &*runtime.permission.borrow()
-                && *count > seen
-            {
-                let _ = gate.set_settings(settings);
-            }
-            runtime.gates.borrow_mut().insert(id, gate);
-        }
-    }));
+    let environment = watched_environment(&runtime, id, approve, seen, "kiln.run");
     let cancel = AbortSignal::new();
     runtime.runs.borrow_mut().insert(id, cancel.clone());
     let runner = PoolRunner(runtime.pool.clone());
     let ran = kiln_agent::run_program(request, &environment, &runner, cancel).await;
-    runtime.runs.borrow_mut().remove(&id);
-    runtime.gates.borrow_mut().remove(&id);
     // Calls of this run still waiting on the page are given up.
-    runtime.calls.borrow_mut().retain(|(run, _), _| *run != id);
+    settle(&runtime, id);
     match ran {
         Ok(ran) => {
             let value = if report {
@@ -503,19 +513,7 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
             .map_err(|error| op_problem(&error))?;
         let provider: Rc<dyn kiln_providers::Provider> =
             Rc::new(HttpProvider::new(provider, runtime.http.clone()));
-        let mut environment = environment(&runtime, id, approve);
-        environment.entrance = "kiln.agent".into();
-        environment.on_gate = Some(Rc::new({
-            let runtime = runtime.clone();
-            move |gate: Rc<Gate>| {
-                if let (count, Some(settings)) = &*runtime.permission.borrow()
-                    && *count > seen
-                {
-                    let _ = gate.set_settings(settings);
-                }
-                runtime.gates.borrow_mut().insert(id, gate);
-            }
-        }));
+        let environment = watched_environment(&runtime, id, approve, seen, "kiln.agent");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let setup = kiln_agent::codeact::AgentSetup {
@@ -549,14 +547,12 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
         Ok::<Value, Problem>(value)
     }
     .await;
-    runtime.runs.borrow_mut().remove(&id);
-    runtime.gates.borrow_mut().remove(&id);
+    settle(&runtime, id);
     // A question left open has nobody to ask it any more.
     runtime
         .questions
         .borrow_mut()
         .retain(|_, (run, _)| *run != id);
-    runtime.calls.borrow_mut().retain(|(run, _), _| *run != id);
     answer(id, answered);
 }
 
@@ -579,6 +575,165 @@ async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
 /// What a run (or its catalog) of exchange `id` is assembled in: the page's
 /// tools across the protocol, its `approve` callback when it gave one (else
 /// the headless gate), the workspace, this worker's session allow-set.
+/// [`environment`] for run `id` whose gate takes the person's later
+/// settings: `seen` counts the permission changes the page had sent when it
+/// sent the exchange (its request carries the settings as of then).
+fn watched_environment(
+    runtime: &Rc<Runtime>,
+    id: u64,
+    approve: bool,
+    seen: u64,
+    entrance: &str,
+) -> Environment {
+    let mut environment = environment(runtime, id, approve);
+    entrance.clone_into(&mut environment.entrance);
+    environment.on_gate = Some(Rc::new({
+        let runtime = runtime.clone();
+        move |gate: Rc<Gate>| {
+            if let (count, Some(settings)) = &*runtime.permission.borrow()
+                && *count > seen
+            {
+                let _ = gate.set_settings(settings);
+            }
+            runtime.gates.borrow_mut().insert(id, gate);
+        }
+    }));
+    environment
+}
+
+/// Forgets what exchange `id` held: its cancel switch, its gate, its calls
+/// still waiting on the page.
+fn settle(runtime: &Runtime, id: u64) {
+    runtime.runs.borrow_mut().remove(&id);
+    runtime.gates.borrow_mut().remove(&id);
+    runtime.calls.borrow_mut().retain(|(run, _), _| *run != id);
+}
+
+/// One code node's run (`kiln.codeNode(spec).run(values)`).
+async fn node(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, seen: u64) {
+    let answered = async {
+        let request = kiln_agent::node::NodeRequest::from_value(request)
+            .map_err(|error| Problem::bad_request(error.0))?;
+        let environment = watched_environment(&runtime, id, approve, seen, "kiln.codeNode");
+        let cancel = AbortSignal::new();
+        runtime.runs.borrow_mut().insert(id, cancel.clone());
+        let runner = PoolRunner(runtime.pool.clone());
+        let ran = kiln_agent::node::run_node(
+            &request.node,
+            &request.values,
+            request.run,
+            &environment,
+            &runner,
+            cancel,
+        )
+        .await
+        .map_err(|error| Problem::bad_request(error.0))?;
+        Ok::<Value, Problem>(serde_json::to_value(&ran).unwrap_or(Value::Null))
+    }
+    .await;
+    settle(&runtime, id);
+    answer(id, answered);
+}
+
+/// One graph's run (`kiln.graph(spec).run(inputs)`): each node's report
+/// posted as it settles.
+async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, seen: u64) {
+    let refused = |issues: Vec<String>| Problem {
+        bad_request: false,
+        message: issues.join("; "),
+        code: Some("invalid_graph".into()),
+        hint: None,
+        status: None,
+    };
+    let answered = async {
+        let request = kiln_agent::graph::GraphRequest::from_value(request)
+            .map_err(|error| Problem::bad_request(error.0))?;
+        let built = kiln_agent::graph::build(request.spec).map_err(refused)?;
+        let environment = watched_environment(&runtime, id, approve, seen, "kiln.graph");
+        let cancel = AbortSignal::new();
+        runtime.runs.borrow_mut().insert(id, cancel.clone());
+        let runner = PoolRunner(runtime.pool.clone());
+        let ran = kiln_agent::graph::run_graph(
+            &built,
+            &request.inputs,
+            &request.run,
+            kiln_agent::graph::Setup {
+                environment: &environment,
+                runner: &runner,
+                cancel: &cancel,
+            },
+            request.max_concurrent,
+            |report| {
+                let mut event = serde_json::to_value(report).unwrap_or(Value::Null);
+                if let Some(object) = event.as_object_mut() {
+                    object.insert("type".into(), Value::String("node".into()));
+                }
+                post(&FromRuntime::Event { id, event });
+            },
+        )
+        .await
+        .map_err(refused)?;
+        Ok::<Value, Problem>(serde_json::to_value(&ran).unwrap_or(Value::Null))
+    }
+    .await;
+    settle(&runtime, id);
+    answer(id, answered);
+}
+
+/// One authoring (`kiln.authorCode`): the model resolved from the request,
+/// the code-model setting, the chat's model and the kept provider's
+/// default; with `preview`, what would be sent, and nothing sent.
+async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: bool) {
+    let answered = async {
+        let spec = kiln_agent::codegen::AuthorSpec::from_value(request)
+            .map_err(|error| Problem::bad_request(error.0))?;
+        let config = stored_config(&runtime);
+        let setting = match &config {
+            Some(config) => config
+                .settings()
+                .await
+                .ok()
+                .and_then(|settings| settings.code_model),
+            None => None,
+        };
+        let kept = kiln_agent::settings::kept_model(config.as_ref(), &spec.provider).await;
+        let candidates = [
+            spec.model.as_deref().or(setting.as_deref()),
+            spec.chat_model.as_deref(),
+            kept.as_deref(),
+        ];
+        let model =
+            kiln_agent::codegen::resolve_model(&candidates, &[]).map_err(|why| Problem {
+                bad_request: false,
+                message: why,
+                code: Some("no_model".into()),
+                hint: None,
+                status: None,
+            })?;
+        if preview {
+            return Ok(json!({"messages": spec.request.payload(), "model": model}));
+        }
+        let provider = provider_config(config.as_ref(), &spec.provider)
+            .await
+            .map_err(|error| op_problem(&error))?;
+        let provider = HttpProvider::new(provider, runtime.http.clone());
+        let cancel = AbortSignal::new();
+        runtime.runs.borrow_mut().insert(id, cancel.clone());
+        let authored = kiln_agent::codegen::author(
+            &provider,
+            &model,
+            &spec.request,
+            &kiln_http::SystemClock,
+            &cancel,
+        )
+        .await;
+        Ok::<Value, Problem>(kiln_agent::codegen::answer(&authored))
+    }
+    .await;
+    settle(&runtime, id);
+    answer(id, answered);
+}
+
 fn environment(runtime: &Rc<Runtime>, id: u64, approve: bool) -> Environment {
     let (host, approver): (String, Rc<dyn Approver>) = if approve {
         (

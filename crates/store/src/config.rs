@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::error::StoreError;
-pub use kiln_types::records::{AgentRecord, Network, Settings};
+pub use kiln_types::records::{AgentRecord, GraphRecord, Network, Settings};
 
 /// An API key as the configuration keeps it: the one redacting string,
 /// stored as the plain string.
@@ -64,6 +64,15 @@ fn check_provider(provider: &ProviderRecord) -> Result<(), StoreError> {
     Ok(())
 }
 
+fn check_graph(graph: &GraphRecord) -> Result<(), StoreError> {
+    if graph.name.trim().is_empty() || graph.name.chars().count() > 100 {
+        return Err(StoreError::Invalid(
+            "a graph needs a name of 1 to 100 characters".into(),
+        ));
+    }
+    Ok(())
+}
+
 fn check_settings(settings: &Settings) -> Result<(), StoreError> {
     if !["plan", "default", "auto"].contains(&settings.permission_mode.as_str()) {
         return Err(StoreError::Invalid(format!(
@@ -112,9 +121,18 @@ pub fn check_record(key: &str, value: &serde_json::Value) -> Result<(), StoreErr
             )));
         }
         check_provider(&provider)
+    } else if let Some(name) = key.strip_prefix("graph:") {
+        let graph: GraphRecord = serde_json::from_value(value.clone()).map_err(bad)?;
+        if graph.name != name {
+            return Err(StoreError::Invalid(format!(
+                "config `{key}` holds graph `{}`",
+                graph.name
+            )));
+        }
+        check_graph(&graph)
     } else {
         Err(StoreError::Invalid(format!(
-            "config key `{key}` is not `settings`, `agent:<slug>` or `provider:<name>`"
+            "config key `{key}` is not `settings`, `agent:<slug>`, `provider:<name>` or `graph:<name>`"
         )))
     }
 }
@@ -252,6 +270,42 @@ impl Config {
             .commit(vec![Op::delete(
                 Table::Config,
                 format!("agent:{slug}"),
+                Expect::Version(version),
+            )])
+            .await?;
+        Ok(())
+    }
+
+    /// The graphs of code nodes the app keeps, by name.
+    pub async fn graphs(&self) -> Result<Vec<GraphRecord>, StoreError> {
+        let scan = Scan {
+            prefix: "graph:",
+            ..Scan::default()
+        };
+        self.backend
+            .scan(Table::Config, scan)
+            .await?
+            .into_iter()
+            .map(|record| read(record, |g: &mut GraphRecord, v| g.version = v))
+            .collect()
+    }
+
+    /// Saves a graph read at `graph.version` (0: a new one).
+    pub async fn put_graph(&self, graph: &GraphRecord) -> Result<u64, StoreError> {
+        check_graph(graph)?;
+        self.commit_one(
+            format!("graph:{}", graph.name),
+            stored_value(graph),
+            graph.version,
+        )
+        .await
+    }
+
+    pub async fn remove_graph(&self, name: &str, version: u64) -> Result<(), StoreError> {
+        self.backend
+            .commit(vec![Op::delete(
+                Table::Config,
+                format!("graph:{name}"),
                 Expect::Version(version),
             )])
             .await?;

@@ -284,3 +284,21 @@ pub struct ConfigView {
     pub providers: Vec<ProviderInfo>,
     pub agents: Vec<AgentRecord>,
 }
+
+/// A graph of code nodes as the app keeps it, by name: its nodes and edges
+/// (what `kiln.graph` runs), the sample values the person gave each node's
+/// inputs (by node id, then slot), and the version its compare-and-swap
+/// writes expect (0: never saved).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GraphRecord {
+    pub name: String,
+    #[serde(default)]
+    pub nodes: Vec<crate::node::GraphNode>,
+    #[serde(default)]
+    pub edges: Vec<crate::node::Edge>,
+    #[serde(default)]
+    pub samples: serde_json::Map<String, serde_json::Value>,
+    #[serde(default)]
+    pub version: u64,
+}

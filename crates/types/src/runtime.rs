@@ -143,6 +143,41 @@ pub enum ToRuntime {
         #[serde(default)]
         ask: bool,
     },
+    /// Runs one code node: `request` is `{node, values?, ...}` with a run
+    /// request's fields but `code`, `inputs` and `key`, read by
+    /// `kiln_agent::node::NodeRequest`. Its page tool calls and approvals go
+    /// as for a run; the answer is [`FromRuntime::Done`] with the node's run
+    /// (`{outputs, warnings, console, duration_ms, error?, result, job_id?}`).
+    Node {
+        id: u64,
+        request: Value,
+        #[serde(default)]
+        approve: bool,
+    },
+    /// Runs a graph of nodes: `request` is `{nodes, edges?, inputs?,
+    /// max_concurrent?, ...}`, read by `kiln_agent::graph::GraphRequest`.
+    /// Each node's report comes as an [`FromRuntime::Event`] `{type: "node",
+    /// id, status, ...run}` as it settles, the graph's run (`{status,
+    /// nodes}`) as [`FromRuntime::Done`]; a graph its build refuses fails
+    /// with `code: "invalid_graph"` and every reason in the message.
+    Graph {
+        id: u64,
+        request: Value,
+        #[serde(default)]
+        approve: bool,
+    },
+    /// Writes a code node with a model (the CodePlanner): `request` is
+    /// `kiln.authorCode`'s, read by `kiln_agent::codegen::AuthorSpec`. The
+    /// answer is `{node, summary, telemetry}` or `{error: {code, message,
+    /// errors?}, telemetry}`; with `preview` nothing is sent and the answer
+    /// is `{messages, model}`: exactly what the first request would send,
+    /// and to which model.
+    AuthorCode {
+        id: u64,
+        request: Value,
+        #[serde(default)]
+        preview: bool,
+    },
     /// The answer to [`FromRuntime::Question`] number `ask`.
     Told { ask: u64, told: Told },
     /// Makes run budget number `budget` (numbered by the page), shared by
@@ -346,6 +381,21 @@ mod tests {
                 request: serde_json::json!({"messages": []}),
                 approve: true,
                 ask: true,
+            },
+            ToRuntime::Node {
+                id: 10,
+                request: serde_json::json!({"node": {}}),
+                approve: false,
+            },
+            ToRuntime::Graph {
+                id: 11,
+                request: serde_json::json!({"nodes": []}),
+                approve: true,
+            },
+            ToRuntime::AuthorCode {
+                id: 12,
+                request: serde_json::json!({"instruction": "x"}),
+                preview: true,
             },
             ToRuntime::Told {
                 ask: 4,

@@ -1,0 +1,175 @@
+// Code nodes from a page: kiln.codeNode(spec).run(values) runs the body in a
+// sandbox worker through the ladder (a page tool called from it, a value of
+// the wrong type refused naming the slot, an output of the wrong type a
+// warning); kiln.graph({nodes, edges}).run(inputs) runs nodes in dependency
+// order with each node's report on onEvent, fails a failed node's dependents
+// naming it and refuses a connection whose types do not fit before anything
+// runs; kiln.authorCode asks a model (aimock's kiln-code-* fixtures) through
+// submit_code, repairs a refused submission, and rejects with a typed
+// failure; kiln.authorPayload shows what would be sent, samples only when
+// ticked.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { useApp } from "../lib/browser.mjs";
+import { startAimock } from "../lib/servers.mjs";
+
+const app = useApp();
+let mock;
+before(async () => {
+  mock = await startAimock();
+});
+after(async () => {
+  await mock?.stop();
+});
+
+const TOTAL = {
+  title: "Order total",
+  code: "const total = items.reduce((s, i) => s + i.price * i.qty, 0);\nconsole.log('lines', items.length);\nreturn { total, count: items.length };",
+  inputs: [{ name: "items", type: "list[{price: number, qty: integer}]" }],
+  outputs: [
+    { name: "total", type: "number" },
+    { name: "count", type: "integer" },
+  ],
+};
+
+/** Evaluates `body(kiln, args)` in the page with a loaded Kiln; a throw comes back as `{thrown}`. */
+async function inPage(body, args = {}) {
+  const { page } = app();
+  return page.evaluate(
+    async ({ body, args }) => {
+      const { Kiln } = await import("./kiln.js");
+      window.kiln ??= await Kiln.load();
+      const run = new Function("kiln", "args", `return (async () => { ${body} })();`);
+      try {
+        return await run(window.kiln, args);
+      } catch (error) {
+        return { thrown: { name: error.name, message: error.message, code: error.code, errors: error.errors, telemetry: error.telemetry } };
+      }
+    },
+    { body, args },
+  );
+}
+
+test("a node runs on its values and returns each output by name, with its console and run result", async () => {
+  const ran = await inPage(
+    `return await kiln.codeNode(args.spec).run({ items: [{ price: 2.5, qty: 4 }, { price: 1, qty: 3 }] });`,
+    { spec: TOTAL },
+  );
+  assert.deepEqual(ran.outputs, { total: 13, count: 2 });
+  assert.deepEqual(ran.warnings, []);
+  assert.equal(ran.error, undefined);
+  assert.deepEqual(
+    ran.console.map((line) => line.text),
+    ["lines 2"],
+  );
+  assert.equal(ran.result.structuredContent.status, "completed");
+  assert.ok(ran.duration_ms >= 0);
+});
+
+test("a wrong value is refused naming the slot, the type and what came; a mistyped output is a warning", async () => {
+  const refused = await inPage(`return await kiln.codeNode(args.spec).run({ items: [{ price: "2", qty: 1 }] });`, { spec: TOTAL });
+  assert.equal(refused.error.code, "invalid_inputs");
+  assert.match(refused.error.message, /`items\[0\]\.price` must be a number, not a string/);
+  const warned = await inPage(
+    `return await kiln.codeNode({ title: "Half", code: "return { half: n / 2 };", inputs: [{ name: "n", type: "integer" }],
+       outputs: [{ name: "half", type: "integer" }] }).run({ n: 3 });`,
+  );
+  assert.deepEqual(warned.outputs, { half: 1.5 });
+  assert.equal(warned.warnings.length, 1);
+  assert.match(warned.warnings[0], /`half`.*integer/);
+});
+
+test("a node's body calls the page's tool through the ladder", async () => {
+  const ran = await inPage(`
+    const calls = [];
+    const node = kiln.codeNode({ title: "Greet", code: "const r = await tools.shout({ text: name }); return { greeting: r.text };",
+      inputs: [{ name: "name", type: "string" }], outputs: [{ name: "greeting", type: "string" }] });
+    const run = await node.run({ name: "ada" }, { tools: { shout: { description: "Upper-cases text.", input_schema: { type: "object" }, category: "read",
+      call: (args) => { calls.push(args); return { text: args.text.toUpperCase() }; } } } });
+    return { run, calls };`);
+  assert.deepEqual(ran.calls, [{ text: "ada" }]);
+  assert.deepEqual(ran.run.outputs, { greeting: "ADA" });
+});
+
+test("a graph runs in dependency order, reports each node as it settles, and fails a failed node's dependents naming it", async () => {
+  const ran = await inPage(`
+    const events = [];
+    const double = { title: "Double", code: "return { out: x * 2 };", inputs: [{ name: "x", type: "number" }], outputs: [{ name: "out", type: "number" }] };
+    const boom = { title: "Boom", code: "throw new Error('no ' + x);", inputs: [{ name: "x", type: "number" }], outputs: [{ name: "out", type: "number" }] };
+    const graph = kiln.graph({
+      nodes: [{ id: "a", ...double }, { id: "b", ...double }, { id: "c", ...boom }, { id: "d", ...double }],
+      edges: [{ from: "a.out", to: "b.x" }, { from: "a.out", to: "c.x" }, { from: "c.out", to: "d.x" }],
+    });
+    const result = await graph.run({ a: { x: 5 } }, { onEvent: (event) => events.push(event) });
+    return { result, events };`);
+  const byId = Object.fromEntries(ran.result.nodes.map((node) => [node.id, node]));
+  assert.equal(ran.result.status, "failed");
+  assert.deepEqual(byId.a.outputs, { out: 10 });
+  assert.deepEqual(byId.b.outputs, { out: 20 });
+  assert.equal(byId.c.status, "failed");
+  assert.match(byId.c.error.message, /no 10/);
+  assert.equal(byId.d.status, "failed");
+  assert.match(byId.d.error.message, /`c`/);
+  assert.equal(ran.events[0].type, "node");
+  assert.equal(ran.events[0].id, "a");
+  assert.deepEqual(ran.events.map((event) => event.id).sort(), ["a", "b", "c", "d"]);
+});
+
+test("a graph whose connection does not fit is refused before anything runs, naming both ends", async () => {
+  const ran = await inPage(`
+    return await kiln.graph({
+      nodes: [
+        { id: "name", title: "Name", code: "return { text: 'x' };", outputs: [{ name: "text", type: "string" }] },
+        { id: "sum", title: "Sum", code: "return { out: n + 1 };", inputs: [{ name: "n", type: "number" }], outputs: [{ name: "out", type: "number" }] },
+      ],
+      edges: [{ from: "name.text", to: "sum.n" }],
+    }).run({});`);
+  assert.equal(ran.thrown.code, "invalid_graph");
+  assert.match(ran.thrown.message, /name\.text/);
+  assert.match(ran.thrown.message, /sum\.n/);
+  const bad = await inPage(`return await kiln.codeNode({ title: "x" }).run({}, { limits: { cpu: 1 } });`);
+  assert.equal(bad.thrown.name, "TypeError");
+});
+
+test("authorCode repairs a refused submission and answers the accepted node, which runs", async () => {
+  const written = await inPage(
+    `const written = await kiln.authorCode({ instruction: "kiln-code-repair: classify n by sign and size",
+        inputs: [{ name: "n", type: "number", description: "the number to classify" }],
+        provider: { kind: "openai", base_url: args.baseUrl }, model: "gpt-4o-mini" });
+     const ran = await kiln.codeNode(written.node).run({ n: -4 });
+     return { written, ran };`,
+    { baseUrl: `${mock.url}/v1` },
+  );
+  assert.equal(written.thrown, undefined, JSON.stringify(written.thrown));
+  assert.equal(written.written.node.title, "Classify the number");
+  assert.equal(written.written.telemetry.rounds, 2);
+  assert.equal(written.written.telemetry.refused, 1);
+  assert.equal(written.written.telemetry.model, "gpt-4o-mini");
+  assert.equal(JSON.stringify(written.written.telemetry).includes("classify n"), false);
+  assert.deepEqual(written.ran.outputs, { sign: "not positive", size: 4 });
+});
+
+test("authorCode rejects with no_valid_submission and the last reasons; the payload carries samples only when ticked", async () => {
+  const failed = await inPage(
+    `return await kiln.authorCode({ instruction: "kiln-code-never: anything", provider: { kind: "openai", base_url: args.baseUrl }, model: "gpt-4o-mini" });`,
+    { baseUrl: `${mock.url}/v1` },
+  );
+  assert.equal(failed.thrown.code, "no_valid_submission");
+  assert.ok(failed.thrown.errors.length > 0);
+  assert.equal(failed.thrown.telemetry.rounds, 3);
+  const request = {
+    instruction: "Total the order",
+    inputs: [{ name: "lines", type: "list[{price: number, qty: integer}]" }],
+    samples: { lines: [{ price: 7.25, qty: 31 }] },
+    provider: { kind: "openai", base_url: "http://127.0.0.1:9/v1" },
+    model: "gpt-4o-mini",
+  };
+  const hidden = await inPage(`return await kiln.authorPayload(args.request);`, { request });
+  assert.equal(hidden.model, "gpt-4o-mini");
+  assert.equal(JSON.stringify(hidden.messages).includes("7.25"), false);
+  assert.match(JSON.stringify(hidden.messages), /lines/);
+  const shown = await inPage(`return await kiln.authorPayload(args.request);`, { request: { ...request, includeSamples: true } });
+  assert.equal(JSON.stringify(shown.messages).includes("7.25"), true);
+  const noModel = await inPage(`return await kiln.authorPayload({ ...args.request, model: undefined });`, { request });
+  assert.equal(noModel.thrown.code, "no_model");
+});
