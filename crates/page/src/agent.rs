@@ -28,12 +28,10 @@
 //! field; everything that happens in the turn — a guard, the budget, the
 //! provider's failure — is in the result's `stop`.
 
-use js_sys::{Function, Promise, Reflect};
-use serde_json::Value;
-use wasm_bindgen::JsCast as _;
+use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
-use crate::{Kiln, from_json_text, page_parts, rejection};
+use crate::{Kiln, from_json_text, listener, optional_function, page_parts, rejection};
 
 fn agent_error(message: &str) -> JsValue {
     js_sys::TypeError::new(&format!("kiln.agent: {message}")).into()
@@ -49,30 +47,14 @@ impl Kiln {
                     "takes one object, {provider, options, messages, tools?, mcp?, builtins?, permission?, approve?, ask?, outputSchema?, guards?, budget?, system?, onEvent?, signal?}",
                 ));
             }
-            let function = |name: &str| {
-                Reflect::get(&request, &JsValue::from_str(name))
-                    .ok()
-                    .filter(|value| !value.is_undefined() && !value.is_null())
-                    .map(|value| {
-                        value
-                            .dyn_into::<Function>()
-                            .map_err(|_| agent_error(&format!("`{name}` must be a function")))
-                    })
-                    .transpose()
-            };
-            let on_event = function("onEvent")?;
-            let ask = function("ask")?;
+            let on_event = optional_function(&request, "onEvent", agent_error)?;
+            let ask = optional_function(&request, "ask", agent_error)?;
             let (request, calls, approve, signal) = page_parts(
                 &request,
                 &["signal", "onEvent", "approve", "ask"],
                 agent_error,
             )?;
-            let on_event = on_event.map(|on_event| {
-                std::rc::Rc::new(move |event: Value| {
-                    // A throwing listener loses nothing: the turn goes on.
-                    let _ = on_event.call1(&JsValue::NULL, &from_json_text(&event.to_string()));
-                }) as crate::runtime::Listener
-            });
+            let on_event = on_event.map(listener);
             Ok(self
                 .runtime
                 .agent(request, calls, approve, ask, signal, on_event))

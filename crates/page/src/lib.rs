@@ -274,6 +274,32 @@ fn page_parts(
     }
 }
 
+/// The function in `request`'s field `name`, if it has one; a field that is
+/// something else is refused by `error`.
+fn optional_function(
+    request: &JsValue,
+    name: &str,
+    error: impl Fn(&str) -> JsValue,
+) -> Result<Option<Function>, JsValue> {
+    Reflect::get(request, &JsValue::from_str(name))
+        .ok()
+        .filter(|value| !value.is_undefined() && !value.is_null())
+        .map(|value| {
+            value
+                .dyn_into::<Function>()
+                .map_err(|_| error(&format!("`{name}` must be a function")))
+        })
+        .transpose()
+}
+
+/// A page's `onEvent` as the runtime client's listener. A throwing listener
+/// loses nothing: the exchange goes on.
+fn listener(on_event: Function) -> runtime::Listener {
+    Rc::new(move |event: Value| {
+        let _ = on_event.call1(&JsValue::NULL, &from_json_text(&event.to_string()));
+    })
+}
+
 /// How the page rejects a request the worker refused: a `TypeError` for a
 /// request that does not read (its message after `what`, the method that
 /// was called), else an `Error` with its `code`, `hint` and `status`.

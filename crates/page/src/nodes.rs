@@ -31,13 +31,12 @@
 //! `internal`, or `no_model`), with `errors` (the last validation reasons)
 //! and `telemetry`.
 
-use js_sys::{Function, Promise, Reflect};
+use js_sys::{Promise, Reflect};
 use kiln_types::runtime::ToRuntime;
 use serde_json::Value;
-use wasm_bindgen::JsCast as _;
 use wasm_bindgen::prelude::*;
 
-use crate::{Kiln, from_json_text, page_parts, rejection};
+use crate::{Kiln, from_json_text, listener, optional_function, page_parts, rejection};
 
 fn node_error(what: &str, message: &str) -> JsValue {
     js_sys::TypeError::new(&format!("{what}: {message}")).into()
@@ -89,15 +88,8 @@ impl Kiln {
                     "takes one object of the run's values and options",
                 ));
             }
-            let on_event = Reflect::get(&request, &JsValue::from_str("onEvent"))
-                .ok()
-                .filter(|value| !value.is_undefined() && !value.is_null())
-                .map(|value| {
-                    value
-                        .dyn_into::<Function>()
-                        .map_err(|_| node_error(what, "`onEvent` must be a function"))
-                })
-                .transpose()?;
+            let on_event =
+                optional_function(&request, "onEvent", |problem| node_error(what, problem))?;
             let error: fn(&str) -> JsValue = if graph {
                 |problem| node_error("kiln.graph().run", problem)
             } else {
@@ -105,12 +97,7 @@ impl Kiln {
             };
             let (request, calls, approve, signal) =
                 page_parts(&request, &["signal", "onEvent"], error)?;
-            let on_event = on_event.map(|on_event| {
-                std::rc::Rc::new(move |event: Value| {
-                    // A throwing listener loses nothing: the graph goes on.
-                    let _ = on_event.call1(&JsValue::NULL, &from_json_text(&event.to_string()));
-                }) as crate::runtime::Listener
-            });
+            let on_event = on_event.map(listener);
             Ok(self
                 .runtime
                 .nodes(graph, request, calls, approve, signal, on_event))
