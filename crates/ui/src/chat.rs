@@ -156,14 +156,14 @@ impl ProviderStore {
         })
     }
 
-    fn current(&self) -> Option<ProviderEntry> {
+    pub(crate) fn current(&self) -> Option<ProviderEntry> {
         let entries = self.entries();
         self.picked
             .with(|picked| selected_provider(&entries, picked.as_deref()).cloned())
     }
 
     /// This tab's runtime worker, once it has started.
-    async fn runtime(&self) -> Result<Rc<Runtime>, Problem> {
+    pub(crate) async fn runtime(&self) -> Result<Rc<Runtime>, Problem> {
         self.runtime
             .get_value()
             .await

@@ -1,5 +1,6 @@
 //! Kiln's page: a program editor, a Run button and a result panel; below them the
-//! providers and a chat box, then what the workspace keeps: memory, files and
+//! providers and a chat box, the code nodes (graphs of typed JavaScript bodies,
+//! written by hand or with AI), then what the workspace keeps: memory, files and
 //! history (`kiln-store`, opened once at start).
 //!
 //! Programs run in this tab's runtime worker (`runtime.rs`, the runtime
@@ -9,6 +10,7 @@
 
 mod agent_view;
 mod approval;
+mod author_dialog;
 #[cfg(all(test, target_arch = "wasm32"))]
 mod browser_tests;
 mod chat;
@@ -17,6 +19,8 @@ pub mod demo_tools;
 mod files_panel;
 mod history_panel;
 mod memory_panel;
+mod nodes_model;
+mod nodes_panel;
 mod permissions;
 mod plan_tree;
 mod providers_panel;
@@ -380,6 +384,17 @@ pub fn App() -> impl IntoView {
     sources.refresh_tools();
     let card_approver = approver.clone();
     let providers = chat::ProviderStore::load(storage, runtime.clone());
+    // Code node and graph runs answer page tools and approvals as the editor's runs do.
+    let nodes_page: Rc<dyn PageSide> = Rc::new(AppPage {
+        asker: asker.clone(),
+        approver: approver.clone(),
+        person: None,
+    });
+    let nodes_session: chat::Session = {
+        let sources = sources.clone();
+        let gate = gate.clone();
+        Rc::new(move || session_request(&sources, &gate.settings()))
+    };
     // A chat turn works with what a run from the editor has, as of when it is sent.
     let chat_session = {
         let sources = sources.clone();
@@ -410,6 +425,8 @@ pub fn App() -> impl IntoView {
             }>
                 <chat::Chat store=providers stores=storage.stores session=chat_session />
             </Show>
+            <nodes_panel::NodesPanel storage=storage runtime=runtime.clone() page=nodes_page
+                session=nodes_session providers=providers />
             <memory_panel::MemoryPanel storage=storage />
             <files_panel::FilesPanel storage=storage />
             <history_panel::HistoryPanel storage=storage />

@@ -61,7 +61,7 @@ struct Run {
 type Started = Result<Option<Problem>, String>;
 
 /// Where a watch's or a chat turn's stream goes.
-type Listener = Rc<dyn Fn(Value)>;
+pub(crate) type Listener = Rc<dyn Fn(Value)>;
 
 struct Shared {
     worker: Worker,
@@ -187,25 +187,16 @@ impl Runtime {
         request: Value,
         page: Rc<dyn PageSide>,
     ) -> (u64, oneshot::Receiver<Result<Value, Problem>>) {
-        let id = self.next_id();
-        let (done, answered) = oneshot::channel();
-        self.shared.runs.borrow_mut().insert(
-            id,
-            Run {
-                page: Some(page),
-                done,
-            },
-        );
-        send(
-            &self.shared.worker,
-            &ToRuntime::Run {
+        self.exchange(
+            |id| ToRuntime::Run {
                 id,
                 request,
                 approve: true,
                 report: true,
             },
-        );
-        (id, answered)
+            None,
+            page,
+        )
     }
 
     fn next_id(&self) -> u64 {
@@ -228,6 +219,32 @@ impl Runtime {
             .insert(id, Run { page: None, done });
         send(&self.shared.worker, &message(id));
         answered
+    }
+
+    /// Sends the exchange `message(id)` makes, whose calls back (page tools,
+    /// approvals) `page` answers and whose events go to `on_event`; returns
+    /// its id, for [`Runtime::cancel`], and its answer. A code node's run
+    /// and a graph's go this way.
+    pub(crate) fn exchange(
+        &self,
+        message: impl FnOnce(u64) -> ToRuntime,
+        on_event: Option<Listener>,
+        page: Rc<dyn PageSide>,
+    ) -> (u64, oneshot::Receiver<Result<Value, Problem>>) {
+        let id = self.next_id();
+        if let Some(on_event) = on_event {
+            self.shared.listeners.borrow_mut().insert(id, on_event);
+        }
+        let (done, answered) = oneshot::channel();
+        self.shared.runs.borrow_mut().insert(
+            id,
+            Run {
+                page: Some(page),
+                done,
+            },
+        );
+        send(&self.shared.worker, &message(id));
+        (id, answered)
     }
 
     /// Sends the storage operation `op` with `args`.
@@ -255,27 +272,17 @@ impl Runtime {
         on_event: Listener,
         page: Rc<dyn PageSide>,
     ) -> (u64, oneshot::Receiver<Result<Value, Problem>>) {
-        let id = self.next_id();
-        self.shared.listeners.borrow_mut().insert(id, on_event);
-        let (done, answered) = oneshot::channel();
         let ask = page.can_ask();
-        self.shared.runs.borrow_mut().insert(
-            id,
-            Run {
-                page: Some(page),
-                done,
-            },
-        );
-        send(
-            &self.shared.worker,
-            &ToRuntime::Agent {
+        self.exchange(
+            |id| ToRuntime::Agent {
                 id,
                 request,
                 approve: true,
                 ask,
             },
-        );
-        (id, answered)
+            Some(on_event),
+            page,
+        )
     }
 
     /// The person changed the permission settings: the runs going on decide

@@ -1,0 +1,194 @@
+// The Code nodes view, as a person uses it: "Write code with AI" (aimock's
+// kiln-code-* fixtures through a provider added in the Providers panel), the
+// payload shown before anything is sent (sample values only when ticked),
+// Generate, the review with the code collapsed, a preview run on a sample,
+// Apply; a second node, repaired in two rounds; connecting an output to an
+// input (a connection whose types do not fit is refused with the reason);
+// Run; a reload finds the graph with its edge and sample, Run again; Undo
+// walks the changes back. A failed generation, Cancel and Escape leave no
+// node behind, and the focus goes back to the button that opened the dialog.
+import assert from "node:assert/strict";
+import { after, before, test } from "node:test";
+import { useApp } from "../lib/browser.mjs";
+import { startAimock } from "../lib/servers.mjs";
+
+const app = useApp();
+let mock;
+before(async () => {
+  mock = await startAimock();
+});
+after(async () => {
+  await mock?.stop();
+});
+
+const SHOTS = process.env.KILN_SCREENSHOTS;
+async function shot(page, name) {
+  if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
+}
+
+async function addProvider(page) {
+  const panel = page.getByTestId("providers");
+  if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
+  await page.getByTestId("provider-name").fill("aimock OpenAI");
+  await page.getByTestId("provider-kind").selectOption("openai");
+  await page.getByTestId("provider-base-url").fill(`${mock.url}/v1`);
+  await page.getByTestId("provider-key").fill("sk-test-openai-1234");
+  await page.getByTestId("provider-test").click();
+  await page.locator('[data-testid="provider-status"] .ok').waitFor();
+  await page.getByTestId("provider-model").selectOption("gpt-4o-mini");
+  await page.getByTestId("provider-save").click();
+  await page.getByTestId("provider-status").filter({ hasText: "Saved" }).waitFor();
+}
+
+const panel = (page) => page.getByTestId("nodes-panel");
+const dialog = (page) => page.getByTestId("author-dialog");
+const card = (page, id) => page.locator(`[data-testid="node-card"][data-node="${id}"]`);
+const input = (page, id, slot) => card(page, id).locator(`[data-testid="node-input"][data-slot="${slot}"]`);
+const output = (page, id, slot) => card(page, id).locator(`[data-testid="node-output"][data-slot="${slot}"] [data-testid="output-value"]`);
+const text = async (locator) => (await locator.textContent()).trim();
+const LINES = '[{"price": 2.5, "qty": 4}, {"price": 1, "qty": 3}]';
+
+/** Opens "Write code with AI", writes the instruction and the inputs, and leaves the field. */
+async function startWriting(page, instruction, inputs = "") {
+  await page.getByTestId("write-with-ai").click();
+  await dialog(page).waitFor();
+  await page.getByTestId("author-instruction").fill(instruction);
+  if (inputs) await page.getByTestId("author-inputs").fill(inputs);
+  await page.getByTestId("author-instruction").focus();
+  await page.getByTestId("author-instruction").blur();
+}
+
+/** The payload the dialog shows, once it names `needle`. */
+async function payloadWith(page, needle) {
+  const details = page.getByTestId("author-payload");
+  if (!(await details.evaluate((element) => element.open))) await details.locator("summary").click();
+  const pre = page.getByTestId("author-payload-text");
+  await pre.filter({ hasText: needle }).waitFor();
+  return text(pre);
+}
+
+test("write a node with AI, preview it, apply it, connect a second, run, reload, run again, undo", async () => {
+  const { page, errors } = app();
+  await addProvider(page);
+  await panel(page).scrollIntoViewIfNeeded();
+  assert.equal(await text(page.getByTestId("nodes-empty")), "No nodes yet. Write one with AI, or add an empty node and write its code.");
+
+  await startWriting(page, "kiln-code-total: add up price times quantity over the order lines", "lines: list[{price: number, qty: integer}]");
+  await page.getByTestId("author-model").filter({ hasText: "Model:" }).waitFor();
+  assert.equal(await text(page.getByTestId("author-model")), "Model: gpt-4o-mini (through aimock OpenAI)");
+  await page.locator('[data-testid="author-sample"][data-slot="lines"]').fill(LINES);
+  await page.locator('[data-testid="author-sample"][data-slot="lines"]').blur();
+  // By default the model sees names and types only; ticked, the sample goes too.
+  let payload = await payloadWith(page, "kiln-code-total");
+  assert.match(payload, /lines/);
+  assert.doesNotMatch(payload, /2\.5/);
+  await page.getByTestId("author-include-samples").check();
+  payload = await payloadWith(page, "2.5");
+  await page.getByTestId("author-include-samples").uncheck();
+  payload = await payloadWith(page, "kiln-code-total");
+  await page.waitForFunction(() => !document.querySelector('[data-testid="author-payload-text"]').textContent.includes("2.5"));
+  await shot(page, "nodes-dialog");
+
+  await page.getByTestId("author-generate").click();
+  await page.getByTestId("author-review").waitFor();
+  assert.equal(await text(page.getByTestId("review-title")), "Total the order");
+  assert.equal(await text(page.getByTestId("review-summary")), "Adds up price times quantity over the order lines.");
+  assert.match(await text(page.getByTestId("author-status")), /^Generated in 1 round \(\d+ tokens\)\. Review it, preview it, then Apply\.$/);
+  // The code is there, collapsed.
+  assert.equal(await page.getByTestId("review-code").isVisible(), false);
+  await page.getByTestId("author-preview").click();
+  await page.getByTestId("preview-result").waitFor();
+  assert.equal(await text(page.locator('[data-testid="preview-output"][data-slot="total"]')), "13");
+  assert.equal(await page.getByTestId("preview-warnings").count(), 0);
+  await shot(page, "nodes-review");
+  await page.getByTestId("author-apply").click();
+  await dialog(page).waitFor({ state: "detached" });
+  // The focus is back on the button that opened the dialog.
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "write-with-ai");
+  assert.equal(await text(page.getByTestId("nodes-status")), "Added `Total the order` as `total-the-order`. Undo takes it away.");
+  // The sample came with it, as the value of the input nothing feeds.
+  assert.equal(await input(page, "total-the-order", "lines").getByTestId("sample").inputValue(), '[{"price":2.5,"qty":4},{"price":1,"qty":3}]');
+
+  // A second node, whose first submission is refused and repaired.
+  await startWriting(page, "kiln-code-repair: classify the number n");
+  await page.getByTestId("author-generate").click();
+  await page.getByTestId("author-review").waitFor();
+  assert.match(await text(page.getByTestId("author-status")), /^Generated in 2 rounds/);
+  await page.getByTestId("author-apply").click();
+  await dialog(page).waitFor({ state: "detached" });
+  const classify = "classify-the-number";
+  await card(page, classify).waitFor();
+
+  // A string does not fit a list: refused, with the reason, and nothing changes.
+  await input(page, "total-the-order", "lines").getByTestId("connect-from").selectOption(`${classify}.sign`);
+  const refusal = input(page, "total-the-order", "lines").getByTestId("connect-refusal");
+  await refusal.waitFor();
+  assert.equal(
+    await text(refusal),
+    "`classify-the-number.sign` gives a string, which does not fit `total-the-order.lines`, which takes a list[{price: number, qty: integer}]",
+  );
+  assert.equal(await input(page, "total-the-order", "lines").getByTestId("connect-from").inputValue(), "");
+  // A number fits a number.
+  await input(page, classify, "n").getByTestId("connect-from").selectOption("total-the-order.total");
+  assert.equal(await text(page.getByTestId("nodes-status")), "Connected total-the-order.total → classify-the-number.n.");
+  assert.equal(await input(page, classify, "n").getByTestId("sample").count(), 0);
+
+  const runGraph = async () => {
+    await page.getByTestId("graph-run").click();
+    await page.getByTestId("nodes-status").filter({ hasText: "The graph ran" }).waitFor();
+    assert.equal(await text(page.getByTestId("nodes-status")), "The graph ran: every node completed.");
+    assert.equal(await text(output(page, "total-the-order", "total")), "13");
+    assert.equal(await text(output(page, classify, "sign")), '"positive"');
+    assert.equal(await text(output(page, classify, "size")), "13");
+    assert.match(await text(card(page, classify).getByTestId("node-status")), /^completed · \d+ ms$/);
+  };
+  await runGraph();
+  await card(page, classify).scrollIntoViewIfNeeded();
+  await shot(page, "nodes-graph");
+
+  // Kept in the workspace: a reload finds both nodes, the edge and the sample.
+  await page.reload();
+  await card(page, classify).waitFor();
+  assert.equal(await input(page, classify, "n").getByTestId("connect-from").inputValue(), "total-the-order.total");
+  assert.equal(await input(page, "total-the-order", "lines").getByTestId("sample").inputValue(), '[{"price":2.5,"qty":4},{"price":1,"qty":3}]');
+  await runGraph();
+
+  // Undo walks back: first the connection, then the second node.
+  await page.getByTestId("nodes-undo").click();
+  await input(page, classify, "n").getByTestId("sample").waitFor();
+  assert.equal(await input(page, classify, "n").getByTestId("connect-from").inputValue(), "");
+  await page.getByTestId("nodes-undo").click();
+  await card(page, classify).waitFor({ state: "detached" });
+  assert.equal(await page.getByTestId("node-card").count(), 1);
+  // What Undo did is kept too.
+  await page.reload();
+  await card(page, "total-the-order").waitFor();
+  assert.equal(await page.getByTestId("node-card").count(), 1);
+  assert.deepEqual(errors, []);
+});
+
+test("a failed generation, Cancel and Escape leave no node, and the focus goes back", async () => {
+  const { page, errors } = app();
+  const before = await page.getByTestId("node-card").count();
+  await startWriting(page, "kiln-code-never: total the lines");
+  await page.getByTestId("author-generate").click();
+  await page.getByTestId("author-status").filter({ hasText: "No node" }).waitFor();
+  assert.match(await text(page.getByTestId("author-status")), /^No node \(no_valid_submission\): /);
+  assert.ok((await page.getByTestId("author-errors").locator("li").count()) > 0);
+  assert.equal(await page.getByTestId("author-apply").isDisabled(), true);
+  await shot(page, "nodes-failed");
+  await page.getByTestId("author-close").click();
+  await dialog(page).waitFor({ state: "detached" });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "write-with-ai");
+
+  // Escape, from the keyboard alone: the dialog opens on Enter and closes on Escape.
+  await page.getByTestId("write-with-ai").focus();
+  await page.keyboard.press("Enter");
+  await dialog(page).waitFor();
+  await page.keyboard.type("kiln-code-total: add it up");
+  await page.keyboard.press("Escape");
+  await dialog(page).waitFor({ state: "detached" });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "write-with-ai");
+  assert.equal(await page.getByTestId("node-card").count(), before);
+  assert.deepEqual(errors, []);
+});
