@@ -192,3 +192,35 @@ test("a failed generation, Cancel and Escape leave no node, and the focus goes b
   assert.equal(await page.getByTestId("node-card").count(), before);
   assert.deepEqual(errors, []);
 });
+
+test("a node written by hand: saved as one change, fed from another, its output of the wrong type a warning on its card", async () => {
+  const { page, errors } = app();
+  await page.getByTestId("node-add").click();
+  const added = card(page, "new-node");
+  await added.waitFor();
+  await added.getByTestId("node-edit").click();
+  await added.getByTestId("edit-title").fill("Label the total");
+  await added.getByTestId("edit-inputs").fill("amount: number");
+  await added.getByTestId("edit-outputs").fill("label: string");
+  await added.getByTestId("edit-code").fill("console.log('labelling', amount);\nreturn { label: amount };");
+  // A slot that is not `name: type` is refused, naming the line.
+  await added.getByTestId("edit-outputs").fill("label string");
+  await added.getByTestId("edit-save").click();
+  assert.equal(await text(added.getByTestId("edit-problem")), "Outputs: line 1, `label string`, is not `name: type` (for example `total: number`)");
+  await added.getByTestId("edit-outputs").fill("label: string");
+  await added.getByTestId("edit-save").click();
+  await page.getByTestId("nodes-status").filter({ hasText: "Saved `new-node`." }).waitFor();
+  await input(page, "new-node", "amount").getByTestId("connect-from").selectOption("total-the-order.total");
+  await page.getByTestId("graph-run").click();
+  await page.getByTestId("nodes-status").filter({ hasText: "The graph ran" }).waitFor();
+  assert.equal(await text(output(page, "new-node", "label")), "13");
+  assert.equal(await text(card(page, "new-node").getByTestId("node-warnings")), "output `label` must be a string, not an integer (13); passed on as it is");
+  assert.equal(await text(card(page, "new-node").getByTestId("node-console")), "labelling 13");
+  await card(page, "new-node").scrollIntoViewIfNeeded();
+  await shot(page, "nodes-hand");
+  // Undo takes back the connection, then the edit: the node is as it was added.
+  await page.getByTestId("nodes-undo").click();
+  await page.getByTestId("nodes-undo").click();
+  await card(page, "new-node").locator("h3", { hasText: "New node" }).waitFor();
+  assert.deepEqual(errors, []);
+});

@@ -400,8 +400,15 @@ where
         Some(node) => format!("Ask AI about “{}”", node.title),
         None => "Write code with AI".to_owned(),
     };
+    // The accepted node's inputs once there is one (the model may have
+    // chosen them), else the inputs as written.
     let slot_fields = move || {
-        slots().unwrap_or_default().into_iter().map(|slot| {
+        let inputs = accepted().map_or_else(|| slots().unwrap_or_default(), |node| node.inputs);
+        if inputs.is_empty() {
+            return view! { <li class="hint" data-testid="author-no-inputs">"No inputs yet."</li> }
+                .into_any();
+        }
+        inputs.into_iter().map(|slot| {
             let name = slot.name.clone();
             let ty = slot.ty.clone();
             let shown = samples.with_untracked(|samples| samples.get(&name).map(|value| sample_text(&ty, value))).unwrap_or_default();
@@ -434,7 +441,7 @@ where
                     {move || problem.get().map(|problem| view! { <p class="failure" role="alert">{problem}</p> })}
                 </li>
             }
-        }).collect_view()
+        }).collect_view().into_any()
     };
     let status = move || match generation.get() {
         Generation::Idle => None,
