@@ -982,14 +982,39 @@ pub struct CodegenResult {
     pub duration_ms: f64,
 }
 
+impl CodegenResult {
+    /// One line saying how the case went, for progress while the suite runs.
+    #[must_use]
+    pub fn line(&self) -> String {
+        let outcome = match (&self.failure, self.passed) {
+            (Some((code, _)), _) => format!("no node ({code})"),
+            (None, true) => "passed".to_owned(),
+            (None, false) => format!(
+                "accepted, held-out {}/{}",
+                self.held_out.passed, self.held_out.total
+            ),
+        };
+        format!(
+            "{}: {outcome} in {} round{}, {:.1} s",
+            self.name,
+            self.rounds,
+            if self.rounds == 1 { "" } else { "s" },
+            self.duration_ms / 1000.0
+        )
+    }
+}
+
 /// Runs the cases one after another: each authored by `provider`'s
-/// `model`, the accepted node scored on the held-out inputs with `runner`.
+/// `model`, the accepted node scored on the held-out inputs with `runner`;
+/// `on_case` hears each result as it comes (a long suite against a slow
+/// model says where it is).
 pub async fn run_codegen(
     cases: &[CodegenCase],
     provider: &dyn Provider,
     model: &str,
     runner: &dyn SandboxRunner,
     clock: &dyn Clock,
+    on_case: &mut dyn FnMut(&CodegenResult),
 ) -> Vec<CodegenResult> {
     let mut results = Vec::new();
     for case in cases {
@@ -1015,6 +1040,7 @@ pub async fn run_codegen(
             Ok(request) => request,
             Err(why) => {
                 result.failure = Some(("internal", why));
+                on_case(&result);
                 results.push(result);
                 continue;
             }
@@ -1035,6 +1061,7 @@ pub async fn run_codegen(
             }
             Err(failure) => result.failure = Some((failure.code(), failure.message())),
         }
+        on_case(&result);
         results.push(result);
     }
     results

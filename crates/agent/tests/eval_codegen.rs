@@ -219,10 +219,26 @@ fn acceptance_first_pass_after_repair_and_held_out_correctness_are_scored_apart(
         Reply::text("Done."),
     ]);
     let cases = vec![rename, total, money, primes];
+    let mut lines = Vec::new();
     let results = block_on(run_codegen(
-        &cases, &*provider, "scripted", &InProcess, &Still,
+        &cases,
+        &*provider,
+        "scripted",
+        &InProcess,
+        &Still,
+        &mut |result| lines.push(result.line()),
     ));
     assert_eq!(provider.left(), 0);
+    // Each case is heard as it ends, in order.
+    assert_eq!(lines.len(), 4);
+    assert!(
+        lines[0].starts_with("reshape-rename: passed in 1 round"),
+        "{lines:?}"
+    );
+    assert!(
+        lines[3].starts_with("seed-primes: no node (no_valid_submission) in 3 rounds"),
+        "{lines:?}"
+    );
 
     let flags: Vec<(bool, bool, bool, usize)> = results
         .iter()
@@ -292,7 +308,12 @@ fn a_provider_that_cannot_be_reached_fails_every_case_without_a_node() {
     // The script is empty: every turn fails as a provider's error would.
     let provider = Scripted::new([]);
     let results = block_on(run_codegen(
-        &cases, &*provider, "scripted", &InProcess, &Still,
+        &cases,
+        &*provider,
+        "scripted",
+        &InProcess,
+        &Still,
+        &mut |_| {},
     ));
     for result in &results {
         assert_eq!(

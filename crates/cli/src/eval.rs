@@ -274,6 +274,12 @@ fn code_gen(args: &SuiteArgs) -> ExitCode {
         kiln_agent::eval_codegen::codegen_cases(),
         |case| (case.name, case.instruction),
         |cases, provider, model| {
+            let total = cases.len();
+            let mut done = 0;
+            let mut progress = |result: &kiln_agent::eval_codegen::CodegenResult| {
+                done += 1;
+                eprintln!("kiln eval code-gen: [{done}/{total}] {}", result.line());
+            };
             let results = futures::executor::LocalPool::new().run_until(
                 kiln_agent::eval_codegen::run_codegen(
                     cases,
@@ -281,6 +287,7 @@ fn code_gen(args: &SuiteArgs) -> ExitCode {
                     model,
                     &crate::sandbox_process::ProcessRunner,
                     &kiln_http::SystemClock,
+                    &mut progress,
                 ),
             );
             kiln_agent::eval_codegen::codegen_table(&results)
