@@ -287,6 +287,42 @@ fn the_model_is_the_code_model_then_the_chat_model_then_the_default_skipping_too
 }
 
 #[test]
+fn the_provider_is_asked_which_models_call_tools_until_one_may() {
+    let (port, asked) = kiln_testkit::ollama_show_server(vec![
+        ("gemma:2b", Some(vec!["completion"])),
+        ("llama3.2", Some(vec!["completion", "tools"])),
+    ]);
+    let ollama = HttpProvider::new(
+        ProviderConfig {
+            kind: ProviderKind::Ollama,
+            base_url: format!("http://127.0.0.1:{port}"),
+            key: None,
+        },
+        kiln_http::default_client(),
+    );
+    // The code model cannot call tools: the chat model, which can, is used, and the
+    // workspace default is never asked about.
+    assert_eq!(
+        block_on(codegen::pick_model(
+            &ollama,
+            &[Some("gemma:2b"), Some("llama3.2"), Some("default")]
+        )),
+        Ok("llama3.2".to_owned())
+    );
+    assert_eq!(*asked.lock().unwrap(), ["gemma:2b", "llama3.2"]);
+    // A model the provider does not know is not said to be unable: it is used.
+    assert_eq!(
+        block_on(codegen::pick_model(&ollama, &[None, Some("mystery")])),
+        Ok("mystery".to_owned())
+    );
+    let error = block_on(codegen::pick_model(&ollama, &[Some("gemma:2b")])).unwrap_err();
+    assert_eq!(
+        error,
+        "no model that can call tools is set for writing code (skipped `gemma:2b`, which cannot): choose another"
+    );
+}
+
+#[test]
 fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
     let mut asked = request("anything");
     asked.expected =

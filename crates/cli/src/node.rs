@@ -447,11 +447,15 @@ fn author(args: &AuthorArgs) -> ExitCode {
         Ok(config) => config,
         Err(error) => return refused(&error),
     };
-    let model = match codegen::resolve_model(&[Some(args.model.as_str())], &[]) {
+    let provider = kiln_providers::connect(config);
+    let picked = futures::executor::block_on(codegen::pick_model(
+        &*provider,
+        &[Some(args.model.as_str())],
+    ));
+    let model = match picked {
         Ok(model) => model,
         Err(why) => return refused(&anyhow::anyhow!("--model: {why}")),
     };
-    let provider = kiln_providers::connect(config);
     let authored = futures::executor::block_on(codegen::author(
         &*provider,
         &model,

@@ -248,3 +248,30 @@ fn node_author_writes_a_node_through_submit_code_that_then_runs() {
         "nothing was sent"
     );
 }
+
+#[test]
+fn node_author_refuses_a_model_the_provider_says_cannot_call_tools() {
+    let (port, asked) =
+        kiln_testkit::ollama_show_server(vec![("gemma:2b", Some(vec!["completion"]))]);
+    let out = kiln(&[
+        "node",
+        "author",
+        "total the lines",
+        "--provider",
+        "ollama",
+        "--base-url",
+        &format!("http://127.0.0.1:{port}"),
+        "--model",
+        "gemma:2b",
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains(
+            "--model: no model that can call tools is set for writing code (skipped `gemma:2b`, which cannot): choose another"
+        ),
+        "{}",
+        out.stderr
+    );
+    // Only /api/show was asked; no turn was sent.
+    assert_eq!(*asked.lock().unwrap(), ["gemma:2b"]);
+}

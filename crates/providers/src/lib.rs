@@ -41,6 +41,15 @@ pub trait Provider {
 
     /// The models this provider offers (`/v1/models`, `/api/tags`, Anthropic's list).
     fn models(&self) -> LocalBoxFuture<'static, Result<Vec<ModelInfo>, ProviderError>>;
+
+    /// Whether `model` can call tools, when the provider says: Ollama lists a
+    /// model's capabilities (`POST /api/show`); OpenAI-compatible servers and
+    /// Anthropic do not. `None` when it does not say or could not be asked,
+    /// which callers take as "it may".
+    fn calls_tools(&self, model: &str) -> LocalBoxFuture<'static, Option<bool>> {
+        let _ = model;
+        Box::pin(async { None })
+    }
 }
 
 mod anthropic;

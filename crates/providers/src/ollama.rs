@@ -3,7 +3,9 @@
 //! `eval_count`: <https://github.com/ollama/ollama/blob/main/docs/api.md#generate-a-chat-completion>.
 //! Tool calls come whole in one line, their `arguments` an object (not a JSON string); tools
 //! and `format` (a JSON schema) as in the same document; the model list is
-//! `GET /api/tags` (<https://github.com/ollama/ollama/blob/main/docs/api.md#list-local-models>).
+//! `GET /api/tags` (<https://github.com/ollama/ollama/blob/main/docs/api.md#list-local-models>),
+//! and what a model can do is `capabilities` in `POST /api/show`'s answer
+//! (`["completion", "tools", …]`; <https://github.com/ollama/ollama/blob/main/docs/api.md#show-model-information>).
 //! A browser page may call it only from an origin in `OLLAMA_ORIGINS`
 //! (<https://github.com/ollama/ollama/blob/main/docs/faq.md>).
 
@@ -23,6 +25,17 @@ pub(crate) fn endpoint(base_url: &str) -> String {
 
 pub(crate) fn models_endpoint(base_url: &str) -> String {
     format!("{base_url}/api/tags")
+}
+
+pub(crate) fn show_endpoint(base_url: &str) -> String {
+    format!("{base_url}/api/show")
+}
+
+/// Whether `/api/show`'s answer says the model calls tools: `None` when it
+/// lists no capabilities (an older Ollama).
+pub(crate) fn calls_tools(body: &Value) -> Option<bool> {
+    let capabilities = body.get("capabilities")?.as_array()?;
+    Some(capabilities.iter().any(|capability| capability == "tools"))
 }
 
 /// Ollama itself takes no key; one configured is sent as a bearer token (for a proxy in

@@ -151,6 +151,30 @@ impl Provider for HttpProvider {
         })
     }
 
+    fn calls_tools(&self, model: &str) -> LocalBoxFuture<'static, Option<bool>> {
+        if self.config.kind != ProviderKind::Ollama {
+            return Box::pin(async { None });
+        }
+        let http = Rc::clone(&self.http);
+        let request = Request {
+            method: "POST".to_owned(),
+            url: ollama::show_endpoint(&self.config.base_url),
+            headers: ollama::headers(self.config.key.as_ref()),
+            body: Some(serde_json::json!({"model": model}).to_string().into_bytes()),
+            timeout_ms: 10_000,
+            max_body_bytes: 8 << 20,
+            redirect: kiln_http::Redirect::Follow,
+        };
+        Box::pin(async move {
+            let response = http.send(request).await.ok()?;
+            if !(200..300).contains(&response.status) || response.truncated {
+                return None;
+            }
+            let body: Value = serde_json::from_slice(&response.body).ok()?;
+            ollama::calls_tools(&body)
+        })
+    }
+
     fn models(&self) -> LocalBoxFuture<'static, Result<Vec<ModelInfo>, ProviderError>> {
         let base = &self.config.base_url;
         let key = self.config.key.as_ref();

@@ -1204,3 +1204,42 @@ fn the_local_model_is_in_its_model_list() {
         );
     }
 }
+
+#[test]
+fn ollama_says_which_models_call_tools_and_the_others_do_not_say() {
+    let (port, asked) = kiln_testkit::ollama_show_server(vec![
+        ("llama3.2", Some(vec!["completion", "tools"])),
+        ("gemma:2b", Some(vec!["completion"])),
+        ("old", None),
+    ]);
+    let root = format!("http://127.0.0.1:{port}");
+    let ollama = provider(ProviderKind::Ollama, &root);
+    let cases = [
+        ("llama3.2", Some(true)),
+        ("gemma:2b", Some(false)),
+        // No capabilities in the answer, or no such model: it does not say.
+        ("old", None),
+        ("missing", None),
+    ];
+    for (model, says) in cases {
+        assert_eq!(block_on(ollama.calls_tools(model)), says, "{model}");
+    }
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["llama3.2", "gemma:2b", "old", "missing"]
+    );
+    // OpenAI-compatible servers and Anthropic list no capabilities: nothing is asked.
+    for kind in [ProviderKind::OpenAi, ProviderKind::Anthropic] {
+        assert_eq!(
+            block_on(provider(kind, &root).calls_tools("gemma:2b")),
+            None
+        );
+    }
+    assert_eq!(asked.lock().unwrap().len(), 4);
+    // Nobody there: it does not say either.
+    let gone = format!("http://127.0.0.1:{}", kiln_testkit::free_port());
+    assert_eq!(
+        block_on(provider(ProviderKind::Ollama, &gone).calls_tools("llama3.2")),
+        None
+    );
+}

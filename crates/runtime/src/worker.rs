@@ -702,21 +702,26 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
             spec.chat_model.as_deref(),
             kept.as_deref(),
         ];
-        let model =
-            kiln_agent::codegen::resolve_model(&candidates, &[]).map_err(|why| Problem {
-                bad_request: false,
-                message: why,
-                code: Some("no_model".into()),
-                hint: None,
-                status: None,
-            })?;
+        let provider = provider_config(config.as_ref(), &spec.provider)
+            .await
+            .map(|provider| HttpProvider::new(provider, runtime.http.clone()));
+        // A model the provider says cannot call tools is skipped; a provider
+        // that cannot be set up (a preview may come before its key) is not asked.
+        let model = match &provider {
+            Ok(provider) => kiln_agent::codegen::pick_model(provider, &candidates).await,
+            Err(_) => kiln_agent::codegen::resolve_model(&candidates, &[]),
+        }
+        .map_err(|why| Problem {
+            bad_request: false,
+            message: why,
+            code: Some("no_model".into()),
+            hint: None,
+            status: None,
+        })?;
         if preview {
             return Ok(json!({"messages": spec.request.payload(), "model": model}));
         }
-        let provider = provider_config(config.as_ref(), &spec.provider)
-            .await
-            .map_err(|error| op_problem(&error))?;
-        let provider = HttpProvider::new(provider, runtime.http.clone());
+        let provider = provider.map_err(|error| op_problem(&error))?;
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let authored = kiln_agent::codegen::author(

@@ -120,6 +120,62 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// A loopback server answering Ollama's `POST /api/show` as its API
+/// document describes (`{"capabilities": [...], ...}`), for the models in
+/// `models`: one with `None` is answered without `capabilities`, as an
+/// older Ollama answers; a model not named gets Ollama's 404 `{"error":
+/// "model '…' not found"}`. Returns its port and what it was asked, in
+/// order: the model of each `/api/show`, the request line of anything else.
+#[must_use]
+pub fn ollama_show_server(
+    models: Vec<(&'static str, Option<Vec<&'static str>>)>,
+) -> (u16, Arc<Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let journal = Arc::clone(&asked);
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let request = read_http_request(&mut stream);
+            let body = request.split_once("\r\n\r\n").map_or("", |(_, body)| body);
+            let model = serde_json::from_str::<serde_json::Value>(body)
+                .ok()
+                .and_then(|body| body["model"].as_str().map(str::to_owned))
+                .unwrap_or_default();
+            let show = request.starts_with("POST /api/show ");
+            // A request of another kind is journaled by its request line.
+            let line = request.lines().next().unwrap_or_default().to_owned();
+            journal
+                .lock()
+                .unwrap()
+                .push(if show { model.clone() } else { line });
+            let known = models.iter().find(|(name, _)| *name == model);
+            let (status, answer) = match known {
+                Some((_, Some(capabilities))) if show => (
+                    "200 OK",
+                    serde_json::json!({"details": {"family": "llama"}, "capabilities": capabilities}),
+                ),
+                Some((_, None)) if show => (
+                    "200 OK",
+                    serde_json::json!({"details": {"family": "llama"}}),
+                ),
+                _ => (
+                    "404 Not Found",
+                    serde_json::json!({"error": format!("model '{model}' not found")}),
+                ),
+            };
+            let answer = answer.to_string();
+            let _ = write!(
+                stream,
+                "HTTP/1.1 {status}\r\ncontent-type: application/json\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{answer}",
+                answer.len()
+            );
+        }
+    });
+    (port, asked)
+}
+
 /// Reads one raw HTTP/1.1 request from `stream`: the head and, when it has a
 /// `content-length`, the body. Ends early if the client closes.
 #[must_use]

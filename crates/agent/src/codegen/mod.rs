@@ -344,6 +344,32 @@ pub fn resolve_model(
     })
 }
 
+/// [`resolve_model`] over `candidates`, asking `provider` about each in
+/// turn ([`Provider::calls_tools`]) until one it does not say cannot call
+/// tools: only as many questions as it takes.
+///
+/// # Errors
+///
+/// As [`resolve_model`]: none is left, naming what was skipped.
+pub async fn pick_model(
+    provider: &dyn Provider,
+    candidates: &[Option<&str>],
+) -> Result<String, String> {
+    let mut cannot = Vec::new();
+    for candidate in candidates.iter().flatten() {
+        let name = candidate.trim();
+        if name.is_empty() {
+            continue;
+        }
+        if provider.calls_tools(name).await == Some(false) {
+            cannot.push(name.to_owned());
+        } else {
+            break;
+        }
+    }
+    resolve_model(candidates, &cannot)
+}
+
 /// Writes a node for `request` with `provider`'s `model`: at most
 /// [`MAX_ROUNDS`] model turns, each offered `submit_code` only (and told to
 /// call it), the first accepted call the result.
