@@ -11,68 +11,16 @@
 use std::rc::Rc;
 use std::time::Instant;
 
-use futures::future::LocalBoxFuture;
-use kiln_agent::SandboxRunner;
 use kiln_agent::bench::{belt, codeact_loop, environment, request};
 use kiln_agent::codeact::{AgentSetup, run_agent};
-use kiln_capabilities::{Dispatcher, HeldSignal};
 use kiln_providers::cost::estimate_prompt_tokens;
 use kiln_providers::scripted::{Reply, Scripted};
 use kiln_providers::{ChatRequest, Message, ToolDef};
-use kiln_sandbox::catalog::Admission;
-use kiln_sandbox::clock::PersonSignal;
-use kiln_sandbox::tools::{ToolCall, ToolHost};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::protocol::CallRequest;
-use kiln_types::tool_result::ToolReply;
-use kiln_types::{RunLimits, RunResult};
 
-struct Ladder(Rc<Dispatcher>);
-
-impl ToolHost for Ladder {
-    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
-        let held: HeldSignal = Rc::new(move |on| person.held(on));
-        self.0.call(
-            CallRequest {
-                call_number: call.call_number,
-                tool: call.tool,
-                args: call.args,
-            },
-            held,
-        )
-    }
-}
-
-/// The sandbox in process.
-struct InProcess;
-
-impl SandboxRunner for InProcess {
-    fn run(
-        &self,
-        code: String,
-        limits: RunLimits,
-        tools: Rc<Dispatcher>,
-        _cancel: AbortSignal,
-    ) -> LocalBoxFuture<'static, RunResult> {
-        Box::pin(async move {
-            let admission = Admission::admit(&tools.catalog(), "bench").unwrap_or_default();
-            let warnings = admission.warnings.clone();
-            let catalog_digest = admission.digest();
-            let report = kiln_sandbox::run_with_tools(
-                &code,
-                &limits,
-                Rc::new(admission),
-                Rc::new(Ladder(tools)),
-            )
-            .await;
-            RunResult {
-                report,
-                warnings,
-                catalog_digest,
-            }
-        })
-    }
-}
+#[path = "../tests/common/mod.rs"]
+mod common;
+use common::InProcess;
 
 fn main() {
     const TURNS: u32 = 40;

@@ -12,6 +12,9 @@
 //! the sandbox's own `start_ms` and `context_ms`, plus — when the sandbox is
 //! another worker — half of the time the runner took beyond the run's own
 //! duration (the messages' hops there and back, taken as equal).
+//!
+//! The code nodes' figures (`examples/nodes.rs`) time their runner with
+//! [`Timed`] too.
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -38,13 +41,13 @@ pub type Now = Rc<dyn Fn() -> f64>;
 
 /// When one action entered and left the runner, and the sandbox's own start.
 #[derive(Debug, Clone, Copy)]
-struct Inside {
-    entered: f64,
-    took: f64,
+pub struct Inside {
+    pub entered: f64,
+    pub took: f64,
     /// `start_ms + context_ms` of the run's report.
-    start: f64,
+    pub start: f64,
     /// The report's `duration_ms`.
-    duration: f64,
+    pub duration: f64,
 }
 
 /// A runner that times the runner it wraps.
@@ -52,6 +55,25 @@ pub struct Timed {
     inner: Rc<dyn SandboxRunner>,
     now: Now,
     inside: Rc<RefCell<Vec<Inside>>>,
+}
+
+impl Timed {
+    /// Times `inner` on `now`.
+    #[must_use]
+    pub fn new(inner: Rc<dyn SandboxRunner>, now: Now) -> Self {
+        Self {
+            inner,
+            now,
+            inside: Rc::default(),
+        }
+    }
+
+    /// The runs that have left the runner since the last call, in the order
+    /// they left it.
+    #[must_use]
+    pub fn take(&self) -> Vec<Inside> {
+        self.inside.take()
+    }
 }
 
 impl SandboxRunner for Timed {

@@ -3,8 +3,6 @@
 //! refused call costs the clean rate), and a sub-agent case passes only
 //! when children made the lookups and the answer is exact.
 
-#![expect(clippy::unwrap_used, reason = "tests")]
-
 use std::rc::Rc;
 
 use futures::executor::block_on;

@@ -3,6 +3,9 @@
 //! the sandbox side by side with the peer `quickjs-emscripten` (in Chromium)
 //! and natively through the release `kiln` CLI (`playwright/bench/sandbox.mjs`),
 //! the CodeAct loop's figures natively (`crates/agent/examples/codeact.rs`),
+//! the code nodes' natively: a node's overhead beyond its program's run in
+//! the sandbox, and a graph of 20 nodes beside its critical path
+//! (`crates/agent/examples/nodes.rs`),
 //! the capability ladder's cost per call and MCP round trips beside Ajv
 //! and the MCP TypeScript SDK, natively and in Chromium
 //! (`playwright/bench/ladder.mjs`), and the providers' SSE parsing throughput
@@ -116,7 +119,7 @@ pub fn run(root: &Path) -> Result<()> {
         "KILN_PROVIDERS_BIN",
         "providers: SSE beside eventsource-parser, cost per turn, time to first token over a direct request:",
     )?;
-    eprintln!("xtask: building the native codeact benchmark");
+    eprintln!("xtask: building the native codeact and nodes benchmarks");
     run_checked(
         Command::new("cargo")
             .args([
@@ -126,6 +129,8 @@ pub fn run(root: &Path) -> Result<()> {
                 "kiln-agent",
                 "--example",
                 "codeact",
+                "--example",
+                "nodes",
             ])
             .current_dir(root),
     )?;
@@ -134,6 +139,12 @@ pub fn run(root: &Path) -> Result<()> {
     );
     run_checked(&mut Command::new(
         root.join("target/release/examples/codeact"),
+    ))?;
+    println!(
+        "code nodes: a node's run beside its program's in the sandbox alone, and a graph of 20 beside its critical path:"
+    );
+    run_checked(&mut Command::new(
+        root.join("target/release/examples/nodes"),
     ))
 }
 

@@ -1,4 +1,5 @@
-//! What the agent's tests share: the real sandbox in this process as the
+//! What the agent's tests and its benchmark examples share (the examples
+//! include this file by path): the real sandbox in this process as the
 //! runner, every call up the run's ladder.
 
 use std::rc::Rc;
@@ -43,7 +44,8 @@ impl SandboxRunner for InProcess {
         cancel: AbortSignal,
     ) -> LocalBoxFuture<'static, RunResult> {
         Box::pin(async move {
-            let admission = Admission::admit(&tools.catalog(), "test").unwrap();
+            let admission = Admission::admit(&tools.catalog(), "test")
+                .unwrap_or_else(|refused| panic!("the ladder's catalog was refused: {refused}"));
             let warnings = admission.warnings.clone();
             let digest = admission.digest();
             let run = kiln_sandbox::run_with_tools(
