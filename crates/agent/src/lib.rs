@@ -31,6 +31,7 @@
 // would buy nothing.
 #![allow(clippy::result_large_err)]
 
+#[cfg(feature = "bench")]
 pub mod bench;
 pub mod chat;
 pub mod codeact;

@@ -131,6 +131,8 @@ pub fn run(root: &Path) -> Result<()> {
                 "codeact",
                 "--example",
                 "nodes",
+                "--features",
+                "bench",
             ])
             .current_dir(root),
     )?;

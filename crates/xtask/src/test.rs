@@ -209,7 +209,7 @@ fn lints(root: &Path) -> Tally {
     // The bench hooks are linted too, though only `cargo xtask bench` builds them.
     let bench_features = [
         "--features",
-        "kiln-capabilities/bench,kiln-providers/bench,kiln-runtime/bench",
+        "kiln-agent/bench,kiln-capabilities/bench,kiln-providers/bench,kiln-runtime/bench",
     ];
     let mut wasm_libs = vec!["clippy", "--target", tools::WASM_TARGET, "--workspace"];
     wasm_libs.extend(bench_features);
