@@ -193,6 +193,26 @@ test("a failed generation, Cancel and Escape leave no node, and the focus goes b
   assert.deepEqual(errors, []);
 });
 
+test("Ask AI on a node: its inputs are the detected ones, its latest values the samples, and the same node back changes nothing", async () => {
+  const { page, errors } = app();
+  await card(page, "total-the-order").getByTestId("node-ask-ai").click();
+  await dialog(page).waitFor();
+  assert.equal(await text(page.locator("#author-title")), "Ask AI about “Total the order”");
+  assert.equal(await text(page.getByTestId("author-inputs").locator("li")), "lines list[{price: number, qty: integer}]");
+  // The value the input has in the graph is the preview's sample.
+  assert.equal(await page.locator('[data-testid="author-sample"][data-slot="lines"]').inputValue(), '[{"price":2.5,"qty":4},{"price":1,"qty":3}]');
+  await page.getByTestId("author-instruction").fill("kiln-code-total: the same, written again");
+  await page.getByTestId("author-generate").click();
+  await page.getByTestId("author-review").waitFor();
+  await page.getByTestId("author-apply").click();
+  await dialog(page).waitFor({ state: "detached" });
+  assert.equal(await page.evaluate(() => document.activeElement?.dataset.testid), "node-ask-ai");
+  // The fixture writes the node as it was: nothing changes, and it says so.
+  assert.equal(await text(page.getByTestId("nodes-status")), "`total-the-order` is unchanged: the model wrote the same node.");
+  assert.equal(await page.getByTestId("node-card").count(), 1);
+  assert.deepEqual(errors, []);
+});
+
 test("a node written by hand: saved as one change, fed from another, its output of the wrong type a warning on its card", async () => {
   const { page, errors } = app();
   await page.getByTestId("node-add").click();

@@ -370,6 +370,9 @@ where
                 });
                 format!("Added `{title}` as `{id}`. Undo takes it away.")
             }
+            Target::Edit(id) if current.get_value().as_ref() == Some(&node) => {
+                format!("`{id}` is unchanged: the model wrote the same node.")
+            }
             Target::Edit(id) => {
                 let dropped = nodes.change(|sheet| sheet.replace(&id, node));
                 let mut text = format!("Replaced `{id}` with `{title}`. Undo puts it back.");
