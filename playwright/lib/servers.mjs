@@ -10,6 +10,7 @@ import { createServer, connect } from "node:net";
 import http from "node:http";
 import { join } from "node:path";
 import { createInterface } from "node:readline";
+import { after, before } from "node:test";
 
 /** A loopback port nothing listens on (bound, then released). */
 export async function freePort() {
@@ -195,4 +196,19 @@ export async function startLocalModel() {
     }
   }
   throw lastError;
+}
+
+/**
+ * For a spec file: starts aimock before its tests and stops it after them.
+ * Returns a function giving the running aimock (`{url, journal()}`).
+ */
+export function useAimock() {
+  let mock;
+  before(async () => {
+    mock = await startAimock();
+  });
+  after(async () => {
+    await mock?.stop();
+  });
+  return () => mock;
 }

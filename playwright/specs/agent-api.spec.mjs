@@ -5,18 +5,12 @@
 // every event reaches onEvent; a guard stops a looping model by its code; a
 // bad request is refused naming its field.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { useApp } from "../lib/browser.mjs";
-import { startAimock } from "../lib/servers.mjs";
+import { useAimock } from "../lib/servers.mjs";
 
 const app = useApp();
-let mock;
-before(async () => {
-  mock = await startAimock();
-});
-after(async () => {
-  await mock?.stop();
-});
+const aimock = useAimock();
 
 /** Runs one turn in the page; `add` is a page tool that really adds. */
 async function agent(objective, extra = {}) {
@@ -60,7 +54,7 @@ async function agent(objective, extra = {}) {
         return { error: `${error.name}: ${error.message}`, events, asked };
       }
     },
-    { baseUrl: `${mock.url}/v1`, objective, extra },
+    { baseUrl: `${aimock().url}/v1`, objective, extra },
   );
 }
 
@@ -101,12 +95,12 @@ test("a guard stops a model that repeats itself, by its code", async () => {
 });
 
 test("a bad request is refused naming its field, before anything is sent", async () => {
-  const before = (await mock.journal()).length;
+  const before = (await aimock().journal()).length;
   const { error } = await agent("kiln-agent-sum", { guards: { max_loops: 2 } });
   assert.match(error, /^TypeError: kiln\.agent: `guards` is not valid \(unknown field `max_loops`/);
   const { error: second } = await agent("kiln-agent-sum", { onEvent: 5 });
   assert.equal(second, "TypeError: kiln.agent: `onEvent` must be a function");
-  assert.equal((await mock.journal()).length, before);
+  assert.equal((await aimock().journal()).length, before);
 });
 
 test("ask answers the agent's ask_user; without it, nobody can, and the model is told so", async () => {
@@ -152,7 +146,7 @@ test("a page tool's late answer to an action that ended never reaches the next a
       });
       return { result, answered };
     },
-    { baseUrl: `${mock.url}/v1` },
+    { baseUrl: `${aimock().url}/v1` },
   );
   assert.deepEqual(out.answered, [[1, 1], [2, 1]], "both calls reached the page, each its run's call 1");
   assert.equal(out.result.text, "The second call answered 2.");

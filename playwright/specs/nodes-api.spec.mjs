@@ -9,18 +9,12 @@
 // failure; kiln.authorPayload shows what would be sent, samples only when
 // ticked.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { useApp } from "../lib/browser.mjs";
-import { startAimock } from "../lib/servers.mjs";
+import { useAimock } from "../lib/servers.mjs";
 
 const app = useApp();
-let mock;
-before(async () => {
-  mock = await startAimock();
-});
-after(async () => {
-  await mock?.stop();
-});
+const aimock = useAimock();
 
 const TOTAL = {
   title: "Order total",
@@ -138,7 +132,7 @@ test("authorCode repairs a refused submission and answers the accepted node, whi
         provider: { kind: "openai", base_url: args.baseUrl }, model: "gpt-4o-mini" });
      const ran = await kiln.codeNode(written.node).run({ n: -4 });
      return { written, ran };`,
-    { baseUrl: `${mock.url}/v1` },
+    { baseUrl: `${aimock().url}/v1` },
   );
   assert.equal(written.thrown, undefined, JSON.stringify(written.thrown));
   assert.equal(written.written.node.title, "Classify the number");
@@ -152,7 +146,7 @@ test("authorCode repairs a refused submission and answers the accepted node, whi
 test("authorCode rejects with no_valid_submission and the last reasons; the payload carries samples only when ticked", async () => {
   const failed = await inPage(
     `return await kiln.authorCode({ instruction: "kiln-code-never: anything", provider: { kind: "openai", base_url: args.baseUrl }, model: "gpt-4o-mini" });`,
-    { baseUrl: `${mock.url}/v1` },
+    { baseUrl: `${aimock().url}/v1` },
   );
   assert.equal(failed.thrown.code, "no_valid_submission");
   assert.ok(failed.thrown.errors.length > 0);

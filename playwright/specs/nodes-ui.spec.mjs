@@ -8,18 +8,12 @@
 // walks the changes back. A failed generation, Cancel and Escape leave no
 // node behind, and the focus goes back to the button that opened the dialog.
 import assert from "node:assert/strict";
-import { after, before, test } from "node:test";
+import { test } from "node:test";
 import { useApp } from "../lib/browser.mjs";
-import { startAimock } from "../lib/servers.mjs";
+import { useAimock } from "../lib/servers.mjs";
 
 const app = useApp();
-let mock;
-before(async () => {
-  mock = await startAimock();
-});
-after(async () => {
-  await mock?.stop();
-});
+const aimock = useAimock();
 
 const SHOTS = process.env.KILN_SCREENSHOTS;
 async function shot(page, name) {
@@ -31,7 +25,7 @@ async function addProvider(page) {
   if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
   await page.getByTestId("provider-name").fill("aimock OpenAI");
   await page.getByTestId("provider-kind").selectOption("openai");
-  await page.getByTestId("provider-base-url").fill(`${mock.url}/v1`);
+  await page.getByTestId("provider-base-url").fill(`${aimock().url}/v1`);
   await page.getByTestId("provider-key").fill("sk-test-openai-1234");
   await page.getByTestId("provider-test").click();
   await page.locator('[data-testid="provider-status"] .ok').waitFor();
