@@ -10,29 +10,13 @@
     reason = "test helpers: a panic here is a failed test with its line"
 )]
 
+mod common;
+
+use common::{Output, kiln};
 use std::path::PathBuf;
-use std::process::Command;
 
 use kiln_testkit::{Aimock, LocalModel};
 use serde_json::{Value, json};
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn kiln(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .output()
-        .unwrap();
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 /// A file in this test binary's scratch folder.
 fn file(name: &str, value: &Value) -> String {

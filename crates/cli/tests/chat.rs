@@ -9,42 +9,12 @@
     reason = "test helpers: a panic here is a failed test with its line"
 )]
 
-use std::process::Command;
+mod common;
+
+use common::{Output, kiln_with};
 
 use kiln_testkit::{Aimock, LocalModel};
 use serde_json::{Value, json};
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn kiln_with_env(args: &[&str], env: &[(&str, &str)]) -> Output {
-    kiln_with_input(args, env, "")
-}
-
-/// `kiln ARGS` with `input` on its stdin.
-fn kiln_with_input(args: &[&str], env: &[(&str, &str)], input: &str) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .envs(env.iter().copied())
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).unwrap();
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 /// `kiln chat --provider P --base-url B --model M` with `extra` arguments, then `prompt`.
 fn chat(provider: Provider, root: &str, extra: &[&str], prompt: &str) -> Output {
@@ -60,7 +30,7 @@ fn chat(provider: Provider, root: &str, extra: &[&str], prompt: &str) -> Output 
     ];
     args.extend_from_slice(extra);
     args.push(prompt);
-    kiln_with_env(&args, &[])
+    kiln_with(&args, &[], "")
 }
 
 /// What each `--provider` is called with against aimock.
@@ -183,7 +153,7 @@ fn a_prompt_is_one_turn_its_answer_on_stdout_and_its_usage_on_stderr() {
         );
     }
     // A prompt piped in is one turn too.
-    let out = kiln_with_input(
+    let out = kiln_with(
         &openai(&aimock.url())
             .iter()
             .map(String::as_str)
@@ -216,7 +186,7 @@ fn a_session_continues_the_conversation_from_turn_to_turn_and_takes_its_commands
     );
     let args: Vec<&str> = args.iter().map(String::as_str).collect();
     let input = "/help\nkiln-app-sum: add 20 and 30, then double it\n/tools\n/model\nkiln-hello\n/compact\nkiln-hello\n/frobnicate\n/new\nkiln-hello\n/provider\n/provider gemini http://x\n/exit\nkiln-never-sent\n";
-    let out = kiln_with_input(&args, &[], input);
+    let out = kiln_with(&args, &[], input);
     let what = format!("{}\n--- stderr\n{}", out.stdout, out.stderr);
     assert_eq!(out.code, 0, "{what}");
     assert_eq!(
@@ -309,7 +279,7 @@ fn a_rejected_key_is_exit_1_with_the_code_and_a_hint() {
     let aimock = Aimock::start();
     for provider in PROVIDERS {
         let base_url = provider.base_url(&aimock.url());
-        let out = kiln_with_env(
+        let out = kiln_with(
             &[
                 "chat",
                 "--provider",
@@ -323,6 +293,7 @@ fn a_rejected_key_is_exit_1_with_the_code_and_a_hint() {
                 "kiln-401",
             ],
             &[("KILN_TEST_KEY", "sk-wrong")],
+            "",
         );
         let what = format!("{}: {}", provider.name, out.stderr);
         assert_eq!(out.code, 1, "{what}");
@@ -410,7 +381,7 @@ fn bad_options_are_exit_2_before_anything_is_sent() {
     for (args, says) in cases {
         let mut all = vec!["chat"];
         all.extend_from_slice(args);
-        let out = kiln_with_env(&all, &[]);
+        let out = kiln_with(&all, &[], "");
         assert_eq!(out.code, 2, "{args:?}: {}", out.stderr);
         for phrase in says {
             assert!(out.stderr.contains(phrase), "{phrase}: {}", out.stderr);
@@ -450,7 +421,7 @@ fn a_cap_the_turn_cannot_fit_stops_it_before_it_is_sent() {
 fn the_local_model_answers_a_chat() {
     let model = LocalModel::shared();
     let base_url = format!("{}/v1", model.base_url());
-    let out = kiln_with_env(
+    let out = kiln_with(
         &[
             "chat",
             "--provider",
@@ -464,6 +435,7 @@ fn the_local_model_answers_a_chat() {
             "Say hi",
         ],
         &[],
+        "",
     );
     assert_eq!(out.code, 0, "{}", out.stderr);
     assert!(!out.stdout.trim().is_empty(), "{}", out.stderr);

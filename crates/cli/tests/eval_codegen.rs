@@ -4,32 +4,11 @@
 //! case passes first time and one is repaired into a node that is wrong on
 //! every held-out input, each node run in a sandbox process.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers: a panic here is a failed test with its line"
-)]
+mod common;
 
-use std::process::Command;
+use common::kiln;
 
 use kiln_testkit::Aimock;
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn kiln(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .output()
-        .unwrap();
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 #[test]
 fn list_names_every_case_with_its_instruction() {

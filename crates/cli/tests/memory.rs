@@ -9,6 +9,9 @@
     reason = "test helpers: a panic here is a failed test with its line"
 )]
 
+mod common;
+
+use common::{Output, kiln};
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufRead as _, BufReader, Write as _};
@@ -45,32 +48,10 @@ impl Drop for TempDir {
     }
 }
 
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn json(&self) -> Value {
-        assert_eq!(self.code, 0, "stderr: {}", self.stderr);
-        serde_json::from_str(&self.stdout).unwrap()
-    }
-}
-
 fn command() -> Command {
     let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
     command.env_remove("KILN_STORE");
     command
-}
-
-fn kiln(args: &[&str]) -> Output {
-    let output = command().args(args).output().unwrap();
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
 }
 
 /// `kiln memory ARGS... --store STORE`.
@@ -126,7 +107,7 @@ fn save_list_query_mark_export_import() {
             "ada",
         ],
     )
-    .json();
+    .json_ok();
     assert_eq!(
         (
             teal["agent"].as_str(),
@@ -142,30 +123,30 @@ fn save_list_query_mark_export_import() {
             "Soup recipes are in notes/soup.md; the pot's colour is red",
         ],
     )
-    .json();
+    .json_ok();
     assert_eq!(soup["agent"], "default");
     let deploys = memory(
         &store,
         &["save", "Deploys happen on Fridays", "--agent", "bob"],
     )
-    .json();
+    .json_ok();
 
-    let list = memory(&store, &["list"]).json();
+    let list = memory(&store, &["list"]).json_ok();
     assert_eq!(
         ids(&list),
         [&deploys["id"], &soup["id"], &teal["id"]].map(|id| id.as_str().unwrap().to_owned()),
         "newest first"
     );
     assert_eq!(
-        ids(&memory(&store, &["list", "--agent", "ada"]).json()).len(),
+        ids(&memory(&store, &["list", "--agent", "ada"]).json_ok()).len(),
         1
     );
     assert_eq!(
-        ids(&memory(&store, &["list", "--limit", "2"]).json()).len(),
+        ids(&memory(&store, &["list", "--limit", "2"]).json_ok()).len(),
         2
     );
 
-    let hits = memory(&store, &["query", "favourite", "colour"]).json();
+    let hits = memory(&store, &["query", "favourite", "colour"]).json_ok();
     assert_eq!(
         ids(&hits),
         [&teal["id"], &soup["id"]].map(|id| id.as_str().unwrap().to_owned())
@@ -176,19 +157,21 @@ fn save_list_query_mark_export_import() {
         "a hit carries the memory's fields"
     );
     assert_eq!(
-        ids(&memory(&store, &["query", "colour", "--limit", "1"]).json()).len(),
+        ids(&memory(&store, &["query", "colour", "--limit", "1"]).json_ok()).len(),
         1
     );
-    assert!(memory(&store, &["query", "colour", "--agent", "bob"]).json() == Value::Array(vec![]));
+    assert!(
+        memory(&store, &["query", "colour", "--agent", "bob"]).json_ok() == Value::Array(vec![])
+    );
 
-    let marked = memory(&store, &["mark", soup["id"].as_str().unwrap(), "helpful"]).json();
+    let marked = memory(&store, &["mark", soup["id"].as_str().unwrap(), "helpful"]).json_ok();
     assert_eq!(
         (marked["helpful"].as_u64(), marked["version"].as_u64()),
         (Some(1), Some(2))
     );
-    let marked = memory(&store, &["mark", teal["id"].as_str().unwrap(), "outdated"]).json();
+    let marked = memory(&store, &["mark", teal["id"].as_str().unwrap(), "outdated"]).json_ok();
     assert_eq!(marked["outdated"], true);
-    let hits = memory(&store, &["query", "favourite", "colour"]).json();
+    let hits = memory(&store, &["query", "favourite", "colour"]).json_ok();
     assert_eq!(
         ids(&hits),
         [&soup["id"], &teal["id"]].map(|id| id.as_str().unwrap().to_owned()),
@@ -217,7 +200,7 @@ fn save_list_query_mark_export_import() {
     );
 
     let fresh = dir.join("fresh");
-    let summary = memory(&fresh, &["import", &file]).json();
+    let summary = memory(&fresh, &["import", &file]).json_ok();
     assert_eq!(
         (
             summary["records"]["memories"].as_u64(),
@@ -226,15 +209,15 @@ fn save_list_query_mark_export_import() {
         (Some(3), Some(1))
     );
     assert_eq!(
-        without_versions(&memory(&fresh, &["list"]).json()),
-        without_versions(&memory(&store, &["list"]).json()),
+        without_versions(&memory(&fresh, &["list"]).json_ok()),
+        without_versions(&memory(&store, &["list"]).json_ok()),
         "the same memories, marks included"
     );
     assert_eq!(
         fs::read_to_string(dir.0.join("fresh/files/notes/soup.md")).unwrap(),
         "# Soup\n"
     );
-    let hits = memory(&fresh, &["query", "friday"]).json();
+    let hits = memory(&fresh, &["query", "friday"]).json_ok();
     assert_eq!(
         ids(&hits),
         [deploys["id"].as_str().unwrap()],
@@ -370,7 +353,7 @@ fn bad_inputs_give_clear_errors() {
         String::from_utf8_lossy(&from_env.stderr)
     );
     assert_eq!(
-        ids(&memory(&store, &["list"]).json()).len(),
+        ids(&memory(&store, &["list"]).json_ok()).len(),
         1,
         "`KILN_STORE` names the store"
     );
@@ -403,7 +386,7 @@ fn two_processes_writing_at_once_lose_nothing() {
         assert_eq!(String::from_utf8_lossy(&output.stdout).lines().count(), 50);
     }
     let elapsed = started.elapsed();
-    let list = memory(&store, &["list"]).json();
+    let list = memory(&store, &["list"]).json_ok();
     let texts: BTreeSet<String> = list
         .as_array()
         .unwrap()
@@ -498,7 +481,7 @@ fn a_process_killed_mid_write_leaves_every_acknowledged_entry() {
             "round {round}: acknowledged but lost: {lost:?}"
         );
     }
-    let after = memory(&store, &["save", "written after the kills"]).json();
+    let after = memory(&store, &["save", "written after the kills"]).json_ok();
     assert!(
         ids_of_all(&store).contains(after["id"].as_str().unwrap()),
         "still accepts writes"
@@ -515,7 +498,9 @@ fn a_process_killed_mid_write_leaves_every_acknowledged_entry() {
 }
 
 fn ids_of_all(store: &str) -> BTreeSet<String> {
-    ids(&memory(store, &["list"]).json()).into_iter().collect()
+    ids(&memory(store, &["list"]).json_ok())
+        .into_iter()
+        .collect()
 }
 
 #[test]
@@ -537,7 +522,7 @@ fn a_program_run_with_the_store_keeps_its_memory_files_and_history() {
         .as_str()
         .unwrap()
         .to_owned();
-    let found = memory(&store, &["query", "programs", "memories"]).json();
+    let found = memory(&store, &["query", "programs", "memories"]).json_ok();
     assert_eq!(ids(&found), [id]);
     assert_eq!(found[0]["agent"], "cli");
     assert_eq!(

@@ -9,37 +9,13 @@
     reason = "test helpers: a panic here is a failed test with its line"
 )]
 
+mod common;
+
+use common::kiln;
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
 use kiln_testkit::Aimock;
 use serde_json::{Value, json};
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-impl Output {
-    fn json(&self) -> Value {
-        serde_json::from_str(&self.stdout)
-            .unwrap_or_else(|error| panic!("{error}: {}\n{}", self.stdout, self.stderr))
-    }
-}
-
-fn kiln(args: &[&str]) -> Output {
-    let output = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .stdin(std::process::Stdio::null())
-        .output()
-        .unwrap();
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 /// A folder of its own for each test's files.
 fn folder(name: &str) -> PathBuf {

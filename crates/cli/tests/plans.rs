@@ -7,41 +7,12 @@
 //! The execution tree is printed at the plan's end (stderr is not a
 //! terminal here) and `--json` streams every event, children's tagged.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers: a panic here is a failed test with its line"
-)]
+mod common;
 
-use std::process::Command;
+use common::{Output, kiln_with};
 
 use kiln_testkit::Aimock;
 use serde_json::Value;
-
-struct Output {
-    code: i32,
-    stdout: String,
-    stderr: String,
-}
-
-fn kiln(args: &[&str], input: &str) -> Output {
-    use std::io::Write as _;
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(args)
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    stdin.write_all(input.as_bytes()).unwrap();
-    drop(stdin);
-    let output = child.wait_with_output().unwrap();
-    Output {
-        code: output.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
-    }
-}
 
 fn agent(aimock: &Aimock, objective: &str, extra: &[&str]) -> Output {
     let base_url = format!("{}/v1", aimock.url());
@@ -59,7 +30,7 @@ fn agent(aimock: &Aimock, objective: &str, extra: &[&str]) -> Output {
         "yes",
     ];
     args.extend_from_slice(extra);
-    kiln(&args, "")
+    kiln_with(&args, &[], "")
 }
 
 #[test]
@@ -203,7 +174,7 @@ fn a_session_plans_in_plan_mode_then_runs_the_plan_after_the_mode_changes() {
     ];
     let input =
         "/mode plan\nkiln-plan-report\nkiln-plan-run\n/mode\n/mode default\nkiln-plan-run\n/exit\n";
-    let out = kiln(&args, input);
+    let out = kiln_with(&args, &[], input);
     let what = format!("{}\n--- stderr\n{}", out.stdout, out.stderr);
     assert_eq!(out.code, 0, "{what}");
     let answers: Vec<&str> = out.stdout.lines().collect();
