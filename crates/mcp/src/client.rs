@@ -5,17 +5,25 @@ use std::collections::HashSet;
 use std::fmt;
 use std::rc::Rc;
 
-use kiln_http::{HttpClient, HttpError, Request, Response, shown_url};
+use kiln_http::{Clock, HttpClient, HttpError, Request, Response, SystemClock, shown_url};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::reply::{RpcOutcome, excerpt, find_response};
+use crate::reply::{Found, RpcOutcome, excerpt, find_response};
 use crate::{
     CallToolResult, DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_MS, MAX_TOOL_PAGES, McpError, McpTool,
     PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, ServerInfo,
 };
 
 const SESSION_ID_HEADER: &str = "Mcp-Session-Id";
+const LAST_EVENT_ID_HEADER: &str = "Last-Event-ID";
+
+/// The most times one request's event stream is resumed before the request is given up.
+pub const MAX_RESUMES: usize = 5;
+
+/// How long to wait before resuming a stream whose server set no `retry` (SSE leaves the
+/// default to the client). A server's `retry` is honoured up to the exchange timeout.
+pub const DEFAULT_RETRY_MS: u64 = 1_000;
 const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 
 /// A client for one MCP server at one Streamable HTTP endpoint.
@@ -35,6 +43,8 @@ pub struct McpClient {
     max_body_bytes: usize,
     session: RefCell<Option<Session>>,
     next_id: Cell<u64>,
+    /// Waits out a server's `retry` before resuming a stream.
+    clock: Rc<dyn Clock>,
 }
 
 /// What the handshake settled (Transports › Session Management, › Protocol Version Header).
@@ -75,7 +85,14 @@ impl McpClient {
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             session: RefCell::new(None),
             next_id: Cell::new(1),
+            clock: Rc::new(SystemClock),
         }
+    }
+
+    /// The clock a resumed stream's `retry` is waited on (default the system's).
+    pub fn with_clock(mut self, clock: Rc<dyn Clock>) -> Self {
+        self.clock = clock;
+        self
     }
 
     /// Each HTTP exchange must end within `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]).
@@ -140,7 +157,12 @@ impl McpClient {
             }
             value => value.map(str::to_owned),
         };
-        let result = self.outcome(METHOD, &response, id)?;
+        // A stream resumed before the handshake ends carries the session being opened.
+        let opening = Session {
+            id: session_id.clone(),
+            protocol_version: PROTOCOL_VERSION.to_owned(),
+        };
+        let result = self.outcome(METHOD, response, id, Some(&opening)).await?;
 
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -345,7 +367,9 @@ impl McpClient {
         if session.id.is_some() && session_expired(&response) {
             return Ok(Attempt::SessionExpired);
         }
-        self.outcome(method, &response, id).map(Attempt::Answered)
+        self.outcome(method, response, id, Some(session))
+            .await
+            .map(Attempt::Answered)
     }
 
     /// Transports › Sending Messages to the Server: POST one JSON-RPC message, accepting
@@ -381,8 +405,95 @@ impl McpClient {
             .map_err(|error| self.transport_error(method, error))
     }
 
-    /// The result of request `id` from a reply, or why there is none.
-    fn outcome(&self, method: &str, response: &Response, id: u64) -> Result<Value, McpError> {
+    /// The result of request `id` from a reply, or why there is none. An event stream that
+    /// ended before the response, having given an event id, is resumed (Transports ›
+    /// Resumability and Redelivery): after the `retry` it set (else [`DEFAULT_RETRY_MS`]),
+    /// a GET with `Last-Event-ID`, at most [`MAX_RESUMES`] times.
+    async fn outcome(
+        &self,
+        method: &str,
+        response: Response,
+        id: u64,
+        session: Option<&Session>,
+    ) -> Result<Value, McpError> {
+        let mut response = response;
+        let mut resumed = 0;
+        loop {
+            let resume = match self.found(method, &response, id)? {
+                Found::Answer(RpcOutcome::Result(result)) => return Ok(result),
+                Found::Answer(RpcOutcome::Error { code, message }) => {
+                    return Err(McpError::Rpc {
+                        server: self.name.clone(),
+                        method: method.to_owned(),
+                        code,
+                        message,
+                    });
+                }
+                Found::Resume(resume) => resume,
+            };
+            if resumed == MAX_RESUMES {
+                return Err(self.protocol(
+                    method,
+                    format!(
+                        "the event stream ended without a response to request id {id} after \
+                         {} event(s), resumed {MAX_RESUMES} times from its last event `{}`; gave up",
+                        resume.events,
+                        excerpt(&resume.last_event_id)
+                    ),
+                ));
+            }
+            resumed += 1;
+            let wait = resume
+                .retry_ms
+                .unwrap_or(DEFAULT_RETRY_MS)
+                .min(self.timeout_ms);
+            self.clock.sleep(wait).await;
+            response = self.resume(method, &resume.last_event_id, session).await?;
+        }
+    }
+
+    /// Asks for the rest of a stream after its event `last_event_id` (Transports ›
+    /// Resumability and Redelivery: a GET with `Last-Event-ID`).
+    async fn resume(
+        &self,
+        method: &str,
+        last_event_id: &str,
+        session: Option<&Session>,
+    ) -> Result<Response, McpError> {
+        let mut headers = vec![
+            ("Accept".to_owned(), "text/event-stream".to_owned()),
+            (LAST_EVENT_ID_HEADER.to_owned(), last_event_id.to_owned()),
+        ];
+        if let Some(session) = session {
+            headers.extend(session_headers(session));
+        }
+        let request = Request {
+            method: "GET".to_owned(),
+            url: self.url.clone(),
+            headers,
+            body: None,
+            timeout_ms: self.timeout_ms,
+            max_body_bytes: self.max_body_bytes,
+            redirect: kiln_http::Redirect::Follow,
+        };
+        let response = self
+            .http
+            .send(request)
+            .await
+            .map_err(|error| self.transport_error(method, error))?;
+        if response.status == 405 {
+            return Err(self.protocol(
+                method,
+                "the event stream ended before the response, and the server offers no stream \
+                 to resume it from (GET answered HTTP 405)"
+                    .to_owned(),
+            ));
+        }
+        Ok(response)
+    }
+
+    /// What one reply holds for request `id`, or why it holds nothing.
+    fn found(&self, method: &str, response: &Response, id: u64) -> Result<Found, McpError> {
         if !(200..300).contains(&response.status) {
             return Err(self.http_error(method, response));
         }
@@ -398,16 +509,8 @@ impl McpClient {
                 ),
             ));
         }
-        match find_response(response.header("content-type"), &response.body, id) {
-            Ok(RpcOutcome::Result(result)) => Ok(result),
-            Ok(RpcOutcome::Error { code, message }) => Err(McpError::Rpc {
-                server: self.name.clone(),
-                method: method.to_owned(),
-                code,
-                message,
-            }),
-            Err(message) => Err(self.protocol(method, message)),
-        }
+        find_response(response.header("content-type"), &response.body, id)
+            .map_err(|message| self.protocol(method, message))
     }
 
     fn current_session(&self) -> Option<Session> {

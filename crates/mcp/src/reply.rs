@@ -3,8 +3,11 @@
 //! Transports §Streamable HTTP › Sending Messages to the Server: the reply to a request is
 //! either `application/json` holding the response, or `text/event-stream` whose events may
 //! carry server notifications and requests before the response. Messages other than the
-//! response to our id are skipped. The caller wraps each `Err(String)` into
-//! [`crate::McpError::Protocol`] with the server and the method.
+//! response to our id are skipped. An event stream that ends before the response but gave
+//! an event id is to be resumed (Transports › Resumability and Redelivery): the caller
+//! waits the `retry` the server asked for and asks again with `Last-Event-ID`. The caller
+//! wraps each `Err(String)` into [`crate::McpError::Protocol`] with the server and the
+//! method.
 
 use std::convert::Infallible;
 
@@ -19,12 +22,30 @@ pub(crate) enum RpcOutcome {
     Error { code: i64, message: String },
 }
 
+/// What a reply held for one request.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) enum Found {
+    Answer(RpcOutcome),
+    /// An event stream that ended before the response, after an event with an id: resume
+    /// it from `last_event_id`, `retry_ms` later when the server set one.
+    Resume(Resume),
+}
+
+/// Where an event stream that ended early is to be resumed.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Resume {
+    pub last_event_id: String,
+    pub retry_ms: Option<u64>,
+    /// The events the stream held, for the message when resuming is given up.
+    pub events: usize,
+}
+
 /// The response to request `id` in a reply whose `Content-Type` is `content_type`.
 pub(crate) fn find_response(
     content_type: Option<&str>,
     body: &[u8],
     id: u64,
-) -> Result<RpcOutcome, String> {
+) -> Result<Found, String> {
     let media_type = content_type.map(|value| {
         value
             .split(';')
@@ -38,6 +59,7 @@ pub(crate) fn find_response(
             let message: Value = serde_json::from_slice(body)
                 .map_err(|error| format!("the JSON reply is not valid JSON: {error}"))?;
             match_in(&message, id)?
+                .map(Found::Answer)
                 .ok_or_else(|| format!("the JSON reply holds no response to request id {id}"))
         }
         Some("text/event-stream") => find_in_event_stream(body, id),
@@ -48,15 +70,23 @@ pub(crate) fn find_response(
     }
 }
 
-fn find_in_event_stream(body: &[u8], id: u64) -> Result<RpcOutcome, String> {
+fn find_in_event_stream(body: &[u8], id: u64) -> Result<Found, String> {
     // The body is whole already; a one-chunk stream never returns Pending, so each `next()`
     // completes at once.
     let mut events = EventStream::new(stream::iter([Ok::<_, Infallible>(body)]));
     let mut n_events = 0_usize;
+    let mut last_event_id = None;
+    let mut retry_ms = None;
     while let Some(Some(event)) = events.next().now_or_never() {
         n_events += 1;
         let event: Event =
             event.map_err(|error| format!("SSE event #{n_events} is malformed: {error}"))?;
+        if !event.id.is_empty() {
+            last_event_id = Some(event.id.clone());
+        }
+        if let Some(retry) = event.retry {
+            retry_ms = Some(u64::try_from(retry.as_millis()).unwrap_or(u64::MAX));
+        }
         // Only `message` events (the default type) carry JSON-RPC; an empty data field is a
         // priming event that only sets an event id for resumption.
         if !(event.event.is_empty() || event.event == "message") || event.data.trim().is_empty() {
@@ -65,12 +95,19 @@ fn find_in_event_stream(body: &[u8], id: u64) -> Result<RpcOutcome, String> {
         let message: Value = serde_json::from_str(&event.data)
             .map_err(|error| format!("SSE event #{n_events} is not valid JSON: {error}"))?;
         if let Some(outcome) = match_in(&message, id)? {
-            return Ok(outcome);
+            return Ok(Found::Answer(outcome));
         }
     }
-    Err(format!(
-        "the event stream ended after {n_events} event(s) without a response to request id {id}"
-    ))
+    match last_event_id {
+        Some(last_event_id) => Ok(Found::Resume(Resume {
+            last_event_id,
+            retry_ms,
+            events: n_events,
+        })),
+        None => Err(format!(
+            "the event stream ended after {n_events} event(s) without a response to request id {id}"
+        )),
+    }
 }
 
 /// The response to `id` in one JSON-RPC message (or a batch of them, which 2025-03-26
@@ -134,18 +171,18 @@ mod tests {
     const SSE: Option<&str> = Some("text/event-stream");
     const JSON: Option<&str> = Some("application/json; charset=utf-8");
 
-    fn ok(result: Value) -> Result<RpcOutcome, String> {
-        Ok(RpcOutcome::Result(result))
+    fn ok(result: Value) -> Result<Found, String> {
+        Ok(Found::Answer(RpcOutcome::Result(result)))
     }
 
     #[test]
     fn replies_are_read_by_content_type() {
-        let cases: [(Option<&str>, &str, Result<RpcOutcome, String>); 13] = [
+        let cases: [(Option<&str>, &str, Result<Found, String>); 15] = [
             (JSON, r#"{"jsonrpc":"2.0","id":7,"result":{"a":1}}"#, ok(serde_json::json!({"a":1}))),
             (
                 JSON,
                 r#"{"jsonrpc":"2.0","id":7,"error":{"code":-32601,"message":"Method not found"}}"#,
-                Ok(RpcOutcome::Error { code: -32601, message: "Method not found".into() }),
+                Ok(Found::Answer(RpcOutcome::Error { code: -32601, message: "Method not found".into() })),
             ),
             (JSON, r#"[{"jsonrpc":"2.0","id":6,"result":1},{"jsonrpc":"2.0","id":7,"result":2}]"#, ok(2.into())),
             (JSON, "{not json", Err("the JSON reply is not valid JSON: key must be a string at line 1 column 2".into())),
@@ -162,6 +199,9 @@ mod tests {
                 ok(true.into()),
             ),
             (SSE, "data: {\"jsonrpc\":\"2.0\",\"id\":7,\"result\":1}\n", Err("the event stream ended after 0 event(s) without a response to request id 7".into())),
+            // A priming event alone (an id and a retry), as a server that answers on a resumed stream sends.
+            (SSE, "id: ev-1\nretry: 500\ndata:\n\n", Ok(Found::Resume(Resume { last_event_id: "ev-1".into(), retry_ms: Some(500), events: 1 }))),
+            (SSE, "id: 4\ndata: {\"jsonrpc\":\"2.0\",\"method\":\"notifications/message\",\"params\":{}}\n\n", Ok(Found::Resume(Resume { last_event_id: "4".into(), retry_ms: None, events: 1 }))),
             (SSE, "data: oops\n\n", Err("SSE event #1 is not valid JSON: expected value at line 1 column 1".into())),
             (Some("text/html"), "<html>", Err("unexpected Content-Type `text/html`: expected `application/json` or `text/event-stream`".into())),
             (None, "{}", Err("the reply has no Content-Type".into())),

@@ -386,3 +386,89 @@ fn errors_show_the_endpoint_without_its_credentials() {
     );
     assert!(!format!("{client:?}").contains("sk-in-url"));
 }
+
+/// A priming event alone: an id to resume from and the wait the server asks for.
+fn priming(event_id: &str, retry_ms: Option<u64>) -> String {
+    let retry = retry_ms
+        .map(|ms| format!("retry: {ms}\n"))
+        .unwrap_or_default();
+    answer(
+        "200 OK",
+        "",
+        "text/event-stream",
+        &format!("id: {event_id}\n{retry}data:\n\n"),
+    )
+}
+
+#[test]
+fn a_stream_that_ends_before_the_response_is_resumed_after_its_retry() {
+    // As the conformance suite's `sse-retry` scenario does: the call's stream holds only a
+    // priming event and closes; the answer comes on the GET that resumes it.
+    let mut answers = handshake(1, "session-r");
+    answers.push(priming("ev-1", Some(500)));
+    answers.push(answer(
+        "200 OK",
+        "",
+        "text/event-stream",
+        "id: ev-2\ndata: {\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"late\"}]}}\n\n",
+    ));
+    let (url, server) = serve(answers);
+    let clock = kiln_http::FakeClock::auto_advancing();
+    let client = client(&url).with_clock(Rc::new(clock.clone()));
+    let result = block_on(client.call_tool("echo", json!({}))).unwrap();
+    assert_eq!(
+        result.content,
+        vec![json!({ "type": "text", "text": "late" })]
+    );
+    // It waited the server's retry, once.
+    assert_eq!(clock.sleeps(), [500]);
+    let requests = server.join().unwrap();
+    let resume = &requests[3];
+    assert!(resume.starts_with("GET /mcp "), "{resume}");
+    assert_eq!(header(resume, "last-event-id"), Some("ev-1"));
+    assert_eq!(header(resume, "mcp-session-id"), Some("session-r"));
+    assert_eq!(header(resume, "accept"), Some("text/event-stream"));
+}
+
+#[test]
+fn resuming_is_bounded_and_a_server_without_streams_is_named() {
+    // Without a retry the client waits its own default; after MAX_RESUMES it gives up.
+    let mut answers = handshake(1, "session-b");
+    for n in 0..=super::MAX_RESUMES {
+        answers.push(priming(&format!("ev-{n}"), None));
+    }
+    let (url, server) = serve(answers);
+    let clock = kiln_http::FakeClock::auto_advancing();
+    let bounded = client(&url).with_clock(Rc::new(clock.clone()));
+    let error = block_on(bounded.call_tool("echo", json!({})))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("the event stream ended without a response to request id 2 after 1 event(s), resumed 5 times from its last event `ev-5`; gave up"),
+        "{error}"
+    );
+    assert_eq!(
+        clock.sleeps(),
+        [super::DEFAULT_RETRY_MS; super::MAX_RESUMES]
+    );
+    assert_eq!(server.join().unwrap().len(), 3 + super::MAX_RESUMES);
+
+    let mut answers = handshake(1, "session-c");
+    answers.push(priming("ev-1", Some(10)));
+    answers.push(answer(
+        "405 Method Not Allowed",
+        "",
+        "application/json",
+        "{}",
+    ));
+    let (url, server) = serve(answers);
+    let quick = client(&url).with_clock(Rc::new(kiln_http::FakeClock::auto_advancing()));
+    let error = block_on(quick.call_tool("echo", json!({})))
+        .unwrap_err()
+        .to_string();
+    assert!(
+        error.contains("the event stream ended before the response, and the server offers no stream to resume it from (GET answered HTTP 405)"),
+        "{error}"
+    );
+    server.join().unwrap();
+}
