@@ -9,6 +9,7 @@ mod agent;
 mod approve;
 mod chat;
 mod eval;
+mod mcp_serve;
 mod memory;
 mod node;
 mod program;
@@ -106,6 +107,9 @@ enum Command {
     /// Keep and find durable memories in an on-disk store that several
     /// processes share: save, query, list, mark, export, import.
     Memory(memory::MemoryArgs),
+    /// Kiln as an MCP server: `kiln mcp serve --stdio` offers `codemode`.
+    #[command(subcommand)]
+    Mcp(mcp_serve::McpCommand),
 }
 
 /// `--approve`.
@@ -151,6 +155,7 @@ fn main() -> ExitCode {
         Command::Node(command) => node::run_node_command(command),
         Command::Graph(command) => node::run_graph_command(command),
         Command::Memory(args) => memory::run(&args),
+        Command::Mcp(command) => mcp_serve::run(&command),
         Command::Run {
             file,
             tools,

@@ -346,7 +346,7 @@ pub(crate) fn end_with_parent(parent: &std::ffi::OsStr) {
 pub(crate) fn end_with_parent(_parent: &std::ffi::OsStr) {}
 
 #[cfg(unix)]
-fn pass_on_interrupt(pid: u32) {
+pub(crate) fn pass_on_interrupt(pid: u32) {
     use nix::sys::signal::{Signal, kill};
     use nix::unistd::Pid;
     if let Ok(pid) = i32::try_from(pid) {
@@ -356,7 +356,7 @@ fn pass_on_interrupt(pid: u32) {
 
 /// Elsewhere the console's Ctrl-C reaches the whole process group already.
 #[cfg(not(unix))]
-fn pass_on_interrupt(_pid: u32) {}
+pub(crate) fn pass_on_interrupt(_pid: u32) {}
 
 /// Everything a run needs, read and checked before it starts.
 pub(crate) struct Prepared {

@@ -1,4 +1,6 @@
-//! An MCP client over Streamable HTTP, protocol revision 2025-06-18.
+//! An MCP client over Streamable HTTP, protocol revision 2025-06-18, and the
+//! transport-free half of a server ([`server`]: reading JSON-RPC messages and writing the
+//! answers, for `kiln mcp serve`).
 //!
 //! [`McpClient`] speaks to one server at one URL through the [`kiln_http::HttpClient`] seam,
 //! so it runs natively and in the browser alike, under any executor (futures only, no
@@ -6,8 +8,9 @@
 //! session, listing tools (all pages) and calling them, and closing.
 //!
 //! Spec: <https://modelcontextprotocol.io/specification/2025-06-18>; each function cites
-//! the section it implements. Not covered: the GET stream for server-initiated messages,
-//! resuming a broken SSE stream (`Last-Event-ID`), and answering server requests (sampling,
+//! the section it implements. A reply stream that ends before its response is resumed
+//! with `Last-Event-ID`. Not covered: the GET stream for server-initiated messages, and
+//! answering server requests (sampling,
 //! elicitation, roots): the client declares no capabilities, so a server should not send
 //! those, and any that arrive on a reply stream are skipped.
 //!
@@ -16,6 +19,7 @@
 
 mod client;
 mod reply;
+pub mod server;
 
 pub use client::McpClient;
 pub use kiln_http::shown_url;

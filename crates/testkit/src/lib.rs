@@ -203,6 +203,20 @@ pub fn read_http_request(stream: &mut TcpStream) -> String {
     }
 }
 
+/// `servers/mcp_sdk_client.mjs`: the MCP TypeScript SDK's client, which a test runs with
+/// `node` against a server it starts over stdio (the script says what it prints).
+#[must_use]
+pub fn mcp_sdk_client() -> PathBuf {
+    let sdk = servers_dir().join("node_modules/@modelcontextprotocol/sdk/package.json");
+    assert!(
+        sdk.is_file(),
+        "the MCP TypeScript SDK is not installed at `{}`\n\
+         hint: `cargo xtask test` installs it (servers/package.json)",
+        sdk.display()
+    );
+    servers_dir().join("mcp_sdk_client.mjs")
+}
+
 /// The workspace folder `servers/`.
 fn servers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../servers")
