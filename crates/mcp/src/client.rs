@@ -302,20 +302,9 @@ impl McpClient {
         if session.id.is_none() {
             return Ok(());
         }
-        let request = Request {
-            method: METHOD.to_owned(),
-            url: self.url.clone(),
-            headers: session_headers(&session),
-            body: None,
-            timeout_ms: self.timeout_ms,
-            max_body_bytes: self.max_body_bytes,
-            redirect: kiln_http::Redirect::Follow,
-        };
         let response = self
-            .http
-            .send(request)
-            .await
-            .map_err(|error| self.transport_error(METHOD, error))?;
+            .send_bodiless(METHOD, METHOD, session_headers(&session))
+            .await?;
         if (200..300).contains(&response.status)
             || response.status == 405
             || session_expired(&response)
@@ -467,20 +456,7 @@ impl McpClient {
         if let Some(session) = session {
             headers.extend(session_headers(session));
         }
-        let request = Request {
-            method: "GET".to_owned(),
-            url: self.url.clone(),
-            headers,
-            body: None,
-            timeout_ms: self.timeout_ms,
-            max_body_bytes: self.max_body_bytes,
-            redirect: kiln_http::Redirect::Follow,
-        };
-        let response = self
-            .http
-            .send(request)
-            .await
-            .map_err(|error| self.transport_error(method, error))?;
+        let response = self.send_bodiless(method, "GET", headers).await?;
         if response.status == 405 {
             return Err(self.protocol(
                 method,
@@ -490,6 +466,29 @@ impl McpClient {
             ));
         }
         Ok(response)
+    }
+
+    /// Sends a request with no body (`http_method` DELETE or GET) to the endpoint;
+    /// `method` is what errors name.
+    async fn send_bodiless(
+        &self,
+        method: &str,
+        http_method: &str,
+        headers: Vec<(String, String)>,
+    ) -> Result<Response, McpError> {
+        let request = Request {
+            method: http_method.to_owned(),
+            url: self.url.clone(),
+            headers,
+            body: None,
+            timeout_ms: self.timeout_ms,
+            max_body_bytes: self.max_body_bytes,
+            redirect: kiln_http::Redirect::Follow,
+        };
+        self.http
+            .send(request)
+            .await
+            .map_err(|error| self.transport_error(method, error))
     }
 
     /// What one reply holds for request `id`, or why it holds nothing.
