@@ -71,18 +71,8 @@ pub struct SessionArgs {
     /// The environment variable holding the API key (never the key itself).
     #[arg(long, value_name = "VAR")]
     key_env: Option<String>,
-    /// Scripted tools for the belt, as for `kiln run`.
-    #[arg(long, value_name = "CATALOG.json")]
-    tools: Option<PathBuf>,
-    /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`. Repeatable.
-    #[arg(long, value_name = "NAME=URL")]
-    mcp: Vec<String>,
-    /// A store on disk: each turn is a job in its history, with memory, history and file tools.
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
-    /// Give the belt `http_request`: alone, any public address; with origins, exactly those.
-    #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-    allow_net: Option<String>,
+    #[command(flatten)]
+    belt: crate::BeltFlags,
     /// A system prompt, layered before Kiln's own as a preamble.
     #[arg(long)]
     system: Option<String>,
@@ -248,7 +238,7 @@ impl Session {
         if args.max_tokens == 0 {
             bail!("--max-tokens: must be at least 1");
         }
-        let catalog = match &args.tools {
+        let catalog = match &args.belt.tools {
             None => Value::Array(Vec::new()),
             Some(path) => crate::program::read_json(path, "tool catalog")?,
         };
@@ -271,12 +261,12 @@ impl Session {
             .check()
             .map_err(|why| anyhow::anyhow!("{why} (--max-turns, --max-usd)"))?;
         let permissions = Permissions {
-            mcp: args.mcp.clone(),
+            mcp: args.belt.mcp.clone(),
             mode: args.permission_mode,
             approve: args.approve,
             secrets: args.secret.clone(),
-            store: args.store.clone(),
-            allow_net: args.allow_net.clone(),
+            store: args.belt.store.clone(),
+            allow_net: args.belt.allow_net.clone(),
             agent: args.agent.clone(),
         };
         let run = crate::program::request_of(String::new(), limits, &permissions, false)?;
@@ -288,7 +278,7 @@ impl Session {
             run,
             catalog,
             asker: Asker::new(args.approve, terminal),
-            store: args.store.clone(),
+            store: args.belt.store.clone(),
             system: args.system.clone(),
             guards,
             json: args.json,

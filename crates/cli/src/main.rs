@@ -130,6 +130,27 @@ impl ApproveWith {
     }
 }
 
+/// The tools a program gets from the command line, as `kiln agent run` and
+/// `kiln mcp serve` take them (`kiln run` takes the same flags, each described
+/// at more length there).
+#[derive(clap::Args, Clone)]
+pub(crate) struct BeltFlags {
+    /// Scripted tools: a JSON array of tool entries, as for `kiln run --tools`.
+    #[arg(long, value_name = "CATALOG.json")]
+    pub(crate) tools: Option<PathBuf>,
+    /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`. Repeatable.
+    #[arg(long, value_name = "NAME=URL")]
+    pub(crate) mcp: Vec<String>,
+    /// A store on disk: each run is a job in its history, with run memory, the
+    /// durable memory, history and file tools, and `workspace.*` over `DIR/files`.
+    #[arg(long, value_name = "DIR")]
+    pub(crate) store: Option<PathBuf>,
+    /// Give programs `http_request`: alone, any public address; with origins,
+    /// exactly those (private or loopback ones included, since they are named).
+    #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
+    pub(crate) allow_net: Option<String>,
+}
+
 /// The permission options of one run, as parsed.
 pub(crate) struct Permissions {
     mcp: Vec<String>,

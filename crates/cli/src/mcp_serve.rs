@@ -19,7 +19,6 @@
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, Write as _};
-use std::path::PathBuf;
 use std::process::{Command, ExitCode, Stdio};
 use std::sync::{Arc, Mutex};
 
@@ -40,19 +39,8 @@ pub(crate) struct ServeArgs {
     /// line). The only transport for now, so also the default.
     #[arg(long)]
     stdio: bool,
-    /// The tools programs get: a JSON array of tool entries, as `kiln run --tools`.
-    #[arg(long, value_name = "CATALOG.json")]
-    tools: Option<PathBuf>,
-    /// Mount an MCP server's tools for programs, as `NAME_<tool>`. Repeatable.
-    #[arg(long, value_name = "NAME=URL")]
-    mcp: Vec<String>,
-    /// A store on disk for the runs: each is recorded in its history, with
-    /// run memory, the durable memory and `workspace.*` over `DIR/files`.
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
-    /// Give programs `http_request`, as `kiln run --allow-net`.
-    #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-    allow_net: Option<String>,
+    #[command(flatten)]
+    belt: crate::BeltFlags,
     /// Whose runs they are in the history and memory.
     #[arg(long, value_name = "NAME", default_value = "mcp")]
     agent: String,
@@ -63,7 +51,7 @@ const CODEMODE_ARGS: [&str; 3] = ["code", "description", "limits"];
 
 pub(crate) fn run(command: &McpCommand) -> ExitCode {
     let McpCommand::Serve(args) = command;
-    if let Some(path) = &args.tools
+    if let Some(path) = &args.belt.tools
         && let Err(error) = crate::program::read_json(path, "tool catalog")
     {
         eprintln!("kiln: {error:#}");
@@ -155,18 +143,18 @@ fn write(out: &Mutex<std::io::Stdout>, message: &Value) {
 /// `codemode` as `tools/list` describes it.
 fn codemode_tool(args: &ServeArgs) -> Value {
     let mut mounted = Vec::new();
-    if args.tools.is_some() {
+    if args.belt.tools.is_some() {
         mounted.push("the scripted catalog's tools".to_owned());
     }
-    for spec in &args.mcp {
+    for spec in &args.belt.mcp {
         if let Some((name, _)) = spec.split_once('=') {
             mounted.push(format!("`{name}_*` (an MCP server's)"));
         }
     }
-    if args.store.is_some() {
+    if args.belt.store.is_some() {
         mounted.push("memory, history and file tools, and `workspace`".to_owned());
     }
-    if args.allow_net.is_some() {
+    if args.belt.allow_net.is_some() {
         mounted.push("`http_request`".to_owned());
     }
     let tools = if mounted.is_empty() {
@@ -219,16 +207,16 @@ fn flags(args: &ServeArgs) -> Vec<String> {
         "--agent".to_owned(),
         args.agent.clone(),
     ];
-    if let Some(tools) = &args.tools {
+    if let Some(tools) = &args.belt.tools {
         flags.extend(["--tools".to_owned(), tools.display().to_string()]);
     }
-    for spec in &args.mcp {
+    for spec in &args.belt.mcp {
         flags.extend(["--mcp".to_owned(), spec.clone()]);
     }
-    if let Some(store) = &args.store {
+    if let Some(store) = &args.belt.store {
         flags.extend(["--store".to_owned(), store.display().to_string()]);
     }
-    match args.allow_net.as_deref() {
+    match args.belt.allow_net.as_deref() {
         Some("") => flags.push("--allow-net".to_owned()),
         Some(origins) => flags.push(format!("--allow-net={origins}")),
         None => {}
