@@ -22,12 +22,26 @@ export const APP_URL = process.env.KILN_URL ?? "http://127.0.0.1:8080/";
 
 /** Launches a browser with a new profile; `close()` ends it and removes the profile. */
 export async function launch() {
-  const profile = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
-  const context = await chromium.launchPersistentContext(profile, {
-    executablePath: process.env.KILN_CHROMIUM ?? "/usr/bin/chromium",
-    headless: true,
-    args: CHROMIUM_ARGS,
-  });
+  let profile = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
+  const start = () =>
+    chromium.launchPersistentContext(profile, {
+      executablePath: process.env.KILN_CHROMIUM ?? "/usr/bin/chromium",
+      headless: true,
+      args: CHROMIUM_ARGS,
+    });
+  let context;
+  try {
+    context = await start();
+  } catch (error) {
+    // Debian's Chromium has been seen to die of SIGSEGV while starting, before any page
+    // existed (a clean CI run, once): no Kiln code had run. It is started once more on a
+    // fresh profile; a second failure fails the spec.
+    if (!String(error.message).includes("signal=SIGSEGV")) throw error;
+    console.error("kiln: chromium crashed while starting (SIGSEGV); starting it once more");
+    rmSync(profile, { recursive: true, force: true });
+    profile = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
+    context = await start();
+  }
   const page = context.pages()[0] ?? (await context.newPage());
   const errors = [];
   page.on("pageerror", (error) => errors.push(String(error)));
