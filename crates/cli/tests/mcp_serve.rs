@@ -105,8 +105,10 @@ fn the_sdk_client_lists_codemode_and_runs_programs_through_it() {
     );
 }
 
-/// The server's answers to `lines`, sent one by one; stdin closes after the last.
-fn exchange(lines: &[Value]) -> Vec<Value> {
+/// The server's answers to `lines`, sent one by one; stdin stays open until
+/// `expected` answers have come (a client that goes away interrupts the runs
+/// still going), then closes, and the server must end with nothing more to say.
+fn exchange(lines: &[Value], expected: usize) -> Vec<Value> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["mcp", "serve", "--stdio"])
         .stdin(Stdio::piped())
@@ -121,12 +123,14 @@ fn exchange(lines: &[Value]) -> Vec<Value> {
             message => writeln!(stdin, "{message}").unwrap(),
         }
     }
-    drop(stdin);
-    let stdout = child.stdout.take().unwrap();
-    let answers = BufReader::new(stdout)
-        .lines()
+    let mut stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut answers: Vec<Value> = stdout
+        .by_ref()
+        .take(expected)
         .map(|line| serde_json::from_str(&line.unwrap()).unwrap())
         .collect();
+    drop(stdin);
+    answers.extend(stdout.map(|line| serde_json::from_str(&line.unwrap()).unwrap()));
     assert!(child.wait().unwrap().success());
     answers
 }
@@ -137,16 +141,19 @@ fn call(id: u64, code: &str) -> Value {
 
 #[test]
 fn calls_run_side_by_side_a_cancelled_one_is_not_answered_and_bad_lines_are_errors() {
-    let answers = exchange(&[
-        json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-        call(2, "await sleep(30000); return 'slept'"),
-        json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "the person moved on"}}),
-        call(3, "await sleep(300); return 'second'"),
-        call(4, "return 'first'"),
-        json!("{not json"),
-        json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
-    ]);
+    let answers = exchange(
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            call(2, "await sleep(30000); return 'slept'"),
+            json!({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 2, "reason": "the person moved on"}}),
+            call(3, "await sleep(300); return 'second'"),
+            call(4, "return 'first'"),
+            json!("{not json"),
+            json!({"jsonrpc": "2.0", "id": 5, "method": "ping"}),
+        ],
+        5,
+    );
     let ids: Vec<Value> = answers.iter().map(|answer| answer["id"].clone()).collect();
     // Every request but the cancelled one is answered; 4 ends before 3, which sleeps.
     assert!(!ids.contains(&json!(2)), "{answers:?}");
