@@ -36,6 +36,7 @@ pub mod bench;
 pub mod chat;
 pub mod codeact;
 pub mod codegen;
+pub mod custody;
 pub mod eval;
 pub mod eval_codegen;
 pub mod eval_plans;

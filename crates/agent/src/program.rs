@@ -26,22 +26,26 @@ impl RunId {
     #[must_use]
     pub fn for_request(request: &RunRequest, random: &dyn Fn() -> [u8; 8]) -> Self {
         match &request.key {
-            Some(key) => {
-                // FNV-1a over agent, a separator and key: stable everywhere.
-                let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
-                for byte in request.agent.bytes().chain([0]).chain(key.bytes()) {
-                    hash ^= u64::from(byte);
-                    hash = hash.wrapping_mul(0x0100_0000_01b3);
-                }
-                Self {
-                    id: run_id_from(hash.to_be_bytes()),
-                    keyless: false,
-                }
-            }
+            Some(key) => Self::keyed(&request.agent, key),
             None => Self {
                 id: run_id_from(random()),
                 keyless: true,
             },
+        }
+    }
+
+    /// The id of `agent`'s run called with `key`: the same everywhere, every time.
+    #[must_use]
+    pub fn keyed(agent: &str, key: &str) -> Self {
+        // FNV-1a over agent, a separator and key: stable everywhere.
+        let mut hash: u64 = 0xcbf2_9ce4_8422_2325;
+        for byte in agent.bytes().chain([0]).chain(key.bytes()) {
+            hash ^= u64::from(byte);
+            hash = hash.wrapping_mul(0x0100_0000_01b3);
+        }
+        Self {
+            id: run_id_from(hash.to_be_bytes()),
+            keyless: false,
         }
     }
 

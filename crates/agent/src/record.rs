@@ -29,6 +29,9 @@ pub struct JobOf {
     pub title: String,
     /// What it was given: the program's text, the person's message.
     pub input: String,
+    /// A keyed program run's id: the record keeps it and, once it ends, the
+    /// whole result (a retry after a restart is answered from it).
+    pub run_id: Option<String>,
 }
 
 impl JobOf {
@@ -39,6 +42,10 @@ impl JobOf {
             kind: "program".into(),
             title: title_of_program(&request.code),
             input: request.code.clone(),
+            run_id: request
+                .key
+                .as_ref()
+                .map(|key| crate::program::RunId::keyed(&request.agent, key).id),
         }
     }
 }
@@ -77,6 +84,7 @@ impl RunRecord {
                 title: job.title.clone(),
                 input: job.input.clone(),
                 owner: workspace.custody.owner().to_owned(),
+                run_id: job.run_id.clone(),
             })
             .await?;
         Ok(Self { history, job })
@@ -93,7 +101,14 @@ impl RunRecord {
     ///
     /// The store's; the run's answer stands either way.
     pub async fn finish(&self, result: &ToolResult) -> Result<Job, StoreError> {
-        self.settle(status_of(result), &result.text()).await
+        let kept = self
+            .job
+            .run_id
+            .as_ref()
+            .and_then(|_| serde_json::to_value(result).ok());
+        self.history
+            .finish_run(&self.job.id, status_of(result), &result.text(), kept)
+            .await
     }
 
     /// Settles the job as `status` (`ok`, `error`, `cancelled`) with `output`.

@@ -548,6 +548,7 @@ async fn history(backend: Rc<dyn Backend>) {
                 title: "Sum invoices".into(),
                 input: "return 1 + 1".into(),
                 owner: "tab-1".into(),
+                run_id: None,
             })
             .await,
         check,
@@ -564,6 +565,32 @@ async fn history(backend: Rc<dyn Backend>) {
         ("ok", true),
         "{check}: finished"
     );
+    let keyed = ok(
+        history
+            .start_job(JobStart {
+                kind: "program".into(),
+                agent: "ada".into(),
+                title: "Keyed".into(),
+                input: "return 2".into(),
+                owner: "tab-1".into(),
+                run_id: Some("codemode:00000000000000aa".into()),
+            })
+            .await,
+        check,
+    );
+    let result = serde_json::json!({"content": [{"type": "text", "text": "completed"}], "structuredContent": {"value": 2}});
+    ok(
+        history
+            .finish_run(&keyed.id, "ok", "completed", Some(result.clone()))
+            .await,
+        check,
+    );
+    let read = ok(history.job(&keyed.id).await, check);
+    assert_eq!(
+        (read.run_id.as_deref(), read.result.as_ref()),
+        (Some("codemode:00000000000000aa"), Some(&result)),
+        "{check}: a keyed run keeps its id and its whole result"
+    );
     ok(
         history
             .start_job(JobStart {
@@ -572,13 +599,14 @@ async fn history(backend: Rc<dyn Backend>) {
                 title: "Later".into(),
                 input: String::new(),
                 owner: "tab-2".into(),
+                run_id: None,
             })
             .await,
         check,
     );
     let jobs = ok(history.jobs(10).await, check);
-    assert_eq!(jobs.len(), 2, "{check}: jobs");
-    assert_eq!(jobs[1].id, job.id, "{check}: newest first");
+    assert_eq!(jobs.len(), 3, "{check}: jobs");
+    assert_eq!(jobs[2].id, job.id, "{check}: newest first");
     let thread = ok(history.new_thread("Travel", "bob").await, check);
     ok(
         history
@@ -637,6 +665,7 @@ async fn history(backend: Rc<dyn Backend>) {
                 title: "Still going".into(),
                 input: "await sleep(1e6)".into(),
                 owner: "tab-1".into(),
+                run_id: None,
             })
             .await,
         check,

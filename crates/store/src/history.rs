@@ -89,6 +89,8 @@ pub struct JobStart {
     pub input: String,
     /// The runtime running it: [`crate::custody::Custody::owner`].
     pub owner: String,
+    /// A keyed codemode run's id ([`Job::run_id`]).
+    pub run_id: Option<String>,
 }
 
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -177,6 +179,8 @@ impl History {
             started_ms: now,
             finished_ms: None,
             owner: start.owner,
+            run_id: start.run_id,
+            result: None,
             version: 0,
         };
         self.backend
@@ -198,9 +202,22 @@ impl History {
         status: &str,
         output: &str,
     ) -> Result<Job, StoreError> {
+        self.finish_run(id, status, output, None).await
+    }
+
+    /// Settles a job with its status, output and, for a keyed run, its whole
+    /// result ([`Job::result`]).
+    pub async fn finish_run(
+        &self,
+        id: &str,
+        status: &str,
+        output: &str,
+        result: Option<serde_json::Value>,
+    ) -> Result<Job, StoreError> {
         let mut job = self.job(id).await?;
         job.status = status.to_owned();
         job.output = keep(output, MAX_JOB_TEXT_CHARS);
+        job.result = result;
         job.finished_ms = Some(epoch_ms());
         let changes = self
             .backend

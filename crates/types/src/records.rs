@@ -78,6 +78,14 @@ pub struct Job {
     /// written before owners were kept.
     #[serde(default)]
     pub owner: String,
+    /// The codemode run's id, for a program run called with a key (a retry
+    /// with the same key is the same run).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub run_id: Option<String>,
+    /// A keyed run's `tool-result/v1` object once it ended, so a retry or a
+    /// `late_results` after the process that ran it restarted gets it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<serde_json::Value>,
     #[serde(default)]
     pub version: u64,
 }

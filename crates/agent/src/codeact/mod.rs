@@ -262,6 +262,7 @@ pub async fn run_agent(
         kind: "agent".into(),
         title,
         input,
+        run_id: None,
     };
     // The run memory of a run without a workspace: plan steps and children
     // still share results through it.

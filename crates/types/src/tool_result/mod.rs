@@ -429,6 +429,65 @@ fn truncate_text(text: &str, max_json_bytes: usize) -> String {
     text[..end].to_owned()
 }
 
+/// A call of a running program held on a person, as an interim reply names it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Held {
+    pub tool: String,
+    /// Counts from 1 in the order the program made its tool calls (sleeps are
+    /// not counted).
+    pub call: u32,
+    /// Why it waits: `consent` (an approval card), or a provider's own reason
+    /// (`login_handoff`, `login_capture`, …).
+    pub reason: String,
+}
+
+impl Held {
+    /// `browser_use (call 2) needs their consent`.
+    fn describe(&self) -> String {
+        let need = match self.reason.as_str() {
+            "consent" => "needs their consent".to_owned(),
+            "login_handoff" => "needs them to log in".to_owned(),
+            "login_capture" => "needs them to finish logging in".to_owned(),
+            other => format!("waits on them ({other})"),
+        };
+        format!("{} (call {}) {need}", self.tool, self.call)
+    }
+}
+
+/// The sentence every interim reply ends with.
+pub const KEPT_SENTENCE: &str = "When the program finishes, Kiln keeps its final result for this call: call `late_results` with this run id to get it.";
+
+/// The interim result of a keyed run that had not finished when its reply was
+/// due (reference 002, "Results"): `structuredContent` `{status: "running",
+/// run_id, held: {reason}}`, the reason being the first held call's in call
+/// order, else `running`; the text names each call held on a person, or says
+/// the program is still running, then [`KEPT_SENTENCE`]. Not an error.
+#[must_use]
+pub fn interim(run_id: &str, held: &[Held]) -> ToolResult {
+    let mut held = held.to_vec();
+    held.sort_by_key(|call| call.call);
+    let reason = held
+        .first()
+        .map_or_else(|| "running".to_owned(), |call| call.reason.clone());
+    let text = if held.is_empty() {
+        format!(
+            "Still running: the program had not finished when this reply was due. {KEPT_SENTENCE}"
+        )
+    } else {
+        let calls: Vec<String> = held.iter().map(Held::describe).collect();
+        format!(
+            "Waiting on the person: {}. The program resumes when they answer. {KEPT_SENTENCE}",
+            calls.join("; ")
+        )
+    };
+    ToolResult {
+        content: vec![ContentPart::Text { text }],
+        structured_content: json!({"status": "running", "run_id": run_id, "held": {"reason": reason}}),
+        is_error: false,
+        error_code: None,
+    }
+}
+
 #[cfg(test)]
 mod tests;
 

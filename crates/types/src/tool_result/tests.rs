@@ -174,3 +174,30 @@ fn truncation_cuts_on_character_boundaries() {
     assert_eq!(truncate_text("aé\"b", 2 + 1 + 2 + 2), "aé\"");
     assert_eq!(truncate_text("\u{1}x", 2 + 5), "");
 }
+
+#[test]
+fn an_interim_reply_names_the_first_held_reason_or_running() {
+    let running = interim("codemode:00000000000000aa", &[]);
+    assert!(!running.is_error);
+    assert_eq!(
+        running.structured_content,
+        json!({"status": "running", "run_id": "codemode:00000000000000aa", "held": {"reason": "running"}})
+    );
+    assert!(running.text().starts_with(
+        "Still running: the program had not finished when this reply was due. When the program finishes, Kiln keeps its final result"
+    ));
+    let held = interim(
+        "codemode:00000000000000aa",
+        &[
+            Held { tool: "login".into(), call: 3, reason: "login_handoff".into() },
+            Held { tool: "browser_use".into(), call: 2, reason: "consent".into() },
+        ],
+    );
+    assert_eq!(held.structured_content["held"]["reason"], "consent");
+    assert_eq!(
+        held.text(),
+        format!(
+            "Waiting on the person: browser_use (call 2) needs their consent; login (call 3) needs them to log in. The program resumes when they answer. {KEPT_SENTENCE}"
+        )
+    );
+}

@@ -1,0 +1,280 @@
+//! Custody on a local executor and a fake clock: attach, the interim at 25 s
+//! (`running`, `consent`), late results, withdraw, retention.
+
+use std::cell::Cell;
+use std::rc::Rc;
+
+use futures::FutureExt as _;
+use futures::channel::oneshot;
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt as _;
+use kiln_clock::FakeClock;
+use kiln_types::tool_result::{ContentPart, Held, ToolResult};
+use serde_json::json;
+
+use super::*;
+
+fn finished(value: &str) -> ToolResult {
+    ToolResult {
+        content: vec![ContentPart::Text {
+            text: format!("completed · {value}"),
+        }],
+        structured_content: json!({"status": "completed", "value": value}),
+        is_error: false,
+        error_code: None,
+    }
+}
+
+struct Rig {
+    pool: LocalPool,
+    clock: FakeClock,
+    custody: Custody,
+}
+
+fn rig() -> Rig {
+    let pool = LocalPool::new();
+    let spawner = pool.spawner();
+    let clock = FakeClock::new();
+    let spawn: Spawn = Rc::new(move |future| {
+        spawner.spawn_local(future).expect("the pool runs");
+    });
+    let custody = Custody::new(Rc::new(clock.clone()), spawn);
+    Rig {
+        pool,
+        clock,
+        custody,
+    }
+}
+
+/// Starts `future` on the pool; its answer lands in the returned cell.
+fn start<T: 'static>(
+    rig: &Rig,
+    future: impl std::future::Future<Output = T> + 'static,
+) -> Rc<RefCell<Option<T>>> {
+    let answer = Rc::new(RefCell::new(None));
+    let into = answer.clone();
+    rig.pool
+        .spawner()
+        .spawn_local(async move {
+            *into.borrow_mut() = Some(future.await);
+        })
+        .expect("the pool runs");
+    answer
+}
+
+/// A run that ends when the returned sender says, counting its starts.
+fn gated(
+    starts: Rc<Cell<u32>>,
+) -> (
+    oneshot::Sender<ToolResult>,
+    impl FnOnce(RunHandle) -> LocalBoxFuture<'static, ToolResult>,
+) {
+    let (tx, rx) = oneshot::channel::<ToolResult>();
+    (tx, move |_handle: RunHandle| {
+        starts.set(starts.get() + 1);
+        async move { rx.await.expect("the test answers") }.boxed_local()
+    })
+}
+
+#[test]
+fn a_retry_with_the_same_key_attaches_and_never_runs_the_program_again() {
+    let mut rig = rig();
+    let starts = Rc::new(Cell::new(0));
+    let (tx, run) = gated(starts.clone());
+    let custody = rig.custody.clone();
+    let first = start(&rig, async move { custody.call("codemode:a", run).await });
+    rig.pool.run_until_stalled();
+    let custody = rig.custody.clone();
+    let counted = starts.clone();
+    let retry = start(&rig, async move {
+        custody
+            .call("codemode:a", move |_| {
+                counted.set(counted.get() + 1);
+                async { finished("again") }.boxed_local()
+            })
+            .await
+    });
+    rig.pool.run_until_stalled();
+    tx.send(finished("once")).expect("the run waits");
+    rig.pool.run_until_stalled();
+    assert_eq!(starts.get(), 1, "one execution");
+    let (first, attached) = first.borrow_mut().take().expect("answered");
+    assert_eq!((first.structured_content["value"].clone(), attached), (json!("once"), false));
+    let (retry, attached) = retry.borrow_mut().take().expect("answered");
+    assert_eq!((retry.structured_content["value"].clone(), attached), (json!("once"), true));
+    // After the end, a retry is answered from custody at once.
+    let custody = rig.custody.clone();
+    let later = start(&rig, async move {
+        custody
+            .call("codemode:a", |_| unreachable!("never started again"))
+            .await
+    });
+    rig.pool.run_until_stalled();
+    assert_eq!(
+        later.borrow().as_ref().expect("answered").0.structured_content["value"],
+        "once"
+    );
+}
+
+#[test]
+fn a_call_answers_the_interim_after_25_s_and_late_results_the_final() {
+    let mut rig = rig();
+    let starts = Rc::new(Cell::new(0));
+    let (tx, run) = gated(starts.clone());
+    let custody = rig.custody.clone();
+    let call = start(&rig, async move { custody.call("codemode:b", run).await });
+    rig.pool.run_until_stalled();
+    rig.clock.advance(24_999.0);
+    rig.pool.run_until_stalled();
+    assert!(call.borrow().is_none(), "not yet due");
+    rig.clock.advance(1.0);
+    rig.pool.run_until_stalled();
+    let (interim, _) = call.borrow_mut().take().expect("due");
+    assert_eq!(
+        interim.structured_content,
+        json!({"status": "running", "run_id": "codemode:b", "held": {"reason": "running"}})
+    );
+    assert!(interim.text().starts_with("Still running: "));
+    assert_eq!(rig.custody.running(), ["codemode:b"]);
+
+    // While it runs, late_results waits like a call, then answers the interim again.
+    let custody = rig.custody.clone();
+    let late = start(&rig, async move { custody.late_result("codemode:b").await });
+    rig.pool.run_until_stalled();
+    rig.clock.advance(25_000.0);
+    rig.pool.run_until_stalled();
+    let again = late.borrow_mut().take().expect("due").expect("kept");
+    assert_eq!(again.structured_content["status"], "running");
+
+    // A late_results waiting when the run ends gets the final result then.
+    let custody = rig.custody.clone();
+    let late = start(&rig, async move { custody.late_result("codemode:b").await });
+    rig.pool.run_until_stalled();
+    tx.send(finished("done")).expect("the run waits");
+    rig.pool.run_until_stalled();
+    let last = late.borrow_mut().take().expect("answered").expect("kept");
+    assert_eq!(last.structured_content["value"], "done");
+    assert!(rig.custody.running().is_empty());
+}
+
+#[test]
+fn the_interim_names_the_first_call_held_on_a_person() {
+    let mut rig = rig();
+    let (tx, rx) = oneshot::channel::<ToolResult>();
+    let custody = rig.custody.clone();
+    let call = start(&rig, async move {
+        custody
+            .call("codemode:c", move |handle| {
+                handle.hold(Held {
+                    tool: "send_email".into(),
+                    call: 2,
+                    reason: "consent".into(),
+                });
+                async move { rx.await.expect("the test answers") }.boxed_local()
+            })
+            .await
+    });
+    rig.pool.run_until_stalled();
+    rig.clock.advance(25_000.0);
+    rig.pool.run_until_stalled();
+    let (interim, _) = call.borrow_mut().take().expect("due");
+    assert_eq!(interim.structured_content["held"]["reason"], "consent");
+    assert!(
+        interim
+            .text()
+            .starts_with("Waiting on the person: send_email (call 2) needs their consent."),
+        "{}",
+        interim.text()
+    );
+    drop(tx);
+}
+
+#[test]
+fn withdraw_cancels_a_running_run_and_answers_its_end() {
+    let mut rig = rig();
+    let custody = rig.custody.clone();
+    let call = start(&rig, async move {
+        custody
+            .call("codemode:d", |handle| {
+                async move {
+                    handle.cancel.aborted().await;
+                    ToolResult {
+                        content: vec![ContentPart::Text {
+                            text: "cancelled".into(),
+                        }],
+                        structured_content: json!({"status": "cancelled"}),
+                        is_error: true,
+                        error_code: Some("cancelled".into()),
+                    }
+                }
+                .boxed_local()
+            })
+            .await
+    });
+    rig.pool.run_until_stalled();
+    assert!(call.borrow().is_none());
+    let custody = rig.custody.clone();
+    let withdrawn = start(&rig, async move { custody.withdraw("codemode:d").await });
+    rig.pool.run_until_stalled();
+    let withdrawn = withdrawn.borrow_mut().take().expect("answered").expect("kept");
+    assert_eq!(withdrawn.error_code.as_deref(), Some("cancelled"));
+    let (answered, _) = call.borrow_mut().take().expect("the call hears the end too");
+    assert_eq!(answered.error_code.as_deref(), Some("cancelled"));
+    // Withdrawing an ended run answers its result; nothing is cancelled twice.
+    let custody = rig.custody.clone();
+    let again = start(&rig, async move { custody.withdraw("codemode:d").await });
+    rig.pool.run_until_stalled();
+    assert_eq!(
+        again.borrow_mut().take().expect("answered").expect("kept").error_code.as_deref(),
+        Some("cancelled")
+    );
+}
+
+#[test]
+fn ended_runs_are_kept_for_their_time_and_count_then_named_expired() {
+    let mut rig = rig();
+    rig.custody = rig.custody.clone().with_retention(Retention {
+        runs: 2,
+        ended_ms: 1_000,
+    });
+    for (id, value) in [("codemode:e1", "one"), ("codemode:e2", "two"), ("codemode:e3", "three")] {
+        let custody = rig.custody.clone();
+        start(&rig, async move {
+            custody
+                .call(id, move |_| async move { finished(value) }.boxed_local())
+                .await
+        });
+        rig.pool.run_until_stalled();
+        rig.clock.advance(10.0);
+    }
+    let late = |rig: &mut Rig, id: &'static str| {
+        let custody = rig.custody.clone();
+        let answer = start(rig, async move { custody.late_result(id).await });
+        rig.pool.run_until_stalled();
+        answer.borrow_mut().take().expect("answered")
+    };
+    let expired = late(&mut rig, "codemode:e1").expect_err("over the count");
+    assert_eq!(
+        expired.to_string(),
+        "the run `codemode:e1` ended too long ago: its result is no longer kept (Kiln keeps the last 2 ended runs, each for 1 s)"
+    );
+    assert_eq!(
+        late(&mut rig, "codemode:e2").expect("kept").structured_content["value"],
+        "two"
+    );
+    rig.clock.advance(1_001.0);
+    assert!(matches!(
+        late(&mut rig, "codemode:e3"),
+        Err(CustodyError::Expired { .. })
+    ));
+    assert_eq!(
+        late(&mut rig, "codemode:never").expect_err("unknown").to_string(),
+        "there is no run `codemode:never` here: a run id comes from a keyed codemode call's `structuredContent.run_id` (a keyless run is not kept)"
+    );
+    // A result recorded by an earlier process is adopted with its age.
+    rig.custody.adopt("codemode:old", finished("recorded"), 500);
+    assert_eq!(
+        late(&mut rig, "codemode:old").expect("kept").structured_content["value"],
+        "recorded"
+    );
+}
