@@ -268,6 +268,7 @@ impl Session {
             store: args.belt.store.clone(),
             allow_net: args.belt.allow_net.clone(),
             agent: args.agent.clone(),
+            key: None,
         };
         let run = crate::program::request_of(String::new(), limits, &permissions, false)?;
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());

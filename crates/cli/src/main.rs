@@ -9,6 +9,7 @@ mod agent;
 mod approve;
 mod chat;
 mod eval;
+mod mcp_http;
 mod mcp_serve;
 mod memory;
 mod node;
@@ -88,6 +89,12 @@ enum Command {
         /// memories are saved for it.
         #[arg(long, value_name = "NAME", default_value = "cli")]
         agent: String,
+        /// The call key: the run's id is derived from the agent and this key,
+        /// so a retry with the same key names the same run (and the history
+        /// keeps its whole result); without it the id is random and the result
+        /// warns `keyless`.
+        #[arg(long, value_name = "KEY")]
+        key: Option<String>,
     },
     /// Agents that act by writing code: `kiln agent run "OBJECTIVE"`.
     #[command(subcommand)]
@@ -162,12 +169,14 @@ pub(crate) struct Permissions {
     /// `--allow-net[=ORIGIN,...]`: `Some("")` for the flag alone.
     allow_net: Option<String>,
     agent: String,
+    key: Option<String>,
 }
 
 fn main() -> ExitCode {
     if let Some(parent) = std::env::var_os(sandbox_process::PROCESS_ENV) {
         return sandbox_process::serve(&parent);
     }
+    program::end_with_server();
     let cli = Cli::parse();
     match cli.command {
         Command::Agent(command) => agent::run(&command),
@@ -189,6 +198,7 @@ fn main() -> ExitCode {
             store,
             allow_net,
             agent,
+            key,
         } => {
             let permissions = Permissions {
                 mcp,
@@ -198,6 +208,7 @@ fn main() -> ExitCode {
                 store,
                 allow_net,
                 agent,
+                key,
             };
             program::run(&file, tools.as_ref(), limits.as_ref(), report, &permissions)
         }

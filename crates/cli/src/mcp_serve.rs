@@ -1,53 +1,102 @@
-//! `kiln mcp serve --stdio`: Kiln as another agent's sandbox, an MCP server
-//! (protocol 2025-06-18, newline-delimited JSON-RPC on stdin and stdout) with one
-//! tool, `codemode({code, description?, limits?})`: a run of the program over the
-//! tools this server mounts (the scripted catalog, MCP servers, the store, the
-//! network as allowed), answered with its `tool-result/v1` object, which is an MCP
-//! `CallToolResult` (`content`, `structuredContent`, `isError`).
+//! `kiln mcp serve`: Kiln as another agent's sandbox, an MCP server (protocol
+//! 2025-06-18) over stdio (newline-delimited JSON-RPC) or Streamable HTTP on
+//! 127.0.0.1 ([`crate::mcp_http`]), with three tools:
+//!
+//! - `codemode({code, description?, limits?, key?})`: a run of the program over
+//!   the tools this server mounts (the scripted catalog, MCP servers, the store,
+//!   the network as allowed), answered with its `tool-result/v1` object, which
+//!   is an MCP `CallToolResult` (`content`, `structuredContent`, `isError`).
+//! - `late_results({run_id})`: a keyed run's final result once it exists.
+//! - `withdraw({run_id})`: cancels a keyed run and answers how it ended.
 //!
 //! Each call is `kiln run -` in a child process with this server's flags, so it
-//! has the watchdog, the memory budget and the run record every run has; calls
-//! run side by side, each on a thread of its own; `notifications/cancelled`
-//! interrupts the call's child (it answers with what it had; the answer is not
-//! sent, as the protocol asks). The gate is headless: mode `auto` (the client's
-//! person connected Kiln on purpose), and a call the ladder would ask about is
-//! denied naming the host, on stderr, which is the child's too. The protocol
-//! framing is `kiln_mcp::server`'s; nothing here reads JSON-RPC itself.
+//! has the watchdog, the memory budget and the run record every run has; the
+//! child ends with the server however that ends. The gate is headless: mode
+//! `auto` (the client's person connected Kiln on purpose), and a call the ladder
+//! would ask about is denied naming the host, on stderr, which is the child's
+//! too. The protocol framing is `kiln_mcp::server`'s.
 //!
-//! Not yet: keyed runs, the interim reply, `late_results`, `withdraw`, the
-//! Streamable HTTP transport (issue 19).
+//! A call with a `key` is a keyed run in custody (`kiln_agent::custody`): its
+//! id comes from the agent (`--agent`, else the client's `clientInfo.name`) and
+//! the key; a retry attaches and never runs the program again; after 25 s the
+//! call answers the interim result and the run goes on; with `--store` the
+//! child records it (running, then its whole result) and a restarted server
+//! adopts the recorded results and marks runs its predecessor left going
+//! `interrupted`. `notifications/cancelled` interrupts a keyless call's child;
+//! for a keyed call it only drops that answer (the run stays in custody:
+//! `withdraw` stops it).
+//!
+//! All protocol state lives on one thread, on a local executor; the transports
+//! read on threads of their own and hand each message over with a way to answer
+//! it; each child is waited for on a thread of its own.
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, Write as _};
 use std::process::{Command, ExitCode, Stdio};
+use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use clap::{Args, Subcommand};
+use futures::FutureExt as _;
+use futures::StreamExt as _;
+use futures::channel::{mpsc, oneshot};
+use futures::executor::LocalPool;
+use futures::task::LocalSpawnExt as _;
+use kiln_agent::custody::{Custody, CustodyError, REPLY_DUE_MS, Spawn};
+use kiln_agent::program::RunId;
 use kiln_mcp::server::{self, Incoming, ServerSpec};
+use kiln_types::tool_result::ToolResult;
 use serde_json::{Value, json};
 
 /// `kiln mcp …`.
 #[derive(Subcommand)]
 pub(crate) enum McpCommand {
-    /// Serve the `codemode` tool to an MCP client on standard input and output.
+    /// Serve `codemode`, `late_results` and `withdraw` to an MCP client.
     Serve(ServeArgs),
 }
 
 #[derive(Args)]
 pub(crate) struct ServeArgs {
     /// Speak MCP over standard input and output (one JSON-RPC message per
-    /// line). The only transport for now, so also the default.
-    #[arg(long)]
+    /// line): the default.
+    #[arg(long, conflicts_with = "http")]
     stdio: bool,
+    /// Speak MCP's Streamable HTTP at http://127.0.0.1:PORT/mcp (0: any free
+    /// port; the address is printed on stderr).
+    #[arg(long, value_name = "PORT")]
+    http: Option<u16>,
     #[command(flatten)]
     belt: crate::BeltFlags,
-    /// Whose runs they are in the history and memory.
-    #[arg(long, value_name = "NAME", default_value = "mcp")]
-    agent: String,
+    /// Whose runs they are in the history and memory, and whose keys name
+    /// them; without it, the MCP client's name (`clientInfo.name`), else `mcp`.
+    #[arg(long, value_name = "NAME")]
+    agent: Option<String>,
+    /// How long a keyed call waits for its run before it answers the interim
+    /// result (for tests).
+    #[arg(long, value_name = "MS", default_value_t = REPLY_DUE_MS, hide = true)]
+    reply_due_ms: u64,
 }
 
 /// The arguments `codemode` takes.
-const CODEMODE_ARGS: [&str; 3] = ["code", "description", "limits"];
+const CODEMODE_ARGS: [&str; 4] = ["code", "description", "limits", "key"];
+
+/// One message from a transport, with the way to answer it: `Some(response)`
+/// for a request, `None` when there is nothing to answer.
+pub(crate) struct Message {
+    /// The transport's session (stdio has one).
+    pub session: String,
+    pub text: String,
+    pub answer: Box<dyn FnOnce(Option<Value>) + Send>,
+}
+
+/// What a transport hands the protocol thread.
+pub(crate) enum Event {
+    Message(Message),
+    /// The session ended (`DELETE`): its keyless runs are interrupted.
+    Ended(String),
+    /// The transport is done (stdin closed): interrupt what runs, then stop.
+    Closed,
+}
 
 pub(crate) fn run(command: &McpCommand) -> ExitCode {
     let McpCommand::Serve(args) = command;
@@ -57,74 +106,364 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         eprintln!("kiln: {error:#}");
         return ExitCode::from(2);
     }
-    let spec = ServerSpec {
-        name: "kiln".into(),
-        version: env!("CARGO_PKG_VERSION").into(),
-        instructions: Some(
-            "Call `codemode` with a JavaScript program to do the work in one step: it runs in a sandbox, calls the tools with `await tools.NAME(args)`, and what it returns is the result."
-                .into(),
-        ),
-        tools: vec![codemode_tool(args)],
-    };
+    let (events, incoming) = mpsc::unbounded();
+    match args.http {
+        Some(port) => match crate::mcp_http::listen(port, events) {
+            Ok(address) => eprintln!("kiln: serving MCP at http://{address}/mcp"),
+            Err(error) => {
+                eprintln!("kiln: could not listen on 127.0.0.1:{port}: {error}");
+                return ExitCode::from(2);
+            }
+        },
+        None => read_stdio(events),
+    }
+    let mut pool = LocalPool::new();
+    let spawner = pool.spawner();
+    let spawn: Spawn = Rc::new(move |future| {
+        // The pool lives until the server ends.
+        let _ = spawner.spawn_local(future);
+    });
+    let custody = Custody::new(Rc::new(kiln_clock::SystemClock), spawn.clone())
+        .with_reply_due(args.reply_due_ms);
+    if let Some(store) = &args.belt.store
+        && let Err(error) = adopt_recorded(store, &custody)
+    {
+        eprintln!("kiln: {error:#}");
+        return ExitCode::from(2);
+    }
+    let server = Rc::new(Server {
+        spec: spec(args),
+        flags: flags(args),
+        agent: args.agent.clone(),
+        custody,
+        clients: std::cell::RefCell::default(),
+        calls: std::cell::RefCell::default(),
+        spawn,
+    });
+    pool.run_until(serve(server, incoming));
+    ExitCode::SUCCESS
+}
+
+/// Stdin's lines, one message each, answered on stdout in the order answers come.
+fn read_stdio(events: mpsc::UnboundedSender<Event>) {
     let out = Arc::new(Mutex::new(std::io::stdout()));
-    // Each call in flight: its child's pid once started, and whether the client cancelled it.
-    let calls: Arc<Mutex<HashMap<String, Call>>> = Arc::default();
-    let mut threads = Vec::new();
-    for line in std::io::stdin().lock().lines() {
-        let Ok(line) = line else { break };
-        if line.trim().is_empty() {
-            continue;
+    std::thread::spawn(move || {
+        for line in std::io::stdin().lock().lines() {
+            let Ok(line) = line else { break };
+            if line.trim().is_empty() {
+                continue;
+            }
+            let out = out.clone();
+            let message = Message {
+                session: "stdio".into(),
+                text: line,
+                answer: Box::new(move |answer| {
+                    if let Some(answer) = answer {
+                        let mut out = lock(&out);
+                        // A client that closed its end has gone; there is nobody to tell.
+                        let _ = writeln!(out, "{answer}");
+                        let _ = out.flush();
+                    }
+                }),
+            };
+            if events.unbounded_send(Event::Message(message)).is_err() {
+                return;
+            }
         }
-        match server::read(&line, &spec) {
-            Incoming::Reply(reply) => write(&out, &reply),
-            Incoming::Nothing => {}
+        let _ = events.unbounded_send(Event::Closed);
+    });
+}
+
+struct Server {
+    spec: ServerSpec,
+    flags: Vec<String>,
+    agent: Option<String>,
+    custody: Custody,
+    /// Each session's `clientInfo.name`.
+    clients: std::cell::RefCell<HashMap<String, String>>,
+    /// Each call in flight, by session and request id.
+    calls: std::cell::RefCell<HashMap<(String, String), Call>>,
+    spawn: Spawn,
+}
+
+struct Call {
+    /// A keyless call's child, which a cancellation interrupts.
+    child: Option<Interrupt>,
+    cancelled: bool,
+}
+
+/// The pid of a call's child once it started, and whether it was interrupted
+/// before (it is then interrupted as soon as it starts).
+#[derive(Clone, Default)]
+struct Interrupt(Arc<Mutex<(Option<u32>, bool)>>);
+
+impl Interrupt {
+    fn interrupt(&self) {
+        let mut state = lock(&self.0);
+        state.1 = true;
+        if let Some(pid) = state.0 {
+            crate::program::pass_on_interrupt(pid);
+        }
+    }
+
+    fn started(&self, pid: u32) {
+        let mut state = lock(&self.0);
+        state.0 = Some(pid);
+        if state.1 {
+            crate::program::pass_on_interrupt(pid);
+        }
+    }
+}
+
+async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>) {
+    while let Some(event) = incoming.next().await {
+        match event {
+            Event::Message(message) => server.clone().handle(message),
+            Event::Ended(session) => server.end_session(&session),
+            Event::Closed => break,
+        }
+    }
+    // The client has gone: the runs still going are interrupted, and end (a
+    // keyed run's child records it cancelled).
+    for call in server.calls.borrow().values() {
+        if let Some(child) = &call.child {
+            child.interrupt();
+        }
+    }
+    for run_id in server.custody.running() {
+        // Withdrawing fires the run's cancel at once; the answer is not awaited here.
+        let custody = server.custody.clone();
+        (server.spawn)(Box::pin(async move {
+            let _ = custody.withdraw(&run_id).await;
+        }));
+    }
+    while !server.calls.borrow().is_empty() || !server.custody.running().is_empty() {
+        // Let the children's answers come in.
+        kiln_clock::sleep(20).await;
+    }
+}
+
+impl Server {
+    fn handle(self: Rc<Self>, message: Message) {
+        let Message {
+            session,
+            text,
+            answer,
+        } = message;
+        match server::read(&text, &self.spec) {
+            Incoming::Reply(reply) => answer(Some(reply)),
+            Incoming::Initialize { reply, client } => {
+                if let Some(client) = client {
+                    self.clients.borrow_mut().insert(session, client);
+                }
+                answer(Some(reply));
+            }
+            Incoming::Nothing => answer(None),
             Incoming::Cancelled { request_id } => {
-                if let Some(call) = lock(&calls).get_mut(&request_id.to_string()) {
+                if let Some(call) = self
+                    .calls
+                    .borrow_mut()
+                    .get_mut(&(session, request_id.to_string()))
+                {
                     call.cancelled = true;
-                    if let Some(pid) = call.pid {
-                        crate::program::pass_on_interrupt(pid);
+                    if let Some(child) = &call.child {
+                        child.interrupt();
                     }
                 }
+                answer(None);
             }
-            Incoming::Call { id, arguments, .. } => {
-                let key = id.to_string();
-                lock(&calls).insert(key.clone(), Call::default());
-                let out = out.clone();
-                let calls = calls.clone();
-                let flags = flags(args);
-                threads.push(std::thread::spawn(move || {
-                    let result = codemode(&arguments, &flags, |pid| {
-                        if let Some(call) = lock(&calls).get_mut(&key) {
-                            call.pid = Some(pid);
-                            if call.cancelled {
-                                crate::program::pass_on_interrupt(pid);
-                            }
-                        }
-                    });
-                    let call = lock(&calls).remove(&key);
-                    if !call.is_some_and(|call| call.cancelled) {
-                        write(&out, &server::call_result(&id, result));
+            Incoming::Call {
+                id,
+                name,
+                arguments,
+            } => {
+                let key = (session.clone(), id.to_string());
+                self.calls.borrow_mut().insert(
+                    key.clone(),
+                    Call {
+                        child: None,
+                        cancelled: false,
+                    },
+                );
+                let server = self.clone();
+                (self.spawn)(Box::pin(async move {
+                    let result = match name.as_str() {
+                        "late_results" => server.late_results(&arguments).await,
+                        "withdraw" => server.withdraw(&arguments).await,
+                        _ => server.codemode(&key, &arguments).await,
+                    };
+                    let call = server.calls.borrow_mut().remove(&key);
+                    if call.is_some_and(|call| call.cancelled) {
+                        // The protocol asks that a cancelled request get no answer.
+                        answer(None);
+                    } else {
+                        let result = serde_json::to_value(result).unwrap_or(Value::Null);
+                        answer(Some(server::call_result(&id, result)));
                     }
                 }));
             }
         }
     }
-    // The client has gone: the runs still going are interrupted, and end.
-    for call in lock(&calls).values() {
-        if let Some(pid) = call.pid {
-            crate::program::pass_on_interrupt(pid);
+
+    fn end_session(&self, session: &str) {
+        self.clients.borrow_mut().remove(session);
+        for ((of, _), call) in self.calls.borrow().iter() {
+            if of == session
+                && let Some(child) = &call.child
+            {
+                child.interrupt();
+            }
         }
     }
-    for thread in threads {
-        let _ = thread.join();
+
+    async fn codemode(&self, call: &(String, String), arguments: &Value) -> ToolResult {
+        let agent = self
+            .agent
+            .clone()
+            .or_else(|| self.clients.borrow().get(&call.0).cloned())
+            .unwrap_or_else(|| "mcp".to_owned());
+        let prepared = match prepare(arguments, &self.flags, &agent) {
+            Ok(prepared) => prepared,
+            Err(refusal) => return refusal,
+        };
+        match arguments["key"].as_str() {
+            None => {
+                let interrupt = Interrupt::default();
+                if let Some(entry) = self.calls.borrow_mut().get_mut(call) {
+                    entry.child = Some(interrupt.clone());
+                }
+                run_child(prepared, interrupt)
+                    .await
+                    .unwrap_or_else(|_| refused("the run's process was lost"))
+            }
+            Some(key) => {
+                let run_id = RunId::keyed(&agent, key).id;
+                let (result, _attached) = self
+                    .custody
+                    .call(&run_id, move |handle| {
+                        async move {
+                            let interrupt = Interrupt::default();
+                            let mut ended = run_child(prepared, interrupt.clone()).fuse();
+                            let mut withdrawn = handle.cancel.aborted().fuse();
+                            let ended = futures::select! {
+                                result = ended => result,
+                                () = withdrawn => {
+                                    interrupt.interrupt();
+                                    ended.await
+                                }
+                            };
+                            ended.unwrap_or_else(|_| refused("the run's process was lost"))
+                        }
+                        .boxed_local()
+                    })
+                    .await;
+                result
+            }
+        }
     }
-    ExitCode::SUCCESS
+
+    async fn late_results(&self, arguments: &Value) -> ToolResult {
+        match run_id_of(arguments, "late_results") {
+            Ok(run_id) => kept(self.custody.late_result(run_id).await),
+            Err(refusal) => refusal,
+        }
+    }
+
+    async fn withdraw(&self, arguments: &Value) -> ToolResult {
+        match run_id_of(arguments, "withdraw") {
+            Ok(run_id) => kept(self.custody.withdraw(run_id).await),
+            Err(refusal) => refusal,
+        }
+    }
 }
 
-#[derive(Default)]
-struct Call {
-    pid: Option<u32>,
-    cancelled: bool,
+/// `late_results` / `withdraw`'s one argument.
+fn run_id_of<'a>(arguments: &'a Value, tool: &str) -> Result<&'a str, ToolResult> {
+    if let Some(other) = arguments
+        .as_object()
+        .and_then(|arguments| arguments.keys().find(|name| *name != "run_id"))
+    {
+        return Err(refused(&format!("{tool} takes `run_id`; not `{other}`")));
+    }
+    arguments["run_id"].as_str().ok_or_else(|| {
+        refused(&format!(
+            "{tool} needs `run_id`, the `structuredContent.run_id` of a keyed codemode call"
+        ))
+    })
+}
+
+/// Custody's answer as a result: an id it has no run for is a tool error.
+fn kept(answer: Result<ToolResult, CustodyError>) -> ToolResult {
+    match answer {
+        Ok(result) => result,
+        Err(error) => {
+            let code = match error {
+                CustodyError::Unknown(_) => "unknown_run",
+                CustodyError::Expired { .. } => "expired_run",
+            };
+            let message = error.to_string();
+            ToolResult {
+                content: vec![kiln_types::tool_result::ContentPart::Text {
+                    text: format!("Error ({code}): {message}"),
+                }],
+                structured_content: json!({"status": "refused", "error": {"code": code, "message": message}}),
+                is_error: true,
+                error_code: Some(code.to_owned()),
+            }
+        }
+    }
+}
+
+/// With `--store`: marks `interrupted` the jobs a server (or run) that died
+/// left running, and keeps the keyed runs that ended within retention, so a
+/// retry or `late_results` after a restart gets what the history recorded.
+fn adopt_recorded(store: &std::path::Path, custody: &Custody) -> anyhow::Result<()> {
+    let workspace = crate::program::open_store(store).map_err(|error| {
+        let error = anyhow::Error::new(error).context(format!("--store {}", store.display()));
+        anyhow::anyhow!("{}", crate::memory::shown(&error))
+    })?;
+    let history = kiln_store::history::History::new(workspace.backend.clone());
+    let retention = custody.retention();
+    let jobs = futures::executor::block_on(history.jobs(retention.runs.max(1) * 4))
+        .map_err(|error| anyhow::anyhow!("--store {}: {error}", store.display()))?;
+    let now = kiln_store::clock::epoch_ms();
+    for job in jobs.into_iter().rev() {
+        let (Some(run_id), Some(finished_ms)) = (&job.run_id, job.finished_ms) else {
+            continue;
+        };
+        let ago = now.saturating_sub(finished_ms);
+        if ago > retention.ended_ms {
+            continue;
+        }
+        let result = match job.result.map(serde_json::from_value::<ToolResult>) {
+            Some(Ok(result)) => result,
+            _ if job.status == "interrupted" => interrupted(run_id, &job.output),
+            // A record without a readable result: nothing to answer from.
+            _ => continue,
+        };
+        custody.adopt(run_id, result, ago);
+    }
+    Ok(())
+}
+
+/// A keyed run whose process ended before it did.
+fn interrupted(run_id: &str, output: &str) -> ToolResult {
+    let message = format!(
+        "{output} Whatever it did before then stands; Kiln never runs it again for this key."
+    );
+    ToolResult {
+        content: vec![kiln_types::tool_result::ContentPart::Text {
+            text: format!("interrupted\n\nError (interrupted): {message}"),
+        }],
+        structured_content: json!({
+            "run_id": run_id,
+            "status": "interrupted",
+            "termination_reason": "interrupted",
+            "error": {"code": "interrupted", "message": message}
+        }),
+        is_error: true,
+        error_code: Some("interrupted".into()),
+    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -133,11 +472,16 @@ fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
         .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-fn write(out: &Mutex<std::io::Stdout>, message: &Value) {
-    let mut out = lock(out);
-    // A client that closed its end has gone; there is nobody to tell.
-    let _ = writeln!(out, "{message}");
-    let _ = out.flush();
+fn spec(args: &ServeArgs) -> ServerSpec {
+    ServerSpec {
+        name: "kiln".into(),
+        version: env!("CARGO_PKG_VERSION").into(),
+        instructions: Some(
+            "Call `codemode` with a JavaScript program to do the work in one step: it runs in a sandbox, calls the tools with `await tools.NAME(args)`, and what it returns is the result. Give a `key` when a lost reply must not mean running it twice; a keyed call that takes longer than 25 s answers `status: running` with its `run_id`: get the final result with `late_results`, or stop it with `withdraw`."
+                .into(),
+        ),
+        tools: vec![codemode_tool(args), late_results_tool(), withdraw_tool()],
+    }
 }
 
 /// `codemode` as `tools/list` describes it.
@@ -168,13 +512,15 @@ fn codemode_tool(args: &ServeArgs) -> Value {
         "description": format!(
             "Runs `code`, the body of an async JavaScript function, in a Boa sandbox with no network, no timers but `sleep`, and no host objects. \
              It calls tools as `await tools.NAME(args)` (here: {tools}); `console.log` is kept; what it returns is the result's value. \
-             The result's text part says how the run went; `structuredContent` has the run id, status, calls, value, output and warnings; a failure is `isError` with an `errorCode`."
+             The result's text part says how the run went; `structuredContent` has the run id, status, calls, value, output and warnings; a failure is `isError` with an `errorCode`. \
+             With a `key`, a retry with the same key gets the same run's result and never runs the program twice; a keyed run still going after 25 s answers `{{status: \"running\", run_id, held}}`: call `late_results` for its result."
         ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "code": {"type": "string", "description": "The program: the body of an async function."},
                 "description": {"type": "string", "description": "What the program does, in a few words, for the run's record."},
+                "key": {"type": "string", "minLength": 1, "description": "A call key: the run's id comes from it, so a retry with the same key attaches to the same run."},
                 "limits": {
                     "type": "object",
                     "description": "Budgets (each at most its ceiling): js_cpu_ms, tool_calls, wall_ms, person_wait_ms, return_bytes, console_bytes, memory_bytes, fetch_calls, fetch_body_bytes, fetch_timeout_ms.",
@@ -199,14 +545,36 @@ fn codemode_tool(args: &ServeArgs) -> Value {
     })
 }
 
-/// The `kiln run` flags every call's child gets.
+fn run_id_schema() -> Value {
+    json!({
+        "type": "object",
+        "properties": {"run_id": {"type": "string", "description": "The `structuredContent.run_id` of a keyed codemode call."}},
+        "required": ["run_id"],
+        "additionalProperties": false
+    })
+}
+
+fn late_results_tool() -> Value {
+    json!({
+        "name": "late_results",
+        "title": "Get a keyed codemode run's final result",
+        "description": "The final `tool-result/v1` result of a keyed codemode run, waiting for it at most 25 s; while the run still goes, the interim result again. Kiln keeps the last 100 ended runs, each for an hour after it ended.",
+        "inputSchema": run_id_schema()
+    })
+}
+
+fn withdraw_tool() -> Value {
+    json!({
+        "name": "withdraw",
+        "title": "Stop a keyed codemode run",
+        "description": "Cancels a keyed codemode run and answers how it ended: status `cancelled`; calls never sent are `cancelled`, started ones `outcome_unknown` (never resent). A run that had already ended answers its result.",
+        "inputSchema": run_id_schema()
+    })
+}
+
+/// The `kiln run` flags every call's child gets (`--agent` is the call's).
 fn flags(args: &ServeArgs) -> Vec<String> {
-    let mut flags = vec![
-        "--permission-mode".to_owned(),
-        "auto".to_owned(),
-        "--agent".to_owned(),
-        args.agent.clone(),
-    ];
+    let mut flags = vec!["--permission-mode".to_owned(), "auto".to_owned()];
     if let Some(tools) = &args.belt.tools {
         flags.extend(["--tools".to_owned(), tools.display().to_string()]);
     }
@@ -224,8 +592,16 @@ fn flags(args: &ServeArgs) -> Vec<String> {
     flags
 }
 
-/// One `codemode` call: its `CallToolResult`. `started` hears the child's pid.
-fn codemode(arguments: &Value, flags: &[String], started: impl FnOnce(u32)) -> Value {
+/// A call's child, ready to start.
+struct Prepared {
+    command: Command,
+    code: String,
+    /// The call's limits, written to a file for `--limits`; removed after.
+    limits_file: Option<std::path::PathBuf>,
+}
+
+/// Checks a `codemode` call's arguments and makes its `kiln run -` command.
+fn prepare(arguments: &Value, flags: &[String], agent: &str) -> Result<Prepared, ToolResult> {
     let unknown: Vec<&str> = arguments
         .as_object()
         .map(|arguments| {
@@ -237,7 +613,7 @@ fn codemode(arguments: &Value, flags: &[String], started: impl FnOnce(u32)) -> V
         })
         .unwrap_or_default();
     if !unknown.is_empty() {
-        return refused(&format!(
+        return Err(refused(&format!(
             "codemode takes {}; not {}",
             CODEMODE_ARGS.map(|name| format!("`{name}`")).join(", "),
             unknown
@@ -245,45 +621,78 @@ fn codemode(arguments: &Value, flags: &[String], started: impl FnOnce(u32)) -> V
                 .map(|name| format!("`{name}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        ));
+        )));
     }
     let Some(code) = arguments["code"].as_str() else {
-        return refused("`code` is missing or not a string: give the program's text");
+        return Err(refused(
+            "`code` is missing or not a string: give the program's text",
+        ));
     };
-    let mut limits_file = None;
-    let mut command = Command::new(match std::env::current_exe() {
-        Ok(exe) => exe,
-        Err(error) => return refused(&format!("kiln cannot find its own program: {error}")),
-    });
-    command.args(["run", "-"]).args(flags);
-    match &arguments["limits"] {
-        Value::Null => {}
+    let key = match &arguments["key"] {
+        Value::Null => None,
+        Value::String(key) if !key.is_empty() => Some(key.as_str()),
+        _ => return Err(refused("`key` must be a non-empty string")),
+    };
+    let exe = std::env::current_exe()
+        .map_err(|error| refused(&format!("kiln cannot find its own program: {error}")))?;
+    let mut command = Command::new(exe);
+    command
+        .args(["run", "-"])
+        .args(flags)
+        .args(["--agent", agent])
+        .env(crate::program::SERVED_ENV, std::process::id().to_string());
+    if let Some(key) = key {
+        command.args(["--key", key]);
+    }
+    let limits_file = match &arguments["limits"] {
+        Value::Null => None,
         Value::Object(limits) => {
             let path = std::env::temp_dir().join(format!(
                 "kiln-mcp-limits-{}-{:016x}.json",
                 std::process::id(),
                 u64::from_le_bytes(kiln_store::ids::random_bytes())
             ));
-            if let Err(error) = std::fs::write(&path, Value::Object(limits.clone()).to_string()) {
-                return refused(&format!("the limits could not be passed on: {error}"));
-            }
+            std::fs::write(&path, Value::Object(limits.clone()).to_string())
+                .map_err(|error| refused(&format!("the limits could not be passed on: {error}")))?;
             command.arg("--limits").arg(&path);
-            limits_file = Some(path);
+            Some(path)
         }
         other => {
-            return refused(&format!(
+            return Err(refused(&format!(
                 "`limits` must be an object, not {}",
                 kiln_types::words::json_type(other)
-            ));
+            )));
         }
-    }
+    };
+    Ok(Prepared {
+        command,
+        code: code.to_owned(),
+        limits_file,
+    })
+}
+
+/// Runs the prepared child on a thread of its own; its result when it ends.
+fn run_child(prepared: Prepared, interrupt: Interrupt) -> oneshot::Receiver<ToolResult> {
+    let (answer, answered) = oneshot::channel();
+    std::thread::spawn(move || {
+        let _ = answer.send(wait_child(prepared, &interrupt));
+    });
+    answered
+}
+
+fn wait_child(prepared: Prepared, interrupt: &Interrupt) -> ToolResult {
+    let Prepared {
+        mut command,
+        code,
+        limits_file,
+    } = prepared;
     let ran = command
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .and_then(|mut child| {
-            started(child.id());
+            interrupt.started(child.id());
             if let Some(mut stdin) = child.stdin.take() {
                 stdin.write_all(code.as_bytes())?;
             }
@@ -300,11 +709,11 @@ fn codemode(arguments: &Value, flags: &[String], started: impl FnOnce(u32)) -> V
     let said = String::from_utf8_lossy(&output.stderr).into_owned();
     // What the run said (a denied call's note, naming the host) goes on to this server's stderr.
     eprint!("{said}");
-    match serde_json::from_slice::<Value>(&output.stdout) {
-        Ok(result) if result.get("content").is_some() => result,
+    match serde_json::from_slice::<ToolResult>(&output.stdout) {
+        Ok(result) => result,
         // `kiln run` refused before anything ran (exit 2: limits it could not read, a
         // store it could not open), saying why on stderr.
-        _ => {
+        Err(_) => {
             let mut why = said.trim().trim_start_matches("error: ").to_owned();
             if let Some(path) = shown_limits {
                 why = why.replace(&format!("the limits `{path}`"), "the call's `limits`");
@@ -318,11 +727,13 @@ fn codemode(arguments: &Value, flags: &[String], started: impl FnOnce(u32)) -> V
 }
 
 /// A call refused before anything ran, as a tool error the model can read.
-fn refused(message: &str) -> Value {
-    json!({
-        "content": [{"type": "text", "text": format!("refused: {message}")}],
-        "structuredContent": {"status": "refused", "error": {"code": "invalid_arguments", "message": message}},
-        "isError": true,
-        "errorCode": "invalid_arguments"
-    })
+fn refused(message: &str) -> ToolResult {
+    ToolResult {
+        content: vec![kiln_types::tool_result::ContentPart::Text {
+            text: format!("refused: {message}"),
+        }],
+        structured_content: json!({"status": "refused", "error": {"code": "invalid_arguments", "message": message}}),
+        is_error: true,
+        error_code: Some("invalid_arguments".into()),
+    }
 }

@@ -312,6 +312,7 @@ fn prepare_run(flags: &RunFlags) -> Result<RunSetup> {
         store: flags.store.clone(),
         allow_net: flags.allow_net.clone(),
         agent: flags.agent.clone(),
+        key: None,
     };
     let request = crate::program::request_of(String::new(), limits, &permissions, false)?;
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());

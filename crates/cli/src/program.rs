@@ -43,6 +43,10 @@ const TERMINAL_ENV: &str = "KILN_ASK_TERMINAL";
 
 /// Set in the environment of the process that runs the program itself.
 const CHILD_ENV: &str = "KILN_SANDBOX_CHILD";
+/// Set by `kiln mcp serve` for each call's `kiln run`: the server's pid, so the
+/// run ends with the server however that ends (its job is then `interrupted`
+/// at the server's next start), and an interrupt is the MCP client's doing.
+pub(crate) const SERVED_ENV: &str = "KILN_SERVED_BY";
 
 /// Every allocation of the process counts against the run's memory budget.
 #[global_allocator]
@@ -212,6 +216,9 @@ fn supervise(
         command.arg(format!("--allow-net={origins}"));
     }
     command.arg("--agent").arg(&permissions.agent);
+    if let Some(key) = &permissions.key {
+        command.arg("--key").arg(key);
+    }
     // The child's streams are pipes; it asks on /dev/tty when ours is a
     // terminal. Only this decision reaches it, not a stray setting of the
     // caller's environment.
@@ -338,6 +345,16 @@ pub(crate) fn end_with_parent(parent: &std::ffi::OsStr) {
     let expected = parent.to_str().and_then(|pid| pid.parse::<i32>().ok());
     if expected.is_some_and(|pid| nix::unistd::getppid().as_raw() != pid) {
         std::process::exit(2);
+    }
+}
+
+/// A `kiln run` that `kiln mcp serve` started ([`SERVED_ENV`]) ends with the
+/// server (its own sandbox child ends with it in turn, by [`CHILD_ENV`]).
+pub(crate) fn end_with_server() {
+    if std::env::var_os(CHILD_ENV).is_none()
+        && let Some(server) = std::env::var_os(SERVED_ENV)
+    {
+        end_with_parent(&server);
     }
 }
 
@@ -552,6 +569,9 @@ pub(crate) fn request_of(
     if let Some(mode) = permissions.mode {
         request["permission"] = json!({"mode": mode.as_str()});
     }
+    if let Some(key) = &permissions.key {
+        request["key"] = json!(key);
+    }
     match permissions.allow_net.as_deref() {
         Some("") => request["builtins"] = json!([kiln_capabilities::http_request::NAME]),
         Some(origins) => {
@@ -570,7 +590,7 @@ pub(crate) fn request_of(
 /// The on-disk store in `dir` (the log, and `dir/files` for the workspace),
 /// under this process's owner lock (`dir/owners/`); the jobs a process that
 /// died left running are marked `interrupted` first.
-fn open_store(dir: &Path) -> Result<Workspace, kiln_store::StoreError> {
+pub(crate) fn open_store(dir: &Path) -> Result<Workspace, kiln_store::StoreError> {
     let backend: Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(dir)?;
     let files: Rc<dyn kiln_store::files::FileTree> =
         kiln_store::native::DirTree::open(&dir.join("files"))?;
@@ -843,11 +863,12 @@ fn cancelled_run(started: Instant, progress: &Mutex<Progress>) -> RunResult {
             }
         }
     }
-    progress_run(
-        RunError::cancelled("Ctrl-C stopped the run"),
-        started,
-        progress,
-    )
+    let why = if std::env::var_os(SERVED_ENV).is_some() {
+        "the MCP client withdrew or cancelled the run"
+    } else {
+        "Ctrl-C stopped the run"
+    };
+    progress_run(RunError::cancelled(why), started, progress)
 }
 
 /// A run ended from outside: `error`, with the output, the calls and the

@@ -28,22 +28,14 @@ fn catalog() -> String {
     )
 }
 
-#[test]
-fn the_sdk_client_lists_codemode_and_runs_programs_through_it() {
-    let calls = scratch(
-        "calls.json",
-        &json!([
-            {"name": "codemode", "arguments": {"code": "const found = await tools.lookup({word: 'kiln'});\nconsole.log('found', found.meaning);\nreturn found.meaning;"}},
-            {"name": "codemode", "arguments": {"code": "throw new Error('boom')"}},
-            {"name": "codemode", "arguments": {"code": "return 1", "key": "k1"}},
-            {"name": "codemode", "arguments": {"code": "return 1", "limits": {"wall_ms": "soon"}}},
-        ]),
-    );
+/// The SDK client's calls and what it printed, against `target`: the server's
+/// command line (stdio) or its URL (HTTP).
+fn sdk_client(calls: &Value, target: &[&str]) -> Value {
+    let calls = scratch(&format!("calls-{}.json", target.len()), calls);
     let out = Command::new("node")
         .arg(kiln_testkit::mcp_sdk_client())
         .arg(&calls)
-        .arg(env!("CARGO_BIN_EXE_kiln"))
-        .args(["mcp", "serve", "--stdio", "--tools", &catalog()])
+        .args(target)
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -52,11 +44,53 @@ fn the_sdk_client_lists_codemode_and_runs_programs_through_it() {
         "{stdout}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let answer: Value = serde_json::from_str(&stdout).unwrap();
+    serde_json::from_str(&stdout).unwrap()
+}
+
+/// A `kiln mcp serve --http 0` and its endpoint's URL.
+struct HttpServer {
+    child: std::process::Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["mcp", "serve", "--http", "0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+        let first = stderr.next().unwrap().unwrap();
+        let url = first
+            .strip_prefix("kiln: serving MCP at ")
+            .unwrap_or_else(|| panic!("{first}"))
+            .to_owned();
+        // The rest of stderr (the runs' notes) is drained so the server never blocks on it.
+        std::thread::spawn(move || stderr.for_each(drop));
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// What both transports must show for the same calls.
+fn check_sdk_answer(answer: &Value) {
     assert_eq!(answer["server"]["name"], "kiln");
     let tools = answer["tools"].as_array().unwrap();
-    assert_eq!(tools.len(), 1);
-    assert_eq!(tools[0]["name"], "codemode");
+    let names: Vec<&str> = tools
+        .iter()
+        .map(|tool| tool["name"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["codemode", "late_results", "withdraw"]);
     assert_eq!(tools[0]["inputSchema"]["required"], json!(["code"]));
     assert!(
         tools[0]["description"]
@@ -72,6 +106,7 @@ fn the_sdk_client_lists_codemode_and_runs_programs_through_it() {
     assert_eq!(ran["structuredContent"]["value"], "a small fire");
     assert_eq!(ran["structuredContent"]["output"], "found a small fire\n");
     assert_eq!(ran["structuredContent"]["calls"][0]["tool"], "lookup");
+    assert_eq!(ran["structuredContent"]["keyless"], true);
     assert!(
         ran["content"][0]["text"]
             .as_str()
@@ -86,11 +121,11 @@ fn the_sdk_client_lists_codemode_and_runs_programs_through_it() {
         "Error: boom"
     );
 
-    let keyed = &results[2];
-    assert_eq!(keyed["isError"], true);
+    let unknown = &results[2];
+    assert_eq!(unknown["isError"], true);
     assert_eq!(
-        keyed["content"][0]["text"],
-        "refused: codemode takes `code`, `description`, `limits`; not `key`"
+        unknown["content"][0]["text"],
+        "refused: codemode takes `code`, `description`, `limits`, `key`; not `when`"
     );
     let limits = &results[3];
     assert_eq!(limits["isError"], true);
@@ -102,6 +137,54 @@ fn the_sdk_client_lists_codemode_and_runs_programs_through_it() {
     assert!(
         text.starts_with("refused: the call's `limits` are not valid: "),
         "{text}"
+    );
+    // A keyed call's run id comes from the client's name and the key; it is
+    // kept, so late_results gets it again.
+    let keyed = &results[4];
+    assert_eq!(keyed["structuredContent"]["keyless"], false, "{keyed}");
+    assert_eq!(keyed["structuredContent"]["value"], 2);
+    let late = &results[5];
+    assert_eq!(
+        late["structuredContent"]["run_id"],
+        keyed["structuredContent"]["run_id"]
+    );
+    assert_eq!(late["structuredContent"]["value"], 2);
+    let missing = &results[6];
+    assert_eq!(missing["errorCode"], "unknown_run", "{missing}");
+}
+
+fn sdk_calls() -> Value {
+    json!([
+        {"name": "codemode", "arguments": {"code": "const found = await tools.lookup({word: 'kiln'});\nconsole.log('found', found.meaning);\nreturn found.meaning;"}},
+        {"name": "codemode", "arguments": {"code": "throw new Error('boom')"}},
+        {"name": "codemode", "arguments": {"code": "return 1", "when": "now"}},
+        {"name": "codemode", "arguments": {"code": "return 1", "limits": {"wall_ms": "soon"}}},
+        {"name": "codemode", "arguments": {"code": "return 1 + 1", "key": "sum"}},
+        {"name": "late_results", "arguments": {"run_id": "$4"}},
+        {"name": "late_results", "arguments": {"run_id": "codemode:0000000000000000"}},
+    ])
+}
+
+#[test]
+fn the_sdk_client_lists_the_tools_and_runs_programs_over_stdio() {
+    let catalog = catalog();
+    let kiln = env!("CARGO_BIN_EXE_kiln");
+    let answer = sdk_client(
+        &sdk_calls(),
+        &[kiln, "mcp", "serve", "--stdio", "--tools", &catalog],
+    );
+    check_sdk_answer(&answer);
+}
+
+#[test]
+fn the_sdk_client_lists_the_tools_and_runs_programs_over_http() {
+    let catalog = catalog();
+    let server = HttpServer::start(&["--tools", &catalog]);
+    let answer = sdk_client(&sdk_calls(), &[&server.url]);
+    check_sdk_answer(&answer);
+    assert!(
+        answer["session"].as_str().is_some_and(|id| id.len() == 32),
+        "{answer}"
     );
 }
 

@@ -29,6 +29,12 @@ pub struct ServerSpec {
 pub enum Incoming {
     /// Answer with this at once (a response, or an error response).
     Reply(Value),
+    /// `initialize`: answer with `reply`; `client` is the client's
+    /// `clientInfo.name`, when it gave one (who the client's runs belong to).
+    Initialize {
+        reply: Value,
+        client: Option<String>,
+    },
     /// Call tool `name` (one that `tools/list` offers) and answer request `id` with
     /// [`call_result`].
     Call {
@@ -103,7 +109,14 @@ pub fn read(text: &str, spec: &ServerSpec) -> Incoming {
         return Incoming::Nothing;
     };
     match method {
-        "initialize" => Incoming::Reply(response(&id, initialize(&params, spec))),
+        "initialize" => Incoming::Initialize {
+            reply: response(&id, initialize(&params, spec)),
+            client: params
+                .pointer("/clientInfo/name")
+                .and_then(Value::as_str)
+                .filter(|name| !name.trim().is_empty())
+                .map(str::to_owned),
+        },
         "ping" => Incoming::Reply(response(&id, json!({}))),
         "tools/list" => Incoming::Reply(response(&id, json!({ "tools": spec.tools }))),
         "tools/call" => {
@@ -227,9 +240,10 @@ mod tests {
         for (asked, answered) in cases {
             let line = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize",
                 "params": {"protocolVersion": asked, "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}});
-            let Incoming::Reply(reply) = read(&line.to_string(), &spec()) else {
+            let Incoming::Initialize { reply, client } = read(&line.to_string(), &spec()) else {
                 panic!()
             };
+            assert_eq!(client.as_deref(), Some("t"));
             assert_eq!(reply["result"]["protocolVersion"], answered, "{asked}");
             assert_eq!(reply["result"]["serverInfo"]["name"], "kiln");
             assert_eq!(

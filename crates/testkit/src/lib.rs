@@ -204,7 +204,8 @@ pub fn read_http_request(stream: &mut TcpStream) -> String {
 }
 
 /// `servers/mcp_sdk_client.mjs`: the MCP TypeScript SDK's client, which a test runs with
-/// `node` against a server it starts over stdio (the script says what it prints).
+/// `node` against a server it starts over stdio, or one at an HTTP URL (the script says
+/// what it prints).
 #[must_use]
 pub fn mcp_sdk_client() -> PathBuf {
     let sdk = servers_dir().join("node_modules/@modelcontextprotocol/sdk/package.json");

@@ -99,9 +99,15 @@ fn a_retry_with_the_same_key_attaches_and_never_runs_the_program_again() {
     rig.pool.run_until_stalled();
     assert_eq!(starts.get(), 1, "one execution");
     let (first, attached) = first.borrow_mut().take().expect("answered");
-    assert_eq!((first.structured_content["value"].clone(), attached), (json!("once"), false));
+    assert_eq!(
+        (first.structured_content["value"].clone(), attached),
+        (json!("once"), false)
+    );
     let (retry, attached) = retry.borrow_mut().take().expect("answered");
-    assert_eq!((retry.structured_content["value"].clone(), attached), (json!("once"), true));
+    assert_eq!(
+        (retry.structured_content["value"].clone(), attached),
+        (json!("once"), true)
+    );
     // After the end, a retry is answered from custody at once.
     let custody = rig.custody.clone();
     let later = start(&rig, async move {
@@ -111,7 +117,12 @@ fn a_retry_with_the_same_key_attaches_and_never_runs_the_program_again() {
     });
     rig.pool.run_until_stalled();
     assert_eq!(
-        later.borrow().as_ref().expect("answered").0.structured_content["value"],
+        later
+            .borrow()
+            .as_ref()
+            .expect("answered")
+            .0
+            .structured_content["value"],
         "once"
     );
 }
@@ -216,16 +227,29 @@ fn withdraw_cancels_a_running_run_and_answers_its_end() {
     let custody = rig.custody.clone();
     let withdrawn = start(&rig, async move { custody.withdraw("codemode:d").await });
     rig.pool.run_until_stalled();
-    let withdrawn = withdrawn.borrow_mut().take().expect("answered").expect("kept");
+    let withdrawn = withdrawn
+        .borrow_mut()
+        .take()
+        .expect("answered")
+        .expect("kept");
     assert_eq!(withdrawn.error_code.as_deref(), Some("cancelled"));
-    let (answered, _) = call.borrow_mut().take().expect("the call hears the end too");
+    let (answered, _) = call
+        .borrow_mut()
+        .take()
+        .expect("the call hears the end too");
     assert_eq!(answered.error_code.as_deref(), Some("cancelled"));
     // Withdrawing an ended run answers its result; nothing is cancelled twice.
     let custody = rig.custody.clone();
     let again = start(&rig, async move { custody.withdraw("codemode:d").await });
     rig.pool.run_until_stalled();
     assert_eq!(
-        again.borrow_mut().take().expect("answered").expect("kept").error_code.as_deref(),
+        again
+            .borrow_mut()
+            .take()
+            .expect("answered")
+            .expect("kept")
+            .error_code
+            .as_deref(),
         Some("cancelled")
     );
 }
@@ -237,7 +261,11 @@ fn ended_runs_are_kept_for_their_time_and_count_then_named_expired() {
         runs: 2,
         ended_ms: 1_000,
     });
-    for (id, value) in [("codemode:e1", "one"), ("codemode:e2", "two"), ("codemode:e3", "three")] {
+    for (id, value) in [
+        ("codemode:e1", "one"),
+        ("codemode:e2", "two"),
+        ("codemode:e3", "three"),
+    ] {
         let custody = rig.custody.clone();
         start(&rig, async move {
             custody
@@ -259,7 +287,9 @@ fn ended_runs_are_kept_for_their_time_and_count_then_named_expired() {
         "the run `codemode:e1` ended too long ago: its result is no longer kept (Kiln keeps the last 2 ended runs, each for 1 s)"
     );
     assert_eq!(
-        late(&mut rig, "codemode:e2").expect("kept").structured_content["value"],
+        late(&mut rig, "codemode:e2")
+            .expect("kept")
+            .structured_content["value"],
         "two"
     );
     rig.clock.advance(1_001.0);
@@ -268,13 +298,17 @@ fn ended_runs_are_kept_for_their_time_and_count_then_named_expired() {
         Err(CustodyError::Expired { .. })
     ));
     assert_eq!(
-        late(&mut rig, "codemode:never").expect_err("unknown").to_string(),
+        late(&mut rig, "codemode:never")
+            .expect_err("unknown")
+            .to_string(),
         "there is no run `codemode:never` here: a run id comes from a keyed codemode call's `structuredContent.run_id` (a keyless run is not kept)"
     );
     // A result recorded by an earlier process is adopted with its age.
     rig.custody.adopt("codemode:old", finished("recorded"), 500);
     assert_eq!(
-        late(&mut rig, "codemode:old").expect("kept").structured_content["value"],
+        late(&mut rig, "codemode:old")
+            .expect("kept")
+            .structured_content["value"],
         "recorded"
     );
 }

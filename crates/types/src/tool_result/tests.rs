@@ -189,8 +189,16 @@ fn an_interim_reply_names_the_first_held_reason_or_running() {
     let held = interim(
         "codemode:00000000000000aa",
         &[
-            Held { tool: "login".into(), call: 3, reason: "login_handoff".into() },
-            Held { tool: "browser_use".into(), call: 2, reason: "consent".into() },
+            Held {
+                tool: "login".into(),
+                call: 3,
+                reason: "login_handoff".into(),
+            },
+            Held {
+                tool: "browser_use".into(),
+                call: 2,
+                reason: "consent".into(),
+            },
         ],
     );
     assert_eq!(held.structured_content["held"]["reason"], "consent");

@@ -1,0 +1,342 @@
+//! `kiln mcp serve --http PORT`: MCP's Streamable HTTP transport (2025-06-18,
+//! Basic Protocol › Transports) on 127.0.0.1, one endpoint, `/mcp`.
+//!
+//! - `POST /mcp` carries one JSON-RPC message. `initialize` opens a session and
+//!   its answer names it in `Mcp-Session-Id`; every later message must carry
+//!   that header (missing: 400, unknown or ended: 404). A notification or a
+//!   response is accepted with 202 and no body; a `tools/call` is answered as
+//!   an event stream (`text/event-stream`, one `message` event with the
+//!   response), every other request as `application/json`.
+//! - `GET /mcp` is 405: this server sends nothing the client did not ask for.
+//! - `DELETE /mcp` ends the session (its keyless runs are interrupted).
+//! - DNS-rebinding protection: a `Host` that is not this loopback address, or
+//!   an `Origin` that is not a loopback origin, is refused with 403 before the
+//!   body is read, whatever the method.
+//!
+//! Each request is served on a thread of its own, which hands the message to
+//! the protocol thread ([`crate::mcp_serve::Event`]) and waits for its answer.
+
+use std::io::Read as _;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+
+use futures::channel::mpsc::UnboundedSender;
+use serde_json::{Value, json};
+use tiny_http::{Header, Method, Request, Response, Server};
+
+use crate::mcp_serve::{Event, Message};
+
+/// The largest message body read.
+const MAX_BODY_BYTES: u64 = 4 * 1024 * 1024;
+
+/// Listens on 127.0.0.1:`port` and serves on threads of its own; the address
+/// it listens on.
+pub(crate) fn listen(
+    port: u16,
+    events: UnboundedSender<Event>,
+) -> Result<SocketAddr, Box<dyn std::error::Error + Send + Sync>> {
+    let server = Server::http(("127.0.0.1", port))?;
+    let address = server
+        .server_addr()
+        .to_ip()
+        .ok_or("the listener has no IP address")?;
+    let sessions: Arc<Mutex<Vec<String>>> = Arc::default();
+    std::thread::spawn(move || {
+        for request in server.incoming_requests() {
+            let events = events.clone();
+            let sessions = sessions.clone();
+            std::thread::spawn(move || serve(request, address, &events, &sessions));
+        }
+    });
+    Ok(address)
+}
+
+fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
+    request
+        .headers()
+        .iter()
+        .find(|header| header.field.equiv(name))
+        .map(|header| header.value.as_str())
+}
+
+fn header_of(name: &str, value: &str) -> Header {
+    Header::from_bytes(name.as_bytes(), value.as_bytes()).unwrap_or_else(|()| {
+        // Only names and values written here, all ASCII.
+        Header::from_bytes(&b"X-Kiln"[..], &b"header"[..]).unwrap_or_else(|()| unreachable!())
+    })
+}
+
+/// An HTTP error with a JSON-RPC error body naming what was wrong.
+fn refuse(request: Request, status: u16, message: &str) {
+    let body =
+        json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_000, "message": message}});
+    let _ = request.respond(
+        Response::from_string(body.to_string())
+            .with_status_code(status)
+            .with_header(header_of("Content-Type", "application/json")),
+    );
+}
+
+/// Whether `host` (a `Host` header) names this loopback listener.
+fn host_is_ours(host: &str, address: SocketAddr) -> bool {
+    let port = address.port();
+    ["127.0.0.1", "localhost", "[::1]"]
+        .iter()
+        .any(|name| host == *name || host == format!("{name}:{port}"))
+}
+
+/// Whether `origin` is a page on this machine's loopback.
+fn origin_is_loopback(origin: &str) -> bool {
+    let Some(rest) = origin
+        .strip_prefix("http://")
+        .or_else(|| origin.strip_prefix("https://"))
+    else {
+        return false;
+    };
+    let host = rest.rsplit_once(':').map_or(rest, |(host, port)| {
+        if port.bytes().all(|byte| byte.is_ascii_digit()) {
+            host
+        } else {
+            rest
+        }
+    });
+    matches!(host, "127.0.0.1" | "localhost" | "[::1]")
+}
+
+fn serve(
+    request: Request,
+    address: SocketAddr,
+    events: &UnboundedSender<Event>,
+    sessions: &Mutex<Vec<String>>,
+) {
+    match header(&request, "Host") {
+        Some(host) if host_is_ours(host, address) => {}
+        host => {
+            let message = format!(
+                "Forbidden: the Host header {} is not this server's address ({address}); a loopback server answers only requests made to it by name",
+                host.map_or_else(|| "(missing)".to_owned(), |host| format!("`{host}`"))
+            );
+            return refuse(request, 403, &message);
+        }
+    }
+    if let Some(origin) = header(&request, "Origin")
+        && !origin_is_loopback(origin)
+    {
+        let message = format!(
+            "Forbidden: the Origin `{origin}` is not a page on this machine; a loopback MCP server answers only local clients"
+        );
+        return refuse(request, 403, &message);
+    }
+    if request.url().split('?').next() != Some("/mcp") {
+        let message = format!("Not Found: `{}`; the MCP endpoint is /mcp", request.url());
+        return refuse(request, 404, &message);
+    }
+    let session = header(&request, "Mcp-Session-Id").map(str::to_owned);
+    match request.method() {
+        Method::Post => post(request, session, events, sessions),
+        Method::Delete => match session {
+            None => refuse(
+                request,
+                400,
+                "Bad Request: DELETE needs the Mcp-Session-Id header",
+            ),
+            Some(session) => {
+                let known = {
+                    let mut sessions = lock(sessions);
+                    let known = sessions.contains(&session);
+                    sessions.retain(|open| *open != session);
+                    known
+                };
+                if known {
+                    let _ = events.unbounded_send(Event::Ended(session));
+                    let _ = request.respond(Response::empty(200));
+                } else {
+                    refuse(
+                        request,
+                        404,
+                        "Not Found: no such session (it ended, or was never opened)",
+                    );
+                }
+            }
+        },
+        Method::Get => {
+            let body = json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_000, "message": "Method Not Allowed: this server opens no stream of its own; POST messages to /mcp"}});
+            let _ = request.respond(
+                Response::from_string(body.to_string())
+                    .with_status_code(405)
+                    .with_header(header_of("Allow", "POST, DELETE"))
+                    .with_header(header_of("Content-Type", "application/json")),
+            );
+        }
+        other => {
+            let message = format!("Method Not Allowed: {other}; /mcp takes POST, DELETE");
+            refuse(request, 405, &message);
+        }
+    }
+}
+
+fn post(
+    mut request: Request,
+    session: Option<String>,
+    events: &UnboundedSender<Event>,
+    sessions: &Mutex<Vec<String>>,
+) {
+    let accept = header(&request, "Accept").unwrap_or("*/*").to_owned();
+    if ![
+        "application/json",
+        "text/event-stream",
+        "*/*",
+        "application/*",
+    ]
+    .iter()
+    .any(|kind| accept.contains(kind))
+    {
+        let message = format!(
+            "Not Acceptable: the Accept header `{accept}` takes neither application/json nor text/event-stream"
+        );
+        return refuse(request, 406, &message);
+    }
+    let content_type = header(&request, "Content-Type").unwrap_or("").to_owned();
+    if !content_type.starts_with("application/json") {
+        let message =
+            format!("Unsupported Media Type: a message is application/json, not `{content_type}`");
+        return refuse(request, 415, &message);
+    }
+    if let Some(version) = header(&request, "MCP-Protocol-Version")
+        && !kiln_mcp::SUPPORTED_PROTOCOL_VERSIONS.contains(&version)
+    {
+        let message = format!(
+            "Bad Request: MCP-Protocol-Version `{version}` is not one this server speaks ({})",
+            kiln_mcp::SUPPORTED_PROTOCOL_VERSIONS.join(", ")
+        );
+        return refuse(request, 400, &message);
+    }
+    let mut body = String::new();
+    let read = request
+        .as_reader()
+        .take(MAX_BODY_BYTES + 1)
+        .read_to_string(&mut body);
+    if read.is_err() {
+        return refuse(request, 400, "Bad Request: the body is not UTF-8 text");
+    }
+    if body.len() as u64 > MAX_BODY_BYTES {
+        return refuse(
+            request,
+            413,
+            "Content Too Large: a message is at most 4 MiB",
+        );
+    }
+    let parsed: Option<Value> = serde_json::from_str(&body).ok();
+    let method = parsed
+        .as_ref()
+        .and_then(|message| message.get("method"))
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let opened = method.as_deref() == Some("initialize");
+    let session = if opened {
+        let session = format!(
+            "{:016x}{:016x}",
+            u64::from_le_bytes(kiln_store::ids::random_bytes()),
+            u64::from_le_bytes(kiln_store::ids::random_bytes())
+        );
+        lock(sessions).push(session.clone());
+        session
+    } else {
+        match session {
+            None if parsed.is_some() => {
+                return refuse(
+                    request,
+                    400,
+                    "Bad Request: the Mcp-Session-Id header is missing; send initialize first and echo the session id it answers with",
+                );
+            }
+            // A body that does not read is answered as the protocol says (a parse error).
+            None => String::new(),
+            Some(session) if !lock(sessions).contains(&session) => {
+                return refuse(
+                    request,
+                    404,
+                    "Not Found: no such session (it ended, or was never opened); send initialize again",
+                );
+            }
+            Some(session) => session,
+        }
+    };
+    let (tx, rx) = std::sync::mpsc::channel();
+    let message = Message {
+        session: session.clone(),
+        text: body,
+        answer: Box::new(move |answer| {
+            let _ = tx.send(answer);
+        }),
+    };
+    if events.unbounded_send(Event::Message(message)).is_err() {
+        return refuse(request, 503, "Service Unavailable: the server is stopping");
+    }
+    let Ok(answer) = rx.recv() else {
+        return refuse(request, 503, "Service Unavailable: the server is stopping");
+    };
+    let response = match answer {
+        None => Response::from_string(String::new()).with_status_code(202),
+        Some(answer) if method.as_deref() == Some("tools/call") => {
+            Response::from_string(format!("event: message\ndata: {answer}\n\n"))
+                .with_header(header_of("Content-Type", "text/event-stream"))
+                .with_header(header_of("Cache-Control", "no-cache"))
+        }
+        Some(answer) => Response::from_string(answer.to_string())
+            .with_header(header_of("Content-Type", "application/json")),
+    };
+    let response = if opened {
+        response.with_header(header_of("Mcp-Session-Id", &session))
+    } else {
+        response
+    };
+    let _ = request.respond(response);
+}
+
+fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_this_loopback_address_and_loopback_origins_are_served() {
+        let address: SocketAddr = "127.0.0.1:4100".parse().unwrap_or_else(|_| unreachable!());
+        for host in [
+            "127.0.0.1:4100",
+            "localhost:4100",
+            "[::1]:4100",
+            "127.0.0.1",
+        ] {
+            assert!(host_is_ours(host, address), "{host}");
+        }
+        for host in [
+            "evil.example:4100",
+            "127.0.0.1:4101",
+            "127.0.0.1.evil.example:4100",
+            "",
+        ] {
+            assert!(!host_is_ours(host, address), "{host}");
+        }
+        for origin in [
+            "http://127.0.0.1:4100",
+            "http://localhost",
+            "https://[::1]:8443",
+        ] {
+            assert!(origin_is_loopback(origin), "{origin}");
+        }
+        for origin in [
+            "http://evil.example",
+            "http://localhost.evil.example",
+            "null",
+            "file://",
+        ] {
+            assert!(!origin_is_loopback(origin), "{origin}");
+        }
+    }
+}
