@@ -128,7 +128,7 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
     if let Some(store) = &args.belt.store
         && let Err(error) = adopt_recorded(store, &custody)
     {
-        eprintln!("kiln: {error:#}");
+        eprintln!("{error}");
         return ExitCode::from(2);
     }
     let server = Rc::new(Server {
@@ -324,7 +324,7 @@ impl Server {
             .unwrap_or_else(|| "mcp".to_owned());
         let prepared = match prepare(arguments, &self.flags, &agent) {
             Ok(prepared) => prepared,
-            Err(refusal) => return refusal,
+            Err(refusal) => return *refusal,
         };
         match arguments["key"].as_str() {
             None => {
@@ -365,30 +365,32 @@ impl Server {
     async fn late_results(&self, arguments: &Value) -> ToolResult {
         match run_id_of(arguments, "late_results") {
             Ok(run_id) => kept(self.custody.late_result(run_id).await),
-            Err(refusal) => refusal,
+            Err(refusal) => *refusal,
         }
     }
 
     async fn withdraw(&self, arguments: &Value) -> ToolResult {
         match run_id_of(arguments, "withdraw") {
             Ok(run_id) => kept(self.custody.withdraw(run_id).await),
-            Err(refusal) => refusal,
+            Err(refusal) => *refusal,
         }
     }
 }
 
 /// `late_results` / `withdraw`'s one argument.
-fn run_id_of<'a>(arguments: &'a Value, tool: &str) -> Result<&'a str, ToolResult> {
+fn run_id_of<'a>(arguments: &'a Value, tool: &str) -> Result<&'a str, Box<ToolResult>> {
     if let Some(other) = arguments
         .as_object()
         .and_then(|arguments| arguments.keys().find(|name| *name != "run_id"))
     {
-        return Err(refused(&format!("{tool} takes `run_id`; not `{other}`")));
+        return Err(Box::new(refused(&format!(
+            "{tool} takes `run_id`; not `{other}`"
+        ))));
     }
     arguments["run_id"].as_str().ok_or_else(|| {
-        refused(&format!(
+        Box::new(refused(&format!(
             "{tool} needs `run_id`, the `structuredContent.run_id` of a keyed codemode call"
-        ))
+        )))
     })
 }
 
@@ -417,15 +419,16 @@ fn kept(answer: Result<ToolResult, CustodyError>) -> ToolResult {
 /// With `--store`: marks `interrupted` the jobs a server (or run) that died
 /// left running, and keeps the keyed runs that ended within retention, so a
 /// retry or `late_results` after a restart gets what the history recorded.
-fn adopt_recorded(store: &std::path::Path, custody: &Custody) -> anyhow::Result<()> {
+fn adopt_recorded(store: &std::path::Path, custody: &Custody) -> Result<(), String> {
     let workspace = crate::program::open_store(store).map_err(|error| {
-        let error = anyhow::Error::new(error).context(format!("--store {}", store.display()));
-        anyhow::anyhow!("{}", crate::memory::shown(&error))
+        crate::memory::shown(
+            &anyhow::Error::new(error).context(format!("--store {}", store.display())),
+        )
     })?;
     let history = kiln_store::history::History::new(workspace.backend.clone());
     let retention = custody.retention();
     let jobs = futures::executor::block_on(history.jobs(retention.runs.max(1) * 4))
-        .map_err(|error| anyhow::anyhow!("--store {}: {error}", store.display()))?;
+        .map_err(|error| format!("error: --store {}: {error}", store.display()))?;
     let now = kiln_store::clock::epoch_ms();
     for job in jobs.into_iter().rev() {
         let (Some(run_id), Some(finished_ms)) = (&job.run_id, job.finished_ms) else {
@@ -601,7 +604,7 @@ struct Prepared {
 }
 
 /// Checks a `codemode` call's arguments and makes its `kiln run -` command.
-fn prepare(arguments: &Value, flags: &[String], agent: &str) -> Result<Prepared, ToolResult> {
+fn prepare(arguments: &Value, flags: &[String], agent: &str) -> Result<Prepared, Box<ToolResult>> {
     let unknown: Vec<&str> = arguments
         .as_object()
         .map(|arguments| {
@@ -613,7 +616,7 @@ fn prepare(arguments: &Value, flags: &[String], agent: &str) -> Result<Prepared,
         })
         .unwrap_or_default();
     if !unknown.is_empty() {
-        return Err(refused(&format!(
+        return Err(Box::new(refused(&format!(
             "codemode takes {}; not {}",
             CODEMODE_ARGS.map(|name| format!("`{name}`")).join(", "),
             unknown
@@ -621,20 +624,23 @@ fn prepare(arguments: &Value, flags: &[String], agent: &str) -> Result<Prepared,
                 .map(|name| format!("`{name}`"))
                 .collect::<Vec<_>>()
                 .join(", ")
-        )));
+        ))));
     }
     let Some(code) = arguments["code"].as_str() else {
-        return Err(refused(
+        return Err(Box::new(refused(
             "`code` is missing or not a string: give the program's text",
-        ));
+        )));
     };
     let key = match &arguments["key"] {
         Value::Null => None,
         Value::String(key) if !key.is_empty() => Some(key.as_str()),
-        _ => return Err(refused("`key` must be a non-empty string")),
+        _ => return Err(Box::new(refused("`key` must be a non-empty string"))),
     };
-    let exe = std::env::current_exe()
-        .map_err(|error| refused(&format!("kiln cannot find its own program: {error}")))?;
+    let exe = std::env::current_exe().map_err(|error| {
+        Box::new(refused(&format!(
+            "kiln cannot find its own program: {error}"
+        )))
+    })?;
     let mut command = Command::new(exe);
     command
         .args(["run", "-"])
@@ -652,16 +658,19 @@ fn prepare(arguments: &Value, flags: &[String], agent: &str) -> Result<Prepared,
                 std::process::id(),
                 u64::from_le_bytes(kiln_store::ids::random_bytes())
             ));
-            std::fs::write(&path, Value::Object(limits.clone()).to_string())
-                .map_err(|error| refused(&format!("the limits could not be passed on: {error}")))?;
+            std::fs::write(&path, Value::Object(limits.clone()).to_string()).map_err(|error| {
+                Box::new(refused(&format!(
+                    "the limits could not be passed on: {error}"
+                )))
+            })?;
             command.arg("--limits").arg(&path);
             Some(path)
         }
         other => {
-            return Err(refused(&format!(
+            return Err(Box::new(refused(&format!(
                 "`limits` must be an object, not {}",
                 kiln_types::words::json_type(other)
-            )));
+            ))));
         }
     };
     Ok(Prepared {

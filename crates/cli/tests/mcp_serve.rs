@@ -1,8 +1,12 @@
-//! `kiln mcp serve --stdio` as another agent uses it: the MCP TypeScript SDK's
-//! client (from `servers/`) lists `codemode` and calls it (a program over a
-//! scripted tool, a program that throws, arguments the tool does not take, a
-//! limit it cannot read); and over raw JSON-RPC lines, calls answered as they
-//! end, a cancelled call never answered, bad lines answered with their error.
+//! `kiln mcp serve` as another agent uses it: the MCP TypeScript SDK's client
+//! (from `servers/`) over stdio and over Streamable HTTP lists the three tools
+//! and calls them (a program over a scripted tool, a program that throws,
+//! arguments the tool does not take, a limit it cannot read, a keyed run and
+//! its late result, an unknown run id); over raw JSON-RPC lines, calls answered
+//! as they end, a cancelled call never answered, bad lines answered with their
+//! error; keyed runs (a retry attaches and a counting tool runs once, the
+//! interim reply, withdraw, a run a killed server left going `interrupted` at
+//! the next start); over raw HTTP, sessions, Host and Origin checks.
 
 #![expect(
     clippy::unwrap_used,
@@ -253,4 +257,418 @@ fn calls_run_side_by_side_a_cancelled_one_is_not_answered_and_bad_lines_are_erro
         .unwrap();
     assert_eq!(parse_error["error"]["code"], -32_700);
     assert_eq!(answers.len(), 5, "{answers:?}");
+}
+
+/// A tool that counts its executions: an HTTP server on 127.0.0.1 that
+/// answers `ok` and counts the requests, which programs reach through
+/// `http_request`.
+struct Counter {
+    origin: String,
+    count: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+}
+
+impl Counter {
+    fn start() -> Self {
+        use std::io::Read as _;
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let origin = format!("http://{}", listener.local_addr().unwrap());
+        let count = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counted = count.clone();
+        std::thread::spawn(move || {
+            for stream in listener.incoming() {
+                let Ok(mut stream) = stream else { return };
+                let mut seen = Vec::new();
+                let mut buffer = [0_u8; 1024];
+                while !seen.windows(4).any(|window| window == b"\r\n\r\n") {
+                    match stream.read(&mut buffer) {
+                        Ok(0) | Err(_) => break,
+                        Ok(n) => seen.extend_from_slice(&buffer[..n]),
+                    }
+                }
+                counted.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                let _ = stream.write_all(
+                    b"HTTP/1.1 200 OK\r\nContent-Length: 2\r\nContent-Type: text/plain\r\nConnection: close\r\n\r\nok",
+                );
+            }
+        });
+        Self { origin, count }
+    }
+
+    fn count(&self) -> usize {
+        self.count.load(std::sync::atomic::Ordering::SeqCst)
+    }
+
+    /// Waits until the tool has run `n` times (the program is past its call).
+    fn wait_for(&self, n: usize) {
+        for _ in 0..400 {
+            if self.count() >= n {
+                return;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(25));
+        }
+        panic!("the program never called the tool");
+    }
+
+    /// A program that counts once, sleeps `ms`, and returns `done`.
+    fn program(&self, ms: u64) -> String {
+        format!(
+            "await tools.http_request({{url: '{}/count'}}); await sleep({ms}); return 'done'",
+            self.origin
+        )
+    }
+}
+
+/// A `kiln mcp serve --stdio` spoken to line by line.
+struct LineServer {
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    stdout: std::io::Lines<BufReader<std::process::ChildStdout>>,
+}
+
+impl LineServer {
+    fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["mcp", "serve", "--stdio"])
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let stdout = BufReader::new(child.stdout.take().unwrap()).lines();
+        let mut server = Self {
+            child,
+            stdin,
+            stdout,
+        };
+        server.ask(&json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "keyed-test", "version": "1"}}}));
+        server
+    }
+
+    /// Sends `message` and answers the next line.
+    fn ask(&mut self, message: &Value) -> Value {
+        writeln!(self.stdin.as_mut().unwrap(), "{message}").unwrap();
+        let line = self.stdout.next().unwrap().unwrap();
+        serde_json::from_str(&line).unwrap()
+    }
+
+    fn call(&mut self, id: u64, name: &str, arguments: Value) -> Value {
+        let answer = self.ask(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}));
+        assert_eq!(answer["id"], id, "{answer}");
+        answer["result"].clone()
+    }
+
+    /// `late_results` until the run has ended.
+    fn final_result(&mut self, first_id: u64, run_id: &Value) -> Value {
+        for id in first_id..first_id + 60 {
+            let result = self.call(id, "late_results", json!({"run_id": run_id}));
+            if result["structuredContent"]["status"] != "running" {
+                return result;
+            }
+        }
+        panic!("the run never ended")
+    }
+}
+
+impl Drop for LineServer {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn a_keyed_retry_attaches_and_the_run_executes_once() {
+    let counter = Counter::start();
+    let allow = format!("--allow-net={}", counter.origin);
+    let mut server = LineServer::start(&[&allow, "--reply-due-ms", "300"]);
+    let program = counter.program(1_500);
+    let interim = server.call(1, "codemode", json!({"code": program, "key": "k1"}));
+    let run_id = interim["structuredContent"]["run_id"].clone();
+    assert_eq!(
+        interim["structuredContent"],
+        json!({"status": "running", "run_id": run_id, "held": {"reason": "running"}}),
+        "{interim}"
+    );
+    assert_ne!(interim["isError"], true);
+    let text = interim["content"][0]["text"].as_str().unwrap();
+    assert!(
+        text.starts_with("Still running: the program had not finished when this reply was due."),
+        "{text}"
+    );
+    // The retry attaches: the same run, still going.
+    let retry = server.call(2, "codemode", json!({"code": program, "key": "k1"}));
+    assert_eq!(retry["structuredContent"]["run_id"], run_id);
+    let last = server.final_result(3, &run_id);
+    assert_eq!(last["structuredContent"]["status"], "completed", "{last}");
+    assert_eq!(last["structuredContent"]["value"], "done");
+    assert_eq!(last["structuredContent"]["keyless"], false);
+    // After the end a retry is answered from custody at once.
+    let again = server.call(100, "codemode", json!({"code": program, "key": "k1"}));
+    assert_eq!(again["structuredContent"]["value"], "done");
+    assert_eq!(counter.count(), 1, "one execution for three calls");
+    // Another key is another run.
+    let other = server.call(
+        101,
+        "codemode",
+        json!({"code": "return 'other'", "key": "k2"}),
+    );
+    assert_ne!(other["structuredContent"]["run_id"], run_id);
+}
+
+#[test]
+fn withdraw_stops_a_sleeping_keyed_run() {
+    let counter = Counter::start();
+    let allow = format!("--allow-net={}", counter.origin);
+    let mut server = LineServer::start(&[&allow, "--reply-due-ms", "300"]);
+    let program = format!("console.log('before'); {}", counter.program(10_000));
+    let interim = server.call(1, "codemode", json!({"code": program, "key": "long"}));
+    let run_id = interim["structuredContent"]["run_id"].clone();
+    assert_eq!(interim["structuredContent"]["status"], "running");
+    counter.wait_for(1);
+    let withdrawn = server.call(2, "withdraw", json!({"run_id": run_id}));
+    assert_eq!(withdrawn["isError"], true, "{withdrawn}");
+    assert_eq!(withdrawn["errorCode"], "cancelled");
+    assert_eq!(withdrawn["structuredContent"]["status"], "cancelled");
+    assert_eq!(withdrawn["structuredContent"]["output"], "before\n");
+    assert_eq!(
+        withdrawn["structuredContent"]["error"]["message"],
+        "cancelled: the MCP client withdrew or cancelled the run; its output and call outcomes so far are kept"
+    );
+    assert_eq!(withdrawn["structuredContent"]["calls"][0]["outcome"], "ok");
+    // late_results now answers the same end; bad arguments are refused by name.
+    let late = server.call(3, "late_results", json!({"run_id": run_id}));
+    assert_eq!(late["errorCode"], "cancelled");
+    let bad = server.call(4, "withdraw", json!({"id": run_id}));
+    assert_eq!(
+        bad["content"][0]["text"],
+        "refused: withdraw takes `run_id`; not `id`"
+    );
+}
+
+/// Waits until no process holds a lock in the store's `owners/` folder.
+fn owners_gone(store: &std::path::Path) {
+    for _ in 0..200 {
+        let held = std::fs::read_dir(store.join("owners"))
+            .unwrap()
+            .filter_map(Result::ok)
+            .filter(|entry| {
+                std::fs::File::open(entry.path()).is_ok_and(|file| file.try_lock().is_err())
+            })
+            .count();
+        if held == 0 {
+            return;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    panic!("the killed server's runs still hold the store");
+}
+
+#[test]
+fn a_run_a_killed_server_left_going_is_interrupted_at_the_next_start() {
+    let counter = Counter::start();
+    let store = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-serve-killed-store");
+    let _ = std::fs::remove_dir_all(&store);
+    let store_arg = store.to_string_lossy().into_owned();
+    let allow = format!("--allow-net={}", counter.origin);
+    let args = ["--store", &store_arg, &allow, "--reply-due-ms", "300"];
+    let mut server = LineServer::start(&args);
+    let program = counter.program(10_000);
+    let interim = server.call(1, "codemode", json!({"code": program, "key": "killed"}));
+    let run_id = interim["structuredContent"]["run_id"].clone();
+    assert_eq!(interim["structuredContent"]["status"], "running");
+    // A finished keyed run is recorded with its whole result.
+    let kept = server.call(
+        2,
+        "codemode",
+        json!({"code": "return 'kept'", "key": "kept"}),
+    );
+    assert_eq!(kept["structuredContent"]["value"], "kept");
+    counter.wait_for(1);
+    server.child.kill().unwrap();
+    server.child.wait().unwrap();
+    drop(server);
+    owners_gone(&store);
+
+    let mut server = LineServer::start(&args);
+    let late = server.call(1, "late_results", json!({"run_id": run_id}));
+    assert_eq!(late["errorCode"], "interrupted", "{late}");
+    assert_eq!(late["structuredContent"]["run_id"], run_id);
+    let retry = server.call(2, "codemode", json!({"code": program, "key": "killed"}));
+    assert_eq!(
+        retry["errorCode"], "interrupted",
+        "a retry never runs it again"
+    );
+    let kept = server.call(
+        3,
+        "codemode",
+        json!({"code": "return 'again'", "key": "kept"}),
+    );
+    assert_eq!(
+        kept["structuredContent"]["value"], "kept",
+        "answered from the record"
+    );
+    assert_eq!(counter.count(), 1);
+}
+
+/// One raw HTTP/1.1 exchange: the status, the headers (lowercased names) and the body.
+fn http(
+    address: &str,
+    request_line: &str,
+    headers: &[(&str, &str)],
+    body: &str,
+) -> (u16, Vec<(String, String)>, String) {
+    use std::io::Read as _;
+    let mut stream = std::net::TcpStream::connect(address).unwrap();
+    let mut request = format!(
+        "{request_line} HTTP/1.1\r\nConnection: close\r\nContent-Length: {}\r\n",
+        body.len()
+    );
+    for (name, value) in headers {
+        request.push_str(&format!("{name}: {value}\r\n"));
+    }
+    request.push_str("\r\n");
+    request.push_str(body);
+    stream.write_all(request.as_bytes()).unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).unwrap();
+    let (head, body) = answer.split_once("\r\n\r\n").unwrap();
+    let mut lines = head.lines();
+    let status = lines
+        .next()
+        .unwrap()
+        .split(' ')
+        .nth(1)
+        .unwrap()
+        .parse()
+        .unwrap();
+    let headers = lines
+        .filter_map(|line| line.split_once(": "))
+        .map(|(name, value)| (name.to_ascii_lowercase(), value.to_owned()))
+        .collect();
+    (status, headers, body.to_owned())
+}
+
+#[test]
+fn http_sessions_hosts_and_origins_are_checked() {
+    let server = HttpServer::start(&[]);
+    let address = server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned();
+    let json_post = |headers: &[(&str, &str)], body: &Value| {
+        let mut all = vec![
+            ("Host", address.as_str()),
+            ("Content-Type", "application/json"),
+            ("Accept", "application/json, text/event-stream"),
+        ];
+        all.extend_from_slice(headers);
+        http(&address, "POST /mcp", &all, &body.to_string())
+    };
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}});
+
+    // DNS rebinding: a foreign Host or Origin is refused before anything is read.
+    let (status, _, body) = http(
+        &address,
+        "POST /mcp",
+        &[
+            ("Host", "evil.example"),
+            ("Content-Type", "application/json"),
+        ],
+        &initialize.to_string(),
+    );
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("the Host header `evil.example` is not this server's address"),
+        "{body}"
+    );
+    let (status, _, body) = json_post(&[("Origin", "http://evil.example")], &initialize);
+    assert_eq!(status, 403, "{body}");
+    assert!(
+        body.contains("the Origin `http://evil.example` is not a page on this machine"),
+        "{body}"
+    );
+
+    // initialize opens a session named in Mcp-Session-Id; a loopback Origin is fine.
+    let (status, headers, body) = json_post(&[("Origin", "http://localhost:5173")], &initialize);
+    assert_eq!(status, 200, "{body}");
+    let session = headers
+        .iter()
+        .find(|(name, _)| name == "mcp-session-id")
+        .map(|(_, value)| value.clone())
+        .unwrap();
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(answer["result"]["serverInfo"]["name"], "kiln");
+
+    let list = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"});
+    let (status, _, body) = json_post(&[], &list);
+    assert_eq!(status, 400, "no session header: {body}");
+    assert!(
+        body.contains("the Mcp-Session-Id header is missing"),
+        "{body}"
+    );
+    let (status, _, _) = json_post(&[("Mcp-Session-Id", "nope")], &list);
+    assert_eq!(status, 404);
+    let (status, _, body) = json_post(&[("Mcp-Session-Id", &session)], &list);
+    assert_eq!(status, 200, "{body}");
+    let (status, _, body) = json_post(
+        &[("Mcp-Session-Id", &session)],
+        &json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    assert_eq!((status, body.as_str()), (202, ""));
+    // A tools/call is answered as an event stream holding the response.
+    let (status, headers, body) = json_post(
+        &[("Mcp-Session-Id", &session)],
+        &json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "codemode", "arguments": {"code": "return 6 * 7"}}}),
+    );
+    assert_eq!(status, 200);
+    assert!(
+        headers.contains(&("content-type".into(), "text/event-stream".into())),
+        "{headers:?}"
+    );
+    let data = body
+        .lines()
+        .find_map(|line| line.strip_prefix("data: "))
+        .unwrap();
+    let answer: Value = serde_json::from_str(data).unwrap();
+    assert_eq!(answer["result"]["structuredContent"]["value"], 42);
+    let (status, _, _) = json_post(
+        &[
+            ("Mcp-Session-Id", &session),
+            ("MCP-Protocol-Version", "1999-01-01"),
+        ],
+        &list,
+    );
+    assert_eq!(status, 400);
+
+    // No stream of the server's own; DELETE ends the session.
+    let (status, headers, _) = http(
+        &address,
+        "GET /mcp",
+        &[
+            ("Host", &address),
+            ("Accept", "text/event-stream"),
+            ("Mcp-Session-Id", &session),
+        ],
+        "",
+    );
+    assert_eq!(status, 405);
+    assert!(
+        headers.contains(&("allow".into(), "POST, DELETE".into())),
+        "{headers:?}"
+    );
+    let (status, _, _) = http(
+        &address,
+        "DELETE /mcp",
+        &[("Host", &address), ("Mcp-Session-Id", &session)],
+        "",
+    );
+    assert_eq!(status, 200);
+    let (status, _, _) = json_post(&[("Mcp-Session-Id", &session)], &list);
+    assert_eq!(status, 404, "an ended session is gone");
+    let (status, _, _) = http(&address, "POST /other", &[("Host", &address)], "");
+    assert_eq!(status, 404);
 }
