@@ -35,7 +35,9 @@ pub(crate) fn listen(
     port: u16,
     events: UnboundedSender<Event>,
 ) -> Result<SocketAddr, Box<dyn std::error::Error + Send + Sync>> {
-    let server = Server::http(("127.0.0.1", port))?;
+    let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
+    no_delay(&listener);
+    let server = Server::from_listener(listener, None)?;
     let address = server
         .server_addr()
         .to_ip()
@@ -50,6 +52,19 @@ pub(crate) fn listen(
     });
     Ok(address)
 }
+
+/// Answers leave at once: tiny_http writes a response's head and body apart,
+/// and with Nagle's algorithm on, the body waited for the client's delayed ACK
+/// of the head (40 ms a call with Kiln's own client, measured by
+/// `crates/cli/examples/mcp_serve.rs`). Linux gives accepted connections the
+/// listener's `TCP_NODELAY`.
+#[cfg(unix)]
+fn no_delay(listener: &std::net::TcpListener) {
+    let _ = nix::sys::socket::setsockopt(listener, nix::sys::socket::sockopt::TcpNoDelay, &true);
+}
+
+#[cfg(not(unix))]
+fn no_delay(_listener: &std::net::TcpListener) {}
 
 fn header<'a>(request: &'a Request, name: &'static str) -> Option<&'a str> {
     request

