@@ -8,6 +8,11 @@
 //! the floor (the child process and the sandbox, no tool). `KILN_CLI` is the
 //! release `kiln`. Prints a table; asserts nothing about time.
 
+#![expect(
+    clippy::expect_used,
+    reason = "a benchmark, not a test: a step that fails ends it with its message"
+)]
+
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
 use std::time::Instant;

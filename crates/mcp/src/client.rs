@@ -5,11 +5,18 @@ use std::collections::HashSet;
 use std::fmt;
 use std::rc::Rc;
 
-use kiln_http::{Clock, HttpClient, HttpError, Request, Response, SystemClock, shown_url};
+use eventsource_stream::{EventStream, EventStreamError};
+use futures::StreamExt as _;
+use kiln_http::{
+    BodyStream, Clock, HttpClient, HttpError, Request, Response, StreamingResponse, SystemClock,
+    shown_url,
+};
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-use crate::reply::{Found, RpcOutcome, excerpt, find_response};
+use crate::reply::{
+    EventReader, Found, ReplyForm, RpcOutcome, ServerRequest, Step, excerpt, find_in_json,
+};
 use crate::{
     CallToolResult, DEFAULT_MAX_BODY_BYTES, DEFAULT_TIMEOUT_MS, MAX_TOOL_PAGES, McpError, McpTool,
     PROTOCOL_VERSION, SUPPORTED_PROTOCOL_VERSIONS, ServerInfo,
@@ -25,13 +32,16 @@ pub const MAX_RESUMES: usize = 5;
 /// default to the client). A server's `retry` is honoured up to the exchange timeout.
 pub const DEFAULT_RETRY_MS: u64 = 1_000;
 const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
-
 /// A client for one MCP server at one Streamable HTTP endpoint.
 ///
-/// Defaults, each the safe one: every exchange ends within [`DEFAULT_TIMEOUT_MS`]
-/// ([`Self::with_timeout_ms`]) and a reply over [`DEFAULT_MAX_BODY_BYTES`]
-/// ([`Self::with_max_body_bytes`]) is refused. Requests before [`Self::connect`] connect
-/// first. A session the server forgot is opened again once, transparently.
+/// Defaults, each the safe one: a server must start answering within [`DEFAULT_TIMEOUT_MS`],
+/// and a reply must not go silent for longer ([`Self::with_timeout_ms`]); a reply over
+/// [`DEFAULT_MAX_BODY_BYTES`] ([`Self::with_max_body_bytes`]) is refused. Replies are read
+/// as they arrive, up to the response and no further. Requests before [`Self::connect`]
+/// connect first. A session the server forgot is opened again once, transparently. A
+/// request the server sends while answering is answered at once: `ping` with an empty
+/// result, anything else as a method the client does not offer, having declared no
+/// capability for it.
 ///
 /// Single-threaded (`Rc`, `RefCell`): no borrow is held across an `.await`, so calls may
 /// interleave on one executor.
@@ -45,6 +55,19 @@ pub struct McpClient {
     next_id: Cell<u64>,
     /// Waits out a server's `retry` before resuming a stream.
     clock: Rc<dyn Clock>,
+    /// Whether [`Self::connect`] opens the session's own stream.
+    listens: bool,
+    /// The session's own stream (Transports › Listening for Messages from the Server: a
+    /// GET opened once the session is), read while a tool call waits.
+    session_stream: RefCell<Option<SessionStream>>,
+}
+
+/// The session's own event stream, where a server may send requests that belong to no
+/// call's stream (the MCP TypeScript SDK sends a tool's `elicitation/create` there when the
+/// tool names no related request, and drops it when no such stream is open).
+struct SessionStream {
+    events: EventStream<kiln_http::BodyStream>,
+    reader: EventReader,
 }
 
 /// What the handshake settled (Transports › Session Management, › Protocol Version Header).
@@ -86,7 +109,17 @@ impl McpClient {
             session: RefCell::new(None),
             next_id: Cell::new(1),
             clock: Rc::new(SystemClock),
+            listens: true,
+            session_stream: RefCell::new(None),
         }
+    }
+
+    /// Whether a session opens its own stream (default yes): a server's requests that
+    /// belong to no call are heard there, and answered, while a tool call waits.
+    #[must_use]
+    pub fn with_session_stream(mut self, listens: bool) -> Self {
+        self.listens = listens;
+        self
     }
 
     /// The clock a resumed stream's `retry` is waited on (default the system's).
@@ -95,7 +128,9 @@ impl McpClient {
         self
     }
 
-    /// Each HTTP exchange must end within `timeout_ms` (default [`DEFAULT_TIMEOUT_MS`]).
+    /// Each HTTP exchange must bring its status and headers within `timeout_ms`, and a
+    /// reply's body must not go silent for longer (default [`DEFAULT_TIMEOUT_MS`]). An event
+    /// stream that keeps sending is read for as long as it does, up to the size cap.
     pub fn with_timeout_ms(mut self, timeout_ms: u64) -> Self {
         self.timeout_ms = timeout_ms;
         self
@@ -133,6 +168,7 @@ impl McpClient {
     pub async fn connect(&self) -> Result<ServerInfo, McpError> {
         const METHOD: &str = "initialize";
         self.session.replace(None);
+        self.session_stream.replace(None);
         let id = self.next_id();
         let message = json!({
             "jsonrpc": "2.0",
@@ -144,7 +180,9 @@ impl McpClient {
                 "clientInfo": { "name": "kiln", "version": env!("CARGO_PKG_VERSION") },
             },
         });
-        let response = self.post(METHOD, &message, None).await?;
+        let response = success(self.post(METHOD, &message, None).await?)
+            .await
+            .map_err(|refusal| self.http_error(METHOD, &refusal))?;
         let session_id = match response.header(SESSION_ID_HEADER) {
             // Session Management: "MUST only contain visible ASCII characters (0x21 to 0x7E)".
             Some(value)
@@ -198,11 +236,16 @@ impl McpClient {
 
         const INITIALIZED: &str = "notifications/initialized";
         let notification = json!({ "jsonrpc": "2.0", "method": INITIALIZED });
-        let response = self
-            .post(INITIALIZED, &notification, Some(&session))
-            .await?;
-        if !(200..300).contains(&response.status) {
-            return Err(self.http_error(INITIALIZED, &response));
+        // Accepted, its body (none, for a 202) dropped unread.
+        success(
+            self.post(INITIALIZED, &notification, Some(&session))
+                .await?,
+        )
+        .await
+        .map_err(|refusal| self.http_error(INITIALIZED, &refusal))?;
+        if self.listens && session.id.is_some() {
+            let stream = self.open_session_stream(&session).await;
+            self.session_stream.replace(stream);
         }
         self.session.replace(Some(session));
         Ok(ServerInfo {
@@ -296,22 +339,29 @@ impl McpClient {
     /// are fine. Without a session id there is nothing to send.
     pub async fn close(&self) -> Result<(), McpError> {
         const METHOD: &str = "DELETE";
+        self.session_stream.replace(None);
         let Some(session) = self.session.replace(None) else {
             return Ok(());
         };
         if session.id.is_none() {
             return Ok(());
         }
+        // The reply to a DELETE carries nothing we read but its status: it is read whole,
+        // within the exchange timeout.
+        let request = self.http_request(METHOD, session_headers(&session), None);
         let response = self
-            .send_bodiless(METHOD, METHOD, session_headers(&session))
-            .await?;
-        if (200..300).contains(&response.status)
-            || response.status == 405
-            || session_expired(&response)
-        {
+            .http
+            .send(request)
+            .await
+            .map_err(|error| self.transport_error(METHOD, error))?;
+        if (200..300).contains(&response.status) {
             return Ok(());
         }
-        Err(self.http_error(METHOD, &response))
+        let refusal = Refusal::of_whole(&response);
+        if refusal.status == 405 || refusal.session_expired() {
+            return Ok(());
+        }
+        Err(self.http_error(METHOD, &refusal))
     }
 
     /// One request with its result, connecting first when no session is open, and opening
@@ -352,23 +402,84 @@ impl McpClient {
     ) -> Result<Attempt, McpError> {
         let id = self.next_id();
         let message = json!({ "jsonrpc": "2.0", "id": id, "method": method, "params": params });
-        let response = self.post(method, &message, Some(session)).await?;
-        if session.id.is_some() && session_expired(&response) {
-            return Ok(Attempt::SessionExpired);
+        let response = match success(self.post(method, &message, Some(session)).await?).await {
+            Ok(response) => response,
+            Err(refusal) if session.id.is_some() && refusal.session_expired() => {
+                return Ok(Attempt::SessionExpired);
+            }
+            Err(refusal) => return Err(self.http_error(method, &refusal)),
+        };
+        let outcome = self.outcome(method, response, id, Some(session));
+        let taken = if method == "tools/call" {
+            self.session_stream.borrow_mut().take()
+        } else {
+            None
+        };
+        let Some(mut stream) = taken else {
+            return outcome.await.map(Attempt::Answered);
+        };
+        let (result, open) = {
+            let listen = self.listen(&mut stream, session);
+            futures::pin_mut!(outcome, listen);
+            match futures::future::select(outcome, listen).await {
+                futures::future::Either::Left((result, _listening)) => (result, true),
+                // The session's stream ended: the call goes on alone.
+                futures::future::Either::Right(((), outcome)) => (outcome.await, false),
+            }
+        };
+        if open && self.session_stream.borrow().is_none() {
+            self.session_stream.replace(Some(stream));
         }
-        self.outcome(method, response, id, Some(session))
-            .await
-            .map(Attempt::Answered)
+        result.map(Attempt::Answered)
+    }
+
+    /// Opens the session's own stream: a GET that a server without one answers 405.
+    /// Nothing fails for want of it; the call's own stream is what counts.
+    async fn open_session_stream(&self, session: &Session) -> Option<SessionStream> {
+        let mut headers = vec![("Accept".to_owned(), "text/event-stream".to_owned())];
+        headers.extend(session_headers(session));
+        let request = self.http_request("GET", headers, None);
+        let response = success(self.open("GET", request).await.ok()?).await.ok()?;
+        if !matches!(
+            ReplyForm::of(response.header("content-type")),
+            Ok(ReplyForm::EventStream)
+        ) {
+            return None;
+        }
+        Some(SessionStream {
+            events: EventStream::new(response.body),
+            // No response of ours comes here: an id no request of ours has.
+            reader: EventReader::new(u64::MAX),
+        })
+    }
+
+    /// Reads the session's own stream, answering each request the server sends there,
+    /// until it ends or fails (then it is dropped); the caller stops listening when its
+    /// call is answered, and the stream stays for the next call.
+    async fn listen(&self, stream: &mut SessionStream, session: &Session) {
+        while let Some(Ok(event)) = stream.events.next().await {
+            match stream.reader.read(event) {
+                Ok(Step::Requests(requests)) => {
+                    for request in &requests {
+                        self.answer_server(request, Some(session)).await;
+                    }
+                }
+                Ok(Step::Answer(_) | Step::Continue) => {}
+                Err(_) => break,
+            }
+        }
+        self.session_stream.replace(None);
     }
 
     /// Transports › Sending Messages to the Server: POST one JSON-RPC message, accepting
-    /// either reply form; after initialization with the session headers.
+    /// either reply form; after initialization with the session headers. The answer is the
+    /// status and headers; the body follows as it arrives.
     async fn post(
         &self,
         method: &str,
         message: &Value,
         session: Option<&Session>,
-    ) -> Result<Response, McpError> {
+    ) -> Result<StreamingResponse, McpError> {
         let mut headers = vec![
             ("Content-Type".to_owned(), "application/json".to_owned()),
             (
@@ -379,36 +490,25 @@ impl McpClient {
         if let Some(session) = session {
             headers.extend(session_headers(session));
         }
-        let request = Request {
-            method: "POST".to_owned(),
-            url: self.url.clone(),
-            headers,
-            body: Some(message.to_string().into_bytes()),
-            timeout_ms: self.timeout_ms,
-            max_body_bytes: self.max_body_bytes,
-            redirect: kiln_http::Redirect::Follow,
-        };
-        self.http
-            .send(request)
-            .await
-            .map_err(|error| self.transport_error(method, error))
+        let request = self.http_request("POST", headers, Some(message.to_string().into_bytes()));
+        self.open(method, request).await
     }
 
-    /// The result of request `id` from a reply, or why there is none. An event stream that
-    /// ended before the response, having given an event id, is resumed (Transports ›
+    /// The result of request `id` from a 2xx reply, or why there is none. An event stream
+    /// that ended before the response, having given an event id, is resumed (Transports ›
     /// Resumability and Redelivery): after the `retry` it set (else [`DEFAULT_RETRY_MS`]),
     /// a GET with `Last-Event-ID`, at most [`MAX_RESUMES`] times.
     async fn outcome(
         &self,
         method: &str,
-        response: Response,
+        response: StreamingResponse,
         id: u64,
         session: Option<&Session>,
     ) -> Result<Value, McpError> {
         let mut response = response;
         let mut resumed = 0;
         loop {
-            let resume = match self.found(method, &response, id)? {
+            let resume = match self.found(method, response, id, session).await? {
                 Found::Answer(RpcOutcome::Result(result)) => return Ok(result),
                 Found::Answer(RpcOutcome::Error { code, message }) => {
                     return Err(McpError::Rpc {
@@ -442,13 +542,13 @@ impl McpClient {
     }
 
     /// Asks for the rest of a stream after its event `last_event_id` (Transports ›
-    /// Resumability and Redelivery: a GET with `Last-Event-ID`).
+    /// Resumability and Redelivery: a GET with `Last-Event-ID`); a 2xx answer or an error.
     async fn resume(
         &self,
         method: &str,
         last_event_id: &str,
         session: Option<&Session>,
-    ) -> Result<Response, McpError> {
+    ) -> Result<StreamingResponse, McpError> {
         let mut headers = vec![
             ("Accept".to_owned(), "text/event-stream".to_owned()),
             (LAST_EVENT_ID_HEADER.to_owned(), last_event_id.to_owned()),
@@ -456,60 +556,122 @@ impl McpClient {
         if let Some(session) = session {
             headers.extend(session_headers(session));
         }
-        let response = self.send_bodiless(method, "GET", headers).await?;
-        if response.status == 405 {
-            return Err(self.protocol(
+        let request = self.http_request("GET", headers, None);
+        match success(self.open(method, request).await?).await {
+            Ok(response) => Ok(response),
+            Err(refusal) if refusal.status == 405 => Err(self.protocol(
                 method,
                 "the event stream ended before the response, and the server offers no stream \
                  to resume it from (GET answered HTTP 405)"
                     .to_owned(),
-            ));
+            )),
+            Err(refusal) => Err(self.http_error(method, &refusal)),
         }
-        Ok(response)
     }
 
-    /// Sends a request with no body (`http_method` DELETE or GET) to the endpoint;
-    /// `method` is what errors name.
-    async fn send_bodiless(
+    /// A request to the endpoint with the client's exchange timeout, cap and redirects.
+    fn http_request(
         &self,
-        method: &str,
         http_method: &str,
         headers: Vec<(String, String)>,
-    ) -> Result<Response, McpError> {
-        let request = Request {
+        body: Option<Vec<u8>>,
+    ) -> Request {
+        Request {
             method: http_method.to_owned(),
             url: self.url.clone(),
             headers,
-            body: None,
+            body,
             timeout_ms: self.timeout_ms,
             max_body_bytes: self.max_body_bytes,
             redirect: kiln_http::Redirect::Follow,
-        };
+        }
+    }
+
+    /// Sends `request` and answers with its status and headers, its body to be read as it
+    /// arrives. The exchange timeout bounds both the wait for the headers and each wait for
+    /// the body's next chunk: a stream that stays open is fine as long as it is not silent.
+    async fn open(&self, method: &str, request: Request) -> Result<StreamingResponse, McpError> {
         self.http
-            .send(request)
+            .open(request, self.timeout_ms)
             .await
             .map_err(|error| self.transport_error(method, error))
     }
 
-    /// What one reply holds for request `id`, or why it holds nothing.
-    fn found(&self, method: &str, response: &Response, id: u64) -> Result<Found, McpError> {
-        if !(200..300).contains(&response.status) {
-            return Err(self.http_error(method, response));
-        }
+    /// What one 2xx reply holds for request `id`, or why it holds nothing.
+    async fn found(
+        &self,
+        method: &str,
+        response: StreamingResponse,
+        id: u64,
+        session: Option<&Session>,
+    ) -> Result<Found, McpError> {
         if response.status == 202 {
             return Err(self.protocol(method, "HTTP 202 Accepted with no response".to_owned()));
         }
-        if response.truncated {
-            return Err(self.protocol(
-                method,
-                format!(
-                    "the reply is larger than the {}-byte cap",
-                    self.max_body_bytes
-                ),
-            ));
+        let form = ReplyForm::of(response.header("content-type"))
+            .map_err(|message| self.protocol(method, message))?;
+        match form {
+            ReplyForm::Json => {
+                let body = self.whole_body(method, response.body).await?;
+                find_in_json(&body, id).map_err(|message| self.protocol(method, message))
+            }
+            ReplyForm::EventStream => self.read_events(method, response.body, id, session).await,
         }
-        find_response(response.header("content-type"), &response.body, id)
+    }
+
+    /// A JSON reply's body, all of it: the platform ends the stream with
+    /// [`HttpError::TooLarge`] past [`Self::with_max_body_bytes`].
+    async fn whole_body(&self, method: &str, mut body: BodyStream) -> Result<Vec<u8>, McpError> {
+        let mut bytes = Vec::new();
+        while let Some(chunk) = body.next().await {
+            bytes.extend(chunk.map_err(|error| self.transport_error(method, error))?);
+        }
+        Ok(bytes)
+    }
+
+    /// Reads an event stream as it arrives until the response to request `id`, and stops
+    /// there, dropping the stream: a server may keep it open after the response (the
+    /// conformance suite's `sse-retry` does on the resumed GET). A request the server sends
+    /// on the way is answered before reading on, since the server may hold our response
+    /// until it has the answer.
+    async fn read_events(
+        &self,
+        method: &str,
+        body: BodyStream,
+        id: u64,
+        session: Option<&Session>,
+    ) -> Result<Found, McpError> {
+        let mut events = EventStream::new(body);
+        let mut reader = EventReader::new(id);
+        while let Some(event) = events.next().await {
+            let step = match event {
+                Ok(event) => reader.read(event),
+                Err(EventStreamError::Transport(error)) => {
+                    return Err(self.transport_error(method, error));
+                }
+                Err(error) => Err(reader.malformed(error)),
+            };
+            match step.map_err(|message| self.protocol(method, message))? {
+                Step::Answer(outcome) => return Ok(Found::Answer(outcome)),
+                Step::Requests(requests) => {
+                    for request in &requests {
+                        self.answer_server(request, session).await;
+                    }
+                }
+                Step::Continue => {}
+            }
+        }
+        reader
+            .end()
             .map_err(|message| self.protocol(method, message))
+    }
+
+    /// POSTs our answer to a request the server sent (see [`ServerRequest::answer`]) with the
+    /// session headers. The server accepts it with 202 (any reply is taken and dropped
+    /// unread); an answer that could not be sent does not fail our own request, whose
+    /// response may still come on the stream.
+    async fn answer_server(&self, request: &ServerRequest, session: Option<&Session>) {
+        let _accepted_or_not = self.post(&request.method, &request.answer(), session).await;
     }
 
     fn current_session(&self) -> Option<Session> {
@@ -536,13 +698,13 @@ impl McpClient {
         }
     }
 
-    fn http_error(&self, method: &str, response: &Response) -> McpError {
+    fn http_error(&self, method: &str, refusal: &Refusal) -> McpError {
         McpError::Http {
             server: self.name.clone(),
             url: shown_url(&self.url),
             method: method.to_owned(),
-            status: response.status,
-            body: excerpt(String::from_utf8_lossy(&response.body).trim()),
+            status: refusal.status,
+            body: excerpt(refusal.body.trim()),
         }
     }
 
@@ -561,12 +723,21 @@ impl McpClient {
                 url,
                 message,
             },
-            HttpError::Timeout { timeout_ms, .. } => McpError::Timeout {
+            // No headers within the timeout, or a reply that went silent for as long.
+            HttpError::Timeout { timeout_ms, .. }
+            | HttpError::Stalled {
+                idle_ms: timeout_ms,
+                ..
+            } => McpError::Timeout {
                 server,
                 url,
                 method: method.to_owned(),
                 timeout_ms,
             },
+            HttpError::TooLarge { limit, .. } => self.protocol(
+                method,
+                format!("the reply is larger than the {limit}-byte cap"),
+            ),
             HttpError::Body { message, .. } => McpError::Unreachable {
                 server,
                 url,
@@ -574,19 +745,71 @@ impl McpClient {
             },
             // Our own headers and method: only a session id the platform refuses gets here.
             HttpError::InvalidRequest { message, .. } => self.protocol(method, message),
-            // Only streamed bodies stall or overflow, and only `send_public` or
-            // `Redirect::Stop` refuse an address or a redirect; replies are read whole and sent
-            // with neither, but say so plainly should that change.
-            error @ (HttpError::Stalled { .. }
-            | HttpError::TooLarge { .. }
-            | HttpError::AddressRefused { .. }
-            | HttpError::Redirected { .. }) => McpError::Unreachable {
-                server,
-                url,
-                message: error.to_string(),
-            },
+            // Only `send_public` or `Redirect::Stop` refuse an address or a redirect, and
+            // requests here use neither; but say so plainly should that change.
+            error @ (HttpError::AddressRefused { .. } | HttpError::Redirected { .. }) => {
+                McpError::Unreachable {
+                    server,
+                    url,
+                    message: error.to_string(),
+                }
+            }
         }
     }
+}
+
+/// A reply whose status is not 2xx: what errors show and the session check reads.
+struct Refusal {
+    status: u16,
+    /// At most the first [`REFUSAL_BODY_BYTES`] of the body.
+    body: String,
+}
+
+/// How much of a refused reply's body is read: enough for the excerpt errors show and for
+/// the session check, and bounded, since a refusal's body is of no other use.
+const REFUSAL_BODY_BYTES: usize = 4 * 1024;
+
+impl Refusal {
+    fn of_whole(response: &Response) -> Self {
+        let body = &response.body[..response.body.len().min(REFUSAL_BODY_BYTES)];
+        Self {
+            status: response.status,
+            body: String::from_utf8_lossy(body).into_owned(),
+        }
+    }
+
+    /// The spec's answer to a session the server no longer knows is 404; the reference
+    /// server (and other servers built on the TypeScript SDK's examples) answers 400 with a
+    /// JSON-RPC error "Bad Request: No valid session ID provided".
+    fn session_expired(&self) -> bool {
+        self.status == 404
+            || (self.status == 400
+                && self
+                    .body
+                    .to_ascii_lowercase()
+                    .contains("no valid session id"))
+    }
+}
+
+/// `response` when its status is 2xx; else its [`Refusal`], with the start of its body. A
+/// body that breaks or stalls leaves what came before for the message.
+async fn success(response: StreamingResponse) -> Result<StreamingResponse, Refusal> {
+    if (200..300).contains(&response.status) {
+        return Ok(response);
+    }
+    let mut chunks = response.body;
+    let mut body = Vec::new();
+    while body.len() < REFUSAL_BODY_BYTES {
+        match chunks.next().await {
+            Some(Ok(chunk)) => body.extend_from_slice(&chunk),
+            Some(Err(_)) | None => break,
+        }
+    }
+    body.truncate(REFUSAL_BODY_BYTES);
+    Err(Refusal {
+        status: response.status,
+        body: String::from_utf8_lossy(&body).into_owned(),
+    })
 }
 
 /// Transports › Session Management and › Protocol Version Header.
@@ -599,17 +822,6 @@ fn session_headers(session: &Session) -> Vec<(String, String)> {
         headers.push((SESSION_ID_HEADER.to_owned(), id.clone()));
     }
     headers
-}
-
-/// The spec's answer to a session the server no longer knows is 404; the reference server
-/// (and other servers built on the TypeScript SDK's examples) answers 400 with a JSON-RPC
-/// error "Bad Request: No valid session ID provided".
-fn session_expired(response: &Response) -> bool {
-    response.status == 404
-        || (response.status == 400
-            && String::from_utf8_lossy(&response.body)
-                .to_ascii_lowercase()
-                .contains("no valid session id"))
 }
 
 #[cfg(test)]

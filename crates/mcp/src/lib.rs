@@ -8,11 +8,13 @@
 //! session, listing tools (all pages) and calling them, and closing.
 //!
 //! Spec: <https://modelcontextprotocol.io/specification/2025-06-18>; each function cites
-//! the section it implements. A reply stream that ends before its response is resumed
-//! with `Last-Event-ID`. Not covered: the GET stream for server-initiated messages, and
-//! answering server requests (sampling,
-//! elicitation, roots): the client declares no capabilities, so a server should not send
-//! those, and any that arrive on a reply stream are skipped.
+//! the section it implements. Replies are read as they arrive, up to the response (a
+//! server may keep a stream open after it); a reply stream that ends before its response
+//! is resumed with `Last-Event-ID`. A session opens its own stream (a GET) after the
+//! handshake, read while a tool call waits. The client declares no capabilities (sampling,
+//! elicitation, roots), so a request a server sends anyway, on a call's stream or the
+//! session's, is answered at once with a JSON-RPC error naming it (`ping` with its empty
+//! result): it costs the call nothing, where ignoring it would cost its whole timeout.
 //!
 //! **Invariant:** nothing a server sends can panic the client: every malformed reply is an
 //! [`McpError`] naming the server, the method and what was wrong.
@@ -33,7 +35,8 @@ pub const PROTOCOL_VERSION: &str = "2025-06-18";
 /// first with Streamable HTTP (Lifecycle §Version Negotiation: any other, we disconnect).
 pub const SUPPORTED_PROTOCOL_VERSIONS: [&str; 2] = [PROTOCOL_VERSION, "2025-03-26"];
 
-/// Each HTTP exchange (one POST and its whole reply) must end within this.
+/// Each HTTP exchange must bring its status and headers within this, and a reply's body
+/// must not go silent for longer.
 pub const DEFAULT_TIMEOUT_MS: u64 = 30_000;
 
 /// A reply larger than this is refused ([`McpError::Protocol`] names the cap).

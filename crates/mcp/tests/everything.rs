@@ -24,8 +24,14 @@ struct Recording {
     exchanges: Exchanges,
 }
 
-impl HttpClient for Recording {
-    fn send(&self, request: Request) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
+impl Recording {
+    /// Writes down `request`'s exchange once its status is in.
+    fn record<T: 'static>(
+        &self,
+        request: &Request,
+        response: LocalBoxFuture<'static, Result<T, HttpError>>,
+        status: fn(&T) -> u16,
+    ) -> LocalBoxFuture<'static, Result<T, HttpError>> {
         let method = request.method.clone();
         let session_id = request
             .headers
@@ -33,13 +39,19 @@ impl HttpClient for Recording {
             .find(|(name, _)| name.eq_ignore_ascii_case("mcp-session-id"))
             .map(|(_, value)| value.clone());
         let exchanges = Rc::clone(&self.exchanges);
-        let response = self.inner.send(request);
         Box::pin(async move {
             let response = response.await;
-            let status = response.as_ref().ok().map(|response| response.status);
+            let status = response.as_ref().ok().map(status);
             exchanges.borrow_mut().push((method, session_id, status));
             response
         })
+    }
+}
+
+impl HttpClient for Recording {
+    fn send(&self, request: Request) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
+        let response = self.inner.send(request.clone());
+        self.record(&request, response, |response| response.status)
     }
 
     fn open(
@@ -47,7 +59,8 @@ impl HttpClient for Recording {
         request: Request,
         idle_timeout_ms: u64,
     ) -> LocalBoxFuture<'static, Result<StreamingResponse, HttpError>> {
-        self.inner.open(request, idle_timeout_ms)
+        let response = self.inner.open(request.clone(), idle_timeout_ms);
+        self.record(&request, response, |response| response.status)
     }
 }
 
@@ -237,12 +250,13 @@ fn a_server_that_dies_and_comes_back_gets_a_new_session() {
     );
     let second_session = client.session_id().unwrap();
     assert_ne!(second_session, first_session);
-    // The old session was refused (400, as this server answers), then a new handshake, then
-    // the same call again on the new session.
+    // The old session was refused (400, as this server answers), then a new handshake and
+    // the new session's own stream, then the same call again on the new session.
     let expected = [
         ("POST".to_owned(), Some(first_session), Some(400)),
         ("POST".to_owned(), None, Some(200)),
         ("POST".to_owned(), Some(second_session.clone()), Some(202)),
+        ("GET".to_owned(), Some(second_session.clone()), Some(200)),
         ("POST".to_owned(), Some(second_session), Some(200)),
     ];
     assert_eq!(exchanges.borrow().as_slice(), expected.as_slice());
