@@ -28,8 +28,9 @@
     reason = "test helpers: a panic here is a failed test with its line"
 )]
 
-use std::io::{BufRead as _, BufReader};
-use std::process::{Command, Stdio};
+use std::process::Command;
+
+mod common;
 
 /// Runs the suite with `args`; its exit status and report.
 fn run_suite(args: &[&str]) -> (bool, String) {
@@ -60,20 +61,8 @@ fn suite(args: &[&str]) {
 
 #[test]
 fn the_server_scenarios_a_codemode_server_can_run_pass() {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
-        .args(["mcp", "serve", "--http", "0"])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-    let first = stderr.next().unwrap().unwrap();
-    let url = first
-        .strip_prefix("kiln: serving MCP at ")
-        .unwrap()
-        .to_owned();
-    std::thread::spawn(move || stderr.for_each(drop));
+    let server = common::HttpServer::start(&[]);
+    let url = server.url.clone();
     for scenario in [
         "server-initialize",
         "ping",
@@ -82,8 +71,6 @@ fn the_server_scenarios_a_codemode_server_can_run_pass() {
     ] {
         suite(&["server", "--url", &url, "--scenario", scenario]);
     }
-    let _ = child.kill();
-    let _ = child.wait();
 }
 
 #[test]

@@ -19,6 +19,10 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+use common::HttpServer;
+
+mod common;
+
 fn scratch(name: &str, value: &Value) -> String {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-serve-{name}"));
     std::fs::write(&path, value.to_string()).unwrap();
@@ -49,41 +53,6 @@ fn sdk_client(calls: &Value, target: &[&str]) -> Value {
         String::from_utf8_lossy(&out.stderr)
     );
     serde_json::from_str(&stdout).unwrap()
-}
-
-/// A `kiln mcp serve --http 0` and its endpoint's URL.
-struct HttpServer {
-    child: std::process::Child,
-    url: String,
-}
-
-impl HttpServer {
-    fn start(args: &[&str]) -> Self {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
-            .args(["mcp", "serve", "--http", "0"])
-            .args(args)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
-        let first = stderr.next().unwrap().unwrap();
-        let url = first
-            .strip_prefix("kiln: serving MCP at ")
-            .unwrap_or_else(|| panic!("{first}"))
-            .to_owned();
-        // The rest of stderr (the runs' notes) is drained so the server never blocks on it.
-        std::thread::spawn(move || stderr.for_each(drop));
-        Self { child, url }
-    }
-}
-
-impl Drop for HttpServer {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
 }
 
 /// What both transports must show for the same calls.

@@ -122,21 +122,18 @@ pub fn run(root: &Path) -> Result<()> {
         "providers: SSE beside eventsource-parser, cost per turn, time to first token over a direct request:",
     )?;
     eprintln!("xtask: building the native codeact and nodes benchmarks");
-    run_checked(
-        Command::new("cargo")
-            .args([
-                "build",
-                "--release",
-                "--package",
-                "kiln-agent",
-                "--example",
-                "codeact",
-                "--example",
-                "nodes",
-                "--features",
-                "bench",
-            ])
-            .current_dir(root),
+    build_release(
+        root,
+        &[
+            "--package",
+            "kiln-agent",
+            "--example",
+            "codeact",
+            "--example",
+            "nodes",
+            "--features",
+            "bench",
+        ],
     )?;
     println!(
         "the CodeAct loop: its overhead per turn, an action's start, the prompt's size beside direct tools:"
@@ -151,19 +148,16 @@ pub fn run(root: &Path) -> Result<()> {
         root.join("target/release/examples/nodes"),
     ))?;
     eprintln!("xtask: building the native kiln mcp serve benchmark");
-    run_checked(
-        Command::new("cargo")
-            .args([
-                "build",
-                "--release",
-                "--package",
-                "kiln-cli",
-                "--bin",
-                "kiln",
-                "--example",
-                "mcp_serve",
-            ])
-            .current_dir(root),
+    build_release(
+        root,
+        &[
+            "--package",
+            "kiln-cli",
+            "--bin",
+            "kiln",
+            "--example",
+            "mcp_serve",
+        ],
     )?;
     println!(
         "kiln mcp serve: a codemode call's round trip over Streamable HTTP and stdio beside a direct tools/call:"
@@ -172,6 +166,16 @@ pub fn run(root: &Path) -> Result<()> {
         Command::new(root.join("target/release/examples/mcp_serve"))
             .env("KILN_CLI", root.join("target/release/kiln"))
             .envs(servers.iter().cloned()),
+    )
+}
+
+/// `cargo build --release` with `args`, in the workspace.
+fn build_release(root: &Path, args: &[&str]) -> Result<()> {
+    run_checked(
+        Command::new("cargo")
+            .args(["build", "--release"])
+            .args(args)
+            .current_dir(root),
     )
 }
 
@@ -188,19 +192,16 @@ struct ExampleBench<'a> {
 impl ExampleBench<'_> {
     fn run(&self, package: &str, example: &str, bin_env: &str, heading: &str) -> Result<()> {
         eprintln!("xtask: building the native {example} benchmark");
-        run_checked(
-            Command::new("cargo")
-                .args([
-                    "build",
-                    "--release",
-                    "--package",
-                    package,
-                    "--example",
-                    example,
-                    "--features",
-                    "bench",
-                ])
-                .current_dir(self.root),
+        build_release(
+            self.root,
+            &[
+                "--package",
+                package,
+                "--example",
+                example,
+                "--features",
+                "bench",
+            ],
         )?;
         println!("{heading}");
         let mut node = Command::new("node");

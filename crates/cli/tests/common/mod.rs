@@ -4,7 +4,7 @@
 // Each test binary includes this module and uses the part it needs.
 #![allow(dead_code, reason = "each test binary uses the part of it it needs")]
 
-use std::io::Write as _;
+use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
 
 use serde_json::Value;
@@ -62,5 +62,44 @@ pub fn kiln_with(args: &[&str], env: &[(&str, &str)], input: &str) -> Output {
         code: output.status.code().unwrap_or(-1),
         stdout: String::from_utf8_lossy(&output.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&output.stderr).into_owned(),
+    }
+}
+
+/// A `kiln mcp serve --http 0` and its endpoint's URL.
+pub struct HttpServer {
+    pub child: std::process::Child,
+    pub url: String,
+}
+
+impl HttpServer {
+    #[must_use]
+    pub fn start(args: &[&str]) -> Self {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(["mcp", "serve", "--http", "0"])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap_or_else(|error| panic!("kiln did not start: {error}"));
+        let Some(piped) = child.stderr.take() else {
+            panic!("stderr is piped");
+        };
+        let mut stderr = BufReader::new(piped).lines();
+        let first = stderr.next().and_then(Result::ok).unwrap_or_default();
+        let url = first
+            .strip_prefix("kiln: serving MCP at ")
+            .unwrap_or_else(|| panic!("{first}"))
+            .to_owned();
+        // The rest of stderr (the runs' notes) is drained so the server never blocks on it.
+        std::thread::spawn(move || stderr.for_each(drop));
+        Self { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
