@@ -286,6 +286,9 @@ fn supervise(
 
 /// How long past its wall budget the supervisor waits for the child's answer.
 const CHILD_GRACE: Duration = Duration::from_secs(5);
+/// How long an interrupted run has to answer itself (close its MCP sessions, settle its
+/// record) before the watchdog answers for it.
+const CANCEL_GRACE: Duration = Duration::from_secs(2);
 
 /// Waits for `child` to end, reading its output meanwhile, until `deadline`;
 /// then kills it and answers `None`.
@@ -670,6 +673,7 @@ fn run_with_deadline(
     let limits = run.request.limits.get();
     let gauge = Arc::new(CpuGauge::default());
     let (sender, receiver) = mpsc::channel();
+    let (cancel, cancelled) = futures::channel::oneshot::channel::<()>();
     let spawned = std::thread::Builder::new()
         .name("kiln-sandbox".into())
         // The engine recurses on this stack, as deep as the sandbox allows.
@@ -687,12 +691,24 @@ fn run_with_deadline(
                     Some(run_id),
                 );
                 let runner = ThreadRunner { gauge, progress };
-                let ran = futures::executor::block_on(kiln_agent::run_program(
-                    run.request,
-                    &environment,
-                    &runner,
-                    AbortSignal::new(),
-                ));
+                // The watchdog's interrupt, as the run's cancel: the program stops where it
+                // waits, and the run closes its scope (MCP sessions) and settles its
+                // record before the process ends.
+                let cancel = AbortSignal::new();
+                let ran = futures::executor::block_on(async {
+                    let run =
+                        kiln_agent::run_program(run.request, &environment, &runner, cancel.clone());
+                    let watch = async {
+                        if cancelled.await.is_ok() {
+                            cancel.abort();
+                        }
+                    };
+                    futures::pin_mut!(run, watch);
+                    match futures::future::select(run, watch).await {
+                        futures::future::Either::Left((ran, _)) => ran,
+                        futures::future::Either::Right(((), run)) => run.await,
+                    }
+                });
                 let finished = match ran {
                     Ok(ran) => Finished::Answered(Box::new(ran.result), ran.run),
                     Err(problem) => Finished::Stopped(RunResult {
@@ -739,7 +755,14 @@ fn run_with_deadline(
             Err(mpsc::RecvTimeoutError::Timeout) => {}
         }
         if interrupted.load(Ordering::SeqCst) {
-            return Finished::Stopped(cancelled_run(started, progress));
+            // A program waiting (on a tool, a sleep) ends at once and answers itself,
+            // its scope closed and its record settled; one running JavaScript does not
+            // listen, and is answered for from here.
+            let _ = cancel.send(());
+            return match receiver.recv_timeout(CANCEL_GRACE) {
+                Ok(finished) => finished,
+                Err(_) => Finished::Stopped(cancelled_run(started, progress)),
+            };
         }
         let stop = if started.elapsed() >= wall {
             RunError::wall_budget(limits.wall_ms)
@@ -759,16 +782,38 @@ struct ThreadRunner {
     progress: Arc<Mutex<Progress>>,
 }
 
-/// It does not watch `cancel`: Ctrl-C reaches the watchdog on the main
-/// thread, which answers for the run (the sandbox thread ends with the
-/// process).
+/// `cancel` (the watchdog's interrupt) ends a program where it waits: its
+/// sandbox is dropped at that await, and the run answers with the output and
+/// call outcomes so far, like the watchdog would. A program running
+/// JavaScript does not wait, so the watchdog answers for it after its grace.
 impl SandboxRunner for ThreadRunner {
     fn run(
         &self,
         code: String,
         limits: RunLimits,
         tools: Rc<Dispatcher>,
-        _cancel: AbortSignal,
+        cancel: AbortSignal,
+    ) -> LocalBoxFuture<'static, RunResult> {
+        let started = Instant::now();
+        let shared = self.progress.clone();
+        let run = self.run_here(code, limits, tools);
+        Box::pin(async move {
+            let aborted = cancel.aborted();
+            futures::pin_mut!(run, aborted);
+            match futures::future::select(run, aborted).await {
+                futures::future::Either::Left((result, _)) => result,
+                futures::future::Either::Right(((), _dropped)) => cancelled_run(started, &shared),
+            }
+        })
+    }
+}
+
+impl ThreadRunner {
+    fn run_here(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
     ) -> LocalBoxFuture<'static, RunResult> {
         let gauge = self.gauge.clone();
         let progress = self.progress.clone();

@@ -391,7 +391,11 @@ fn a_keyed_retry_attaches_and_the_run_executes_once() {
 fn withdraw_stops_a_sleeping_keyed_run() {
     let counter = Counter::start();
     let allow = format!("--allow-net={}", counter.origin);
-    let mut server = LineServer::start(&[&allow, "--reply-due-ms", "300"]);
+    let store = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-serve-withdraw-store");
+    let _ = std::fs::remove_dir_all(&store);
+    let store_arg = store.to_string_lossy().into_owned();
+    let args = ["--store", &store_arg, &allow, "--reply-due-ms", "300"];
+    let mut server = LineServer::start(&args);
     let program = format!("console.log('before'); {}", counter.program(10_000));
     let interim = server.call(1, "codemode", json!({"code": program, "key": "long"}));
     let run_id = interim["structuredContent"]["run_id"].clone();
@@ -415,6 +419,14 @@ fn withdraw_stops_a_sleeping_keyed_run() {
         bad["content"][0]["text"],
         "refused: withdraw takes `run_id`; not `id`"
     );
+    // The run settled its own record before its process ended: a restarted server
+    // answers `cancelled` from it, not `interrupted`.
+    drop(server);
+    owners_gone(&store);
+    let mut server = LineServer::start(&args);
+    let recorded = server.call(1, "late_results", json!({"run_id": run_id}));
+    assert_eq!(recorded["errorCode"], "cancelled", "{recorded}");
+    assert_eq!(recorded["structuredContent"]["output"], "before\n");
 }
 
 /// Waits until no process holds a lock in the store's `owners/` folder.
