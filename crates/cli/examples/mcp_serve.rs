@@ -46,11 +46,14 @@ fn main() {
         .spawn()
         .unwrap_or_else(|error| panic!("{kiln}: {error}"));
     let mut stderr = BufReader::new(server.stderr.take().expect("piped")).lines();
-    let first = stderr.next().and_then(Result::ok).unwrap_or_default();
-    let url = first
-        .strip_prefix("kiln: serving MCP at ")
-        .unwrap_or_else(|| panic!("kiln mcp serve said: {first}"))
-        .to_owned();
+    let url = stderr
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|line| {
+            line.strip_prefix("kiln: serving MCP at ")
+                .map(str::to_owned)
+        })
+        .expect("kiln mcp serve says where it listens");
     std::thread::spawn(move || stderr.for_each(drop));
     let http = kiln_mcp::McpClient::new("kiln", &url, kiln_http::default_client());
     block_on(http.connect()).expect("kiln mcp serve answers initialize");

@@ -100,12 +100,15 @@ pub(crate) enum Event {
 
 pub(crate) fn run(command: &McpCommand) -> ExitCode {
     let McpCommand::Serve(args) = command;
-    if let Some(path) = &args.belt.tools
-        && let Err(error) = crate::program::read_json(path, "tool catalog")
-    {
+    if let Err(error) = crate::program::check_catalog(args.belt.tools.as_ref()) {
         eprintln!("kiln: {error:#}");
         return ExitCode::from(2);
     }
+    // Said once: every call the ladder would ask about is denied, naming this host.
+    eprintln!(
+        "kiln: {}",
+        kiln_capabilities::gate::Headless::new(crate::program::SERVED_HOST).reason()
+    );
     let (events, incoming) = mpsc::unbounded();
     match args.http {
         Some(port) => match crate::mcp_http::listen(port, events) {

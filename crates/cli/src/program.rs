@@ -47,6 +47,9 @@ const CHILD_ENV: &str = "KILN_SANDBOX_CHILD";
 /// run ends with the server however that ends (its job is then `interrupted`
 /// at the server's next start), and an interrupt is the MCP client's doing.
 pub(crate) const SERVED_ENV: &str = "KILN_SERVED_BY";
+/// The gate's host in a served run: who denies what would ask.
+pub(crate) const SERVED_HOST: &str =
+    "kiln mcp serve (its MCP client's person is not reachable from here)";
 
 /// Every allocation of the process counts against the run's memory budget.
 #[global_allocator]
@@ -424,7 +427,11 @@ impl Asker {
             ),
             Self::Terminal => (entrance.to_owned(), Rc::new(crate::approve::Terminal)),
             Self::Headless => {
-                let host = format!("{entrance} (no terminal to ask on)");
+                let host = if std::env::var_os(SERVED_ENV).is_some() {
+                    SERVED_HOST.to_owned()
+                } else {
+                    format!("{entrance} (no terminal to ask on)")
+                };
                 let approver = Rc::new(Headless::new(&host));
                 (host, approver)
             }
@@ -470,6 +477,24 @@ fn split_builtins(catalog: Value, path: &str) -> Result<(Value, bool)> {
     Ok((Value::Array(scripted), network))
 }
 
+/// Reads and checks the scripted catalog (`--tools`): its scripted part, whether it
+/// names `http_request`, and its admission. A bad entry refuses the run (or the
+/// server) instead of failing a call.
+pub(crate) fn check_catalog(tools: Option<&PathBuf>) -> Result<(Value, bool, Admission)> {
+    let shown = tools.map(|p| p.display().to_string()).unwrap_or_default();
+    let (catalog, catalog_net) = match tools {
+        None => (Value::Array(Vec::new()), false),
+        Some(path) => split_builtins(read_json(path, "tool catalog")?, &shown)?,
+    };
+    let refused = || format!("the tool catalog `{shown}` was refused");
+    let mut registry = Registry::new();
+    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
+        .map_err(anyhow::Error::msg)
+        .with_context(refused)?;
+    let admission = Admission::admit(&registry.catalog(), "scripted").with_context(refused)?;
+    Ok((catalog, catalog_net, admission))
+}
+
 /// Reads and checks the run, so that a bad request is refused (exit 2) before
 /// anything runs, in the supervising process and again in the child.
 fn prepare(
@@ -497,18 +522,7 @@ fn prepare(
                 .with_context(|| format!("the limits `{}` are not valid", path.display()))?
         }
     };
-    let shown = tools.map(|p| p.display().to_string()).unwrap_or_default();
-    let (catalog, catalog_net) = match tools {
-        None => (Value::Array(Vec::new()), false),
-        Some(path) => split_builtins(read_json(path, "tool catalog")?, &shown)?,
-    };
-    let refused = || format!("the tool catalog `{shown}` was refused");
-    let mut registry = Registry::new();
-    // Read the scripts now, so a bad one refuses the run instead of failing a call.
-    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
-        .map_err(anyhow::Error::msg)
-        .with_context(refused)?;
-    let admission = Admission::admit(&registry.catalog(), "scripted").with_context(refused)?;
+    let (catalog, catalog_net, admission) = check_catalog(tools)?;
     let terminal = std::env::var_os(TERMINAL_ENV).is_some();
     let request = request_of(code, limits, permissions, catalog_net)?;
     if let Some(dir) = &permissions.store {

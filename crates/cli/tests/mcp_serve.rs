@@ -153,6 +153,13 @@ fn the_sdk_client_lists_the_tools_and_runs_programs_over_stdio() {
 fn the_sdk_client_lists_the_tools_and_runs_programs_over_http() {
     let catalog = catalog();
     let server = HttpServer::start(&["--tools", &catalog]);
+    // The headless gate says once who denies what would ask.
+    assert_eq!(
+        server.said,
+        [
+            "kiln: kiln mcp serve (its MCP client's person is not reachable from here) has nobody to ask for approval, so its gate denies every call that needs it"
+        ]
+    );
     let answer = sdk_client(&sdk_calls(), &[&server.url]);
     check_sdk_answer(&answer);
     assert!(
@@ -652,4 +659,23 @@ fn http_sessions_hosts_and_origins_are_checked() {
     assert_eq!(status, 404, "an ended session is gone");
     let (status, _, _) = http(&address, "POST /other", &[("Host", &address)], "");
     assert_eq!(status, 404);
+}
+
+#[test]
+fn a_catalog_kiln_run_would_refuse_refuses_the_server_at_start() {
+    let bad = scratch(
+        "bad-catalog.json",
+        &json!([{"name": "wipe", "category": "destructive", "returns": {}}]),
+    );
+    let out = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["mcp", "serve", "--stdio", "--tools", &bad])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("was refused: catalog entry 0 (`wipe`): `category` unknown permission category `destructive`"),
+        "{stderr}"
+    );
 }

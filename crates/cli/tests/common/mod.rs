@@ -69,6 +69,8 @@ pub fn kiln_with(args: &[&str], env: &[(&str, &str)], input: &str) -> Output {
 pub struct HttpServer {
     pub child: std::process::Child,
     pub url: String,
+    /// What it said on stderr before it listened.
+    pub said: Vec<String>,
 }
 
 impl HttpServer {
@@ -86,14 +88,19 @@ impl HttpServer {
             panic!("stderr is piped");
         };
         let mut stderr = BufReader::new(piped).lines();
-        let first = stderr.next().and_then(Result::ok).unwrap_or_default();
-        let url = first
-            .strip_prefix("kiln: serving MCP at ")
-            .unwrap_or_else(|| panic!("{first}"))
-            .to_owned();
+        let mut said = Vec::new();
+        let url = loop {
+            let Some(Ok(line)) = stderr.next() else {
+                panic!("kiln mcp serve ended, having said: {said:?}");
+            };
+            if let Some(url) = line.strip_prefix("kiln: serving MCP at ") {
+                break url.to_owned();
+            }
+            said.push(line);
+        };
         // The rest of stderr (the runs' notes) is drained so the server never blocks on it.
         std::thread::spawn(move || stderr.for_each(drop));
-        Self { child, url }
+        Self { child, url, said }
     }
 }
 
