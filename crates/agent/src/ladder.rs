@@ -7,7 +7,8 @@
 //! [`ToolBridge`]), the built-ins the request asked for by name
 //! (`http_request` only with `builtins: ["http_request"]` or `allow_net`),
 //! the workspace's memory, history and file tools (with the run's job in the
-//! history), and the request's MCP servers. Nothing else: a run's tools are
+//! history), `model` and `classify` when the request names a model
+//! ([`crate::model_tools`]), and the request's MCP servers. Nothing else: a run's tools are
 //! exactly its whitelist.
 
 use std::rc::Rc;
@@ -187,6 +188,7 @@ pub async fn assemble_job(
     let (record, run_memory) = add_workspace(request, environment, job, &mut registry)
         .await
         .unzip();
+    add_model(request, environment, &mut registry).await;
     let servers = add_mcp(request, environment, &mut registry).await;
     extra(&mut registry);
     let gate = match &environment.people {
@@ -253,6 +255,7 @@ pub async fn catalog(
         )),
         None => {}
     }
+    add_model(request, environment, &mut registry).await;
     let servers = add_mcp(request, environment, &mut registry).await;
     for server in servers {
         // Listed only: a run opens its own session.
@@ -309,6 +312,50 @@ fn add_named_sources(request: &RunRequest, environment: &Environment, registry: 
             &endpoints,
         );
     }
+}
+
+/// Mounts `model` and `classify` over the provider the request names; one
+/// that cannot be resolved (a kept provider that is not there, no model) is
+/// the run's `model_unavailable` warning, and the run goes on without them.
+async fn add_model(request: &RunRequest, environment: &Environment, registry: &mut Registry) {
+    let Some(setup) = &request.model else {
+        return;
+    };
+    match resolve_model(setup, environment).await {
+        Ok((config, model)) => {
+            let provider: Rc<dyn kiln_providers::Provider> = Rc::new(
+                kiln_providers::HttpProvider::new(config, environment.http.clone()),
+            );
+            crate::model_tools::ModelTools::new(provider, model, setup.budget).add_to(registry);
+        }
+        Err(why) => registry.warn(kiln_warning(
+            "model_unavailable",
+            format!("`tools.model` and `tools.classify` are off: {why}"),
+            None,
+        )),
+    }
+}
+
+/// The provider and model of `setup`, a kept provider looked up in the
+/// workspace's configuration.
+async fn resolve_model(
+    setup: &crate::request::ModelSetup,
+    environment: &Environment,
+) -> Result<(kiln_providers::ProviderConfig, String), String> {
+    let config = match environment.workspace.as_deref() {
+        Some(Ok(workspace)) => Some(kiln_store::config::Config::new(workspace.backend.clone())),
+        _ => None,
+    };
+    let provider = crate::settings::provider_config(config.as_ref(), &setup.provider)
+        .await
+        .map_err(|error| error.to_string())?;
+    let model = match &setup.model {
+        Some(model) => model.clone(),
+        None => crate::settings::kept_model(config.as_ref(), &setup.provider)
+            .await
+            .ok_or("the kept provider has no model saved; name one in `model.model`")?,
+    };
+    Ok((provider, model))
 }
 
 /// Connects the request's MCP servers and mounts their tools; a server that

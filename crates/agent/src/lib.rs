@@ -42,6 +42,7 @@ pub mod eval_codegen;
 pub mod eval_plans;
 pub mod graph;
 pub mod ladder;
+pub mod model_tools;
 pub mod node;
 pub mod ops;
 pub mod plan;

@@ -8,7 +8,9 @@
 //!  "inputs": {"rows": [1, 2]}, "permission": {"mode": "default", "autonomy": {"add": "ask"}, "brake": false},
 //!  "mcp": {"everything": "http://127.0.0.1:3001/mcp"}, "secrets": {"API_KEY": {"value": "…", "origins": ["https://api.example.com"]}},
 //!  "tools": {"echo": {"description": "…", "input_schema": {"type": "object"}, "category": "read"}},
-//!  "builtins": ["http_request"], "allow_net": ["http://127.0.0.1:8080"], "key": "report-2026-12-01"}
+//!  "builtins": ["http_request"], "allow_net": ["http://127.0.0.1:8080"], "key": "report-2026-12-01",
+//!  "model": {"provider": {"kind": "openai", "base_url": "https://api.openai.com/v1", "key": "…"},
+//!            "model": "gpt-4o-mini", "budget": {"calls": 10, "tokens": 20000, "usd": 0.05}}}
 //! ```
 //!
 //! Every field but `code` may be left out. An unknown field, a value of the
@@ -76,6 +78,23 @@ pub struct McpMount {
     pub category: Category,
 }
 
+/// The model a run's programs may ask (`tools.model`, `tools.classify`):
+/// the provider given whole (`{kind, base_url, key?}`) or kept by the
+/// workspace (`{stored: NAME}`), the model (a kept provider's saved one when
+/// left out) and the run's model budget.
+#[derive(Clone)]
+pub struct ModelSetup {
+    /// As given; checked when read, resolved when the ladder is assembled
+    /// ([`crate::settings::provider_config`]).
+    pub provider: Value,
+    pub model: Option<String>,
+    pub budget: crate::model_tools::ModelBudget,
+}
+
+/// What `model` may be, for the messages that name it.
+const MODEL_SHAPE: &str =
+    "{provider: {kind, base_url, key?} | {stored: NAME}, model?, budget?: {calls?, tokens?, usd?}}";
+
 /// A checked run request.
 #[derive(Clone)]
 pub struct RunRequest {
@@ -100,6 +119,9 @@ pub struct RunRequest {
     pub allow_net: Option<Vec<String>>,
     /// The caller's call key: a retry with the same key is the same run.
     pub key: Option<String>,
+    /// The model the program's `tools.model` and `tools.classify` ask; no
+    /// such tools without it.
+    pub model: Option<ModelSetup>,
 }
 
 impl fmt::Debug for RunRequest {
@@ -113,6 +135,13 @@ impl fmt::Debug for RunRequest {
             .field("builtins", &self.builtins)
             .field("allow_net", &self.allow_net)
             .field("secrets", &self.secrets.len())
+            .field(
+                "model",
+                &self
+                    .model
+                    .as_ref()
+                    .map(|setup| (&setup.model, setup.budget)),
+            )
             .finish_non_exhaustive()
     }
 }
@@ -133,7 +162,7 @@ fn refuse<T>(message: impl Into<String>) -> Result<T, RequestError> {
 }
 
 /// The fields a request may have, in the order the docs list them.
-const FIELDS: [&str; 11] = [
+const FIELDS: [&str; 12] = [
     "code",
     "limits",
     "agent",
@@ -145,6 +174,7 @@ const FIELDS: [&str; 11] = [
     "builtins",
     "allow_net",
     "key",
+    "model",
 ];
 
 impl RunRequest {
@@ -165,6 +195,7 @@ impl RunRequest {
             builtins: Vec::new(),
             allow_net: None,
             key: None,
+            model: None,
         }
     }
 
@@ -246,6 +277,7 @@ impl RunRequest {
                     Value::String(key) if !key.trim().is_empty() => request.key = Some(key),
                     _ => return refuse("`key` must be a non-empty string"),
                 },
+                "model" => request.model = Some(model_setup(&value)?),
                 _ => {}
             }
         }
@@ -331,6 +363,57 @@ impl RunRequest {
         // Refuse a setting the ladder would not honour now, not at the first call.
         self.settings(Mode::Default).map(|_| ())
     }
+}
+
+/// Reads `model`: the provider checked now (a kept one is looked up when the
+/// run starts), the model named unless the provider is a kept one.
+fn model_setup(value: &Value) -> Result<ModelSetup, RequestError> {
+    let Value::Object(fields) = value else {
+        return refuse(format!("`model` must be an object {MODEL_SHAPE}"));
+    };
+    if let Some(unknown) = fields
+        .keys()
+        .find(|key| !["provider", "model", "budget"].contains(&key.as_str()))
+    {
+        return refuse(format!(
+            "`model.{unknown}` is not a field of `model`: {MODEL_SHAPE}"
+        ));
+    }
+    let provider = fields
+        .get("provider")
+        .cloned()
+        .ok_or_else(|| RequestError(format!("`model.provider` is missing: {MODEL_SHAPE}")))?;
+    let stored = provider.get("stored").is_some();
+    if !stored {
+        serde_json::from_value::<kiln_providers::ProviderConfig>(provider.clone()).map_err(
+            |error| {
+                RequestError(format!(
+                    "`model.provider` is not valid ({error}): {}",
+                    crate::settings::PROVIDER_SHAPE
+                ))
+            },
+        )?;
+    }
+    let model = match fields.get("model") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(model)) if !model.trim().is_empty() => Some(model.clone()),
+        Some(_) => return refuse("`model.model` must be a non-empty string (the model id)"),
+    };
+    if model.is_none() && !stored {
+        return refuse(format!(
+            "`model.model` is missing: name the model (only a kept provider has one saved): {MODEL_SHAPE}"
+        ));
+    }
+    let budget = match fields.get("budget") {
+        None | Some(Value::Null) => crate::model_tools::ModelBudget::DEFAULT,
+        Some(budget) => crate::model_tools::ModelBudget::from_value(budget)
+            .map_err(|why| RequestError(format!("`model.budget`: {why}")))?,
+    };
+    Ok(ModelSetup {
+        provider,
+        model,
+        budget,
+    })
 }
 
 fn agent(value: &Value) -> Result<String, RequestError> {

@@ -269,6 +269,7 @@ impl Session {
             allow_net: args.belt.allow_net.clone(),
             agent: args.agent.clone(),
             key: None,
+            model: crate::ModelFlags::default(),
         };
         let run = crate::program::request_of(String::new(), limits, &permissions, false)?;
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());

@@ -95,6 +95,8 @@ enum Command {
         /// warns `keyless`.
         #[arg(long, value_name = "KEY")]
         key: Option<String>,
+        #[command(flatten)]
+        model: ModelFlags,
     },
     /// Agents that act by writing code: `kiln agent run "OBJECTIVE"`.
     #[command(subcommand)]
@@ -158,6 +160,90 @@ pub(crate) struct BeltFlags {
     pub(crate) allow_net: Option<String>,
 }
 
+/// The model a program's `tools.model` and `tools.classify` ask, as `kiln run`
+/// and `kiln mcp serve` take it: without `--provider`, programs have no such
+/// tools.
+#[derive(clap::Args, Clone, Default)]
+pub(crate) struct ModelFlags {
+    /// Give programs `tools.model` and `tools.classify`, asking this provider
+    /// (its wire format: openai, anthropic, ollama). Needs --base-url and --model.
+    #[arg(long, value_name = "KIND", requires_all = ["base_url", "model"])]
+    pub(crate) provider: Option<String>,
+    /// The provider's API root, e.g. https://api.openai.com/v1.
+    #[arg(long, value_name = "URL", requires = "provider")]
+    pub(crate) base_url: Option<String>,
+    /// The model id programs' model calls ask.
+    #[arg(long, requires = "provider")]
+    pub(crate) model: Option<String>,
+    /// The environment variable holding the provider's API key (never the key).
+    #[arg(long, value_name = "VAR", requires = "provider")]
+    pub(crate) key_env: Option<String>,
+    /// What one run's model calls may use in all: `calls=N,tokens=N,usd=X`, any
+    /// of them (default 10 calls, 20,000 tokens, $0.05; at most 200, 1,000,000, $5).
+    #[arg(long, value_name = "calls=N,tokens=N,usd=X", requires = "provider")]
+    pub(crate) model_budget: Option<String>,
+}
+
+impl ModelFlags {
+    /// The run request's `model` field, checked (the key read from its
+    /// variable); `None` without `--provider`.
+    pub(crate) fn setup(&self) -> anyhow::Result<Option<serde_json::Value>> {
+        let (Some(kind), Some(base_url), Some(model)) =
+            (&self.provider, &self.base_url, &self.model)
+        else {
+            return Ok(None);
+        };
+        let config = agent::provider_config(kind, base_url, self.key_env.as_deref())?;
+        let mut provider = serde_json::json!({"kind": kind, "base_url": config.base_url});
+        if let Some(key) = &config.key {
+            provider["key"] = serde_json::Value::String(key.expose().to_owned());
+        }
+        let mut setup = serde_json::json!({"provider": provider, "model": model});
+        if let Some(budget) = &self.model_budget {
+            let mut fields = serde_json::Map::new();
+            for part in budget
+                .split(',')
+                .map(str::trim)
+                .filter(|part| !part.is_empty())
+            {
+                let Some((name, value)) = part.split_once('=') else {
+                    anyhow::bail!(
+                        "--model-budget {budget}: `{part}` is not NAME=VALUE (calls=N,tokens=N,usd=X)"
+                    );
+                };
+                let value: serde_json::Value =
+                    serde_json::from_str(value.trim()).map_err(|_| {
+                        anyhow::anyhow!("--model-budget {budget}: `{part}` has no number")
+                    })?;
+                fields.insert(name.trim().to_owned(), value);
+            }
+            kiln_agent::model_tools::ModelBudget::from_value(&serde_json::Value::Object(
+                fields.clone(),
+            ))
+            .map_err(|why| anyhow::anyhow!("--model-budget {budget}: {why}"))?;
+            setup["budget"] = serde_json::Value::Object(fields);
+        }
+        Ok(Some(setup))
+    }
+
+    /// The same flags, for a child `kiln run` (the key stays in its variable).
+    pub(crate) fn to_args(&self) -> Vec<String> {
+        let mut args = Vec::new();
+        for (flag, value) in [
+            ("--provider", &self.provider),
+            ("--base-url", &self.base_url),
+            ("--model", &self.model),
+            ("--key-env", &self.key_env),
+            ("--model-budget", &self.model_budget),
+        ] {
+            if let Some(value) = value {
+                args.extend([flag.to_owned(), value.clone()]);
+            }
+        }
+        args
+    }
+}
+
 /// The permission options of one run, as parsed.
 pub(crate) struct Permissions {
     mcp: Vec<String>,
@@ -170,6 +256,8 @@ pub(crate) struct Permissions {
     allow_net: Option<String>,
     agent: String,
     key: Option<String>,
+    /// `tools.model` and `tools.classify`'s provider, model and budget.
+    model: ModelFlags,
 }
 
 fn main() -> ExitCode {
@@ -199,6 +287,7 @@ fn main() -> ExitCode {
             allow_net,
             agent,
             key,
+            model,
         } => {
             let permissions = Permissions {
                 mcp,
@@ -209,6 +298,7 @@ fn main() -> ExitCode {
                 allow_net,
                 agent,
                 key,
+                model,
             };
             program::run(&file, tools.as_ref(), limits.as_ref(), report, &permissions)
         }

@@ -67,6 +67,8 @@ pub(crate) struct ServeArgs {
     http: Option<u16>,
     #[command(flatten)]
     belt: crate::BeltFlags,
+    #[command(flatten)]
+    model: crate::ModelFlags,
     /// Whose runs they are in the history and memory, and whose keys name
     /// them; without it, the MCP client's name (`clientInfo.name`), else `mcp`.
     #[arg(long, value_name = "NAME")]
@@ -101,6 +103,11 @@ pub(crate) enum Event {
 pub(crate) fn run(command: &McpCommand) -> ExitCode {
     let McpCommand::Serve(args) = command;
     if let Err(error) = crate::program::check_catalog(args.belt.tools.as_ref()) {
+        eprintln!("kiln: {error:#}");
+        return ExitCode::from(2);
+    }
+    // Checked once here, so that a bad flag refuses the server, not each call.
+    if let Err(error) = args.model.setup() {
         eprintln!("kiln: {error:#}");
         return ExitCode::from(2);
     }
@@ -507,6 +514,11 @@ fn codemode_tool(args: &ServeArgs) -> Value {
     if args.belt.allow_net.is_some() {
         mounted.push("`http_request`".to_owned());
     }
+    if let Some(model) = &args.model.model {
+        mounted.push(format!(
+            "`model` and `classify` (asking `{model}`, under a per-run model budget)"
+        ));
+    }
     let tools = if mounted.is_empty() {
         "no tools (a pure computation)".to_owned()
     } else {
@@ -595,6 +607,7 @@ fn flags(args: &ServeArgs) -> Vec<String> {
         Some(origins) => flags.push(format!("--allow-net={origins}")),
         None => {}
     }
+    flags.extend(args.model.to_args());
     flags
 }
 

@@ -313,6 +313,7 @@ fn prepare_run(flags: &RunFlags) -> Result<RunSetup> {
         allow_net: flags.allow_net.clone(),
         agent: flags.agent.clone(),
         key: None,
+        model: crate::ModelFlags::default(),
     };
     let request = crate::program::request_of(String::new(), limits, &permissions, false)?;
     let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());

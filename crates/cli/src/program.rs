@@ -222,6 +222,8 @@ fn supervise(
     if let Some(key) = &permissions.key {
         command.arg("--key").arg(key);
     }
+    // The key stays in its variable, which the child inherits.
+    command.args(permissions.model.to_args());
     // The child's streams are pipes; it asks on /dev/tty when ours is a
     // terminal. Only this decision reaches it, not a stray setting of the
     // caller's environment.
@@ -589,6 +591,9 @@ pub(crate) fn request_of(
     if let Some(key) = &permissions.key {
         request["key"] = json!(key);
     }
+    if let Some(model) = permissions.model.setup()? {
+        request["model"] = model;
+    }
     match permissions.allow_net.as_deref() {
         Some("") => request["builtins"] = json!([kiln_capabilities::http_request::NAME]),
         Some(origins) => {
@@ -599,7 +604,7 @@ pub(crate) fn request_of(
     }
     RunRequest::from_value(request).map_err(|error| {
         anyhow::anyhow!("{error}").context(
-            "the run was refused (flags --mcp, --secret, --allow-net, --agent, --permission-mode)",
+            "the run was refused (flags --mcp, --secret, --allow-net, --agent, --permission-mode, --provider, --model-budget)",
         )
     })
 }

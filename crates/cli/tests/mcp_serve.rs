@@ -6,7 +6,9 @@
 //! as they end, a cancelled call never answered, bad lines answered with their
 //! error; keyed runs (a retry attaches and a counting tool runs once, the
 //! interim reply, withdraw, a run a killed server left going `interrupted` at
-//! the next start); over raw HTTP, sessions, Host and Origin checks.
+//! the next start); over raw HTTP, sessions, Host and Origin checks; a
+//! program's `tools.model` and `tools.classify` asking the server's model
+//! (aimock) under the per-run model budget.
 
 #![expect(
     clippy::unwrap_used,
@@ -172,8 +174,14 @@ fn the_sdk_client_lists_the_tools_and_runs_programs_over_http() {
 /// `expected` answers have come (a client that goes away interrupts the runs
 /// still going), then closes, and the server must end with nothing more to say.
 fn exchange(lines: &[Value], expected: usize) -> Vec<Value> {
+    exchange_with(&[], lines, expected)
+}
+
+/// [`exchange`] with a server started with `flags` too.
+fn exchange_with(flags: &[&str], lines: &[Value], expected: usize) -> Vec<Value> {
     let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(["mcp", "serve", "--stdio"])
+        .args(flags)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
@@ -677,5 +685,75 @@ fn a_catalog_kiln_run_would_refuse_refuses_the_server_at_start() {
     assert!(
         stderr.contains("was refused: catalog entry 0 (`wipe`): `category` unknown permission category `destructive`"),
         "{stderr}"
+    );
+}
+
+#[test]
+fn a_served_program_asks_the_servers_model_under_its_budget() {
+    let aimock = kiln_testkit::Aimock::start();
+    let base_url = format!("{}/v1", aimock.url());
+    let flags = [
+        "--provider",
+        "openai",
+        "--base-url",
+        &base_url,
+        "--model",
+        "gpt-4o-mini",
+        "--model-budget",
+        "calls=2",
+    ];
+    let code = "const label = await tools.classify({text: 'kiln-classify: saving crashes the app', labels: ['bug', 'feature']});
+        const person = await tools.model({prompt: 'kiln-model-extract: who?', schema: {type: 'object', properties: {name: {type: 'string'}, year: {type: 'integer'}}, required: ['name', 'year']}});
+        let third;
+        try { await tools.model({prompt: 'kiln-hello'}); } catch (error) { third = error.code; }
+        return {label, person, third};";
+    let answers = exchange_with(
+        &flags,
+        &[
+            json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}),
+            json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+            json!({"jsonrpc": "2.0", "id": 2, "method": "tools/list"}),
+            call(3, code),
+        ],
+        3,
+    );
+    let listed = answers.iter().find(|answer| answer["id"] == 2).unwrap();
+    let description = listed["result"]["tools"][0]["description"]
+        .as_str()
+        .unwrap();
+    assert!(
+        description.contains("`model` and `classify` (asking `gpt-4o-mini`"),
+        "{description}"
+    );
+    let called = answers.iter().find(|answer| answer["id"] == 3).unwrap();
+    let result = &called["result"];
+    assert_ne!(result["isError"], true, "{result}");
+    assert_eq!(
+        result["structuredContent"]["value"],
+        json!({"label": "bug", "person": {"name": "Ada Lovelace", "year": 1843}, "third": "model_budget_exhausted"})
+    );
+    // Two requests reached the model; the third was refused before sending.
+    assert_eq!(aimock.journal().as_array().unwrap().len(), 2);
+
+    // A budget that does not read refuses the server, naming it.
+    let refused = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args([
+            "mcp",
+            "serve",
+            "--stdio",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base_url,
+        ])
+        .args(["--model", "gpt-4o-mini", "--model-budget", "usd=-1"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    assert_eq!(refused.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        said.contains("--model-budget usd=-1") && said.contains("`usd`"),
+        "{said}"
     );
 }

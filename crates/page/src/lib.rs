@@ -213,7 +213,7 @@ impl Kiln {
     ) -> Result<futures::channel::oneshot::Receiver<Result<Value, Problem>>, JsValue> {
         if !request.is_object() {
             return Err(type_error(
-                "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?, builtins?, allow_net?, signal?}",
+                "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?, builtins?, allow_net?, key?, model?, signal?}",
             ));
         }
         let (request, calls, approve, signal) =

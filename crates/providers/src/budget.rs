@@ -410,7 +410,8 @@ impl fmt::Debug for Reservation {
 }
 
 /// `$0.49`, `$0.0042`: cents, with up to four decimals where they matter.
-fn format_usd(usd: f64) -> String {
+#[must_use]
+pub fn format_usd(usd: f64) -> String {
     format!("${}", trim_decimals(format!("{usd:.4}"), 2))
 }
 
@@ -434,7 +435,8 @@ fn trim_decimals(mut text: String, keep: usize) -> String {
 }
 
 /// `12000` → `12,000`.
-fn group_thousands(value: u64) -> String {
+#[must_use]
+pub fn group_thousands(value: u64) -> String {
     let digits = value.to_string();
     let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
     for (index, digit) in digits.chars().enumerate() {
