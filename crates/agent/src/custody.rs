@@ -31,8 +31,10 @@ use futures::channel::oneshot;
 use futures::future::{LocalBoxFuture, Shared};
 use indexmap::IndexMap;
 use kiln_clock::Clock;
+use kiln_store::StoreError;
+use kiln_store::history::History;
 use kiln_types::cancel::AbortSignal;
-use kiln_types::tool_result::{Held, ToolResult, interim};
+use kiln_types::tool_result::{Held, ToolResult, error_result, interim};
 
 /// How long a keyed call waits for its run before it answers the interim.
 pub const REPLY_DUE_MS: u64 = 25_000;
@@ -98,6 +100,47 @@ pub enum CustodyError {
         runs: usize,
         kept_for: String,
     },
+}
+
+impl CustodyError {
+    /// `unknown_run` or `expired_run`.
+    #[must_use]
+    pub fn code(&self) -> &'static str {
+        match self {
+            Self::Unknown(_) => "unknown_run",
+            Self::Expired { .. } => "expired_run",
+        }
+    }
+
+    /// The error as an entrance answers it: a refused tool result.
+    #[must_use]
+    pub fn to_result(&self) -> ToolResult {
+        error_result(
+            None,
+            self.code(),
+            &self.to_string(),
+            serde_json::json!({"status": "refused"}),
+        )
+    }
+}
+
+/// The result of a keyed run whose process (or tab) ended before it did,
+/// `output` being what its record says.
+#[must_use]
+pub fn interrupted(run_id: &str, output: &str) -> ToolResult {
+    let message = format!(
+        "{output} Whatever it did before then stands; Kiln never runs it again for this key."
+    );
+    error_result(
+        Some("interrupted"),
+        "interrupted",
+        &message,
+        serde_json::json!({
+            "run_id": run_id,
+            "status": "interrupted",
+            "termination_reason": "interrupted",
+        }),
+    )
 }
 
 enum Kept {
@@ -209,6 +252,38 @@ impl Custody {
             .entry(run_id.to_owned())
             .or_insert(Kept::Ended { result, ended_ms });
         self.prune();
+    }
+
+    /// Keeps the keyed runs `history` recorded as ended within retention
+    /// (their whole result; an `interrupted` one as [`interrupted`]), so that
+    /// a retry or a late result after a restart is answered from the record,
+    /// never by running the program again. `now_ms` is the store's clock
+    /// (epoch milliseconds). Answers how many it kept.
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the history cannot be read.
+    pub async fn adopt_history(&self, history: &History, now_ms: u64) -> Result<usize, StoreError> {
+        let jobs = history.jobs(self.retention.runs.max(1) * 4).await?;
+        let mut adopted = 0;
+        for job in jobs.into_iter().rev() {
+            let (Some(run_id), Some(finished_ms)) = (&job.run_id, job.finished_ms) else {
+                continue;
+            };
+            let ago = now_ms.saturating_sub(finished_ms);
+            if ago > self.retention.ended_ms {
+                continue;
+            }
+            let result = match job.result.map(serde_json::from_value::<ToolResult>) {
+                Some(Ok(result)) => result,
+                _ if job.status == "interrupted" => interrupted(run_id, &job.output),
+                // A record without a readable result: nothing to answer from.
+                _ => continue,
+            };
+            self.adopt(run_id, result, ago);
+            adopted += 1;
+        }
+        Ok(adopted)
     }
 
     /// The final result of `run_id`, waiting for it at most [`REPLY_DUE_MS`];

@@ -151,6 +151,9 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         spawn,
     });
     pool.run_until(serve(server, incoming));
+    // What the interrupted calls and withdrawn runs still do — their children
+    // ending, their records settled, their answers sent — runs to its end.
+    pool.run();
     ExitCode::SUCCESS
 }
 
@@ -234,7 +237,7 @@ async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>)
         }
     }
     // The client has gone: the runs still going are interrupted, and end (a
-    // keyed run's child records it cancelled).
+    // keyed run's child records it cancelled) on the pool after this returns.
     for call in server.calls.borrow().values() {
         if let Some(child) = &call.child {
             child.interrupt();
@@ -246,10 +249,6 @@ async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>)
         (server.spawn)(Box::pin(async move {
             let _ = custody.withdraw(&run_id).await;
         }));
-    }
-    while !server.calls.borrow().is_empty() || !server.custody.running().is_empty() {
-        // Let the children's answers come in.
-        kiln_clock::sleep(20).await;
     }
 }
 
@@ -406,24 +405,7 @@ fn run_id_of<'a>(arguments: &'a Value, tool: &str) -> Result<&'a str, Box<ToolRe
 
 /// Custody's answer as a result: an id it has no run for is a tool error.
 fn kept(answer: Result<ToolResult, CustodyError>) -> ToolResult {
-    match answer {
-        Ok(result) => result,
-        Err(error) => {
-            let code = match error {
-                CustodyError::Unknown(_) => "unknown_run",
-                CustodyError::Expired { .. } => "expired_run",
-            };
-            let message = error.to_string();
-            ToolResult {
-                content: vec![kiln_types::tool_result::ContentPart::Text {
-                    text: format!("Error ({code}): {message}"),
-                }],
-                structured_content: json!({"status": "refused", "error": {"code": code, "message": message}}),
-                is_error: true,
-                error_code: Some(code.to_owned()),
-            }
-        }
-    }
+    answer.unwrap_or_else(|error| error.to_result())
 }
 
 /// With `--store`: marks `interrupted` the jobs a server (or run) that died
@@ -436,47 +418,9 @@ fn adopt_recorded(store: &std::path::Path, custody: &Custody) -> Result<(), Stri
         )
     })?;
     let history = kiln_store::history::History::new(workspace.backend.clone());
-    let retention = custody.retention();
-    let jobs = futures::executor::block_on(history.jobs(retention.runs.max(1) * 4))
+    futures::executor::block_on(custody.adopt_history(&history, kiln_store::clock::epoch_ms()))
         .map_err(|error| format!("error: --store {}: {error}", store.display()))?;
-    let now = kiln_store::clock::epoch_ms();
-    for job in jobs.into_iter().rev() {
-        let (Some(run_id), Some(finished_ms)) = (&job.run_id, job.finished_ms) else {
-            continue;
-        };
-        let ago = now.saturating_sub(finished_ms);
-        if ago > retention.ended_ms {
-            continue;
-        }
-        let result = match job.result.map(serde_json::from_value::<ToolResult>) {
-            Some(Ok(result)) => result,
-            _ if job.status == "interrupted" => interrupted(run_id, &job.output),
-            // A record without a readable result: nothing to answer from.
-            _ => continue,
-        };
-        custody.adopt(run_id, result, ago);
-    }
     Ok(())
-}
-
-/// A keyed run whose process ended before it did.
-fn interrupted(run_id: &str, output: &str) -> ToolResult {
-    let message = format!(
-        "{output} Whatever it did before then stands; Kiln never runs it again for this key."
-    );
-    ToolResult {
-        content: vec![kiln_types::tool_result::ContentPart::Text {
-            text: format!("interrupted\n\nError (interrupted): {message}"),
-        }],
-        structured_content: json!({
-            "run_id": run_id,
-            "status": "interrupted",
-            "termination_reason": "interrupted",
-            "error": {"code": "interrupted", "message": message}
-        }),
-        is_error: true,
-        error_code: Some("interrupted".into()),
-    }
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -753,12 +697,10 @@ fn wait_child(prepared: Prepared, interrupt: &Interrupt) -> ToolResult {
 
 /// A call refused before anything ran, as a tool error the model can read.
 fn refused(message: &str) -> ToolResult {
-    ToolResult {
-        content: vec![kiln_types::tool_result::ContentPart::Text {
-            text: format!("refused: {message}"),
-        }],
-        structured_content: json!({"status": "refused", "error": {"code": "invalid_arguments", "message": message}}),
-        is_error: true,
-        error_code: Some("invalid_arguments".into()),
-    }
+    kiln_types::tool_result::error_result(
+        Some("refused"),
+        "invalid_arguments",
+        message,
+        json!({"status": "refused"}),
+    )
 }

@@ -92,7 +92,6 @@ fn the_client_scenarios_pass_against_kiln_run() {
 #[test]
 fn a_server_request_the_client_did_not_declare_does_not_hold_the_call() {
     let client = format!("sh {}", kiln_testkit::mcp_conformance_client().display());
-    let started = std::time::Instant::now();
     let (_, report) = run_suite(&[
         "client",
         "--command",
@@ -102,10 +101,11 @@ fn a_server_request_the_client_did_not_declare_does_not_hold_the_call() {
         "--timeout",
         "20000",
     ]);
+    // The suite gives up after 20 s; a call held for its own 30 s timeout
+    // would be TIMED OUT.
     assert!(!report.contains("TIMED OUT"), "{report}");
     assert!(
         report.contains("does not offer `elicitation/create`"),
         "the server heard why: {report}"
     );
-    assert!(started.elapsed().as_secs() < 15, "{report}");
 }

@@ -100,7 +100,7 @@ fn check_sdk_answer(answer: &Value) {
     assert_eq!(unknown["isError"], true);
     assert_eq!(
         unknown["content"][0]["text"],
-        "refused: codemode takes `code`, `description`, `limits`, `key`; not `when`"
+        "refused\n\nError (invalid_arguments): codemode takes `code`, `description`, `limits`, `key`; not `when`"
     );
     let limits = &results[3];
     assert_eq!(limits["isError"], true);
@@ -110,7 +110,9 @@ fn check_sdk_answer(answer: &Value) {
     );
     let text = limits["content"][0]["text"].as_str().unwrap();
     assert!(
-        text.starts_with("refused: the call's `limits` are not valid: "),
+        text.starts_with(
+            "refused\n\nError (invalid_arguments): the call's `limits` are not valid: "
+        ),
         "{text}"
     );
     // A keyed call's run id comes from the client's name and the key; it is
@@ -432,7 +434,7 @@ fn withdraw_stops_a_sleeping_keyed_run() {
     let bad = server.call(4, "withdraw", json!({"id": run_id}));
     assert_eq!(
         bad["content"][0]["text"],
-        "refused: withdraw takes `run_id`; not `id`"
+        "refused\n\nError (invalid_arguments): withdraw takes `run_id`; not `id`"
     );
     // The run settled its own record before its process ended: a restarted server
     // answers `cancelled` from it, not `interrupted`.

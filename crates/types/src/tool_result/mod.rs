@@ -488,6 +488,36 @@ pub fn interim(run_id: &str, held: &[Held]) -> ToolResult {
     }
 }
 
+/// A result that is only an error, for what an entrance answers without a
+/// run (a refused call, an id it keeps nothing for, a run that was
+/// interrupted): the text `LEAD\n\nError (CODE): MESSAGE` (no lead: the error
+/// line alone), `structured` with `error: {code, message}` added, `isError`
+/// and `errorCode`.
+#[must_use]
+pub fn error_result(
+    lead: Option<&str>,
+    code: &str,
+    message: &str,
+    structured: Value,
+) -> ToolResult {
+    let line = format!("Error ({code}): {message}");
+    let text = match lead {
+        Some(lead) => format!("{lead}\n\n{line}"),
+        None => line,
+    };
+    let mut structured = match structured {
+        Value::Object(fields) => fields,
+        _ => serde_json::Map::new(),
+    };
+    structured.insert("error".into(), json!({"code": code, "message": message}));
+    ToolResult {
+        content: vec![ContentPart::Text { text }],
+        structured_content: Value::Object(structured),
+        is_error: true,
+        error_code: Some(code.to_owned()),
+    }
+}
+
 #[cfg(test)]
 mod tests;
 
