@@ -71,10 +71,12 @@ function withNodes(kiln) {
 export const Kiln = {
   /**
    * Loads the runtime, opens the workspace's storage and starts its first sandbox worker.
-   * @param {{poolSize?: number, workspace?: string}} [options] started workers kept between
-   *   runs (default 2); the workspace whose memory, history and files runs use (default "default")
+   * @param {{poolSize?: number, workspace?: string, replyDueMs?: number}} [options] started
+   *   workers kept between runs (default 2); the workspace whose memory, history and files runs
+   *   use (default "default"); how long a keyed run's `run` waits before it resolves to the
+   *   interim result (default and at most 25000)
    */
-  async load({ poolSize = 2, workspace = "default" } = {}) {
+  async load({ poolSize = 2, workspace = "default", replyDueMs } = {}) {
     loading ??= init({ module_or_path: new URL("./kiln_page_bg.wasm", import.meta.url) });
     await loading;
     const kiln = await Runtime.load(
@@ -82,6 +84,7 @@ export const Kiln = {
       new URL("./workers/sandbox.js", import.meta.url).href,
       poolSize,
       workspace,
+      replyDueMs,
     );
     return withNodes(withStorage(kiln));
   },

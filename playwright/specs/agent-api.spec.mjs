@@ -178,3 +178,32 @@ test("a plan from a page: execute_plan runs its steps as sub-agents in the worke
   assert.equal(action.event.run.status, "completed");
   assert.match(action.event.run.output, /words 5/);
 });
+
+test("a page's program asks the run's model: tools.model and tools.classify, under the run's model budget", async () => {
+  const { page } = app();
+  const result = await page.evaluate(
+    async ({ baseUrl }) => {
+      const { Kiln } = await import("./kiln.js");
+      window.kiln ??= await Kiln.load();
+      return window.kiln.run({
+        code: `const label = await tools.classify({text: 'kiln-classify: saving crashes', labels: ['bug', 'feature']});
+          const person = await tools.model({prompt: 'kiln-model-extract: who?', schema: {type: 'object', properties: {name: {type: 'string'}, year: {type: 'integer'}}, required: ['name', 'year']}});
+          let third;
+          try { await tools.model({prompt: 'kiln-hello'}); } catch (error) { third = error.code; }
+          return {label, person, third};`,
+        model: { provider: { kind: "openai", base_url: baseUrl }, model: "gpt-4o-mini", budget: { calls: 2 } },
+      });
+    },
+    { baseUrl: `${aimock().url}/v1` },
+  );
+  assert.equal(result.isError, undefined, result.content[0].text);
+  assert.deepEqual(result.structuredContent.value, {
+    label: "bug",
+    person: { name: "Ada Lovelace", year: 1843 },
+    third: "model_budget_exhausted",
+  });
+  assert.deepEqual(
+    result.structuredContent.calls.map((call) => [call.tool, call.outcome]),
+    [["classify", "ok"], ["model", "ok"], ["model", "error"]],
+  );
+});

@@ -242,7 +242,7 @@ test("kiln.run({signal}) cancels at once: the runaway guest's worker is ended, c
   assert.equal(s.output, "before\n");
   assert.deepEqual(s.calls.map((call) => [call.tool, call.outcome]), [["echo", "ok"], ["slow", "outcome_unknown"]]);
   // A runaway guest, stopped from outside long before its 10 s CPU budget; a call
-  // waiting on an approval that never comes was never sent: cancelled.
+  // held on an approval that never comes provably never started: withdrawn.
   const runaway = await page.evaluate(async () => {
     const controller = new AbortController();
     setTimeout(() => controller.abort(), 300);
@@ -257,7 +257,7 @@ test("kiln.run({signal}) cancels at once: the runaway guest's worker is ended, c
     return { result, ms: performance.now() - started };
   });
   assert.equal(runaway.result.structuredContent.status, "cancelled");
-  assert.deepEqual(runaway.result.structuredContent.calls.map((call) => call.outcome), ["cancelled"]);
+  assert.deepEqual(runaway.result.structuredContent.calls.map((call) => call.outcome), ["withdrawn"]);
   assert.ok(runaway.ms < 9_000, `cancelled after ${runaway.ms} ms`);
   // An already aborted signal cancels before anything runs; the next run works.
   const early = await page.evaluate(() => window.kiln.run({ code: "return 1", signal: AbortSignal.abort() }));

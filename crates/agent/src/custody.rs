@@ -30,14 +30,14 @@ use futures::FutureExt as _;
 use futures::channel::oneshot;
 use futures::future::{LocalBoxFuture, Shared};
 use indexmap::IndexMap;
+use kiln_capabilities::{Answer, ApprovalRequest, Approver};
 use kiln_clock::Clock;
 use kiln_store::StoreError;
 use kiln_store::history::History;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{Held, ToolResult, error_result, interim};
 
-/// How long a keyed call waits for its run before it answers the interim.
-pub const REPLY_DUE_MS: u64 = 25_000;
+pub use kiln_types::tool_result::REPLY_DUE_MS;
 
 /// How many ids of dropped runs are remembered, to name them expired.
 const REMEMBERED_DROPS: usize = 1_000;
@@ -82,6 +82,51 @@ impl RunHandle {
     /// Call `call` no longer waits on a person.
     pub fn release(&self, call: u32) {
         self.held.borrow_mut().retain(|held| held.call != call);
+    }
+}
+
+/// `approver`, telling `handle` while a call waits on the person's consent, so
+/// that the interim names it (`held: {reason: "consent"}`) and a withdraw
+/// knows the call never started.
+#[must_use]
+pub fn holding(approver: Rc<dyn Approver>, handle: RunHandle) -> Rc<dyn Approver> {
+    Rc::new(Holding { approver, handle })
+}
+
+struct Holding {
+    approver: Rc<dyn Approver>,
+    handle: RunHandle,
+}
+
+/// Releases a held call when its question is answered or given up.
+struct Release(RunHandle, u32);
+
+impl Drop for Release {
+    fn drop(&mut self) {
+        self.0.release(self.1);
+    }
+}
+
+impl Approver for Holding {
+    fn ask(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        let call = request.call_number;
+        if self.approver.is_person() {
+            self.handle.hold(Held {
+                tool: request.tool.clone(),
+                call,
+                reason: "consent".into(),
+            });
+        }
+        let release = Release(self.handle.clone(), call);
+        let asked = self.approver.ask(request);
+        Box::pin(async move {
+            let _release = release;
+            asked.await
+        })
+    }
+
+    fn is_person(&self) -> bool {
+        self.approver.is_person()
     }
 }
 

@@ -69,6 +69,8 @@ pub struct RunState {
     pub limits: RunLimits,
     fetch_calls: Cell<u32>,
     started: RefCell<BTreeSet<u32>>,
+    /// Calls waiting on the person's consent now (an approval asked).
+    consent: RefCell<BTreeSet<u32>>,
     on_start: RefCell<Option<StartObserver>>,
 }
 
@@ -89,6 +91,7 @@ impl RunState {
             limits: limits.clamped(),
             fetch_calls: Cell::new(0),
             started: RefCell::default(),
+            consent: RefCell::default(),
             on_start: RefCell::default(),
         }
     }
@@ -97,6 +100,13 @@ impl RunState {
     #[must_use]
     pub fn started(&self, call_number: u32) -> bool {
         self.started.borrow().contains(&call_number)
+    }
+
+    /// Whether call `call_number` waits on the person's consent now: a run
+    /// ended meanwhile ends it `withdrawn` (held, and provably never started).
+    #[must_use]
+    pub fn awaiting_consent(&self, call_number: u32) -> bool {
+        self.consent.borrow().contains(&call_number)
     }
 
     /// Tells `observer` the number of each call as it reaches its
@@ -240,6 +250,7 @@ impl Dispatcher {
             used_secrets: Rc::default(),
         };
         let used = context.used_secrets.clone();
+        let run = self.run.clone();
         Box::pin(async move {
             match decision {
                 Decision::Allow => {}
@@ -257,7 +268,7 @@ impl Dispatcher {
                         reason,
                         host: gate.host().to_owned(),
                     };
-                    let answer = ask(&gate, request, &held).await;
+                    let answer = ask(&gate, request, &held, &run).await;
                     admit(&gate, &named, &session_key, reason, answer)?;
                     // The settings may have changed while the person decided
                     // (a block, plan mode): what they refuse now stays refused.
@@ -312,9 +323,30 @@ impl Drop for Hold {
     }
 }
 
-async fn ask(gate: &Gate, request: ApprovalRequest, held: &HeldSignal) -> Answer {
+/// Marks a call as waiting on consent until dropped.
+struct Awaiting(Rc<RunState>, u32);
+
+impl Drop for Awaiting {
+    fn drop(&mut self) {
+        if let Ok(mut consent) = self.0.consent.try_borrow_mut() {
+            consent.remove(&self.1);
+        }
+    }
+}
+
+async fn ask(
+    gate: &Gate,
+    request: ApprovalRequest,
+    held: &HeldSignal,
+    run: &Rc<RunState>,
+) -> Answer {
     let approver = gate.approver();
-    let _hold = approver.is_person().then(|| Hold::start(held));
+    let person = approver.is_person();
+    let _hold = person.then(|| Hold::start(held));
+    let _awaiting = person.then(|| {
+        run.consent.borrow_mut().insert(request.call_number);
+        Awaiting(run.clone(), request.call_number)
+    });
     approver.ask(request).await
 }
 

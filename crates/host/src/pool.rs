@@ -326,7 +326,13 @@ impl SandboxPool {
                         if summary.outcome == CallOutcome::OutcomeUnknown
                             && !tools.run_state().started(*number)
                         {
-                            summary.outcome = CallOutcome::Cancelled;
+                            // Held on the person's consent, it provably never
+                            // started: withdrawn; else it was never sent.
+                            summary.outcome = if tools.run_state().awaiting_consent(*number) {
+                                CallOutcome::Withdrawn
+                            } else {
+                                CallOutcome::Cancelled
+                            };
                         }
                     }
                     let error = RunError::cancelled("the run was stopped before it finished");

@@ -124,12 +124,31 @@ impl Kiln {
         sandbox_url: String,
         pool_size: usize,
         workspace: Option<String>,
+        reply_due_ms: Option<f64>,
     ) -> Result<Self, JsError> {
         let workspace = workspace.unwrap_or_else(|| "default".to_owned());
+        let reply_due_ms = match reply_due_ms {
+            None => None,
+            Some(ms) if ms.is_finite() && ms >= 0.0 => {
+                // Whole milliseconds, at most the reference's 25 s.
+                #[expect(
+                    clippy::cast_possible_truncation,
+                    clippy::cast_sign_loss,
+                    reason = "checked finite and ≥ 0, then capped"
+                )]
+                Some((ms.ceil() as u64).min(kiln_types::tool_result::REPLY_DUE_MS))
+            }
+            Some(_) => {
+                return Err(JsError::new(
+                    "`replyDueMs` must be a number of milliseconds ≥ 0 (at most 25000)",
+                ));
+            }
+        };
         let options = RuntimeOptions {
             workspace,
             sandbox_url,
             pool_size: u32::try_from(pool_size).unwrap_or(u32::MAX),
+            reply_due_ms,
         };
         let (runtime, storage) = runtime::RuntimeClient::start(&runtime_url, &options)
             .await
@@ -184,13 +203,62 @@ impl Kiln {
     }
 
     /// Runs one program in the runtime worker; resolves to its
-    /// `tool-result/v1` object.
+    /// `tool-result/v1` object. With a `key`, the run is kept: a retry with
+    /// the same key gets that run's result and never runs it again, and a
+    /// run not ended when its answer is due (25 s) resolves to the interim
+    /// result (`{status: "running", run_id, held}`) and goes on, its page
+    /// tools and `approve` still called.
     pub fn run(&self, request: JsValue) -> Promise {
         self.start(&request, false)
+    }
+
+    /// The final result of the keyed run `runId` (waiting at most 25 s, then
+    /// the interim again); an id kept nowhere resolves to an error result
+    /// (`unknown_run`, `expired_run`).
+    #[wasm_bindgen(js_name = lateResult)]
+    pub fn late_result(&self, run_id: JsValue) -> Promise {
+        self.kept_run("kiln.lateResult", run_id, |id, run_id| {
+            ToRuntime::LateResult { id, run_id }
+        })
+    }
+
+    /// Cancels the keyed run `runId`; resolves to how it ended (`cancelled`:
+    /// calls never sent `cancelled`, calls held on the person `withdrawn`,
+    /// started ones `outcome_unknown`).
+    pub fn withdraw(&self, run_id: JsValue) -> Promise {
+        self.kept_run("kiln.withdraw", run_id, |id, run_id| ToRuntime::Withdraw {
+            id,
+            run_id,
+        })
     }
 }
 
 impl Kiln {
+    /// `lateResult` and `withdraw`: one run id, one answer.
+    fn kept_run(
+        &self,
+        what: &'static str,
+        run_id: JsValue,
+        message: impl FnOnce(u64, String) -> ToRuntime,
+    ) -> Promise {
+        let Some(run_id) = run_id.as_string().filter(|id| !id.trim().is_empty()) else {
+            return Promise::reject(&js_sys::TypeError::new(&format!(
+                "{what} takes a run id, the `structuredContent.run_id` of a keyed kiln.run"
+            )));
+        };
+        let answered = self.runtime.call(move |id| message(id, run_id), None, None);
+        wasm_bindgen_futures::future_to_promise(async move {
+            match answered.await {
+                Ok(Ok(value)) => JSON::parse(&value.to_string()),
+                Ok(Err(problem)) => Err(rejection(what, &problem)),
+                Err(_) => Err(js_sys::TypeError::new(&format!(
+                    "{what}: the runtime worker went away"
+                ))
+                .into()),
+            }
+        })
+    }
+
     /// Reads the page's part of a request now (its functions and signal; a
     /// bad one rejects before anything starts), sends the rest to the
     /// runtime worker, whose one parser checks it, and resolves to its answer.

@@ -30,7 +30,9 @@ struct PageRun {
     approve: Option<Function>,
     /// An agent turn's `ask(question)`, which answers `ask_user`.
     ask: Option<Function>,
-    done: oneshot::Sender<Result<Value, Problem>>,
+    /// The page's answer; taken by a keyed run's interim result, whose run
+    /// still calls the page until it ends.
+    done: Option<oneshot::Sender<Result<Value, Problem>>>,
     /// Sends `cancel` when the page's signal fires; dropped (the listener
     /// removed) when the run ends.
     _listener: Option<crate::chat::web_sys_abort::Listener>,
@@ -69,7 +71,9 @@ impl Exchange {
     fn finish(self, answer: Result<Value, Problem>) {
         match self {
             Self::Run(run) => {
-                let _ = run.done.send(answer);
+                if let Some(done) = run.done {
+                    let _ = done.send(answer);
+                }
             }
             Self::Call { done, .. } => {
                 let _ = done.send(answer);
@@ -282,7 +286,7 @@ impl RuntimeClient {
                 calls,
                 approve,
                 ask,
-                done,
+                done: Some(done),
                 _listener: None,
                 on_event,
             }),
@@ -411,6 +415,16 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             let exchange = shared.exchanges.borrow_mut().remove(&id);
             if let Some(exchange) = exchange {
                 exchange.finish(Ok(value));
+            }
+        }
+        FromRuntime::Interim { id, value } => {
+            // The answer goes now; the exchange stays for the run's calls.
+            let done = match shared.exchanges.borrow_mut().get_mut(&id) {
+                Some(Exchange::Run(run)) => run.done.take(),
+                _ => None,
+            };
+            if let Some(done) = done {
+                let _ = done.send(Ok(value));
             }
         }
         FromRuntime::Failed { id, problem } => {

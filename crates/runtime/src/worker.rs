@@ -12,6 +12,7 @@ use futures::StreamExt as _;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use kiln_agent::codeact::tools::Person;
+use kiln_agent::custody::{Custody, RunHandle};
 use kiln_agent::ladder::Environment;
 use kiln_agent::ops::{OpError, store_op};
 use kiln_agent::settings::provider_config;
@@ -27,7 +28,7 @@ use kiln_providers::{Event, HttpProvider, ProviderError};
 use kiln_store::{Change, StoreError, Subscription};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode};
-use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, ToolResult, error_result};
 use kiln_types::{RunLimits, RunResult};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
@@ -64,6 +65,11 @@ struct Runtime {
     /// many times it has sent them: a run received before the last change
     /// takes it when its gate is made.
     permission: RefCell<(u64, Option<GateSettings>)>,
+    /// The keyed runs of this worker (`kiln.run({key})`), with the results
+    /// the workspace's history kept from earlier ones.
+    custody: Custody,
+    /// The run id of each keyed exchange going on: its `cancel` withdraws it.
+    keyed: RefCell<HashMap<u64, String>>,
 }
 
 /// Where the person's answer to one `ask_user` question goes.
@@ -131,6 +137,21 @@ pub fn start() {
         pool.warm_up();
         let workspace = Rc::new(open_workspace(&options.workspace).await);
         let storage = workspace.as_ref().as_ref().err().map(store_problem);
+        let spawn: kiln_agent::custody::Spawn = Rc::new(wasm_bindgen_futures::spawn_local);
+        let custody = Custody::new(Rc::new(kiln_http::SystemClock), spawn).with_reply_due(
+            options
+                .reply_due_ms
+                .unwrap_or(kiln_agent::custody::REPLY_DUE_MS),
+        );
+        if let Ok(workspace) = workspace.as_ref() {
+            // Keyed runs an earlier tab recorded answer retries and late
+            // results from the record, never by running again; one that cannot
+            // be read is only not adopted.
+            let history = kiln_store::history::History::new(workspace.backend.clone());
+            let _ = custody
+                .adopt_history(&history, kiln_store::clock::epoch_ms())
+                .await;
+        }
         RUNTIME.with(|runtime| {
             *runtime.borrow_mut() = Some(Rc::new(Runtime {
                 pool,
@@ -147,6 +168,8 @@ pub fn start() {
                 budgets: RefCell::default(),
                 gates: RefCell::default(),
                 permission: RefCell::default(),
+                custody,
+                keyed: RefCell::default(),
             }));
         });
         post(&FromRuntime::Ready { storage });
@@ -204,6 +227,42 @@ fn on_message(message: ToRuntime) {
                 cancel.abort();
             }
             runtime.watches.borrow_mut().remove(&id);
+            let keyed = runtime.keyed.borrow().get(&id).cloned();
+            if let Some(run_id) = keyed {
+                // A keyed run's signal withdraws it; its exchange answers how it ended.
+                let custody = runtime.custody.clone();
+                wasm_bindgen_futures::spawn_local(async move {
+                    let _ = custody.withdraw(&run_id).await;
+                });
+            }
+        }
+        ToRuntime::LateResult { id, run_id } => {
+            wasm_bindgen_futures::spawn_local(async move {
+                let answer = match runtime.custody.late_result(&run_id).await {
+                    Ok(result) => result,
+                    Err(error) => recorded(&runtime, &run_id)
+                        .await
+                        .unwrap_or_else(|| error.to_result()),
+                };
+                post(&FromRuntime::Done {
+                    id,
+                    value: serde_json::to_value(answer.for_page()).unwrap_or(Value::Null),
+                });
+            });
+        }
+        ToRuntime::Withdraw { id, run_id } => {
+            wasm_bindgen_futures::spawn_local(async move {
+                let answer = match runtime.custody.withdraw(&run_id).await {
+                    Ok(result) => result,
+                    Err(error) => recorded(&runtime, &run_id)
+                        .await
+                        .unwrap_or_else(|| error.to_result()),
+                };
+                post(&FromRuntime::Done {
+                    id,
+                    value: serde_json::to_value(answer.for_page()).unwrap_or(Value::Null),
+                });
+            });
         }
         ToRuntime::Store { id, op, args } => {
             wasm_bindgen_futures::spawn_local(store(runtime, id, op, args));
@@ -336,6 +395,10 @@ async fn run(
             return;
         }
     };
+    if request.key.is_some() && !report {
+        keyed_run(runtime, id, request, approve, seen).await;
+        return;
+    }
     let environment = watched_environment(&runtime, id, approve, seen, "kiln.run");
     let cancel = AbortSignal::new();
     runtime.runs.borrow_mut().insert(id, cancel.clone());
@@ -365,6 +428,91 @@ async fn run(
             id,
             problem: Problem::bad_request(error.0),
         }),
+    }
+}
+
+/// Keyed run `id` (`kiln.run({key})`), in custody: a retry with the same key
+/// attaches and gets that run's result; a run not ended when its answer is
+/// due answers the interim ([`FromRuntime::Interim`]) and goes on, its page
+/// tools and `approve` still this exchange's, until its own `Done`.
+async fn keyed_run(runtime: Rc<Runtime>, id: u64, request: RunRequest, approve: bool, seen: u64) {
+    let run_id =
+        kiln_agent::program::RunId::for_request(&request, &kiln_store::ids::random_bytes).id;
+    runtime.keyed.borrow_mut().insert(id, run_id.clone());
+    let start = {
+        let runtime = runtime.clone();
+        move |handle: RunHandle| -> LocalBoxFuture<'static, ToolResult> {
+            Box::pin(async move {
+                let mut environment = watched_environment(&runtime, id, approve, seen, "kiln.run");
+                // A call held on the person's consent is what the interim names.
+                if let People::Approver { approver, .. } = &mut environment.people {
+                    *approver = kiln_agent::custody::holding(approver.clone(), handle.clone());
+                }
+                let runner = PoolRunner(runtime.pool.clone());
+                let ran =
+                    kiln_agent::run_program(request, &environment, &runner, handle.cancel.clone())
+                        .await;
+                settle(&runtime, id);
+                runtime.keyed.borrow_mut().remove(&id);
+                // The exchange that started the run ends with it, whether it
+                // answered already (the interim) or not.
+                match ran {
+                    Ok(ran) => {
+                        post(&FromRuntime::Done {
+                            id,
+                            value: serde_json::to_value(&ran.result).unwrap_or(Value::Null),
+                        });
+                        ran.result
+                    }
+                    Err(error) => {
+                        post(&FromRuntime::Failed {
+                            id,
+                            problem: Problem::bad_request(error.0.clone()),
+                        });
+                        error_result(
+                            None,
+                            "invalid_request",
+                            &error.0,
+                            json!({"status": "refused"}),
+                        )
+                    }
+                }
+            })
+        }
+    };
+    let (result, attached) = runtime.custody.call(&run_id, start).await;
+    let result = result.for_page();
+    if attached {
+        // A retry: its answer is the kept run's, and it ends here.
+        runtime.keyed.borrow_mut().remove(&id);
+        post(&FromRuntime::Done {
+            id,
+            value: serde_json::to_value(&result).unwrap_or(Value::Null),
+        });
+    } else if result.structured_content["status"] == "running" {
+        post(&FromRuntime::Interim {
+            id,
+            value: serde_json::to_value(&result).unwrap_or(Value::Null),
+        });
+    }
+    // Else the run ended in time and its own `Done` went out.
+}
+
+/// A keyed run this worker keeps nothing for, as the workspace's history
+/// recorded it (another tab's, ended after this one started).
+async fn recorded(runtime: &Runtime, run_id: &str) -> Option<ToolResult> {
+    let workspace = runtime.workspace.as_ref().as_ref().ok()?;
+    let history = kiln_store::history::History::new(workspace.backend.clone());
+    let jobs = history.jobs(400).await.ok()?;
+    let job = jobs
+        .into_iter()
+        .find(|job| job.run_id.as_deref() == Some(run_id))?;
+    match job.result.map(serde_json::from_value::<ToolResult>) {
+        Some(Ok(result)) => Some(result),
+        _ if job.status == "interrupted" => {
+            Some(kiln_agent::custody::interrupted(run_id, &job.output))
+        }
+        _ => None,
     }
 }
 

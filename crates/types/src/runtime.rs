@@ -42,6 +42,10 @@ pub struct RuntimeOptions {
     pub workspace: String,
     pub sandbox_url: String,
     pub pool_size: u32,
+    /// How long a keyed run's call waits before it answers the interim
+    /// result; the reference's 25 s when absent.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reply_due_ms: Option<u64>,
 }
 
 /// The person's (or the page's) answer to [`FromRuntime::Approve`].
@@ -88,8 +92,17 @@ pub enum ToRuntime {
         #[serde(default)]
         report: bool,
     },
-    /// Ends run `id` at once (a Stop button, an `AbortSignal`).
+    /// Ends run `id` at once (a Stop button, an `AbortSignal`); for a keyed
+    /// run, withdraws it ([`ToRuntime::Withdraw`]).
     Cancel { id: u64 },
+    /// The final result of the keyed run `run_id` (waiting for it as a keyed
+    /// call does, then the interim again), as [`FromRuntime::Done`]; an id
+    /// the worker keeps nothing for answers an error result (`unknown_run`,
+    /// `expired_run`).
+    LateResult { id: u64, run_id: String },
+    /// Cancels the keyed run `run_id` and answers how it ended, as
+    /// [`FromRuntime::Done`].
+    Withdraw { id: u64, run_id: String },
     /// The page tool's answer to [`FromRuntime::ToolCall`].
     ToolReply {
         id: u64,
@@ -280,6 +293,11 @@ pub enum FromRuntime {
     Done { id: u64, value: Value },
     /// Exchange `id` failed before it could answer.
     Failed { id: u64, problem: Problem },
+    /// Keyed run `id` had not ended when its answer was due: `value` is the
+    /// interim result (`{status: "running", run_id, held}`), the page's
+    /// answer now. The exchange goes on — its page tools and `approve` are
+    /// still called — until its [`FromRuntime::Done`], which then only ends it.
+    Interim { id: u64, value: Value },
     /// A program of run `id` called the page tool `tool`.
     ToolCall {
         id: u64,
@@ -343,6 +361,14 @@ mod tests {
                 report: false,
             },
             ToRuntime::Cancel { id: 1 },
+            ToRuntime::LateResult {
+                id: 2,
+                run_id: "codemode:00".into(),
+            },
+            ToRuntime::Withdraw {
+                id: 3,
+                run_id: "codemode:00".into(),
+            },
             ToRuntime::ToolReply {
                 id: 1,
                 call_number: 2,
@@ -448,6 +474,10 @@ mod tests {
         }
         let from = [
             FromRuntime::Ready { storage: None },
+            FromRuntime::Interim {
+                id: 1,
+                value: serde_json::json!({"structuredContent": {"status": "running"}}),
+            },
             FromRuntime::ToolCall {
                 id: 1,
                 call_number: 2,

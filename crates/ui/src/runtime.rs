@@ -105,6 +105,7 @@ impl Runtime {
             workspace: workspace.to_owned(),
             sandbox_url: absolute(sandbox_url),
             pool_size,
+            reply_due_ms: None,
         };
         let worker_options = WorkerOptions::new();
         worker_options.set_type(WorkerType::Module);
@@ -335,6 +336,8 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
                 let _ = run.done.send(Ok(value));
             }
         }
+        // The app sends no keyed runs, so none of its runs answers early.
+        FromRuntime::Interim { .. } => {}
         FromRuntime::Failed { id, problem } => {
             shared.listeners.borrow_mut().remove(&id);
             let run = shared.runs.borrow_mut().remove(&id);

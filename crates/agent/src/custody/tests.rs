@@ -312,3 +312,38 @@ fn ended_runs_are_kept_for_their_time_and_count_then_named_expired() {
         "recorded"
     );
 }
+
+/// A person who never answers, counting the questions.
+struct Silent(Rc<Cell<u32>>);
+
+impl Approver for Silent {
+    fn ask(&self, _: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        self.0.set(self.0.get() + 1);
+        futures::future::pending().boxed_local()
+    }
+}
+
+#[test]
+fn a_held_approver_holds_the_call_while_the_person_decides() {
+    let handle = RunHandle::default();
+    let asked = Rc::new(Cell::new(0));
+    let approver = holding(Rc::new(Silent(asked.clone())), handle.clone());
+    let request = ApprovalRequest {
+        call_number: 3,
+        tool: "write_it".into(),
+        category: kiln_capabilities::Category::Write,
+        module: "page".into(),
+        description: String::new(),
+        args: json!({}),
+        reason: kiln_types::permission::AskReason::Mode,
+        host: "page".into(),
+    };
+    let question = approver.ask(request);
+    assert_eq!(asked.get(), 1);
+    let held = interim("codemode:e", &handle.held.borrow());
+    assert_eq!(held.structured_content["held"]["reason"], "consent");
+    assert!(held.text().contains("write_it (call 3)"), "{}", held.text());
+    // The question given up (the run ended): the call is held no more.
+    drop(question);
+    assert!(handle.held.borrow().is_empty());
+}

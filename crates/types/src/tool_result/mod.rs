@@ -457,6 +457,24 @@ impl Held {
 /// The sentence every interim reply ends with.
 pub const KEPT_SENTENCE: &str = "When the program finishes, Kiln keeps its final result for this call: call `late_results` with this run id to get it.";
 
+/// [`KEPT_SENTENCE`] as a page reads it: the page API's call for it.
+pub const PAGE_KEPT_SENTENCE: &str = "When the program finishes, Kiln keeps its final result for this call: call `kiln.lateResult(run_id)` to get it.";
+
+impl ToolResult {
+    /// An interim result as a page reads it ([`PAGE_KEPT_SENTENCE`]); any
+    /// other result as it is.
+    #[must_use]
+    pub fn for_page(mut self) -> Self {
+        for part in &mut self.content {
+            let ContentPart::Text { text } = part;
+            if let Some(kept) = text.strip_suffix(KEPT_SENTENCE) {
+                *text = format!("{kept}{PAGE_KEPT_SENTENCE}");
+            }
+        }
+        self
+    }
+}
+
 /// The interim result of a keyed run that had not finished when its reply was
 /// due (reference 002, "Results"): `structuredContent` `{status: "running",
 /// run_id, held: {reason}}`, the reason being the first held call's in call
@@ -487,6 +505,10 @@ pub fn interim(run_id: &str, held: &[Held]) -> ToolResult {
         error_code: None,
     }
 }
+
+/// How long a keyed call waits for its run before it answers the interim
+/// (the reference's foreground wait).
+pub const REPLY_DUE_MS: u64 = 25_000;
 
 /// A result that is only an error, for what an entrance answers without a
 /// run (a refused call, an id it keeps nothing for, a run that was
