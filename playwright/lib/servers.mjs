@@ -212,3 +212,94 @@ export function useAimock() {
   });
   return () => mock;
 }
+
+/**
+ * A small MCP server over Streamable HTTP (CORS open) whose `tools/call` answers as the
+ * conformance suite's `sse-retry` scenario does: a stream holding only a priming event (an
+ * id and `retry: 500`) that it then closes; the answer comes on the GET that resumes with
+ * `Last-Event-ID`. Its one tool is `echo({text})`. `resumes` lists each resumption, with how
+ * long after the close it came.
+ */
+export async function startResuming() {
+  const pending = new Map();
+  const resumes = [];
+  let next = 0;
+  let closedAt = 0;
+  const cors = {
+    "access-control-allow-origin": "*",
+    "access-control-allow-headers": "*",
+    "access-control-allow-methods": "GET, POST, DELETE, OPTIONS",
+    "access-control-expose-headers": "mcp-session-id",
+  };
+  const server = http.createServer(async (request, response) => {
+    if (request.method === "OPTIONS" || request.method === "DELETE") {
+      response.writeHead(request.method === "OPTIONS" ? 204 : 200, cors);
+      return response.end();
+    }
+    if (request.method === "GET") {
+      const last = request.headers["last-event-id"];
+      if (!last || !pending.has(last)) {
+        // The session's own stream is not offered.
+        response.writeHead(405, { ...cors, allow: "POST, DELETE" });
+        return response.end();
+      }
+      resumes.push({ lastEventId: last, afterMs: Date.now() - closedAt });
+      response.writeHead(200, { ...cors, "content-type": "text/event-stream" });
+      response.write(`id: ${last}-answer\nevent: message\ndata: ${JSON.stringify(pending.get(last))}\n\n`);
+      pending.delete(last);
+      return response.end();
+    }
+    let body = "";
+    for await (const chunk of request) body += chunk;
+    const message = JSON.parse(body);
+    if (message.id === undefined) {
+      response.writeHead(202, cors);
+      return response.end();
+    }
+    const json = (result, headers = {}) => {
+      response.writeHead(200, { ...cors, "content-type": "application/json", ...headers });
+      response.end(JSON.stringify({ jsonrpc: "2.0", id: message.id, result }));
+    };
+    switch (message.method) {
+      case "initialize":
+        return json(
+          { protocolVersion: "2025-06-18", capabilities: { tools: {} }, serverInfo: { name: "resuming", version: "1" } },
+          { "mcp-session-id": "resuming-1" },
+        );
+      case "tools/list":
+        return json({
+          tools: [
+            {
+              name: "echo",
+              description: "Echoes its text, answering on a resumed stream.",
+              inputSchema: { type: "object", properties: { text: { type: "string" } }, required: ["text"] },
+            },
+          ],
+        });
+      case "tools/call": {
+        const id = `call-${++next}`;
+        pending.set(id, {
+          jsonrpc: "2.0",
+          id: message.id,
+          result: { content: [{ type: "text", text: `resumed: ${message.params.arguments.text}` }] },
+        });
+        response.writeHead(200, { ...cors, "content-type": "text/event-stream" });
+        response.write(`id: ${id}\nretry: 500\ndata: \n\n`);
+        closedAt = Date.now();
+        return response.end();
+      }
+      default:
+        return json({});
+    }
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}/mcp`,
+    resumes,
+    stop: () =>
+      new Promise((resolve) => {
+        server.closeAllConnections?.();
+        server.close(resolve);
+      }),
+  };
+}

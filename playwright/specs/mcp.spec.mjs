@@ -3,7 +3,7 @@
 import assert from "node:assert/strict";
 import { test } from "node:test";
 import { runProgram, useApp } from "../lib/browser.mjs";
-import { freePort, startEverything } from "../lib/servers.mjs";
+import { freePort, startEverything, startResuming } from "../lib/servers.mjs";
 
 const app = useApp();
 
@@ -41,6 +41,29 @@ return {sum, echo, weather, bad, missing, mounted: Object.keys(tools).filter((n)
     assert.equal(s.value.missing, "missing_arguments: everything_get_sum (call 5) is missing required argument `b`; it was passed `a`, `c` instead");
     assert.ok(s.value.mounted >= 10, s.value.mounted);
     assert.deepEqual(s.warnings.map((w) => w.code), ["keyless"]);
+  } finally {
+    await server.stop();
+  }
+});
+
+test("a reply stream that ends before its answer is resumed from the browser, as the transport says", async () => {
+  const server = await startResuming();
+  try {
+    const { page } = app();
+    await load(page);
+    const result = await page.evaluate(
+      (url) =>
+        window.kiln.run({
+          code: "return [await tools.resuming_echo({text: 'one'}), await tools.resuming_echo({text: 'two'})]",
+          mcp: { resuming: url },
+        }),
+      server.url,
+    );
+    assert.equal(result.structuredContent.status, "completed", result.content[0].text);
+    assert.deepEqual(result.structuredContent.value, ["resumed: one", "resumed: two"]);
+    // Each call resumed once, with the stream's last event id, after its `retry`.
+    assert.deepEqual(server.resumes.map((resume) => resume.lastEventId), ["call-1", "call-2"]);
+    for (const resume of server.resumes) assert.ok(resume.afterMs >= 450, `resumed after ${resume.afterMs} ms`);
   } finally {
     await server.stop();
   }

@@ -22,7 +22,6 @@
 use std::cell::Cell;
 use std::rc::Rc;
 
-use futures::StreamExt as _;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::args::InputSchema;
 use kiln_capabilities::{
@@ -31,8 +30,7 @@ use kiln_capabilities::{
 use kiln_providers::budget::{BudgetLimits, RunBudget, format_usd, group_thousands as thousands};
 use kiln_providers::cost::{PriceCatalog, estimate_prompt_tokens};
 use kiln_providers::{
-    ChatOptions, ChatRequest, Event, FinalMessage, Message, Provider, StopReason, ToolChoice,
-    ToolDef,
+    ChatOptions, ChatRequest, FinalMessage, Message, Provider, StopReason, ToolChoice, ToolDef,
 };
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde::Serialize;
@@ -332,32 +330,26 @@ async fn ask(
     let room = u32::try_from(left - prompt).unwrap_or(u32::MAX);
     request.options.max_tokens = max_tokens.min(room);
     shared.calls.set(shared.calls.get() + 1);
-    let mut stream =
-        kiln_providers::turn(&*shared.provider, request, Some(shared.usd.clone()), None);
-    let mut done = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(Event::Done { message }) => done = Some(message),
-            Ok(_) => {}
-            Err(error) => {
-                return Err(failure(
-                    error.code(),
-                    format!("the provider did not answer: {error}"),
-                    None,
-                ));
-            }
-        }
-    }
-    let message = done.ok_or_else(|| {
-        failure(
-            "stream",
-            format!(
-                "the model `{}`'s reply ended without its message",
-                shared.model
-            ),
-            None,
-        )
-    })?;
+    let stream = kiln_providers::turn(&*shared.provider, request, Some(shared.usd.clone()), None);
+    let message = kiln_providers::final_message(stream)
+        .await
+        .map_err(|error| {
+            failure(
+                error.code(),
+                format!("the provider did not answer: {error}"),
+                None,
+            )
+        })?
+        .ok_or_else(|| {
+            failure(
+                "stream",
+                format!(
+                    "the model `{}`'s reply ended without its message",
+                    shared.model
+                ),
+                None,
+            )
+        })?;
     match message.stop.as_ref().map(|stop| &stop.reason) {
         Some(StopReason::Budget) => {
             // The USD cap refused it: nothing was sent, nothing used.

@@ -63,4 +63,4 @@ mod turn;
 
 pub use drive::{RetryPolicy, Timeouts};
 pub use provider::{HttpProvider, connect};
-pub use turn::{AbortSignal, turn};
+pub use turn::{AbortSignal, final_message, turn};

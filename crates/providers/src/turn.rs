@@ -241,6 +241,24 @@ pub fn turn(
     .boxed_local()
 }
 
+/// Reads a turn's stream to its end: the final message (`Done`'s; `None` when
+/// the stream ended without one), or its first error.
+///
+/// # Errors
+///
+/// The stream's first error; the rest of the stream is dropped with it.
+pub async fn final_message(
+    mut stream: EventStream,
+) -> Result<Option<FinalMessage>, crate::ProviderError> {
+    let mut done = None;
+    while let Some(item) = stream.next().await {
+        if let Event::Done { message } = item? {
+            done = Some(message);
+        }
+    }
+    Ok(done)
+}
+
 #[cfg(test)]
 mod tests {
     use std::rc::Rc;

@@ -237,32 +237,10 @@ fn on_message(message: ToRuntime) {
             }
         }
         ToRuntime::LateResult { id, run_id } => {
-            wasm_bindgen_futures::spawn_local(async move {
-                let answer = match runtime.custody.late_result(&run_id).await {
-                    Ok(result) => result,
-                    Err(error) => recorded(&runtime, &run_id)
-                        .await
-                        .unwrap_or_else(|| error.to_result()),
-                };
-                post(&FromRuntime::Done {
-                    id,
-                    value: serde_json::to_value(answer.for_page()).unwrap_or(Value::Null),
-                });
-            });
+            wasm_bindgen_futures::spawn_local(kept_run(runtime, id, run_id, false));
         }
         ToRuntime::Withdraw { id, run_id } => {
-            wasm_bindgen_futures::spawn_local(async move {
-                let answer = match runtime.custody.withdraw(&run_id).await {
-                    Ok(result) => result,
-                    Err(error) => recorded(&runtime, &run_id)
-                        .await
-                        .unwrap_or_else(|| error.to_result()),
-                };
-                post(&FromRuntime::Done {
-                    id,
-                    value: serde_json::to_value(answer.for_page()).unwrap_or(Value::Null),
-                });
-            });
+            wasm_bindgen_futures::spawn_local(kept_run(runtime, id, run_id, true));
         }
         ToRuntime::Store { id, op, args } => {
             wasm_bindgen_futures::spawn_local(store(runtime, id, op, args));
@@ -496,6 +474,26 @@ async fn keyed_run(runtime: Rc<Runtime>, id: u64, request: RunRequest, approve: 
         });
     }
     // Else the run ended in time and its own `Done` went out.
+}
+
+/// `kiln.lateResult(runId)`, or with `withdraw` `kiln.withdraw(runId)`: from
+/// custody, else from the history's record.
+async fn kept_run(runtime: Rc<Runtime>, id: u64, run_id: String, withdraw: bool) {
+    let kept = if withdraw {
+        runtime.custody.withdraw(&run_id).await
+    } else {
+        runtime.custody.late_result(&run_id).await
+    };
+    let answer = match kept {
+        Ok(result) => result,
+        Err(error) => recorded(&runtime, &run_id)
+            .await
+            .unwrap_or_else(|| error.to_result()),
+    };
+    post(&FromRuntime::Done {
+        id,
+        value: serde_json::to_value(answer.for_page()).unwrap_or(Value::Null),
+    });
 }
 
 /// A keyed run this worker keeps nothing for, as the workspace's history

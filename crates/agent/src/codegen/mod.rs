@@ -11,9 +11,8 @@
 
 pub mod prompt;
 
-use futures::StreamExt as _;
 use kiln_http::Clock;
-use kiln_providers::{ChatRequest, Event, FinalMessage, Message, Provider, ToolDef};
+use kiln_providers::{ChatRequest, FinalMessage, Message, Provider, ToolDef};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::chat::{ChatOptions, StopReason, ToolChoice};
 use kiln_types::node::{CodeNode, InputSlot, OutputSlot};
@@ -517,22 +516,18 @@ async fn one_turn(
     chat: ChatRequest,
     cancel: &AbortSignal,
 ) -> Result<FinalMessage, CodeFailure> {
-    let mut stream = kiln_providers::turn(provider, chat, None, Some(cancel.clone()));
-    let mut done = None;
-    while let Some(item) = stream.next().await {
-        match item {
-            Ok(Event::Done { message }) => done = Some(message),
-            Ok(_) => {}
-            Err(error) => {
-                if cancel.is_aborted() {
-                    return Err(CodeFailure::Aborted);
-                }
-                return Err(CodeFailure::ProviderUnavailable {
+    let stream = kiln_providers::turn(provider, chat, None, Some(cancel.clone()));
+    let done = kiln_providers::final_message(stream)
+        .await
+        .map_err(|error| {
+            if cancel.is_aborted() {
+                CodeFailure::Aborted
+            } else {
+                CodeFailure::ProviderUnavailable {
                     message: error.to_string(),
-                });
+                }
             }
-        }
-    }
+        })?;
     if cancel.is_aborted() {
         return Err(CodeFailure::Aborted);
     }

@@ -14,10 +14,9 @@
 use std::fmt::Write as _;
 use std::rc::Rc;
 
-use futures::StreamExt as _;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::{CallContext, CapabilitySpec, Category, Implementation, Permit, Source};
-use kiln_providers::{ChatRequest, Event, FinalMessage, Message, ToolCall, ToolDef};
+use kiln_providers::{ChatRequest, FinalMessage, Message, ToolCall, ToolDef};
 use kiln_types::agent::AgentEvent;
 use kiln_types::plan::{Plan, PlanningPhase, Task};
 use kiln_types::tool_result::ToolReply;
@@ -255,25 +254,17 @@ pub async fn plan(
         };
         let started = kin.clock.now_ms();
         let spent_before = kin.budget.spend().calls.len();
-        let mut stream = kiln_providers::turn(
+        let stream = kiln_providers::turn(
             &*kin.provider,
             request,
             Some(kin.budget.clone()),
             Some(kin.cancel.clone()),
         );
-        let mut done: Option<FinalMessage> = None;
-        let mut failed = None;
-        while let Some(item) = stream.next().await {
-            match item {
-                Ok(Event::Done { message }) => done = Some(message),
-                Ok(_) => {}
-                Err(error) => {
-                    failed = Some(error);
-                    break;
-                }
-            }
-        }
-        drop(stream);
+        let (done, failed): (Option<FinalMessage>, _) =
+            match kiln_providers::final_message(stream).await {
+                Ok(done) => (done, None),
+                Err(error) => (None, Some(error)),
+            };
         crate::codeact::announce_call(
             &kin.sink,
             &*kin.provider,
