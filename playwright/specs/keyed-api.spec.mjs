@@ -82,16 +82,23 @@ test("a run not ended when due answers the interim and goes on: running, held on
     const finished = await untilDone(running.structuredContent.run_id);
     // Held on the person's consent: the approval never comes, and withdraw ends it.
     const asked = [];
-    const held = await kiln.run({
+    let reached;
+    const approving = new Promise((resolve) => (reached = resolve));
+    const first = await kiln.run({
       code: "console.log('asking'); return await tools.write_it({n: 1})",
       tools: { write_it: { category: "write", input_schema: { type: "object" }, call: (args) => args } },
       permission: { mode: "default" },
       approve: (request) => {
         asked.push(request.tool);
+        reached();
         return new Promise(() => {});
       },
       key: "consent-1",
     });
+    // On a slow machine the answer may be due before the call reaches approve.
+    await approving;
+    const held =
+      first.structuredContent.held.reason === "consent" ? first : await kiln.lateResult(first.structuredContent.run_id);
     const withdrawn = await kiln.withdraw(held.structuredContent.run_id);
     const afterwards = await kiln.lateResult(held.structuredContent.run_id);
     // A keyed run's signal withdraws it too.
@@ -126,6 +133,35 @@ test("a run not ended when due answers the interim and goes on: running, held on
   assert.equal(out.afterwards.structuredContent.status, "cancelled", "the withdrawn run stays kept");
 
   assert.equal(out.stopped.structuredContent.status, "cancelled", out.stopped.content[0].text);
+});
+
+test("another tab's keyed run is answered from its record, never run again", async () => {
+  const { page } = app();
+  const out = await page.evaluate(async () => {
+    const { Kiln } = await import("./kiln.js");
+    // Two runtimes on one workspace: two tabs.
+    const one = await Kiln.load({ workspace: "keyed-tabs", replyDueMs: 300 });
+    const two = await Kiln.load({ workspace: "keyed-tabs", replyDueMs: 300 });
+    let count = 0;
+    const tools = { count: { input_schema: { type: "object" }, call: async () => ++count } };
+    const code = "await sleep(900); return await tools.count({})";
+    const first = await one.run({ code, tools, key: "shared" });
+    const elsewhere = await two.run({ code, tools, key: "shared" });
+    let final;
+    do {
+      final = await one.lateResult(first.structuredContent.run_id);
+    } while (final.structuredContent.status === "running");
+    const fromRecord = await two.lateResult(first.structuredContent.run_id);
+    const retried = await two.run({ code, tools, key: "shared" });
+    return { first, elsewhere, final, fromRecord, retried, count };
+  });
+  assert.equal(out.first.structuredContent.status, "running");
+  assert.equal(out.elsewhere.structuredContent.status, "running", out.elsewhere.content[0].text);
+  assert.equal(out.elsewhere.structuredContent.run_id, out.first.structuredContent.run_id);
+  assert.equal(out.final.structuredContent.value, 1);
+  assert.equal(out.fromRecord.structuredContent.value, 1);
+  assert.equal(out.retried.structuredContent.value, 1);
+  assert.equal(out.count, 1, "the program ran once, in the first tab");
 });
 
 test("keyed runs are recorded in IndexedDB: after a reload, a retry and a late result come from the record", async () => {

@@ -310,11 +310,17 @@ impl Custody {
     /// The store's, when the history cannot be read.
     pub async fn adopt_history(&self, history: &History, now_ms: u64) -> Result<usize, StoreError> {
         let jobs = history.jobs(self.retention.runs.max(1) * 4).await?;
-        let mut adopted = 0;
-        for job in jobs.into_iter().rev() {
+        // Newest first: a key run again after its first run was dropped
+        // answers its latest run.
+        let mut seen = std::collections::HashSet::new();
+        let mut kept = Vec::new();
+        for job in jobs {
             let (Some(run_id), Some(finished_ms)) = (&job.run_id, job.finished_ms) else {
                 continue;
             };
+            if !seen.insert(run_id.clone()) {
+                continue;
+            }
             let ago = now_ms.saturating_sub(finished_ms);
             if ago > self.retention.ended_ms {
                 continue;
@@ -325,10 +331,20 @@ impl Custody {
                 // A record without a readable result: nothing to answer from.
                 _ => continue,
             };
-            self.adopt(run_id, result, ago);
-            adopted += 1;
+            kept.push((run_id.clone(), result, ago));
+        }
+        let adopted = kept.len();
+        // Kept in the order they ended, as custody keeps its own.
+        for (run_id, result, ago) in kept.into_iter().rev() {
+            self.adopt(&run_id, result, ago);
         }
         Ok(adopted)
+    }
+
+    /// Whether a run of `run_id` is kept here, going or ended.
+    #[must_use]
+    pub fn keeps(&self, run_id: &str) -> bool {
+        self.runs.borrow().kept.contains_key(run_id)
     }
 
     /// The final result of `run_id`, waiting for it at most [`REPLY_DUE_MS`];

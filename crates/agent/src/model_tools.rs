@@ -150,7 +150,12 @@ struct Shared {
     /// Holds the USD cap (reserve-then-commit at the price catalog's rates).
     usd: RunBudget,
     calls: Cell<u32>,
+    /// Tokens the settled requests used.
     tokens: Cell<u64>,
+    /// The most the requests in flight may still use (their prompt and
+    /// reply room): calls made side by side share the budget, never each
+    /// the whole of it.
+    held_tokens: Cell<u64>,
 }
 
 /// `tools.model` and `tools.classify` for one run.
@@ -164,6 +169,8 @@ impl ModelTools {
         let usd = RunBudget::new(
             BudgetLimits {
                 max_usd: Some(limits.usd),
+                // The token budget bounds an unpriced model's prompts.
+                unpriced_token_ceiling: u64::MAX,
                 ..BudgetLimits::default()
             },
             Rc::new(PriceCatalog::builtin()),
@@ -176,6 +183,7 @@ impl ModelTools {
             usd,
             calls: Cell::new(0),
             tokens: Cell::new(0),
+            held_tokens: Cell::new(0),
         }))
     }
 
@@ -314,13 +322,18 @@ async fn ask(
         },
     };
     let prompt = estimate_prompt_tokens(&request);
-    let left = limits.tokens.saturating_sub(shared.tokens.get());
+    let used = shared.tokens.get().saturating_add(shared.held_tokens.get());
+    let left = limits.tokens.saturating_sub(used);
     if prompt.saturating_add(MIN_REPLY_TOKENS) > left {
+        let held = match shared.held_tokens.get() {
+            0 => String::new(),
+            held => format!(" (~{} held by requests in flight)", thousands(held)),
+        };
         return Err(exhausted(
             shared,
             "tokens",
             format!(
-                "{} tokens used, and this prompt is ~{} tokens",
+                "{} tokens used{held}, and this prompt is ~{} tokens",
                 thousands(shared.tokens.get()),
                 thousands(prompt)
             ),
@@ -330,6 +343,13 @@ async fn ask(
     let room = u32::try_from(left - prompt).unwrap_or(u32::MAX);
     request.options.max_tokens = max_tokens.min(room);
     shared.calls.set(shared.calls.get() + 1);
+    let hold = TokenHold {
+        shared,
+        tokens: prompt + u64::from(request.options.max_tokens),
+    };
+    shared
+        .held_tokens
+        .set(shared.held_tokens.get().saturating_add(hold.tokens));
     let stream = kiln_providers::turn(&*shared.provider, request, Some(shared.usd.clone()), None);
     let message = kiln_providers::final_message(stream)
         .await
@@ -370,21 +390,47 @@ async fn ask(
         }
         _ => {}
     }
+    // Each side the provider did not report is estimated: the prompt's
+    // estimate, and four characters a token for what came back.
     let usage = message.usage;
-    let spent = if usage.input_tokens + usage.output_tokens > 0 {
-        usage.input_tokens + usage.output_tokens
-    } else {
-        // The provider reported none: the estimate, and four characters a token.
-        let written = message.text.len()
-            + message
-                .tool_calls
-                .iter()
-                .map(|call| call.arguments.to_string().len())
-                .sum::<usize>();
-        prompt + u64::try_from(written / 4).unwrap_or(u64::MAX)
+    let input = match usage.input_tokens {
+        0 => prompt,
+        reported => reported,
     };
-    shared.tokens.set(shared.tokens.get().saturating_add(spent));
+    let output = match usage.output_tokens {
+        0 => {
+            let written = message.text.len()
+                + message
+                    .tool_calls
+                    .iter()
+                    .map(|call| call.arguments.to_string().len())
+                    .sum::<usize>();
+            u64::try_from(written / 4).unwrap_or(u64::MAX)
+        }
+        reported => reported,
+    };
+    shared.tokens.set(
+        shared
+            .tokens
+            .get()
+            .saturating_add(input.saturating_add(output)),
+    );
+    drop(hold);
     Ok(message)
+}
+
+/// A request's hold on the token budget, given back when it settles (or is
+/// dropped with its run).
+struct TokenHold<'a> {
+    shared: &'a Shared,
+    tokens: u64,
+}
+
+impl Drop for TokenHold<'_> {
+    fn drop(&mut self) {
+        let held = &self.shared.held_tokens;
+        held.set(held.get().saturating_sub(self.tokens));
+    }
 }
 
 /// Asks until the model calls `tool` with arguments `check` accepts: at most
@@ -398,7 +444,33 @@ async fn forced(
 ) -> ToolReply {
     let mut last = String::new();
     for attempt in 1..=ATTEMPTS {
-        let message = ask(shared, messages.clone(), Some(&tool), max_tokens).await?;
+        let message = match ask(shared, messages.clone(), Some(&tool), max_tokens).await {
+            Ok(message) => message,
+            // Arguments cut at `max_tokens` or not JSON: a miss, sent back once.
+            Err(failure) if failure.code == "invalid_tool_call" && attempt < ATTEMPTS => {
+                messages.push(Message::User {
+                    text: format!(
+                        "Your `{}` call did not read ({}); call it again, briefly.",
+                        tool.name, failure.message
+                    ),
+                });
+                last = failure.message;
+                continue;
+            }
+            Err(mut failure) => {
+                if !last.is_empty() {
+                    // What the earlier answer got wrong is not lost with the refusal.
+                    failure.detail = Some(match failure.detail.take() {
+                        Some(Value::Object(mut detail)) => {
+                            detail.insert("last_error".into(), Value::String(last));
+                            Value::Object(detail)
+                        }
+                        _ => json!({"last_error": last}),
+                    });
+                }
+                return Err(failure);
+            }
+        };
         let verdict = match message
             .tool_calls
             .iter()
@@ -568,11 +640,16 @@ impl Implementation for ClassifyCall {
                     "additionalProperties": false
                 }),
             };
+            // Room for the call naming the longest label (a token can be one byte).
+            let longest = labels.iter().map(String::len).max().unwrap_or(0);
+            let room = u32::try_from(longest)
+                .unwrap_or(u32::MAX)
+                .saturating_add(48);
             forced(
                 &shared,
                 messages(Some(system), user),
                 tool,
-                64,
+                room,
                 |arguments| {
                     let said = arguments
                         .get("label")

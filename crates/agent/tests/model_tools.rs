@@ -230,6 +230,25 @@ fn the_model_budget_refuses_before_anything_is_sent() {
 }
 
 #[test]
+fn calls_side_by_side_share_the_token_budget() {
+    let aimock = Aimock::start();
+    let mut setup = model(&aimock, "openai");
+    // Each request holds its prompt and reply room (~1,031 tokens here) until it settles.
+    setup["budget"] = json!({"tokens": 2000});
+    let code = "const asks = [1, 2, 3].map(() => tools.model({prompt: 'kiln-hello'})
+            .catch((error) => ({code: error.code, budget: error.detail.budget, message: error.message})));
+        return await Promise.all(asks);";
+    let said = value(&run(code, setup));
+    assert_eq!(said[0], "Hello from the mock.");
+    assert_eq!(said[1], "Hello from the mock.");
+    assert_eq!(said[2]["code"], "model_budget_exhausted");
+    assert_eq!(said[2]["budget"], "tokens");
+    let message = said[2]["message"].as_str().unwrap();
+    assert!(message.contains("held by requests in flight"), "{message}");
+    assert_eq!(requests(&aimock).len(), 2);
+}
+
+#[test]
 fn the_gate_decides_a_model_call_like_any_tool() {
     let aimock = Aimock::start();
     // Plan mode runs read calls only: a model call is external.

@@ -149,6 +149,7 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         clients: std::cell::RefCell::default(),
         calls: std::cell::RefCell::default(),
         spawn,
+        closing: std::cell::Cell::default(),
     });
     pool.run_until(serve(server, incoming));
     // What the interrupted calls and withdrawn runs still do — their children
@@ -197,6 +198,9 @@ struct Server {
     /// Each call in flight, by session and request id.
     calls: std::cell::RefCell<HashMap<(String, String), Call>>,
     spawn: Spawn,
+    /// The client has gone: a call read before it went and not started yet
+    /// starts no run.
+    closing: std::cell::Cell<bool>,
 }
 
 struct Call {
@@ -236,6 +240,7 @@ async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>)
             Event::Closed => break,
         }
     }
+    server.closing.set(true);
     // The client has gone: the runs still going are interrupted, and end (a
     // keyed run's child records it cancelled) on the pool after this returns.
     for call in server.calls.borrow().values() {
@@ -331,6 +336,14 @@ impl Server {
             .clone()
             .or_else(|| self.clients.borrow().get(&call.0).cloned())
             .unwrap_or_else(|| "mcp".to_owned());
+        if self.closing.get() {
+            return kiln_types::tool_result::error_result(
+                Some("cancelled"),
+                "cancelled",
+                "the MCP client went away before this call's run started; nothing ran",
+                json!({"status": "cancelled"}),
+            );
+        }
         let prepared = match prepare(arguments, &self.flags, &agent) {
             Ok(prepared) => prepared,
             Err(refusal) => return *refusal,

@@ -416,6 +416,20 @@ async fn run(
 async fn keyed_run(runtime: Rc<Runtime>, id: u64, request: RunRequest, approve: bool, seen: u64) {
     let run_id =
         kiln_agent::program::RunId::for_request(&request, &kiln_store::ids::random_bytes).id;
+    if !runtime.custody.keeps(&run_id)
+        && let Some(recorded) = recorded(&runtime, &run_id).await
+    {
+        // Another tab's run of this key (going, or ended since this worker
+        // started): answered from its record, never run again here.
+        if recorded.structured_content["status"] != "running" {
+            runtime.custody.adopt(&run_id, recorded.clone(), 0);
+        }
+        post(&FromRuntime::Done {
+            id,
+            value: serde_json::to_value(recorded.for_page()).unwrap_or(Value::Null),
+        });
+        return;
+    }
     runtime.keyed.borrow_mut().insert(id, run_id.clone());
     let start = {
         let runtime = runtime.clone();
@@ -497,7 +511,9 @@ async fn kept_run(runtime: Rc<Runtime>, id: u64, run_id: String, withdraw: bool)
 }
 
 /// A keyed run this worker keeps nothing for, as the workspace's history
-/// recorded it (another tab's, ended after this one started).
+/// recorded it: another tab's, ended (its result) or still going there (the
+/// interim; a job a closed tab left was marked `interrupted` when this worker
+/// opened the workspace).
 async fn recorded(runtime: &Runtime, run_id: &str) -> Option<ToolResult> {
     let workspace = runtime.workspace.as_ref().as_ref().ok()?;
     let history = kiln_store::history::History::new(workspace.backend.clone());
@@ -510,6 +526,7 @@ async fn recorded(runtime: &Runtime, run_id: &str) -> Option<ToolResult> {
         _ if job.status == "interrupted" => {
             Some(kiln_agent::custody::interrupted(run_id, &job.output))
         }
+        _ if job.status == "running" => Some(kiln_types::tool_result::interim(run_id, &[])),
         _ => None,
     }
 }
