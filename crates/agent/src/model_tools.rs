@@ -187,26 +187,9 @@ impl ModelTools {
         }))
     }
 
-    /// What the run's model calls have used: requests, tokens and dollars
-    /// (a lower bound when a model had no price).
-    #[must_use]
-    pub fn used(&self) -> (u32, u64, f64) {
-        (
-            self.0.calls.get(),
-            self.0.tokens.get(),
-            self.0.usd.spend().spent_usd,
-        )
-    }
-
-    /// The two specs, their descriptions naming the model and the budget.
-    #[must_use]
-    pub fn specs(&self) -> [CapabilitySpec; 2] {
-        specs(&self.0.model, self.0.limits)
-    }
-
     /// Mounts `model` and `classify` on `registry`.
     pub fn add_to(&self, registry: &mut Registry) {
-        let [model, classify] = self.specs();
+        let [model, classify] = specs(&self.0.model, self.0.limits);
         // Ours, and their schemas compile (tested); a name the catalog
         // already claimed makes both claims unavailable, as it should.
         let _ = registry.add(model, Rc::new(ModelCall(self.0.clone())));
