@@ -323,9 +323,7 @@ async fn add_model(request: &RunRequest, environment: &Environment, registry: &m
     };
     match resolve_model(setup, environment).await {
         Ok((config, model)) => {
-            let provider: Rc<dyn kiln_providers::Provider> = Rc::new(
-                kiln_providers::HttpProvider::new(config, environment.http.clone()),
-            );
+            let provider = kiln_providers::connect_with(config, environment.http.clone());
             crate::model_tools::ModelTools::new(provider, model, setup.budget).add_to(registry);
         }
         Err(why) => registry.warn(kiln_warning(

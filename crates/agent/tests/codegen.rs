@@ -33,7 +33,7 @@ fn model(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "gpt-4o-mini",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Ollama => "llama3.2",
+        ProviderKind::Ollama | ProviderKind::InProcess => "llama3.2",
     }
 }
 

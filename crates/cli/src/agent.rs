@@ -59,14 +59,16 @@ pub struct RunArgs {
 /// and `kiln chat`'s options.
 #[derive(clap::Args)]
 pub struct SessionArgs {
-    /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama.
+    /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama;
+    /// or local, Kiln's own small model (SmolLM2-135M) run in this process.
     #[arg(long)]
     provider: String,
-    /// The API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1.
-    #[arg(long, value_name = "URL")]
+    /// The API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1;
+    /// for local, the folder of the model's files (default: the build's pkg/models).
+    #[arg(long, value_name = "URL", default_value = "")]
     base_url: String,
-    /// The model id, as the provider's model list names it.
-    #[arg(long)]
+    /// The model id, as the provider's model list names it (local's is its own).
+    #[arg(long, default_value = "")]
     model: String,
     /// The environment variable holding the API key (never the key itself).
     #[arg(long, value_name = "VAR")]
@@ -210,8 +212,25 @@ pub(crate) fn provider_config(
     key_env: Option<&str>,
 ) -> Result<ProviderConfig> {
     let Some(kind) = ProviderKind::parse(kind) else {
-        bail!("--provider {kind}: expected one of openai, anthropic, ollama");
+        bail!("--provider {kind}: expected one of openai, anthropic, ollama, local");
     };
+    if kind == ProviderKind::InProcess {
+        // Kiln's own model: `--base-url` is the folder of its prepared files.
+        if let Some(variable) = key_env {
+            bail!("--key-env {variable}: Kiln's own model (--provider local) takes no key");
+        }
+        return Ok(ProviderConfig {
+            kind,
+            base_url: base_url.trim().to_owned(),
+            key: None,
+        });
+    }
+    if base_url.trim().is_empty() {
+        bail!(
+            "--base-url: give the provider's API root, e.g. {}",
+            kind.default_base_url()
+        );
+    }
     kiln_http::check_scheme(base_url).map_err(|error| anyhow::anyhow!("--base-url: {error}"))?;
     let key = match key_env {
         None => None,
@@ -228,13 +247,21 @@ pub(crate) fn provider_config(
     })
 }
 
+/// The model id a session asks: the one given, or Kiln's own model's when the
+/// provider is `local` and none is.
+pub(crate) fn model_id(config: &ProviderConfig, model: &str) -> Result<String> {
+    match (config.kind, model.trim()) {
+        (ProviderKind::InProcess, "") => Ok(kiln_types::chat::IN_PROCESS_MODEL_ID.to_owned()),
+        (_, "") => bail!("--model: give the model id (the provider's model list has them)"),
+        (_, model) => Ok(model.to_owned()),
+    }
+}
+
 impl Session {
     /// Everything checked before anything is sent: exit 2 on a problem.
     pub(crate) fn prepare(args: &SessionArgs) -> Result<Self> {
         let provider = provider_config(&args.provider, &args.base_url, args.key_env.as_deref())?;
-        if args.model.trim().is_empty() {
-            bail!("--model: give the model id (the provider's model list has them)");
-        }
+        let model = model_id(&provider, &args.model)?;
         if args.max_tokens == 0 {
             bail!("--max-tokens: must be at least 1");
         }
@@ -275,7 +302,7 @@ impl Session {
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
         Ok(Self {
             provider,
-            model: args.model.clone(),
+            model,
             max_tokens: args.max_tokens,
             run,
             catalog,

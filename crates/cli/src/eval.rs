@@ -16,7 +16,7 @@
 use std::process::ExitCode;
 use std::rc::Rc;
 
-use kiln_providers::{ApiKey, Provider, ProviderConfig, ProviderKind};
+use kiln_providers::{Provider, ProviderKind};
 
 /// `kiln eval`'s suites.
 #[derive(clap::Subcommand)]
@@ -91,26 +91,10 @@ fn connect(
     base_url: &str,
     key_env: Option<&str>,
 ) -> Result<(Rc<dyn Provider>, ProviderKind), String> {
-    let Some(kind) = ProviderKind::parse(provider) else {
-        return Err(format!(
-            "--provider {provider}: expected one of openai, anthropic, ollama"
-        ));
-    };
-    kiln_http::check_scheme(base_url).map_err(|error| format!("--base-url: {error}"))?;
-    let key = match key_env {
-        None => None,
-        Some(variable) => Some(ApiKey::new(std::env::var(variable).map_err(|_| {
-            format!("--key-env {variable}: the environment variable is not set (or not UTF-8)")
-        })?)),
-    };
-    Ok((
-        kiln_providers::connect(ProviderConfig {
-            kind,
-            base_url: base_url.to_owned(),
-            key,
-        }),
-        kind,
-    ))
+    let config = crate::agent::provider_config(provider, base_url, key_env)
+        .map_err(|error| format!("{error:#}"))?;
+    let kind = config.kind;
+    Ok((kiln_providers::connect(config), kind))
 }
 
 pub fn run(command: &EvalCommand) -> ExitCode {

@@ -166,8 +166,9 @@ pub(crate) struct BeltFlags {
 #[derive(clap::Args, Clone, Default)]
 pub(crate) struct ModelFlags {
     /// Give programs `tools.model` and `tools.classify`, asking this provider
-    /// (its wire format: openai, anthropic, ollama). Needs --base-url and --model.
-    #[arg(long, value_name = "KIND", requires_all = ["base_url", "model"])]
+    /// (its wire format: openai, anthropic, ollama; or local, Kiln's own small
+    /// model). Needs --base-url and --model, but for local.
+    #[arg(long, value_name = "KIND")]
     pub(crate) provider: Option<String>,
     /// The provider's API root, e.g. https://api.openai.com/v1.
     #[arg(long, value_name = "URL", requires = "provider")]
@@ -188,12 +189,15 @@ impl ModelFlags {
     /// The run request's `model` field, checked (the key read from its
     /// variable); `None` without `--provider`.
     pub(crate) fn setup(&self) -> anyhow::Result<Option<serde_json::Value>> {
-        let (Some(kind), Some(base_url), Some(model)) =
-            (&self.provider, &self.base_url, &self.model)
-        else {
+        let Some(kind) = &self.provider else {
             return Ok(None);
         };
-        let config = agent::provider_config(kind, base_url, self.key_env.as_deref())?;
+        let config = agent::provider_config(
+            kind,
+            self.base_url.as_deref().unwrap_or(""),
+            self.key_env.as_deref(),
+        )?;
+        let model = agent::model_id(&config, self.model.as_deref().unwrap_or(""))?;
         let mut provider = serde_json::json!({"kind": kind, "base_url": config.base_url});
         if let Some(key) = &config.key {
             provider["key"] = serde_json::Value::String(key.expose().to_owned());
@@ -260,11 +264,35 @@ pub(crate) struct Permissions {
     model: ModelFlags,
 }
 
+/// Where `--provider local` finds the model's files when `--base-url` names no
+/// folder: `KILN_MODEL_DIR`, else the build's `pkg/models` in this folder, else
+/// the one beside the checkout this binary was built in (`target/*/kiln`).
+fn default_model_dir() -> std::path::PathBuf {
+    if let Some(dir) = std::env::var_os("KILN_MODEL_DIR") {
+        return dir.into();
+    }
+    let here = std::path::PathBuf::from("pkg").join(kiln_types::chat::IN_PROCESS_MODELS);
+    if here.is_dir() {
+        return here;
+    }
+    std::env::current_exe()
+        .ok()
+        .and_then(|exe| Some(exe.parent()?.parent()?.parent()?.to_path_buf()))
+        .map(|checkout| {
+            checkout
+                .join("pkg")
+                .join(kiln_types::chat::IN_PROCESS_MODELS)
+        })
+        .filter(|dir| dir.is_dir())
+        .unwrap_or(here)
+}
+
 fn main() -> ExitCode {
     if let Some(parent) = std::env::var_os(sandbox_process::PROCESS_ENV) {
         return sandbox_process::serve(&parent);
     }
     program::end_with_server();
+    kiln_providers::in_process::install(kiln_llm::native::host(default_model_dir()));
     let cli = Cli::parse();
     match cli.command {
         Command::Agent(command) => agent::run(&command),

@@ -123,12 +123,13 @@ pub struct AuthorArgs {
     /// Print the exact messages the first request would send, and send nothing.
     #[arg(long)]
     show_payload: bool,
-    /// The wire format: openai, anthropic, ollama.
+    /// The wire format: openai, anthropic, ollama; or local, Kiln's own small model.
     #[arg(long)]
     provider: String,
-    #[arg(long, value_name = "URL")]
+    /// The API root; for local, the folder of the model's files (default: pkg/models).
+    #[arg(long, value_name = "URL", default_value = "")]
     base_url: String,
-    #[arg(long)]
+    #[arg(long, default_value = "")]
     model: String,
     /// The environment variable holding the API key (never the key itself).
     #[arg(long, value_name = "VAR")]
@@ -449,11 +450,13 @@ fn author(args: &AuthorArgs) -> ExitCode {
         Ok(config) => config,
         Err(error) => return refused(&error),
     };
+    let wanted = match crate::agent::model_id(&config, &args.model) {
+        Ok(model) => model,
+        Err(error) => return refused(&error),
+    };
     let provider = kiln_providers::connect(config);
-    let picked = futures::executor::block_on(codegen::pick_model(
-        &*provider,
-        &[Some(args.model.as_str())],
-    ));
+    let picked =
+        futures::executor::block_on(codegen::pick_model(&*provider, &[Some(wanted.as_str())]));
     let model = match picked {
         Ok(model) => model,
         Err(why) => return refused(&anyhow::anyhow!("--model: {why}")),

@@ -31,6 +31,12 @@ pub enum ErrorKind {
     Stream,
     /// A tool call whose arguments are not a JSON object.
     InvalidToolCall,
+    /// Kiln's own model could not be had: its files failed to download (or to
+    /// be read), or this entrance has none.
+    ModelUnavailable,
+    /// Kiln's own model's files are not what the build wrote (a cut download,
+    /// a damaged cached copy): cleared, so that the next try downloads them anew.
+    ModelCorrupt,
 }
 
 impl ErrorKind {
@@ -47,6 +53,8 @@ impl ErrorKind {
             Self::Timeout => "timeout",
             Self::Stream => "stream",
             Self::InvalidToolCall => "invalid_tool_call",
+            Self::ModelUnavailable => "model_unavailable",
+            Self::ModelCorrupt => "model_corrupt",
         }
     }
 

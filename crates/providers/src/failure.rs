@@ -180,6 +180,9 @@ fn base_url_hint(kind: ProviderKind) -> String {
         ProviderKind::Ollama => "check the base URL: it is the root `/api/chat` follows, e.g. \
                                  `http://127.0.0.1:11434`"
             .to_owned(),
+        ProviderKind::InProcess => "check where the model's files are: the build writes them \
+                                    into `pkg/models/` (`cargo xtask build`)"
+            .to_owned(),
     }
 }
 

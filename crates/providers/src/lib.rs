@@ -17,6 +17,7 @@ pub mod chat;
 pub mod cost;
 pub mod error;
 pub mod event;
+pub mod in_process;
 pub mod permits;
 pub mod scripted;
 
@@ -62,5 +63,5 @@ mod provider;
 mod turn;
 
 pub use drive::{RetryPolicy, Timeouts};
-pub use provider::{HttpProvider, connect};
+pub use provider::{HttpProvider, connect, connect_with};
 pub use turn::{AbortSignal, final_message, turn};

@@ -92,6 +92,11 @@ impl Provider for HttpProvider {
     }
 
     fn stream(&self, request: ChatRequest) -> EventStream {
+        if self.config.kind == ProviderKind::InProcess {
+            let error =
+                crate::in_process::not_over_http(&self.config, Some(&request.options.model));
+            return stream::once(async move { Err(error) }).boxed_local();
+        }
         let base = &self.config.base_url;
         let key = self.config.key.as_ref();
         let (url, headers, body, framing, decoder): (_, _, Value, _, Box<dyn Decoder>) =
@@ -110,7 +115,7 @@ impl Provider for HttpProvider {
                     Framing::Sse,
                     Box::<anthropic::EventDecoder>::default(),
                 ),
-                ProviderKind::Ollama => (
+                ProviderKind::Ollama | ProviderKind::InProcess => (
                     ollama::endpoint(base),
                     ollama::headers(key),
                     ollama::body(&request),
@@ -176,6 +181,10 @@ impl Provider for HttpProvider {
     }
 
     fn models(&self) -> LocalBoxFuture<'static, Result<Vec<ModelInfo>, ProviderError>> {
+        if self.config.kind == ProviderKind::InProcess {
+            let error = crate::in_process::not_over_http(&self.config, None);
+            return Box::pin(async move { Err(error) });
+        }
         let base = &self.config.base_url;
         let key = self.config.key.as_ref();
         let kind = self.config.kind;
@@ -185,7 +194,9 @@ impl Provider for HttpProvider {
                 anthropic::models_endpoint(base),
                 anthropic::headers(key, None),
             ),
-            ProviderKind::Ollama => (ollama::models_endpoint(base), ollama::headers(key)),
+            ProviderKind::Ollama | ProviderKind::InProcess => {
+                (ollama::models_endpoint(base), ollama::headers(key))
+            }
         };
         let peer = Peer::new(kind, &url, None);
         let http = Rc::clone(&self.http);
@@ -221,7 +232,7 @@ impl Provider for HttpProvider {
             let parsed = match kind {
                 ProviderKind::OpenAi => openai::parse_models(&body),
                 ProviderKind::Anthropic => anthropic::parse_models(&body),
-                ProviderKind::Ollama => ollama::parse_models(&body),
+                ProviderKind::Ollama | ProviderKind::InProcess => ollama::parse_models(&body),
             };
             parsed.map_err(|problem| peer.error(ErrorKind::Stream, problem))
         })
@@ -230,5 +241,15 @@ impl Provider for HttpProvider {
 
 /// The provider a configuration describes, on this platform's HTTP client.
 pub fn connect(config: ProviderConfig) -> Rc<dyn Provider> {
-    Rc::new(HttpProvider::new(config, kiln_http::default_client()))
+    connect_with(config, kiln_http::default_client())
+}
+
+/// The provider a configuration describes: over `http` for the wire formats,
+/// the entrance's in-process model ([`crate::in_process::install`]) for
+/// [`ProviderKind::InProcess`].
+pub fn connect_with(config: ProviderConfig, http: Rc<dyn HttpClient>) -> Rc<dyn Provider> {
+    if config.kind == ProviderKind::InProcess {
+        return crate::in_process::connect(&config);
+    }
+    Rc::new(HttpProvider::new(config, http))
 }

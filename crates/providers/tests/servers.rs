@@ -40,7 +40,7 @@ const QUICK_RETRY: RetryPolicy = RetryPolicy {
 fn base_url(kind: ProviderKind, root: &str) -> String {
     match kind {
         ProviderKind::OpenAi => format!("{root}/v1"),
-        ProviderKind::Anthropic | ProviderKind::Ollama => root.to_owned(),
+        ProviderKind::Anthropic | ProviderKind::Ollama | ProviderKind::InProcess => root.to_owned(),
     }
 }
 
@@ -49,7 +49,7 @@ fn chat_path(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "/v1/chat/completions",
         ProviderKind::Anthropic => "/v1/messages",
-        ProviderKind::Ollama => "/api/chat",
+        ProviderKind::Ollama | ProviderKind::InProcess => "/api/chat",
     }
 }
 
@@ -59,7 +59,7 @@ fn model_of(kind: ProviderKind) -> &'static str {
     match kind {
         ProviderKind::OpenAi => "gpt-4o-mini",
         ProviderKind::Anthropic => "claude-sonnet-4-5",
-        ProviderKind::Ollama => "llama3.2",
+        ProviderKind::Ollama | ProviderKind::InProcess => "llama3.2",
     }
 }
 

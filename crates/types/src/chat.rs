@@ -9,7 +9,7 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-/// Which wire format a provider speaks.
+/// Which wire format a provider speaks, or Kiln's own model run in-process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum ProviderKind {
@@ -18,9 +18,19 @@ pub enum ProviderKind {
     OpenAi,
     Anthropic,
     Ollama,
+    /// Kiln's own small model (SmolLM2-135M-Instruct, `kiln-llm`), run by Kiln
+    /// itself with no server: in the browser's model worker (the page's
+    /// `{kind: "browser"}`), natively on a thread of the CLI (`--provider
+    /// local`). Its `base_url` is where the prepared model files are: a URL
+    /// (relative to the site) in the browser, a folder natively; empty means
+    /// the build's `models/`.
+    #[serde(rename = "browser", alias = "local")]
+    InProcess,
 }
 
 impl ProviderKind {
+    /// The providers reached over HTTP: the wire formats a person configures
+    /// with an address and a key.
     pub const ALL: [Self; 3] = [Self::OpenAi, Self::Anthropic, Self::Ollama];
 
     pub fn as_str(self) -> &'static str {
@@ -28,6 +38,7 @@ impl ProviderKind {
             Self::OpenAi => "openai",
             Self::Anthropic => "anthropic",
             Self::Ollama => "ollama",
+            Self::InProcess => "browser",
         }
     }
 
@@ -37,11 +48,17 @@ impl ProviderKind {
             Self::OpenAi => "OpenAI-compatible",
             Self::Anthropic => "Anthropic",
             Self::Ollama => "Ollama",
+            Self::InProcess => IN_PROCESS_LABEL,
         }
     }
 
+    /// A kind by its name; Kiln's own model answers to `browser` (the page's
+    /// name) and `local` (the CLI's).
     pub fn parse(text: &str) -> Option<Self> {
-        Self::ALL.into_iter().find(|kind| kind.as_str() == text)
+        match text {
+            "browser" | "local" => Some(Self::InProcess),
+            _ => Self::ALL.into_iter().find(|kind| kind.as_str() == text),
+        }
     }
 
     /// The API root this kind usually has: the app's placeholder, and the
@@ -51,9 +68,19 @@ impl ProviderKind {
             Self::OpenAi => "https://api.openai.com/v1",
             Self::Anthropic => "https://api.anthropic.com",
             Self::Ollama => "http://127.0.0.1:11434",
+            Self::InProcess => IN_PROCESS_MODELS,
         }
     }
 }
+
+/// What the app calls Kiln's own model.
+pub const IN_PROCESS_LABEL: &str = "In-browser SmolLM2 (135M)";
+
+/// Where the build puts Kiln's own model, beside the app (`pkg/models/`).
+pub const IN_PROCESS_MODELS: &str = "models";
+
+/// The model id Kiln's own model answers to.
+pub const IN_PROCESS_MODEL_ID: &str = "smollm2-135m-instruct";
 
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {

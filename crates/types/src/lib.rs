@@ -8,6 +8,7 @@ pub mod cancel;
 pub mod chat;
 pub mod guest;
 pub mod manifest;
+pub mod model;
 pub mod node;
 pub mod permission;
 pub mod plan;

@@ -1,0 +1,61 @@
+//! Kiln's own small model: SmolLM2-135M-Instruct run on the CPU with candle, one
+//! thread, with no server. The same code runs in the browser's model worker and
+//! natively (`kiln --provider local`).
+//!
+//! [`Model::load`] takes the GGUF the build prepared (re-quantized to a type candle
+//! has SIMD kernels for) and the tokenizer the build derived from it; a
+//! [`Turn`] renders a chat request with the model's own chat template (read from
+//! the GGUF), decodes greedily until one of the model's stop tokens, and yields
+//! the provider events (`kiln_types::chat::Event`) an HTTP provider would.
+//! Everything here is input from a file or a request: a bad one is an
+//! [`LlmError`] naming what was wrong, never a panic.
+
+mod error;
+mod model;
+mod template;
+mod tools;
+mod turn;
+
+#[cfg(feature = "provider")]
+pub mod native;
+#[cfg(feature = "prepare")]
+pub mod prepare;
+
+pub use error::LlmError;
+pub use model::{Model, ModelFacts};
+pub use turn::{Step, Turn};
+
+/// The model id the provider answers to and reports.
+pub const MODEL_ID: &str = kiln_types::chat::IN_PROCESS_MODEL_ID;
+
+/// What `kiln-model-prepare` writes beside the weights: the files' names, sizes
+/// and SHA-256 digests, which the browser checks a download and a cached copy
+/// against.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct Manifest {
+    /// [`MODEL_ID`].
+    pub id: String,
+    /// The weights' quantization, e.g. `q8_0`.
+    pub dtype: String,
+    pub weights: ManifestFile,
+    pub tokenizer: ManifestFile,
+}
+
+/// One file of the [`Manifest`].
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
+pub struct ManifestFile {
+    /// The file's name beside `manifest.json`.
+    pub file: String,
+    pub bytes: u64,
+    /// Lower-case hex.
+    pub sha256: String,
+}
+
+/// The manifest's file name, beside the weights and the tokenizer.
+pub const MANIFEST_FILE: &str = "manifest.json";
+
+/// Whether `model` names this model (an empty id means it too).
+pub fn answers_to(model: &str) -> bool {
+    let model = model.trim();
+    model.is_empty() || model == MODEL_ID
+}

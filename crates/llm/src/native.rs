@@ -1,0 +1,223 @@
+//! Natively: the model as a [`Provider`] on a thread of its own (the CLI's
+//! `--provider local`), its kernels on a one-thread pool. The files are read
+//! from a folder the build prepared; the model loads at the first turn, and a
+//! turn whose stream is dropped stops at its next token.
+
+use std::path::{Path, PathBuf};
+use std::rc::Rc;
+use std::sync::mpsc;
+
+use futures::channel::mpsc as events;
+use futures::future::LocalBoxFuture;
+use futures::stream::StreamExt as _;
+use kiln_providers::{
+    ChatRequest, Event, EventStream, ModelInfo, Provider, ProviderError, ProviderKind, in_process,
+};
+
+use crate::{Manifest, Model, Step, Turn};
+
+type Reply = events::UnboundedSender<Result<Event, ProviderError>>;
+
+/// Kiln's own model, natively.
+pub struct LocalModel {
+    base_url: String,
+    jobs: mpsc::Sender<(ChatRequest, Reply)>,
+}
+
+impl LocalModel {
+    /// The model whose prepared files are in `dir`. Nothing is read until the
+    /// first turn.
+    pub fn open(dir: &Path) -> Self {
+        let (jobs, queue) = mpsc::channel::<(ChatRequest, Reply)>();
+        let base_url = dir.display().to_string();
+        let folder = dir.to_path_buf();
+        let spawned = std::thread::Builder::new()
+            .name("kiln-model".to_owned())
+            .spawn(move || serve(&folder, queue));
+        if let Err(error) = spawned {
+            // The jobs' sender then fails each turn with `model_unavailable`.
+            eprintln!("kiln: the model's thread did not start: {error}");
+        }
+        Self { base_url, jobs }
+    }
+
+    fn error(&self, code: &str, message: String, hint: Option<String>) -> ProviderError {
+        in_process::error(&self.base_url, code, message, hint)
+    }
+}
+
+impl Provider for LocalModel {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::InProcess
+    }
+
+    fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn stream(&self, request: ChatRequest) -> EventStream {
+        let (reply, stream) = events::unbounded();
+        if !crate::answers_to(&request.options.model) {
+            let error = self.error(
+                "model_not_found",
+                format!("this provider runs only `{}`", crate::MODEL_ID),
+                Some(format!("ask for the model `{}`", crate::MODEL_ID)),
+            );
+            let _ = reply.unbounded_send(Err(error));
+        } else if let Err(mpsc::SendError((_, reply))) = self.jobs.send((request, reply)) {
+            let error = self.error(
+                "model_unavailable",
+                "the model's thread is not running".to_owned(),
+                None,
+            );
+            let _ = reply.unbounded_send(Err(error));
+        }
+        stream.boxed_local()
+    }
+
+    fn models(&self) -> LocalBoxFuture<'static, Result<Vec<ModelInfo>, ProviderError>> {
+        Box::pin(async { Ok(in_process::models()) })
+    }
+}
+
+/// An installable host for [`kiln_providers::in_process::install`]: one model per
+/// folder named, an empty base URL meaning `default_dir`.
+pub fn host(default_dir: PathBuf) -> in_process::Host {
+    let opened: std::cell::RefCell<Vec<(String, Rc<LocalModel>)>> = Default::default();
+    Rc::new(move |config| {
+        let dir = match config.base_url.trim() {
+            "" => default_dir.clone(),
+            dir => PathBuf::from(dir),
+        };
+        let key = dir.display().to_string();
+        let mut opened = opened.borrow_mut();
+        if let Some((_, model)) = opened.iter().find(|(at, _)| *at == key) {
+            return Rc::clone(model) as Rc<dyn Provider>;
+        }
+        let model = Rc::new(LocalModel::open(&dir));
+        opened.push((key, Rc::clone(&model)));
+        model
+    })
+}
+
+/// The model's thread: loads at the first turn (again at the next, when it
+/// failed), then runs each turn to its end or until its stream is dropped.
+fn serve(dir: &Path, queue: mpsc::Receiver<(ChatRequest, Reply)>) {
+    let pool = match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
+        Ok(pool) => pool,
+        Err(error) => {
+            for (_, reply) in queue.iter() {
+                let _ = reply.unbounded_send(Err(in_process::error(
+                    &dir.display().to_string(),
+                    "model_unavailable",
+                    format!("the model's thread pool did not start: {error}"),
+                    None,
+                )));
+            }
+            return;
+        }
+    };
+    pool.install(move || {
+        let mut model: Option<Model> = None;
+        for (request, reply) in queue.iter() {
+            let base_url = dir.display().to_string();
+            let fail = |error: crate::LlmError| {
+                let _ = reply.unbounded_send(Err(in_process::error(
+                    &base_url,
+                    error.code(),
+                    error.to_string(),
+                    error.hint(),
+                )));
+            };
+            let loaded = match model.as_mut() {
+                Some(loaded) => loaded,
+                None => match load(dir) {
+                    Ok(loaded) => model.insert(loaded),
+                    Err(problem) => {
+                        let _ = reply.unbounded_send(Err(problem.into_error(&base_url)));
+                        continue;
+                    }
+                },
+            };
+            let mut turn = match Turn::start(loaded, &request) {
+                Ok(turn) => turn,
+                Err(error) => {
+                    fail(error);
+                    continue;
+                }
+            };
+            loop {
+                let (events, finished) = match turn.step(loaded) {
+                    Ok(Step::Events(events)) => (events, false),
+                    Ok(Step::Finished(events)) => (events, true),
+                    Err(error) => {
+                        fail(error);
+                        break;
+                    }
+                };
+                // A dropped stream is a cancelled turn: stop at this token.
+                if reply.is_closed() {
+                    break;
+                }
+                for event in events {
+                    let _ = reply.unbounded_send(Ok(event));
+                }
+                if finished {
+                    break;
+                }
+            }
+        }
+    });
+}
+
+/// Why the files in a folder could not be loaded.
+struct LoadProblem {
+    code: &'static str,
+    message: String,
+    hint: Option<String>,
+}
+
+impl LoadProblem {
+    fn into_error(self, base_url: &str) -> ProviderError {
+        in_process::error(base_url, self.code, self.message, self.hint)
+    }
+}
+
+fn load(dir: &Path) -> Result<Model, LoadProblem> {
+    let read = |name: &str| {
+        let path = dir.join(name);
+        std::fs::read(&path).map_err(|error| LoadProblem {
+            code: "model_unavailable",
+            message: format!("{}: {error}", path.display()),
+            hint: Some(
+                "the build prepares the model's files in `pkg/models/` (`cargo xtask build`); --base-url names another folder"
+                    .to_owned(),
+            ),
+        })
+    };
+    let manifest: Manifest =
+        serde_json::from_slice(&read(crate::MANIFEST_FILE)?).map_err(|error| LoadProblem {
+            code: "model_corrupt",
+            message: format!("{}: {error}", dir.join(crate::MANIFEST_FILE).display()),
+            hint: Some("build the model's files again (`cargo xtask build`)".to_owned()),
+        })?;
+    let weights = read(&manifest.weights.file)?;
+    if weights.len() as u64 != manifest.weights.bytes {
+        return Err(LoadProblem {
+            code: "model_corrupt",
+            message: format!(
+                "{} is {} bytes, and the manifest says {}",
+                manifest.weights.file,
+                weights.len(),
+                manifest.weights.bytes
+            ),
+            hint: Some("build the model's files again (`cargo xtask build`)".to_owned()),
+        });
+    }
+    let tokenizer = read(&manifest.tokenizer.file)?;
+    Model::load(&weights, &tokenizer).map_err(|error| LoadProblem {
+        code: error.code(),
+        message: error.to_string(),
+        hint: error.hint(),
+    })
+}

@@ -1,0 +1,114 @@
+//! Kiln's own model as a provider ([`ProviderKind::InProcess`]): the entrance
+//! installs the host it has (a thread of the CLI natively, the model worker in
+//! the browser's runtime worker) and [`crate::connect_with`] hands it out for
+//! every configuration of that kind, so that no caller asks which one it got.
+
+use std::cell::RefCell;
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use futures::stream::{self, StreamExt as _};
+
+use crate::error::{ErrorKind, ProviderError, ProviderKind};
+use crate::{ChatRequest, EventStream, ModelInfo, Provider, ProviderConfig};
+
+/// Makes the provider for one configuration of Kiln's own model (its
+/// `base_url` says where the model's files are).
+pub type Host = Rc<dyn Fn(&ProviderConfig) -> Rc<dyn Provider>>;
+
+thread_local! {
+    static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
+}
+
+/// Installs this thread's host of Kiln's own model. Without one, the kind
+/// answers `model_unavailable`.
+pub fn install(host: Host) {
+    HOST.with(|slot| *slot.borrow_mut() = Some(host));
+}
+
+pub(crate) fn connect(config: &ProviderConfig) -> Rc<dyn Provider> {
+    match HOST.with(|slot| slot.borrow().clone()) {
+        Some(host) => host(config),
+        None => Rc::new(Unavailable {
+            base_url: config.base_url.clone(),
+        }),
+    }
+}
+
+/// The one model Kiln's own provider lists.
+pub fn models() -> Vec<ModelInfo> {
+    vec![ModelInfo {
+        id: kiln_types::chat::IN_PROCESS_MODEL_ID.to_owned(),
+        display_name: Some(ProviderKind::InProcess.label().to_owned()),
+    }]
+}
+
+/// A failure of Kiln's own model, by its stable code (what `kiln-llm` and the
+/// model worker say), in the words every provider error has.
+pub fn error(base_url: &str, code: &str, message: String, hint: Option<String>) -> ProviderError {
+    let kind = match code {
+        "context_overflow" => ErrorKind::ContextOverflow,
+        "bad_request" => ErrorKind::BadRequest,
+        "model_not_found" => ErrorKind::ModelNotFound,
+        "model_unavailable" => ErrorKind::ModelUnavailable,
+        "model_corrupt" => ErrorKind::ModelCorrupt,
+        "network" => ErrorKind::Network,
+        _ => ErrorKind::Stream,
+    };
+    ProviderError {
+        kind,
+        provider: ProviderKind::InProcess,
+        url: base_url.to_owned(),
+        model: Some(kiln_types::chat::IN_PROCESS_MODEL_ID.to_owned()),
+        status: None,
+        message,
+        hint,
+    }
+}
+
+pub(crate) fn not_over_http(config: &ProviderConfig, model: Option<&str>) -> ProviderError {
+    let mut error = error(
+        &config.base_url,
+        "model_unavailable",
+        "Kiln's own model runs in-process, not over HTTP".to_owned(),
+        Some("connect it with `kiln_providers::connect_with`".to_owned()),
+    );
+    error.model = model.map(str::to_owned);
+    error
+}
+
+/// What an entrance without Kiln's own model answers.
+struct Unavailable {
+    base_url: String,
+}
+
+impl Unavailable {
+    fn error(&self) -> ProviderError {
+        error(
+            &self.base_url,
+            "model_unavailable",
+            "this entrance has no in-process model".to_owned(),
+            Some("the app (its model worker) and `kiln` with `--provider local` run it".to_owned()),
+        )
+    }
+}
+
+impl Provider for Unavailable {
+    fn kind(&self) -> ProviderKind {
+        ProviderKind::InProcess
+    }
+
+    fn base_url(&self) -> &str {
+        &self.base_url
+    }
+
+    fn stream(&self, _request: ChatRequest) -> EventStream {
+        let error = self.error();
+        stream::once(async move { Err(error) }).boxed_local()
+    }
+
+    fn models(&self) -> LocalBoxFuture<'static, Result<Vec<ModelInfo>, ProviderError>> {
+        let error = self.error();
+        Box::pin(async move { Err(error) })
+    }
+}
