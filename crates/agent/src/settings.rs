@@ -287,7 +287,7 @@ pub async fn kept_model(config: Option<&Config>, provider: &Value) -> Option<Str
 }
 
 /// What the provider field of a chat turn or a model list may be.
-pub const PROVIDER_SHAPE: &str = "{kind: \"openai\" | \"anthropic\" | \"ollama\", base_url, key?}, or {stored: NAME, kind?, base_url?} for a provider the workspace keeps";
+pub const PROVIDER_SHAPE: &str = "{kind: \"openai\" | \"anthropic\" | \"ollama\", base_url, key?}, {kind: \"browser\"} (Kiln's own model), or {stored: NAME, kind?, base_url?} for a provider the workspace keeps";
 
 /// A chat turn's or a model list's provider: given whole (`{kind,
 /// base_url, key?}`), or one the workspace keeps, by name (`{stored,
@@ -311,11 +311,15 @@ pub async fn provider_config(
         base_url: Option<String>,
     }
     if value.get("stored").is_none() {
-        return serde_json::from_value(value.clone()).map_err(|error| {
+        let mut given: ProviderConfig = serde_json::from_value(value.clone()).map_err(|error| {
             bad(format!(
                 "`provider` is not valid ({error}): {PROVIDER_SHAPE}"
             ))
-        });
+        })?;
+        if given.base_url.trim().is_empty() {
+            given.base_url = given.kind.default_base_url().to_owned();
+        }
+        return Ok(given);
     }
     let asked: Stored = serde_json::from_value(value.clone()).map_err(|error| {
         bad(format!(

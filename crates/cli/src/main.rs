@@ -292,7 +292,7 @@ fn main() -> ExitCode {
         return sandbox_process::serve(&parent);
     }
     program::end_with_server();
-    kiln_providers::in_process::install(kiln_llm::native::host(default_model_dir()));
+    kiln_llm::native::install(default_model_dir());
     let cli = Cli::parse();
     match cli.command {
         Command::Agent(command) => agent::run(&command),

@@ -108,6 +108,31 @@ pub fn run(
     }
 }
 
+/// Loads Kiln's own model when the run's `tools.model` asks it, and answers
+/// the bytes in use then (0 when it does not). A model that fails to load is
+/// the model call's failure, said then.
+fn preload_model(request: &kiln_agent::RunRequest) -> usize {
+    let Some(setup) = &request.model else {
+        return 0;
+    };
+    let kind = setup
+        .provider
+        .get("kind")
+        .and_then(serde_json::Value::as_str);
+    if kind.and_then(kiln_providers::ProviderKind::parse)
+        != Some(kiln_providers::ProviderKind::InProcess)
+    {
+        return 0;
+    }
+    let base_url = setup
+        .provider
+        .get("base_url")
+        .and_then(serde_json::Value::as_str)
+        .unwrap_or("");
+    let _ = kiln_llm::native::model_for(base_url).load();
+    kiln_alloc::in_use()
+}
+
 /// The child: runs the program under the memory budget and the watchdog.
 fn run_here(run: Prepared, raw: bool) -> ExitCode {
     let run_id = RunId::for_request(&run.request, &kiln_store::ids::random_bytes);
@@ -132,8 +157,15 @@ fn run_here(run: Prepared, raw: bool) -> ExitCode {
         let interrupted = interrupted.clone();
         move || interrupted.store(true, Ordering::SeqCst)
     });
-    // The budget counts the process's whole heap, from here on.
-    kiln_alloc::set_limit(usize::try_from(memory_bytes).unwrap_or(usize::MAX));
+    // The budget counts the process's whole heap, from here on; Kiln's own
+    // model (`--provider local`), loaded first, is the host's and not the
+    // program's, so the budget then starts above it.
+    let host_bytes = preload_model(&run.request);
+    kiln_alloc::set_limit(
+        usize::try_from(memory_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(host_bytes),
+    );
     let finished = run_with_deadline(run, &run_id, &progress, &interrupted);
     kiln_alloc::set_limit(usize::MAX);
     match finished {

@@ -445,3 +445,72 @@ fn the_local_model_answers_a_chat() {
         out.stderr
     );
 }
+
+/// The folder `cargo xtask test` prepared Kiln's own model in.
+fn model_dir() -> String {
+    std::env::var("KILN_MODEL_DIR").unwrap_or_else(|_| {
+        panic!("KILN_MODEL_DIR is not set: `cargo xtask test` prepares the model and sets it")
+    })
+}
+
+#[test]
+fn kilns_own_model_answers_a_chat_with_no_server() {
+    let dir = model_dir();
+    let out = kiln_with(
+        &[
+            "chat",
+            "--provider",
+            "local",
+            "--base-url",
+            &dir,
+            "--max-tokens",
+            "32",
+            "What is 2 + 2?",
+        ],
+        &[],
+        "",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(!out.stdout.trim().is_empty(), "{}", out.stderr);
+    assert!(
+        out.stderr.contains("kiln chat: 1 turn(s), "),
+        "{}",
+        out.stderr
+    );
+}
+
+#[test]
+fn kilns_own_model_is_refused_by_name_when_it_cannot_be_had() {
+    let out = kiln_with(
+        &["chat", "--provider", "local", "--key-env", "HOME", "Hi"],
+        &[],
+        "",
+    );
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("--key-env HOME: Kiln's own model (--provider local) takes no key"),
+        "{}",
+        out.stderr
+    );
+    let missing = std::env::temp_dir().join("kiln-no-model-here");
+    let out = kiln_with(
+        &[
+            "chat",
+            "--provider",
+            "local",
+            "--base-url",
+            &missing.display().to_string(),
+            "Hi",
+        ],
+        &[],
+        "",
+    );
+    assert_ne!(out.code, 0, "{}", out.stdout);
+    assert!(
+        out.stderr.contains("model_unavailable") || out.stderr.contains("manifest.json"),
+        "{}",
+        out.stderr
+    );
+    assert!(out.stderr.contains("kiln-no-model-here"), "{}", out.stderr);
+}

@@ -22,7 +22,7 @@ pub mod native;
 pub mod prepare;
 
 pub use error::LlmError;
-pub use model::{Model, ModelFacts};
+pub use model::{Model, ModelFacts, Scored};
 pub use turn::{Step, Turn};
 
 /// The model id the provider answers to and reports.
@@ -53,9 +53,3 @@ pub struct ManifestFile {
 
 /// The manifest's file name, beside the weights and the tokenizer.
 pub const MANIFEST_FILE: &str = "manifest.json";
-
-/// Whether `model` names this model (an empty id means it too).
-pub fn answers_to(model: &str) -> bool {
-    let model = model.trim();
-    model.is_empty() || model == MODEL_ID
-}

@@ -9,6 +9,7 @@ use tokenizers::Tokenizer;
 
 use crate::LlmError;
 use crate::template::Template;
+pub use kiln_types::model::Scored;
 
 /// The loaded model: weights, tokenizer, chat template and stop tokens. One turn
 /// at a time (its key-value cache is the turn's).
@@ -21,7 +22,20 @@ pub struct Model {
     pub(crate) stops: Vec<u32>,
     pub(crate) facts: ModelFacts,
     pub(crate) device: Device,
+    /// The tokens the key-value cache of `weights` holds, in order.
+    fed: Vec<u32>,
+    /// Earlier states of the model (weights and cache are shared; only the
+    /// cache differs) with the tokens each had been fed: a prompt that starts
+    /// with one of them is fed only the rest. Newest last, at most
+    /// [`KEPT_STATES`].
+    kept: Vec<(Vec<u32>, ModelWeights)>,
 }
+
+/// How many earlier states [`Model`] keeps: the end of the system message (a
+/// new conversation with the same instructions starts there) and the end of the
+/// last turn (the next turn of the same conversation continues from it). Each
+/// costs the cache of its tokens, about 46 KB a token for SmolLM2-135M.
+const KEPT_STATES: usize = 3;
 
 /// What the model says about itself, for logs and the provider's model list.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -91,6 +105,8 @@ impl Model {
                 weights_bytes: gguf.len(),
             },
             device,
+            fed: Vec::new(),
+            kept: Vec::new(),
         })
     }
 
@@ -117,6 +133,34 @@ impl Model {
     /// greedily: the first of the highest logits, so that the same weights give
     /// the same tokens on every platform whose arithmetic agrees.
     pub(crate) fn next_token(&mut self, tokens: &[u32], position: usize) -> Result<u32, LlmError> {
+        crate::turn::greedy(&self.logits(tokens, position)?)
+    }
+
+    /// Where the first message of a rendered prompt ends (after the template's
+    /// end-of-turn token and the newline after it), when the prompt has more
+    /// than one.
+    pub(crate) fn message_boundary(&self, prompt: &[u32]) -> Option<usize> {
+        let end = prompt.iter().position(|token| self.stops.contains(token))?;
+        let newline = self.tokenizer.token_to_id("\u{010a}");
+        let after = match (prompt.get(end + 1), newline) {
+            (Some(next), Some(newline)) if *next == newline => end + 2,
+            _ => end + 1,
+        };
+        (after < prompt.len()).then_some(after)
+    }
+
+    /// The logits after running `tokens` at positions from `position` (the
+    /// key-value cache holds what came before; position 0 starts afresh).
+    pub fn logits(&mut self, tokens: &[u32], position: usize) -> Result<Vec<f32>, LlmError> {
+        if position == 0 {
+            self.reset();
+        }
+        if position != self.fed.len() {
+            return Err(LlmError::Inference(format!(
+                "tokens at position {position}, and the cache holds {}",
+                self.fed.len()
+            )));
+        }
         let input = Tensor::new(tokens, &self.device)
             .and_then(|tensor| tensor.unsqueeze(0))
             .map_err(LlmError::inference)?;
@@ -125,19 +169,109 @@ impl Model {
             .forward(&input, position)
             .and_then(|logits| logits.squeeze(0))
             .and_then(|logits| logits.to_vec1::<f32>())
-            .map_err(LlmError::inference)?;
-        let mut best: Option<(usize, f32)> = None;
-        for (index, &logit) in logits.iter().enumerate() {
-            if !logit.is_nan() && best.is_none_or(|(_, top)| logit > top) {
-                best = Some((index, logit));
+            .map_err(|error| {
+                // A failed pass leaves the cache in no known state.
+                self.reset();
+                LlmError::inference(error)
+            })?;
+        self.fed.extend_from_slice(tokens);
+        Ok(logits)
+    }
+
+    /// The logits after the whole of `prompt`, feeding only what no earlier
+    /// state holds: the cache as it is when it holds a beginning of `prompt`,
+    /// else the longest kept state that does, else nothing. `boundary` (the end
+    /// of the system message) is where a state is kept on the way.
+    /// Answers the logits and how many of the prompt's tokens were already
+    /// held.
+    pub(crate) fn prefill(
+        &mut self,
+        prompt: &[u32],
+        boundary: Option<usize>,
+    ) -> Result<(Vec<f32>, usize), LlmError> {
+        let starts = |fed: &[u32]| fed.len() < prompt.len() && prompt.starts_with(fed);
+        if !starts(&self.fed) {
+            let best = self
+                .kept
+                .iter()
+                .filter(|(fed, _)| starts(fed))
+                .max_by_key(|(fed, _)| fed.len())
+                .cloned();
+            match best {
+                Some((fed, weights)) => {
+                    self.weights = weights;
+                    self.fed = fed;
+                }
+                None => self.reset(),
             }
         }
-        let (index, _) =
-            best.ok_or_else(|| LlmError::Inference("the model gave no usable logits".to_owned()))?;
-        u32::try_from(index).map_err(LlmError::inference)
+        let reused = self.fed.len();
+        if let Some(boundary) = boundary
+            && boundary > self.fed.len()
+            && boundary < prompt.len()
+        {
+            let from = self.fed.len();
+            self.logits(&prompt[from..boundary], from)?;
+            self.keep();
+        }
+        let from = self.fed.len();
+        Ok((self.logits(&prompt[from..], from)?, reused))
+    }
+
+    /// Keeps the model's present state for a later prompt that starts with
+    /// what it was fed.
+    pub(crate) fn keep(&mut self) {
+        if self.fed.is_empty() {
+            return;
+        }
+        self.kept.retain(|(fed, _)| *fed != self.fed);
+        if self.kept.len() >= KEPT_STATES {
+            self.kept.remove(0);
+        }
+        self.kept.push((self.fed.clone(), self.weights.clone()));
+    }
+
+    /// Runs `continuation` after `prompt` one token at a time (teacher-forced)
+    /// and says at each step which token the model itself would have picked
+    /// and how far the given one was from it: how two builds of the model (the
+    /// browser's and the native one, whose kernels add in another order) are
+    /// compared token by token.
+    pub fn score(&mut self, prompt: &[u32], continuation: &[u32]) -> Result<Vec<Scored>, LlmError> {
+        if prompt.is_empty() || prompt.len() + continuation.len() > self.facts.context_tokens {
+            return Err(LlmError::ContextFull {
+                prompt_tokens: prompt.len() + continuation.len(),
+                context_tokens: self.facts.context_tokens,
+            });
+        }
+        let mut scored = Vec::with_capacity(continuation.len());
+        let mut logits = self.logits(prompt, 0)?;
+        for (step, &given) in continuation.iter().enumerate() {
+            let (best, best_logit) = logits
+                .iter()
+                .copied()
+                .enumerate()
+                .filter(|(_, logit)| !logit.is_nan())
+                .fold((0, f32::NEG_INFINITY), |top, (index, logit)| {
+                    if logit > top.1 { (index, logit) } else { top }
+                });
+            let given_logit = logits.get(given as usize).copied().ok_or_else(|| {
+                LlmError::Request(format!("token {given} is not in the vocabulary"))
+            })?;
+            scored.push(Scored {
+                best: u32::try_from(best).map_err(LlmError::inference)?,
+                best_logit,
+                given,
+                given_logit,
+            });
+            if step + 1 < continuation.len() {
+                logits = self.logits(&[given], prompt.len() + step)?;
+            }
+        }
+        Ok(scored)
     }
 
     pub(crate) fn reset(&mut self) {
         self.weights.clear_kv_cache();
+        self.fed.clear();
     }
 }

@@ -1,5 +1,6 @@
 //! Natively: the model as a [`Provider`] on a thread of its own (the CLI's
-//! `--provider local`), its kernels on a one-thread pool. The files are read
+//! `--provider local`), its kernels on candle's own pool (`CANDLE_NUM_THREADS`,
+//! by default one thread a core). The files are read
 //! from a folder the build prepared; the model loads at the first turn, and a
 //! turn whose stream is dropped stops at its next token.
 
@@ -18,17 +19,26 @@ use crate::{Manifest, Model, Step, Turn};
 
 type Reply = events::UnboundedSender<Result<Event, ProviderError>>;
 
-/// Kiln's own model, natively.
+/// What the model's thread is asked.
+enum Job {
+    Turn(ChatRequest, Reply),
+    /// Load now (the CLI, before a run's memory budget starts counting).
+    Load(mpsc::Sender<Result<(), ProviderError>>),
+}
+
+/// Kiln's own model, natively: a handle on its thread (one per folder in the
+/// process, whichever thread asks).
+#[derive(Clone)]
 pub struct LocalModel {
     base_url: String,
-    jobs: mpsc::Sender<(ChatRequest, Reply)>,
+    jobs: mpsc::Sender<Job>,
 }
 
 impl LocalModel {
     /// The model whose prepared files are in `dir`. Nothing is read until the
     /// first turn.
     pub fn open(dir: &Path) -> Self {
-        let (jobs, queue) = mpsc::channel::<(ChatRequest, Reply)>();
+        let (jobs, queue) = mpsc::channel::<Job>();
         let base_url = dir.display().to_string();
         let folder = dir.to_path_buf();
         let spawned = std::thread::Builder::new()
@@ -57,14 +67,16 @@ impl Provider for LocalModel {
 
     fn stream(&self, request: ChatRequest) -> EventStream {
         let (reply, stream) = events::unbounded();
-        if !crate::answers_to(&request.options.model) {
+        if !in_process::answers_to(&request.options.model) {
             let error = self.error(
                 "model_not_found",
                 format!("this provider runs only `{}`", crate::MODEL_ID),
                 Some(format!("ask for the model `{}`", crate::MODEL_ID)),
             );
             let _ = reply.unbounded_send(Err(error));
-        } else if let Err(mpsc::SendError((_, reply))) = self.jobs.send((request, reply)) {
+        } else if let Err(mpsc::SendError(Job::Turn(_, reply))) =
+            self.jobs.send(Job::Turn(request, reply))
+        {
             let error = self.error(
                 "model_unavailable",
                 "the model's thread is not running".to_owned(),
@@ -80,94 +92,132 @@ impl Provider for LocalModel {
     }
 }
 
-/// An installable host for [`kiln_providers::in_process::install`]: one model per
-/// folder named, an empty base URL meaning `default_dir`.
-pub fn host(default_dir: PathBuf) -> in_process::Host {
-    let opened: std::cell::RefCell<Vec<(String, Rc<LocalModel>)>> = Default::default();
-    Rc::new(move |config| {
-        let dir = match config.base_url.trim() {
-            "" => default_dir.clone(),
-            dir => PathBuf::from(dir),
-        };
-        let key = dir.display().to_string();
-        let mut opened = opened.borrow_mut();
-        if let Some((_, model)) = opened.iter().find(|(at, _)| *at == key) {
-            return Rc::clone(model) as Rc<dyn Provider>;
-        }
-        let model = Rc::new(LocalModel::open(&dir));
-        opened.push((key, Rc::clone(&model)));
-        model
-    })
+/// Where an empty base URL finds the model's files: set by [`install`].
+static DEFAULT_DIR: std::sync::OnceLock<PathBuf> = std::sync::OnceLock::new();
+
+/// The models the process opened, by folder: one model thread each.
+static OPENED: std::sync::Mutex<Vec<(PathBuf, LocalModel)>> = std::sync::Mutex::new(Vec::new());
+
+/// Makes this process's `ProviderKind::InProcess` the model natively, its files
+/// in the folder a configuration names, or in `default_dir` when it names none.
+pub fn install(default_dir: PathBuf) {
+    let _ = DEFAULT_DIR.set(default_dir);
+    in_process::install(host);
+}
+
+/// The model for `base_url` (a folder; empty or `models` is the default one).
+pub fn model_for(base_url: &str) -> LocalModel {
+    let dir = match base_url.trim() {
+        "" | kiln_types::chat::IN_PROCESS_MODELS => DEFAULT_DIR
+            .get()
+            .cloned()
+            .unwrap_or_else(|| PathBuf::from(kiln_types::chat::IN_PROCESS_MODELS)),
+        dir => PathBuf::from(dir),
+    };
+    let mut opened = OPENED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if let Some((_, model)) = opened.iter().find(|(at, _)| *at == dir) {
+        return model.clone();
+    }
+    let model = LocalModel::open(&dir);
+    opened.push((dir, model.clone()));
+    model
+}
+
+fn host(config: &kiln_providers::ProviderConfig) -> Rc<dyn Provider> {
+    Rc::new(model_for(&config.base_url))
+}
+
+impl LocalModel {
+    /// Loads the model now, if it is not loaded, and waits for it.
+    pub fn load(&self) -> Result<(), ProviderError> {
+        let (done, answer) = mpsc::channel();
+        self.jobs.send(Job::Load(done)).map_err(|_| {
+            self.error(
+                "model_unavailable",
+                "the model's thread is not running".to_owned(),
+                None,
+            )
+        })?;
+        answer.recv().unwrap_or_else(|_| {
+            Err(self.error(
+                "model_unavailable",
+                "the model's thread ended".to_owned(),
+                None,
+            ))
+        })
+    }
 }
 
 /// The model's thread: loads at the first turn (again at the next, when it
 /// failed), then runs each turn to its end or until its stream is dropped.
-fn serve(dir: &Path, queue: mpsc::Receiver<(ChatRequest, Reply)>) {
-    let pool = match rayon::ThreadPoolBuilder::new().num_threads(1).build() {
-        Ok(pool) => pool,
-        Err(error) => {
-            for (_, reply) in queue.iter() {
-                let _ = reply.unbounded_send(Err(in_process::error(
-                    &dir.display().to_string(),
-                    "model_unavailable",
-                    format!("the model's thread pool did not start: {error}"),
-                    None,
-                )));
+fn serve(dir: &Path, queue: mpsc::Receiver<Job>) {
+    let mut model: Option<Model> = None;
+    for job in queue.iter() {
+        let base_url = dir.display().to_string();
+        let (request, reply) = match job {
+            Job::Turn(request, reply) => (request, reply),
+            Job::Load(done) => {
+                let loaded = match model {
+                    Some(_) => Ok(()),
+                    None => load(dir)
+                        .map(|loaded| {
+                            model = Some(loaded);
+                        })
+                        .map_err(|problem| problem.into_error(&base_url)),
+                };
+                let _ = done.send(loaded);
+                continue;
             }
-            return;
-        }
-    };
-    pool.install(move || {
-        let mut model: Option<Model> = None;
-        for (request, reply) in queue.iter() {
-            let base_url = dir.display().to_string();
-            let fail = |error: crate::LlmError| {
-                let _ = reply.unbounded_send(Err(in_process::error(
-                    &base_url,
-                    error.code(),
-                    error.to_string(),
-                    error.hint(),
-                )));
-            };
-            let loaded = match model.as_mut() {
-                Some(loaded) => loaded,
-                None => match load(dir) {
-                    Ok(loaded) => model.insert(loaded),
-                    Err(problem) => {
-                        let _ = reply.unbounded_send(Err(problem.into_error(&base_url)));
-                        continue;
-                    }
-                },
-            };
-            let mut turn = match Turn::start(loaded, &request) {
-                Ok(turn) => turn,
-                Err(error) => {
-                    fail(error);
+        };
+        let fail = |error: crate::LlmError| {
+            let _ = reply.unbounded_send(Err(in_process::error(
+                &base_url,
+                error.code(),
+                error.to_string(),
+                error.hint(),
+            )));
+        };
+        let loaded = match model.as_mut() {
+            Some(loaded) => loaded,
+            None => match load(dir) {
+                Ok(loaded) => model.insert(loaded),
+                Err(problem) => {
+                    let _ = reply.unbounded_send(Err(problem.into_error(&base_url)));
                     continue;
                 }
+            },
+        };
+        let mut turn = match Turn::start(loaded, &request) {
+            Ok(turn) => turn,
+            Err(error) => {
+                fail(error);
+                continue;
+            }
+        };
+        loop {
+            let (events, finished) = match turn.step(loaded) {
+                Ok(Step::Events(events)) => (events, false),
+                Ok(Step::Finished(events)) => (events, true),
+                Err(error) => {
+                    fail(error);
+                    break;
+                }
             };
-            loop {
-                let (events, finished) = match turn.step(loaded) {
-                    Ok(Step::Events(events)) => (events, false),
-                    Ok(Step::Finished(events)) => (events, true),
-                    Err(error) => {
-                        fail(error);
-                        break;
-                    }
-                };
-                // A dropped stream is a cancelled turn: stop at this token.
-                if reply.is_closed() {
-                    break;
-                }
-                for event in events {
-                    let _ = reply.unbounded_send(Ok(event));
-                }
-                if finished {
-                    break;
-                }
+            // A dropped stream is a cancelled turn: stop at this token.
+            if reply.is_closed() {
+                break;
+            }
+            for event in events {
+                let _ = reply.unbounded_send(Ok(event));
+            }
+            if finished {
+                turn.keep_state(loaded);
+                break;
             }
         }
-    });
+    }
 }
 
 /// Why the files in a folder could not be loaded.

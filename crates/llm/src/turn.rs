@@ -37,6 +37,47 @@ pub struct Turn {
     holding: bool,
     message: FinalMessage,
     finished: bool,
+    /// Where the prompt's first message (the system's) ends, when it has one:
+    /// the model keeps its state there for the next conversation.
+    boundary: Option<usize>,
+    /// Whether the turn ended (its state is then kept for the next turn).
+    ended: bool,
+    /// How many of the prompt's tokens the model held already.
+    reused: usize,
+}
+
+/// The first of the highest logits.
+pub(crate) fn greedy(logits: &[f32]) -> Result<u32, LlmError> {
+    let mut best: Option<(usize, f32)> = None;
+    for (index, &logit) in logits.iter().enumerate() {
+        if !logit.is_nan() && best.is_none_or(|(_, top)| logit > top) {
+            best = Some((index, logit));
+        }
+    }
+    let (index, _) =
+        best.ok_or_else(|| LlmError::Inference("the model gave no usable logits".to_owned()))?;
+    u32::try_from(index).map_err(LlmError::inference)
+}
+
+/// How long a repeated stretch must be before a reply is stopped for it: a
+/// small model decoding greedily falls into loops it never leaves.
+const REPEATED_SPAN: usize = 48;
+/// The longest period looked for, in tokens.
+const MAX_PERIOD: usize = 64;
+
+/// The period of the loop `tokens` end in, when their last stretch is one
+/// block of tokens said at least three times and at least [`REPEATED_SPAN`]
+/// tokens long.
+fn repeating(tokens: &[u32]) -> Option<usize> {
+    (1..=MAX_PERIOD).find(|&period| {
+        let span = (period * 3).max(REPEATED_SPAN.div_ceil(period) * period);
+        span <= tokens.len() && {
+            let tail = &tokens[tokens.len() - span..];
+            tail.iter()
+                .zip(&tail[period..])
+                .all(|(earlier, later)| earlier == later)
+        }
+    })
 }
 
 impl Turn {
@@ -88,6 +129,7 @@ impl Turn {
         }
         let left = context - prompt.len();
         let holding = tools::may_be_call(&mode, "");
+        let boundary = model.message_boundary(&prompt);
         Ok(Self {
             reply_room: max_tokens.min(left),
             context_bound: left < max_tokens,
@@ -102,7 +144,26 @@ impl Turn {
                 ..FinalMessage::default()
             },
             finished: false,
+            boundary,
+            ended: false,
+            reused: 0,
         })
+    }
+
+    /// Keeps the model's state after this turn, so that the next turn of the
+    /// conversation (whose prompt starts with this one's and its reply) is
+    /// fed only what is new. Call it after the turn finished, on the model it
+    /// ran on.
+    pub fn keep_state(&self, model: &mut Model) {
+        if self.ended {
+            model.keep();
+        }
+    }
+
+    /// How many of the prompt's tokens the model held from an earlier turn
+    /// (known once the first step ran): the rest was fed.
+    pub fn reused_tokens(&self) -> usize {
+        self.reused
     }
 
     /// The prompt's tokens.
@@ -123,8 +184,9 @@ impl Turn {
         }
         let token = match self.generated.last() {
             None => {
-                model.reset();
-                model.next_token(&self.prompt, 0)?
+                let (logits, reused) = model.prefill(&self.prompt, self.boundary)?;
+                self.reused = reused;
+                greedy(&logits)?
             }
             Some(&last) => {
                 let position = self.prompt.len() + self.generated.len() - 1;
@@ -134,6 +196,14 @@ impl Turn {
         self.generated.push(token);
         if model.stops.contains(&token) {
             return self.finish(StopReason::EndTurn, None);
+        }
+        if let Some(period) = repeating(&self.generated) {
+            return self.finish(
+                StopReason::Other("repetition".to_owned()),
+                Some(format!(
+                    "the model repeated the same {period} tokens over and over, and was stopped"
+                )),
+            );
         }
         let mut events = Vec::new();
         let reply = model.decode(&self.generated)?;
@@ -170,6 +240,7 @@ impl Turn {
 
     fn finish(&mut self, reason: StopReason, why: Option<String>) -> Result<Step, LlmError> {
         self.finished = true;
+        self.ended = true;
         let mut events = Vec::new();
         let mut reason = reason;
         if self.holding {
@@ -225,5 +296,27 @@ impl Turn {
             message: std::mem::take(&mut self.message),
         });
         Ok(Step::Finished(events))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::repeating;
+
+    #[test]
+    fn loops_are_found_and_prose_is_not() {
+        let block: Vec<u32> = (100..118).collect();
+        let mut looped: Vec<u32> = (1..40).collect();
+        for _ in 0..3 {
+            looped.extend(&block);
+        }
+        assert_eq!(repeating(&looped), Some(18));
+        // Twice is not yet a loop.
+        assert_eq!(repeating(&looped[..looped.len() - 18]), None);
+        // One token said 48 times is; 47 times is not.
+        assert_eq!(repeating(&[7; 48]), Some(1));
+        assert_eq!(repeating(&[7; 47]), None);
+        let prose: Vec<u32> = (0..500).map(|n| (n * 7919) % 1009).collect();
+        assert_eq!(repeating(&prose), None);
     }
 }

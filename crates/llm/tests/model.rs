@@ -53,6 +53,12 @@ fn user(text: &str) -> Message {
 
 /// Every event of a turn, in order.
 fn run(model: &mut Model, request: &ChatRequest) -> Vec<Event> {
+    run_keeping(model, request).0
+}
+
+/// Every event of a turn, and how many prompt tokens the model held already;
+/// the model keeps its state after it.
+fn run_keeping(model: &mut Model, request: &ChatRequest) -> (Vec<Event>, usize) {
     let mut turn = Turn::start(model, request).expect("the turn starts");
     let mut events = Vec::new();
     loop {
@@ -60,7 +66,8 @@ fn run(model: &mut Model, request: &ChatRequest) -> Vec<Event> {
             Step::Events(more) => events.extend(more),
             Step::Finished(more) => {
                 events.extend(more);
-                return events;
+                turn.keep_state(model);
+                return (events, turn.reused_tokens());
             }
         }
     }
@@ -123,10 +130,10 @@ fn the_model_template_frames_the_conversation() {
 #[test]
 fn a_greedy_reply_streams_and_ends_on_the_models_stop_token() {
     let mut model = model();
-    let asked = request(vec![user("What is the capital of France?")], 64);
+    let asked = request(vec![user("What is 2 + 2?")], 64);
     let events = run(&mut model, &asked);
     let message = done(&events);
-    assert!(message.text.contains("Paris"), "{:?}", message.text);
+    assert!(message.text.contains('4'), "{:?}", message.text);
     let streamed: String = events
         .iter()
         .filter_map(|event| match event {
@@ -243,4 +250,43 @@ fn bad_files_and_requests_are_named() {
             .text
             .is_empty()
     );
+}
+
+#[test]
+fn a_conversation_is_fed_only_what_is_new_and_answers_the_same() {
+    let system = Message::System {
+        text: "You are brief.".into(),
+    };
+    let first = request(vec![system.clone(), user("What is 2 + 2?")], 24);
+    let mut model = model();
+    let (events, reused) = run_keeping(&mut model, &first);
+    assert_eq!(reused, 0);
+    let reply = done(&events).text;
+    let second = request(
+        vec![
+            system.clone(),
+            user("What is 2 + 2?"),
+            Message::Assistant {
+                text: reply.clone(),
+                tool_calls: Vec::new(),
+            },
+            user("And 3 + 3?"),
+        ],
+        24,
+    );
+    let (events, reused) = run_keeping(&mut model, &second);
+    let continued = done(&events).text;
+    let prompt = Turn::start(&model, &second)
+        .expect("starts")
+        .prompt_tokens()
+        .len();
+    assert!(reused > 10 && reused < prompt, "{reused} of {prompt}");
+    // A new conversation with the same system message starts after it.
+    let (_, reused_new) = run_keeping(&mut model, &request(vec![system, user("Hi")], 4));
+    assert!(reused_new > 3, "{reused_new}");
+    // A model that held nothing gives the same reply.
+    let mut fresh = self::model();
+    let (events, reused) = run_keeping(&mut fresh, &second);
+    assert_eq!(reused, 0);
+    assert_eq!(done(&events).text, continued);
 }

@@ -214,6 +214,36 @@ impl Kiln {
         Ok(Budget { id, spend })
     }
 
+    /// Deletes Kiln's own model's cached files (the in-browser model downloads
+    /// again at its next turn): resolves to `undefined`.
+    #[wasm_bindgen(js_name = clearModel)]
+    pub fn clear_model(&self) -> Promise {
+        let answered = self
+            .runtime
+            .call(|id| ToRuntime::ClearModel { id }, None, None);
+        wasm_bindgen_futures::future_to_promise(async move {
+            match answered.await {
+                Ok(Ok(_)) => Ok(JsValue::UNDEFINED),
+                Ok(Err(problem)) => Err(rejection("kiln.clearModel", &problem)),
+                Err(_) => Err(JsValue::from(js_sys::TypeError::new(
+                    "kiln.clearModel: the runtime worker went away",
+                ))),
+            }
+        })
+    }
+
+    /// Calls `callback({type: "model_status", state, …})` each time loading
+    /// Kiln's own model moves on: `downloading` (`loaded_bytes`,
+    /// `total_bytes`), `reading`, `loading`, `ready` (`from_cache`,
+    /// `load_ms`, `weights_bytes`, `memory_bytes`, `warning?`) or `failed`
+    /// (`failure: {code, message, hint?}`).
+    #[wasm_bindgen(js_name = onModelStatus)]
+    pub fn on_model_status(&self, callback: js_sys::Function) {
+        self.runtime.on_model_status(Rc::new(move |event: Value| {
+            let _ = callback.call1(&JsValue::NULL, &from_json_text(&event.to_string()));
+        }));
+    }
+
     /// The models a provider offers: resolves to `[{id, display_name?}]`.
     pub fn models(&self, provider: JsValue) -> Promise {
         let provider = to_json_text(&provider)

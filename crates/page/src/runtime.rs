@@ -98,6 +98,8 @@ struct Shared {
     worker: Worker,
     exchanges: RefCell<HashMap<u64, Exchange>>,
     ready: RefCell<Option<oneshot::Sender<Started>>>,
+    /// `kiln.onModelStatus` listeners: where loading Kiln's own model stands.
+    model_listeners: RefCell<Vec<Listener>>,
 }
 
 /// A started runtime worker.
@@ -126,6 +128,7 @@ impl RuntimeClient {
             worker,
             exchanges: RefCell::default(),
             ready: RefCell::new(Some(ready)),
+            model_listeners: RefCell::default(),
         });
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new({
             let shared = shared.clone();
@@ -311,6 +314,11 @@ impl RuntimeClient {
     /// Sends the request `message(id)` makes; resolves to its answer, its
     /// streamed events going to `on_event`. The page's `signal` sends
     /// `cancel`.
+    /// Adds a listener of Kiln's own model's loading status.
+    pub(crate) fn on_model_status(&self, listener: Listener) {
+        self.shared.model_listeners.borrow_mut().push(listener);
+    }
+
     pub(crate) fn call(
         &self,
         message: impl FnOnce(u64) -> ToRuntime,
@@ -442,6 +450,26 @@ fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
             };
             if let Some(on_event) = listener {
                 on_event(event);
+            }
+        }
+        FromRuntime::ModelStatus { status } => {
+            // To the page's own listeners and to every exchange's `onEvent`, as
+            // an event `{type: "model_status", state, …}`: the turn waiting on
+            // the model is among them.
+            let mut event = serde_json::to_value(&status).unwrap_or(Value::Null);
+            if let Some(object) = event.as_object_mut() {
+                object.insert("type".into(), Value::from("model_status"));
+            }
+            let mut listeners: Vec<Listener> = shared.model_listeners.borrow().clone();
+            listeners.extend(shared.exchanges.borrow().values().filter_map(
+                |exchange| match exchange {
+                    Exchange::Call { on_event, .. } => on_event.clone(),
+                    Exchange::Run(run) => run.on_event.clone(),
+                    Exchange::Watch { .. } => None,
+                },
+            ));
+            for listener in listeners {
+                listener(event.clone());
             }
         }
         FromRuntime::Changed { id, changes } => {

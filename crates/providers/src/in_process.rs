@@ -3,8 +3,8 @@
 //! the browser's runtime worker) and [`crate::connect_with`] hands it out for
 //! every configuration of that kind, so that no caller asks which one it got.
 
-use std::cell::RefCell;
 use std::rc::Rc;
+use std::sync::RwLock;
 
 use futures::future::LocalBoxFuture;
 use futures::stream::{self, StreamExt as _};
@@ -13,21 +13,24 @@ use crate::error::{ErrorKind, ProviderError, ProviderKind};
 use crate::{ChatRequest, EventStream, ModelInfo, Provider, ProviderConfig};
 
 /// Makes the provider for one configuration of Kiln's own model (its
-/// `base_url` says where the model's files are).
-pub type Host = Rc<dyn Fn(&ProviderConfig) -> Rc<dyn Provider>>;
+/// `base_url` says where the model's files are), on the calling thread. A plain
+/// function, so that one installed host serves every thread of the process
+/// (the CLI's ladders run on threads of their own); what it keeps, it keeps
+/// per thread.
+pub type Host = fn(&ProviderConfig) -> Rc<dyn Provider>;
 
-thread_local! {
-    static HOST: RefCell<Option<Host>> = const { RefCell::new(None) };
-}
+static HOST: RwLock<Option<Host>> = RwLock::new(None);
 
-/// Installs this thread's host of Kiln's own model. Without one, the kind
+/// Installs the process's host of Kiln's own model. Without one, the kind
 /// answers `model_unavailable`.
 pub fn install(host: Host) {
-    HOST.with(|slot| *slot.borrow_mut() = Some(host));
+    if let Ok(mut slot) = HOST.write() {
+        *slot = Some(host);
+    }
 }
 
 pub(crate) fn connect(config: &ProviderConfig) -> Rc<dyn Provider> {
-    match HOST.with(|slot| slot.borrow().clone()) {
+    match HOST.read().ok().and_then(|slot| *slot) {
         Some(host) => host(config),
         None => Rc::new(Unavailable {
             base_url: config.base_url.clone(),
@@ -35,11 +38,17 @@ pub(crate) fn connect(config: &ProviderConfig) -> Rc<dyn Provider> {
     }
 }
 
+/// Whether `model` names Kiln's own model (an empty id means it too).
+pub fn answers_to(model: &str) -> bool {
+    let model = model.trim();
+    model.is_empty() || model == kiln_types::chat::IN_PROCESS_MODEL_ID
+}
+
 /// The one model Kiln's own provider lists.
 pub fn models() -> Vec<ModelInfo> {
     vec![ModelInfo {
         id: kiln_types::chat::IN_PROCESS_MODEL_ID.to_owned(),
-        display_name: Some(ProviderKind::InProcess.label().to_owned()),
+        display_name: Some(kiln_types::chat::IN_PROCESS_LABEL.to_owned()),
     }]
 }
 

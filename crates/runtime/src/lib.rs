@@ -19,6 +19,8 @@
 #[cfg(target_arch = "wasm32")]
 mod bench;
 #[cfg(target_arch = "wasm32")]
+mod model;
+#[cfg(target_arch = "wasm32")]
 mod worker;
 
 use kiln_capabilities::Answer;

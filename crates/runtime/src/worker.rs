@@ -24,7 +24,7 @@ use kiln_capabilities::{
 };
 use kiln_host::SandboxPool;
 use kiln_providers::budget::RunBudget;
-use kiln_providers::{Event, HttpProvider, ProviderError};
+use kiln_providers::{Event, ProviderError};
 use kiln_store::{Change, StoreError, Subscription};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode};
@@ -70,6 +70,8 @@ struct Runtime {
     custody: Custody,
     /// The run id of each keyed exchange going on: its `cancel` withdraws it.
     keyed: RefCell<HashMap<u64, String>>,
+    /// Kiln's own model's worker, started by the first turn that asks for it.
+    model: Rc<crate::model::ModelWorker>,
 }
 
 /// Where the person's answer to one `ask_user` question goes.
@@ -152,6 +154,12 @@ pub fn start() {
                 .adopt_history(&history, kiln_store::clock::epoch_ms())
                 .await;
         }
+        let model = crate::model::ModelWorker::new(Rc::new(|status| {
+            post(&FromRuntime::ModelStatus {
+                status: status.clone(),
+            });
+        }));
+        model.install();
         RUNTIME.with(|runtime| {
             *runtime.borrow_mut() = Some(Rc::new(Runtime {
                 pool,
@@ -170,6 +178,7 @@ pub fn start() {
                 permission: RefCell::default(),
                 custody,
                 keyed: RefCell::default(),
+                model,
             }));
         });
         post(&FromRuntime::Ready { storage });
@@ -297,6 +306,23 @@ fn on_message(message: ToRuntime) {
         }
         ToRuntime::Models { id, provider } => {
             wasm_bindgen_futures::spawn_local(models(runtime, id, provider));
+        }
+        ToRuntime::ClearModel { id } => {
+            let model = Rc::clone(&runtime.model);
+            wasm_bindgen_futures::spawn_local(async move {
+                let cleared = model
+                    .clear()
+                    .await
+                    .map(|()| Value::Null)
+                    .map_err(|failure| Problem {
+                        bad_request: false,
+                        message: failure.message,
+                        code: Some(failure.code),
+                        hint: failure.hint,
+                        status: None,
+                    });
+                answer(id, cleared);
+            });
         }
         ToRuntime::Permission { settings } => {
             if let Err(problem) = settings.check() {
@@ -626,10 +652,11 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
         let provider = provider_config(config.as_ref(), &turn.provider)
             .await
             .map_err(|error| op_problem(&error))?;
-        let provider = HttpProvider::new(provider, runtime.http.clone());
+        let provider = kiln_providers::connect_with(provider, runtime.http.clone());
         let abort = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, abort.clone());
-        let mut stream = kiln_providers::turn(&provider, turn.request, budget.clone(), Some(abort));
+        let mut stream =
+            kiln_providers::turn(&*provider, turn.request, budget.clone(), Some(abort));
         let mut done = None;
         while let Some(item) = stream.next().await {
             let event = item.map_err(|error| provider_problem(&error))?;
@@ -674,8 +701,7 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
         let provider = provider_config(config.as_ref(), &spec.provider)
             .await
             .map_err(|error| op_problem(&error))?;
-        let provider: Rc<dyn kiln_providers::Provider> =
-            Rc::new(HttpProvider::new(provider, runtime.http.clone()));
+        let provider = kiln_providers::connect_with(provider, runtime.http.clone());
         let environment = watched_environment(&runtime, id, approve, seen, "kiln.agent");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
@@ -725,8 +751,9 @@ async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
         let provider = provider_config(config.as_ref(), &provider)
             .await
             .map_err(|error| op_problem(&error))?;
-        let provider = HttpProvider::new(provider, runtime.http.clone());
-        let models = kiln_providers::Provider::models(&provider)
+        let provider = kiln_providers::connect_with(provider, runtime.http.clone());
+        let models = provider
+            .models()
             .await
             .map_err(|error| provider_problem(&error))?;
         Ok::<Value, Problem>(serde_json::to_value(models).unwrap_or_default())
@@ -867,11 +894,11 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
         ];
         let provider = provider_config(config.as_ref(), &spec.provider)
             .await
-            .map(|provider| HttpProvider::new(provider, runtime.http.clone()));
+            .map(|provider| kiln_providers::connect_with(provider, runtime.http.clone()));
         // A model the provider says cannot call tools is skipped; a provider
         // that cannot be set up (a preview may come before its key) is not asked.
         let model = match &provider {
-            Ok(provider) => kiln_agent::codegen::pick_model(provider, &candidates).await,
+            Ok(provider) => kiln_agent::codegen::pick_model(&**provider, &candidates).await,
             Err(_) => kiln_agent::codegen::resolve_model(&candidates, &[]),
         }
         .map_err(|why| Problem {
@@ -888,7 +915,7 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let authored = kiln_agent::codegen::author(
-            &provider,
+            &*provider,
             &model,
             &spec.request,
             &kiln_http::SystemClock,

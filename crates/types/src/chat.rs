@@ -48,7 +48,7 @@ impl ProviderKind {
             Self::OpenAi => "OpenAI-compatible",
             Self::Anthropic => "Anthropic",
             Self::Ollama => "Ollama",
-            Self::InProcess => IN_PROCESS_LABEL,
+            Self::InProcess => "Kiln's own SmolLM2 (135M)",
         }
     }
 
@@ -131,7 +131,9 @@ pub struct ModelInfo {
 pub struct ProviderConfig {
     pub kind: ProviderKind,
     /// The API root, e.g. `https://api.openai.com/v1`, `https://api.anthropic.com`,
-    /// `http://127.0.0.1:11434`. A trailing `/` is ignored.
+    /// `http://127.0.0.1:11434`. A trailing `/` is ignored; empty is the kind's
+    /// default ([`ProviderKind::default_base_url`]).
+    #[serde(default)]
     pub base_url: String,
     #[serde(default)]
     pub key: Option<ApiKey>,

@@ -37,6 +37,27 @@ pub enum ToModel {
     /// Delete the cached files (every build's) and forget the loaded model;
     /// answers `cleared`.
     Clear { id: u64 },
+    /// Run `continuation` after `prompt` teacher-forced and answer `scored`:
+    /// at each step, the token the model would pick and how far the given one
+    /// was from it. For tests and benchmarks that compare this build of the
+    /// model with another (the native one) token by token.
+    Score {
+        id: u64,
+        base_url: String,
+        prompt: Vec<u32>,
+        continuation: Vec<u32>,
+    },
+}
+
+/// One step of a teacher-forced run ([`ToModel::Score`]).
+#[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
+pub struct Scored {
+    /// The token greedy decoding picks here, and its logit.
+    pub best: u32,
+    pub best_logit: f32,
+    /// The token that was given here, and its logit.
+    pub given: u32,
+    pub given_logit: f32,
 }
 
 /// Model worker → runtime worker.
@@ -53,6 +74,8 @@ pub enum FromModel {
     Failed { id: u64, failure: ModelFailure },
     /// The cached files are gone.
     Cleared { id: u64 },
+    /// The answer to [`ToModel::Score`].
+    Scored { id: u64, steps: Vec<Scored> },
     /// A message the worker could not read.
     Rejected { problem: String },
 }
@@ -72,6 +95,8 @@ pub enum ModelStatus {
         from_cache: bool,
         load_ms: f64,
         weights_bytes: u64,
+        /// The model worker's wasm memory once loaded.
+        memory_bytes: u64,
         /// What could not be kept, when something could not (a quota): the model
         /// runs, and is downloaded again next time.
         #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -201,6 +201,9 @@ pub enum ToRuntime {
     /// (the worker adds its key, only for the kind and origin it was saved
     /// for).
     Models { id: u64, provider: Value },
+    /// Deletes Kiln's own model's cached files (they download again at the
+    /// next turn that asks for it); answered `done` with `null`, or `failed`.
+    ClearModel { id: u64 },
     /// The person changed the permission settings: every run going on
     /// decides its next call by them (a run started before keeps its
     /// request's settings until this arrives).
@@ -325,6 +328,9 @@ pub enum FromRuntime {
     Event { id: u64, event: Value },
     /// Committed changes (`[{table, key, version}]`) for watch `id`.
     Changed { id: u64, changes: Value },
+    /// Where loading Kiln's own model stands (downloading, reading, ready,
+    /// failed), for every exchange: the page shows it where the turn waits.
+    ModelStatus { status: crate::model::ModelStatus },
     /// A message the worker could not read; `problem` says what was wrong.
     Rejected { problem: String },
 }

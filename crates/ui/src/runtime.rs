@@ -2,8 +2,8 @@
 //! (`workers/runtime.js`), which runs the programs — ladder, sandbox pool,
 //! MCP sessions, the run's record — and answers what a run asks of the page:
 //! a call of one of the app's own tools, and the person's approval. The
-//! storage panels' reads and writes, the change feed and the chat's turns
-//! cross here too.
+//! storage panels' reads and writes, the change feed, the chat's turns and
+//! the in-browser model's loading cross here too.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -11,6 +11,7 @@ use std::rc::Rc;
 
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
+use kiln_types::model::ModelStatus;
 use kiln_types::permission::GateSettings;
 use kiln_types::runtime::{
     Approval, FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode,
@@ -63,11 +64,17 @@ type Started = Result<Option<Problem>, String>;
 /// Where a watch's or a chat turn's stream goes.
 pub(crate) type Listener = Rc<dyn Fn(Value)>;
 
+/// Where the in-browser model's loading statuses go.
+pub(crate) type StatusListener = Rc<dyn Fn(ModelStatus)>;
+
 struct Shared {
     worker: Worker,
     runs: RefCell<HashMap<u64, Run>>,
     /// The change feed's listeners and the chat turns' event sinks, by id.
     listeners: RefCell<HashMap<u64, Listener>>,
+    /// Who follows the in-browser model's loading (broadcast, for no exchange in
+    /// particular).
+    model_listeners: RefCell<Vec<StatusListener>>,
     ready: RefCell<Option<oneshot::Sender<Started>>>,
 }
 
@@ -122,6 +129,7 @@ impl Runtime {
             worker,
             runs: RefCell::default(),
             listeners: RefCell::default(),
+            model_listeners: RefCell::default(),
             ready: RefCell::new(Some(ready)),
         });
         let onmessage = Closure::<dyn FnMut(MessageEvent)>::new({
@@ -286,6 +294,12 @@ impl Runtime {
         )
     }
 
+    /// Follows the in-browser model's loading: `on_status` gets each status the
+    /// worker broadcasts, whichever exchange is waiting on the model.
+    pub(crate) fn on_model_status(&self, on_status: StatusListener) {
+        self.shared.model_listeners.borrow_mut().push(on_status);
+    }
+
     /// The person changed the permission settings: the runs going on decide
     /// their next call by them.
     pub(crate) fn permission(&self, settings: GateSettings) {
@@ -315,6 +329,13 @@ fn page_of(shared: &Shared, id: u64) -> Option<Rc<dyn PageSide>> {
 
 fn on_message(shared: &Rc<Shared>, message: FromRuntime) {
     match message {
+        FromRuntime::ModelStatus { status } => {
+            // Cloned out first: a listener may add another.
+            let listeners = shared.model_listeners.borrow().clone();
+            for listener in listeners {
+                listener(status.clone());
+            }
+        }
         FromRuntime::Ready { storage } => {
             if let Some(ready) = shared.ready.borrow_mut().take() {
                 let _ = ready.send(Ok(storage));

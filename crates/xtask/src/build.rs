@@ -1,12 +1,14 @@
 //! Builds the static site into `pkg/`: release wasm for the page and the sandbox
 //! worker, `wasm-bindgen --target web`, `wasm-opt`, and the files of `www/` and
-//! `workers/`. The result is what any static host serves.
+//! `workers/`, and Kiln's own model in `models/` (`model.rs`). The result is
+//! what any static host serves.
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
 use anyhow::{Context as _, Result, bail};
 
+use crate::model::{self, PreparedModel};
 use crate::tools::{self, BuildTools, WASM_TARGET};
 
 /// One wasm module of the site.
@@ -36,7 +38,7 @@ pub enum Site {
     Bench,
 }
 
-pub const MODULES: [WasmModule; 4] = [
+pub const MODULES: [WasmModule; 5] = [
     WasmModule {
         package: "kiln-sandbox-worker",
         bin: None,
@@ -65,6 +67,16 @@ pub const MODULES: [WasmModule; 4] = [
         bench_features: Some("bench"),
     },
     WasmModule {
+        // Kiln's own model: speed, like the sandbox (candle's kernels run every token).
+        package: "kiln-model-worker",
+        bin: None,
+        profile: "release",
+        artifact: "kiln_model_worker",
+        out_name: "kiln_model_worker",
+        wasm_opt_level: "-O3",
+        bench_features: None,
+    },
+    WasmModule {
         package: "kiln-page",
         bin: None,
         profile: "wasm-ui",
@@ -75,8 +87,9 @@ pub const MODULES: [WasmModule; 4] = [
     },
 ];
 
-/// Builds everything into `root/pkg`.
-pub fn build_app(root: &Path, site: Site) -> Result<()> {
+/// Builds everything into `root/pkg`, with the prepared model's files in
+/// `pkg/models/` when there is one.
+pub fn build_app(root: &Path, site: Site, model: Option<&PreparedModel>) -> Result<()> {
     let tools = tools::ensure_build_tools(root)?;
     let pkg = root.join("pkg");
     if pkg.exists() {
@@ -87,6 +100,9 @@ pub fn build_app(root: &Path, site: Site) -> Result<()> {
     }
     copy_dir(&root.join("www"), &pkg)?;
     copy_dir(&root.join("workers"), &pkg.join("workers"))?;
+    if let Some(model) = model {
+        model.place(&pkg.join(model::SITE_FOLDER))?;
+    }
     eprintln!("xtask: the app is in {}", pkg.display());
     Ok(())
 }
@@ -182,6 +198,8 @@ fn stage(root: &Path, tools: &BuildTools, module: &WasmModule, wasm: &Path) -> R
             "--enable-mutable-globals",
             "--enable-reference-types",
             "--enable-multivalue",
+            // `.cargo/config.toml` turns on simd128 for every wasm module.
+            "--enable-simd",
         ])
         .arg(&bg)
         .arg("-o")
@@ -193,7 +211,7 @@ fn stage(root: &Path, tools: &BuildTools, module: &WasmModule, wasm: &Path) -> R
 }
 
 /// FNV-1a over the bytes: a cheap fingerprint of a build artifact.
-fn fnv1a(bytes: &[u8]) -> u64 {
+pub fn fnv1a(bytes: &[u8]) -> u64 {
     bytes.iter().fold(0xcbf2_9ce4_8422_2325, |hash, byte| {
         (hash ^ u64::from(*byte)).wrapping_mul(0x0100_0000_01b3)
     })

@@ -1,8 +1,10 @@
 //! `cargo xtask`: the two commands of the README (`serve`, `test`) and the ones
-//! behind them (`build`, `bench`). Each installs what it needs on a fresh machine.
+//! behind them (`build`, `bench`, `model`). Each installs what it needs on a
+//! fresh machine.
 
 mod bench;
 mod build;
+mod model;
 mod serve;
 mod test;
 mod tools;
@@ -20,8 +22,10 @@ commands:
                      install what is missing, build the app, serve it on http://127.0.0.1:8080
                      beside the local model (SmolLM2-135M, a free port unless --model-port)
   test               install what is missing, run every test, print `N passed, N failed`
-  build              build the app into pkg/ (release wasm)
-  bench              build the app and print the benchmark figures";
+  build              build the app into pkg/ (release wasm, Kiln's own model in pkg/models/)
+  bench              build the app and print the benchmark figures
+  model              prepare Kiln's own model into target/kiln-model/ and print that folder
+                     (`KILN_MODEL_DIR=$(cargo xtask model) cargo test -p kiln-llm`)";
 
 fn main() -> ExitCode {
     match run() {
@@ -40,7 +44,8 @@ fn run() -> Result<ExitCode> {
         Some("serve") => {
             let options = ServeOptions::parse(&args[1..])?;
             tools::ensure_build_tools(&root)?;
-            build::build_app(&root, build::Site::Shipped)?;
+            let model = model::prepare_for_site(&root);
+            build::build_app(&root, build::Site::Shipped, model.as_ref())?;
             // Stopped when this returns; when Ctrl+C ends xtask, it gets the
             // SIGINT too and its stdin closes, either of which stops it.
             let _model = serve::start_local_model(&root, options.model_port);
@@ -49,7 +54,13 @@ fn run() -> Result<ExitCode> {
         }
         Some("build") => {
             tools::ensure_build_tools(&root)?;
-            build::build_app(&root, build::Site::Shipped)?;
+            let model = model::prepare_for_site(&root);
+            build::build_app(&root, build::Site::Shipped, model.as_ref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Some("model") => {
+            let model = model::prepare(&root)?;
+            println!("{}", model.dir.display());
             Ok(ExitCode::SUCCESS)
         }
         Some("test") => test::run_all(&root),

