@@ -128,11 +128,12 @@ const OPENAI = { name: "aimock OpenAI", kind: "openai", label: "OpenAI-compatibl
 const ANTHROPIC = { name: "aimock Anthropic", kind: "anthropic", label: "Anthropic", key: "sk-ant-test-5678", model: "claude-sonnet-4-5" };
 const OLLAMA = { name: "aimock Ollama", kind: "ollama", label: "Ollama", model: "llama3.2" };
 
-test("with no provider and no local model, the chat says where to add one", async () => {
+test("with no provider and no local model, the chat uses the in-browser model, and a provider can be added", async () => {
   const { page } = browser;
-  await page.getByTestId("chat-empty").waitFor();
-  assert.equal((await page.getByTestId("chat-empty").textContent()).trim(), "Add a provider in Providers to chat.");
-  assert.equal(await page.getByTestId("chat-send").isDisabled(), true);
+  const provider = page.getByTestId("chat-provider");
+  await provider.locator("option").first().waitFor({ state: "attached" });
+  assert.equal(await provider.inputValue(), "In-browser SmolLM2 (135M)");
+  assert.equal(await page.getByTestId("chat-send").isDisabled(), false);
   assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (none yet)");
   // A provider that is not there: the error and its hint, and the model is typed instead.
   const said = await fillAndTest(page, { name: "down", kind: "openai", baseUrl: `http://127.0.0.1:${await freePort()}/v1` });

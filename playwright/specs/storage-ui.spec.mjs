@@ -423,7 +423,9 @@ test("providers an earlier Kiln kept in localStorage are imported once, then the
       await page.getByTestId("providers-notice").textContent(),
       /^The saved providers \(`localStorage` key `kiln\.providers\.v1`\) could not be read \(.+\) and were ignored; saving a provider replaces them\.$/,
     );
-    await page.getByTestId("chat-empty").waitFor();
+    // Nothing was imported: the chat's provider is the in-browser model.
+    await page.waitForFunction(() => document.querySelector('[data-testid="chat-provider"]')?.value === "In-browser SmolLM2 (135M)");
+    assert.equal(await page.getByTestId("provider-item").count(), 0);
     assert.equal(await page.evaluate(() => localStorage.getItem("kiln.providers.v1")), "{not json");
     const legacy = {
       providers: [

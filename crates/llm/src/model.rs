@@ -37,6 +37,11 @@ pub struct Model {
 /// costs the cache of its tokens, about 46 KB a token for SmolLM2-135M.
 const KEPT_STATES: usize = 3;
 
+/// How many prompt tokens one step feeds: a host yields between steps (the
+/// browser reads a cancel there), and a long prompt takes this model a
+/// second for about 60 tokens.
+const PREFILL_CHUNK: usize = 32;
+
 /// What the model says about itself, for logs and the provider's model list.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ModelFacts {
@@ -114,6 +119,11 @@ impl Model {
         &self.facts
     }
 
+    /// How many tokens the key-value cache holds.
+    pub fn fed_tokens(&self) -> usize {
+        self.fed.len()
+    }
+
     /// The token ids of `text`, special tokens read as such (a rendered prompt).
     pub fn encode(&self, text: &str) -> Result<Vec<u32>, LlmError> {
         self.tokenizer
@@ -178,17 +188,10 @@ impl Model {
         Ok(logits)
     }
 
-    /// The logits after the whole of `prompt`, feeding only what no earlier
-    /// state holds: the cache as it is when it holds a beginning of `prompt`,
-    /// else the longest kept state that does, else nothing. `boundary` (the end
-    /// of the system message) is where a state is kept on the way.
-    /// Answers the logits and how many of the prompt's tokens were already
-    /// held.
-    pub(crate) fn prefill(
-        &mut self,
-        prompt: &[u32],
-        boundary: Option<usize>,
-    ) -> Result<(Vec<f32>, usize), LlmError> {
+    /// Makes the cache hold the longest beginning of `prompt` that it or a
+    /// kept state holds (nothing, when none does) and answers its length: the
+    /// rest is what [`Model::prefill_chunk`] feeds.
+    pub(crate) fn resume(&mut self, prompt: &[u32]) -> usize {
         let starts = |fed: &[u32]| fed.len() < prompt.len() && prompt.starts_with(fed);
         if !starts(&self.fed) {
             let best = self
@@ -205,17 +208,30 @@ impl Model {
                 None => self.reset(),
             }
         }
-        let reused = self.fed.len();
+        self.fed.len()
+    }
+
+    /// Feeds the next at most `PREFILL_CHUNK` tokens of `prompt` (stopping at
+    /// `boundary`, the end of the system message, to keep the state there) and
+    /// answers the logits once the whole prompt is in.
+    pub(crate) fn prefill_chunk(
+        &mut self,
+        prompt: &[u32],
+        boundary: Option<usize>,
+    ) -> Result<Option<Vec<f32>>, LlmError> {
+        let from = self.fed.len();
+        let mut to = prompt.len().min(from + PREFILL_CHUNK);
         if let Some(boundary) = boundary
-            && boundary > self.fed.len()
-            && boundary < prompt.len()
+            && from < boundary
+            && boundary < to
         {
-            let from = self.fed.len();
-            self.logits(&prompt[from..boundary], from)?;
+            to = boundary;
+        }
+        let logits = self.logits(&prompt[from..to], from)?;
+        if Some(to) == boundary {
             self.keep();
         }
-        let from = self.fed.len();
-        Ok((self.logits(&prompt[from..], from)?, reused))
+        Ok((to == prompt.len()).then_some(logits))
     }
 
     /// Keeps the model's present state for a later prompt that starts with

@@ -120,19 +120,57 @@ fn preamble(request: &ChatRequest) -> (Option<String>, ToolMode) {
     } else {
         "Otherwise reply in plain text.\n"
     });
-    text.push_str("The tools:\n");
+    text.push_str("The tools (arguments marked ? may be left out):\n");
     for tool in &request.tools {
         text.push_str(&format!(
-            "- `{}`: {} Arguments (JSON Schema): {}\n",
+            "- {}({}): {}\n",
             tool.name,
-            tool.description.trim(),
-            schema_text(&tool.input_schema)
+            arguments(&tool.input_schema),
+            first_sentence(&tool.description)
         ));
     }
     (
         Some(text),
         ToolMode::Offered(request.tools.iter().map(|tool| tool.name.clone()).collect()),
     )
+}
+
+/// A tool's arguments as a short list, `code, timeout_ms?`: a small model's
+/// context holds the agent's contract and its tools only this way (the whole
+/// schemas of a workspace's tools alone would fill it).
+fn arguments(schema: &Value) -> String {
+    let required: Vec<&str> = schema
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    schema
+        .get("properties")
+        .and_then(Value::as_object)
+        .map(|properties| {
+            properties
+                .keys()
+                .map(|name| {
+                    if required.contains(&name.as_str()) {
+                        name.clone()
+                    } else {
+                        format!("{name}?")
+                    }
+                })
+                .collect::<Vec<_>>()
+                .join(", ")
+        })
+        .unwrap_or_default()
+}
+
+/// The first sentence of a description (up to its first ". " or line end).
+fn first_sentence(description: &str) -> &str {
+    let text = description.trim();
+    let line = text.lines().next().unwrap_or_default();
+    match line.find(". ") {
+        Some(end) => &line[..=end],
+        None => line,
+    }
 }
 
 /// Whether a reply that begins with `text` may be a call, and so must be held

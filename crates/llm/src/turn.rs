@@ -44,6 +44,8 @@ pub struct Turn {
     ended: bool,
     /// How many of the prompt's tokens the model held already.
     reused: usize,
+    /// Whether the prompt is being fed (a chunk a step).
+    prefilling: bool,
 }
 
 /// The first of the highest logits.
@@ -147,6 +149,7 @@ impl Turn {
             boundary,
             ended: false,
             reused: 0,
+            prefilling: false,
         })
     }
 
@@ -166,6 +169,13 @@ impl Turn {
         self.reused
     }
 
+    /// How much of the prompt the model has read, of how much, while it reads
+    /// it (`None` before the first step and once the reply began).
+    pub fn reading(&self, model: &Model) -> Option<(usize, usize)> {
+        (self.prefilling && self.generated.is_empty())
+            .then(|| (model.fed_tokens().min(self.prompt.len()), self.prompt.len()))
+    }
+
     /// The prompt's tokens.
     pub fn prompt_tokens(&self) -> &[u32] {
         &self.prompt
@@ -176,17 +186,23 @@ impl Turn {
         &self.generated
     }
 
-    /// Runs one forward pass (the whole prompt at the first step) and answers
-    /// what it produced. A finished turn answers `Finished` with no events.
+    /// Runs one forward pass (the first steps each feed a chunk of the prompt
+    /// and produce nothing) and answers what it produced. A finished turn
+    /// answers `Finished` with no events.
     pub fn step(&mut self, model: &mut Model) -> Result<Step, LlmError> {
         if self.finished {
             return Ok(Step::Finished(Vec::new()));
         }
         let token = match self.generated.last() {
             None => {
-                let (logits, reused) = model.prefill(&self.prompt, self.boundary)?;
-                self.reused = reused;
-                greedy(&logits)?
+                if !self.prefilling {
+                    self.prefilling = true;
+                    self.reused = model.resume(&self.prompt);
+                }
+                match model.prefill_chunk(&self.prompt, self.boundary)? {
+                    Some(logits) => greedy(&logits)?,
+                    None => return Ok(Step::Events(Vec::new())),
+                }
             }
             Some(&last) => {
                 let position = self.prompt.len() + self.generated.len() - 1;

@@ -136,10 +136,10 @@ pub(crate) async fn manifest(base_url: &str) -> Result<Manifest, ModelFailure> {
             Some("build the app again (`cargo xtask build`)"),
         )
     })?;
-    if let Ok(cache) = cache().await {
-        if let Ok(copy) = Response::new_with_opt_str(Some(&text)) {
-            let _ = JsFuture::from(cache.put_with_str(&url, &copy)).await;
-        }
+    if let Ok(cache) = cache().await
+        && let Ok(copy) = Response::new_with_opt_str(Some(&text))
+    {
+        let _ = JsFuture::from(cache.put_with_str(&url, &copy)).await;
     }
     Ok(manifest)
 }

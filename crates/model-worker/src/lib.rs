@@ -263,6 +263,7 @@ async fn run(id: u64, request: &ChatRequest) {
         }
         None => return aborted(id),
     };
+    let mut prompt_tokens = None;
     loop {
         if cancelled(id) {
             return aborted(id);
@@ -288,6 +289,27 @@ async fn run(id: u64, request: &ChatRequest) {
             }
             None => return aborted(id),
         };
+        let reading = MODEL.with(|slot| {
+            slot.borrow()
+                .as_ref()
+                .and_then(|(_, model)| turn.reading(model))
+        });
+        // While the prompt is read, how far; once it is, that it was.
+        let said = match reading {
+            Some((read, total)) => {
+                prompt_tokens = Some(total);
+                Some((read, total))
+            }
+            None => prompt_tokens.take().map(|total| (total, total)),
+        };
+        if let Some((read, total)) = said {
+            post(&FromModel::Status {
+                status: ModelStatus::Prompt {
+                    read_tokens: read as u64,
+                    total_tokens: total as u64,
+                },
+            });
+        }
         for event in events {
             post(&FromModel::Event { id, event });
         }

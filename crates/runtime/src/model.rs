@@ -342,10 +342,10 @@ impl Stream for TurnStream {
             return Poll::Ready(None);
         }
         let polled = self.receiver.poll_next_unpin(context);
-        if let Poll::Ready(item) = &polled {
-            if matches!(item, None | Some(Err(_)) | Some(Ok(Event::Done { .. }))) {
-                self.ended = true;
-            }
+        if let Poll::Ready(item) = &polled
+            && matches!(item, None | Some(Err(_)) | Some(Ok(Event::Done { .. })))
+        {
+            self.ended = true;
         }
         polled
     }

@@ -90,6 +90,9 @@ pub enum ModelStatus {
     Reading { total_bytes: u64 },
     /// Building the model from its files.
     Loading,
+    /// Reading a turn's prompt (before its first token): a small model's long
+    /// prompt takes seconds, and says how far it is.
+    Prompt { read_tokens: u64, total_tokens: u64 },
     /// Ready: loaded in `load_ms`, from the cache or a download.
     Ready {
         from_cache: bool,

@@ -14,8 +14,12 @@
 //! which adds it to the requests it sends. Another tab's change reaches this one through the
 //! change feed. A list an earlier Kiln kept in `localStorage` is imported once, when the store has
 //! none, and the old key removed. The local model `cargo xtask serve` started is announced
-//! in `local-provider.json` beside the page and is listed too, without being stored, so a
-//! newcomer can chat without configuring anything.
+//! in `local-provider.json` beside the page and is listed too, without being stored, and so
+//! is Kiln's own small model, run in this browser (`{kind: "browser"}`), which the chat uses
+//! when nothing else is there: a newcomer can chat without configuring anything, on any
+//! static host. While a turn waits on that model, the reply shows its download and loading
+//! (the runtime worker's `model_status`), and a failure to load it offers Retry and Clear
+//! cached model.
 
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
@@ -30,8 +34,9 @@ use futures::channel::oneshot;
 use crate::agent_view::{Step, TurnView, provider_failure, shown};
 use crate::approval::PageApprover;
 use crate::chat_model::{
-    KeyChange, ProviderEntry, STORAGE_KEY, SavedProvider, StoredProviders, all_providers,
-    parse_local_provider, selected_provider, sibling_url, usage_line,
+    IN_BROWSER_NOTE, KeyChange, LocalLook, ModelLine, ProviderEntry, STORAGE_KEY, SavedProvider,
+    StoredProviders, all_providers, is_model_failure, parse_local_provider, selected_provider,
+    sibling_url, usage_line,
 };
 use crate::demo_tools::Asker;
 use crate::providers_panel::ProvidersPanel;
@@ -40,7 +45,8 @@ use crate::storage::{StorageSignals, Stores};
 use crate::storage_model::ErrorText;
 use crate::{AppPage, ApprovalCard, QuestionCard, RuntimeStart};
 use kiln_types::agent::{AgentEvent, AgentResult, Guards, StopReason};
-use kiln_types::chat::{ChatOptions, Message, ModelInfo};
+use kiln_types::chat::{ChatOptions, Message, ModelInfo, ProviderKind};
+use kiln_types::model::ModelStatus;
 use kiln_types::permission::{ApprovalRequest, card_text};
 use kiln_types::records::ConfigView;
 use kiln_types::runtime::{Problem, ToRuntime, Told};
@@ -56,10 +62,8 @@ pub(crate) struct ProviderStore {
     saved: RwSignal<Vec<SavedProvider>>,
     /// The local model, when `local-provider.json` announced one. Never stored: its port
     /// changes from one `cargo xtask serve` to the next, so it is read afresh at each load.
-    local: RwSignal<Option<SavedProvider>>,
-    /// Whether the look for `local-provider.json` is over (until then the chat does not say
-    /// that there is no provider).
-    local_checked: RwSignal<bool>,
+    /// Until the look is over the in-browser model is not offered either.
+    local: RwSignal<LocalLook>,
     /// The person's pick, by name.
     picked: RwSignal<Option<String>>,
     /// A problem with the stored list or with `local-provider.json`, shown above the chat.
@@ -79,8 +83,7 @@ impl ProviderStore {
     pub(crate) fn load(storage: StorageSignals, runtime: RuntimeStart) -> Self {
         let store = Self {
             saved: RwSignal::new(Vec::new()),
-            local: RwSignal::new(None),
-            local_checked: RwSignal::new(false),
+            local: RwSignal::new(LocalLook::Looking),
             picked: RwSignal::new(None),
             notice: RwSignal::new(None),
             loaded: RwSignal::new(false),
@@ -150,10 +153,8 @@ impl ProviderStore {
     }
 
     pub(crate) fn entries(&self) -> Vec<ProviderEntry> {
-        self.saved.with(|saved| {
-            self.local
-                .with(|local| all_providers(saved, local.as_ref()))
-        })
+        self.saved
+            .with(|saved| self.local.with(|local| all_providers(saved, local)))
     }
 
     pub(crate) fn current(&self) -> Option<ProviderEntry> {
@@ -191,6 +192,21 @@ impl ProviderStore {
                 "the runtime worker's model list is not readable: {error}"
             ))
         })
+    }
+
+    /// Deletes the in-browser model's cached files (they download again at the next turn
+    /// that asks for it). `Err` is what the worker said.
+    pub(crate) async fn clear_model(&self) -> Result<(), Problem> {
+        let runtime = self.runtime().await?;
+        runtime
+            .call(|id| ToRuntime::ClearModel { id })
+            .await
+            .unwrap_or_else(|_| {
+                Err(crate::storage::runtime_problem(
+                    "the runtime worker went away",
+                ))
+            })
+            .map(|_| ())
     }
 
     fn pick(&self, name: String) {
@@ -285,7 +301,7 @@ impl ProviderStore {
             .and_then(|window| window.location().href().ok())
             .map(|href| sibling_url(&href, LOCAL_PROVIDER_FILE))
         else {
-            self.local_checked.set(true);
+            self.local.set(LocalLook::Absent);
             return;
         };
         // The query keeps a cached copy from being used: the port changes between serves.
@@ -293,17 +309,18 @@ impl ProviderStore {
         spawn_local(async move {
             // No file (404, the usual case) says nothing. Nor does a host that answers every
             // path with the page itself: only something that looks like JSON is read.
+            let mut found = LocalLook::Absent;
             if let Some(text) = fetch_text(&url).await
                 && text.trim_start().starts_with('{')
             {
                 match parse_local_provider(&text) {
-                    Ok(provider) => self.local.set(Some(provider)),
+                    Ok(provider) => found = LocalLook::Found(provider),
                     Err(problem) => self
                         .notice
                         .set(Some(format!("The local model was not added: {problem}."))),
                 }
             }
-            self.local_checked.set(true);
+            self.local.set(found);
         });
     }
 }
@@ -502,6 +519,11 @@ struct Reply {
     provider: String,
     /// The model the turn asked for (the line says the one that answered).
     model: String,
+    /// The turn asked the in-browser model, whose loading the reply shows.
+    in_browser: bool,
+    /// Where the in-browser model's loading stands, while the turn waits on it; once it
+    /// is loaded, the short note that stays.
+    loading: Option<ModelLine>,
     view: TurnView,
     /// The turn failed: what came is all there is.
     broken: bool,
@@ -512,6 +534,19 @@ enum Item {
     User(String),
     Assistant(RwSignal<Reply>),
     Error { text: String, hint: Option<String> },
+    ModelError(ModelError),
+}
+
+/// The in-browser model could not be loaded: said once (its status and the turn's own
+/// failure are the same news), with Retry and Clear cached model.
+#[derive(Clone)]
+struct ModelError {
+    text: String,
+    hint: Option<String>,
+    /// What the person sent, which Retry sends again.
+    message: String,
+    /// The item showing that message, which Retry replaces.
+    user_id: usize,
 }
 
 /// One item of the conversation as shown; `id` keys it in the list.
@@ -557,11 +592,17 @@ struct Conversation {
     streaming: RwSignal<bool>,
     /// The turn in flight, for Stop: its runtime worker and id there.
     abort: StoredValue<Option<(Rc<Runtime>, u64)>, LocalStorage>,
+    /// The reply of the turn in flight when it asked the in-browser model: the model's
+    /// statuses, broadcast by the runtime worker, go to it.
+    loading: StoredValue<Option<RwSignal<Reply>>>,
     /// Which conversation this is: Clear starts another, and a turn of an
     /// earlier one writes nothing when it ends.
     epoch: StoredValue<usize>,
     /// The conversation's thread in the history, made with its first message.
     thread: StoredValue<Option<String>, LocalStorage>,
+    /// The chat's own reactive owner, which each reply's signal belongs to: a turn
+    /// sent from a row of the list (Retry) must not die with that row.
+    owner: StoredValue<Option<Owner>, LocalStorage>,
     textarea: NodeRef<leptos::html::Textarea>,
     list: NodeRef<leptos::html::Ol>,
 }
@@ -596,8 +637,10 @@ impl Conversation {
             input: RwSignal::new(String::new()),
             streaming: RwSignal::new(false),
             abort: StoredValue::new_local(None),
+            loading: StoredValue::new(None),
             epoch: StoredValue::new(0),
             thread: StoredValue::new_local(None),
+            owner: StoredValue::new_local(Owner::current()),
             textarea: NodeRef::new(),
             list: NodeRef::new(),
         }
@@ -639,31 +682,85 @@ impl Conversation {
         }
     }
 
+    /// Follows the in-browser model's loading, which the runtime worker broadcasts, into
+    /// the reply of the turn waiting on it.
+    fn follow_model(self) {
+        let store = self.store;
+        spawn_local(async move {
+            // Without a runtime worker no turn runs, and the send says why.
+            if let Ok(runtime) = store.runtime().await {
+                runtime.on_model_status(Rc::new(move |status| self.model_status(&status)));
+            }
+        });
+    }
+
+    fn model_status(self, status: &ModelStatus) {
+        // Statuses that come while no turn of this chat waits on the model (another
+        // exchange asked for it) are not this chat's to show.
+        let Some(Some(reply)) = self.loading.try_get_value() else {
+            return;
+        };
+        let line = ModelLine::new(status);
+        // Progress comes in small steps: only a change of the text is drawn.
+        if reply.try_with_untracked(|reply| reply.loading.as_ref() == Some(&line)) != Some(false) {
+            return;
+        }
+        let following = self.at_end();
+        reply.update(|reply| reply.loading = Some(line));
+        if following {
+            self.scroll_soon();
+        }
+    }
+
     /// Sends what is typed to the chosen provider, as the next agent turn.
     fn send(self) {
         if self.streaming.get_untracked() {
             return;
         }
         let text = self.input.get_untracked();
-        if text.trim().is_empty() {
+        if text.trim().is_empty() || self.store.current().is_none() {
             return;
         }
+        self.input.set(String::new());
+        self.send_text(text);
+    }
+
+    /// Sends the message of a turn the in-browser model failed again, in its place.
+    fn retry(self, error_id: usize, failed: &ModelError) {
+        if self.streaming.get_untracked() || self.store.current().is_none() {
+            return;
+        }
+        self.entries.update(|entries| {
+            entries.retain(|entry| entry.id != error_id && entry.id != failed.user_id);
+        });
+        self.send_text(failed.message.clone());
+    }
+
+    /// Sends `text` to the chosen provider, as the next agent turn.
+    fn send_text(self, text: String) {
         let Some(entry) = self.store.current() else {
             return;
         };
         let provider = entry.provider;
-        self.input.set(String::new());
+        let in_browser = provider.kind == ProviderKind::InProcess;
         let before = self.messages.get_untracked();
         self.messages
             .update(|messages| messages.push(Message::User { text: text.clone() }));
-        self.push(Item::User(text.clone()));
-        let reply = RwSignal::new(Reply {
+        let user_id = self.push(Item::User(text.clone()));
+        let reply = Reply {
             provider: provider.name.clone(),
             model: provider.model.clone(),
+            in_browser,
+            loading: None,
             view: TurnView::new(Guards::default()),
             broken: false,
-        });
+        };
+        let reply = match self.owner.get_value() {
+            Some(owner) => owner.with(|| RwSignal::new(reply)),
+            None => RwSignal::new(reply),
+        };
         let reply_id = self.push(Item::Assistant(reply));
+        self.loading.set_value(in_browser.then_some(reply));
         self.streaming.set(true);
         let epoch = self.epoch.get_value();
         let mut request = self.session.with_value(|session| session());
@@ -684,12 +781,37 @@ impl Conversation {
             if self.epoch.get_value() != epoch {
                 return;
             }
+            self.loading.set_value(None);
             self.withdraw_cards();
+            // The model's status line goes with the turn (a turn stopped during the
+            // download leaves none behind); the note that it loaded stays.
+            let mut model_failure = None;
+            reply.update(|reply| match reply.loading.take() {
+                Some(ModelLine::Failed { message, hint }) => model_failure = Some((message, hint)),
+                Some(ModelLine::Working(_)) | None => {}
+                ready @ Some(ModelLine::Ready { .. }) => reply.loading = ready,
+            });
+            let text_sent = text;
             match end {
                 TurnEnd::Ended(result, _) if result.stop.reason == StopReason::Provider => {
-                    let (text, hint) = provider_failure(&result.stop);
                     self.messages.set(before);
-                    self.failed(reply, reply_id, text, hint);
+                    let mended =
+                        model_failure.is_some() || is_model_failure(result.stop.code.as_deref());
+                    // The model's own words when it said why it could not load: they name the
+                    // file and the cause without the provider's address around them.
+                    let (text, hint) =
+                        model_failure.unwrap_or_else(|| provider_failure(&result.stop));
+                    let item = if in_browser && mended {
+                        Item::ModelError(ModelError {
+                            text,
+                            hint,
+                            message: text_sent,
+                            user_id,
+                        })
+                    } else {
+                        Item::Error { text, hint }
+                    };
+                    self.failed(reply, reply_id, item);
                 }
                 TurnEnd::Ended(result, thread) => {
                     // Recorded before anything shows the turn ended, so that the end, the
@@ -716,7 +838,7 @@ impl Conversation {
                         None => ("The reply ended without its last part.".to_owned(), None),
                     };
                     self.messages.set(before);
-                    self.failed(reply, reply_id, text, hint);
+                    self.failed(reply, reply_id, Item::Error { text, hint });
                 }
             }
             self.abort.set_value(None);
@@ -795,17 +917,22 @@ impl Conversation {
     }
 
     /// The turn failed: the exchange leaves what the model is sent, and the
-    /// error is shown.
-    fn failed(self, reply: RwSignal<Reply>, reply_id: usize, text: String, hint: Option<String>) {
+    /// error (`Item::Error` or `Item::ModelError`) is shown.
+    fn failed(self, reply: RwSignal<Reply>, reply_id: usize, error: Item) {
         // A reply that never started is only the error; one cut short keeps
         // what came.
         if reply.with_untracked(|reply| reply.view.is_empty()) {
             self.entries
                 .update(|entries| entries.retain(|entry| entry.id != reply_id));
         } else {
-            reply.update(|reply| reply.broken = true);
+            // The error below says how the turn ended; the reply's own end line would say
+            // it a second time.
+            reply.update(|reply| {
+                reply.broken = true;
+                reply.view.end = None;
+            });
         }
-        self.push(Item::Error { text, hint });
+        self.push(error);
     }
 
     /// The turn ended: its open cards have nobody to answer for.
@@ -832,6 +959,7 @@ impl Conversation {
         self.stop();
         self.withdraw_cards();
         self.abort.set_value(None);
+        self.loading.set_value(None);
         self.epoch.set_value(self.epoch.get_value() + 1);
         self.thread.set_value(None);
         self.streaming.set(false);
@@ -874,7 +1002,7 @@ pub(crate) fn Chat(
     session: StoredValue<Session, LocalStorage>,
 ) -> impl IntoView {
     let chat = Conversation::new(store, stores, session);
-    let no_provider = move || store.entries().is_empty();
+    chat.follow_model();
     let cards = chat.cards;
     let approver = chat.page.with_value(|page| page.approver.clone());
     let asker = chat.page.with_value(|page| page.asker.clone());
@@ -888,13 +1016,10 @@ pub(crate) fn Chat(
             })}
             <ProvidersPanel store=store />
             <ChatBar chat=chat />
-            {move || (no_provider() && store.local_checked.get()).then(|| view! {
-                <p class="hint chat-empty" data-testid="chat-empty">"Add a provider in Providers to chat."</p>
-            })}
             <ol class="chat-messages" data-testid="chat-messages" aria-live="polite" aria-label="Conversation" node_ref=chat.list
                 class:empty=move || chat.entries.with(Vec::is_empty)>
                 <For each=move || chat.entries.get() key=|entry| entry.id let:entry>
-                    {entry_view(entry.item, chat.streaming)}
+                    {entry_view(entry, chat)}
                 </For>
             </ol>
             <div class="chat-cards" data-testid="chat-cards">
@@ -996,6 +1121,11 @@ fn MessageBox(chat: Conversation) -> impl IntoView {
         }
     };
     let no_provider = move || chat.store.entries().is_empty();
+    let in_browser = move || {
+        chat.store
+            .current()
+            .is_some_and(|entry| entry.provider.kind == ProviderKind::InProcess)
+    };
     view! {
         <form class="chat-form" on:submit=move |event| { event.prevent_default(); chat.send(); }>
             <label for="chat-input">"Message"</label>
@@ -1009,13 +1139,17 @@ fn MessageBox(chat: Conversation) -> impl IntoView {
                     <button type="button" class="secondary" data-testid="chat-stop" on:click=move |_| chat.stop()>"Stop"</button>
                 })}
             </div>
+            {move || in_browser().then(|| view! {
+                <p class="hint" data-testid="chat-model-note">{IN_BROWSER_NOTE}</p>
+            })}
         </form>
     }
 }
 
 /// One item of the conversation as the list shows it.
-fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
-    match item {
+fn entry_view(entry: Entry, chat: Conversation) -> AnyView {
+    let streaming = chat.streaming;
+    match entry.item {
         Item::User(text) => view! {
             <li class="chat-message user" data-testid="chat-user">
                 <span class="who">"You"</span>
@@ -1025,8 +1159,12 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
         .into_any(),
         Item::Assistant(reply) => {
             let waiting = move || {
-                reply.with(|reply| reply.view.is_empty() && reply.view.end.is_none() && !reply.broken)
-                    && streaming.get()
+                reply.with(|reply| {
+                    reply.view.is_empty()
+                        && reply.view.end.is_none()
+                        && !reply.broken
+                        && !matches!(reply.loading, Some(ModelLine::Working(_)))
+                }) && streaming.get()
             };
             let opened = crate::plan_tree::Opened::new();
             let steps = move || reply.with(|reply| turn_steps(&reply.view, "", opened));
@@ -1035,6 +1173,7 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
                     class:stopped=move || reply.with(|reply| reply.view.end.as_ref().is_some_and(|end| end.class == "cancelled"))
                     class:broken=move || reply.with(|reply| reply.broken)>
                     <span class="who">{move || reply.with(|reply| reply.provider.clone())}</span>
+                    {reply.with_untracked(|reply| reply.in_browser).then(|| model_status_view(reply))}
                     {steps}
                     {move || waiting().then(|| view! { <p class="waiting hint">"Waiting for the reply…"</p> })}
                     {move || reply.with(|reply| reply.view.end.clone()).and_then(|end| end.value).map(|value| view! {
@@ -1068,7 +1207,83 @@ fn entry_view(item: Item, streaming: RwSignal<bool>) -> AnyView {
             </li>
         }
         .into_any(),
+        Item::ModelError(failed) => model_error_view(entry.id, failed, chat),
     }
+}
+
+/// The in-browser model's status line in a reply that waits on it (a live region, there
+/// before the first status, so that each change is read out), then the note that it
+/// loaded, with what could not be kept when something could not. A failure is left to
+/// the error the turn ends with, which says it once.
+fn model_status_view(reply: RwSignal<Reply>) -> impl IntoView {
+    let line = move || reply.with(|reply| reply.loading.clone());
+    let text = move || match line() {
+        Some(ModelLine::Working(text)) => text,
+        Some(ModelLine::Ready { note, .. }) => note,
+        Some(ModelLine::Failed { .. }) | None => String::new(),
+    };
+    let warning = move || match line() {
+        Some(ModelLine::Ready { warning, .. }) => warning,
+        _ => None,
+    };
+    view! {
+        <p class="hint" data-testid="chat-model-status" role="status" aria-live="polite"
+            class:waiting=move || matches!(line(), Some(ModelLine::Working(_)))
+            class:note=move || matches!(line(), Some(ModelLine::Ready { .. }))>{text}</p>
+        {move || warning().map(|warning| view! {
+            <p class="hint note" data-testid="chat-model-warning">{warning}</p>
+        })}
+    }
+}
+
+/// The in-browser model could not be loaded: why, the hint, Retry (the same message
+/// again) and Clear cached model (its files download afresh at the next message).
+fn model_error_view(id: usize, failed: ModelError, chat: Conversation) -> AnyView {
+    let cleared = RwSignal::new(None::<String>);
+    let clearing = RwSignal::new(false);
+    let clear = move || {
+        clearing.set(true);
+        cleared.set(Some("Deleting the cached model\u{2026}".to_owned()));
+        spawn_local(async move {
+            let said = match chat.store.clear_model().await {
+                Ok(()) => "The cached model was deleted from this browser; it downloads again \
+                           at the next message."
+                    .to_owned(),
+                Err(problem) => {
+                    ErrorText::with_prefix("The cached model was not deleted: ", &problem)
+                        .sentence()
+                }
+            };
+            // The row may have gone meanwhile (Clear, or a retry).
+            cleared.try_set(Some(said));
+            clearing.try_set(false);
+        });
+    };
+    let ModelError { text, hint, .. } = failed.clone();
+    let failed = StoredValue::new(failed);
+    // After the click is handled: the retry takes this row out of the list.
+    let retry = move || {
+        let failed = failed.get_value();
+        spawn_local(async move { chat.retry(id, &failed) });
+    };
+    view! {
+        <li class="chat-message error" data-testid="chat-error" role="alert">
+            <span class="who">"Error"</span>
+            <p class="text">{text}</p>
+            {hint.map(|hint| view! { <p class="hint" data-testid="chat-error-hint">{hint}</p> })}
+            <div class="actions">
+                <button type="button" class="small" data-testid="chat-model-retry"
+                    disabled=move || chat.streaming.get()
+                    on:click=move |_| retry()>"Retry"</button>
+                <button type="button" class="secondary small" data-testid="chat-model-clear"
+                    disabled=move || chat.streaming.get() || clearing.get()
+                    on:click=move |_| clear()>"Clear cached model"</button>
+            </div>
+            <p class="hint" data-testid="chat-model-cleared" role="status">{cleared}</p>
+            <p class="hint">"This exchange is left out of the conversation sent next time."</p>
+        </li>
+    }
+    .into_any()
 }
 
 /// What a model or a program wrote, shown line by line with its acting

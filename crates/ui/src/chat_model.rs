@@ -1,10 +1,15 @@
 //! What the Providers panel and the Chat box keep and say, as plain data and strings: a
 //! provider as the workspace's configuration keeps it (`kiln_types::records`), the list an
 //! earlier Kiln kept in `localStorage` (imported once), the local model's
-//! `local-provider.json`, the form's checks, which provider is selected, and the line under
-//! a reply. Pure, so it is tested natively.
+//! `local-provider.json`, the in-browser model that is always there, the form's checks,
+//! which provider is selected, the line under a reply, and what the chat says while the
+//! in-browser model loads. Pure, so it is tested natively.
 
-use kiln_types::chat::{ApiKey, ProviderKind, Usage, key_goes_to};
+use kiln_types::chat::{
+    ApiKey, IN_PROCESS_LABEL, IN_PROCESS_MODEL_ID, IN_PROCESS_MODELS, ProviderKind, Usage,
+    key_goes_to,
+};
+use kiln_types::model::ModelStatus;
 use kiln_types::records::ProviderInfo;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -42,10 +47,13 @@ impl SavedProvider {
     /// name (the runtime worker adds its key), else whole.
     pub(crate) fn wire(&self) -> Value {
         if self.stored {
-            json!({"stored": self.name})
-        } else {
-            json!({"kind": self.kind, "base_url": self.base_url, "key": self.key.as_ref().map(ApiKey::expose)})
+            return json!({"stored": self.name});
         }
+        let mut wire = json!({"kind": self.kind, "base_url": self.base_url});
+        if let Some(key) = &self.key {
+            wire["key"] = key.expose().into();
+        }
+        wire
     }
 
     /// A provider as the workspace keeps it. `Err` is a sentence saying why
@@ -194,48 +202,107 @@ fn has_http_scheme(url: &str) -> bool {
         .any(|scheme| lower.len() > scheme.len() && lower.starts_with(scheme))
 }
 
+/// Kiln's own model, run in this browser by the runtime worker's model worker: always
+/// offered, never stored, no key, no server. Its files are the build's `models/`, beside
+/// the app.
+pub(crate) fn in_browser_provider() -> SavedProvider {
+    SavedProvider {
+        name: IN_PROCESS_LABEL.to_owned(),
+        kind: ProviderKind::InProcess,
+        base_url: IN_PROCESS_MODELS.to_owned(),
+        key: None,
+        model: IN_PROCESS_MODEL_ID.to_owned(),
+        has_key: false,
+        stored: false,
+        version: 0,
+    }
+}
+
+/// Where a row of the provider list comes from, which says what the panel may do with it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Origin {
+    /// The person's own: kept in the workspace (or in this page), edited and removed.
+    Saved,
+    /// The local model `cargo xtask serve` announced in `local-provider.json`: read at each
+    /// load, not editable.
+    Local,
+    /// Kiln's own model in this browser ([`in_browser_provider`]): always there, not editable.
+    InBrowser,
+}
+
+/// What the look for `local-provider.json` found so far.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum LocalLook {
+    /// Still looking: the in-browser model is not offered yet, so that the chat does not
+    /// pick it over a local model about to be announced.
+    Looking,
+    /// No local model (the usual case), or one that could not be used.
+    Absent,
+    Found(SavedProvider),
+}
+
+impl LocalLook {
+    pub(crate) fn provider(&self) -> Option<&SavedProvider> {
+        match self {
+            Self::Found(provider) => Some(provider),
+            Self::Looking | Self::Absent => None,
+        }
+    }
+}
+
 /// One row of the provider list.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct ProviderEntry {
     pub provider: SavedProvider,
-    /// The local model `cargo xtask serve` announced: not stored, not editable.
-    pub local: bool,
+    pub origin: Origin,
 }
 
-/// The person's providers, then the local model's unless one of theirs has its name (theirs
-/// wins: the local default never replaces a provider the person saved).
-pub(crate) fn all_providers(
-    saved: &[SavedProvider],
-    local: Option<&SavedProvider>,
-) -> Vec<ProviderEntry> {
+/// The person's providers, then the local model's, then the in-browser model (once the look
+/// for the local one is over). A provider of the person's with the same name as one of the
+/// others wins: neither ever replaces a provider the person saved.
+pub(crate) fn all_providers(saved: &[SavedProvider], local: &LocalLook) -> Vec<ProviderEntry> {
     let mut entries: Vec<ProviderEntry> = saved
         .iter()
         .map(|provider| ProviderEntry {
             provider: provider.clone(),
-            local: false,
+            origin: Origin::Saved,
         })
         .collect();
-    if let Some(local) = local
-        && !saved.iter().any(|provider| provider.name == local.name)
-    {
-        entries.push(ProviderEntry {
-            provider: local.clone(),
-            local: true,
-        });
+    let in_browser = match local {
+        LocalLook::Looking => None,
+        LocalLook::Absent | LocalLook::Found(_) => Some(in_browser_provider()),
+    };
+    let others = [
+        local
+            .provider()
+            .cloned()
+            .map(|provider| (provider, Origin::Local)),
+        in_browser.map(|provider| (provider, Origin::InBrowser)),
+    ];
+    for (provider, origin) in others.into_iter().flatten() {
+        if !entries
+            .iter()
+            .any(|entry| entry.provider.name == provider.name)
+        {
+            entries.push(ProviderEntry { provider, origin });
+        }
     }
     entries
 }
 
 /// The provider the chat uses: the person's pick while it exists, else the local model (so
-/// a newcomer can chat without configuring anything), else the first one.
+/// a newcomer who ran `cargo xtask serve` chats with it), else the person's first, else the
+/// in-browser model (so a newcomer on any static host can chat, with no key and no server).
 pub(crate) fn selected_provider<'a>(
     entries: &'a [ProviderEntry],
     picked: Option<&str>,
 ) -> Option<&'a ProviderEntry> {
+    let first = |origin: Origin| entries.iter().find(|entry| entry.origin == origin);
     picked
         .and_then(|name| entries.iter().find(|entry| entry.provider.name == name))
-        .or_else(|| entries.iter().find(|entry| entry.local))
-        .or_else(|| entries.first())
+        .or_else(|| first(Origin::Local))
+        .or_else(|| first(Origin::Saved))
+        .or_else(|| first(Origin::InBrowser))
 }
 
 /// What the provider form holds when it is saved.
@@ -372,6 +439,116 @@ pub(crate) fn usage_line(usage: Usage) -> String {
         )
     }
 }
+
+/// What the chat says about the in-browser model's loading, from the statuses the runtime
+/// worker broadcasts.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum ModelLine {
+    /// Still on its way: the status line's text.
+    Working(String),
+    /// Loaded: a short note, and what could not be kept when something could not.
+    Ready {
+        note: String,
+        warning: Option<String>,
+    },
+    /// Loading failed: the sentence and its `hint:` line (the turn then fails too; the
+    /// chat says it once, with Retry and Clear cached model).
+    Failed {
+        message: String,
+        hint: Option<String>,
+    },
+}
+
+impl ModelLine {
+    pub(crate) fn new(status: &ModelStatus) -> Self {
+        match status {
+            ModelStatus::Downloading {
+                loaded_bytes,
+                total_bytes,
+            } => Self::Working(download_line(*loaded_bytes, *total_bytes)),
+            ModelStatus::Reading { total_bytes } => Self::Working(format!(
+                "Checking this browser's cache for the in-browser model ({} MB)\u{2026}",
+                megabytes(*total_bytes)
+            )),
+            ModelStatus::Loading => Self::Working("Loading the model\u{2026}".to_owned()),
+            ModelStatus::Prompt {
+                read_tokens,
+                total_tokens,
+            } if read_tokens < total_tokens => Self::Working(format!(
+                "Reading the conversation: {read_tokens} of {total_tokens} tokens\u{2026}"
+            )),
+            ModelStatus::Prompt { total_tokens, .. } => Self::Ready {
+                note: format!("Read the conversation ({total_tokens} tokens)"),
+                warning: None,
+            },
+            ModelStatus::Ready {
+                from_cache,
+                load_ms,
+                warning,
+                ..
+            } => Self::Ready {
+                note: if *from_cache {
+                    format!("Loaded from this browser's cache in {}", seconds(*load_ms))
+                } else {
+                    format!("Downloaded and loaded in {}", seconds(*load_ms))
+                },
+                warning: warning
+                    .as_ref()
+                    .map(|warning| format!("warning: {warning}")),
+            },
+            ModelStatus::Failed { failure } => Self::Failed {
+                message: format!(
+                    "The in-browser model could not be loaded: {}.",
+                    failure.message.trim_end_matches('.')
+                ),
+                hint: failure.hint.as_ref().map(|hint| format!("hint: {hint}")),
+            },
+        }
+    }
+}
+
+/// The status line while the model downloads: both figures in MB with one decimal, and the
+/// share rounded down, so that it says 100 % only once every byte is in.
+pub(crate) fn download_line(loaded_bytes: u64, total_bytes: u64) -> String {
+    if total_bytes == 0 {
+        return format!(
+            "Downloading the in-browser model: {} MB",
+            megabytes(loaded_bytes)
+        );
+    }
+    let percent = (u128::from(loaded_bytes.min(total_bytes)) * 100) / u128::from(total_bytes);
+    format!(
+        "Downloading the in-browser model: {} of {} MB ({percent} %)",
+        megabytes(loaded_bytes),
+        megabytes(total_bytes)
+    )
+}
+
+/// Bytes in decimal megabytes (10^6, as download sizes are given), with one decimal.
+pub(crate) fn megabytes(bytes: u64) -> String {
+    // Tenths of a megabyte, rounded to the nearest, in integers: no float rounding at .x5.
+    let tenths = (u128::from(bytes) + 50_000) / 100_000;
+    format!("{}.{}", tenths / 10, tenths % 10)
+}
+
+/// Milliseconds as seconds with one decimal.
+pub(crate) fn seconds(ms: f64) -> String {
+    format!("{:.1} s", ms.max(0.0) / 1000.0)
+}
+
+/// Whether a failed turn of the in-browser model failed for want of the model (its files
+/// could not be fetched, read or loaded), which Retry or Clear cached model may mend; any
+/// other failure (the context overflowed, say) is a plain error.
+pub(crate) fn is_model_failure(code: Option<&str>) -> bool {
+    matches!(
+        code,
+        Some("model_unavailable" | "model_corrupt" | "network")
+    )
+}
+
+/// What the chat says under the message box when the in-browser model answers.
+pub(crate) const IN_BROWSER_NOTE: &str = "The in-browser model is small (135M parameters): fine \
+     for short answers, poor at writing code. For real work, add a provider with a key.";
 
 #[cfg(test)]
 mod tests {
@@ -562,49 +739,249 @@ mod tests {
         let names = |entries: &[ProviderEntry]| {
             entries
                 .iter()
-                .map(|entry| (entry.provider.name.clone(), entry.local))
+                .map(|entry| (entry.provider.name.clone(), entry.origin))
                 .collect::<Vec<_>>()
         };
         let selected = |entries: &[ProviderEntry], picked: Option<&str>| {
             selected_provider(entries, picked).map(|entry| entry.provider.name.clone())
         };
+        let in_browser = (IN_PROCESS_LABEL.to_owned(), Origin::InBrowser);
 
-        let none = all_providers(&[], None);
-        assert_eq!(selected(&none, Some("a")), None);
+        // While `local-provider.json` is looked for, only the person's own are listed.
+        let looking = all_providers(&[], &LocalLook::Looking);
+        assert_eq!(selected(&looking, Some("a")), None);
+        let looking = all_providers(&[provider("a")], &LocalLook::Looking);
+        assert_eq!(names(&looking), [("a".to_owned(), Origin::Saved)]);
 
-        let only_local = all_providers(&[], Some(&local));
-        assert_eq!(names(&only_local), [("Local".to_owned(), true)]);
+        // A newcomer with nothing configured chats with the in-browser model.
+        let newcomer = all_providers(&[], &LocalLook::Absent);
+        assert_eq!(names(&newcomer), std::slice::from_ref(&in_browser));
+        assert_eq!(selected(&newcomer, None).as_deref(), Some(IN_PROCESS_LABEL));
+        assert_eq!(
+            selected(&newcomer, Some("gone")).as_deref(),
+            Some(IN_PROCESS_LABEL)
+        );
+
+        let only_local = all_providers(&[], &LocalLook::Found(local.clone()));
+        assert_eq!(
+            names(&only_local),
+            [("Local".to_owned(), Origin::Local), in_browser.clone()]
+        );
         assert_eq!(selected(&only_local, None).as_deref(), Some("Local"));
 
-        let both = all_providers(&[provider("a"), provider("b")], Some(&local));
+        let all = all_providers(
+            &[provider("a"), provider("b")],
+            &LocalLook::Found(local.clone()),
+        );
         assert_eq!(
-            names(&both),
+            names(&all),
             [
-                ("a".to_owned(), false),
-                ("b".to_owned(), false),
-                ("Local".to_owned(), true)
+                ("a".to_owned(), Origin::Saved),
+                ("b".to_owned(), Origin::Saved),
+                ("Local".to_owned(), Origin::Local),
+                in_browser.clone(),
             ]
         );
+        // (picked, with the local model, without it)
         let cases = [
-            (Some("b"), "b"),
-            (None, "Local"),
-            (Some("gone"), "Local"),
-            (Some("Local"), "Local"),
+            (Some("b"), "b", "b"),
+            (None, "Local", "a"),
+            (Some("gone"), "Local", "a"),
+            (Some("Local"), "Local", "a"),
+            (Some(IN_PROCESS_LABEL), IN_PROCESS_LABEL, IN_PROCESS_LABEL),
         ];
-        for (picked, expected) in cases {
+        let without_local = all_providers(&[provider("a"), provider("b")], &LocalLook::Absent);
+        for (picked, with, without) in cases {
+            assert_eq!(selected(&all, picked).as_deref(), Some(with), "{picked:?}");
             assert_eq!(
-                selected(&both, picked).as_deref(),
-                Some(expected),
+                selected(&without_local, picked).as_deref(),
+                Some(without),
                 "{picked:?}"
             );
         }
-        let without_local = all_providers(&[provider("a"), provider("b")], None);
-        assert_eq!(selected(&without_local, Some("gone")).as_deref(), Some("a"));
 
-        // The person's own provider of the same name wins over the local one.
-        let clash = all_providers(&[provider("Local")], Some(&local));
-        assert_eq!(names(&clash), [("Local".to_owned(), false)]);
+        // The person's own provider of the same name wins over the local one and the
+        // in-browser one.
+        let clash = all_providers(
+            &[provider("Local"), provider(IN_PROCESS_LABEL)],
+            &LocalLook::Found(local),
+        );
+        assert_eq!(
+            names(&clash),
+            [
+                ("Local".to_owned(), Origin::Saved),
+                (IN_PROCESS_LABEL.to_owned(), Origin::Saved)
+            ]
+        );
         assert_eq!(clash[0].provider.model, "m");
+    }
+
+    #[test]
+    fn the_in_browser_model_goes_to_the_worker_by_kind() {
+        let in_browser = in_browser_provider();
+        assert_eq!(
+            in_browser.wire(),
+            json!({"kind": "browser", "base_url": "models"})
+        );
+        assert_eq!(in_browser.model, "smollm2-135m-instruct");
+        assert_eq!(in_browser.name, "In-browser SmolLM2 (135M)");
+        // A provider the page holds without a key sends none.
+        assert_eq!(
+            provider("a").wire(),
+            json!({"kind": "openai", "base_url": "http://127.0.0.1:1/v1"})
+        );
+    }
+
+    #[test]
+    fn what_the_chat_says_while_the_model_loads() {
+        use kiln_types::model::ModelFailure;
+        let working = |text: &str| ModelLine::Working(text.to_owned());
+        let downloading = |loaded_bytes, total_bytes| ModelStatus::Downloading {
+            loaded_bytes,
+            total_bytes,
+        };
+        let ready = |from_cache, load_ms, warning: Option<&str>| ModelStatus::Ready {
+            from_cache,
+            load_ms,
+            weights_bytes: 144_811_072,
+            memory_bytes: 300_000_000,
+            warning: warning.map(str::to_owned),
+        };
+        let cases = [
+            (
+                downloading(41_300_000, 146_178_742),
+                working("Downloading the in-browser model: 41.3 of 146.2 MB (28 %)"),
+            ),
+            (
+                downloading(0, 146_178_742),
+                working("Downloading the in-browser model: 0.0 of 146.2 MB (0 %)"),
+            ),
+            // The share is rounded down: 100 % only once the last byte is in.
+            (
+                downloading(146_178_741, 146_178_742),
+                working("Downloading the in-browser model: 146.2 of 146.2 MB (99 %)"),
+            ),
+            (
+                downloading(146_178_742, 146_178_742),
+                working("Downloading the in-browser model: 146.2 of 146.2 MB (100 %)"),
+            ),
+            // More than announced, or no total: never past 100 %, never a division by zero.
+            (
+                downloading(2_000_000, 1_000_000),
+                working("Downloading the in-browser model: 2.0 of 1.0 MB (100 %)"),
+            ),
+            (
+                downloading(1_250_000, 0),
+                working("Downloading the in-browser model: 1.3 MB"),
+            ),
+            (
+                ModelStatus::Reading {
+                    total_bytes: 146_178_742,
+                },
+                working(
+                    "Checking this browser's cache for the in-browser model (146.2 MB)\u{2026}",
+                ),
+            ),
+            (ModelStatus::Loading, working("Loading the model\u{2026}")),
+            (
+                ModelStatus::Prompt {
+                    read_tokens: 512,
+                    total_tokens: 2354,
+                },
+                working("Reading the conversation: 512 of 2354 tokens\u{2026}"),
+            ),
+            (
+                ModelStatus::Prompt {
+                    read_tokens: 2354,
+                    total_tokens: 2354,
+                },
+                ModelLine::Ready {
+                    note: "Read the conversation (2354 tokens)".to_owned(),
+                    warning: None,
+                },
+            ),
+            (
+                ready(true, 612.0, None),
+                ModelLine::Ready {
+                    note: "Loaded from this browser's cache in 0.6 s".to_owned(),
+                    warning: None,
+                },
+            ),
+            (
+                ready(
+                    false,
+                    3_249.9,
+                    Some("the browser did not keep the model (quota)"),
+                ),
+                ModelLine::Ready {
+                    note: "Downloaded and loaded in 3.2 s".to_owned(),
+                    warning: Some("warning: the browser did not keep the model (quota)".to_owned()),
+                },
+            ),
+            (
+                ModelStatus::Failed {
+                    failure: ModelFailure {
+                        code: "network".to_owned(),
+                        message: "http://h/models/m.gguf could not be fetched: TypeError"
+                            .to_owned(),
+                        hint: Some("check the connection, then retry".to_owned()),
+                    },
+                },
+                ModelLine::Failed {
+                    message: "The in-browser model could not be loaded: \
+                              http://h/models/m.gguf could not be fetched: TypeError."
+                        .to_owned(),
+                    hint: Some("hint: check the connection, then retry".to_owned()),
+                },
+            ),
+        ];
+        for (status, expected) in cases {
+            assert_eq!(ModelLine::new(&status), expected, "{status:?}");
+        }
+    }
+
+    #[test]
+    fn sizes_and_times_as_people_read_them() {
+        // (bytes, MB)
+        let sizes = [
+            (0, "0.0"),
+            (49_999, "0.0"),
+            (50_000, "0.1"),
+            (1_000_000, "1.0"),
+            (144_811_072, "144.8"),
+            (146_178_742, "146.2"),
+            (u64::MAX, "18446744073709.6"),
+        ];
+        for (bytes, expected) in sizes {
+            assert_eq!(megabytes(bytes), expected, "{bytes}");
+        }
+        // (ms, shown)
+        let times = [
+            (0.0, "0.0 s"),
+            (49.0, "0.0 s"),
+            (612.0, "0.6 s"),
+            (12_345.0, "12.3 s"),
+            (-5.0, "0.0 s"),
+            (f64::NAN, "0.0 s"),
+        ];
+        for (ms, expected) in times {
+            assert_eq!(seconds(ms), expected, "{ms}");
+        }
+    }
+
+    #[test]
+    fn which_failures_retry_and_clear_may_mend() {
+        let cases = [
+            (Some("model_unavailable"), true),
+            (Some("model_corrupt"), true),
+            (Some("network"), true),
+            (Some("context_overflow"), false),
+            (Some("aborted"), false),
+            (None, false),
+        ];
+        for (code, mended) in cases {
+            assert_eq!(is_model_failure(code), mended, "{code:?}");
+        }
     }
 
     #[test]

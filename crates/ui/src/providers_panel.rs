@@ -1,6 +1,7 @@
 //! The Providers panel: the list of providers the chat can use (the person's,
-//! kept in the workspace's configuration, and the local model `cargo xtask serve`
-//! announced), and the form that adds or edits one: its kind and address, a key
+//! kept in the workspace's configuration, the local model `cargo xtask serve`
+//! announced, and the in-browser model, whose cached files it can delete), and
+//! the form that adds or edits one: its kind and address, a key
 //! that is never shown again once saved, the model typed or picked from the
 //! provider's own list, "Test connection" and "Load models" through the runtime
 //! worker.
@@ -9,7 +10,7 @@ use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use crate::chat::ProviderStore;
-use crate::chat_model::{KeptKey, ProviderForm, SavedProvider};
+use crate::chat_model::{KeptKey, Origin, ProviderForm, SavedProvider};
 use crate::storage_model::ErrorText;
 use kiln_types::chat::{ModelInfo, ProviderKind};
 use kiln_types::runtime::Problem;
@@ -260,6 +261,25 @@ impl Form {
         }
     }
 
+    /// Deletes the in-browser model's cached files.
+    fn clear_model(self) {
+        self.status.set(Some(Status::working(
+            "Deleting the in-browser model's cached files\u{2026}",
+        )));
+        spawn_local(async move {
+            match self.store.clear_model().await {
+                Ok(()) => self.status.set(Some(Status::ok(
+                    "The in-browser model's cached files were deleted; they download again at \
+                     its next message.",
+                ))),
+                Err(error) => self.status.set(Some(Status::from_error(
+                    "The in-browser model's cached files were not deleted: ",
+                    &error,
+                ))),
+            }
+        });
+    }
+
     fn remove(self, name: String) {
         spawn_local(async move {
             match self.store.remove(name.clone()).await {
@@ -311,7 +331,8 @@ pub(crate) fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
     let form = Form::new(store);
     view! {
         <details class="providers" data-testid="providers">
-            <summary>{move || match store.entries().len() {
+            // The in-browser model is always there: the count is of the ones configured.
+            <summary>{move || match store.entries().iter().filter(|entry| entry.origin != Origin::InBrowser).count() {
                 0 => "Providers (none yet)".to_owned(),
                 count => format!("Providers ({count})"),
             }}</summary>
@@ -326,7 +347,7 @@ pub(crate) fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
 }
 
 /// Each provider with its kind, address, model and key state; the person's
-/// own can be edited and removed.
+/// own can be edited and removed; the in-browser model's cached files deleted.
 fn provider_rows(form: Form) -> impl IntoView {
     form.store
         .entries()
@@ -334,12 +355,13 @@ fn provider_rows(form: Form) -> impl IntoView {
         .map(|entry| {
             let provider = entry.provider;
             let key_state = if provider.has_key { "key set" } else { "no key" };
-            let actions = if entry.local {
-                view! {
+            let actions = match entry.origin {
+                Origin::InBrowser => return in_browser_row(form, provider),
+                Origin::Local => view! {
                     <span class="hint">"from " <code>"cargo xtask serve"</code> ", read at each load"</span>
                 }
-                .into_any()
-            } else {
+                .into_any(),
+                Origin::Saved => {
                 let edit_label = format!("Edit {}", provider.name);
                 let remove_label = format!("Remove {}", provider.name);
                 let for_edit = provider.clone();
@@ -349,6 +371,7 @@ fn provider_rows(form: Form) -> impl IntoView {
                     <button type="button" class="secondary small" aria-label=remove_label data-testid="provider-remove" on:click=move |_| form.remove(for_remove.clone())>"Remove"</button>
                 }
                 .into_any()
+                }
             };
             view! {
                 <li data-testid="provider-item" data-name=provider.name.clone()>
@@ -359,8 +382,24 @@ fn provider_rows(form: Form) -> impl IntoView {
                     {actions}
                 </li>
             }
+            .into_any()
         })
         .collect_view()
+}
+
+/// Kiln's own model: built in, so not edited or removed; its files, once downloaded, are
+/// kept in this browser until deleted here.
+fn in_browser_row(form: Form, provider: SavedProvider) -> AnyView {
+    view! {
+        <li data-testid="provider-builtin" data-name=provider.name.clone()>
+            <strong>{provider.name.clone()}</strong>
+            " · runs in this browser, no key, no server · model "<code>{provider.model.clone()}</code>
+            " · built in: downloaded at its first message, then kept in this browser "
+            <button type="button" class="secondary small" data-testid="provider-clear-model"
+                on:click=move |_| form.clear_model()>"Clear cached model"</button>
+        </li>
+    }
+    .into_any()
 }
 
 /// The form: name, kind, address, key, model, and its buttons and status line.

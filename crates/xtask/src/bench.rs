@@ -13,6 +13,9 @@
 //! first token through Kiln over that of a direct request to the same local
 //! model, natively and in Chromium (`playwright/bench/providers.mjs`); storage with
 //! 10,000 memories and 1,000 files in Chromium (`playwright/bench/storage.mjs`);
+//! Kiln's own model in Chromium beside wllama in the same page and llama.cpp
+//! natively, all on one thread: generation rate, first token, memory and
+//! download (`playwright/bench/model.mjs`, `servers/model_bench.py`);
 //! a `codemode` call's round trip to `kiln mcp serve` over Streamable HTTP and
 //! stdio beside a direct `tools/call` of the same tool (`crates/cli/examples/mcp_serve.rs`).
 
@@ -25,6 +28,7 @@ use flate2::Compression;
 use flate2::write::GzEncoder;
 
 use crate::build::{build_app, run_checked};
+use crate::model;
 use crate::serve::StaticServer;
 use crate::tools::{self, CHROMIUM};
 
@@ -33,7 +37,8 @@ pub fn run(root: &Path) -> Result<()> {
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
     // The real servers, as `cargo xtask test` passes them (MCP, aimock, the local model).
     let servers = tools::test_servers_env(root)?;
-    build_app(root, crate::build::Site::Bench)?;
+    let model = model::prepare_for_site(root);
+    build_app(root, crate::build::Site::Bench, model.as_ref())?;
 
     println!("wasm and JavaScript files of pkg/ (bytes):");
     let pkg = root.join("pkg");
@@ -85,6 +90,22 @@ pub fn run(root: &Path) -> Result<()> {
         .env("KILN_CHROMIUM", CHROMIUM)
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
+
+    if model.is_some() {
+        println!(
+            "Kiln's own model beside wllama (same page) and llama.cpp natively, one thread, greedy:"
+        );
+        let mut node = Command::new("node");
+        node.arg(root.join("playwright/bench/model.mjs"))
+            .current_dir(root.join("playwright"))
+            .env("KILN_PKG", &pkg)
+            .env("KILN_CHROMIUM", CHROMIUM)
+            .envs(servers.iter().cloned())
+            .env("NODE_PATH", &node_modules);
+        run_checked(&mut node)?;
+    } else {
+        println!("Kiln's own model: skipped, it could not be prepared (the reason is above)");
+    }
 
     eprintln!("xtask: building the release `kiln` CLI for the native figures");
     run_checked(

@@ -235,8 +235,11 @@ fn lints(root: &Path) -> Tally {
         wasm_tests.extend(["--package", package]);
     }
     wasm_tests.extend(deny_warnings);
-    let mut host = vec!["clippy", "--workspace", "--all-targets"];
-    host.extend(bench_features);
+    // The host also lints the build's step that prepares Kiln's own model
+    // (`kiln-model-prepare`, native only).
+    let host_features = format!("{},kiln-llm/prepare", bench_features[1]);
+    let mut host = vec!["clippy", "--workspace", "--all-targets", "--features"];
+    host.push(&host_features);
     host.extend(deny_warnings);
 
     let mut tally = Tally::default();
