@@ -11,6 +11,7 @@ import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { APP_URL, launch } from "../lib/browser.mjs";
+import { startSite } from "../lib/site.mjs";
 
 const LABEL = "In-browser SmolLM2 (135M)";
 const SHOTS = process.env.KILN_SCREENSHOTS;
@@ -177,4 +178,43 @@ test("Stop ends a long generation of the in-browser model, which then answers th
   await untilEnd(page);
   assert.match(await next.getByTestId("chat-stop-reason").textContent(), /^(Answered|Stopped by a guard \(\w+\))$/);
   assert.deepEqual(errors, []);
+});
+
+test("a download that breaks off is said in the chat; Retry downloads again, and Clear cached model deletes the files", async () => {
+  const site = await startSite();
+  const fresh = await launch();
+  try {
+    const { page, errors } = fresh;
+    site.cutAfter = 20_000_000;
+    await page.goto(site.url);
+    await page.getByTestId("chat").waitFor();
+    await page.getByTestId("chat-provider").locator("option").first().waitFor({ state: "attached" });
+    await send(page, "What is 2 + 2?");
+    const error = page.getByTestId("chat-error");
+    await error.waitFor({ timeout: 120_000 });
+    // Said once, in the model's words: which file, how far it came, what to do.
+    assert.equal(await error.count(), 1);
+    assert.match(await error.locator(".text").textContent(), /smollm2-135m-instruct\.q8_0\.gguf stopped after \d+ of 144811072 bytes/);
+    assert.match(await error.getByTestId("chat-error-hint").textContent(), /^hint: .*retry/i);
+    assert.equal(site.weightRequests, 1);
+
+    site.cutAfter = null;
+    await error.getByTestId("chat-model-retry").click();
+    await page.getByTestId("chat-error").waitFor({ state: "detached" });
+    await untilEnd(page);
+    const reply = replies(page).last();
+    assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Answered");
+    assert.ok((await reply.getByTestId("chat-reply-text").allTextContents()).join("").trim().length > 0);
+    assert.equal(site.weightRequests, 2);
+
+    // The Providers panel's built-in row deletes the kept files.
+    await page.getByTestId("providers").locator("summary").click();
+    await page.getByTestId("provider-clear-model").click();
+    await page.getByTestId("provider-status").filter({ hasText: "cached files were deleted" }).waitFor();
+    assert.equal(await page.evaluate(async () => (await caches.keys()).includes("kiln-model")), false);
+    assert.deepEqual(errors, []);
+  } finally {
+    await fresh.close();
+    await site.close();
+  }
 });

@@ -7,50 +7,10 @@
 // greedy reply as `kiln --provider local` natively.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
-import { createReadStream, existsSync, statSync } from "node:fs";
-import { createServer } from "node:http";
-import { extname, join, normalize } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { launch } from "../lib/browser.mjs";
-
-const PKG = fileURLToPath(new URL("../../pkg/", import.meta.url));
-const TYPES = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".css": "text/css", ".json": "application/json" };
-
-/**
- * A plain static server over pkg/ that counts the requests for the weights and,
- * while `cutAfter` is set, ends their responses after that many bytes.
- */
-function startSite() {
-  const site = { weightRequests: 0, cutAfter: null };
-  const server = createServer((request, response) => {
-    const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^\/+/, "");
-    const file = join(PKG, path === "" ? "index.html" : path);
-    if (path.includes("..") || !existsSync(file) || !statSync(file).isFile()) {
-      response.writeHead(404).end();
-      return;
-    }
-    const size = statSync(file).size;
-    response.writeHead(200, { "content-type": TYPES[extname(file)] ?? "application/octet-stream", "content-length": size });
-    if (file.endsWith(".gguf")) {
-      site.weightRequests += 1;
-      if (site.cutAfter !== null) {
-        createReadStream(file, { end: site.cutAfter - 1 })
-          .on("data", (chunk) => response.write(chunk))
-          .on("end", () => response.socket.destroy());
-        return;
-      }
-    }
-    createReadStream(file).pipe(response);
-  });
-  return new Promise((resolve) =>
-    server.listen(0, "127.0.0.1", () => {
-      site.url = `http://127.0.0.1:${server.address().port}/`;
-      site.close = () => new Promise((done) => server.close(done));
-      resolve(site);
-    }),
-  );
-}
+import { PKG, startSite } from "../lib/site.mjs";
 
 let site;
 before(async () => {

@@ -11,7 +11,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::chat::{ChatRequest, Event};
-use crate::protocol::{DecodeError, Envelope};
+use crate::protocol::DecodeError;
 
 /// Bumped on any incompatible change; distinct from the other protocols'.
 pub const MODEL_PROTOCOL_VERSION: u32 = 2001;
@@ -123,11 +123,7 @@ pub struct ModelFailure {
 /// Encodes a model message for the wire.
 #[must_use]
 pub fn encode<M: Serialize>(msg: M) -> String {
-    serde_json::to_string(&Envelope {
-        v: MODEL_PROTOCOL_VERSION,
-        msg,
-    })
-    .unwrap_or_default()
+    crate::protocol::encode_versioned(msg, MODEL_PROTOCOL_VERSION)
 }
 
 /// Decodes a model message, refusing other versions and malformed messages by

@@ -130,13 +130,14 @@ impl std::error::Error for DecodeError {}
 /// Encodes a message for the wire.
 #[must_use]
 pub fn encode<M: Serialize>(msg: M) -> String {
+    encode_versioned(msg, PROTOCOL_VERSION)
+}
+
+/// Encodes an envelope of protocol version `v` (each protocol has its own).
+pub(crate) fn encode_versioned<M: Serialize>(msg: M, v: u32) -> String {
     // Serializing these plain enums cannot fail: no maps with non-string keys, no
     // non-finite floats reach them unchecked (serde_json writes `null` for those).
-    serde_json::to_string(&Envelope {
-        v: PROTOCOL_VERSION,
-        msg,
-    })
-    .unwrap_or_default()
+    serde_json::to_string(&Envelope { v, msg }).unwrap_or_default()
 }
 
 /// Decodes a message from the wire, refusing other protocol versions.

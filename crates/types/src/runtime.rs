@@ -338,12 +338,7 @@ pub enum FromRuntime {
 /// Encodes a runtime message for the wire.
 #[must_use]
 pub fn encode<M: Serialize>(msg: M) -> String {
-    // As for the sandbox protocol: plain enums of JSON values cannot fail.
-    serde_json::to_string(&Envelope {
-        v: RUNTIME_PROTOCOL_VERSION,
-        msg,
-    })
-    .unwrap_or_default()
+    crate::protocol::encode_versioned(msg, RUNTIME_PROTOCOL_VERSION)
 }
 
 /// Decodes a runtime message, refusing other versions and malformed
