@@ -24,7 +24,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::permission::GateSettings;
-use crate::protocol::{DecodeError, Envelope};
+use crate::protocol::DecodeError;
 use crate::tool_result::ToolReply;
 
 /// Bumped whenever a runtime message changes shape. It starts past the
