@@ -130,7 +130,9 @@ fn preload_model(request: &kiln_agent::RunRequest) -> usize {
         .and_then(serde_json::Value::as_str)
         .unwrap_or("");
     let _ = kiln_llm::native::model_for(base_url).load();
-    kiln_alloc::in_use()
+    // The weights in use now, and room for the caches of the model's kept
+    // states, which grow with the turns the program asks for.
+    kiln_alloc::in_use().saturating_add(kiln_llm::STATE_BYTES_BOUND)
 }
 
 /// The child: runs the program under the memory budget and the watchdog.

@@ -22,7 +22,7 @@ pub mod native;
 pub mod prepare;
 
 pub use error::LlmError;
-pub use model::{Model, ModelFacts, Scored};
+pub use model::{KEPT_STATES, Model, ModelFacts, STATE_BYTES_BOUND, Scored};
 pub use turn::{Step, Turn};
 
 /// The model id the provider answers to and reports.

@@ -22,6 +22,9 @@ pub struct Model {
     pub(crate) stops: Vec<u32>,
     pub(crate) facts: ModelFacts,
     pub(crate) device: Device,
+    /// The texts of the special tokens (`<|im_end|>`, …): in a message's
+    /// content they are text, never the control tokens they spell.
+    specials: Vec<String>,
     /// The tokens the key-value cache of `weights` holds, in order.
     fed: Vec<u32>,
     /// Earlier states of the model (weights and cache are shared; only the
@@ -29,13 +32,22 @@ pub struct Model {
     /// with one of them is fed only the rest. Newest last, at most
     /// [`KEPT_STATES`].
     kept: Vec<(Vec<u32>, ModelWeights)>,
+    /// The state at the end of the last system message read, apart from
+    /// `kept`.
+    system: Option<(Vec<u32>, ModelWeights)>,
 }
 
-/// How many earlier states [`Model`] keeps: the end of the system message (a
-/// new conversation with the same instructions starts there) and the end of the
-/// last turn (the next turn of the same conversation continues from it). Each
-/// costs the cache of its tokens, about 46 KB a token for SmolLM2-135M.
-const KEPT_STATES: usize = 3;
+/// How many turn-end states [`Model`] keeps beside the one at the end of the
+/// system message (a new conversation with the same instructions starts
+/// there): the next turn of a conversation continues from its last. Each costs
+/// the cache of its tokens, about 46 KB a token for SmolLM2-135M.
+pub const KEPT_STATES: usize = 2;
+
+/// The most bytes the key-value caches of the current state and every kept
+/// one may hold for SmolLM2-135M (46,080 bytes a token: 30 layers, keys and
+/// values, 3 heads of 64 f32), each at most the context: what a host that
+/// budgets memory must leave the model besides its weights.
+pub const STATE_BYTES_BOUND: usize = 46_080 * MAX_SEQ_LEN * (KEPT_STATES + 2);
 
 /// How many prompt tokens one step feeds: a host yields between steps (the
 /// browser reads a cancel there), and a long prompt takes this model a
@@ -93,6 +105,13 @@ impl Model {
         let tokenizer = Tokenizer::from_bytes(tokenizer_json)
             .map_err(|error| LlmError::Tokenizer(error.to_string()))?;
         let template = Template::new(chat_template, &tokenizer)?;
+        let mut specials: Vec<String> = tokenizer
+            .get_added_tokens_decoder()
+            .into_values()
+            .filter(|token| token.special && token.content.chars().count() > 1)
+            .map(|token| token.content)
+            .collect();
+        specials.sort();
         let mut stops = vec![eos];
         if let Some(end) = template.end_of_turn_token(&tokenizer)
             && !stops.contains(&end)
@@ -112,11 +131,31 @@ impl Model {
             device,
             fed: Vec::new(),
             kept: Vec::new(),
+            system: None,
+            specials,
         })
     }
 
     pub fn facts(&self) -> &ModelFacts {
         &self.facts
+    }
+
+    /// `text` with every special token's spelling broken by a word joiner after
+    /// its first character, so that a message (a tool's result, a fetched
+    /// page) cannot end its turn or open another with the control tokens.
+    pub(crate) fn neutralize(&self, text: &str) -> String {
+        let mut text = text.to_owned();
+        for special in &self.specials {
+            if text.contains(special.as_str()) {
+                let mut chars = special.chars();
+                let first = chars.next().map(String::from).unwrap_or_default();
+                text = text.replace(
+                    special.as_str(),
+                    &format!("{first}\u{2060}{}", chars.as_str()),
+                );
+            }
+        }
+        text
     }
 
     /// How many tokens the key-value cache holds.
@@ -197,6 +236,7 @@ impl Model {
             let best = self
                 .kept
                 .iter()
+                .chain(self.system.as_ref())
                 .filter(|(fed, _)| starts(fed))
                 .max_by_key(|(fed, _)| fed.len())
                 .cloned();
@@ -229,22 +269,32 @@ impl Model {
         }
         let logits = self.logits(&prompt[from..to], from)?;
         if Some(to) == boundary {
-            self.keep();
+            self.keep(true);
         }
         Ok((to == prompt.len()).then_some(logits))
     }
 
     /// Keeps the model's present state for a later prompt that starts with
-    /// what it was fed.
-    pub(crate) fn keep(&mut self) {
+    /// what it was fed. A state this one continues is dropped first (the next
+    /// turn of a conversation supersedes the last), then the oldest; the
+    /// state at the end of a system message (`boundary`) is kept apart, so
+    /// that a loop of turns never pushes out the contract they share.
+    pub(crate) fn keep(&mut self, boundary: bool) {
         if self.fed.is_empty() {
             return;
         }
-        self.kept.retain(|(fed, _)| *fed != self.fed);
+        let state = (self.fed.clone(), self.weights.clone());
+        if boundary {
+            self.system = Some(state);
+            return;
+        }
+        let fed = &self.fed;
+        self.kept
+            .retain(|(kept, _)| !(fed.starts_with(kept) || kept.starts_with(fed)));
         if self.kept.len() >= KEPT_STATES {
             self.kept.remove(0);
         }
-        self.kept.push((self.fed.clone(), self.weights.clone()));
+        self.kept.push(state);
     }
 
     /// Runs `continuation` after `prompt` one token at a time (teacher-forced)

@@ -100,7 +100,10 @@ impl Turn {
                 "the conversation has no user message".to_owned(),
             ));
         }
-        let (messages, mode) = tools::prompt_messages(request);
+        let (mut messages, mode) = tools::prompt_messages(request);
+        for message in &mut messages {
+            message.content = model.neutralize(&message.content);
+        }
         let rendered = model.template.render(&messages)?;
         let prompt = model.encode(&rendered)?;
         Self::from_tokens(model, prompt, request.options.max_tokens as usize, mode)
@@ -159,7 +162,7 @@ impl Turn {
     /// ran on.
     pub fn keep_state(&self, model: &mut Model) {
         if self.ended {
-            model.keep();
+            model.keep(false);
         }
     }
 

@@ -35,7 +35,30 @@ pub(crate) fn failure(code: &str, message: String, hint: Option<&str>) -> ModelF
 }
 
 const RETRY: &str = "send the message again to retry; the download starts over";
-const CLEAR: &str = "clear the cached model (the in-browser model's Clear) and try again";
+
+/// The largest model file the worker takes (the site's is 145 MB).
+const MAX_FILE_BYTES: u64 = 1 << 31;
+
+/// How long a download may go without a byte before it is given up.
+const STALL_MS: i32 = 30_000;
+
+/// The reader's next piece, or `None` when none came within `ms`.
+async fn read_within(
+    reader: &ReadableStreamDefaultReader,
+    ms: i32,
+) -> Result<Option<JsValue>, JsValue> {
+    use futures::FutureExt as _;
+    let scope = scope().ok_or_else(|| JsValue::from_str("not in a worker"))?;
+    let timer = js_sys::Promise::new(&mut |resolve, _reject| {
+        let _ = scope.set_timeout_with_callback_and_timeout_and_arguments_0(&resolve, ms);
+    });
+    let mut read = JsFuture::from(reader.read()).fuse();
+    let mut stalled = JsFuture::from(timer).fuse();
+    futures::select! {
+        chunk = read => chunk.map(Some),
+        _ = stalled => Ok(None),
+    }
+}
 
 fn describe(error: &JsValue) -> String {
     if let Some(error) = error.dyn_ref::<js_sys::Error>() {
@@ -85,12 +108,14 @@ pub(crate) async fn clear() -> Result<(), ModelFailure> {
         })
 }
 
-async fn fetch(url: &str, revalidate: bool) -> Result<Response, JsValue> {
+/// `url`, asked of the server past the browser's HTTP cache: the manifest
+/// revalidated (`no-cache`), the model's files not kept there at all
+/// (`no-store`): they keep their names from one build to the next, and the
+/// Cache API holds the one copy.
+async fn fetch(url: &str, cache: RequestCache) -> Result<Response, JsValue> {
     let scope = scope().ok_or_else(|| JsValue::from_str("not in a worker"))?;
     let init = RequestInit::new();
-    if revalidate {
-        init.set_cache(RequestCache::NoCache);
-    }
+    init.set_cache(cache);
     let response = JsFuture::from(scope.fetch_with_str_and_init(url, &init)).await?;
     response.dyn_into()
 }
@@ -100,7 +125,7 @@ async fn fetch(url: &str, revalidate: bool) -> Result<Response, JsValue> {
 /// server cannot be reached).
 pub(crate) async fn manifest(base_url: &str) -> Result<Manifest, ModelFailure> {
     let url = format!("{base_url}/{}", kiln_llm::MANIFEST_FILE);
-    let response = match fetch(&url, true).await {
+    let response = match fetch(&url, RequestCache::NoCache).await {
         Ok(response) if response.ok() => response,
         Ok(response) => {
             return Err(failure(
@@ -192,12 +217,15 @@ async fn mismatch(bytes: &Uint8Array, file: &ManifestFile) -> Option<String> {
 
 /// One file: the cached copy when it is right, else a download. `done` is
 /// what earlier files of the model already counted, `total` all of them.
+/// `cleared` says whether the cache was cleared since the load began: a file
+/// downloaded then is used, never put back.
 pub(crate) async fn file(
     base_url: &str,
     file: &ManifestFile,
     done: u64,
     total: u64,
     progress: Progress<'_>,
+    cleared: &dyn Fn() -> bool,
 ) -> Result<Fetched, ModelFailure> {
     let url = format!("{base_url}/{}", file.file);
     let mut warning = None;
@@ -232,7 +260,9 @@ pub(crate) async fn file(
             ),
         ));
     }
-    if let Err(why) = keep(&url, &bytes).await {
+    if cleared() {
+        // Not kept: the person deleted the cache while this came.
+    } else if let Err(why) = keep(&url, &bytes).await {
         warning = Some(format!(
             "the browser did not keep the model ({why}): it runs now and is downloaded again next time; free some space for this site to keep it"
         ));
@@ -287,7 +317,7 @@ async fn download(
             Some(RETRY),
         )
     };
-    let response = fetch(url, false).await.map_err(|error| {
+    let response = fetch(url, RequestCache::NoStore).await.map_err(|error| {
         failure(
             "network",
             format!("{url} could not be fetched: {}", describe(&error)),
@@ -305,17 +335,33 @@ async fn download(
             }),
         ));
     }
-    let capacity = u32::try_from(file.bytes).map_err(|_| {
-        failure(
+    if file.bytes > MAX_FILE_BYTES {
+        return Err(failure(
             "model_corrupt",
             format!(
-                "the manifest says {} is {} bytes, more than a browser array holds",
+                "the manifest says {} is {} bytes; a model file of this site is at most {MAX_FILE_BYTES}",
                 file.file, file.bytes
             ),
-            Some(CLEAR),
+            Some("build and serve the app again, then retry"),
+        ));
+    }
+    // The browser may refuse an array this large (a small device): said, not thrown.
+    let whole: Uint8Array = Reflect::construct(
+        &js_sys::Uint8Array::new_with_length(0).constructor(),
+        &js_sys::Array::of1(&JsValue::from_f64(file.bytes as f64)),
+    )
+    .ok()
+    .and_then(|array| array.dyn_into().ok())
+    .ok_or_else(|| {
+        failure(
+            "model_unavailable",
+            format!(
+                "this browser would not set aside {} bytes for {}",
+                file.bytes, file.file
+            ),
+            Some("close other tabs, or use a provider with a key"),
         )
     })?;
-    let whole = Uint8Array::new_with_length(capacity);
     let body = response
         .body()
         .ok_or_else(|| stopped(0, "the response has no body".into()))?;
@@ -328,9 +374,17 @@ async fn download(
     let mut reported: u64 = 0;
     progress(done, total);
     loop {
-        let chunk = JsFuture::from(reader.read())
-            .await
-            .map_err(|error| stopped(loaded, describe(&error)))?;
+        let chunk = match read_within(&reader, STALL_MS).await {
+            Ok(Some(chunk)) => chunk,
+            Ok(None) => {
+                let _ = reader.cancel();
+                return Err(stopped(
+                    loaded,
+                    format!("no data came for {} s", STALL_MS / 1000),
+                ));
+            }
+            Err(error) => return Err(stopped(loaded, describe(&error))),
+        };
         let finished = Reflect::get(&chunk, &JsValue::from_str("done"))
             .ok()
             .and_then(|done| done.as_bool())

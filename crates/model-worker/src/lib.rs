@@ -28,6 +28,9 @@ thread_local! {
     static WORKING: Cell<bool> = const { Cell::new(false) };
     /// Turns cancelled before or while they ran.
     static CANCELLED: RefCell<HashSet<u64>> = RefCell::new(HashSet::new());
+    /// How many times the cache was cleared: a load that began before a clear
+    /// keeps nothing and installs nothing.
+    static CLEARS: Cell<u64> = const { Cell::new(0) };
 }
 
 struct Job {
@@ -100,6 +103,7 @@ fn on_message(event: &MessageEvent) {
             CANCELLED.with(|cancelled| cancelled.borrow_mut().insert(id));
         }
         Ok(ToModel::Clear { id }) => wasm_bindgen_futures::spawn_local(async move {
+            CLEARS.with(|clears| clears.set(clears.get() + 1));
             MODEL.with(|model| model.borrow_mut().take());
             match files::clear().await {
                 Ok(()) => post(&FromModel::Cleared { id }),
@@ -124,6 +128,17 @@ fn enqueue(id: u64, base_url: &str, work: Work) {
 
 fn cancelled(id: u64) -> bool {
     CANCELLED.with(|cancelled| cancelled.borrow_mut().remove(&id))
+}
+
+fn cleared_during(id: u64) {
+    post(&FromModel::Failed {
+        id,
+        failure: files::failure(
+            "model_unavailable",
+            "the cached model was cleared during the turn".to_owned(),
+            Some("send the message again: the model downloads afresh"),
+        ),
+    });
 }
 
 fn aborted(id: u64) {
@@ -160,6 +175,8 @@ async fn work_through_queue() {
             } => score(job.id, prompt, continuation),
         }
     }
+    // A cancel that came for a turn already ended is not kept for ever.
+    CANCELLED.with(|cancelled| cancelled.borrow_mut().clear());
     WORKING.with(|working| working.set(false));
 }
 
@@ -176,8 +193,20 @@ async fn load(base_url: &str) -> Result<(), ModelFailure> {
     }
     MODEL.with(|model| model.borrow_mut().take());
     let started = now();
+    let epoch = CLEARS.with(Cell::get);
+    let cleared = move || CLEARS.with(Cell::get) != epoch;
     let manifest = files::manifest(base_url).await?;
-    let total = manifest.weights.bytes + manifest.tokenizer.bytes;
+    let total = manifest
+        .weights
+        .bytes
+        .checked_add(manifest.tokenizer.bytes)
+        .ok_or_else(|| {
+            files::failure(
+                "model_corrupt",
+                "the manifest's sizes are not sizes".to_owned(),
+                None,
+            )
+        })?;
     let progress = |loaded: u64, total: u64| {
         post(&FromModel::Status {
             status: ModelStatus::Downloading {
@@ -189,13 +218,15 @@ async fn load(base_url: &str) -> Result<(), ModelFailure> {
     post(&FromModel::Status {
         status: ModelStatus::Reading { total_bytes: total },
     });
-    let tokenizer = files::file(base_url, &manifest.tokenizer, 0, total, &progress).await?;
+    let tokenizer =
+        files::file(base_url, &manifest.tokenizer, 0, total, &progress, &cleared).await?;
     let weights = files::file(
         base_url,
         &manifest.weights,
         manifest.tokenizer.bytes,
         total,
         &progress,
+        &cleared,
     )
     .await?;
     post(&FromModel::Status {
@@ -207,14 +238,26 @@ async fn load(base_url: &str) -> Result<(), ModelFailure> {
         Ok(model) => model,
         Err(error) => {
             files::forget_files(base_url, &manifest).await;
+            let from_cache = weights.from_cache && tokenizer.from_cache;
             return Err(files::failure(
                 error.code(),
-                format!("{error} (the cached copy was deleted)"),
-                error.hint().as_deref(),
+                if from_cache {
+                    format!("{error} (the cached copy was deleted)")
+                } else {
+                    format!("{error} (the files as the server sent them)")
+                },
+                Some("build and serve the app again, or clear the cached model, then retry"),
             ));
         }
     };
     drop(weights.bytes);
+    if cleared() {
+        return Err(files::failure(
+            "model_unavailable",
+            "the cached model was cleared while it loaded".to_owned(),
+            Some("send the message again: the model downloads afresh"),
+        ));
+    }
     MODEL.with(|slot| *slot.borrow_mut() = Some((base_url.to_owned(), model)));
     post(&FromModel::Status {
         status: ModelStatus::Ready {
@@ -261,7 +304,7 @@ async fn run(id: u64, request: &ChatRequest) {
             });
             return;
         }
-        None => return aborted(id),
+        None => return cleared_during(id),
     };
     let mut prompt_tokens = None;
     loop {
@@ -287,7 +330,7 @@ async fn run(id: u64, request: &ChatRequest) {
                 });
                 return;
             }
-            None => return aborted(id),
+            None => return cleared_during(id),
         };
         let reading = MODEL.with(|slot| {
             slot.borrow()

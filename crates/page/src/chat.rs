@@ -235,7 +235,8 @@ impl Kiln {
     /// Calls `callback({type: "model_status", state, …})` each time loading
     /// Kiln's own model moves on: `downloading` (`loaded_bytes`,
     /// `total_bytes`), `reading`, `loading`, `ready` (`from_cache`,
-    /// `load_ms`, `weights_bytes`, `memory_bytes`, `warning?`) or `failed`
+    /// `load_ms`, `weights_bytes`, `memory_bytes`, `warning?`), `prompt`
+    /// (`read_tokens`, `total_tokens`: a turn's prompt being read) or `failed`
     /// (`failure: {code, message, hint?}`).
     #[wasm_bindgen(js_name = onModelStatus)]
     pub fn on_model_status(&self, callback: js_sys::Function) {

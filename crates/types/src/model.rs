@@ -16,8 +16,8 @@ use crate::protocol::DecodeError;
 /// Bumped on any incompatible change; distinct from the other protocols'.
 pub const MODEL_PROTOCOL_VERSION: u32 = 2001;
 
-/// The Cache API cache the model's files are kept in. A new build's files have
-/// other names (their digest is checked), so one cache serves every version.
+/// The Cache API cache the model's files are kept in, by URL. A file that no
+/// longer matches the manifest (another build's) is replaced there.
 pub const MODEL_CACHE: &str = "kiln-model";
 
 /// Runtime worker → model worker.
