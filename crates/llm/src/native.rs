@@ -67,12 +67,7 @@ impl Provider for LocalModel {
 
     fn stream(&self, request: ChatRequest) -> EventStream {
         let (reply, stream) = events::unbounded();
-        if !in_process::answers_to(&request.options.model) {
-            let error = self.error(
-                "model_not_found",
-                format!("this provider runs only `{}`", crate::MODEL_ID),
-                Some(format!("ask for the model `{}`", crate::MODEL_ID)),
-            );
+        if let Err(error) = in_process::check_model(&self.base_url, &request.options.model) {
             let _ = reply.unbounded_send(Err(error));
         } else if let Err(mpsc::SendError(Job::Turn(_, reply))) =
             self.jobs.send(Job::Turn(request, reply))

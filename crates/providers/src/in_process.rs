@@ -32,16 +32,37 @@ pub fn install(host: Host) {
 pub(crate) fn connect(config: &ProviderConfig) -> Rc<dyn Provider> {
     match HOST.read().ok().and_then(|slot| *slot) {
         Some(host) => host(config),
-        None => Rc::new(Unavailable {
-            base_url: config.base_url.clone(),
-        }),
+        None => unavailable(&config.base_url),
     }
 }
 
-/// Whether `model` names Kiln's own model (an empty id means it too).
-pub fn answers_to(model: &str) -> bool {
+/// Refuses, by name, a request for a model other than Kiln's own (an empty
+/// id means it too): what every host of it checks before a turn.
+pub fn check_model(base_url: &str, model: &str) -> Result<(), ProviderError> {
     let model = model.trim();
-    model.is_empty() || model == kiln_types::chat::IN_PROCESS_MODEL_ID
+    if model.is_empty() || model == kiln_types::chat::IN_PROCESS_MODEL_ID {
+        return Ok(());
+    }
+    Err(error(
+        base_url,
+        "model_not_found",
+        format!(
+            "this provider runs only `{}`",
+            kiln_types::chat::IN_PROCESS_MODEL_ID
+        ),
+        Some(format!(
+            "ask for the model `{}`",
+            kiln_types::chat::IN_PROCESS_MODEL_ID
+        )),
+    ))
+}
+
+/// The provider of an entrance without Kiln's own model: every turn and model
+/// list answers `model_unavailable`.
+pub fn unavailable(base_url: &str) -> Rc<dyn Provider> {
+    Rc::new(Unavailable {
+        base_url: base_url.to_owned(),
+    })
 }
 
 /// The one model Kiln's own provider lists.

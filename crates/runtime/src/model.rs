@@ -249,7 +249,7 @@ thread_local! {
 /// (relative to the site's root; `models` when it names none).
 fn host(config: &kiln_providers::ProviderConfig) -> Rc<dyn Provider> {
     let Some(worker) = WORKER.with(|slot| slot.borrow().clone()) else {
-        return kiln_providers::connect_with(config.clone(), kiln_http::default_client());
+        return in_process::unavailable(&config.base_url);
     };
     let base = match config.base_url.trim() {
         "" => kiln_types::chat::IN_PROCESS_MODELS,
@@ -285,18 +285,8 @@ impl Provider for ModelProvider {
             let error = in_process::error(&self.base_url, code, message, hint);
             futures::stream::once(async move { Err(error) }).boxed_local()
         };
-        if !kiln_providers::in_process::answers_to(&request.options.model) {
-            return fail(
-                "model_not_found",
-                format!(
-                    "this provider runs only `{}`",
-                    kiln_types::chat::IN_PROCESS_MODEL_ID
-                ),
-                Some(format!(
-                    "ask for the model `{}`",
-                    kiln_types::chat::IN_PROCESS_MODEL_ID
-                )),
-            );
+        if let Err(error) = in_process::check_model(&self.base_url, &request.options.model) {
+            return futures::stream::once(async move { Err(error) }).boxed_local();
         }
         let id = self.worker.next();
         self.worker
