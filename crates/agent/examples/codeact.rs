@@ -18,7 +18,7 @@ use kiln_providers::scripted::{Reply, Scripted};
 use kiln_providers::{ChatRequest, Message, ToolDef};
 use kiln_types::cancel::AbortSignal;
 
-#[path = "../tests/common/mod.rs"]
+#[path = "../../run/tests/common/mod.rs"]
 mod common;
 use common::InProcess;
 

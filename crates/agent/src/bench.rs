@@ -13,140 +13,25 @@
 //! another worker — half of the time the runner took beyond the run's own
 //! duration (the messages' hops there and back, taken as equal).
 //!
-//! The code nodes' figures (`examples/nodes.rs`) time their runner with
-//! [`Timed`] too.
+//! [`Timed`], [`belt`] and [`environment`] are `kiln_run::bench`'s, shared
+//! with the code nodes' figures (`kiln-nodes`' `examples/nodes.rs`).
 
 use std::cell::RefCell;
 use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
-use kiln_capabilities::gate::{Fixed, SessionAllow};
-use kiln_capabilities::{Answer, Dispatcher};
 use kiln_providers::budget::BudgetLimits;
 use kiln_providers::scripted::{Reply, Scripted};
 use kiln_providers::{ChatOptions, Message};
 use kiln_types::agent::{AgentEvent, Guards};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::{RunLimits, RunResult};
 use serde::Serialize;
 use serde_json::{Value, json};
 
 use crate::codeact::history::Compaction;
 use crate::codeact::{AgentRequest, AgentSetup, run_agent};
-use crate::ladder::{Environment, People};
-use crate::{RunRequest, SandboxRunner};
-
-/// A clock in milliseconds.
-pub type Now = Rc<dyn Fn() -> f64>;
-
-/// When one action entered and left the runner, and the sandbox's own start.
-#[derive(Debug, Clone, Copy)]
-pub struct Inside {
-    pub entered: f64,
-    pub took: f64,
-    /// `start_ms + context_ms` of the run's report.
-    pub start: f64,
-    /// The report's `duration_ms`.
-    pub duration: f64,
-}
-
-/// A runner that times the runner it wraps.
-pub struct Timed {
-    inner: Rc<dyn SandboxRunner>,
-    now: Now,
-    inside: Rc<RefCell<Vec<Inside>>>,
-}
-
-impl Timed {
-    /// Times `inner` on `now`.
-    #[must_use]
-    pub fn new(inner: Rc<dyn SandboxRunner>, now: Now) -> Self {
-        Self {
-            inner,
-            now,
-            inside: Rc::default(),
-        }
-    }
-
-    /// The runs that have left the runner since the last call, in the order
-    /// they left it.
-    #[must_use]
-    pub fn take(&self) -> Vec<Inside> {
-        self.inside.take()
-    }
-}
-
-impl SandboxRunner for Timed {
-    fn run(
-        &self,
-        code: String,
-        limits: RunLimits,
-        tools: Rc<Dispatcher>,
-        cancel: AbortSignal,
-    ) -> LocalBoxFuture<'static, RunResult> {
-        let now = self.now.clone();
-        let inside = self.inside.clone();
-        let entered = now();
-        let ran = self.inner.run(code, limits, tools, cancel);
-        Box::pin(async move {
-            let result = ran.await;
-            let took = now() - entered;
-            inside.borrow_mut().push(Inside {
-                entered,
-                took,
-                start: result.report.start_ms + result.report.context_ms,
-                duration: result.report.duration_ms,
-            });
-            result
-        })
-    }
-}
-
-/// `n` MCP-style tools for a belt: `server_tool_0` … (read tools answering
-/// `{ok: true}`), as a scripted catalog.
-#[must_use]
-pub fn belt(n: usize) -> Value {
-    Value::Array(
-        (0..n)
-            .map(|i| {
-                json!({
-                    "name": format!("server_tool_{i}"),
-                    "description": format!("Looks up record {i} of the server's catalog by id and returns its fields, with paging for long lists of results."),
-                    "input_schema": {"type": "object", "properties": {
-                        "id": {"type": "string", "description": "The record's id."},
-                        "page": {"type": "integer", "description": "Which page of results."},
-                        "fields": {"type": "array", "items": {"type": "string"}, "description": "Which fields to return."}
-                    }, "required": ["id"]},
-                    "category": "read",
-                    "returns": {"ok": true}
-                })
-            })
-            .collect(),
-    )
-}
-
-/// Where a bench job is assembled: `tools` (a scripted catalog, such as
-/// [`belt`]) as the job's own tools, every question approved, no workspace.
-#[must_use]
-pub fn environment(tools: Value, http: Rc<dyn kiln_http::HttpClient>) -> Environment {
-    Environment {
-        entrance: "bench".into(),
-        tools_host: "bench".into(),
-        http,
-        people: People::Approver {
-            host: "bench".into(),
-            approver: Rc::new(Fixed(Answer::Approve)),
-            session: SessionAllow::default(),
-        },
-        own_tools: Some(Rc::new(move |registry| {
-            let _ = kiln_capabilities::scripted::add_catalog(registry, &tools, "bench");
-        })),
-        bridge: None,
-        workspace: None,
-        random: Rc::new(|| [1; 8]),
-        on_gate: None,
-    }
-}
+pub use kiln_run::bench::{Inside, Now, Timed, belt, environment};
+use kiln_run::{Environment, RunRequest, SandboxRunner};
 
 /// A job of `turns` turns over `provider`, in the auto mode (nothing asks).
 #[must_use]
@@ -210,15 +95,11 @@ pub async fn codeact_loop(
         .collect();
     replies.push(Reply::text("Done."));
     let provider = Scripted::new(replies);
-    let inside = Rc::new(RefCell::new(Vec::new()));
+    let timed = Rc::new(Timed::new(runner, now.clone()));
     let llm = Rc::new(RefCell::new(Vec::<(f64, f64)>::new()));
     let setup = AgentSetup {
         environment,
-        runner: Rc::new(Timed {
-            inner: runner,
-            now: now.clone(),
-            inside: inside.clone(),
-        }),
+        runner: timed.clone(),
         person: None,
         clock: Rc::new(kiln_http::SystemClock),
         sink: Rc::new({
@@ -237,7 +118,7 @@ pub async fn codeact_loop(
         .await
         .map_err(|error| error.0)?;
     let total_ms = now() - started;
-    let inside = inside.borrow();
+    let inside = timed.take();
     let sandbox_ms: f64 = inside.iter().map(|action| action.took).sum();
     let provider_ms: f64 = llm.borrow().iter().map(|(_, ms)| ms).sum();
     let turns_taken = outcome.result.turns.max(1);
@@ -351,7 +232,7 @@ pub struct PlanFigures {
 /// 50 tasks in ten layers of five, each after one or two of the layer
 /// before, costing 10 to 50 ms; its task nodes and their costs.
 #[must_use]
-pub fn fifty_tasks() -> (Value, Vec<crate::plan::schedule::Node>, Cost) {
+pub fn fifty_tasks() -> (Value, Vec<kiln_run::dag::Node>, Cost) {
     let mut tasks = Vec::new();
     let mut nodes = Vec::new();
     for layer in 0..10_usize {
@@ -372,7 +253,7 @@ pub fn fifty_tasks() -> (Value, Vec<crate::plan::schedule::Node>, Cost) {
                 "depends_on": depends_on,
                 "steps": [{"id": format!("{id}_s"), "instructions": format!("Do {id}.")}]
             }));
-            nodes.push(crate::plan::schedule::Node {
+            nodes.push(kiln_run::dag::Node {
                 id: id.clone(),
                 depends_on,
             });
@@ -400,7 +281,7 @@ pub async fn plans(
     runner: Rc<dyn SandboxRunner>,
     clock: Rc<dyn kiln_http::Clock>,
 ) -> Result<PlanFigures, String> {
-    use crate::plan::schedule::{self, Node, Settled};
+    use kiln_run::dag::{self, Node, Settled};
     // The scheduler alone.
     let count = 2000;
     let nodes: Vec<Node> = (0..count)
@@ -414,7 +295,7 @@ pub async fn plans(
         })
         .collect();
     let started = clock.now_ms();
-    let settled = schedule::run(
+    let settled = dag::run(
         &nodes,
         64,
         &AbortSignal::new(),
@@ -489,14 +370,14 @@ pub async fn plans(
     if status != Some(json!("completed")) {
         return Err(format!("the plan did not complete: {status:?}"));
     }
-    let critical_path_ms = schedule::critical_path(&task_nodes, &*cost);
+    let critical_path_ms = dag::critical_path(&task_nodes, &*cost);
     Ok(PlanFigures {
         scheduler_per_node_ms: scheduler_ms / count as f64,
         scheduler_nodes: count,
         tasks: task_nodes.len(),
         measured_ms,
         critical_path_ms,
-        barrier_rounds_ms: schedule::barrier_rounds(&task_nodes, 50, &*cost),
+        barrier_rounds_ms: dag::barrier_rounds(&task_nodes, 50, &*cost),
         overhead_per_task_ms: (measured_ms - critical_path_ms) / task_nodes.len() as f64,
     })
 }

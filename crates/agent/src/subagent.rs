@@ -43,8 +43,8 @@ use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde_json::{Value, json};
 
-use crate::SandboxRunner;
 use crate::codeact::history::Compaction;
+use kiln_run::SandboxRunner;
 
 /// A child's arguments as the delegation tools read them: the prompt, the
 /// output schema, the tools.

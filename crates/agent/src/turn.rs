@@ -27,14 +27,14 @@ pub enum TurnBudget {
 #[derive(Debug, Clone)]
 pub struct TurnRequest {
     /// As given: a provider whole, or one the workspace keeps by name
-    /// (read with [`crate::settings::provider_config`]).
+    /// (read with [`kiln_run::provider_config`]).
     pub provider: Value,
     pub request: ChatRequest,
     pub budget: Option<TurnBudget>,
 }
 
 /// What each field of a request is, for the messages that name it.
-const PROVIDER: &str = crate::settings::PROVIDER_SHAPE;
+const PROVIDER: &str = kiln_run::PROVIDER_SHAPE;
 const MESSAGES: &str =
     "an array of {role: \"system\" | \"user\" | \"assistant\" | \"tool\", text, …}";
 const TOOLS: &str = "an array of {name, description, input_schema}";

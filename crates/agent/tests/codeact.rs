@@ -14,19 +14,20 @@ use futures::future::LocalBoxFuture;
 use kiln_agent::codeact::history::{COMPACTION_MARK, Compaction, MAX_TOOL_RESULT_CHARS};
 use kiln_agent::codeact::tools::Person;
 use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
-use kiln_agent::ladder::Environment;
-use kiln_agent::{People, RunRequest, ToolBridge, Workspace};
 use kiln_capabilities::gate::{Fixed, SessionAllow};
 use kiln_capabilities::{Answer, Approver, CallContext, Implementation, Permit};
 use kiln_providers::budget::BudgetLimits;
 use kiln_providers::scripted::{Reply, Scripted};
 use kiln_providers::{ChatOptions, ChatRequest, ErrorKind, Message};
+use kiln_run::Environment;
+use kiln_run::{People, RunRequest, ToolBridge, Workspace};
 use kiln_store::native::{MemoryBackend, MemoryTree};
 use kiln_types::agent::{AgentEvent, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::ToolReply;
 use serde_json::{Value, json};
 
+#[path = "../../run/tests/common/mod.rs"]
 mod common;
 use common::InProcess;
 

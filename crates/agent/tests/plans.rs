@@ -19,8 +19,6 @@ use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use kiln_agent::codeact::history::Compaction;
 use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
-use kiln_agent::ladder::Environment;
-use kiln_agent::{People, RunRequest, Workspace};
 use kiln_capabilities::gate::SessionAllow;
 use kiln_capabilities::{Answer, ApprovalRequest, Approver};
 use kiln_providers::budget::BudgetLimits;
@@ -29,12 +27,15 @@ use kiln_providers::{
     ChatOptions, ChatRequest, EventStream, Message, ModelInfo, Provider, ProviderError,
     ProviderKind, ToolCall, Usage,
 };
+use kiln_run::Environment;
+use kiln_run::{People, RunRequest, Workspace};
 use kiln_store::native::{MemoryBackend, MemoryTree};
 use kiln_types::agent::{AgentEvent, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::plan::TaskEvent;
 use serde_json::{Value, json};
 
+#[path = "../../run/tests/common/mod.rs"]
 mod common;
 use common::InProcess;
 

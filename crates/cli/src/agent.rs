@@ -19,13 +19,13 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Context as _, Result, bail};
-use kiln_agent::RunRequest;
 use kiln_agent::codeact::history::Compaction;
 use kiln_agent::codeact::tools::Person;
 use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 use kiln_capabilities::Mode;
 use kiln_providers::budget::BudgetLimits;
 use kiln_providers::{ApiKey, ChatOptions, Message, ProviderConfig, ProviderKind};
+use kiln_run::RunRequest;
 use kiln_types::RunLimits;
 use kiln_types::agent::{AgentEvent, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
@@ -326,7 +326,7 @@ impl Session {
     }
 
     /// Where the session's turns are assembled: its belt, its asker, its store.
-    pub(crate) fn environment(&self, entrance: &str) -> kiln_agent::ladder::Environment {
+    pub(crate) fn environment(&self, entrance: &str) -> kiln_run::Environment {
         crate::program::environment(
             entrance,
             self.catalog.clone(),
@@ -357,7 +357,7 @@ impl Session {
         messages: Vec<Message>,
         output_schema: Option<Value>,
         entrance: &str,
-    ) -> Result<AgentOutcome, kiln_agent::RequestError> {
+    ) -> Result<AgentOutcome, kiln_run::RequestError> {
         let json = self.json;
         let sink: kiln_agent::codeact::tools::Sink = {
             let printer = self.printer.clone();

@@ -328,10 +328,9 @@ impl Chat<'_> {
 
     fn tools(&mut self) {
         let environment = self.session.environment("kiln chat");
-        let (specs, warnings) = self.pool.run_until(kiln_agent::ladder::catalog(
-            self.session.run_request(),
-            &environment,
-        ));
+        let (specs, warnings) = self
+            .pool
+            .run_until(kiln_run::catalog(self.session.run_request(), &environment));
         eprintln!(
             "kiln chat: execute_code runs a program over these tools (on `tools`); the model may also call the memory, history, file and sharing tools directly:"
         );

@@ -1,14 +1,14 @@
 //! `kiln eval`: suites that score an agent against a real model.
 //!
-//! - `codeact`: the cases of `kiln_agent::eval`, each as a CodeAct turn and
+//! - `codeact`: the cases of `kiln_evals::codeact`, each as a CodeAct turn and
 //!   as direct tool calls, printed as a table (per case and in total:
 //!   success, model turns, tokens, cost).
-//! - `task-planner`: `kiln_agent::eval_plans`' planner cases, each plan
+//! - `task-planner`: `kiln_evals::plans`' planner cases, each plan
 //!   scored by its shape (tasks, width, depth, routing, no synthesis task),
 //!   with the clean rate.
-//! - `subtask`: `kiln_agent::eval_plans`' sub-agent cases, scored by the
+//! - `subtask`: `kiln_evals::plans`' sub-agent cases, scored by the
 //!   answer and by whether children did the lookups.
-//! - `code-gen`: `kiln_agent::eval_codegen`'s cases, each node written by
+//! - `code-gen`: `kiln_evals::codegen`'s cases, each node written by
 //!   the CodePlanner and run on held-out inputs in a sandbox process;
 //!   first-pass acceptance, post-repair acceptance and held-out
 //!   correctness apart.
@@ -107,7 +107,7 @@ pub fn run(command: &EvalCommand) -> ExitCode {
 }
 
 fn codeact(args: &CodeactArgs) -> ExitCode {
-    let cases = kiln_agent::eval::select(kiln_agent::eval::cases(), &args.cases);
+    let cases = kiln_evals::codeact::select(kiln_evals::codeact::cases(), &args.cases);
     if cases.is_empty() {
         eprintln!(
             "error: --cases {}: no case matches (try --list)",
@@ -142,14 +142,14 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
         kind.as_str(),
         args.model.model
     );
-    let results = futures::executor::LocalPool::new().run_until(kiln_agent::eval::run_cases(
+    let results = futures::executor::LocalPool::new().run_until(kiln_evals::codeact::run_cases(
         &cases,
         provider,
         &args.model.model,
         Rc::new(crate::sandbox_process::ProcessRunner),
         args.max_turns,
     ));
-    print!("{}", kiln_agent::eval::table(&results));
+    print!("{}", kiln_evals::codeact::table(&results));
     ExitCode::SUCCESS
 }
 
@@ -184,7 +184,7 @@ fn suite<C>(
 ) -> ExitCode {
     let cases: Vec<C> = cases
         .into_iter()
-        .filter(|case| kiln_agent::eval::wildcard(&args.cases, named(case).0))
+        .filter(|case| kiln_evals::codeact::wildcard(&args.cases, named(case).0))
         .collect();
     if cases.is_empty() {
         eprintln!(
@@ -215,17 +215,17 @@ fn task_planner(args: &SuiteArgs) -> ExitCode {
     suite(
         args,
         "task-planner",
-        kiln_agent::eval_plans::planner_cases(),
+        kiln_evals::plans::planner_cases(),
         |case| (case.name, case.objective),
         |cases, provider, model| {
             let results =
-                futures::executor::LocalPool::new().run_until(kiln_agent::eval_plans::run_planner(
+                futures::executor::LocalPool::new().run_until(kiln_evals::plans::run_planner(
                     cases,
                     provider,
                     model,
                     Rc::new(crate::sandbox_process::ProcessRunner),
                 ));
-            kiln_agent::eval_plans::planner_table(&results)
+            kiln_evals::plans::planner_table(&results)
         },
     )
 }
@@ -234,19 +234,18 @@ fn subtask(args: &SuiteArgs) -> ExitCode {
     suite(
         args,
         "subtask",
-        kiln_agent::eval_plans::subtask_cases(),
+        kiln_evals::plans::subtask_cases(),
         |case| (case.name, case.objective),
         |cases, provider, model| {
-            let results = futures::executor::LocalPool::new().run_until(
-                kiln_agent::eval_plans::run_subtasks(
+            let results =
+                futures::executor::LocalPool::new().run_until(kiln_evals::plans::run_subtasks(
                     cases,
                     provider,
                     model,
                     Rc::new(crate::sandbox_process::ProcessRunner),
                     args.max_turns,
-                ),
-            );
-            kiln_agent::eval_plans::subtask_table(&results)
+                ));
+            kiln_evals::plans::subtask_table(&results)
         },
     )
 }
@@ -255,26 +254,25 @@ fn code_gen(args: &SuiteArgs) -> ExitCode {
     suite(
         args,
         "code-gen",
-        kiln_agent::eval_codegen::codegen_cases(),
+        kiln_evals::codegen::codegen_cases(),
         |case| (case.name, case.instruction),
         |cases, provider, model| {
             let total = cases.len();
             let mut done = 0;
-            let mut progress = |result: &kiln_agent::eval_codegen::CodegenResult| {
+            let mut progress = |result: &kiln_evals::codegen::CodegenResult| {
                 done += 1;
                 eprintln!("kiln eval code-gen: [{done}/{total}] {}", result.line());
             };
-            let results = futures::executor::LocalPool::new().run_until(
-                kiln_agent::eval_codegen::run_codegen(
+            let results =
+                futures::executor::LocalPool::new().run_until(kiln_evals::codegen::run_codegen(
                     cases,
                     &*provider,
                     model,
                     &crate::sandbox_process::ProcessRunner,
                     &kiln_http::SystemClock,
                     &mut progress,
-                ),
-            );
-            kiln_agent::eval_codegen::codegen_table(&results)
+                ));
+            kiln_evals::codegen::codegen_table(&results)
         },
     )
 }

@@ -221,10 +221,8 @@ impl ModelFlags {
                     })?;
                 fields.insert(name.trim().to_owned(), value);
             }
-            kiln_agent::model_tools::ModelBudget::from_value(&serde_json::Value::Object(
-                fields.clone(),
-            ))
-            .map_err(|why| anyhow::anyhow!("--model-budget {budget}: {why}"))?;
+            kiln_run::ModelBudget::from_value(&serde_json::Value::Object(fields.clone()))
+                .map_err(|why| anyhow::anyhow!("--model-budget {budget}: {why}"))?;
             setup["budget"] = serde_json::Value::Object(fields);
         }
         Ok(Some(setup))

@@ -16,7 +16,7 @@
 //! would ask about is denied naming the host, on stderr, which is the child's
 //! too. The protocol framing is `kiln_mcp::server`'s.
 //!
-//! A call with a `key` is a keyed run in custody (`kiln_agent::custody`): its
+//! A call with a `key` is a keyed run in custody (`kiln_run::Custody`): its
 //! id comes from the agent (`--agent`, else the client's `clientInfo.name`) and
 //! the key; a retry attaches and never runs the program again; after 25 s the
 //! call answers the interim result and the run goes on; with `--store` the
@@ -42,9 +42,9 @@ use futures::StreamExt as _;
 use futures::channel::{mpsc, oneshot};
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt as _;
-use kiln_agent::custody::{Custody, CustodyError, REPLY_DUE_MS, Spawn};
-use kiln_agent::program::RunId;
 use kiln_mcp::server::{self, Incoming, ServerSpec};
+use kiln_run::RunId;
+use kiln_run::{Custody, CustodyError, REPLY_DUE_MS, Spawn};
 use kiln_types::tool_result::ToolResult;
 use serde_json::{Value, json};
 

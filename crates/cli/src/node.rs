@@ -1,6 +1,6 @@
 //! `kiln node run|check|author` and `kiln graph run`: code nodes from a
-//! terminal, through `kiln_agent::node`, `kiln_agent::graph` and
-//! `kiln_agent::codegen` — the same checks, runs and CodePlanner as the
+//! terminal, through `kiln_nodes::node`, `kiln_nodes::graph` and
+//! `kiln_nodes::codegen` — the same checks, runs and CodePlanner as the
 //! page and the app. Bodies run in sandbox processes
 //! ([`crate::sandbox_process::ProcessRunner`]), so a graph's independent
 //! nodes run at once.
@@ -14,10 +14,10 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
-use kiln_agent::codegen::{self, CodeRequest};
-use kiln_agent::graph;
-use kiln_agent::node;
 use kiln_capabilities::Mode;
+use kiln_nodes::codegen::{self, CodeRequest};
+use kiln_nodes::graph;
+use kiln_nodes::node;
 use kiln_types::RunLimits;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{CodeNode, GraphSpec, InputSlot, OutputSlot, SlotType};
@@ -60,7 +60,7 @@ pub enum GraphCommand {
         #[arg(long, value_name = "VALUES.json")]
         inputs: Option<PathBuf>,
         /// Nodes run at once, at most.
-        #[arg(long, value_name = "N", default_value_t = kiln_agent::plan::schedule::DEFAULT_MAX_CONCURRENT)]
+        #[arg(long, value_name = "N", default_value_t = kiln_run::dag::DEFAULT_MAX_CONCURRENT)]
         max_concurrent: usize,
         #[command(flatten)]
         run: RunFlags,
@@ -182,7 +182,7 @@ pub fn run_node_command(command: NodeCommand) -> ExitCode {
         NodeCommand::Check { node } => match read_node(&node) {
             Err(error) => refused(&error),
             Ok(node) => {
-                let reasons = kiln_agent::node::check(&node);
+                let reasons = kiln_nodes::node::check(&node);
                 print(&json!({"valid": reasons.is_empty(), "errors": reasons}));
                 for reason in &reasons {
                     eprintln!("kiln: {reason}");
@@ -274,14 +274,14 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
 
 /// A node's run request and environment, from the flags.
 struct RunSetup {
-    request: kiln_agent::RunRequest,
+    request: kiln_run::RunRequest,
     catalog: Value,
     asker: Asker,
     store: Option<PathBuf>,
 }
 
 impl RunSetup {
-    fn environment(&self) -> kiln_agent::ladder::Environment {
+    fn environment(&self) -> kiln_run::Environment {
         crate::program::environment(
             "kiln node",
             self.catalog.clone(),

@@ -1,4 +1,4 @@
-//! `kiln run`: a program run through `kiln_agent::run_program`, in a child
+//! `kiln run`: a program run through `kiln_run::run_program`, in a child
 //! process under a watchdog.
 //!
 //! The parent reads and checks the request (exit 2 on a problem), then runs
@@ -21,11 +21,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{Context as _, Result};
 use futures::future::LocalBoxFuture;
-use kiln_agent::ladder::Environment;
-use kiln_agent::program::RunId;
-use kiln_agent::{People, RunRequest, SandboxRunner, Workspace};
 use kiln_capabilities::gate::{Fixed, Headless, SessionAllow};
 use kiln_capabilities::{Answer, Approver, Dispatcher, HeldSignal, Registry};
+use kiln_run::Environment;
+use kiln_run::RunId;
+use kiln_run::{People, RunRequest, SandboxRunner, Workspace};
 use kiln_sandbox::catalog::Admission;
 use kiln_sandbox::clock::{IdleState, PersonSignal};
 use kiln_sandbox::tools::{ToolCall, ToolHost, ToolReply};
@@ -111,7 +111,7 @@ pub fn run(
 /// Loads Kiln's own model when the run's `tools.model` asks it, and answers
 /// the bytes in use then (0 when it does not). A model that fails to load is
 /// the model call's failure, said then.
-fn preload_model(request: &kiln_agent::RunRequest) -> usize {
+fn preload_model(request: &kiln_run::RunRequest) -> usize {
     let Some(setup) = &request.model else {
         return 0;
     };
@@ -575,7 +575,7 @@ fn prepare(
 }
 
 /// The run request of the command line, read by the one parser every
-/// entrance shares (`kiln_agent::RunRequest`).
+/// entrance shares (`kiln_run::RunRequest`).
 pub(crate) fn request_of(
     code: String,
     limits: RunLimits,
@@ -750,7 +750,7 @@ fn run_with_deadline(
                 let cancel = AbortSignal::new();
                 let ran = futures::executor::block_on(async {
                     let run =
-                        kiln_agent::run_program(run.request, &environment, &runner, cancel.clone());
+                        kiln_run::run_program(run.request, &environment, &runner, cancel.clone());
                     let watch = async {
                         if cancelled.await.is_ok() {
                             cancel.abort();

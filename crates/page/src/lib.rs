@@ -62,8 +62,8 @@
 //!   network: its tools are exactly what it named.
 //!
 //! The whole request but its functions (`approve`, each tool's `call`) is
-//! read by `kiln_agent::RunRequest`, the one parser every entrance shares;
-//! the run is assembled and recorded by `kiln_agent::run_program`. When
+//! read by `kiln_run::RunRequest`, the one parser every entrance shares;
+//! the run is assembled and recorded by `kiln_run::run_program`. When
 //! the workspace's storage opened (`Kiln.load({workspace})`, default
 //! `default`: IndexedDB `kiln-<workspace>` and its OPFS folder), every run is
 //! recorded in the history, gets its own run memory, and is offered the

@@ -1,6 +1,6 @@
 //! Code nodes from a page (reference/004): `kiln.codeNode(spec).run(values)`,
 //! `kiln.graph({nodes, edges}).run(inputs)` and `kiln.authorCode(request)`,
-//! each served by the runtime worker (`kiln_agent::node`, `graph`,
+//! each served by the runtime worker (`kiln_nodes::node`, `graph`,
 //! `codegen`). `www/kiln.js` makes the handles; this is what they call.
 //!
 //! ```js

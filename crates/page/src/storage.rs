@@ -4,7 +4,7 @@
 //! `kiln.memory`, `kiln.files`, `kiln.history`, `kiln.runMemory`,
 //! `kiln.config`, `kiln.exportAll`, `kiln.importAll`) and
 //! `kiln.onChange(callback)`. The operations and their arguments are
-//! `kiln_agent::ops`', read in the worker; every `kiln.run` gets its job
+//! `kiln_runtime::store_op`', read in the worker; every `kiln.run` gets its job
 //! record, run memory and storage tools there too.
 
 use std::rc::Rc;

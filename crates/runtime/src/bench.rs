@@ -14,12 +14,12 @@ use serde_json::Value;
 /// runtime-side tool (`kiln_capabilities::bench::add_echo`). A shipped
 /// build adds none.
 #[cfg(feature = "bench")]
-pub(crate) fn own_tools() -> Option<kiln_agent::ladder::OwnTools> {
+pub(crate) fn own_tools() -> Option<kiln_run::OwnTools> {
     Some(Rc::new(kiln_capabilities::bench::add_echo))
 }
 
 #[cfg(not(feature = "bench"))]
-pub(crate) fn own_tools() -> Option<kiln_agent::ladder::OwnTools> {
+pub(crate) fn own_tools() -> Option<kiln_run::OwnTools> {
     None
 }
 
@@ -64,7 +64,7 @@ pub(crate) async fn run(
         ),
         // The CodeAct loop over this worker's pool of sandbox workers.
         "codeact" => kiln_agent::bench::codeact_loop(
-            &kiln_agent::bench::environment(kiln_agent::bench::belt(10), http.clone()),
+            &kiln_run::bench::environment(kiln_run::bench::belt(10), http.clone()),
             Rc::new(crate::worker::PoolRunner(pool.clone())),
             u32::try_from(number("turns")).unwrap_or(u32::MAX),
             true,

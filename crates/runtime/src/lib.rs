@@ -1,13 +1,13 @@
 //! The runtime worker's wasm entry (DESIGN: "runtime worker"): a dedicated
-//! worker that hosts `kiln-agent` — the ladder, the workspace's stores, the
+//! worker that hosts `kiln-run`, `kiln-agent` and `kiln-nodes` — the ladder, the workspace's stores, the
 //! MCP sessions of its runs and the pool of sandbox workers (nested workers
 //! it starts itself) — and speaks [`kiln_types::runtime`] to its page.
 //!
-//! No logic of its own: a run is `kiln_agent::run_program`; this crate only
+//! No logic of its own: a run is `kiln_run::run_program`; this crate only
 //! carries messages. The page's tools and its `approve` callback stay on the
 //! page: a call to one is a [`FromRuntime::ToolCall`] answered by
 //! [`ToRuntime::ToolReply`], a question an [`FromRuntime::Approve`] answered
-//! by [`ToRuntime::Answer`]. Storage operations are `kiln_agent::ops`, chat
+//! by [`ToRuntime::Answer`]. Storage operations are [`store_op`] (`ops`, editing `settings`), chat
 //! turns `kiln_providers::turn` over a request `kiln_agent::turn` reads;
 //! their events stream back under the exchange's id. The bench hooks
 //! ([`ToRuntime::Bench`]) are built only with the `bench` feature. The
@@ -20,6 +20,8 @@
 mod bench;
 #[cfg(target_arch = "wasm32")]
 mod model;
+mod ops;
+mod settings;
 #[cfg(target_arch = "wasm32")]
 mod worker;
 
@@ -27,6 +29,7 @@ use kiln_capabilities::Answer;
 use kiln_types::runtime::Approval;
 #[cfg(doc)]
 use kiln_types::runtime::{FromRuntime, RuntimeOptions, ToRuntime};
+pub use ops::{OpError, store_op};
 
 /// The gate's answer for a page's approval.
 #[must_use]

@@ -8,16 +8,12 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::ops::{OpError, store_op};
 use futures::StreamExt as _;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
 use kiln_agent::codeact::tools::Person;
-use kiln_agent::custody::{Custody, RunHandle};
-use kiln_agent::ladder::Environment;
-use kiln_agent::ops::{OpError, store_op};
-use kiln_agent::settings::provider_config;
 use kiln_agent::turn::{TurnBudget, TurnRequest, new_budget};
-use kiln_agent::{People, RunRequest, SandboxRunner, ToolBridge, Workspace};
 use kiln_capabilities::gate::{Gate, GateSettings, Headless, SessionAllow};
 use kiln_capabilities::{
     Answer, ApprovalRequest, Approver, CallContext, Dispatcher, HeldSignal, Implementation, Permit,
@@ -25,6 +21,10 @@ use kiln_capabilities::{
 use kiln_host::SandboxPool;
 use kiln_providers::budget::RunBudget;
 use kiln_providers::{Event, ProviderError};
+use kiln_run::Environment;
+use kiln_run::provider_config;
+use kiln_run::{Custody, RunHandle};
+use kiln_run::{People, RunRequest, SandboxRunner, ToolBridge, Workspace};
 use kiln_store::{Change, StoreError, Subscription};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode};
@@ -139,12 +139,9 @@ pub fn start() {
         pool.warm_up();
         let workspace = Rc::new(open_workspace(&options.workspace).await);
         let storage = workspace.as_ref().as_ref().err().map(store_problem);
-        let spawn: kiln_agent::custody::Spawn = Rc::new(wasm_bindgen_futures::spawn_local);
-        let custody = Custody::new(Rc::new(kiln_http::SystemClock), spawn).with_reply_due(
-            options
-                .reply_due_ms
-                .unwrap_or(kiln_agent::custody::REPLY_DUE_MS),
-        );
+        let spawn: kiln_run::Spawn = Rc::new(wasm_bindgen_futures::spawn_local);
+        let custody = Custody::new(Rc::new(kiln_http::SystemClock), spawn)
+            .with_reply_due(options.reply_due_ms.unwrap_or(kiln_run::REPLY_DUE_MS));
         if let Ok(workspace) = workspace.as_ref() {
             // Keyed runs an earlier tab recorded answer retries and late
             // results from the record, never by running again; one that cannot
@@ -189,7 +186,7 @@ pub fn start() {
 /// worker's owner lock; the jobs a closed tab left running are marked
 /// `interrupted` before anything else reads them.
 pub(crate) async fn open_workspace(workspace: &str) -> Result<Workspace, StoreError> {
-    kiln_agent::ladder::check_workspace_name(workspace).map_err(StoreError::Invalid)?;
+    kiln_run::check_workspace_name(workspace).map_err(StoreError::Invalid)?;
     let custody = Rc::new(kiln_store::browser::WebLocks::acquire().await?);
     let backend: Rc<dyn kiln_store::Backend> =
         kiln_store::browser::IdbBackend::open(&format!("kiln-{workspace}")).await?;
@@ -407,7 +404,7 @@ async fn run(
     let cancel = AbortSignal::new();
     runtime.runs.borrow_mut().insert(id, cancel.clone());
     let runner = PoolRunner(runtime.pool.clone());
-    let ran = kiln_agent::run_program(request, &environment, &runner, cancel).await;
+    let ran = kiln_run::run_program(request, &environment, &runner, cancel).await;
     // Calls of this run still waiting on the page are given up.
     settle(&runtime, id);
     match ran {
@@ -440,8 +437,7 @@ async fn run(
 /// due answers the interim ([`FromRuntime::Interim`]) and goes on, its page
 /// tools and `approve` still this exchange's, until its own `Done`.
 async fn keyed_run(runtime: Rc<Runtime>, id: u64, request: RunRequest, approve: bool, seen: u64) {
-    let run_id =
-        kiln_agent::program::RunId::for_request(&request, &kiln_store::ids::random_bytes).id;
+    let run_id = kiln_run::RunId::for_request(&request, &kiln_store::ids::random_bytes).id;
     if !runtime.custody.keeps(&run_id)
         && let Some(recorded) = recorded(&runtime, &run_id).await
     {
@@ -464,11 +460,11 @@ async fn keyed_run(runtime: Rc<Runtime>, id: u64, request: RunRequest, approve: 
                 let mut environment = watched_environment(&runtime, id, approve, seen, "kiln.run");
                 // A call held on the person's consent is what the interim names.
                 if let People::Approver { approver, .. } = &mut environment.people {
-                    *approver = kiln_agent::custody::holding(approver.clone(), handle.clone());
+                    *approver = kiln_run::holding(approver.clone(), handle.clone());
                 }
                 let runner = PoolRunner(runtime.pool.clone());
                 let ran =
-                    kiln_agent::run_program(request, &environment, &runner, handle.cancel.clone())
+                    kiln_run::run_program(request, &environment, &runner, handle.cancel.clone())
                         .await;
                 settle(&runtime, id);
                 runtime.keyed.borrow_mut().remove(&id);
@@ -549,9 +545,7 @@ async fn recorded(runtime: &Runtime, run_id: &str) -> Option<ToolResult> {
         .find(|job| job.run_id.as_deref() == Some(run_id))?;
     match job.result.map(serde_json::from_value::<ToolResult>) {
         Some(Ok(result)) => Some(result),
-        _ if job.status == "interrupted" => {
-            Some(kiln_agent::custody::interrupted(run_id, &job.output))
-        }
+        _ if job.status == "interrupted" => Some(kiln_run::interrupted(run_id, &job.output)),
         _ if job.status == "running" => Some(kiln_types::tool_result::interim(run_id, &[])),
         _ => None,
     }
@@ -651,7 +645,7 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
         let config = stored_config(&runtime);
         let provider = provider_config(config.as_ref(), &turn.provider)
             .await
-            .map_err(|error| op_problem(&error))?;
+            .map_err(|error| op_problem(&error.into()))?;
         let provider = kiln_providers::connect_with(provider, runtime.http.clone());
         let abort = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, abort.clone());
@@ -700,7 +694,7 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
         let config = stored_config(&runtime);
         let provider = provider_config(config.as_ref(), &spec.provider)
             .await
-            .map_err(|error| op_problem(&error))?;
+            .map_err(|error| op_problem(&error.into()))?;
         let provider = kiln_providers::connect_with(provider, runtime.http.clone());
         let environment = watched_environment(&runtime, id, approve, seen, "kiln.agent");
         let cancel = AbortSignal::new();
@@ -750,7 +744,7 @@ async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
         let config = stored_config(&runtime);
         let provider = provider_config(config.as_ref(), &provider)
             .await
-            .map_err(|error| op_problem(&error))?;
+            .map_err(|error| op_problem(&error.into()))?;
         let provider = kiln_providers::connect_with(provider, runtime.http.clone());
         let models = provider
             .models()
@@ -802,13 +796,13 @@ fn settle(runtime: &Runtime, id: u64) {
 /// One code node's run (`kiln.codeNode(spec).run(values)`).
 async fn node(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, seen: u64) {
     let answered = async {
-        let request = kiln_agent::node::NodeRequest::from_value(request)
+        let request = kiln_nodes::node::NodeRequest::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
         let environment = watched_environment(&runtime, id, approve, seen, "kiln.codeNode");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let runner = PoolRunner(runtime.pool.clone());
-        let ran = kiln_agent::node::run_node(
+        let ran = kiln_nodes::node::run_node(
             &request.node,
             &request.values,
             request.run,
@@ -836,18 +830,18 @@ async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, see
         status: None,
     };
     let answered = async {
-        let request = kiln_agent::graph::GraphRequest::from_value(request)
+        let request = kiln_nodes::graph::GraphRequest::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
-        let built = kiln_agent::graph::build(request.spec).map_err(refused)?;
+        let built = kiln_nodes::graph::build(request.spec).map_err(refused)?;
         let environment = watched_environment(&runtime, id, approve, seen, "kiln.graph");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let runner = PoolRunner(runtime.pool.clone());
-        let ran = kiln_agent::graph::run_graph(
+        let ran = kiln_nodes::graph::run_graph(
             &built,
             &request.inputs,
             &request.run,
-            kiln_agent::graph::Setup {
+            kiln_nodes::graph::Setup {
                 environment: &environment,
                 runner: &runner,
                 cancel: &cancel,
@@ -875,7 +869,7 @@ async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, see
 /// default; with `preview`, what would be sent, and nothing sent.
 async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: bool) {
     let answered = async {
-        let spec = kiln_agent::codegen::AuthorSpec::from_value(request)
+        let spec = kiln_nodes::codegen::AuthorSpec::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
         let config = stored_config(&runtime);
         let setting = match &config {
@@ -886,7 +880,7 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
                 .and_then(|settings| settings.code_model),
             None => None,
         };
-        let kept = kiln_agent::settings::kept_model(config.as_ref(), &spec.provider).await;
+        let kept = kiln_run::kept_model(config.as_ref(), &spec.provider).await;
         let candidates = [
             spec.model.as_deref().or(setting.as_deref()),
             spec.chat_model.as_deref(),
@@ -898,8 +892,8 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
         // A model the provider says cannot call tools is skipped; a provider
         // that cannot be set up (a preview may come before its key) is not asked.
         let model = match &provider {
-            Ok(provider) => kiln_agent::codegen::pick_model(&**provider, &candidates).await,
-            Err(_) => kiln_agent::codegen::resolve_model(&candidates, &[]),
+            Ok(provider) => kiln_nodes::codegen::pick_model(&**provider, &candidates).await,
+            Err(_) => kiln_nodes::codegen::resolve_model(&candidates, &[]),
         }
         .map_err(|why| Problem {
             bad_request: false,
@@ -911,10 +905,10 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
         if preview {
             return Ok(json!({"messages": spec.request.payload(), "model": model}));
         }
-        let provider = provider.map_err(|error| op_problem(&error))?;
+        let provider = provider.map_err(|error| op_problem(&error.into()))?;
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
-        let authored = kiln_agent::codegen::author(
+        let authored = kiln_nodes::codegen::author(
             &*provider,
             &model,
             &spec.request,
@@ -922,7 +916,7 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
             &cancel,
         )
         .await;
-        Ok::<Value, Problem>(kiln_agent::codegen::answer(&authored))
+        Ok::<Value, Problem>(kiln_nodes::codegen::answer(&authored))
     }
     .await;
     settle(&runtime, id);
@@ -966,7 +960,7 @@ async fn catalog(runtime: Rc<Runtime>, id: u64, request: Value) {
     let answered = match RunRequest::from_value(request) {
         Ok(request) => {
             let environment = environment(&runtime, id, true);
-            let (specs, warnings) = kiln_agent::ladder::catalog(&request, &environment).await;
+            let (specs, warnings) = kiln_run::catalog(&request, &environment).await;
             let tools: Vec<Value> = specs
                 .iter()
                 .map(|spec| {

@@ -41,7 +41,7 @@ pub(crate) fn runtime_problem(message: impl Into<String>) -> Problem {
 
 impl Stores {
     /// Runs the storage operation `op` (`memory.list`, `files.read`, …; see
-    /// `kiln_agent::ops`) and reads its answer as `T`.
+    /// `kiln_runtime::store_op`) and reads its answer as `T`.
     pub(crate) async fn op<T: DeserializeOwned>(
         &self,
         op: &str,

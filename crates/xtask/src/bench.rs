@@ -148,12 +148,14 @@ pub fn run(root: &Path) -> Result<()> {
         &[
             "--package",
             "kiln-agent",
+            "--package",
+            "kiln-nodes",
             "--example",
             "codeact",
             "--example",
             "nodes",
             "--features",
-            "bench",
+            "kiln-agent/bench,kiln-nodes/bench",
         ],
     )?;
     println!(

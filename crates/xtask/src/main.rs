@@ -1,9 +1,10 @@
-//! `cargo xtask`: the two commands of the README (`serve`, `test`) and the ones
-//! behind them (`build`, `bench`, `model`). Each installs what it needs on a
-//! fresh machine.
+//! `cargo xtask`: the two commands of the README (`serve`, `test`), the ones
+//! behind them (`build`, `bench`, `model`) and the fast `check` while
+//! editing. Each installs what it needs on a fresh machine.
 
 mod bench;
 mod build;
+mod check;
 mod model;
 mod serve;
 mod test;
@@ -22,6 +23,8 @@ commands:
                      install what is missing, build the app, serve it on http://127.0.0.1:8080
                      beside the local model (SmolLM2-135M, a free port unless --model-port)
   test               install what is missing, run every test, print `N passed, N failed`
+  check [PACKAGE …]  the fast check while editing: fmt, host clippy and the native tests of the
+                     packages named, or else of those the working tree changed and their dependents
   build              build the app into pkg/ (release wasm, Kiln's own model in pkg/models/)
   bench              build the app and print the benchmark figures
   model              prepare Kiln's own model into target/kiln-model/ and print that folder
@@ -64,6 +67,7 @@ fn run() -> Result<ExitCode> {
             Ok(ExitCode::SUCCESS)
         }
         Some("test") => test::run_all(&root),
+        Some("check") => check::run(&root, &args[1..]),
         Some("bench") => {
             bench::run(&root)?;
             Ok(ExitCode::SUCCESS)

@@ -209,7 +209,7 @@ fn spec_files(dir: &Path) -> Result<Vec<std::path::PathBuf>> {
 /// peers it starts (processes on loopback ports), and this driver. Every other
 /// package is linted for wasm32 as well, so a new crate is browser-clean from
 /// its first commit.
-const NATIVE_ONLY: &[&str] = &["kiln-cli", "kiln-testkit", "xtask"];
+const NATIVE_ONLY: &[&str] = &["kiln-cli", "kiln-evals", "kiln-testkit", "xtask"];
 
 /// `cargo fmt --check`, then `clippy -D warnings` for the host and for wasm32,
 /// one check each. The wasm32 runs lint what a host build never compiles (the
@@ -222,7 +222,7 @@ fn lints(root: &Path) -> Tally {
     // The bench hooks are linted too, though only `cargo xtask bench` builds them.
     let bench_features = [
         "--features",
-        "kiln-agent/bench,kiln-capabilities/bench,kiln-providers/bench,kiln-runtime/bench",
+        "kiln-run/bench,kiln-agent/bench,kiln-nodes/bench,kiln-capabilities/bench,kiln-providers/bench,kiln-runtime/bench",
     ];
     let mut wasm_libs = vec!["clippy", "--target", tools::WASM_TARGET, "--workspace"];
     wasm_libs.extend(bench_features);

@@ -485,13 +485,16 @@ fn is_platform_crate(name: &str) -> bool {
     PLATFORM_CRATES.contains(&name) || name.starts_with("gloo-")
 }
 
-/// `crates/agent`'s normal dependencies (target-specific included) name no
-/// platform crate; its dev-dependencies may.
+/// The orchestration layer: pure logic over traits, tested natively.
+const ORCHESTRATION: [&str; 3] = ["run", "agent", "nodes"];
+
+/// The orchestration crates' normal dependencies (target-specific included)
+/// name no platform crate; their dev-dependencies may.
 fn check_agent(manifests: &[Manifest]) -> Vec<Problem> {
     let mut problems = Vec::new();
     for manifest in manifests
         .iter()
-        .filter(|manifest| manifest.folder == "agent")
+        .filter(|manifest| ORCHESTRATION.contains(&manifest.folder.as_str()))
     {
         for dep in &manifest.dependencies {
             if dep.kind == DepKind::Normal
@@ -500,7 +503,7 @@ fn check_agent(manifests: &[Manifest]) -> Vec<Problem> {
                 problems.push(Problem {
                     path: manifest.path.clone(),
                     what: format!(
-                        "`{}` names `{}`: the agent layer names no platform crate",
+                        "`{}` names `{}`: the orchestration layer (run, agent, nodes) names no platform crate",
                         dep.table, dep.package
                     ),
                     hint: "move the browser code behind a trait the entrance crates (ui, page) \
@@ -509,6 +512,39 @@ fn check_agent(manifests: &[Manifest]) -> Vec<Problem> {
                         .to_owned(),
                 });
             }
+        }
+    }
+    problems.sort();
+    problems
+}
+
+/// Edges the layers forbid whatever the map lists (DESIGN.md, "Layers"):
+/// a program run knows no model loop and no node, and the evals reach no
+/// build but the CLI's.
+fn check_layers(manifests: &[Manifest]) -> Vec<Problem> {
+    let mut problems = Vec::new();
+    for manifest in manifests {
+        for dep in manifest
+            .dependencies
+            .iter()
+            .filter(|dep| dep.kind != DepKind::Dev)
+        {
+            let why = match (manifest.folder.as_str(), dep.package.as_str()) {
+                ("run", "kiln-agent" | "kiln-nodes") => {
+                    "a program run never knows a model loop or a code node exists"
+                }
+                (folder, "kiln-evals") if folder != "cli" => {
+                    "only the CLI runs evals: they never reach a wasm build"
+                }
+                _ => continue,
+            };
+            problems.push(Problem {
+                path: manifest.path.clone(),
+                what: format!("`{}` names `{}`: {why}", dep.table, dep.package),
+                hint: "move what is shared down into `kiln-run` or `kiln-types` \
+                       (ARCHITECTURE.md, Dependency direction)"
+                    .to_owned(),
+            });
         }
     }
     problems.sort();
@@ -592,6 +628,38 @@ fn boa_is_in_the_sandbox_manifest_only() {
 fn agent_names_no_platform_crate() {
     let problems = check_agent(&load_manifests(&root()));
     assert!(problems.is_empty(), "{}", report(&problems));
+}
+
+#[test]
+fn the_layers_forbid_their_upward_edges() {
+    let problems = check_layers(&load_manifests(&root()));
+    assert!(problems.is_empty(), "{}", report(&problems));
+}
+
+#[test]
+fn an_upward_edge_the_layers_forbid_is_refused() {
+    let workspace = workspace_packages(FIXTURE_WORKSPACE).unwrap_or_else(|error| panic!("{error}"));
+    let manifests: Vec<Manifest> = [
+        ("run", "[package]\nname = \"kiln-run\"\n[dependencies]\nkiln-nodes = { path = \"../nodes\" }\n"),
+        ("ui", "[package]\nname = \"kiln-ui\"\n[dependencies]\nkiln-evals = { path = \"../evals\" }\n"),
+        ("cli", "[package]\nname = \"kiln-cli\"\n[dependencies]\nkiln-evals = { path = \"../evals\" }\n"),
+        ("agent", "[package]\nname = \"kiln-agent\"\n[dev-dependencies]\nkiln-evals = { path = \"../evals\" }\n"),
+    ]
+    .iter()
+    .map(|(folder, text)| parse_manifest(folder, text, &workspace).unwrap_or_else(|error| panic!("{error}")))
+    .collect();
+    let hint = "move what is shared down into `kiln-run` or `kiln-types` (ARCHITECTURE.md, Dependency direction)";
+    assert_eq!(
+        rendered(&check_layers(&manifests)),
+        [
+            format!(
+                "crates/run/Cargo.toml: `[dependencies]` names `kiln-nodes`: a program run never knows a model loop or a code node exists\n    hint: {hint}"
+            ),
+            format!(
+                "crates/ui/Cargo.toml: `[dependencies]` names `kiln-evals`: only the CLI runs evals: they never reach a wasm build\n    hint: {hint}"
+            ),
+        ]
+    );
 }
 
 #[test]
@@ -818,10 +886,10 @@ fn boa_and_platform_checks_read_every_table() {
         rendered(&check_agent(&manifests)),
         [
             format!(
-                "crates/agent/Cargo.toml: `[target.'cfg(target_arch = \"wasm32\")'.dependencies]` names `getrandom`: the agent layer names no platform crate\n    hint: {hint}"
+                "crates/agent/Cargo.toml: `[target.'cfg(target_arch = \"wasm32\")'.dependencies]` names `getrandom`: the orchestration layer (run, agent, nodes) names no platform crate\n    hint: {hint}"
             ),
             format!(
-                "crates/agent/Cargo.toml: `[target.'cfg(target_arch = \"wasm32\")'.dependencies]` names `gloo-timers`: the agent layer names no platform crate\n    hint: {hint}"
+                "crates/agent/Cargo.toml: `[target.'cfg(target_arch = \"wasm32\")'.dependencies]` names `gloo-timers`: the orchestration layer (run, agent, nodes) names no platform crate\n    hint: {hint}"
             ),
         ]
     );

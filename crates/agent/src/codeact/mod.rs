@@ -32,12 +32,12 @@ use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::{CallOutcome, ToolFailure};
 use serde_json::{Value, json};
 
-use crate::SandboxRunner;
-use crate::ladder::{Environment, People, assemble_job};
-use crate::record::JobOf;
-use crate::request::{RequestError, RunRequest};
 use crate::subagent::{self, Kin};
 use history::Compaction;
+use kiln_run::JobOf;
+use kiln_run::SandboxRunner;
+use kiln_run::{Environment, People, assemble_job};
+use kiln_run::{RequestError, RunRequest};
 use tools::{
     Action, Actions, AskUser, DELIVERY, EXECUTE_CODE, ExecuteCode, ListModels, Person,
     ReturnResult, SearchTools, Sink,

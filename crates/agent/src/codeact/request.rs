@@ -13,7 +13,7 @@ use serde_json::{Map, Value};
 
 use super::AgentRequest;
 use super::history::Compaction;
-use crate::request::{RequestError, RunRequest};
+use kiln_run::{RequestError, RunRequest};
 
 /// The agent's own fields; the rest are the belt's (a run request's).
 const FIELDS: [&str; 9] = [
@@ -100,7 +100,7 @@ impl AgentSpec {
             .ok_or_else(|| {
                 RequestError(format!(
                     "`provider` is missing: {}",
-                    crate::settings::PROVIDER_SHAPE
+                    kiln_run::PROVIDER_SHAPE
                 ))
             })?;
         if provider.get("stored").is_none() {
@@ -108,7 +108,7 @@ impl AgentSpec {
                 |error| {
                     RequestError(format!(
                         "`provider` is not valid ({error}): {}",
-                        crate::settings::PROVIDER_SHAPE
+                        kiln_run::PROVIDER_SHAPE
                     ))
                 },
             )?;

@@ -19,8 +19,8 @@ use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, ToolResult};
 use kiln_types::{RunLimits, RunResult};
 use serde_json::{Value, json};
 
-use crate::SandboxRunner;
-use crate::program::RunId;
+use kiln_run::RunId;
+use kiln_run::SandboxRunner;
 
 pub const EXECUTE_CODE: &str = "execute_code";
 pub const ASK_USER: &str = "ask_user";

@@ -27,9 +27,9 @@ use kiln_types::plan::{Plan, Step, Task, TaskEvent, step_key, task_key};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::{Map, Value, json};
 
-use super::schedule::{self, Node, Settled};
 use crate::codeact::Role;
 use crate::subagent::{self, ChildOutcome, ChildSpec, Kin};
+use kiln_run::dag::{self, Node, Settled};
 
 pub const EXECUTE_PLAN: &str = "execute_plan";
 
@@ -166,7 +166,7 @@ pub async fn run_plan(kin: &Rc<Kin>, plan: &Plan) -> Value {
         .map(|task| (task.id.as_str(), task))
         .collect();
     let started: RefCell<BTreeMap<String, f64>> = RefCell::default();
-    let settled = schedule::run(
+    let settled = dag::run(
         &nodes,
         kin.max_concurrent,
         &kin.cancel,
@@ -291,7 +291,7 @@ async fn run_task(
         .map(|step| (step.id.as_str(), step))
         .collect();
     let started: RefCell<BTreeMap<String, f64>> = RefCell::default();
-    let settled = schedule::run(
+    let settled = dag::run(
         &nodes,
         kin.max_concurrent,
         &kin.cancel,

@@ -10,11 +10,11 @@
 
 pub mod execute;
 pub mod planner;
-pub mod schedule;
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use kiln_capabilities::args::InputSchema;
+use kiln_run::dag::{cycles, named, topological};
 use kiln_types::plan::{Plan, PlanIssue, Step, Task};
 use serde_json::{Value, json};
 
@@ -108,110 +108,6 @@ fn normalize_schema(task: &str, step: &mut Step) -> Option<PlanIssue> {
     }
     step.output_schema = Some(schema);
     None
-}
-
-/// Orders `ids` so each comes after what it depends on (the input order
-/// kept where the dependencies allow: Kahn's algorithm over a queue in
-/// input order). Answers the order and the residue: the ids in or behind a
-/// cycle.
-pub(crate) fn topological(
-    ids: &[String],
-    deps: &BTreeMap<&str, Vec<&str>>,
-) -> (Vec<usize>, Vec<usize>) {
-    let index: BTreeMap<&str, usize> = ids
-        .iter()
-        .enumerate()
-        .map(|(at, id)| (id.as_str(), at))
-        .collect();
-    let mut waiting: Vec<usize> = ids
-        .iter()
-        .map(|id| {
-            deps.get(id.as_str()).map_or(0, |deps| {
-                deps.iter()
-                    .filter(|dep| index.contains_key(**dep))
-                    .collect::<BTreeSet<_>>()
-                    .len()
-            })
-        })
-        .collect();
-    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
-    for (at, id) in ids.iter().enumerate() {
-        let unique: BTreeSet<&str> = deps
-            .get(id.as_str())
-            .map(|deps| deps.iter().copied().collect())
-            .unwrap_or_default();
-        for dep in unique {
-            if let Some(&from) = index.get(dep) {
-                dependents[from].push(at);
-            }
-        }
-    }
-    let mut ready: BTreeSet<usize> = (0..ids.len()).filter(|&at| waiting[at] == 0).collect();
-    let mut order = Vec::with_capacity(ids.len());
-    while let Some(at) = ready.pop_first() {
-        order.push(at);
-        for &next in &dependents[at] {
-            waiting[next] -= 1;
-            if waiting[next] == 0 {
-                ready.insert(next);
-            }
-        }
-    }
-    let residue = (0..ids.len()).filter(|at| waiting[*at] > 0).collect();
-    (order, residue)
-}
-
-/// The cycles among `residue` (Kahn's leftovers), each as the ids in it in
-/// input order: the strongly connected parts of more than one id, and an id
-/// that depends on itself.
-pub(crate) fn cycles(
-    ids: &[String],
-    deps: &BTreeMap<&str, Vec<&str>>,
-    residue: &[usize],
-) -> Vec<Vec<String>> {
-    let inside: BTreeSet<&str> = residue.iter().map(|at| ids[*at].as_str()).collect();
-    let reach = |from: &str| -> BTreeSet<&str> {
-        let mut seen = BTreeSet::new();
-        let mut pending = vec![from];
-        while let Some(id) = pending.pop() {
-            for dep in deps.get(id).into_iter().flatten() {
-                if inside.contains(dep) && seen.insert(*dep) {
-                    pending.push(dep);
-                }
-            }
-        }
-        seen
-    };
-    let reaches: BTreeMap<&str, BTreeSet<&str>> =
-        inside.iter().map(|id| (*id, reach(id))).collect();
-    let mut placed = BTreeSet::new();
-    let mut found = Vec::new();
-    for at in residue {
-        let id = ids[*at].as_str();
-        if placed.contains(id) || !reaches[id].contains(id) {
-            continue;
-        }
-        let members: Vec<String> = residue
-            .iter()
-            .map(|at| ids[*at].as_str())
-            .filter(|other| {
-                *other == id || (reaches[id].contains(other) && reaches[other].contains(id))
-            })
-            .map(str::to_owned)
-            .collect();
-        placed.extend(members.iter().cloned());
-        found.push(members);
-    }
-    found
-}
-
-pub(crate) fn named(ids: &[String]) -> String {
-    let quoted: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
-    match quoted.as_slice() {
-        [one] => format!("{one} depends on itself"),
-        [init @ .., last] => format!("{} and {last} depend on each other", init.join(", ")),
-        [] => String::new(),
-    }
 }
 
 /// Checks one task on its own (what `add_task` can check before the rest of

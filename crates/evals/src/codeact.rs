@@ -1,0 +1,565 @@
+//! `kiln eval codeact`: deterministic tasks over in-process tools in several
+//! domains, each needing several calls, a loop or arithmetic over what the
+//! tools answer, scored by exact match on the final answer. Every case runs
+//! twice: as a CodeAct turn ([`kiln_agent::codeact::run_agent`]) and as a plain
+//! tool-calling loop ([`kiln_agent::chat::converse`], the same tools offered
+//! directly), so what acting in code buys is measured per model, side by
+//! side.
+
+use std::rc::Rc;
+
+use futures::future::LocalBoxFuture;
+use kiln_capabilities::{
+    CallContext, CapabilitySpec, Category, Implementation, Permit, Registry, Source,
+};
+use kiln_providers::budget::{BudgetLimits, RunBudget};
+use kiln_providers::cost::PriceCatalog;
+use kiln_providers::{ChatOptions, Message, Provider};
+use kiln_types::agent::Guards;
+use kiln_types::cancel::AbortSignal;
+use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use serde_json::{Value, json};
+
+use kiln_agent::codeact::history::Compaction;
+use kiln_agent::codeact::{AgentRequest, AgentSetup, run_agent};
+use kiln_run::{Environment, People};
+use kiln_run::{RunRequest, SandboxRunner};
+
+/// One in-process tool of a case: answers `table[args[key]]` (or the whole
+/// table when it takes no key).
+#[derive(Debug, Clone)]
+pub struct EvalTool {
+    pub name: &'static str,
+    pub description: &'static str,
+    /// The one argument naming the row, if any.
+    pub key: Option<&'static str>,
+    pub table: Value,
+}
+
+/// One task and its one right answer.
+#[derive(Debug, Clone)]
+pub struct Case {
+    pub name: &'static str,
+    pub domain: &'static str,
+    pub objective: &'static str,
+    pub tools: Vec<EvalTool>,
+    /// The exact answer, as text.
+    pub expected: &'static str,
+}
+
+const ANSWER_ONLY: &str = " Answer with the answer alone: no words, no units.";
+
+/// The cases, in three domains.
+#[must_use]
+pub fn cases() -> Vec<Case> {
+    let prices = json!({"A1": 4.5, "B2": 12.0, "C3": 7.25, "D4": 3.0, "E5": 9.75});
+    let stock = json!({"A1": 0, "B2": 14, "C3": 3, "D4": 0, "E5": 8});
+    let temperatures =
+        json!({"Oslo": 4, "Rome": 19, "Cairo": 31, "Lima": 22, "Perth": 27, "Quito": 14});
+    let people = json!({
+        "ana": {"team": "data", "salary": 5200, "age": 41},
+        "ben": {"team": "data", "salary": 4100, "age": 29},
+        "chen": {"team": "web", "salary": 4700, "age": 35},
+        "dara": {"team": "data", "salary": 6100, "age": 52},
+        "eli": {"team": "web", "salary": 3900, "age": 24},
+        "femi": {"team": "data", "salary": 4800, "age": 33}
+    });
+    let price = || EvalTool {
+        name: "get_price",
+        description: "The unit price in USD of the product with this SKU, as {price}.",
+        key: Some("sku"),
+        table: prices.as_object().map_or(json!({}), |rows| {
+            rows.iter()
+                .map(|(sku, price)| (sku.clone(), json!({"price": price})))
+                .collect()
+        }),
+    };
+    let in_stock = || EvalTool {
+        name: "get_stock",
+        description: "How many units of the product with this SKU are in stock, as {units}.",
+        key: Some("sku"),
+        table: stock.as_object().map_or(json!({}), |rows| {
+            rows.iter()
+                .map(|(sku, units)| (sku.clone(), json!({"units": units})))
+                .collect()
+        }),
+    };
+    let temperature = || EvalTool {
+        name: "get_temperature",
+        description: "Today's temperature in a city, in degrees Celsius, as {celsius}.",
+        key: Some("city"),
+        table: temperatures.as_object().map_or(json!({}), |rows| {
+            rows.iter()
+                .map(|(city, t)| (city.clone(), json!({"celsius": t})))
+                .collect()
+        }),
+    };
+    let team = || EvalTool {
+        name: "list_team",
+        description: "The names of the people in a team (`data` or `web`), as {names}.",
+        key: Some("team"),
+        table: json!({"data": {"names": ["ana", "ben", "dara", "femi"]}, "web": {"names": ["chen", "eli"]}}),
+    };
+    let person = || EvalTool {
+        name: "get_person",
+        description: "One person's record by name, as {team, salary, age} (salary in USD a month).",
+        key: Some("name"),
+        table: people.clone(),
+    };
+    vec![
+        Case {
+            name: "shop-order-total",
+            domain: "shop",
+            objective: "Order 7 is 3 units of A1, 2 of C3 and 4 of E5. What does the order cost in USD?",
+            tools: vec![price()],
+            expected: "67",
+        },
+        Case {
+            name: "shop-cheapest-in-stock",
+            domain: "shop",
+            objective: "Of the SKUs A1, B2, C3, D4 and E5, which is the cheapest one that is in stock? Answer with its SKU.",
+            tools: vec![price(), in_stock()],
+            expected: "C3",
+        },
+        Case {
+            name: "shop-stock-value",
+            domain: "shop",
+            objective: "What is the value in USD of all the stock of SKUs A1, B2, C3, D4 and E5 together (units times unit price)?",
+            tools: vec![price(), in_stock()],
+            expected: "267.75",
+        },
+        Case {
+            name: "weather-warmest",
+            domain: "weather",
+            objective: "Which of Oslo, Rome, Cairo, Lima, Perth and Quito is warmest today? Answer with the city.",
+            tools: vec![temperature()],
+            expected: "Cairo",
+        },
+        Case {
+            name: "weather-average",
+            domain: "weather",
+            objective: "What is today's average temperature in Celsius over Oslo, Rome, Cairo, Lima, Perth and Quito, rounded to one decimal?",
+            tools: vec![temperature()],
+            expected: "19.5",
+        },
+        Case {
+            name: "team-payroll",
+            domain: "team",
+            objective: "What is the data team's total monthly salary in USD?",
+            tools: vec![team(), person()],
+            expected: "20200",
+        },
+        Case {
+            name: "team-over-30",
+            domain: "team",
+            objective: "How many people in the data team are older than 30?",
+            tools: vec![team(), person()],
+            expected: "3",
+        },
+    ]
+}
+
+/// The cases whose name matches `pattern` (`*` matches any run of characters).
+#[must_use]
+pub fn select(cases: Vec<Case>, pattern: &str) -> Vec<Case> {
+    cases
+        .into_iter()
+        .filter(|case| wildcard(pattern, case.name))
+        .collect()
+}
+
+/// Whether `name` matches `pattern` (`*` matches any run of characters).
+#[must_use]
+pub fn wildcard(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == name;
+    };
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}
+
+pub(crate) struct Table(pub(crate) EvalTool);
+
+impl Implementation for Table {
+    fn call(&self, args: Value, _: CallContext, _: Permit) -> LocalBoxFuture<'static, ToolReply> {
+        let tool = &self.0;
+        let reply = match tool.key {
+            None => Ok(tool.table.clone()),
+            Some(key) => {
+                let wanted = match args.get(key) {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(other) => other.to_string(),
+                    None => String::new(),
+                };
+                tool.table.get(&wanted).cloned().ok_or_else(|| ToolFailure {
+                    code: "not_found".into(),
+                    message: format!("{}: there is no `{wanted}`", tool.name),
+                    detail: None,
+                    outcome: CallOutcome::Error,
+                })
+            }
+        };
+        Box::pin(async move { reply })
+    }
+}
+
+pub(crate) fn spec(tool: &EvalTool) -> CapabilitySpec {
+    let (properties, required) = match tool.key {
+        Some(key) => (json!({key: {"type": "string"}}), json!([key])),
+        None => (json!({}), json!([])),
+    };
+    CapabilitySpec {
+        name: tool.name.into(),
+        description: tool.description.into(),
+        input_schema: json!({"type": "object", "properties": properties, "required": required}),
+        category: Category::Read,
+        result: json!({}),
+        source: Source::Host {
+            host: "eval".into(),
+        },
+    }
+}
+
+/// How a case went in one mode.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Score {
+    pub passed: bool,
+    pub answer: String,
+    pub turns: u32,
+    pub tokens: u64,
+    pub cost_usd: f64,
+    /// How the turn ended, when it did not answer.
+    pub stop: Option<String>,
+}
+
+/// One case in both modes.
+#[derive(Debug, Clone)]
+pub struct CaseResult {
+    pub name: &'static str,
+    pub domain: &'static str,
+    pub codeact: Score,
+    pub direct: Score,
+}
+
+/// The answer as scored: trimmed, without a trailing period, a number
+/// written the shortest way (`92.0` is `92`).
+#[must_use]
+pub fn normalize(answer: &str) -> String {
+    let text = answer.trim().trim_end_matches('.').trim().trim_matches('"');
+    match text.parse::<f64>() {
+        Ok(number) if number.is_finite() => {
+            let shown = format!("{number}");
+            shown
+                .strip_suffix(".0")
+                .map_or(shown.clone(), str::to_owned)
+        }
+        _ => text.to_owned(),
+    }
+}
+
+fn environment(case: &Case) -> Environment {
+    let tools = case.tools.clone();
+    Environment {
+        entrance: "kiln eval".into(),
+        tools_host: "eval".into(),
+        http: kiln_http::default_client(),
+        people: People::Approver {
+            host: "kiln eval".into(),
+            approver: Rc::new(kiln_capabilities::gate::Fixed(
+                kiln_capabilities::Answer::Approve,
+            )),
+            session: kiln_capabilities::gate::SessionAllow::default(),
+        },
+        own_tools: Some(Rc::new(move |registry: &mut Registry| {
+            for tool in &tools {
+                let _ = registry.add(spec(tool), Rc::new(Table(tool.clone())));
+            }
+        })),
+        bridge: None,
+        workspace: None,
+        random: Rc::new(|| [0; 8]),
+        on_gate: None,
+    }
+}
+
+fn objective(case: &Case) -> String {
+    format!("{}{ANSWER_ONLY}", case.objective)
+}
+
+async fn codeact(
+    case: &Case,
+    provider: Rc<dyn Provider>,
+    model: &str,
+    runner: Rc<dyn SandboxRunner>,
+    max_turns: u32,
+) -> Score {
+    let environment = environment(case);
+    let mut run = RunRequest::new("");
+    run.mode = Some(kiln_capabilities::Mode::Auto);
+    let request = AgentRequest {
+        run,
+        provider,
+        options: ChatOptions {
+            max_tokens: 2048,
+            ..ChatOptions::new(model)
+        },
+        messages: vec![Message::User {
+            text: objective(case),
+        }],
+        system: None,
+        output_schema: None,
+        guards: Guards {
+            max_turns,
+            ..Guards::default()
+        },
+        budget: BudgetLimits::default(),
+        direct: Vec::new(),
+        compaction: Compaction::default(),
+    };
+    let setup = AgentSetup {
+        environment: &environment,
+        runner,
+        person: None,
+        clock: Rc::new(kiln_http::SystemClock),
+        sink: Rc::new(|_| {}),
+        cancel: AbortSignal::new(),
+    };
+    match run_agent(request, setup).await {
+        Ok(outcome) => {
+            let result = outcome.result;
+            let answer = normalize(&result.text);
+            Score {
+                passed: result.stop.is_success() && answer == case.expected,
+                answer,
+                turns: result.turns,
+                tokens: result.usage.input_tokens + result.usage.output_tokens,
+                cost_usd: result.spend,
+                stop: (!result.stop.is_success()).then(|| {
+                    result
+                        .stop
+                        .code
+                        .or(result.stop.message)
+                        .unwrap_or_else(|| format!("{:?}", result.stop.reason))
+                }),
+            }
+        }
+        Err(error) => failed_score(error.0),
+    }
+}
+
+fn failed_score(why: String) -> Score {
+    Score {
+        passed: false,
+        answer: String::new(),
+        turns: 0,
+        tokens: 0,
+        cost_usd: 0.0,
+        stop: Some(why),
+    }
+}
+
+async fn direct(case: &Case, provider: &dyn Provider, model: &str, max_turns: u32) -> Score {
+    let environment = environment(case);
+    let mut request = RunRequest::new("");
+    request.mode = Some(kiln_capabilities::Mode::Auto);
+    let ladder = match kiln_run::assemble(&request, &environment).await {
+        Ok(ladder) => ladder,
+        Err(error) => return failed_score(error.0),
+    };
+    let names: Vec<String> = case.tools.iter().map(|tool| tool.name.to_owned()).collect();
+    let budget = RunBudget::new(
+        BudgetLimits {
+            max_turns: Some(max_turns),
+            ..BudgetLimits::default()
+        },
+        Rc::new(PriceCatalog::builtin()),
+        Rc::new(kiln_http::SystemClock),
+    );
+    let conversation = kiln_agent::chat::Conversation {
+        messages: vec![Message::User {
+            text: objective(case),
+        }],
+        tools: kiln_agent::chat::tool_defs(&ladder.dispatcher.catalog(), &names),
+        options: ChatOptions {
+            max_tokens: 2048,
+            ..ChatOptions::new(model)
+        },
+    };
+    let outcome = kiln_agent::chat::converse(
+        provider,
+        conversation,
+        budget.clone(),
+        &ladder.dispatcher,
+        None,
+        &mut |_| {},
+    )
+    .await;
+    let spend = budget.spend();
+    let tokens = spend
+        .calls
+        .iter()
+        .map(|call| call.usage.input_tokens + call.usage.output_tokens)
+        .sum();
+    let (answer, stop) = match outcome.end {
+        kiln_agent::chat::ChatEnd::Answered(message) => (normalize(&message.text), None),
+        kiln_agent::chat::ChatEnd::Stopped(stop) => {
+            (String::new(), Some(stop.reason.as_str().to_owned()))
+        }
+        kiln_agent::chat::ChatEnd::Failed(error) => (String::new(), Some(error.code().to_owned())),
+        kiln_agent::chat::ChatEnd::Incomplete => (String::new(), Some("incomplete".into())),
+    };
+    Score {
+        passed: stop.is_none() && answer == case.expected,
+        answer,
+        turns: spend.turns,
+        tokens,
+        cost_usd: spend.spent_usd,
+        stop,
+    }
+}
+
+/// Runs every case in both modes, one after another.
+pub async fn run_cases(
+    cases: &[Case],
+    provider: Rc<dyn Provider>,
+    model: &str,
+    runner: Rc<dyn SandboxRunner>,
+    max_turns: u32,
+) -> Vec<CaseResult> {
+    let mut results = Vec::new();
+    for case in cases {
+        let code = codeact(case, provider.clone(), model, runner.clone(), max_turns).await;
+        let plain = direct(case, &*provider, model, max_turns).await;
+        results.push(CaseResult {
+            name: case.name,
+            domain: case.domain,
+            codeact: code,
+            direct: plain,
+        });
+    }
+    results
+}
+
+fn cell(score: &Score) -> String {
+    let mark = if score.passed { "pass" } else { "FAIL" };
+    let why = score
+        .stop
+        .as_ref()
+        .map(|stop| format!(" ({stop})"))
+        .unwrap_or_else(|| {
+            if score.passed {
+                String::new()
+            } else {
+                format!(" (answered {:?})", score.answer)
+            }
+        });
+    format!(
+        "{mark}{why} · {} turns · {} tokens · ${:.4}",
+        score.turns, score.tokens, score.cost_usd
+    )
+}
+
+/// The table: one row per case, then the totals of each mode.
+#[must_use]
+pub fn table(results: &[CaseResult]) -> String {
+    let mut text = String::from("| case | domain | CodeAct | direct tools |\n|---|---|---|---|\n");
+    for result in results {
+        text.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            result.name,
+            result.domain,
+            cell(&result.codeact),
+            cell(&result.direct)
+        ));
+    }
+    let total = |pick: fn(&CaseResult) -> &Score| {
+        let scores: Vec<&Score> = results.iter().map(pick).collect();
+        let passed = scores.iter().filter(|score| score.passed).count();
+        format!(
+            "{passed}/{} ({:.0}%) · {} turns · {} tokens · ${:.4}",
+            scores.len(),
+            if scores.is_empty() {
+                0.0
+            } else {
+                100.0 * passed as f64 / scores.len() as f64
+            },
+            scores.iter().map(|score| score.turns).sum::<u32>(),
+            scores.iter().map(|score| score.tokens).sum::<u64>(),
+            scores.iter().map(|score| score.cost_usd).sum::<f64>()
+        )
+    };
+    text.push_str(&format!(
+        "| **total** | | {} | {} |\n",
+        total(|result| &result.codeact),
+        total(|result| &result.direct)
+    ));
+    text
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn answers_are_compared_as_written_numbers_and_words() {
+        assert_eq!(normalize(" 92.0. "), "92");
+        assert_eq!(normalize("267.75"), "267.75");
+        assert_eq!(normalize("\"Cairo\""), "Cairo");
+        assert_eq!(normalize("C3."), "C3");
+    }
+
+    #[test]
+    fn a_pattern_picks_cases_by_name() {
+        assert!(wildcard("shop-*", "shop-order-total"));
+        assert!(wildcard("*total", "shop-order-total"));
+        assert!(wildcard("*", "x"));
+        assert!(wildcard("team-payroll", "team-payroll"));
+        assert!(!wildcard("team-*", "shop-order-total"));
+        assert!(!wildcard("a*b*c", "ab"));
+        assert_eq!(select(cases(), "weather-*").len(), 2);
+    }
+
+    /// The expected answers are the tables' own arithmetic.
+    #[test]
+    fn every_expected_answer_follows_from_its_tables() {
+        let cases = cases();
+        let price = |sku: &str| {
+            cases[0].tools[0].table[sku]["price"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+        };
+        assert_eq!(
+            normalize(&(3.0 * price("A1") + 2.0 * price("C3") + 4.0 * price("E5")).to_string()),
+            cases[0].expected
+        );
+        let stock = |sku: &str| {
+            cases[1].tools[1].table[sku]["units"]
+                .as_f64()
+                .unwrap_or(f64::NAN)
+        };
+        let skus = ["A1", "B2", "C3", "D4", "E5"];
+        let value: f64 = skus.iter().map(|sku| stock(sku) * price(sku)).sum();
+        assert_eq!(normalize(&value.to_string()), cases[2].expected);
+        let temps = &cases[4].tools[0].table;
+        let all: Vec<f64> = temps
+            .as_object()
+            .into_iter()
+            .flatten()
+            .filter_map(|(_, t)| t["celsius"].as_f64())
+            .collect();
+        let average = (all.iter().sum::<f64>() / all.len() as f64 * 10.0).round() / 10.0;
+        assert_eq!(normalize(&average.to_string()), cases[4].expected);
+    }
+}

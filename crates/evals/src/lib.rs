@@ -1,0 +1,17 @@
+//! Kiln's evals (`kiln eval`): deterministic cases scored against a model,
+//! run natively by the CLI only — never in a wasm build.
+//!
+//! - [`codeact`]: multi-step tasks over in-process tools, each solved once
+//!   as a CodeAct turn and once as plain tool calls, side by side.
+//! - [`plans`]: the planner (tool routing, clean plans) and delegation to
+//!   sub-agents.
+//! - [`codegen`]: the CodePlanner on requests a person would make, each
+//!   accepted node run on held-out inputs.
+
+// `ToolFailure` is the contract's error, made at most once per call: boxing it
+// would buy nothing.
+#![allow(clippy::result_large_err)]
+
+pub mod codeact;
+pub mod codegen;
+pub mod plans;

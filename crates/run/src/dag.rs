@@ -1,0 +1,334 @@
+//! The DAG scheduler (reference/000, "How It Works"): a node starts the
+//! moment its last dependency settles, never in barrier rounds, up to a
+//! bound of nodes at once; a failed node settles each transitive dependent
+//! as failed, naming the dependency directly above it; a node nothing could
+//! ever run settles failed ("unsatisfiable dependency") instead of hanging;
+//! an abort settles every unfinished node once, as aborted. Used for a
+//! plan's tasks, a task's steps and a graph's nodes; [`topological`],
+//! [`cycles`] and [`named`] are the order and the cycle words that plans and
+//! graphs check before anything runs.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use futures::StreamExt as _;
+use futures::future::{self, Either, LocalBoxFuture};
+use futures::stream::FuturesUnordered;
+use kiln_types::cancel::AbortSignal;
+use serde_json::Value;
+
+/// The most nodes of one merge (a plan's tasks, a task's steps) that run at
+/// once when the caller names no bound (the reference's
+/// `DEFAULT_MAX_CONCURRENT_AGENTS`). The run-wide bound is the budget's
+/// permit pool.
+pub const DEFAULT_MAX_CONCURRENT: usize = 4;
+
+/// One node: its id and the ids it waits for.
+#[derive(Debug, Clone)]
+pub struct Node {
+    pub id: String,
+    pub depends_on: Vec<String>,
+}
+
+/// How a node settled.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Settled {
+    Completed(Value),
+    /// Why, in words: the node's own failure, or the dependency above it.
+    Failed(String),
+    Aborted,
+}
+
+impl Settled {
+    #[must_use]
+    pub fn is_completed(&self) -> bool {
+        matches!(self, Self::Completed(_))
+    }
+}
+
+/// The sentence a dependent of a failed `dep` settles with.
+#[must_use]
+pub fn dependency_failed(dep: &str) -> String {
+    format!("dependency `{dep}` failed")
+}
+
+/// Runs `nodes`: `start(id)` for each whose dependencies all completed, at
+/// most `max_concurrent` at once (in the nodes' order when more are ready);
+/// `settled(id, how)` once per node as it settles, before any dependent
+/// starts. Answers how each settled. When `cancel` is thrown the running
+/// nodes are dropped (they share the signal, so what they run stops too)
+/// and every unsettled node settles [`Settled::Aborted`].
+pub async fn run<'a>(
+    nodes: &[Node],
+    max_concurrent: usize,
+    cancel: &AbortSignal,
+    mut start: impl FnMut(&str) -> LocalBoxFuture<'a, Settled>,
+    mut settled: impl FnMut(&str, &Settled),
+) -> BTreeMap<String, Settled> {
+    let max_concurrent = max_concurrent.max(1);
+    let index: BTreeMap<&str, usize> = nodes
+        .iter()
+        .enumerate()
+        .map(|(at, node)| (node.id.as_str(), at))
+        .collect();
+    // Each node's dependents, and how many of its dependencies have not
+    // completed: a node is ready when that reaches zero. A dependency that
+    // is no node never completes.
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); nodes.len()];
+    let mut waiting: Vec<usize> = vec![0; nodes.len()];
+    for (at, node) in nodes.iter().enumerate() {
+        let unique: BTreeSet<&str> = node.depends_on.iter().map(String::as_str).collect();
+        for dep in unique {
+            waiting[at] += 1;
+            if let Some(&from) = index.get(dep) {
+                dependents[from].push(at);
+            }
+        }
+    }
+    // Ready nodes by their place in `nodes`, so ties start in order.
+    let mut ready: BTreeSet<usize> = (0..nodes.len()).filter(|at| waiting[*at] == 0).collect();
+    let mut done: BTreeMap<String, Settled> = BTreeMap::new();
+    let mut running: FuturesUnordered<LocalBoxFuture<'a, (usize, Settled)>> =
+        FuturesUnordered::new();
+    let settle = |at: usize,
+                  how: Settled,
+                  done: &mut BTreeMap<String, Settled>,
+                  ready: &mut BTreeSet<usize>,
+                  waiting: &mut Vec<usize>,
+                  settled: &mut dyn FnMut(&str, &Settled)| {
+        // A failure settles each unsettled dependent, naming the node
+        // directly above it, before anything else can start.
+        let mut pending = vec![(at, how)];
+        while let Some((at, how)) = pending.pop() {
+            let id = &nodes[at].id;
+            if done.contains_key(id) {
+                continue;
+            }
+            ready.remove(&at);
+            settled(id, &how);
+            let completed = how.is_completed();
+            let failed = matches!(how, Settled::Failed(_));
+            done.insert(id.clone(), how);
+            for &next in &dependents[at] {
+                if completed {
+                    waiting[next] -= 1;
+                    if waiting[next] == 0 && !done.contains_key(&nodes[next].id) {
+                        ready.insert(next);
+                    }
+                } else if !done.contains_key(&nodes[next].id) {
+                    // A dependent of an aborted node is aborted with it.
+                    let then = if failed {
+                        Settled::Failed(dependency_failed(id))
+                    } else {
+                        Settled::Aborted
+                    };
+                    pending.push((next, then));
+                }
+            }
+        }
+    };
+    loop {
+        if cancel.is_aborted() {
+            drop(running);
+            for at in 0..nodes.len() {
+                settle(
+                    at,
+                    Settled::Aborted,
+                    &mut done,
+                    &mut ready,
+                    &mut waiting,
+                    &mut settled,
+                );
+            }
+            return done;
+        }
+        // Start what is ready, in the nodes' order, up to the bound.
+        while running.len() < max_concurrent {
+            let Some(at) = ready.pop_first() else { break };
+            let work = start(&nodes[at].id);
+            running.push(Box::pin(async move { (at, work.await) }));
+        }
+        if running.is_empty() {
+            // Nothing runs and nothing can start: what is left waits on a
+            // node that does not exist or on a cycle.
+            for (at, node) in nodes.iter().enumerate() {
+                if done.contains_key(&node.id) {
+                    continue;
+                }
+                let missing = node
+                    .depends_on
+                    .iter()
+                    .find(|dep| !index.contains_key(dep.as_str()));
+                let why = match missing {
+                    Some(dep) => format!("unsatisfiable dependency: `{dep}` does not exist"),
+                    None => "unsatisfiable dependency: it waits on a cycle".to_owned(),
+                };
+                settle(
+                    at,
+                    Settled::Failed(why),
+                    &mut done,
+                    &mut ready,
+                    &mut waiting,
+                    &mut settled,
+                );
+            }
+            return done;
+        }
+        let next = future::select(running.next(), cancel.aborted()).await;
+        if let Either::Left((Some((at, how)), _)) = next {
+            settle(at, how, &mut done, &mut ready, &mut waiting, &mut settled);
+        }
+    }
+}
+
+/// The length of the longest dependency chain, with each node costing
+/// `cost(id)`: the least time a plan can take however wide it runs.
+#[must_use]
+pub fn critical_path(nodes: &[Node], cost: impl Fn(&str) -> f64) -> f64 {
+    let mut finish: BTreeMap<&str, f64> = BTreeMap::new();
+    // Nodes in dependency order (the builder's output is), else repeated
+    // passes settle them.
+    for _ in 0..nodes.len() {
+        for node in nodes {
+            let start = node
+                .depends_on
+                .iter()
+                .map(|dep| finish.get(dep.as_str()).copied().unwrap_or(0.0))
+                .fold(0.0, f64::max);
+            finish.insert(&node.id, start + cost(&node.id));
+        }
+    }
+    finish.values().copied().fold(0.0, f64::max)
+}
+
+/// What barrier rounds take for the same nodes: every round starts all
+/// that is ready and waits for the slowest (the scheduling the reference
+/// retired), with the same bound per round.
+#[must_use]
+pub fn barrier_rounds(nodes: &[Node], max_concurrent: usize, cost: impl Fn(&str) -> f64) -> f64 {
+    let mut done: BTreeSet<&str> = BTreeSet::new();
+    let mut total = 0.0;
+    while done.len() < nodes.len() {
+        let ready: Vec<&Node> = nodes
+            .iter()
+            .filter(|node| {
+                !done.contains(node.id.as_str())
+                    && node
+                        .depends_on
+                        .iter()
+                        .all(|dep| done.contains(dep.as_str()))
+            })
+            .take(max_concurrent.max(1))
+            .collect();
+        if ready.is_empty() {
+            break;
+        }
+        total += ready.iter().map(|node| cost(&node.id)).fold(0.0, f64::max);
+        done.extend(ready.iter().map(|node| node.id.as_str()));
+    }
+    total
+}
+
+/// Orders `ids` so each comes after what it depends on (the input order
+/// kept where the dependencies allow: Kahn's algorithm over a queue in
+/// input order). Answers the order and the residue: the ids in or behind a
+/// cycle.
+pub fn topological(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>) -> (Vec<usize>, Vec<usize>) {
+    let index: BTreeMap<&str, usize> = ids
+        .iter()
+        .enumerate()
+        .map(|(at, id)| (id.as_str(), at))
+        .collect();
+    let mut waiting: Vec<usize> = ids
+        .iter()
+        .map(|id| {
+            deps.get(id.as_str()).map_or(0, |deps| {
+                deps.iter()
+                    .filter(|dep| index.contains_key(**dep))
+                    .collect::<BTreeSet<_>>()
+                    .len()
+            })
+        })
+        .collect();
+    let mut dependents: Vec<Vec<usize>> = vec![Vec::new(); ids.len()];
+    for (at, id) in ids.iter().enumerate() {
+        let unique: BTreeSet<&str> = deps
+            .get(id.as_str())
+            .map(|deps| deps.iter().copied().collect())
+            .unwrap_or_default();
+        for dep in unique {
+            if let Some(&from) = index.get(dep) {
+                dependents[from].push(at);
+            }
+        }
+    }
+    let mut ready: BTreeSet<usize> = (0..ids.len()).filter(|&at| waiting[at] == 0).collect();
+    let mut order = Vec::with_capacity(ids.len());
+    while let Some(at) = ready.pop_first() {
+        order.push(at);
+        for &next in &dependents[at] {
+            waiting[next] -= 1;
+            if waiting[next] == 0 {
+                ready.insert(next);
+            }
+        }
+    }
+    let residue = (0..ids.len()).filter(|at| waiting[*at] > 0).collect();
+    (order, residue)
+}
+
+/// The cycles among `residue` (Kahn's leftovers), each as the ids in it in
+/// input order: the strongly connected parts of more than one id, and an id
+/// that depends on itself.
+pub fn cycles(
+    ids: &[String],
+    deps: &BTreeMap<&str, Vec<&str>>,
+    residue: &[usize],
+) -> Vec<Vec<String>> {
+    let inside: BTreeSet<&str> = residue.iter().map(|at| ids[*at].as_str()).collect();
+    let reach = |from: &str| -> BTreeSet<&str> {
+        let mut seen = BTreeSet::new();
+        let mut pending = vec![from];
+        while let Some(id) = pending.pop() {
+            for dep in deps.get(id).into_iter().flatten() {
+                if inside.contains(dep) && seen.insert(*dep) {
+                    pending.push(dep);
+                }
+            }
+        }
+        seen
+    };
+    let reaches: BTreeMap<&str, BTreeSet<&str>> =
+        inside.iter().map(|id| (*id, reach(id))).collect();
+    let mut placed = BTreeSet::new();
+    let mut found = Vec::new();
+    for at in residue {
+        let id = ids[*at].as_str();
+        if placed.contains(id) || !reaches[id].contains(id) {
+            continue;
+        }
+        let members: Vec<String> = residue
+            .iter()
+            .map(|at| ids[*at].as_str())
+            .filter(|other| {
+                *other == id || (reaches[id].contains(other) && reaches[other].contains(id))
+            })
+            .map(str::to_owned)
+            .collect();
+        placed.extend(members.iter().cloned());
+        found.push(members);
+    }
+    found
+}
+
+/// The words for one cycle, as a plan issue names it.
+pub fn named(ids: &[String]) -> String {
+    let quoted: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
+    match quoted.as_slice() {
+        [one] => format!("{one} depends on itself"),
+        [init @ .., last] => format!("{} and {last} depend on each other", init.join(", ")),
+        [] => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,381 @@
+//! The workspace's storage operations, as every entrance that is not a
+//! program names them (`kiln.memory.save`, the app's panels): one verb
+//! (`memory.save`, `files.read`, `export`, …) with a JSON object of
+//! arguments, answered with JSON. The runtime worker serves them over the
+//! runtime protocol; the arguments are read here, once, with unknown fields
+//! refused by name.
+
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
+use kiln_store::StoreError;
+use kiln_store::config::Config;
+use kiln_store::durable::{DurableMemory, Mark};
+use kiln_store::export::{self, ExportOptions};
+use kiln_store::files::{self, WorkspacePath};
+use kiln_store::history::{History, title_of_program};
+use kiln_store::run::{ListFilter, RunMemory};
+use serde::Deserialize;
+use serde::de::DeserializeOwned;
+use serde_json::{Value, json};
+
+use kiln_run::Workspace;
+
+use crate::settings;
+
+/// Why a storage operation failed.
+#[derive(Debug, thiserror::Error)]
+pub enum OpError {
+    /// The request itself was wrong: an unknown verb, a missing or
+    /// unexpected argument, a bad path.
+    #[error("{0}")]
+    BadRequest(String),
+    /// The store refused or failed.
+    #[error(transparent)]
+    Store(#[from] StoreError),
+}
+
+impl From<kiln_run::ProviderError> for OpError {
+    fn from(error: kiln_run::ProviderError) -> Self {
+        match error {
+            kiln_run::ProviderError::Invalid(message) => Self::BadRequest(message),
+            kiln_run::ProviderError::Store(error) => Self::Store(error),
+        }
+    }
+}
+
+fn bad_request(message: impl std::fmt::Display) -> OpError {
+    OpError::BadRequest(message.to_string())
+}
+
+fn args<T: DeserializeOwned>(args: &Value) -> Result<T, OpError> {
+    let args = if args.is_null() { &json!({}) } else { args };
+    serde_json::from_value(args.clone()).map_err(bad_request)
+}
+
+fn path(text: &str) -> Result<WorkspacePath, OpError> {
+    WorkspacePath::parse(text).map_err(bad_request)
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SaveArgs {
+    text: String,
+    #[serde(default)]
+    agent: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct QueryArgs {
+    query: String,
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ListArgs {
+    #[serde(default)]
+    agent: Option<String>,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct IdArgs {
+    id: String,
+}
+
+/// `history.append`: a message of a chat thread; with no `thread`, a new
+/// thread titled after the message.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendArgs {
+    #[serde(default)]
+    thread: Option<String>,
+    role: String,
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct MarkArgs {
+    id: String,
+    mark: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct EditArgs {
+    id: String,
+    version: u64,
+    text: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveArgs {
+    id: String,
+    #[serde(default)]
+    version: Option<u64>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PathArgs {
+    #[serde(default)]
+    path: String,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct WriteArgs {
+    path: String,
+    #[serde(default)]
+    text: Option<String>,
+    #[serde(default)]
+    base64: Option<String>,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SearchArgs {
+    query: String,
+    #[serde(default)]
+    limit: Option<usize>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct RunListArgs {
+    #[serde(default)]
+    run_id: Option<String>,
+}
+
+#[derive(Deserialize, Default)]
+#[serde(deny_unknown_fields)]
+struct ExportArgs {
+    #[serde(default)]
+    include_keys: bool,
+}
+
+fn to_value<T: serde::Serialize>(value: &T) -> Value {
+    serde_json::to_value(value).unwrap_or(Value::Null)
+}
+
+/// Runs storage operation `op` with `request`, its arguments.
+///
+/// # Errors
+///
+/// [`OpError::BadRequest`] naming what in the request was wrong, or the
+/// store's error.
+pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<Value, OpError> {
+    let memory = DurableMemory::new(opened.backend.clone());
+    let history = History::new(opened.backend.clone());
+    let config = Config::new(opened.backend.clone());
+    let tree = &*opened.files;
+    Ok(match op {
+        "memory.save" => {
+            let SaveArgs { text, agent } = args(request)?;
+            to_value(&memory.save(&agent, &text).await?)
+        }
+        "memory.query" => {
+            let QueryArgs {
+                query,
+                agent,
+                limit,
+            } = args(request)?;
+            to_value(
+                &memory
+                    .query(&query, agent.as_deref(), limit.unwrap_or(10))
+                    .await?,
+            )
+        }
+        "memory.get" => {
+            let IdArgs { id } = args(request)?;
+            to_value(&memory.get(&id).await?)
+        }
+        "memory.list" => {
+            let ListArgs { agent, limit } = args(request)?;
+            to_value(&memory.list(agent.as_deref(), limit).await?)
+        }
+        "memory.mark" => {
+            let MarkArgs { id, mark } = args(request)?;
+            let mark: Mark = mark.parse().map_err(bad_request)?;
+            to_value(&memory.mark(&id, mark).await?)
+        }
+        "memory.edit" => {
+            let EditArgs { id, version, text } = args(request)?;
+            to_value(&memory.edit(&id, version, &text).await?)
+        }
+        "memory.remove" => {
+            let RemoveArgs { id, version } = args(request)?;
+            memory.remove(&id, version).await?;
+            Value::Null
+        }
+        "history.jobs" => {
+            let ListArgs { limit, .. } = args(request)?;
+            to_value(&history.jobs(limit.unwrap_or(50)).await?)
+        }
+        "history.job" => {
+            let IdArgs { id } = args(request)?;
+            to_value(&history.job(&id).await?)
+        }
+        "history.append" => {
+            let AppendArgs { thread, role, text } = args(request)?;
+            let thread = match thread {
+                Some(thread) => thread,
+                None => history.new_thread(&title_of_program(&text), "").await?.id,
+            };
+            history.append(&thread, &role, &text).await?;
+            json!({"thread": thread})
+        }
+        "history.search" => {
+            let SearchArgs { query, limit } = args(request)?;
+            to_value(&history.search(&query, limit.unwrap_or(20)).await?)
+        }
+        "run.list" => {
+            let RunListArgs { run_id } = args(request)?;
+            let run_id = match run_id {
+                Some(id) => id,
+                None => match history.jobs(1).await?.into_iter().next() {
+                    Some(job) => job.id,
+                    None => return Ok(json!({"run_id": null, "entries": []})),
+                },
+            };
+            let run = RunMemory::new(opened.backend.clone(), &run_id);
+            let metas = run.list(&ListFilter::default()).await?;
+            let keys: Vec<String> = metas.iter().map(|meta| meta.key.clone()).collect();
+            let values = run.read(&keys).await?;
+            let entries: Vec<Value> = metas
+                .into_iter()
+                .zip(values)
+                .map(|(meta, read)| {
+                    let mut entry = to_value(&meta);
+                    if let Some(object) = entry.as_object_mut() {
+                        object.insert("value".into(), read.value.unwrap_or(Value::Null));
+                    }
+                    entry
+                })
+                .collect();
+            json!({"run_id": run_id, "entries": entries})
+        }
+        "files.read" => {
+            let PathArgs { path: text } = args(request)?;
+            let bytes = tree.read(&path(&text)?).await?;
+            match String::from_utf8(bytes) {
+                Ok(text) => json!({"text": text}),
+                Err(bytes) => json!({"base64": STANDARD.encode(bytes.into_bytes())}),
+            }
+        }
+        "files.write" => {
+            let WriteArgs {
+                path: text,
+                text: content,
+                base64,
+            } = args(request)?;
+            let bytes = match (content, base64) {
+                (Some(content), None) => content.into_bytes(),
+                (None, Some(encoded)) => STANDARD
+                    .decode(encoded)
+                    .map_err(|error| bad_request(format!("`base64` is not base64: {error}")))?,
+                _ => return Err(bad_request("give exactly one of `text` and `base64`")),
+            };
+            if bytes.len() > files::MAX_FILE_BYTES {
+                return Err(bad_request(format!(
+                    "the file is {} bytes; at most {} are written",
+                    bytes.len(),
+                    files::MAX_FILE_BYTES
+                )));
+            }
+            to_value(&tree.write(&path(&text)?, bytes).await?)
+        }
+        "files.list" => {
+            let PathArgs { path: text } = args(request)?;
+            to_value(&tree.list(&path(&text)?).await?)
+        }
+        "files.stat" => {
+            let PathArgs { path: text } = args(request)?;
+            to_value(&tree.stat(&path(&text)?).await?)
+        }
+        "files.mkdir" => {
+            let PathArgs { path: text } = args(request)?;
+            tree.mkdir(&path(&text)?).await?;
+            Value::Null
+        }
+        "files.remove" => {
+            let PathArgs { path: text } = args(request)?;
+            tree.remove(&path(&text)?).await?;
+            Value::Null
+        }
+        "config.get" => to_value(&settings::view(&config).await?),
+        "config.permissions" => {
+            settings::set_permissions(&config, args(request)?).await?;
+            Value::Null
+        }
+        "config.network" => {
+            settings::set_network(&config, args(request)?).await?;
+            Value::Null
+        }
+        "config.provider.put" => {
+            let version = settings::put_provider(&config, args(request)?).await?;
+            json!({"version": version})
+        }
+        "config.provider.remove" => {
+            settings::remove_provider(&config, args(request)?).await?;
+            Value::Null
+        }
+        "config.select" => {
+            settings::set_selection(&config, args(request)?).await?;
+            Value::Null
+        }
+        "graphs.list" => to_value(&config.graphs().await?),
+        "graphs.put" => {
+            let record: kiln_store::config::GraphRecord = args(request)?;
+            if !record.nodes.is_empty() {
+                let spec = kiln_types::node::GraphSpec {
+                    nodes: record.nodes.clone(),
+                    edges: record.edges.clone(),
+                };
+                kiln_nodes::graph::build(spec).map_err(|issues| {
+                    OpError::BadRequest(format!(
+                        "graph `{}` was not saved: {}",
+                        record.name,
+                        issues.join("; ")
+                    ))
+                })?;
+            }
+            json!({"version": config.put_graph(&record).await?})
+        }
+        "graphs.remove" => {
+            let RemoveGraphArgs { name, version } = args(request)?;
+            config.remove_graph(&name, version).await?;
+            Value::Null
+        }
+        "config.code_model" => {
+            settings::set_code_model(&config, args(request)?).await?;
+            Value::Null
+        }
+        "export" => {
+            let ExportArgs { include_keys } = args(request)?;
+            let doc = export::export(&*opened.backend, Some(tree), ExportOptions { include_keys })
+                .await?;
+            to_value(&doc)
+        }
+        "import" => to_value(&export::import(&*opened.backend, Some(tree), request).await?),
+        other => {
+            return Err(bad_request(format!("`{other}` is not a storage operation")));
+        }
+    })
+}
+
+/// `graphs.remove`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveGraphArgs {
+    name: String,
+    version: u64,
+}
