@@ -9,6 +9,8 @@ use std::fmt::Write as _;
 use kiln_capabilities::CapabilitySpec;
 use serde_json::Value;
 
+use kiln_capabilities::memory_tools::{READ_SHARED, SAVE_MEMORY, SHARE_RESULT};
+
 use super::tools::{EXECUTE_CODE, SEARCH_TOOLS};
 
 /// Past this many tools on the belt, the ones that are not direct are listed
@@ -81,6 +83,21 @@ fn short(description: &str) -> String {
     }
 }
 
+/// How a later action gets what an earlier one found, in the words of the
+/// tools this turn's belt has: the run memory and durable memory only when
+/// the turn has a workspace that gives them.
+fn keeping(belt: &[CapabilitySpec]) -> String {
+    let has = |name: &str| belt.iter().any(|spec| spec.name == name);
+    let run_memory = has(SHARE_RESULT) && has(READ_SHARED);
+    let durable = has(SAVE_MEMORY);
+    match (run_memory, durable) {
+        (true, true) => "Keep what a later action needs in memory: `await tools.share_result({key: \"shared:NAME\", value})` and `await tools.read_shared({keys: [\"shared:NAME\"]})` for this job, `tools.save_memory` for what should outlast it.".into(),
+        (true, false) => "Keep what a later action needs in memory: `await tools.share_result({key: \"shared:NAME\", value})` and `await tools.read_shared({keys: [\"shared:NAME\"]})`.".into(),
+        (false, true) => "Carry what a later action needs in the value you return (it comes back in the observation, for you to write into the next program); `tools.save_memory` keeps what should outlast this job.".into(),
+        (false, false) => "Carry what a later action needs in the value you return: it comes back in the observation, for you to write into the next program.".into(),
+    }
+}
+
 /// The turn's system prompt.
 #[must_use]
 pub fn system_prompt(parts: &PromptParts<'_>) -> String {
@@ -94,11 +111,11 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
         "# How you act\n\n\
          You act by calling `{EXECUTE_CODE}` with a JavaScript program: the body of an async function, so top-level `await` and `return` work. \
          It runs in Kiln's sandbox, and its result is your observation: the status, the value the program returned, its console output and its tool calls.\n\n\
-         - Each action is a new program. Variables do not survive from one action to the next: there is no shared scope. \
-         Keep what a later action needs in memory: `await tools.share_result({{key: \"shared:NAME\", value}})` and `await tools.read_shared({{keys: [\"shared:NAME\"]}})` for this job, `tools.save_memory` for what should outlast it.\n\
+         - Each action is a new program. Variables do not survive from one action to the next: there is no shared scope. {}\n\
          - Do the work in as few actions as you can: loop, compute, and make several tool calls in one program rather than one call per turn.\n\
          - A failed tool call rejects with an Error whose `code` says why; catch it when you can go on without it.\n\
-         - `return` shows you a value; print less and return only what you need, since long output is cut.\n"
+         - `return` shows you a value; print less and return only what you need, since long output is cut.\n",
+        keeping(parts.belt)
     );
     if !parts.direct.is_empty() {
         let _ = writeln!(
@@ -198,6 +215,49 @@ mod tests {
             "{city: string, days?: integer | null, unit?: enum}"
         );
         assert_eq!(signature(&json!({"type": "object"})), "{}");
+    }
+
+    fn spec(name: &str) -> CapabilitySpec {
+        CapabilitySpec {
+            name: name.into(),
+            description: "A tool.".into(),
+            input_schema: json!({"type": "object"}),
+            category: kiln_capabilities::Category::Read,
+            result: json!({}),
+            source: kiln_capabilities::Source::Builtin,
+        }
+    }
+
+    fn prompt_with(belt: &[CapabilitySpec]) -> String {
+        system_prompt(&PromptParts {
+            preamble: "",
+            belt,
+            direct: &[],
+            output_schema: None,
+        })
+    }
+
+    #[test]
+    fn the_contract_names_only_the_memory_tools_the_belt_has() {
+        let bare = prompt_with(&[spec("lookup")]);
+        for absent in ["share_result", "read_shared", "save_memory"] {
+            assert!(
+                !bare.contains(absent),
+                "a belt without {absent} was told of it:\n{bare}"
+            );
+        }
+        assert!(bare.contains("Carry what a later action needs in the value you return"));
+
+        let run_memory = prompt_with(&[spec("share_result"), spec("read_shared")]);
+        assert!(run_memory.contains("tools.read_shared({keys: [\"shared:NAME\"]})"));
+        assert!(!run_memory.contains("save_memory"));
+
+        let all = prompt_with(&[
+            spec("share_result"),
+            spec("read_shared"),
+            spec("save_memory"),
+        ]);
+        assert!(all.contains("`tools.save_memory` for what should outlast it"));
     }
 
     #[test]

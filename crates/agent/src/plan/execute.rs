@@ -432,10 +432,13 @@ fn step_prompt(plan_title: &str, task: &Task, step: &Step) -> String {
         .chain(task.depends_on.iter().map(|id| task_key(id)))
         .collect();
     if !upstream.is_empty() {
-        text.push_str("\nResults of earlier work this step builds on, in the run memory (read each with read_shared({key}) when you need it):\n");
-        for key in upstream {
-            text.push_str(&format!("- {key}\n"));
-        }
+        let keys: Vec<String> = upstream.iter().map(|key| format!("\"{key}\"")).collect();
+        text.push_str(&format!(
+            "\nResults of earlier work this step builds on are in the run memory: {}. \
+             Read them when you need them with `await tools.read_shared({{keys: [{}]}})`.\n",
+            upstream.join(", "),
+            keys.join(", ")
+        ));
     }
     text.push_str(if step.output_schema.is_some() {
         "\nDo only this step. End it by calling finish(value) in a program with a value matching the output schema."
@@ -504,5 +507,66 @@ async fn run_step(
                 .insert(step.id.clone(), json!({"error": why}));
             Settled::Failed(why)
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use kiln_capabilities::args::InputSchema;
+    use serde_json::Value;
+
+    use super::*;
+
+    /// The call a step's prompt shows for its inputs is one the real
+    /// `read_shared` accepts: the hint once named `{key}`, which the tool
+    /// refuses, and every step that followed it lost a round.
+    #[test]
+    fn a_steps_prompt_shows_a_read_shared_call_the_tool_accepts() {
+        let step = Step {
+            id: "report".into(),
+            instructions: "Write the report.".into(),
+            depends_on: vec!["fetch".into()],
+            tools: None,
+            output_schema: None,
+        };
+        let task = Task {
+            id: "t2".into(),
+            title: "Report".into(),
+            depends_on: vec!["t1".into()],
+            steps: vec![step.clone()],
+        };
+        let prompt = step_prompt("Quarterly", &task, &step);
+        let call = "tools.read_shared(";
+        let at = prompt
+            .find(call)
+            .unwrap_or_else(|| panic!("no read_shared call in:\n{prompt}"));
+        let rest = &prompt[at + call.len()..];
+        let arguments = &rest[..rest.find(")`").unwrap_or(rest.len())];
+        // The prompt writes JavaScript; these keys are plain identifiers.
+        let json = arguments.replacen("keys:", "\"keys\":", 1);
+        let arguments: Value = serde_json::from_str(&json)
+            .unwrap_or_else(|error| panic!("`{arguments}` is not the expected object: {error}"));
+        assert_eq!(
+            arguments,
+            serde_json::json!({"keys": ["step:fetch", "task:t1"]})
+        );
+        let storage = kiln_capabilities::Storage::new(
+            kiln_store::native::MemoryBackend::new(),
+            kiln_store::native::MemoryTree::new(),
+            "run",
+            "default",
+        );
+        let mut registry = kiln_capabilities::Registry::new();
+        kiln_capabilities::builtin::add_run_memory(&mut registry, &storage);
+        let spec = registry
+            .specs()
+            .find(|spec| spec.name == kiln_capabilities::memory_tools::READ_SHARED)
+            .unwrap_or_else(|| panic!("no read_shared spec"));
+        let schema = InputSchema::compile(&spec.input_schema)
+            .unwrap_or_else(|error| panic!("read_shared's schema: {error}"));
+        assert!(
+            schema.validate_value("the arguments", &arguments).is_ok(),
+            "read_shared refuses the prompt's call {arguments}"
+        );
     }
 }
