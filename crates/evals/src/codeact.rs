@@ -27,7 +27,7 @@ use kiln_run::{RunRequest, SandboxRunner};
 
 /// One in-process tool of a case: answers `table[args[key]]` (or the whole
 /// table when it takes no key).
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct EvalTool {
     pub name: &'static str,
     pub description: &'static str,
@@ -37,7 +37,7 @@ pub struct EvalTool {
 }
 
 /// One task and its one right answer.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct Case {
     pub name: &'static str,
     pub domain: &'static str,

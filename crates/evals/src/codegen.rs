@@ -26,7 +26,8 @@ use kiln_run::SandboxRunner;
 use kiln_run::{Environment, People};
 
 /// What a case asks a node to do.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum Shape {
     /// The same data in another form (renamed fields, grouped rows).
     Reshape,
@@ -76,9 +77,10 @@ impl Shape {
 
 /// One slot of a case, as written in the case: its type is parsed when the
 /// request is made (a test parses every case's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
 pub struct Slot {
     pub name: &'static str,
+    #[serde(rename = "type")]
     pub ty: &'static str,
     pub description: &'static str,
 }
@@ -128,7 +130,7 @@ impl Slot {
 
 /// One held-out input and the outputs it must give: compared on the
 /// outputs named here, so a node may give more.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
 pub struct HeldOut {
     pub inputs: Map<String, Value>,
     pub outputs: Map<String, Value>,
@@ -147,7 +149,7 @@ fn held(inputs: Value, outputs: Value) -> HeldOut {
 
 /// One case: what a person asks for, the slots it is asked with, and the
 /// held-out inputs that judge the node.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct CodegenCase {
     pub name: &'static str,
     pub shape: Shape,

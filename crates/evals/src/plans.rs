@@ -42,7 +42,7 @@ use kiln_run::{Environment, People};
 
 /// A planner case: an objective, the tools on offer and what its plan must
 /// show.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct PlannerCase {
     pub name: &'static str,
     pub objective: &'static str,
@@ -439,7 +439,7 @@ pub fn planner_table(results: &[PlannerResult]) -> String {
 }
 
 /// A sub-agent case: a task the turn should hand to children.
-#[derive(Debug, Clone)]
+#[derive(Debug, Clone, serde::Serialize)]
 pub struct SubtaskCase {
     pub name: &'static str,
     pub objective: &'static str,
