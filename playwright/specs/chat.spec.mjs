@@ -152,8 +152,11 @@ test("OpenAI-compatible: added through the panel, tested, and a reply streams wi
   assert.match(await item.textContent(), /aimock OpenAI · OpenAI-compatible · http:\/\/127\.0\.0\.1:\d+\/v1 · model gpt-4o-mini · key set/);
   // The key is never shown back, nor left in the form.
   assert.ok(!(await page.content()).includes(OPENAI.key));
-  assert.equal(await page.getByTestId("chat-empty").count(), 0);
   assert.equal(await page.getByTestId("chat-provider").inputValue(), OPENAI.name);
+  // The chat is on the added provider, not the in-browser fallback: Send is
+  // offered and the in-browser model's note is not shown.
+  assert.equal(await page.getByTestId("chat-send").isEnabled(), true);
+  assert.equal(await page.getByTestId("chat-model-note").count(), 0);
 
   // Send with the button: the focus goes back to the message box.
   await page.getByTestId("chat-input").fill("kiln-hello");
@@ -461,7 +464,8 @@ test("a newcomer chats with the local model that local-provider.json announces, 
     await openApp(page, local.url);
     await page.getByTestId("chat-provider").locator("option").first().waitFor({ state: "attached" });
     assert.equal(await page.getByTestId("chat-provider").inputValue(), "Local SmolLM2 (135M)");
-    assert.equal(await page.getByTestId("chat-empty").count(), 0);
+    assert.equal(await page.getByTestId("chat-send").isEnabled(), true);
+    assert.equal(await page.getByTestId("chat-model-note").count(), 0, "the announced local model, not the in-browser one, is the chat's");
     await openProviders(page);
     assert.match(await page.getByTestId("provider-item").textContent(), /Local SmolLM2 \(135M\) · OpenAI-compatible · .* · model smollm2-135m-instruct · no key from cargo xtask serve, read at each load/);
     assert.equal(await page.getByTestId("provider-edit").count(), 0, "the local model is not edited");
