@@ -326,14 +326,28 @@ impl Chat<'_> {
         }
     }
 
+    /// `/tools`: the session's belt as a turn gets it, said for where this
+    /// session is (a store or not, tools or not).
     fn tools(&mut self) {
         let environment = self.session.environment("kiln chat");
         let (specs, warnings) = self
             .pool
             .run_until(kiln_run::catalog(self.session.run_request(), &environment));
-        eprintln!(
-            "kiln chat: execute_code runs a program over these tools (on `tools`); the model may also call the memory, history, file and sharing tools directly:"
-        );
+        if specs.is_empty() {
+            eprintln!(
+                "kiln chat: there are no tools on `tools`: execute_code runs programs that can only compute \
+                 (--tools CATALOG.json, --mcp NAME=URL and --store DIR add them)"
+            );
+        } else if specs
+            .iter()
+            .any(|spec| kiln_agent::codeact::tools::is_always_on(&spec.name))
+        {
+            eprintln!(
+                "kiln chat: execute_code runs a program over these tools (on `tools`); the model may also call the memory, history, file and sharing tools directly:"
+            );
+        } else {
+            eprintln!("kiln chat: execute_code runs a program over these tools (on `tools`):");
+        }
         for spec in &specs {
             let first = spec.description.lines().next().unwrap_or_default();
             let mut short: String = first.chars().take(100).collect();

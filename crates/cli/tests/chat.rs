@@ -514,3 +514,22 @@ fn kilns_own_model_is_refused_by_name_when_it_cannot_be_had() {
     );
     assert!(out.stderr.contains("kiln-no-model-here"), "{}", out.stderr);
 }
+
+#[test]
+fn tools_says_what_a_session_without_a_store_or_tools_has() {
+    let aimock = Aimock::start();
+    let mut args = openai(&aimock.url());
+    args.push("--interactive".to_owned());
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    let out = kiln_with(&args, &[], "/tools\n/exit\n");
+    let what = format!("{}\n--- stderr\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "{what}");
+    assert!(
+        out.stderr
+            .contains("kiln chat: there are no tools on `tools`: execute_code runs programs that can only compute"),
+        "{what}"
+    );
+    // No heading over an empty list, and no memory tools it does not have.
+    assert!(!out.stderr.contains("over these tools"), "{what}");
+    assert!(!out.stderr.contains("memory, history, file"), "{what}");
+}

@@ -197,22 +197,37 @@ fn is_loopback(url: &str) -> bool {
     host.eq_ignore_ascii_case("localhost") || host == "::1" || host.starts_with("127.")
 }
 
+/// What to check when a provider cannot be reached, in the words of where
+/// Kiln runs: in the browser a CORS refusal looks the same as a server that
+/// is down, so the hint names the origin the server must allow; natively
+/// there is no origin to allow.
+fn unreachable_hint(peer: &Peer, in_browser: bool) -> String {
+    let mut hint = String::from("check the base URL and that the server is up");
+    let loopback = is_loopback(&peer.url);
+    if in_browser {
+        hint.push_str(
+            "; in the browser a refusal by CORS looks the same, so the server must also allow \
+             this page's origin",
+        );
+        if loopback {
+            hint.push_str(match peer.kind {
+                ProviderKind::Ollama => {
+                    " (for Ollama start it with OLLAMA_ORIGINS set to this page's origin)"
+                }
+                _ => " (llama.cpp's server allows every origin by default)",
+            });
+        }
+    } else if loopback && peer.kind == ProviderKind::Ollama {
+        hint.push_str(" (`ollama serve` starts Ollama on 127.0.0.1:11434)");
+    }
+    hint
+}
+
 /// No usable response at all.
 pub(crate) fn from_http(peer: &Peer, error: &HttpError) -> ProviderError {
     match error {
         HttpError::Unreachable { message, .. } => {
-            let mut hint = String::from(
-                "check the base URL and that the server is up; in the browser a refusal by \
-                 CORS looks the same, so the server must also allow this page's origin",
-            );
-            if is_loopback(&peer.url) {
-                hint.push_str(match peer.kind {
-                    ProviderKind::Ollama => {
-                        " (for Ollama start it with OLLAMA_ORIGINS set to this page's origin)"
-                    }
-                    _ => " (llama.cpp's server allows every origin by default)",
-                });
-            }
+            let hint = unreachable_hint(peer, cfg!(target_arch = "wasm32"));
             let mut error = peer.error(ErrorKind::Network, format!("cannot reach it: {message}"));
             error.hint = Some(hint);
             error
@@ -378,20 +393,39 @@ mod tests {
     }
 
     #[test]
-    fn unreachable_loopback_ollama_gets_the_origins_hint() {
-        let peer = Peer::new(
+    fn an_unreachable_provider_is_hinted_in_the_words_of_where_kiln_runs() {
+        let ollama = Peer::new(
             ProviderKind::Ollama,
             "http://127.0.0.1:11434/api/chat",
             None,
         );
+        let browser = unreachable_hint(&ollama, true);
+        assert!(browser.contains("CORS"), "{browser}");
+        assert!(browser.contains("OLLAMA_ORIGINS"), "{browser}");
+        let native = unreachable_hint(&ollama, false);
+        assert_eq!(
+            native,
+            "check the base URL and that the server is up (`ollama serve` starts Ollama on 127.0.0.1:11434)"
+        );
+        let remote = Peer::new(
+            ProviderKind::OpenAi,
+            "https://api.example.com/v1/models",
+            None,
+        );
+        assert_eq!(
+            unreachable_hint(&remote, false),
+            "check the base URL and that the server is up"
+        );
+
         let error = from_http(
-            &peer,
+            &ollama,
             &HttpError::Unreachable {
                 url: "x".into(),
                 message: "connection refused".into(),
             },
         );
         assert_eq!(error.code(), "network");
-        assert!(error.to_string().contains("OLLAMA_ORIGINS"), "{error}");
+        // These tests run natively: no browser words.
+        assert!(!error.to_string().contains("CORS"), "{error}");
     }
 }
