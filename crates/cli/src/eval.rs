@@ -107,7 +107,13 @@ pub fn run(command: &EvalCommand) -> ExitCode {
 }
 
 fn codeact(args: &CodeactArgs) -> ExitCode {
-    let cases = kiln_evals::codeact::select(kiln_evals::codeact::cases(), &args.cases);
+    let cases = match kiln_evals::codeact::cases() {
+        Ok(cases) => kiln_evals::codeact::select(cases, &args.cases),
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
+    };
     if cases.is_empty() {
         eprintln!(
             "error: --cases {}: no case matches (try --list)",
@@ -174,14 +180,22 @@ fn suite_model(args: &SuiteArgs, suite: &str) -> Result<(Rc<dyn Provider>, Strin
 }
 
 /// Runs one suite of named cases: `--cases` picks them, `--list` names them,
-/// else `run` gets the model and answers the table to print.
+/// else `run` gets the model and answers the table to print. Cases whose
+/// file does not parse are an error, said as the others are.
 fn suite<C>(
     args: &SuiteArgs,
     suite: &str,
-    cases: Vec<C>,
-    named: impl Fn(&C) -> (&'static str, &'static str),
+    cases: Result<Vec<C>, kiln_evals::cases::CasesError>,
+    named: impl Fn(&C) -> (&str, &str),
     run: impl FnOnce(&[C], Rc<dyn Provider>, &str) -> String,
 ) -> ExitCode {
+    let cases = match cases {
+        Ok(cases) => cases,
+        Err(why) => {
+            eprintln!("error: {why}");
+            return ExitCode::from(2);
+        }
+    };
     let cases: Vec<C> = cases
         .into_iter()
         .filter(|case| kiln_evals::codeact::wildcard(&args.cases, named(case).0))
@@ -216,7 +230,7 @@ fn task_planner(args: &SuiteArgs) -> ExitCode {
         args,
         "task-planner",
         kiln_evals::plans::planner_cases(),
-        |case| (case.name, case.objective),
+        |case| (case.name.as_str(), case.objective.as_str()),
         |cases, provider, model| {
             let results =
                 futures::executor::LocalPool::new().run_until(kiln_evals::plans::run_planner(
@@ -235,7 +249,7 @@ fn subtask(args: &SuiteArgs) -> ExitCode {
         args,
         "subtask",
         kiln_evals::plans::subtask_cases(),
-        |case| (case.name, case.objective),
+        |case| (case.name.as_str(), case.objective.as_str()),
         |cases, provider, model| {
             let results =
                 futures::executor::LocalPool::new().run_until(kiln_evals::plans::run_subtasks(
@@ -255,7 +269,7 @@ fn code_gen(args: &SuiteArgs) -> ExitCode {
         args,
         "code-gen",
         kiln_evals::codegen::codegen_cases(),
-        |case| (case.name, case.instruction),
+        |case| (case.name.as_str(), case.instruction.as_str()),
         |cases, provider, model| {
             let total = cases.len();
             let mut done = 0;

@@ -5,6 +5,12 @@
 //! tool-calling loop ([`kiln_agent::chat::converse`], the same tools offered
 //! directly), so what acting in code buys is measured per model, side by
 //! side.
+//!
+//! The cases are data, in `cases/codeact.json` ([`crate::cases`]): each
+//! with its objective, its expected answer and its tools in full (name,
+//! description, key argument, table). What stays code is the harness: the
+//! tools' implementation over their tables, the answer-only suffix, the two
+//! modes and the scoring.
 
 use std::rc::Rc;
 
@@ -18,7 +24,10 @@ use kiln_providers::{ChatOptions, Message, Provider};
 use kiln_types::agent::Guards;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use serde::Deserialize;
 use serde_json::{Value, json};
+
+use crate::cases::CasesError;
 
 use kiln_agent::codeact::history::Compaction;
 use kiln_agent::codeact::{AgentRequest, AgentSetup, run_agent};
@@ -27,136 +36,43 @@ use kiln_run::{RunRequest, SandboxRunner};
 
 /// One in-process tool of a case: answers `table[args[key]]` (or the whole
 /// table when it takes no key).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct EvalTool {
-    pub name: &'static str,
-    pub description: &'static str,
+    pub name: String,
+    pub description: String,
     /// The one argument naming the row, if any.
-    pub key: Option<&'static str>,
+    pub key: Option<String>,
     pub table: Value,
 }
 
 /// One task and its one right answer.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct Case {
-    pub name: &'static str,
-    pub domain: &'static str,
-    pub objective: &'static str,
+    pub name: String,
+    pub domain: String,
+    pub objective: String,
+    /// Its tools in full, tables and all.
     pub tools: Vec<EvalTool>,
     /// The exact answer, as text.
-    pub expected: &'static str,
+    pub expected: String,
 }
 
 const ANSWER_ONLY: &str = " Answer with the answer alone: no words, no units.";
 
-/// The cases, in three domains.
-#[must_use]
-pub fn cases() -> Vec<Case> {
-    let prices = json!({"A1": 4.5, "B2": 12.0, "C3": 7.25, "D4": 3.0, "E5": 9.75});
-    let stock = json!({"A1": 0, "B2": 14, "C3": 3, "D4": 0, "E5": 8});
-    let temperatures =
-        json!({"Oslo": 4, "Rome": 19, "Cairo": 31, "Lima": 22, "Perth": 27, "Quito": 14});
-    let people = json!({
-        "ana": {"team": "data", "salary": 5200, "age": 41},
-        "ben": {"team": "data", "salary": 4100, "age": 29},
-        "chen": {"team": "web", "salary": 4700, "age": 35},
-        "dara": {"team": "data", "salary": 6100, "age": 52},
-        "eli": {"team": "web", "salary": 3900, "age": 24},
-        "femi": {"team": "data", "salary": 4800, "age": 33}
-    });
-    let price = || EvalTool {
-        name: "get_price",
-        description: "The unit price in USD of the product with this SKU, as {price}.",
-        key: Some("sku"),
-        table: prices.as_object().map_or(json!({}), |rows| {
-            rows.iter()
-                .map(|(sku, price)| (sku.clone(), json!({"price": price})))
-                .collect()
-        }),
-    };
-    let in_stock = || EvalTool {
-        name: "get_stock",
-        description: "How many units of the product with this SKU are in stock, as {units}.",
-        key: Some("sku"),
-        table: stock.as_object().map_or(json!({}), |rows| {
-            rows.iter()
-                .map(|(sku, units)| (sku.clone(), json!({"units": units})))
-                .collect()
-        }),
-    };
-    let temperature = || EvalTool {
-        name: "get_temperature",
-        description: "Today's temperature in a city, in degrees Celsius, as {celsius}.",
-        key: Some("city"),
-        table: temperatures.as_object().map_or(json!({}), |rows| {
-            rows.iter()
-                .map(|(city, t)| (city.clone(), json!({"celsius": t})))
-                .collect()
-        }),
-    };
-    let team = || EvalTool {
-        name: "list_team",
-        description: "The names of the people in a team (`data` or `web`), as {names}.",
-        key: Some("team"),
-        table: json!({"data": {"names": ["ana", "ben", "dara", "femi"]}, "web": {"names": ["chen", "eli"]}}),
-    };
-    let person = || EvalTool {
-        name: "get_person",
-        description: "One person's record by name, as {team, salary, age} (salary in USD a month).",
-        key: Some("name"),
-        table: people.clone(),
-    };
-    vec![
-        Case {
-            name: "shop-order-total",
-            domain: "shop",
-            objective: "Order 7 is 3 units of A1, 2 of C3 and 4 of E5. What does the order cost in USD?",
-            tools: vec![price()],
-            expected: "67",
-        },
-        Case {
-            name: "shop-cheapest-in-stock",
-            domain: "shop",
-            objective: "Of the SKUs A1, B2, C3, D4 and E5, which is the cheapest one that is in stock? Answer with its SKU.",
-            tools: vec![price(), in_stock()],
-            expected: "C3",
-        },
-        Case {
-            name: "shop-stock-value",
-            domain: "shop",
-            objective: "What is the value in USD of all the stock of SKUs A1, B2, C3, D4 and E5 together (units times unit price)?",
-            tools: vec![price(), in_stock()],
-            expected: "267.75",
-        },
-        Case {
-            name: "weather-warmest",
-            domain: "weather",
-            objective: "Which of Oslo, Rome, Cairo, Lima, Perth and Quito is warmest today? Answer with the city.",
-            tools: vec![temperature()],
-            expected: "Cairo",
-        },
-        Case {
-            name: "weather-average",
-            domain: "weather",
-            objective: "What is today's average temperature in Celsius over Oslo, Rome, Cairo, Lima, Perth and Quito, rounded to one decimal?",
-            tools: vec![temperature()],
-            expected: "19.5",
-        },
-        Case {
-            name: "team-payroll",
-            domain: "team",
-            objective: "What is the data team's total monthly salary in USD?",
-            tools: vec![team(), person()],
-            expected: "20200",
-        },
-        Case {
-            name: "team-over-30",
-            domain: "team",
-            objective: "How many people in the data team are older than 30?",
-            tools: vec![team(), person()],
-            expected: "3",
-        },
-    ]
+/// The file the cases live in, relative to this crate.
+const CASES_FILE: &str = "cases/codeact.json";
+
+const CASES: &str = include_str!("../cases/codeact.json");
+
+/// The cases, in three domains: `cases/codeact.json`, parsed.
+///
+/// # Errors
+///
+/// The file does not parse.
+pub fn cases() -> Result<Vec<Case>, CasesError> {
+    crate::cases::parse(CASES_FILE, CASES)
 }
 
 /// The cases whose name matches `pattern` (`*` matches any run of characters).
@@ -164,7 +80,7 @@ pub fn cases() -> Vec<Case> {
 pub fn select(cases: Vec<Case>, pattern: &str) -> Vec<Case> {
     cases
         .into_iter()
-        .filter(|case| wildcard(pattern, case.name))
+        .filter(|case| wildcard(pattern, &case.name))
         .collect()
 }
 
@@ -195,7 +111,7 @@ pub(crate) struct Table(pub(crate) EvalTool);
 impl Implementation for Table {
     fn call(&self, args: Value, _: CallContext, _: Permit) -> LocalBoxFuture<'static, ToolReply> {
         let tool = &self.0;
-        let reply = match tool.key {
+        let reply = match &tool.key {
             None => Ok(tool.table.clone()),
             Some(key) => {
                 let wanted = match args.get(key) {
@@ -216,13 +132,13 @@ impl Implementation for Table {
 }
 
 pub(crate) fn spec(tool: &EvalTool) -> CapabilitySpec {
-    let (properties, required) = match tool.key {
+    let (properties, required) = match &tool.key {
         Some(key) => (json!({key: {"type": "string"}}), json!([key])),
         None => (json!({}), json!([])),
     };
     CapabilitySpec {
-        name: tool.name.into(),
-        description: tool.description.into(),
+        name: tool.name.clone(),
+        description: tool.description.clone(),
         input_schema: json!({"type": "object", "properties": properties, "required": required}),
         category: Category::Read,
         result: json!({}),
@@ -247,8 +163,8 @@ pub struct Score {
 /// One case in both modes.
 #[derive(Debug, Clone)]
 pub struct CaseResult {
-    pub name: &'static str,
-    pub domain: &'static str,
+    pub name: String,
+    pub domain: String,
     pub codeact: Score,
     pub direct: Score,
 }
@@ -378,7 +294,7 @@ async fn direct(case: &Case, provider: &dyn Provider, model: &str, max_turns: u3
         Ok(ladder) => ladder,
         Err(error) => return failed_score(error.0),
     };
-    let names: Vec<String> = case.tools.iter().map(|tool| tool.name.to_owned()).collect();
+    let names: Vec<String> = case.tools.iter().map(|tool| tool.name.clone()).collect();
     let budget = RunBudget::new(
         BudgetLimits {
             max_turns: Some(max_turns),
@@ -443,8 +359,8 @@ pub async fn run_cases(
         let code = codeact(case, provider.clone(), model, runner.clone(), max_turns).await;
         let plain = direct(case, &*provider, model, max_turns).await;
         results.push(CaseResult {
-            name: case.name,
-            domain: case.domain,
+            name: case.name.clone(),
+            domain: case.domain.clone(),
             codeact: code,
             direct: plain,
         });
@@ -528,13 +444,13 @@ mod tests {
         assert!(wildcard("team-payroll", "team-payroll"));
         assert!(!wildcard("team-*", "shop-order-total"));
         assert!(!wildcard("a*b*c", "ab"));
-        assert_eq!(select(cases(), "weather-*").len(), 2);
+        assert_eq!(select(cases().unwrap(), "weather-*").len(), 2);
     }
 
     /// The expected answers are the tables' own arithmetic.
     #[test]
     fn every_expected_answer_follows_from_its_tables() {
-        let cases = cases();
+        let cases = cases().unwrap();
         let price = |sku: &str| {
             cases[0].tools[0].table[sku]["price"]
                 .as_f64()

@@ -7,11 +7,18 @@
 //!   sub-agents.
 //! - [`codegen`]: the CodePlanner on requests a person would make, each
 //!   accepted node run on held-out inputs.
+//!
+//! The cases themselves are data, not code: one JSON file per suite in
+//! `cases/*.json` (`codeact.json`, `planner.json`, `subtask.json`,
+//! `codegen.json`), compiled in and parsed by [`cases`] when a suite asks
+//! for them. Editing a case is editing its file; the runners and the
+//! scoring stay here.
 
 // `ToolFailure` is the contract's error, made at most once per call: boxing it
 // would buy nothing.
 #![allow(clippy::result_large_err)]
 
+pub mod cases;
 pub mod codeact;
 pub mod codegen;
 pub mod plans;

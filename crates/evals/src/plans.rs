@@ -14,6 +14,12 @@
 //!   and who did the work: a case passes only when its lookups were made by
 //!   children (their calls are tagged with their depth in the events), at
 //!   least as many as the case asks for.
+//!
+//! The cases are data: the planner's in `cases/planner.json`, the
+//! sub-agent suite's in `cases/subtask.json` ([`crate::cases`]), each
+//! sub-agent case with its tools in full, as a CodeAct case carries them.
+//! The tool library the planner sees (never run), and the scoring, stay
+//! code.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -30,8 +36,10 @@ use kiln_types::agent::{AgentEvent, Guards};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::plan::Plan;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use serde::Deserialize;
 use serde_json::{Value, json};
 
+use crate::cases::CasesError;
 use crate::codeact::{EvalTool, Table, normalize};
 use kiln_agent::codeact::history::Compaction;
 use kiln_agent::codeact::{AgentRequest, AgentSetup, run_agent};
@@ -42,12 +50,13 @@ use kiln_run::{Environment, People};
 
 /// A planner case: an objective, the tools on offer and what its plan must
 /// show.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct PlannerCase {
-    pub name: &'static str,
-    pub objective: &'static str,
+    pub name: String,
+    pub objective: String,
     /// The tool library's names on offer (none: the no-tools contract).
-    pub tools: &'static [&'static str],
+    pub tools: Vec<String>,
     pub min_tasks: usize,
     pub max_tasks: usize,
     /// The least parallel width (most tasks at one depth).
@@ -55,7 +64,7 @@ pub struct PlannerCase {
     /// The least critical-path depth, in tasks.
     pub min_depth: usize,
     /// Tools some step must name.
-    pub routes: &'static [&'static str],
+    pub routes: Vec<String>,
 }
 
 /// The tool library a planner sees: names and descriptions only. They are
@@ -107,67 +116,23 @@ impl Implementation for Never {
     }
 }
 
-/// The planner suite.
-#[must_use]
-pub fn planner_cases() -> Vec<PlannerCase> {
-    vec![
-        PlannerCase {
-            name: "one-question",
-            objective: "What is 17 times 23?",
-            tools: &["web_search", "file_read"],
-            min_tasks: 1,
-            max_tasks: 1,
-            min_width: 1,
-            min_depth: 1,
-            routes: &[],
-        },
-        PlannerCase {
-            name: "two-cities",
-            objective: "Find the population of Lisbon and of Porto on the web; I will compare them.",
-            tools: &["web_search", "http_request", "file_read", "file_write"],
-            min_tasks: 2,
-            max_tasks: 4,
-            min_width: 2,
-            min_depth: 1,
-            routes: &["web_search"],
-        },
-        PlannerCase {
-            name: "fetch-then-save",
-            objective: "Download https://example.com/sales.csv, total the sales per region, and save the totals to totals.json in the workspace.",
-            tools: &["web_search", "http_request", "file_read", "file_write"],
-            min_tasks: 1,
-            max_tasks: 4,
-            min_width: 1,
-            min_depth: 1,
-            routes: &["http_request", "file_write"],
-        },
-        PlannerCase {
-            name: "three-notes",
-            objective: "Read notes/a.md, notes/b.md and notes/c.md and list the TODO lines of each.",
-            tools: &["file_read", "file_list", "file_write"],
-            min_tasks: 1,
-            max_tasks: 4,
-            min_width: 1,
-            min_depth: 1,
-            routes: &["file_read"],
-        },
-        PlannerCase {
-            name: "no-tools",
-            objective: "Write three slogans for a bakery, each in a different tone.",
-            tools: &[],
-            min_tasks: 1,
-            max_tasks: 3,
-            min_width: 1,
-            min_depth: 1,
-            routes: &[],
-        },
-    ]
+const PLANNER_FILE: &str = "cases/planner.json";
+
+const PLANNER: &str = include_str!("../cases/planner.json");
+
+/// The planner suite: `cases/planner.json`, parsed.
+///
+/// # Errors
+///
+/// The file does not parse.
+pub fn planner_cases() -> Result<Vec<PlannerCase>, CasesError> {
+    crate::cases::parse(PLANNER_FILE, PLANNER)
 }
 
 /// How a planner case went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PlannerResult {
-    pub name: &'static str,
+    pub name: String,
     pub passed: bool,
     /// What did not hold, or why no plan came.
     pub problems: Vec<String>,
@@ -244,12 +209,12 @@ pub fn score_plan(case: &PlannerCase, plan: &Plan) -> Vec<String> {
             case.min_depth
         ));
     }
-    for route in case.routes {
+    for route in &case.routes {
         let routed = plan.tasks.iter().flat_map(|task| &task.steps).any(|step| {
             step.tools
                 .as_ref()
                 .is_some_and(|tools| tools.iter().any(|tool| tool == route))
-                || step.instructions.contains(route)
+                || step.instructions.contains(route.as_str())
         });
         if !routed {
             problems.push(format!("no step routes its work to `{route}`"));
@@ -354,7 +319,7 @@ pub async fn run_planner(
         let mut registry = Registry::new();
         for spec in library()
             .into_iter()
-            .filter(|spec| case.tools.contains(&spec.name.as_str()))
+            .filter(|spec| case.tools.contains(&spec.name))
         {
             let _ = registry.add(spec, Rc::new(Never));
         }
@@ -366,12 +331,12 @@ pub async fn run_planner(
             Rc::new(|_| {}),
         )
         .await;
-        let result = match kiln_agent::plan::planner::plan(&kin, case.objective, None).await {
+        let result = match kiln_agent::plan::planner::plan(&kin, &case.objective, None).await {
             Ok(planned) => {
                 let problems = score_plan(case, &planned.plan);
                 let (width, depth) = shape(&planned.plan);
                 PlannerResult {
-                    name: case.name,
+                    name: case.name.clone(),
                     passed: problems.is_empty(),
                     problems,
                     tasks: planned.plan.tasks.len(),
@@ -383,7 +348,7 @@ pub async fn run_planner(
                 }
             }
             Err(why) => PlannerResult {
-                name: case.name,
+                name: case.name.clone(),
                 passed: false,
                 problems: vec![why],
                 tasks: 0,
@@ -439,55 +404,36 @@ pub fn planner_table(results: &[PlannerResult]) -> String {
 }
 
 /// A sub-agent case: a task the turn should hand to children.
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
 pub struct SubtaskCase {
-    pub name: &'static str,
-    pub objective: &'static str,
+    pub name: String,
+    pub objective: String,
+    /// Its tools in full, as a CodeAct case carries them.
     pub tools: Vec<EvalTool>,
-    pub expected: &'static str,
+    pub expected: String,
     /// The least number of children that must have made lookups.
     pub min_children: usize,
 }
 
-/// The sub-agent suite, over the CodeAct eval's tables.
-#[must_use]
-pub fn subtask_cases() -> Vec<SubtaskCase> {
-    let tools_of = |name: &str| {
-        crate::codeact::cases()
-            .into_iter()
-            .find(|case| case.name == name)
-            .map(|case| case.tools)
-            .unwrap_or_default()
-    };
-    vec![
-        SubtaskCase {
-            name: "two-cities",
-            objective: "Give each city to its own sub-agent (run_subtask, or agents.run in a program): one finds today's temperature in Oslo, the other in Cairo. Then answer how many degrees warmer Cairo is than Oslo.",
-            tools: tools_of("weather-warmest"),
-            expected: "27",
-            min_children: 2,
-        },
-        SubtaskCase {
-            name: "team-payroll",
-            objective: "Delegate the lookups to a sub-agent: what is the data team's total monthly salary in USD?",
-            tools: tools_of("team-payroll"),
-            expected: "20200",
-            min_children: 1,
-        },
-        SubtaskCase {
-            name: "price-times-stock",
-            objective: "Run two sub-agents side by side: one finds the unit price of SKU B2, the other how many units of B2 are in stock. Answer the stock's value in USD (price times units).",
-            tools: tools_of("shop-stock-value"),
-            expected: "168",
-            min_children: 2,
-        },
-    ]
+const SUBTASK_FILE: &str = "cases/subtask.json";
+
+const SUBTASK: &str = include_str!("../cases/subtask.json");
+
+/// The sub-agent suite, over the CodeAct eval's tables:
+/// `cases/subtask.json`, parsed.
+///
+/// # Errors
+///
+/// The file does not parse.
+pub fn subtask_cases() -> Result<Vec<SubtaskCase>, CasesError> {
+    crate::cases::parse(SUBTASK_FILE, SUBTASK)
 }
 
 /// How a sub-agent case went.
 #[derive(Debug, Clone, PartialEq)]
 pub struct SubtaskResult {
-    pub name: &'static str,
+    pub name: String,
     pub passed: bool,
     pub answer: String,
     /// Children whose own calls reached a case's tool.
@@ -537,7 +483,7 @@ pub async fn run_subtasks(
     let mut results = Vec::new();
     for case in cases {
         let tools = case.tools.clone();
-        let names: Vec<&'static str> = tools.iter().map(|tool| tool.name).collect();
+        let names: Vec<String> = tools.iter().map(|tool| tool.name.clone()).collect();
         let environment = Environment {
             entrance: "kiln eval".into(),
             tools_host: "eval".into(),
@@ -597,12 +543,8 @@ pub async fn run_subtasks(
         let outcome = run_agent(request, setup).await;
         let events = events.borrow().clone();
         let calls = calls_by_loop(&events);
-        let uses_case_tool = |called: &Vec<String>| {
-            called
-                .iter()
-                .filter(|tool| names.contains(&tool.as_str()))
-                .count()
-        };
+        let uses_case_tool =
+            |called: &Vec<String>| called.iter().filter(|tool| names.contains(tool)).count();
         let delegated = calls
             .iter()
             .filter(|(who, called)| !who.is_empty() && uses_case_tool(called) > 0)
@@ -625,7 +567,7 @@ pub async fn run_subtasks(
             Err(error) => (String::new(), 0, Some(error.to_string())),
         };
         results.push(SubtaskResult {
-            name: case.name,
+            name: case.name.clone(),
             passed: stop.is_none() && answer == case.expected && delegated >= case.min_children,
             answer,
             delegated,

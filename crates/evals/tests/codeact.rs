@@ -27,7 +27,7 @@ fn observed(request: &ChatRequest) -> String {
 
 #[test]
 fn each_case_runs_as_code_and_as_direct_calls_and_is_scored_exactly() {
-    let picked = select(cases(), "shop-order-total");
+    let picked = select(cases().unwrap(), "shop-order-total");
     let replies = vec![
         // CodeAct: one program does the three lookups and the arithmetic.
         Reply::code(

@@ -37,7 +37,7 @@ impl kiln_http::Clock for Still {
 }
 
 fn case(name: &str) -> CodegenCase {
-    select(codegen_cases(), name).pop().unwrap()
+    select(codegen_cases().unwrap(), name).pop().unwrap()
 }
 
 /// `submit_code`'s arguments for `case` with `code` as the body and the
@@ -53,20 +53,20 @@ fn submission(case: &CodegenCase, code: &str) -> Value {
         "title": "Do the thing",
         "summary": "Does what was asked.",
         "code": code,
-        "inputs": slots(case.inputs),
-        "outputs": slots(case.outputs),
+        "inputs": slots(&case.inputs),
+        "outputs": slots(&case.outputs),
     })
 }
 
 #[test]
 fn the_suite_has_two_cases_of_every_shape_each_well_formed() {
-    let cases = codegen_cases();
+    let cases = codegen_cases().unwrap();
     assert!(cases.len() >= 16, "{} cases", cases.len());
     for shape in Shape::ALL {
         let of_shape = cases.iter().filter(|case| case.shape == shape).count();
         assert!(of_shape >= 2, "{}: {of_shape} case(s)", shape.as_str());
     }
-    let names: BTreeSet<&str> = cases.iter().map(|case| case.name).collect();
+    let names: BTreeSet<&str> = cases.iter().map(|case| case.name.as_str()).collect();
     assert_eq!(names.len(), cases.len(), "names are unique");
     assert!(
         cases.iter().any(|case| !case.expected),
@@ -97,11 +97,12 @@ fn the_suite_has_two_cases_of_every_shape_each_well_formed() {
         }
         for (at, held) in case.held_out.iter().enumerate() {
             let outputs: BTreeSet<&str> = held.outputs.keys().map(String::as_str).collect();
-            let declared: BTreeSet<&str> = case.outputs.iter().map(|slot| slot.name).collect();
+            let declared: BTreeSet<&str> =
+                case.outputs.iter().map(|slot| slot.name.as_str()).collect();
             assert_eq!(outputs, declared, "{} #{}", case.name, at + 1);
         }
     }
-    assert_eq!(select(codegen_cases(), "seed-*").len(), 2);
+    assert_eq!(select(codegen_cases().unwrap(), "seed-*").len(), 2);
 }
 
 /// Every case is solvable as worded and its expectations are right: the
@@ -109,9 +110,9 @@ fn the_suite_has_two_cases_of_every_shape_each_well_formed() {
 /// its outputs in the real sandbox.
 #[test]
 fn every_reference_passes_its_own_held_out_inputs_in_the_sandbox() {
-    for case in codegen_cases() {
+    for case in codegen_cases().unwrap() {
         let request = case.request().unwrap();
-        let args = submission(&case, case.reference);
+        let args = submission(&case, &case.reference);
         let accepted = codegen::check_submission(&args, &request)
             .unwrap_or_else(|reasons| panic!("{}: {reasons:?}", case.name));
         assert_eq!(accepted.node().code, case.reference);
@@ -154,7 +155,7 @@ fn payload_text(messages: &[Message]) -> String {
 #[test]
 fn no_held_out_value_reaches_the_prompt() {
     let mut leaked = Vec::new();
-    for case in codegen_cases() {
+    for case in codegen_cases().unwrap() {
         let payload = payload_text(&case.request().unwrap().payload());
         for (at, held) in case.held_out.iter().enumerate() {
             let inputs = Value::Object(held.inputs.clone());
@@ -197,15 +198,15 @@ fn acceptance_first_pass_after_repair_and_held_out_correctness_are_scored_apart(
     let total = case("compute-order-total");
     let money = case("format-money");
     let primes = case("seed-primes");
-    let mut without_tax = submission(&total, total.reference);
+    let mut without_tax = submission(&total, &total.reference);
     without_tax["inputs"] =
         json!([{"name": "lines", "type": "list[{price: number, qty: integer}]"}]);
     let provider = Scripted::new([
         // reshape-rename: right the first time.
-        Reply::call(codegen::SUBMIT_CODE, submission(&rename, rename.reference)),
+        Reply::call(codegen::SUBMIT_CODE, submission(&rename, &rename.reference)),
         // compute-order-total: refused (taxRate dropped), then right.
         Reply::call(codegen::SUBMIT_CODE, without_tax),
-        Reply::call(codegen::SUBMIT_CODE, submission(&total, total.reference)),
+        Reply::call(codegen::SUBMIT_CODE, submission(&total, &total.reference)),
         // format-money: accepted, but no thousands separators.
         Reply::call(
             codegen::SUBMIT_CODE,
@@ -305,7 +306,7 @@ passed by shape: reshape 1/1 · compute 1/1 · format 0/1 · seed 0/1
 
 #[test]
 fn a_provider_that_cannot_be_reached_fails_every_case_without_a_node() {
-    let cases = select(codegen_cases(), "split-*");
+    let cases = select(codegen_cases().unwrap(), "split-*");
     // The script is empty: every turn fails as a provider's error would.
     let provider = Scripted::new([]);
     let results = block_on(run_codegen(

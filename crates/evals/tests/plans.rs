@@ -36,8 +36,9 @@ fn calls(calls: Vec<(&str, Value)>) -> Reply {
 #[test]
 fn a_plan_is_scored_by_its_shape_and_a_synthesis_task_fails_it_by_name() {
     let cases: Vec<_> = planner_cases()
+        .unwrap()
         .into_iter()
-        .filter(|case| ["one-question", "two-cities"].contains(&case.name))
+        .filter(|case| ["one-question", "two-cities"].contains(&case.name.as_str()))
         .collect();
     let provider = Scripted::new([
         // one-question: one task, one step, after a refused call.
@@ -119,6 +120,7 @@ fn answered(request: &ChatRequest) -> bool {
 #[test]
 fn a_sub_agent_case_passes_only_when_children_did_the_lookups() {
     let cases: Vec<_> = subtask_cases()
+        .unwrap()
         .into_iter()
         .filter(|case| case.name == "two-cities")
         .collect();
