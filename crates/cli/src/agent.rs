@@ -332,7 +332,6 @@ impl Session {
             self.catalog.clone(),
             self.asker,
             self.store.as_deref(),
-            None,
         )
     }
 
@@ -370,7 +369,7 @@ impl Session {
         let cancel = interrupt.switch(pool);
         let setup = AgentSetup {
             environment: &environment,
-            runner: Rc::new(crate::sandbox_process::ProcessRunner),
+            runner: Rc::new(crate::sandbox_process::ProcessRunner::warm(1)),
             person,
             clock: Rc::new(kiln_http::SystemClock),
             sink,

@@ -152,7 +152,7 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
         &cases,
         provider,
         &args.model.model,
-        Rc::new(crate::sandbox_process::ProcessRunner),
+        Rc::new(crate::sandbox_process::ProcessRunner::default()),
         args.max_turns,
     ));
     print!("{}", kiln_evals::codeact::table(&results));
@@ -237,7 +237,7 @@ fn task_planner(args: &SuiteArgs) -> ExitCode {
                     cases,
                     provider,
                     model,
-                    Rc::new(crate::sandbox_process::ProcessRunner),
+                    Rc::new(crate::sandbox_process::ProcessRunner::default()),
                 ));
             kiln_evals::plans::planner_table(&results)
         },
@@ -256,7 +256,7 @@ fn subtask(args: &SuiteArgs) -> ExitCode {
                     cases,
                     provider,
                     model,
-                    Rc::new(crate::sandbox_process::ProcessRunner),
+                    Rc::new(crate::sandbox_process::ProcessRunner::default()),
                     args.max_turns,
                 ));
             kiln_evals::plans::subtask_table(&results)
@@ -282,7 +282,7 @@ fn code_gen(args: &SuiteArgs) -> ExitCode {
                     cases,
                     &*provider,
                     model,
-                    &crate::sandbox_process::ProcessRunner,
+                    &crate::sandbox_process::ProcessRunner::default(),
                     &kiln_http::SystemClock,
                     &mut progress,
                 ));

@@ -129,16 +129,6 @@ pub(crate) enum ApproveWith {
     No,
 }
 
-impl ApproveWith {
-    fn as_str(self) -> &'static str {
-        match self {
-            Self::Ask => "ask",
-            Self::Yes => "yes",
-            Self::No => "no",
-        }
-    }
-}
-
 /// The tools a program gets from the command line, as `kiln agent run` and
 /// `kiln mcp serve` take them (`kiln run` takes the same flags, each described
 /// at more length there).
@@ -227,26 +217,10 @@ impl ModelFlags {
         }
         Ok(Some(setup))
     }
-
-    /// The same flags, for a child `kiln run` (the key stays in its variable).
-    pub(crate) fn to_args(&self) -> Vec<String> {
-        let mut args = Vec::new();
-        for (flag, value) in [
-            ("--provider", &self.provider),
-            ("--base-url", &self.base_url),
-            ("--model", &self.model),
-            ("--key-env", &self.key_env),
-            ("--model-budget", &self.model_budget),
-        ] {
-            if let Some(value) = value {
-                args.extend([flag.to_owned(), value.clone()]);
-            }
-        }
-        args
-    }
 }
 
 /// The permission options of one run, as parsed.
+#[derive(Clone)]
 pub(crate) struct Permissions {
     mcp: Vec<String>,
     mode: Option<Mode>,
@@ -285,11 +259,15 @@ fn default_model_dir() -> std::path::PathBuf {
         .unwrap_or(here)
 }
 
+/// Every allocation of the process counts against a budget: a sandbox
+/// process sets it to its run's memory budget; elsewhere it is unlimited.
+#[global_allocator]
+static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
+
 fn main() -> ExitCode {
     if let Some(parent) = std::env::var_os(sandbox_process::PROCESS_ENV) {
         return sandbox_process::serve(&parent);
     }
-    program::end_with_server();
     kiln_llm::native::install(default_model_dir());
     let cli = Cli::parse();
     match cli.command {

@@ -9,43 +9,57 @@
 //! - `late_results({run_id})`: a keyed run's final result once it exists.
 //! - `withdraw({run_id})`: cancels a keyed run and answers how it ended.
 //!
-//! Each call is `kiln run -` in a child process with this server's flags, so it
-//! has the watchdog, the memory budget and the run record every run has; the
-//! child ends with the server however that ends. The gate is headless: mode
-//! `auto` (the client's person connected Kiln on purpose), and a call the ladder
-//! would ask about is denied naming the host, on stderr, which is the child's
-//! too. The protocol framing is `kiln_mcp::server`'s.
+//! Each call is `kiln_run::run_program` in this process, as `kiln run`'s is:
+//! the request read by the one parser every entrance shares, the ladder over
+//! this server's belt (opened once: the scripted catalog, the store), the
+//! program in a sandbox process of its own with the JS CPU, wall and memory
+//! budgets. Two sandbox processes are kept started ahead of the calls
+//! ([`ProcessRunner::warm`]), so a call does not wait for one to start. The
+//! gate is headless: mode `auto` (the client's person connected Kiln on
+//! purpose), and a call the ladder would ask about is denied naming the host,
+//! on stderr. The protocol framing is `kiln_mcp::server`'s.
 //!
 //! A call with a `key` is a keyed run in custody (`kiln_run::Custody`): its
 //! id comes from the agent (`--agent`, else the client's `clientInfo.name`) and
 //! the key; a retry attaches and never runs the program again; after 25 s the
 //! call answers the interim result and the run goes on; with `--store` the
-//! child records it (running, then its whole result) and a restarted server
+//! run records it (running, then its whole result) and a restarted server
 //! adopts the recorded results and marks runs its predecessor left going
-//! `interrupted`. `notifications/cancelled` interrupts a keyless call's child;
+//! `interrupted`. `notifications/cancelled` cancels a keyless call's run;
 //! for a keyed call it only drops that answer (the run stays in custody:
 //! `withdraw` stops it).
 //!
-//! All protocol state lives on one thread, on a local executor; the transports
-//! read on threads of their own and hand each message over with a way to answer
-//! it; each child is waited for on a thread of its own.
+//! All protocol state and every run live on one thread, on a local executor;
+//! the transports read on threads of their own and hand each message over
+//! with a way to answer it.
 
 use std::collections::HashMap;
 use std::io::{BufRead as _, Write as _};
-use std::process::{Command, ExitCode, Stdio};
+use std::process::ExitCode;
 use std::rc::Rc;
 use std::sync::{Arc, Mutex};
 
 use clap::{Args, Subcommand};
 use futures::FutureExt as _;
 use futures::StreamExt as _;
-use futures::channel::{mpsc, oneshot};
+use futures::channel::mpsc;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt as _;
 use kiln_mcp::server::{self, Incoming, ServerSpec};
-use kiln_run::RunId;
-use kiln_run::{Custody, CustodyError, REPLY_DUE_MS, Spawn};
+use kiln_run::{Custody, CustodyError, Environment, REPLY_DUE_MS, RunId, RunRequest, Spawn};
+use kiln_types::RunLimits;
+use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::ToolResult;
+
+use crate::Permissions;
+use crate::program::Asker;
+use crate::sandbox_process::ProcessRunner;
+
+/// Why a run the client withdrew, cancelled or left ended, in its error.
+const WITHDRAWN: &str = "the MCP client withdrew or cancelled the run";
+
+/// Sandbox processes kept started ahead of the calls.
+const WARM_SANDBOXES: usize = 2;
 use serde_json::{Value, json};
 
 /// `kiln mcp …`.
@@ -102,15 +116,37 @@ pub(crate) enum Event {
 
 pub(crate) fn run(command: &McpCommand) -> ExitCode {
     let McpCommand::Serve(args) = command;
-    if let Err(error) = crate::program::check_catalog(args.belt.tools.as_ref()) {
-        eprintln!("kiln: {error:#}");
-        return ExitCode::from(2);
-    }
+    let (catalog, catalog_net) = match crate::program::check_catalog(args.belt.tools.as_ref()) {
+        Ok((catalog, catalog_net, _)) => (catalog, catalog_net),
+        Err(error) => {
+            eprintln!("kiln: {error:#}");
+            return ExitCode::from(2);
+        }
+    };
     // Checked once here, so that a bad flag refuses the server, not each call.
     if let Err(error) = args.model.setup() {
         eprintln!("kiln: {error:#}");
         return ExitCode::from(2);
     }
+    // The store is opened once, for every call and for what earlier servers
+    // recorded.
+    if let Some(store) = &args.belt.store
+        && let Err(error) = crate::program::open_store(store)
+    {
+        eprintln!(
+            "{}",
+            crate::memory::shown(
+                &anyhow::Error::new(error).context(format!("--store {}", store.display()))
+            )
+        );
+        return ExitCode::from(2);
+    }
+    let environment = crate::program::environment(
+        "kiln mcp serve",
+        catalog,
+        Asker::Served,
+        args.belt.store.as_deref(),
+    );
     // Said once: every call the ladder would ask about is denied, naming this host.
     eprintln!(
         "kiln: {}",
@@ -134,16 +170,20 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         let _ = spawner.spawn_local(future);
     });
     let custody = Custody::new(Rc::new(kiln_clock::SystemClock), spawn.clone())
-        .with_reply_due(args.reply_due_ms);
-    if let Some(store) = &args.belt.store
-        && let Err(error) = adopt_recorded(store, &custody)
+        .with_reply_due(args.reply_due_ms)
+        .with_withdraw_reason(WITHDRAWN);
+    if let Some(Ok(workspace)) = environment.workspace.as_deref()
+        && let Err(error) = adopt_recorded(workspace, &custody)
     {
-        eprintln!("{error}");
+        eprintln!("error: --store: {error}");
         return ExitCode::from(2);
     }
     let server = Rc::new(Server {
         spec: spec(args),
-        flags: flags(args),
+        environment,
+        runner: ProcessRunner::warm(WARM_SANDBOXES),
+        permissions: permissions(args),
+        catalog_net,
         agent: args.agent.clone(),
         custody,
         clients: std::cell::RefCell::default(),
@@ -151,10 +191,11 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         spawn,
         closing: std::cell::Cell::default(),
     });
-    pool.run_until(serve(server, incoming));
-    // What the interrupted calls and withdrawn runs still do — their children
+    pool.run_until(serve(server.clone(), incoming));
+    // What the cancelled calls and withdrawn runs still do — their sandboxes
     // ending, their records settled, their answers sent — runs to its end.
     pool.run();
+    drop(server);
     ExitCode::SUCCESS
 }
 
@@ -190,7 +231,13 @@ fn read_stdio(events: mpsc::UnboundedSender<Event>) {
 
 struct Server {
     spec: ServerSpec,
-    flags: Vec<String>,
+    /// Where every call's run is assembled: the belt, the headless gate, the store.
+    environment: Environment,
+    runner: ProcessRunner,
+    /// The server's flags as a run's (each call adds its agent and key).
+    permissions: Permissions,
+    /// The catalog names `http_request`.
+    catalog_net: bool,
     agent: Option<String>,
     custody: Custody,
     /// Each session's `clientInfo.name`.
@@ -204,32 +251,9 @@ struct Server {
 }
 
 struct Call {
-    /// A keyless call's child, which a cancellation interrupts.
-    child: Option<Interrupt>,
+    /// A keyless call's run, which a cancellation stops.
+    cancel: Option<AbortSignal>,
     cancelled: bool,
-}
-
-/// The pid of a call's child once it started, and whether it was interrupted
-/// before (it is then interrupted as soon as it starts).
-#[derive(Clone, Default)]
-struct Interrupt(Arc<Mutex<(Option<u32>, bool)>>);
-
-impl Interrupt {
-    fn interrupt(&self) {
-        let mut state = lock(&self.0);
-        state.1 = true;
-        if let Some(pid) = state.0 {
-            crate::program::pass_on_interrupt(pid);
-        }
-    }
-
-    fn started(&self, pid: u32) {
-        let mut state = lock(&self.0);
-        state.0 = Some(pid);
-        if state.1 {
-            crate::program::pass_on_interrupt(pid);
-        }
-    }
 }
 
 async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>) {
@@ -241,11 +265,11 @@ async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>)
         }
     }
     server.closing.set(true);
-    // The client has gone: the runs still going are interrupted, and end (a
-    // keyed run's child records it cancelled) on the pool after this returns.
+    // The client has gone: the runs still going are cancelled, and end (a
+    // keyed run recorded cancelled) on the pool after this returns.
     for call in server.calls.borrow().values() {
-        if let Some(child) = &call.child {
-            child.interrupt();
+        if let Some(cancel) = &call.cancel {
+            cancel.abort_because(WITHDRAWN);
         }
     }
     for run_id in server.custody.running() {
@@ -280,8 +304,8 @@ impl Server {
                     .get_mut(&(session, request_id.to_string()))
                 {
                     call.cancelled = true;
-                    if let Some(child) = &call.child {
-                        child.interrupt();
+                    if let Some(cancel) = &call.cancel {
+                        cancel.abort_because(WITHDRAWN);
                     }
                 }
                 answer(None);
@@ -295,7 +319,7 @@ impl Server {
                 self.calls.borrow_mut().insert(
                     key.clone(),
                     Call {
-                        child: None,
+                        cancel: None,
                         cancelled: false,
                     },
                 );
@@ -323,14 +347,14 @@ impl Server {
         self.clients.borrow_mut().remove(session);
         for ((of, _), call) in self.calls.borrow().iter() {
             if of == session
-                && let Some(child) = &call.child
+                && let Some(cancel) = &call.cancel
             {
-                child.interrupt();
+                cancel.abort_because(WITHDRAWN);
             }
         }
     }
 
-    async fn codemode(&self, call: &(String, String), arguments: &Value) -> ToolResult {
+    async fn codemode(self: &Rc<Self>, call: &(String, String), arguments: &Value) -> ToolResult {
         let agent = self
             .agent
             .clone()
@@ -344,43 +368,100 @@ impl Server {
                 json!({"status": "cancelled"}),
             );
         }
-        let prepared = match prepare(arguments, &self.flags, &agent) {
-            Ok(prepared) => prepared,
+        let request = match self.request(arguments, &agent) {
+            Ok(request) => request,
             Err(refusal) => return *refusal,
         };
-        match arguments["key"].as_str() {
+        match request.key.clone() {
             None => {
-                let interrupt = Interrupt::default();
+                let cancel = AbortSignal::new();
                 if let Some(entry) = self.calls.borrow_mut().get_mut(call) {
-                    entry.child = Some(interrupt.clone());
+                    entry.cancel = Some(cancel.clone());
                 }
-                run_child(prepared, interrupt)
-                    .await
-                    .unwrap_or_else(|_| refused("the run's process was lost"))
+                self.run(request, cancel).await
             }
             Some(key) => {
-                let run_id = RunId::keyed(&agent, key).id;
+                let run_id = RunId::keyed(&agent, &key).id;
+                let server = self.clone();
                 let (result, _attached) = self
                     .custody
                     .call(&run_id, move |handle| {
-                        async move {
-                            let interrupt = Interrupt::default();
-                            let mut ended = run_child(prepared, interrupt.clone()).fuse();
-                            let mut withdrawn = handle.cancel.aborted().fuse();
-                            let ended = futures::select! {
-                                result = ended => result,
-                                () = withdrawn => {
-                                    interrupt.interrupt();
-                                    ended.await
-                                }
-                            };
-                            ended.unwrap_or_else(|_| refused("the run's process was lost"))
-                        }
-                        .boxed_local()
+                        async move { server.run(request, handle.cancel).await }.boxed_local()
                     })
                     .await;
                 result
             }
+        }
+    }
+
+    /// Checks a `codemode` call's arguments and reads its run request, by
+    /// the parser every entrance shares.
+    fn request(&self, arguments: &Value, agent: &str) -> Result<RunRequest, Box<ToolResult>> {
+        let unknown: Vec<&str> = arguments
+            .as_object()
+            .map(|arguments| {
+                arguments
+                    .keys()
+                    .map(String::as_str)
+                    .filter(|name| !CODEMODE_ARGS.contains(name))
+                    .collect()
+            })
+            .unwrap_or_default();
+        if !unknown.is_empty() {
+            return Err(Box::new(refused(&format!(
+                "codemode takes {}; not {}",
+                CODEMODE_ARGS.map(|name| format!("`{name}`")).join(", "),
+                unknown
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ))));
+        }
+        let Some(code) = arguments["code"].as_str() else {
+            return Err(Box::new(refused(
+                "`code` is missing or not a string: give the program's text",
+            )));
+        };
+        let key = match &arguments["key"] {
+            Value::Null => None,
+            Value::String(key) if !key.is_empty() => Some(key.clone()),
+            _ => return Err(Box::new(refused("`key` must be a non-empty string"))),
+        };
+        let limits = match &arguments["limits"] {
+            Value::Null => RunLimits::default(),
+            limits @ Value::Object(_) => serde_json::from_value::<RunLimits>(limits.clone())
+                .map_err(|error| {
+                    Box::new(refused(&format!(
+                        "the call's `limits` are not valid: {error}"
+                    )))
+                })?,
+            other => {
+                return Err(Box::new(refused(&format!(
+                    "`limits` must be an object, not {}",
+                    kiln_types::words::json_type(other)
+                ))));
+            }
+        };
+        let permissions = Permissions {
+            agent: agent.to_owned(),
+            key,
+            ..self.permissions.clone()
+        };
+        crate::program::request_of(code.to_owned(), limits, &permissions, self.catalog_net)
+            .map_err(|error| Box::new(refused(&format!("{error:#}"))))
+    }
+
+    /// One call's run, in this process over the server's belt.
+    async fn run(&self, request: RunRequest, cancel: AbortSignal) -> ToolResult {
+        match kiln_run::run_program(request, &self.environment, &self.runner, cancel).await {
+            Ok(ran) => {
+                if let Some(error) = &ran.record_error {
+                    eprintln!("kiln: the run's record could not be settled: {error}");
+                }
+                ran.result
+            }
+            Err(refusal) => refused(&refusal.0),
         }
     }
 
@@ -421,19 +502,15 @@ fn kept(answer: Result<ToolResult, CustodyError>) -> ToolResult {
     answer.unwrap_or_else(|error| error.to_result())
 }
 
-/// With `--store`: marks `interrupted` the jobs a server (or run) that died
-/// left running, and keeps the keyed runs that ended within retention, so a
-/// retry or `late_results` after a restart gets what the history recorded.
-fn adopt_recorded(store: &std::path::Path, custody: &Custody) -> Result<(), String> {
-    let workspace = crate::program::open_store(store).map_err(|error| {
-        crate::memory::shown(
-            &anyhow::Error::new(error).context(format!("--store {}", store.display())),
-        )
-    })?;
+/// With `--store`: keeps the keyed runs that ended within retention, so a
+/// retry or `late_results` after a restart gets what the history recorded
+/// (opening the store already marked `interrupted` the jobs a server or run
+/// that died left running).
+fn adopt_recorded(workspace: &kiln_run::Workspace, custody: &Custody) -> Result<(), String> {
     let history = kiln_store::history::History::new(workspace.backend.clone());
     futures::executor::block_on(custody.adopt_history(&history, kiln_store::clock::epoch_ms()))
-        .map_err(|error| format!("error: --store {}: {error}", store.display()))?;
-    Ok(())
+        .map(drop)
+        .map_err(|error| error.to_string())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -547,164 +624,19 @@ fn withdraw_tool() -> Value {
     })
 }
 
-/// The `kiln run` flags every call's child gets (`--agent` is the call's).
-fn flags(args: &ServeArgs) -> Vec<String> {
-    let mut flags = vec!["--permission-mode".to_owned(), "auto".to_owned()];
-    if let Some(tools) = &args.belt.tools {
-        flags.extend(["--tools".to_owned(), tools.display().to_string()]);
-    }
-    for spec in &args.belt.mcp {
-        flags.extend(["--mcp".to_owned(), spec.clone()]);
-    }
-    if let Some(store) = &args.belt.store {
-        flags.extend(["--store".to_owned(), store.display().to_string()]);
-    }
-    match args.belt.allow_net.as_deref() {
-        Some("") => flags.push("--allow-net".to_owned()),
-        Some(origins) => flags.push(format!("--allow-net={origins}")),
-        None => {}
-    }
-    flags.extend(args.model.to_args());
-    flags
-}
-
-/// A call's child, ready to start.
-struct Prepared {
-    command: Command,
-    code: String,
-    /// The call's limits, written to a file for `--limits`; removed after.
-    limits_file: Option<std::path::PathBuf>,
-}
-
-/// Checks a `codemode` call's arguments and makes its `kiln run -` command.
-fn prepare(arguments: &Value, flags: &[String], agent: &str) -> Result<Prepared, Box<ToolResult>> {
-    let unknown: Vec<&str> = arguments
-        .as_object()
-        .map(|arguments| {
-            arguments
-                .keys()
-                .map(String::as_str)
-                .filter(|name| !CODEMODE_ARGS.contains(name))
-                .collect()
-        })
-        .unwrap_or_default();
-    if !unknown.is_empty() {
-        return Err(Box::new(refused(&format!(
-            "codemode takes {}; not {}",
-            CODEMODE_ARGS.map(|name| format!("`{name}`")).join(", "),
-            unknown
-                .iter()
-                .map(|name| format!("`{name}`"))
-                .collect::<Vec<_>>()
-                .join(", ")
-        ))));
-    }
-    let Some(code) = arguments["code"].as_str() else {
-        return Err(Box::new(refused(
-            "`code` is missing or not a string: give the program's text",
-        )));
-    };
-    let key = match &arguments["key"] {
-        Value::Null => None,
-        Value::String(key) if !key.is_empty() => Some(key.as_str()),
-        _ => return Err(Box::new(refused("`key` must be a non-empty string"))),
-    };
-    let exe = std::env::current_exe().map_err(|error| {
-        Box::new(refused(&format!(
-            "kiln cannot find its own program: {error}"
-        )))
-    })?;
-    let mut command = Command::new(exe);
-    command
-        .args(["run", "-"])
-        .args(flags)
-        .args(["--agent", agent])
-        .env(crate::program::SERVED_ENV, std::process::id().to_string());
-    if let Some(key) = key {
-        command.args(["--key", key]);
-    }
-    let limits_file = match &arguments["limits"] {
-        Value::Null => None,
-        Value::Object(limits) => {
-            let path = std::env::temp_dir().join(format!(
-                "kiln-mcp-limits-{}-{:016x}.json",
-                std::process::id(),
-                u64::from_le_bytes(kiln_store::ids::random_bytes())
-            ));
-            std::fs::write(&path, Value::Object(limits.clone()).to_string()).map_err(|error| {
-                Box::new(refused(&format!(
-                    "the limits could not be passed on: {error}"
-                )))
-            })?;
-            command.arg("--limits").arg(&path);
-            Some(path)
-        }
-        other => {
-            return Err(Box::new(refused(&format!(
-                "`limits` must be an object, not {}",
-                kiln_types::words::json_type(other)
-            ))));
-        }
-    };
-    Ok(Prepared {
-        command,
-        code: code.to_owned(),
-        limits_file,
-    })
-}
-
-/// Runs the prepared child on a thread of its own; its result when it ends.
-fn run_child(prepared: Prepared, interrupt: Interrupt) -> oneshot::Receiver<ToolResult> {
-    let (answer, answered) = oneshot::channel();
-    std::thread::spawn(move || {
-        let _ = answer.send(wait_child(prepared, &interrupt));
-    });
-    answered
-}
-
-fn wait_child(prepared: Prepared, interrupt: &Interrupt) -> ToolResult {
-    let Prepared {
-        mut command,
-        code,
-        limits_file,
-    } = prepared;
-    let ran = command
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .and_then(|mut child| {
-            interrupt.started(child.id());
-            if let Some(mut stdin) = child.stdin.take() {
-                stdin.write_all(code.as_bytes())?;
-            }
-            child.wait_with_output()
-        });
-    let shown_limits = limits_file.as_ref().map(|path| path.display().to_string());
-    if let Some(path) = limits_file {
-        let _ = std::fs::remove_file(path);
-    }
-    let output = match ran {
-        Err(error) => return refused(&format!("the run could not start: {error}")),
-        Ok(output) => output,
-    };
-    let said = String::from_utf8_lossy(&output.stderr).into_owned();
-    // What the run said (a denied call's note, naming the host) goes on to this server's stderr.
-    eprint!("{said}");
-    match serde_json::from_slice::<ToolResult>(&output.stdout) {
-        Ok(result) => result,
-        // `kiln run` refused before anything ran (exit 2: limits it could not read, a
-        // store it could not open), saying why on stderr.
-        Err(_) => {
-            let mut why = said.trim().trim_start_matches("error: ").to_owned();
-            if let Some(path) = shown_limits {
-                why = why.replace(&format!("the limits `{path}`"), "the call's `limits`");
-            }
-            if why.is_empty() {
-                why = format!("kiln run exited {}", output.status.code().unwrap_or(-1));
-            }
-            refused(&why)
-        }
+/// The server's flags as a run's permissions (each call adds its agent and
+/// key): mode `auto`, the belt, the model.
+fn permissions(args: &ServeArgs) -> Permissions {
+    Permissions {
+        mcp: args.belt.mcp.clone(),
+        mode: Some(kiln_capabilities::Mode::Auto),
+        approve: crate::ApproveWith::No,
+        secrets: Vec::new(),
+        store: args.belt.store.clone(),
+        allow_net: args.belt.allow_net.clone(),
+        agent: String::new(),
+        key: None,
+        model: args.model.clone(),
     }
 }
 

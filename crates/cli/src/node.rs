@@ -242,7 +242,7 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
             &setup.request,
             graph::Setup {
                 environment: &environment,
-                runner: &crate::sandbox_process::ProcessRunner,
+                runner: &crate::sandbox_process::ProcessRunner::default(),
                 cancel: &cancel,
             },
             max_concurrent,
@@ -287,7 +287,6 @@ impl RunSetup {
             self.catalog.clone(),
             self.asker,
             self.store.as_deref(),
-            None,
         )
     }
 }
@@ -353,7 +352,7 @@ fn run_one(node: &CodeNode, values: &Map<String, Value>, setup: &RunSetup) -> Ex
         values,
         setup.request.clone(),
         &environment,
-        &crate::sandbox_process::ProcessRunner,
+        &crate::sandbox_process::ProcessRunner::default(),
         AbortSignal::new(),
     ));
     match ran {

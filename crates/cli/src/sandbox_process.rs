@@ -141,6 +141,9 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
         // The parent is gone: nobody reads what this process would answer.
         std::process::exit(0);
     });
+    // The engine is made before the run is asked for: a warm child (see
+    // [`ProcessRunner`]) has it ready when its program comes.
+    let sandbox = Sandbox::new();
     let mut pool = futures::executor::LocalPool::new();
     let first = pool.run_until(inbox.next());
     let Some(Ok(ToSandbox::Run {
@@ -202,7 +205,7 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
     let warnings = admission.warnings.clone();
     let catalog_digest = admission.digest();
     let report = pool.run_until(async {
-        match Sandbox::new() {
+        match sandbox {
             Ok(sandbox) => {
                 sandbox
                     .run(
@@ -250,8 +253,134 @@ fn watch(run_id: u64, limits: &RunLimits, gauge: Arc<CpuGauge>) {
     });
 }
 
-/// Runs each program in a sandbox process of its own.
-pub struct ProcessRunner;
+/// Runs each program in a sandbox process of its own, a fresh one every run.
+///
+/// With [`ProcessRunner::warm`] it keeps that many children started ahead of
+/// the runs — the process up, the engine made, waiting for its program — and
+/// starts the next as soon as one is taken, so a run does not wait for a
+/// process to start (`kiln mcp serve`). A child still runs one program only;
+/// the warm ones end when the runner is dropped (or with this process).
+#[derive(Default)]
+pub struct ProcessRunner {
+    keep_warm: usize,
+    warm: RefCell<Vec<Started>>,
+}
+
+impl ProcessRunner {
+    /// A runner that keeps `children` sandbox processes started ahead of the
+    /// runs.
+    #[must_use]
+    pub fn warm(children: usize) -> Self {
+        let runner = Self {
+            keep_warm: children,
+            warm: RefCell::default(),
+        };
+        runner.refill();
+        runner
+    }
+
+    /// Starts children until `keep_warm` wait; one that cannot start is left
+    /// to the run that needs it (which says why).
+    fn refill(&self) {
+        let mut warm = self.warm.borrow_mut();
+        while warm.len() < self.keep_warm {
+            match Started::spawn() {
+                Ok(started) => warm.push(started),
+                Err(_) => break,
+            }
+        }
+    }
+
+    /// A warm child that is still alive, else a new one.
+    fn child(&self) -> std::io::Result<Started> {
+        loop {
+            let taken = self.warm.borrow_mut().pop();
+            match taken {
+                Some(mut started) => {
+                    if matches!(started.child.try_wait(), Ok(None)) {
+                        return Ok(started);
+                    }
+                    // It died while it waited (killed from outside): reaped, not used.
+                }
+                None => return Started::spawn(),
+            }
+        }
+    }
+}
+
+impl Drop for ProcessRunner {
+    fn drop(&mut self) {
+        for mut started in self.warm.take() {
+            let _ = started.child.kill();
+            let _ = started.child.wait();
+        }
+    }
+}
+
+/// A sandbox process with its pipes read: its stdout lines come on
+/// `lines`, its stderr is gathered by `errors` until it ends.
+struct Started {
+    child: Child,
+    stdin: Rc<RefCell<ChildStdin>>,
+    lines: mpsc::UnboundedReceiver<String>,
+    errors: std::thread::JoinHandle<String>,
+}
+
+impl Started {
+    fn spawn() -> std::io::Result<Self> {
+        let mut command = Command::new(std::env::current_exe()?);
+        command
+            .env(PROCESS_ENV, std::process::id().to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        // Its own process group: a Ctrl-C on the terminal reaches the runner,
+        // which cancels the run and ends the child itself, instead of killing
+        // the child before the run can answer `cancelled`.
+        #[cfg(unix)]
+        std::os::unix::process::CommandExt::process_group(&mut command, 0);
+        let mut child = command.spawn()?;
+        let (Some(stdin), Some(stdout), Some(stderr)) =
+            (child.stdin.take(), child.stdout.take(), child.stderr.take())
+        else {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(std::io::Error::other("the sandbox process has no pipes"));
+        };
+        let (sender, lines) = mpsc::unbounded::<String>();
+        std::thread::spawn(move || {
+            for line in std::io::BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if sender.unbounded_send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let errors = std::thread::spawn(move || {
+            let mut text = String::new();
+            let _ = std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut text);
+            text
+        });
+        Ok(Self {
+            child,
+            stdin: Rc::new(RefCell::new(stdin)),
+            lines,
+            errors,
+        })
+    }
+}
+
+/// Why a sandbox process that ended without a report ended, from what it
+/// said on stderr: the stack overflow or panic line when there is one (Rust
+/// prints them before it aborts), else its last line.
+pub(crate) fn death_cause(stderr: &str) -> String {
+    stderr
+        .lines()
+        .rev()
+        .find(|line| line.contains("overflowed its stack") || line.contains("panicked"))
+        .or_else(|| stderr.lines().rev().find(|line| !line.trim().is_empty()))
+        .map_or_else(|| "nothing".to_owned(), |line| line.trim().to_owned())
+}
 
 /// What the parent knows of a run in flight.
 struct Seen {
@@ -295,15 +424,6 @@ fn engine(problem: String) -> RunResult {
     }
 }
 
-fn spawn() -> std::io::Result<Child> {
-    Command::new(std::env::current_exe()?)
-        .env(PROCESS_ENV, std::process::id().to_string())
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-}
-
 fn write(stdin: &RefCell<ChildStdin>, message: &ToSandbox) {
     let mut stdin = stdin.borrow_mut();
     // A child that is gone is noticed on its stdout.
@@ -319,53 +439,42 @@ impl SandboxRunner for ProcessRunner {
         tools: Rc<Dispatcher>,
         cancel: AbortSignal,
     ) -> LocalBoxFuture<'static, RunResult> {
+        let limits = limits.clamped();
+        let catalog = tools.catalog();
+        let admission = match Admission::admit(&catalog, "host") {
+            Ok(admission) => admission,
+            Err(invalid) => {
+                let failed = engine(format!(
+                    "the run's capabilities could not be set up: {invalid}"
+                ));
+                return Box::pin(async move { failed });
+            }
+        };
+        let Started {
+            mut child,
+            stdin,
+            lines: mut messages,
+            errors,
+        } = match self.child() {
+            Ok(started) => started,
+            Err(error) => {
+                let failed = engine(format!("could not start a sandbox process: {error}"));
+                return Box::pin(async move { failed });
+            }
+        };
+        let run_id = 1;
+        write(
+            &stdin,
+            &ToSandbox::Run {
+                run_id,
+                code,
+                limits,
+                catalog,
+            },
+        );
+        // The next run's child starts while this one runs.
+        self.refill();
         Box::pin(async move {
-            let limits = limits.clamped();
-            let catalog = tools.catalog();
-            let admission = match Admission::admit(&catalog, "host") {
-                Ok(admission) => admission,
-                Err(invalid) => {
-                    return engine(format!(
-                        "the run's capabilities could not be set up: {invalid}"
-                    ));
-                }
-            };
-            let mut child = match spawn() {
-                Ok(child) => child,
-                Err(error) => return engine(format!("could not start a sandbox process: {error}")),
-            };
-            let (Some(stdin), Some(stdout), Some(stderr)) =
-                (child.stdin.take(), child.stdout.take(), child.stderr.take())
-            else {
-                let _ = child.kill();
-                return engine("the sandbox process has no pipes".into());
-            };
-            let stdin = Rc::new(RefCell::new(stdin));
-            let (lines, mut messages) = mpsc::unbounded::<String>();
-            std::thread::spawn(move || {
-                for line in std::io::BufReader::new(stdout).lines() {
-                    let Ok(line) = line else { break };
-                    if lines.unbounded_send(line).is_err() {
-                        break;
-                    }
-                }
-            });
-            let errors = std::thread::spawn(move || {
-                let mut text = String::new();
-                let _ =
-                    std::io::Read::read_to_string(&mut std::io::BufReader::new(stderr), &mut text);
-                text
-            });
-            let run_id = 1;
-            write(
-                &stdin,
-                &ToSandbox::Run {
-                    run_id,
-                    code,
-                    limits,
-                    catalog,
-                },
-            );
             let mut seen = Seen {
                 console: Vec::new(),
                 calls: Vec::new(),
@@ -381,7 +490,8 @@ impl SandboxRunner for ProcessRunner {
             let result = loop {
                 futures::select_biased! {
                     () = cancelled => {
-                        break seen.ended(RunError::cancelled("the run was stopped before it finished"), &tools, &admission);
+                        let why = cancel.reason().unwrap_or_else(|| "the run was stopped before it finished".into());
+                        break seen.ended(RunError::cancelled(&why), &tools, &admission);
                     },
                     () = deadline => {
                         break seen.ended(RunError::wall_budget(limits.wall_ms), &tools, &admission);
@@ -399,10 +509,9 @@ impl SandboxRunner for ProcessRunner {
                     line = messages.next() => {
                         let Some(line) = line else {
                             let _ = child.wait();
-                            let said = errors.join().unwrap_or_default();
-                            let said = said.trim().lines().last().unwrap_or("nothing").to_owned();
+                            let said = death_cause(&errors.join().unwrap_or_default());
                             break seen.ended(
-                                RunError::new(RunErrorKind::Engine, format!("the sandbox process ended without a report; it said: {said}")),
+                                RunError::new(RunErrorKind::Engine, format!("the sandbox process ended without a report: {said}")),
                                 &tools,
                                 &admission,
                             );

@@ -214,6 +214,8 @@ pub struct Custody {
     spawn: Spawn,
     retention: Retention,
     reply_due_ms: u64,
+    /// Why a withdrawn run was cancelled, when the entrance says.
+    withdraw_reason: Option<String>,
 }
 
 impl Custody {
@@ -225,7 +227,16 @@ impl Custody {
             spawn,
             retention: Retention::default(),
             reply_due_ms: REPLY_DUE_MS,
+            withdraw_reason: None,
         }
+    }
+
+    /// Says why a withdrawn run was cancelled, in the entrance's words (`the
+    /// MCP client withdrew or cancelled the run`).
+    #[must_use]
+    pub fn with_withdraw_reason(mut self, reason: impl Into<String>) -> Self {
+        self.withdraw_reason = Some(reason.into());
+        self
     }
 
     #[must_use]
@@ -368,7 +379,10 @@ impl Custody {
     pub async fn withdraw(&self, run_id: &str) -> Result<ToolResult, CustodyError> {
         self.prune();
         if let Some(Kept::Running { handle, .. }) = self.runs.borrow().kept.get(run_id) {
-            handle.cancel.abort();
+            match &self.withdraw_reason {
+                Some(reason) => handle.cancel.abort_because(reason.clone()),
+                None => handle.cancel.abort(),
+            }
         }
         self.reply(run_id).await
     }

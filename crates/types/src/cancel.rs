@@ -12,6 +12,8 @@ use std::task::{Context, Poll, Waker};
 #[derive(Default)]
 struct AbortState {
     aborted: Cell<bool>,
+    /// Who threw the switch and why, in words for the run's error.
+    reason: RefCell<Option<String>>,
     wakers: RefCell<Vec<Waker>>,
 }
 
@@ -32,6 +34,21 @@ impl AbortSignal {
         for waker in self.0.wakers.borrow_mut().drain(..) {
             waker.wake();
         }
+    }
+
+    /// Throws the switch saying why (`the MCP client withdrew the run`): the
+    /// run's `cancelled` error names it. The first reason given stays.
+    pub fn abort_because(&self, reason: impl Into<String>) {
+        if !self.is_aborted() {
+            *self.0.reason.borrow_mut() = Some(reason.into());
+        }
+        self.abort();
+    }
+
+    /// Why the switch was thrown, when whoever threw it said.
+    #[must_use]
+    pub fn reason(&self) -> Option<String> {
+        self.0.reason.borrow().clone()
     }
 
     #[must_use]
@@ -95,5 +112,26 @@ mod tests {
         signal.abort();
         assert!(seen.is_aborted());
         assert_eq!(aborted.as_mut().poll(&mut cx), Poll::Ready(()));
+    }
+
+    #[test]
+    fn the_first_reason_given_is_the_one_kept() {
+        let signal = AbortSignal::new();
+        assert_eq!(signal.reason(), None);
+        signal.abort_because("the MCP client withdrew the run");
+        signal.clone().abort_because("Ctrl-C stopped the run");
+        assert!(signal.is_aborted());
+        assert_eq!(
+            signal.reason().as_deref(),
+            Some("the MCP client withdrew the run")
+        );
+        let plain = AbortSignal::new();
+        plain.abort();
+        plain.abort_because("too late");
+        assert_eq!(
+            plain.reason(),
+            None,
+            "a switch already thrown keeps no later reason"
+        );
     }
 }
