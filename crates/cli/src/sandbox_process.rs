@@ -556,3 +556,24 @@ impl SandboxRunner for ProcessRunner {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::death_cause;
+
+    #[test]
+    fn a_dead_sandbox_is_named_by_its_overflow_or_panic_else_its_last_words() {
+        let overflow = "warming up\nthread 'kiln-sandbox' has overflowed its stack\nfatal runtime error: stack overflow, aborting\n";
+        assert_eq!(
+            death_cause(overflow),
+            "thread 'kiln-sandbox' has overflowed its stack"
+        );
+        let panic = "thread 'kiln-sandbox' panicked at src/x.rs:1:1:\nboom\nnote: run with RUST_BACKTRACE=1\n";
+        assert_eq!(
+            death_cause(panic),
+            "thread 'kiln-sandbox' panicked at src/x.rs:1:1:"
+        );
+        assert_eq!(death_cause("one\n  two  \n\n"), "two");
+        assert_eq!(death_cause(""), "nothing");
+    }
+}
