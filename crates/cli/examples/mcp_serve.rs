@@ -3,10 +3,11 @@
 //! over stdio (JSON-RPC lines), beside a direct `tools/call` of the same tool
 //! through Kiln's MCP client, all on loopback. The tool is the MCP reference
 //! server's `get-sum`: directly it is one `tools/call`; through codemode it is
-//! a program `return await tools.every_get_sum(…)` run by a `kiln run` child
-//! that opens its own session to the reference server. `return 1` over HTTP is
-//! the floor (the child process and the sandbox, no tool). `KILN_CLI` is the
-//! release `kiln`. Prints a table; asserts nothing about time.
+//! a program `return await tools.every_get_sum(…)` run in the server's process
+//! over its ladder (which opens the run's own session to the reference server)
+//! and a warm sandbox process. `return 1` over HTTP is the floor (the ladder
+//! and the sandbox, no tool). `KILN_CLI` is the release `kiln`. Prints a table;
+//! asserts nothing about time.
 
 #![expect(
     clippy::expect_used,
