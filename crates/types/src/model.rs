@@ -14,6 +14,8 @@ use crate::chat::{ChatRequest, Event};
 use crate::protocol::DecodeError;
 
 /// Bumped on any incompatible change; distinct from the other protocols'.
+/// Shape: 0xe3b0d717a78c9c71 at version 2001 (the hash of this file's message types; the
+/// tidy test `protocol_shapes` fails when they change and this version does not).
 pub const MODEL_PROTOCOL_VERSION: u32 = 2001;
 
 /// The Cache API cache the model's files are kept in, by URL. A file that no
