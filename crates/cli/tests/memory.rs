@@ -15,37 +15,18 @@ use common::{Output, kiln};
 use std::collections::BTreeSet;
 use std::fs;
 use std::io::{BufRead as _, BufReader, Write as _};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-/// A fresh folder under Cargo's temp dir for integration tests, removed when dropped.
-struct TempDir(PathBuf);
+use kiln_testkit::TempDir;
 
-impl TempDir {
-    fn new(name: &str) -> Self {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("memory-{name}-{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-
-    fn join(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
+/// A fresh folder under Cargo's temp dir, removed when dropped.
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(env!("CARGO_TARGET_TMPDIR"), &format!("memory-{name}"))
 }
 
 fn command() -> Command {
@@ -96,7 +77,7 @@ fn saver(store: &str) -> Child {
 
 #[test]
 fn save_list_query_mark_export_import() {
-    let dir = TempDir::new("flow");
+    let dir = temp_dir("flow");
     let store = dir.join("store");
     let teal = memory(
         &store,
@@ -179,8 +160,8 @@ fn save_list_query_mark_export_import() {
     );
 
     // A workspace file travels with the export.
-    fs::create_dir_all(dir.0.join("store/files/notes")).unwrap();
-    fs::write(dir.0.join("store/files/notes/soup.md"), "# Soup\n").unwrap();
+    fs::create_dir_all(dir.path().join("store/files/notes")).unwrap();
+    fs::write(dir.path().join("store/files/notes/soup.md"), "# Soup\n").unwrap();
     let file = dir.join("export.json");
     let exported = memory(&store, &["export", &file]);
     assert_eq!(exported.code, 0, "{}", exported.stderr);
@@ -214,7 +195,7 @@ fn save_list_query_mark_export_import() {
         "the same memories, marks included"
     );
     assert_eq!(
-        fs::read_to_string(dir.0.join("fresh/files/notes/soup.md")).unwrap(),
+        fs::read_to_string(dir.path().join("fresh/files/notes/soup.md")).unwrap(),
         "# Soup\n"
     );
     let hits = memory(&fresh, &["query", "friday"]).json_ok();
@@ -227,7 +208,7 @@ fn save_list_query_mark_export_import() {
 
 #[test]
 fn bad_inputs_give_clear_errors() {
-    let dir = TempDir::new("errors");
+    let dir = temp_dir("errors");
     let store = dir.join("store");
     let not_export = dir.join("not-export.json");
     fs::write(&not_export, r#"{"hello": "world"}"#).unwrap();
@@ -239,7 +220,7 @@ fn bad_inputs_give_clear_errors() {
     let damaged = dir.join("damaged");
     fs::create_dir_all(&damaged).unwrap();
     fs::write(
-        dir.0.join("damaged/store.log"),
+        dir.path().join("damaged/store.log"),
         "{\"kiln_store\":2}\n{\"ops\":[]}\nnot a batch\n{\"ops\":[]}\n",
     )
     .unwrap();
@@ -361,7 +342,7 @@ fn bad_inputs_give_clear_errors() {
 
 #[test]
 fn two_processes_writing_at_once_lose_nothing() {
-    let dir = TempDir::new("two");
+    let dir = temp_dir("two");
     let store = dir.join("store");
     let started = Instant::now();
     let mut writers: Vec<Child> = (0..2).map(|_| saver(&store)).collect();
@@ -412,7 +393,7 @@ fn two_processes_writing_at_once_lose_nothing() {
 
 #[test]
 fn a_process_killed_mid_write_leaves_every_acknowledged_entry() {
-    let dir = TempDir::new("killed");
+    let dir = temp_dir("killed");
     let store = dir.join("store");
     let mut acknowledged = Vec::new();
     for round in 0..3 {
@@ -447,7 +428,7 @@ fn a_process_killed_mid_write_leaves_every_acknowledged_entry() {
         child.wait().unwrap();
         reader.join().unwrap();
         feeder.join().unwrap();
-        let log = fs::read(dir.0.join("store/store.log")).unwrap();
+        let log = fs::read(dir.path().join("store/store.log")).unwrap();
         eprintln!(
             "round {round}: the kill left {}",
             if log.ends_with(b"\n") {
@@ -486,7 +467,7 @@ fn a_process_killed_mid_write_leaves_every_acknowledged_entry() {
         ids_of_all(&store).contains(after["id"].as_str().unwrap()),
         "still accepts writes"
     );
-    let log = fs::read_to_string(dir.0.join("store/store.log")).unwrap();
+    let log = fs::read_to_string(dir.path().join("store/store.log")).unwrap();
     assert!(log.ends_with('\n'), "the next writer left a clean end");
     for (number, line) in log.lines().enumerate() {
         assert!(
@@ -505,7 +486,7 @@ fn ids_of_all(store: &str) -> BTreeSet<String> {
 
 #[test]
 fn a_program_run_with_the_store_keeps_its_memory_files_and_history() {
-    let dir = TempDir::new("run");
+    let dir = temp_dir("run");
     let store = dir.join("store");
     let program = dir.join("program.js");
     fs::write(
@@ -573,7 +554,7 @@ fn jobs_of(dir: &TempDir, store: &str) -> Vec<Value> {
 
 #[test]
 fn a_run_whose_process_was_killed_is_marked_interrupted_by_the_next_run() {
-    let dir = TempDir::new("interrupted");
+    let dir = temp_dir("interrupted");
     let store = dir.join("store");
     let waits = dir.join("waits.js");
     fs::write(

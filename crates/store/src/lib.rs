@@ -1,23 +1,36 @@
 //! Everything Kiln keeps, behind one small seam.
 //!
-//! A [`Backend`] is a transactional table store: get, ordered scans, a
-//! full-text term index, and [`Backend::commit`], which applies a batch of
-//! writes all or none, each checked against the version it expects
+//! A [`Backend`] ([`backend`]) is a transactional table store: get, ordered
+//! scans, a full-text term index, and [`Backend::commit`], which applies a
+//! batch of writes all or none, each checked against the version it expects
 //! (compare-and-swap). It has two implementations: IndexedDB in the browser
 //! (`browser`) and a native twin (`native`: in memory, or an append-only log on
 //! disk that several processes share). Everything above it is written once:
 //!
-//! - [`run::RunMemory`]: the run's `step:` / `task:` / `input:` / `shared:`
-//!   entries with their metadata (list, read, publish, subscribe);
-//! - [`durable::DurableMemory`]: facts an agent keeps across jobs, ranked
-//!   full-text query, helpful / outdated marks;
-//! - [`history::History`]: threads, messages and job records, searchable;
-//! - [`config::Config`]: agents, providers with their keys, permission mode,
-//!   the brake;
-//! - [`files::FileTree`]: the workspace's files (OPFS in the browser, a
-//!   directory natively), every path contained by [`files::WorkspacePath`];
+//! - [`run`]: [`run::RunMemory`], the run's `step:` / `task:` / `input:` /
+//!   `shared:` entries with their metadata (list, read, publish, subscribe);
+//! - [`durable`]: [`durable::DurableMemory`], facts an agent keeps across jobs,
+//!   ranked full-text query, helpful / outdated marks;
+//! - [`history`]: [`history::History`], threads, messages and job records,
+//!   searchable;
+//! - [`config`]: [`config::Config`], agents, providers with their keys,
+//!   permission mode, the brake;
+//! - [`files`]: [`files::FileTree`], the workspace's files (OPFS in the browser,
+//!   a directory natively), every path contained by [`files::WorkspacePath`];
 //! - [`export`]: everything as one JSON document and back, validated before
 //!   anything is written.
+//!
+//! What they share:
+//!
+//! - [`error`]: [`StoreError`], one error type for every store, each variant
+//!   naming what was wrong and, where a person can act, a hint.
+//! - [`custody`]: who is running the workspace's jobs, so that a job left
+//!   `running` by an owner that died is marked `interrupted` at the next open.
+//! - [`text`]: words for the full-text index, and BM25 ranking over what it
+//!   returns.
+//! - [`ids`]: the one source of random ids, from the platform's generator.
+//! - [`clock`]: wall-clock time in milliseconds since the epoch, for `created`
+//!   fields.
 //!
 //! **Architecture invariant**: nothing above [`Backend`] knows which platform
 //! it runs on; the contract suite (`contract`, built only with the `contract`

@@ -10,9 +10,8 @@
 
 use std::fs;
 use std::io::Write as _;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::rc::Rc;
-use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::executor::block_on;
 use kiln_store::durable::DurableMemory;
@@ -21,33 +20,16 @@ use kiln_store::native::{COMPACT_MIN_BYTES, DirTree, LOG_FILE, LogBackend};
 use kiln_store::{Backend, Expect, Op, Record, StoreError, Table, contract};
 use serde_json::{Value, json};
 
-/// A fresh folder under Cargo's temp dir for integration tests, removed when dropped.
-struct TempDir(PathBuf);
+use kiln_testkit::TempDir;
 
-impl TempDir {
-    fn new(name: &str) -> Self {
-        static N: AtomicU64 = AtomicU64::new(0);
-        let n = N.fetch_add(1, Ordering::Relaxed);
-        let path = Path::new(env!("CARGO_TARGET_TMPDIR"))
-            .join(format!("disk-{name}-{}-{n}", std::process::id()));
-        let _ = fs::remove_dir_all(&path);
-        fs::create_dir_all(&path).unwrap();
-        Self(path)
-    }
-
-    fn path(&self) -> &Path {
-        &self.0
-    }
-
-    fn log(&self) -> PathBuf {
-        self.0.join(LOG_FILE)
-    }
+/// A fresh folder under Cargo's temp dir, removed when dropped.
+fn temp_dir(name: &str) -> TempDir {
+    TempDir::new(env!("CARGO_TARGET_TMPDIR"), &format!("disk-{name}"))
 }
 
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = fs::remove_dir_all(&self.0);
-    }
+/// The log file of the store in `dir`.
+fn log(dir: &TempDir) -> PathBuf {
+    dir.path().join(LOG_FILE)
 }
 
 fn open(dir: &TempDir) -> Rc<LogBackend> {
@@ -65,7 +47,7 @@ fn get(backend: &LogBackend, key: &str) -> Option<(u64, Value)> {
 }
 
 fn lines(dir: &TempDir) -> Vec<String> {
-    fs::read_to_string(dir.log())
+    fs::read_to_string(log(&dir))
         .unwrap()
         .lines()
         .map(str::to_owned)
@@ -74,7 +56,7 @@ fn lines(dir: &TempDir) -> Vec<String> {
 
 #[test]
 fn log_backend_keeps_the_contract() {
-    let (a, b) = (TempDir::new("contract-a"), TempDir::new("contract-b"));
+    let (a, b) = (temp_dir("contract-a"), temp_dir("contract-b"));
     block_on(contract::backend_suite(open(&a), open(&b)));
     // Every line written by the suite reads back in a fresh handle.
     let again = open(&a);
@@ -83,7 +65,7 @@ fn log_backend_keeps_the_contract() {
 
 #[test]
 fn dir_tree_keeps_the_contract() {
-    let dir = TempDir::new("tree");
+    let dir = temp_dir("tree");
     block_on(contract::tree_suite(
         DirTree::open(&dir.path().join("files")).unwrap() as Rc<_>,
     ));
@@ -91,7 +73,7 @@ fn dir_tree_keeps_the_contract() {
 
 #[test]
 fn a_reopened_store_has_every_record_with_its_version() {
-    let dir = TempDir::new("reopen");
+    let dir = temp_dir("reopen");
     let backend = open(&dir);
     put(&backend, "k", json!(1), Expect::Absent).unwrap();
     put(&backend, "k", json!(2), Expect::Version(1)).unwrap();
@@ -113,12 +95,12 @@ fn a_reopened_store_has_every_record_with_its_version() {
     let hits = block_on(DurableMemory::new(again.clone()).query("colour", None, 10)).unwrap();
     assert_eq!(hits.len(), 1, "the term index is rebuilt on replay");
     assert_eq!(hits[0].memory.id, memory.id);
-    assert_eq!(again.describe(), dir.log().display().to_string());
+    assert_eq!(again.describe(), log(&dir).display().to_string());
 }
 
 #[test]
 fn two_handles_race_and_see_each_other() {
-    let dir = TempDir::new("two");
+    let dir = temp_dir("two");
     let first = open(&dir);
     let second = open(&dir);
     put(&first, "shared", json!("v1"), Expect::Absent).unwrap();
@@ -146,14 +128,14 @@ fn two_handles_race_and_see_each_other() {
 
 #[test]
 fn a_torn_tail_is_ignored_then_cut_by_the_next_writer() {
-    let dir = TempDir::new("torn");
+    let dir = temp_dir("torn");
     let backend = open(&dir);
     put(&backend, "a", json!(1), Expect::Absent).unwrap();
     put(&backend, "b", json!(2), Expect::Absent).unwrap();
     drop(backend);
-    let clean = fs::read(dir.log()).unwrap();
+    let clean = fs::read(log(&dir)).unwrap();
     // A writer killed halfway through its line.
-    let mut file = fs::OpenOptions::new().append(true).open(dir.log()).unwrap();
+    let mut file = fs::OpenOptions::new().append(true).open(log(&dir)).unwrap();
     file.write_all(br#"{"ops":[{"table":"config","key":"c","expect":"any","wri"#)
         .unwrap();
     drop(file);
@@ -165,12 +147,12 @@ fn a_torn_tail_is_ignored_then_cut_by_the_next_writer() {
     let other = open(&dir);
     assert_eq!(get(&other, "b"), Some((1, json!(2))));
     assert!(
-        fs::read(dir.log()).unwrap().len() > clean.len(),
+        fs::read(log(&dir)).unwrap().len() > clean.len(),
         "readers leave the tail alone"
     );
 
     put(&other, "c", json!(3), Expect::Absent).unwrap();
-    let text = fs::read_to_string(dir.log()).unwrap();
+    let text = fs::read_to_string(log(&dir)).unwrap();
     assert!(text.starts_with(std::str::from_utf8(&clean).unwrap()));
     assert!(
         text.ends_with('\n') && !text.contains("wri\""),
@@ -188,7 +170,7 @@ fn a_torn_tail_is_ignored_then_cut_by_the_next_writer() {
     assert_eq!(get(&open(&dir), "c"), Some((1, json!(3))));
 
     // A complete last line that does not parse is torn too.
-    let mut file = fs::OpenOptions::new().append(true).open(dir.log()).unwrap();
+    let mut file = fs::OpenOptions::new().append(true).open(log(&dir)).unwrap();
     file.write_all(b"{\"ops\":[\n").unwrap();
     drop(file);
     let writer = open(&dir);
@@ -199,7 +181,7 @@ fn a_torn_tail_is_ignored_then_cut_by_the_next_writer() {
 
 #[test]
 fn a_damaged_line_in_the_middle_is_corrupt_by_line() {
-    let dir = TempDir::new("corrupt");
+    let dir = temp_dir("corrupt");
     let backend = open(&dir);
     for key in ["a", "b", "c"] {
         put(&backend, key, json!(key), Expect::Absent).unwrap();
@@ -207,7 +189,7 @@ fn a_damaged_line_in_the_middle_is_corrupt_by_line() {
     drop(backend);
     let mut lines = lines(&dir);
     lines[2] = "{\"ops\": [garbage".into();
-    fs::write(dir.log(), lines.join("\n") + "\n").unwrap();
+    fs::write(log(&dir), lines.join("\n") + "\n").unwrap();
 
     let error = LogBackend::open(dir.path()).err().unwrap();
     let message = error.to_string();
@@ -233,8 +215,8 @@ fn a_missing_or_garbled_header_is_corrupt() {
         ("headless", "{\"ops\":[]}\n"),
         ("torn-header", "{\"kiln_sto"),
     ] {
-        let dir = TempDir::new(name);
-        fs::write(dir.log(), contents).unwrap();
+        let dir = temp_dir(name);
+        fs::write(log(&dir), contents).unwrap();
         let error = LogBackend::open(dir.path()).err().unwrap();
         assert_eq!(error.code(), "corrupt", "{name}: {error}");
         assert!(error.to_string().contains("line 1"), "{name}: {error}");
@@ -243,8 +225,8 @@ fn a_missing_or_garbled_header_is_corrupt() {
 
 #[test]
 fn a_newer_schema_is_too_new() {
-    let dir = TempDir::new("too-new");
-    fs::write(dir.log(), "{\"kiln_store\":3,\"generation\":0}\n").unwrap();
+    let dir = temp_dir("too-new");
+    fs::write(log(&dir), "{\"kiln_store\":3,\"generation\":0}\n").unwrap();
     let error = LogBackend::open(dir.path()).err().unwrap();
     assert!(
         matches!(
@@ -258,7 +240,7 @@ fn a_newer_schema_is_too_new() {
         "{error}"
     );
     assert_eq!(
-        fs::read_to_string(dir.log()).unwrap(),
+        fs::read_to_string(log(&dir)).unwrap(),
         "{\"kiln_store\":3,\"generation\":0}\n",
         "left as it was"
     );
@@ -266,7 +248,7 @@ fn a_newer_schema_is_too_new() {
 
 #[test]
 fn a_schema_1_log_is_upgraded_with_its_records() {
-    let dir = TempDir::new("v1");
+    let dir = temp_dir("v1");
     let memory =
         json!({"id": "m-1", "text": "Deploys happen on Fridays", "agent": "ops", "created_ms": 1});
     let batch = json!({"ops": [
@@ -277,7 +259,7 @@ fn a_schema_1_log_is_upgraded_with_its_records() {
         {"table": "config", "key": "settings", "expect": {"version": 1}, "write": {"put": {"brake": true}}},
     ]});
     fs::write(
-        dir.log(),
+        log(&dir),
         format!("{{\"kiln_store\":1}}\n{batch}\n{edit}\n"),
     )
     .unwrap();
@@ -301,7 +283,7 @@ fn a_schema_1_log_is_upgraded_with_its_records() {
 
 #[test]
 fn compaction_shrinks_the_log_and_keeps_versions() {
-    let dir = TempDir::new("compact");
+    let dir = temp_dir("compact");
     let writer = open(&dir);
     let early = open(&dir);
     put(&writer, "other", json!("kept"), Expect::Absent).unwrap();
@@ -323,7 +305,7 @@ fn compaction_shrinks_the_log_and_keeps_versions() {
             Expect::Version(version - 1)
         };
         put(&writer, "hot", json!({"n": version, "pad": big}), expect).unwrap();
-        largest = largest.max(fs::metadata(dir.log()).unwrap().len());
+        largest = largest.max(fs::metadata(log(&dir)).unwrap().len());
     }
     assert!(
         largest <= COMPACT_MIN_BYTES,
@@ -364,7 +346,7 @@ fn compaction_shrinks_the_log_and_keeps_versions() {
 
 #[test]
 fn records_survive_in_the_log_not_just_in_memory() {
-    let dir = TempDir::new("durable");
+    let dir = temp_dir("durable");
     let backend = open(&dir);
     put(&backend, "k", json!({"n": 1}), Expect::Absent).unwrap();
     let last = lines(&dir).pop().unwrap();
@@ -385,7 +367,7 @@ fn path(text: &str) -> WorkspacePath {
 #[cfg(unix)]
 #[test]
 fn dir_tree_refuses_links_out_and_hides_temp_files() {
-    let dir = TempDir::new("links");
+    let dir = temp_dir("links");
     let root = dir.path().join("files");
     let outside = dir.path().join("outside");
     fs::create_dir_all(&outside).unwrap();
@@ -463,7 +445,7 @@ fn dir_tree_refuses_links_out_and_hides_temp_files() {
 /// replay could not read.
 #[test]
 fn a_value_too_deep_to_read_back_is_refused_and_the_log_stays_readable() {
-    let dir = TempDir::new("deep");
+    let dir = temp_dir("deep");
     let backend = open(&dir);
     let nested = |levels: usize| {
         let mut value = json!(1);
