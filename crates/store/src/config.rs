@@ -98,38 +98,99 @@ fn check_agent(agent: &AgentRecord) -> Result<(), StoreError> {
     Ok(())
 }
 
+/// A record the configuration keeps under `<PREFIX><name>`, written at its
+/// version: a provider, an agent, a graph. Listing, saving, removing and
+/// checking an imported one are written once over it.
+trait Kept: Serialize + serde::de::DeserializeOwned {
+    /// The key's prefix, `provider:`.
+    const PREFIX: &'static str;
+    /// What a message calls it: `provider`.
+    const NOUN: &'static str;
+    /// Its name in its key (an agent's slug).
+    fn key_name(&self) -> &str;
+    fn version(&self) -> u64;
+    fn set_version(&mut self, version: u64);
+    /// What a saved record must be.
+    fn check(&self) -> Result<(), StoreError>;
+}
+
+impl Kept for ProviderRecord {
+    const PREFIX: &'static str = "provider:";
+    const NOUN: &'static str = "provider";
+    fn key_name(&self) -> &str {
+        &self.name
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn check(&self) -> Result<(), StoreError> {
+        check_provider(self)
+    }
+}
+
+impl Kept for AgentRecord {
+    const PREFIX: &'static str = "agent:";
+    const NOUN: &'static str = "agent";
+    fn key_name(&self) -> &str {
+        &self.slug
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn check(&self) -> Result<(), StoreError> {
+        check_agent(self)
+    }
+}
+
+impl Kept for GraphRecord {
+    const PREFIX: &'static str = "graph:";
+    const NOUN: &'static str = "graph";
+    fn key_name(&self) -> &str {
+        &self.name
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn check(&self) -> Result<(), StoreError> {
+        check_graph(self)
+    }
+}
+
+/// An imported record under `key`, which names it `name`: it reads as an
+/// `R`, holds that name, and passes `R`'s checks.
+fn check_kept<R: Kept>(key: &str, name: &str, value: &serde_json::Value) -> Result<(), StoreError> {
+    let record: R = serde_json::from_value(value.clone())
+        .map_err(|error| StoreError::Invalid(format!("config `{key}`: {error}")))?;
+    if record.key_name() != name {
+        return Err(StoreError::Invalid(format!(
+            "config `{key}` holds {} `{}`",
+            R::NOUN,
+            record.key_name()
+        )));
+    }
+    record.check()
+}
+
 /// Checks a config record read from outside (an import), by key.
 pub fn check_record(key: &str, value: &serde_json::Value) -> Result<(), StoreError> {
     let bad = |error: serde_json::Error| StoreError::Invalid(format!("config `{key}`: {error}"));
     if key == SETTINGS_KEY {
         check_settings(&serde_json::from_value(value.clone()).map_err(bad)?)
-    } else if let Some(slug) = key.strip_prefix("agent:") {
-        let agent: AgentRecord = serde_json::from_value(value.clone()).map_err(bad)?;
-        if agent.slug != slug {
-            return Err(StoreError::Invalid(format!(
-                "config `{key}` holds agent `{}`",
-                agent.slug
-            )));
-        }
-        check_agent(&agent)
-    } else if let Some(name) = key.strip_prefix("provider:") {
-        let provider: ProviderRecord = serde_json::from_value(value.clone()).map_err(bad)?;
-        if provider.name != name {
-            return Err(StoreError::Invalid(format!(
-                "config `{key}` holds provider `{}`",
-                provider.name
-            )));
-        }
-        check_provider(&provider)
-    } else if let Some(name) = key.strip_prefix("graph:") {
-        let graph: GraphRecord = serde_json::from_value(value.clone()).map_err(bad)?;
-        if graph.name != name {
-            return Err(StoreError::Invalid(format!(
-                "config `{key}` holds graph `{}`",
-                graph.name
-            )));
-        }
-        check_graph(&graph)
+    } else if let Some(slug) = key.strip_prefix(AgentRecord::PREFIX) {
+        check_kept::<AgentRecord>(key, slug, value)
+    } else if let Some(name) = key.strip_prefix(ProviderRecord::PREFIX) {
+        check_kept::<ProviderRecord>(key, name, value)
+    } else if let Some(name) = key.strip_prefix(GraphRecord::PREFIX) {
+        check_kept::<GraphRecord>(key, name, value)
     } else {
         Err(StoreError::Invalid(format!(
             "config key `{key}` is not `settings`, `agent:<slug>`, `provider:<name>` or `graph:<name>`"
@@ -206,109 +267,80 @@ impl Config {
         .await
     }
 
-    pub async fn providers(&self) -> Result<Vec<ProviderRecord>, StoreError> {
+    /// Every `R` kept, by key.
+    async fn list<R: Kept>(&self) -> Result<Vec<R>, StoreError> {
         let scan = Scan {
-            prefix: "provider:",
+            prefix: R::PREFIX,
             ..Scan::default()
         };
         self.backend
             .scan(Table::Config, scan)
             .await?
             .into_iter()
-            .map(|record| read(record, |p: &mut ProviderRecord, v| p.version = v))
+            .map(|record| read(record, R::set_version))
             .collect()
+    }
+
+    /// Saves `record` read at its version (0: a new one); answers the new version.
+    async fn put<R: Kept>(&self, record: &R) -> Result<u64, StoreError> {
+        record.check()?;
+        self.commit_one(
+            format!("{}{}", R::PREFIX, record.key_name()),
+            stored_value(record),
+            record.version(),
+        )
+        .await
+    }
+
+    /// Removes the `R` named `name`, at `version`.
+    async fn remove<R: Kept>(&self, name: &str, version: u64) -> Result<(), StoreError> {
+        self.backend
+            .commit(vec![Op::delete(
+                Table::Config,
+                format!("{}{name}", R::PREFIX),
+                Expect::Version(version),
+            )])
+            .await?;
+        Ok(())
+    }
+
+    pub async fn providers(&self) -> Result<Vec<ProviderRecord>, StoreError> {
+        self.list().await
     }
 
     /// Saves a provider read at `provider.version` (0: a new one).
     pub async fn put_provider(&self, provider: &ProviderRecord) -> Result<u64, StoreError> {
-        check_provider(provider)?;
-        self.commit_one(
-            format!("provider:{}", provider.name),
-            stored_value(provider),
-            provider.version,
-        )
-        .await
+        self.put(provider).await
     }
 
     pub async fn remove_provider(&self, name: &str, version: u64) -> Result<(), StoreError> {
-        self.backend
-            .commit(vec![Op::delete(
-                Table::Config,
-                format!("provider:{name}"),
-                Expect::Version(version),
-            )])
-            .await?;
-        Ok(())
+        self.remove::<ProviderRecord>(name, version).await
     }
 
     pub async fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
-        let scan = Scan {
-            prefix: "agent:",
-            ..Scan::default()
-        };
-        self.backend
-            .scan(Table::Config, scan)
-            .await?
-            .into_iter()
-            .map(|record| read(record, |a: &mut AgentRecord, v| a.version = v))
-            .collect()
+        self.list().await
     }
 
     /// Saves an agent read at `agent.version` (0: a new one).
     pub async fn put_agent(&self, agent: &AgentRecord) -> Result<u64, StoreError> {
-        check_agent(agent)?;
-        self.commit_one(
-            format!("agent:{}", agent.slug),
-            stored_value(agent),
-            agent.version,
-        )
-        .await
+        self.put(agent).await
     }
 
     pub async fn remove_agent(&self, slug: &str, version: u64) -> Result<(), StoreError> {
-        self.backend
-            .commit(vec![Op::delete(
-                Table::Config,
-                format!("agent:{slug}"),
-                Expect::Version(version),
-            )])
-            .await?;
-        Ok(())
+        self.remove::<AgentRecord>(slug, version).await
     }
 
     /// The graphs of code nodes the app keeps, by name.
     pub async fn graphs(&self) -> Result<Vec<GraphRecord>, StoreError> {
-        let scan = Scan {
-            prefix: "graph:",
-            ..Scan::default()
-        };
-        self.backend
-            .scan(Table::Config, scan)
-            .await?
-            .into_iter()
-            .map(|record| read(record, |g: &mut GraphRecord, v| g.version = v))
-            .collect()
+        self.list().await
     }
 
     /// Saves a graph read at `graph.version` (0: a new one).
     pub async fn put_graph(&self, graph: &GraphRecord) -> Result<u64, StoreError> {
-        check_graph(graph)?;
-        self.commit_one(
-            format!("graph:{}", graph.name),
-            stored_value(graph),
-            graph.version,
-        )
-        .await
+        self.put(graph).await
     }
 
     pub async fn remove_graph(&self, name: &str, version: u64) -> Result<(), StoreError> {
-        self.backend
-            .commit(vec![Op::delete(
-                Table::Config,
-                format!("graph:{name}"),
-                Expect::Version(version),
-            )])
-            .await?;
-        Ok(())
+        self.remove::<GraphRecord>(name, version).await
     }
 }
