@@ -47,7 +47,7 @@ fn get(backend: &LogBackend, key: &str) -> Option<(u64, Value)> {
 }
 
 fn lines(dir: &TempDir) -> Vec<String> {
-    fs::read_to_string(log(&dir))
+    fs::read_to_string(log(dir))
         .unwrap()
         .lines()
         .map(str::to_owned)
