@@ -558,6 +558,40 @@ fn cargo_home() -> PathBuf {
     )
 }
 
+/// A fresh folder for one test, removed when dropped: `base` (an integration
+/// test's `env!("CARGO_TARGET_TMPDIR")`) / `name-<pid>-<n>`, emptied first.
+pub struct TempDir(PathBuf);
+
+impl TempDir {
+    #[must_use]
+    pub fn new(base: &str, name: &str) -> Self {
+        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        let path = PathBuf::from(base).join(format!("{name}-{}-{n}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&path);
+        std::fs::create_dir_all(&path)
+            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+        Self(path)
+    }
+
+    #[must_use]
+    pub fn path(&self) -> &std::path::Path {
+        &self.0
+    }
+
+    /// `name` inside the folder, as text for a command line.
+    #[must_use]
+    pub fn join(&self, name: &str) -> String {
+        self.0.join(name).display().to_string()
+    }
+}
+
+impl Drop for TempDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -616,39 +650,5 @@ mod tests {
         let (status, models) = http_get(model.port, "/v1/models");
         assert_eq!(status, 200);
         assert!(models.contains(LocalModel::MODEL), "{models}");
-    }
-}
-
-/// A fresh folder for one test, removed when dropped: `base` (an integration
-/// test's `env!("CARGO_TARGET_TMPDIR")`) / `name-<pid>-<n>`, emptied first.
-pub struct TempDir(PathBuf);
-
-impl TempDir {
-    #[must_use]
-    pub fn new(base: &str, name: &str) -> Self {
-        static N: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
-        let n = N.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        let path = PathBuf::from(base).join(format!("{name}-{}-{n}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&path);
-        std::fs::create_dir_all(&path)
-            .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
-        Self(path)
-    }
-
-    #[must_use]
-    pub fn path(&self) -> &std::path::Path {
-        &self.0
-    }
-
-    /// `name` inside the folder, as text for a command line.
-    #[must_use]
-    pub fn join(&self, name: &str) -> String {
-        self.0.join(name).display().to_string()
-    }
-}
-
-impl Drop for TempDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.0);
     }
 }
