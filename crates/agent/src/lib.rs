@@ -18,9 +18,10 @@
 //! crate (web-sys, js-sys, wasm-bindgen) and no engine (Boa): the tidy test
 //! keeps it so, and the crate is tested natively in milliseconds.
 
-// `ToolFailure` is the contract's error, made at most once per call: boxing it
-// would buy nothing.
-#![allow(clippy::result_large_err)]
+#![allow(
+    clippy::result_large_err,
+    reason = "`ToolFailure` is the contract's error, made at most once per call: boxing it would buy nothing"
+)]
 
 #[cfg(feature = "bench")]
 pub mod bench;

@@ -9,10 +9,41 @@
 //! the memory, history and file capabilities of [`storage`]), the host's own
 //! tools (the page's `tools`, the CLI's scripted catalog) and MCP servers
 //! ([`mcp`]).
+//!
+//! The ladder:
+//!
+//! - [`spec`]: what a capability is as data, the part a model, a prompt and
+//!   the ladder read without loading any implementation.
+//! - [`registry`]: the one table of capabilities every source adds to and
+//!   every entrance looks tools up in.
+//! - [`dispatch`]: the ladder every call walks, its results and errors
+//!   scrubbed of the run's secrets.
+//! - [`args`]: the argument half: coercion, missing names, JSON Schema.
+//! - [`gate`]: the decision half: one pure function over the permission
+//!   settings, and the [`Gate`] a host publishes.
+//! - [`secrets`]: a run's secret scope, whose values never print.
+//! - [`reflection`]: finding a secret that comes back in a form other than
+//!   its own bytes.
+//! - `describe`: words for values in messages.
+//!
+//! The sources:
+//!
+//! - [`builtin`]: the built-in capabilities as one table of specs, and the
+//!   calls that mount them on a registry.
+//! - [`http_request`]: `http_request`, the built-in fetch capability.
+//! - [`storage`]: the storage capabilities, each a thin door onto `kiln-store`.
+//! - [`memory_tools`]: the memory capabilities: the run's shared memory,
+//!   durable memory and `search_history`.
+//! - [`file_tools`]: the workspace file capabilities (`file_*`).
+//! - [`scripted`]: scripted capabilities, catalog entries that say what
+//!   their tool answers (the CLI's `--tools CATALOG.json`, tests).
+//! - [`mcp`]: MCP servers' tools, mounted under each server's name.
+//! - `bench` (feature `bench`): the measurements `cargo xtask bench` prints.
 
-// `ToolFailure` is the contract's error, made at most once per call: boxing it
-// would buy nothing.
-#![allow(clippy::result_large_err)]
+#![allow(
+    clippy::result_large_err,
+    reason = "`ToolFailure` is the contract's error, made at most once per call: boxing it would buy nothing"
+)]
 
 pub mod args;
 #[cfg(feature = "bench")]

@@ -4,7 +4,10 @@
 //! tool call can enter the host, each pinned with what it does with the call,
 //! so a new entrance cannot land unclassified and a stale one cannot linger.
 
-#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test: a panic is a failed test with a line number"
+)]
 
 use std::path::{Path, PathBuf};
 

@@ -2,7 +2,11 @@
 //! implementation, and what leaves it (outcomes, redaction).
 
 // Helpers outside `#[test]` functions unwrap too: a panic is a failed test.
-#![allow(clippy::unwrap_used, clippy::result_large_err)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::result_large_err,
+    reason = "a test: a panic is a failed test with a line number, and its tools answer the contract's error"
+)]
 
 use std::cell::{Cell, RefCell};
 use std::rc::Rc;

@@ -3,7 +3,11 @@
 //! non-loopback address is decided there, so no test can reach one), and end
 //! to end against servers on 127.0.0.1 only.
 
-#![allow(clippy::unwrap_used, clippy::result_large_err)]
+#![allow(
+    clippy::unwrap_used,
+    clippy::result_large_err,
+    reason = "a test: a panic is a failed test with a line number, and its tools answer the contract's error"
+)]
 
 use std::cell::RefCell;
 use std::collections::HashMap;

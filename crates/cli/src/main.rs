@@ -4,6 +4,24 @@
 //! 0 the program completed, 1 the result is an error (threw, did not parse, a
 //! tool call failed uncaught, a budget ran out), 2 the run was refused
 //! (unreadable file, invalid catalog or limits).
+//!
+//! One module a command, and what they share:
+//!
+//! - `program`: `kiln run`, a program run through `kiln_run::run_program` in this process.
+//! - `agent`: `kiln agent run "OBJECTIVE"`, one agent turn of the CodeAct loop.
+//! - `chat`: `kiln chat`, an interactive session over the CodeAct loop, one turn a message.
+//! - `node`: `kiln node run|check|author` and `kiln graph run`: code nodes from a terminal.
+//! - `memory`: `kiln memory`, durable memories from a terminal in an on-disk store.
+//! - `eval`: `kiln eval`, suites that score an agent against a real model.
+//! - `mcp_serve`: `kiln mcp serve`, Kiln as another agent's sandbox: an MCP server over stdio
+//!   or Streamable HTTP.
+//! - `mcp_http`: `kiln mcp serve --http PORT`, MCP's Streamable HTTP transport on 127.0.0.1.
+//! - `sandbox_process`: a sandbox in a process of its own, speaking the sandbox protocol over
+//!   its stdin and stdout, so that a run can end without ending the caller.
+//! - `approve`: who answers the CLI's permission questions: the terminal, a fixed answer, or
+//!   nobody.
+//! - `tree`: the execution tree a terminal shows while a plan runs, folded from the turn's
+//!   events.
 
 mod agent;
 mod approve;

@@ -8,9 +8,9 @@
 //! HTTP timeout, the sandbox's CPU accounting) calls [`now_ms`] and [`sleep`], the system
 //! clock's.
 //!
-//! Natively one timer thread serves every sleep of the process and `now_ms` counts from an
-//! `Instant`; in the browser, in a Window or a Worker alike, a sleep is `setTimeout` and
-//! `now_ms` is `performance.now()`.
+//! Natively (`native`) one timer thread serves every sleep of the process and `now_ms` counts
+//! from an `Instant`; in the browser (`browser`), in a Window or a Worker alike, a sleep is
+//! `setTimeout` and `now_ms` is `performance.now()`.
 
 use futures::future::LocalBoxFuture;
 

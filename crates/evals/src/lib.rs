@@ -14,9 +14,10 @@
 //! for them. Editing a case is editing its file; the runners and the
 //! scoring stay here.
 
-// `ToolFailure` is the contract's error, made at most once per call: boxing it
-// would buy nothing.
-#![allow(clippy::result_large_err)]
+#![allow(
+    clippy::result_large_err,
+    reason = "`ToolFailure` is the contract's error, made at most once per call: boxing it would buy nothing"
+)]
 
 pub mod cases;
 pub mod codeact;

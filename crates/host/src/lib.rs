@@ -1,6 +1,10 @@
 //! The host's side of Kiln's sandbox: what a page (or, later, the runtime
 //! worker) links to run programs in sandbox workers.
 //!
+//! - `pool`: the pool of sandbox workers and the host's half of each run:
+//!   tool calls answered, the wall and JS CPU budgets enforced.
+//! - `tools`: how a call that waits on a person tells its sandbox worker so.
+//!
 //! [`SandboxPool`] starts sandbox workers, runs one program per worker at a
 //! time, sends every tool call up the caller's ladder
 //! (`kiln_capabilities::Dispatcher`), and ends a run that passes its wall or

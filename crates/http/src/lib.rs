@@ -10,6 +10,11 @@
 //! `FakeClock` too, under the `fake-clock` feature tests turn on. This crate's own timeouts
 //! run on the system clock: they bound real network waits.
 //!
+//! - [`address`]: which addresses a request may reach, decided without I/O.
+//! - `body`: the platform-independent half of a streamed body: the idle timeout, the size
+//!   cap, and ending after the first error.
+//! - `native` and `browser`: the two implementations, one per platform.
+//!
 //! What every implementation keeps:
 //! - a status that is not 2xx is a [`Response`], not an error: the caller decides;
 //! - only `http` and `https` URLs are sent anywhere ([`HttpError::InvalidUrl`]);

@@ -9,6 +9,19 @@
 //! the provider events (`kiln_types::chat::Event`) an HTTP provider would.
 //! Everything here is input from a file or a request: a bad one is an
 //! [`LlmError`] naming what was wrong, never a panic.
+//!
+//! - `model`: loading the GGUF's weights and metadata, the tokenizer, the stop
+//!   tokens.
+//! - `template`: the model's own chat template from the GGUF, rendered with
+//!   minijinja under a fuel bound.
+//! - `tools`: tools for a model that was not trained on them: described in the
+//!   system message, with one JSON shape to answer a call in.
+//! - `turn`: one chat turn, a step (at most one forward pass) at a time.
+//! - `error`: what can go wrong loading or running the model.
+//! - `native` (feature `provider`): natively, the model as a provider on a
+//!   thread of its own (the CLI's `--provider local`).
+//! - `prepare` (feature `prepare`): the build's step (`kiln-model-prepare`):
+//!   re-quantizes the GGUF, derives the tokenizer and writes their manifest.
 
 mod error;
 mod model;

@@ -7,6 +7,10 @@
 //! runtime). It covers what a tool-using agent needs: the initialization handshake, the
 //! session, listing tools (all pages) and calling them, and closing.
 //!
+//! - `client`: [`McpClient`], one server and one session, requests over Streamable HTTP.
+//! - `reply`: finding the JSON-RPC response to one request in its reply: pure parsing.
+//! - [`server`]: the transport-free half of an MCP server.
+//!
 //! Spec: <https://modelcontextprotocol.io/specification/2025-06-18>; each function cites
 //! the section it implements. Replies are read as they arrive, up to the response (a
 //! server may keep a stream open after it); a reply stream that ends before its response

@@ -77,6 +77,20 @@
 //! tool without `call`, unknown limits) rejects with a `TypeError` naming what
 //! was wrong; everything the program does comes back as a `tool-result/v1`
 //! object, never as a rejection.
+//!
+//! `kiln.run` is this file's; the rest of the API has modules of its own:
+//!
+//! - `agent`: `kiln.agent(request)`, one agent turn (the CodeAct loop) in the
+//!   runtime worker.
+//! - `chat`: `kiln.chat(request)` and `kiln.models(provider)`, LLM providers
+//!   from the page, through `kiln-providers` in the runtime worker.
+//! - `nodes`: code nodes from a page (`kiln.codeNode`, `kiln.graph`,
+//!   `kiln.authorCode`), each served by the runtime worker.
+//! - `storage`: the workspace's storage, reached through `kiln.store(op, args)`
+//!   and `kiln.onChange(callback)`.
+//! - `runtime`: the page's side of the runtime protocol: starts the runtime
+//!   worker, sends it each run, chat turn and storage operation, and answers
+//!   what a run asks of the page (a page tool's call, the `approve` callback).
 
 mod agent;
 mod chat;

@@ -3,6 +3,25 @@
 //! OpenAI-compatible Chat Completions, Anthropic Messages and Ollama `/api/chat` — plus the
 //! price catalog and the run budget that admits turns.
 //!
+//! - [`chat`]: what one chat turn asks for (messages, tool definitions, options).
+//! - [`event`]: what a streaming turn yields, and the final message assembled from it.
+//! - [`error`]: typed provider errors, each naming the provider, the URL and the model.
+//! - `provider`: [`HttpProvider`], the one [`Provider`] implementation, over `kiln-http`.
+//! - `openai`, `anthropic`, `ollama`: the three adapters, each a wire format.
+//! - `drive`: the part every adapter shares: the request and its retries, framing the body
+//!   (SSE or NDJSON), and closing the turn with one [`Event::Stop`] and [`Event::Done`].
+//! - `assemble`: tool calls put back together from their pieces, their arguments checked.
+//! - `failure`: from a provider's answer (or its failure to answer) to a [`ProviderError`].
+//! - `turn`: one turn under the run's bounds: the budget, the caller's abort signal, the
+//!   deadline.
+//! - [`budget`]: the run budget, shared by every loop of a run, that admits or refuses each
+//!   model turn and records what was spent.
+//! - [`cost`]: what a model call costs: the price catalog and the prompt-size estimate.
+//! - [`permits`]: the run's concurrency permit pool, one permit per open conversation.
+//! - [`in_process`]: Kiln's own model as a provider, whichever host the entrance installed.
+//! - [`scripted`]: a provider that answers from a script, for testing what drives one.
+//! - `bench` (feature `bench`): the figures `cargo xtask bench` prints.
+//!
 //! Everything a peer sends is input: a status, a header, a stream piece or a tool call's
 //! arguments that do not parse become a [`ProviderError`] naming the provider, URL and model
 //! (and where in the stream), never a panic.

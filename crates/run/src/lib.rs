@@ -26,9 +26,10 @@
 //! `kiln-agent` nor `kiln-nodes`: the tidy test keeps it so, and the crate is
 //! tested natively in milliseconds.
 
-// `ToolFailure` is the contract's error, made at most once per call: boxing it
-// would buy nothing.
-#![allow(clippy::result_large_err)]
+#![allow(
+    clippy::result_large_err,
+    reason = "`ToolFailure` is the contract's error, made at most once per call: boxing it would buy nothing"
+)]
 
 #[cfg(feature = "bench")]
 pub mod bench;

@@ -3,6 +3,18 @@
 //! MCP sessions of its runs and the pool of sandbox workers (nested workers
 //! it starts itself) — and speaks [`kiln_types::runtime`] to its page.
 //!
+//! - `worker`: the message loop and the two seams that reach back to the page:
+//!   the page tools of a run and its `approve` callback.
+//! - `ops`: the workspace's storage operations as entrances other than a program
+//!   name them (`memory.save`, `files.read`, `export`, …), their arguments read once.
+//! - `settings`: the configuration the app edits (permissions, network, the
+//!   chat's providers), as storage operations that never overwrite another tab's
+//!   change blindly.
+//! - `model`: Kiln's own model in the browser: the model worker, a nested worker
+//!   started at the first turn that asks for it, and the provider over it.
+//! - `bench`: the figures `cargo xtask bench` reads from inside the worker (only
+//!   with the `bench` feature).
+//!
 //! No logic of its own: a run is `kiln_run::run_program`; this crate only
 //! carries messages. The page's tools and its `approve` callback stay on the
 //! page: a call to one is a [`FromRuntime::ToolCall`] answered by

@@ -10,6 +10,23 @@
 //! The run is `async` because the guest's promises may wait on host futures; the
 //! job executor ([`executor`]) awaits them instead of spinning, so in a Web Worker
 //! the event loop keeps turning while a run is parked.
+//!
+//! The other modules:
+//!
+//! - [`agents`]: the guest's `agents` object, sub-agents for programs over the
+//!   delegation capabilities.
+//! - [`catalog`]: admission of a run's tool catalog: what `tools` exposes, which
+//!   names only reject, the warnings a reader sees. Pure.
+//! - [`clock`]: the run's clock: guest CPU, sleeps, in-flight calls, person wait,
+//!   and which budget stopped the run.
+//! - `console`: the guest's `console`, kept in a bounded buffer the report takes.
+//! - `finish`: `finish(value)`, which ends the run at once with `value` as its
+//!   result.
+//! - `hooks`: the host hooks of a guest context: the host grants powers, the
+//!   default refuses.
+//! - `inspect`: guest values turned into text and JSON for the host, bounded
+//!   like the program.
+//! - `sleep`: `sleep(ms)`, the guest's only way to wait on time, and `waitFor`.
 
 pub mod agents;
 pub mod catalog;

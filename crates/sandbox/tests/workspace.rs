@@ -2,7 +2,10 @@
 //! functions, a `ToolHost` that walks the real ladder (`Dispatcher::call`,
 //! as the CLI's does), the file capabilities, and the store's in-memory tree.
 #![cfg(not(target_arch = "wasm32"))]
-#![allow(clippy::unwrap_used)]
+#![allow(
+    clippy::unwrap_used,
+    reason = "a test: a panic is a failed test with a line number"
+)]
 
 use std::rc::Rc;
 

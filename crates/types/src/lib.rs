@@ -2,6 +2,34 @@
 //!
 //! Nothing here does I/O or knows an engine: these are plain values with serde
 //! derives, so the page, the workers and the CLI agree on them by construction.
+//!
+//! The three protocols, each a versioned envelope of JSON text:
+//!
+//! - [`protocol`]: the messages between a host page and a sandbox worker.
+//! - [`runtime`]: the messages between a page and its runtime worker.
+//! - [`model`]: the messages between the runtime worker and the model worker.
+//!
+//! What crosses them:
+//!
+//! - [`run`]: one program run: what is asked (limits) and what comes back (the
+//!   report).
+//! - [`tool_result`]: the `tool-result/v1` result of a run, its rendering and its
+//!   size bound.
+//! - [`guest`]: every global Kiln defines in a sandbox run, as data, for prompts and
+//!   help texts to be written from.
+//! - [`manifest`]: the capability manifest: what a program or a code node's body
+//!   may use, and the budgets with their defaults and ceilings.
+//! - [`chat`]: a chat turn as it crosses to the page: the provider it asks, what it
+//!   sends, the events it streams, the message it ends with.
+//! - [`agent`]: an agent turn as every surface sees it: its guards, its events,
+//!   its result.
+//! - [`plan`]: a plan, tasks forming a DAG with steps forming DAGs of their own.
+//! - [`node`]: code nodes as data, the slot type vocabulary, and graphs of nodes.
+//! - [`permission`]: the permission ladder's words as they cross to the page.
+//! - [`records`]: the records a workspace keeps, as they cross to the page.
+//! - [`redacted`]: [`Redacted`], the one redacting string, for keys and secrets.
+//! - [`cancel`]: the cancel switch of a run or a turn, one type for every layer.
+//! - [`words`]: small helpers every crate's messages and name checks share.
 
 pub mod agent;
 pub mod cancel;

@@ -7,6 +7,31 @@
 //! protocol), which holds the ladder, the sandbox pool and the run's record;
 //! the page answers its own tools' calls and the person's approvals. It
 //! never evaluates guest code on the main thread.
+//!
+//! Each view is a module, with its plain data apart where it can be tested natively:
+//!
+//! - `runtime`: the app's side of the runtime protocol: starts this tab's runtime worker
+//!   and answers what a run asks of the page.
+//! - [`demo_tools`]: the page's own tools (`echo`, `add`, `clock`, `wait`, `ask`), offered
+//!   to every run.
+//! - `approval`: the page's approver: one approval card at a time, with Approve, Deny and
+//!   Allow for this session.
+//! - `permissions`: the permission settings kept in the workspace's configuration.
+//! - `view_model`: what the result panel says about a run report, as plain strings.
+//! - `chat`: the providers the chat can use and the streaming Chat box, one agent turn a
+//!   message; `chat_model`: what they keep and say, as plain data and strings.
+//! - `providers_panel`: the Providers panel: the providers the chat can use and the form
+//!   that adds or edits one.
+//! - `agent_view`: an agent turn as the chat shows it, folded from its events.
+//! - `plan_tree`: how a turn's plans and sub-agents show in the chat.
+//! - `nodes_panel`: the Code nodes view, a graph of code nodes with typed handles;
+//!   `nodes_model`: that graph as data, its checked changes and undo history.
+//! - `author_dialog`: the Code nodes view's authoring dialog ("Write code with AI").
+//! - `storage`: the workspace's storage as the page holds it, through the runtime worker,
+//!   and the change feed as one revision signal per panel.
+//! - `memory_panel`, `files_panel`, `history_panel`: the Memory, Files and History panels;
+//!   `storage_model`: what they say, as plain data and strings.
+//! - `browser_tests`: the app's components in headless Chromium (`wasm-bindgen-test`).
 
 mod agent_view;
 mod approval;
@@ -436,7 +461,10 @@ pub fn App() -> impl IntoView {
 
 /// The program editor with Run and Stop, and the settings a run carries:
 /// permissions, the network, MCP servers.
-#[allow(clippy::too_many_arguments)]
+#[allow(
+    clippy::too_many_arguments,
+    reason = "a Leptos component's props are its arguments: each is one setting the editor shows"
+)]
 #[component]
 fn ProgramEditor(
     sources: Sources,

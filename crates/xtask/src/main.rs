@@ -1,6 +1,7 @@
 //! `cargo xtask`: the two commands of the README (`serve`, `test`), the ones
 //! behind them (`build`, `bench`, `model`) and the fast `check` while
-//! editing. Each installs what it needs on a fresh machine.
+//! editing. Each installs what it needs on a fresh machine, through `tools`:
+//! once, from a registry this machine reaches, into caches later runs reuse.
 
 mod bench;
 mod build;
