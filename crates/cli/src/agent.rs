@@ -63,7 +63,7 @@ pub struct SessionArgs {
     /// or local, Kiln's own small model (SmolLM2-135M) run in this process.
     #[arg(long)]
     provider: String,
-    /// The API root, e.g. https://api.openai.com/v1 or http://127.0.0.1:8080/v1;
+    /// The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`;
     /// for local, the folder of the model's files (default: the build's pkg/models).
     #[arg(long, value_name = "URL", default_value = "")]
     base_url: String,

@@ -178,7 +178,7 @@ pub(crate) struct ModelFlags {
     /// model). Needs --base-url and --model, but for local.
     #[arg(long, value_name = "KIND")]
     pub(crate) provider: Option<String>,
-    /// The provider's API root, e.g. https://api.openai.com/v1.
+    /// The provider's API root, e.g. `https://api.openai.com/v1`.
     #[arg(long, value_name = "URL", requires = "provider")]
     pub(crate) base_url: Option<String>,
     /// The model id programs' model calls ask.

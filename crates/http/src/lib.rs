@@ -232,7 +232,7 @@ fn public_request(request: Request) -> Result<Request, HttpError> {
     })
 }
 
-/// The platform's client: [`UreqClient`] natively, [`FetchClient`] in the browser.
+/// The platform's client: [`UreqClient`] natively, `FetchClient` in the browser.
 #[cfg(not(target_arch = "wasm32"))]
 pub fn default_client() -> Rc<dyn HttpClient> {
     Rc::new(UreqClient::new())

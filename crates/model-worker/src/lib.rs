@@ -2,7 +2,7 @@
 //! worker of its own, started by the runtime worker only when a turn asks for
 //! the in-process provider. It reads [`ToModel`] messages, loads the model at
 //! the first turn (files from the Cache API or downloaded with progress, see
-//! [`files`]), runs one turn at a time and posts each event as it comes,
+//! `files`), runs one turn at a time and posts each event as it comes,
 //! yielding to its message queue between tokens so that a `cancel` stops a
 //! turn at the next one.
 

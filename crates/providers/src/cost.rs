@@ -134,7 +134,7 @@ const PER_ITEM_OVERHEAD_TOKENS: u64 = 4;
 /// It counts a token per 4 bytes of UTF-8, rounded up for each message (its text, its tool
 /// calls' names and serialized arguments, a tool result as [`bounded_tool_result`] cuts it)
 /// and each tool definition (name, description, serialized schema), plus the response
-/// format's schema, plus [`PER_ITEM_OVERHEAD_TOKENS`] per message and per tool. It is an
+/// format's schema, plus `PER_ITEM_OVERHEAD_TOKENS` per message and per tool. It is an
 /// estimate, made to err high: English runs near 4 characters a token, and counting bytes
 /// rather than characters keeps scripts that take about a token per character (CJK, 3 bytes
 /// each) from being under-counted fourfold. Over-estimating only reserves headroom that

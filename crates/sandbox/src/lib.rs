@@ -8,7 +8,7 @@
 //! [`workspace`], a layer over the file tools), one host call at a time.
 //!
 //! The run is `async` because the guest's promises may wait on host futures; the
-//! job executor ([`executor`]) awaits them instead of spinning, so in a Web Worker
+//! job executor (`executor`) awaits them instead of spinning, so in a Web Worker
 //! the event loop keeps turning while a run is parked.
 //!
 //! The other modules:

@@ -10,7 +10,7 @@ use crate::permission::{Answer, ApprovalRequest};
 use crate::plan::{Plan, PlanningPhase, TaskEvent};
 
 /// The anti-loop guards of a job (reference/003's table). Each stops the
-/// turn loudly with its own [`StopCode`].
+/// turn loudly with its own code ([`stop_code`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Guards {

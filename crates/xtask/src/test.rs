@@ -217,6 +217,7 @@ const NATIVE_ONLY: &[&str] = &["kiln-cli", "kiln-evals", "kiln-testkit", "xtask"
 /// browser crate's lib, then the `wasm-bindgen-test` suites with their unit
 /// tests (`--tests`, not `--all-targets`: the other packages' tests and
 /// examples need the native-only test peers and do not build for wasm32).
+/// Last the docs, with rustdoc's lints of `[workspace.lints.rustdoc]` denied.
 fn lints(root: &Path) -> Tally {
     let deny_warnings = ["--quiet", "--", "-D", "warnings"];
     // The bench hooks are linted too, though only `cargo xtask bench` builds them.
@@ -242,12 +243,17 @@ fn lints(root: &Path) -> Tally {
     host.push(&host_features);
     host.extend(deny_warnings);
 
+    // The docs, with the workspace's rustdoc lints (broken or private intra-doc
+    // links, bare URLs) denied: the `//!` of each crate is part of the map.
+    let docs = vec!["doc", "--no-deps", "--workspace", "--quiet"];
+
     let mut tally = Tally::default();
     let checks = [
         vec!["fmt", "--all", "--", "--check"],
         host,
         wasm_libs,
         wasm_tests,
+        docs,
     ];
     for args in checks {
         let mut command = cargo(root);
