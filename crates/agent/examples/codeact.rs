@@ -8,6 +8,8 @@
 //!   Kiln sends per turn (system prompt + `execute_code` + direct tools)
 //!   beside the same tools sent as direct function definitions.
 
+#![expect(clippy::disallowed_methods, reason = "a benchmark measures real time")]
+
 use std::rc::Rc;
 use std::time::Instant;
 

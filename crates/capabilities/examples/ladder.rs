@@ -2,6 +2,8 @@
 //! parts, and (with `KILN_MCP_URL` set) MCP round trips on loopback. Prints
 //! one JSON object. Not a test: it asserts nothing about time.
 
+#![expect(clippy::disallowed_methods, reason = "a benchmark measures real time")]
+
 use std::time::Instant;
 
 use futures::executor::block_on;

@@ -11,7 +11,6 @@
 //! at most 60,000).
 
 use std::rc::Rc;
-use std::time::Duration;
 
 use futures::future::LocalBoxFuture;
 use kiln_types::tool_result::{ToolFailure, ToolReply, Warning};
@@ -43,11 +42,11 @@ impl Implementation for Script {
         Box::pin(async move {
             if script.person_wait_ms > 0 {
                 (context.held)(true);
-                futures_timer::Delay::new(Duration::from_millis(script.person_wait_ms)).await;
+                kiln_http::sleep(script.person_wait_ms).await;
                 (context.held)(false);
             }
             if script.delay_ms > 0 {
-                futures_timer::Delay::new(Duration::from_millis(script.delay_ms)).await;
+                kiln_http::sleep(script.delay_ms).await;
             }
             match script.error {
                 Some(failure) => Err(failure),

@@ -9,6 +9,7 @@
 //! and the sandbox, no tool). `KILN_CLI` is the release `kiln`. Prints a table;
 //! asserts nothing about time.
 
+#![expect(clippy::disallowed_methods, reason = "a benchmark measures real time")]
 #![expect(
     clippy::expect_used,
     reason = "a benchmark, not a test: a step that fails ends it with its message"

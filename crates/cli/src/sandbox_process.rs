@@ -232,6 +232,10 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
 
 /// The child's watchdog: Boa has no interrupt hook, so a guest past its CPU
 /// or wall budget ends with the process.
+#[expect(
+    clippy::disallowed_methods,
+    reason = "the watchdog enforces the wall budget in real time: it is what ends a guest that never yields"
+)]
 fn watch(run_id: u64, limits: &RunLimits, gauge: Arc<CpuGauge>) {
     let started = Instant::now();
     let wall = Duration::from_millis(limits.wall_ms);
@@ -386,7 +390,8 @@ pub(crate) fn death_cause(stderr: &str) -> String {
 struct Seen {
     console: Vec<ConsoleLine>,
     calls: Vec<(u32, CallSummary)>,
-    started: Instant,
+    /// When the run began, on `kiln_clock::now_ms`.
+    started_ms: f64,
 }
 
 impl Seen {
@@ -394,7 +399,7 @@ impl Seen {
     /// output and calls it saw, calls still out `cancelled` unless they
     /// reached their tool.
     fn ended(self, error: RunError, dispatcher: &Dispatcher, admission: &Admission) -> RunResult {
-        let mut report = RunReport::stopped(error, self.started.elapsed().as_secs_f64() * 1e3);
+        let mut report = RunReport::stopped(error, kiln_clock::now_ms() - self.started_ms);
         report.console = self.console;
         report.calls = self
             .calls
@@ -478,7 +483,7 @@ impl SandboxRunner for ProcessRunner {
             let mut seen = Seen {
                 console: Vec::new(),
                 calls: Vec::new(),
-                started: Instant::now(),
+                started_ms: kiln_clock::now_ms(),
             };
             let mut out = FuturesUnordered::new();
             let backstop = Duration::from_millis(limits.wall_ms) + WALL_GRACE;

@@ -5,6 +5,10 @@
 //! interrupted by the next one.
 
 #![expect(
+    clippy::disallowed_methods,
+    reason = "a test's own deadline and timings are real time: they bound and check what ran, not the code's clock"
+)]
+#![expect(
     clippy::unwrap_used,
     reason = "test helpers: a panic here is a failed test with its line"
 )]

@@ -7,6 +7,11 @@
 //! gzipped); and a scope without timers throws in `gloo-timers`, where this ends the sleep
 //! at once, so a timeout fails early and visibly.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the one clock seam: the platform's clocks are read here and nowhere else"
+)]
+
 use std::future::Future;
 use std::pin::Pin;
 use std::task::{Context, Poll};
@@ -97,4 +102,10 @@ fn global_function(object: &JsValue, name: &str) -> Option<Function> {
         .ok()?
         .dyn_into::<Function>()
         .ok()
+}
+
+/// Wall-clock milliseconds since the epoch: `Date.now()`.
+pub(crate) fn epoch_ms() -> u64 {
+    // A float of whole milliseconds, well inside u64 for the next 285,000 years.
+    js_sys::Date::now() as u64
 }

@@ -68,6 +68,17 @@ pub fn now_ms() -> f64 {
     return browser::now_ms();
 }
 
+/// Wall-clock milliseconds since 1970-01-01 UTC, for what records when it
+/// happened (a job's `created_ms`); `0` on a clock set before the epoch.
+/// Not for measuring: use [`now_ms`], which never goes back.
+#[must_use]
+pub fn epoch_ms() -> u64 {
+    #[cfg(not(target_arch = "wasm32"))]
+    return native::epoch_ms();
+    #[cfg(target_arch = "wasm32")]
+    return browser::epoch_ms();
+}
+
 /// Resolves after `ms` milliseconds of the platform's clock (or later, never earlier).
 /// Dropping it cancels the timer.
 ///

@@ -2,6 +2,11 @@
 //! an idle timer per chunk, so a thread per timer would be one thread per chunk) and
 //! [`now_ms`] from a process-wide `Instant`.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the one clock seam: the platform's clocks are read here and nowhere else"
+)]
+
 use std::collections::BTreeMap;
 use std::sync::OnceLock;
 use std::sync::mpsc::{self, RecvTimeoutError};
@@ -100,6 +105,15 @@ fn run_timers(wakes: &mpsc::Receiver<Wake>) {
             Err(RecvTimeoutError::Disconnected) => return,
         }
     }
+}
+
+/// Wall-clock milliseconds since the epoch.
+pub(crate) fn epoch_ms() -> u64 {
+    std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |elapsed| {
+            u64::try_from(elapsed.as_millis()).unwrap_or(u64::MAX)
+        })
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 //! teacher-forced scores of the reply: what `browser-model.spec` holds the
 //! model worker's build to.
 
+#![expect(clippy::disallowed_methods, reason = "a benchmark measures real time")]
+
 use std::time::Instant;
 
 use kiln_llm::{Manifest, Model, Step, Turn};

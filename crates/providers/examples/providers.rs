@@ -13,6 +13,8 @@
 //!
 //! Not a test: it asserts nothing about time.
 
+#![expect(clippy::disallowed_methods, reason = "a benchmark measures real time")]
+
 // The local model is a native process; in wasm this example is nothing.
 #[cfg(target_arch = "wasm32")]
 fn main() {}

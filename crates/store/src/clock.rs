@@ -1,18 +1,9 @@
 //! Wall-clock time in milliseconds since the epoch, for `created` fields.
 
-/// Milliseconds since 1970-01-01 UTC.
+/// Milliseconds since 1970-01-01 UTC: the one clock's ([`kiln_clock::epoch_ms`]).
 #[must_use]
 pub fn epoch_ms() -> u64 {
-    #[cfg(target_arch = "wasm32")]
-    {
-        js_sys::Date::now() as u64
-    }
-    #[cfg(not(target_arch = "wasm32"))]
-    {
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |elapsed| elapsed.as_millis() as u64)
-    }
+    kiln_clock::epoch_ms()
 }
 
 /// Milliseconds since the epoch, strictly increasing within this thread:

@@ -305,7 +305,7 @@ impl ProviderStore {
             return;
         };
         // The query keeps a cached copy from being used: the port changes between serves.
-        let url = format!("{url}?t={}", js_sys::Date::now() as u64);
+        let url = format!("{url}?t={}", js_sys::Math::random().to_bits());
         spawn_local(async move {
             // No file (404, the usual case) says nothing. Nor does a host that answers every
             // path with the page itself: only something that looks like JSON is read.

@@ -6,6 +6,11 @@
 //! files into `pkg/models/`; `cargo xtask test` hands it to the native tests
 //! as `KILN_MODEL_DIR`.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "the build driver says how long its steps took, in real time"
+)]
+
 use std::fs::File;
 use std::io::{Read as _, Seek as _, SeekFrom};
 use std::path::{Path, PathBuf};

@@ -1,6 +1,11 @@
 //! The native client against a one-connection server written here: what goes on the wire,
 //! and each way an exchange, or a streamed body, can end.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a test's own deadline and timings are real time: they bound and check what ran, not the code's clock"
+)]
+
 use std::io::{ErrorKind, Read as _, Write as _};
 use std::net::{TcpListener, TcpStream};
 use std::sync::mpsc;

@@ -4,6 +4,11 @@
 //! stall, which a server that closes each connection cannot show. What each test shows is
 //! in its name.
 
+#![expect(
+    clippy::disallowed_methods,
+    reason = "a test's own deadline and timings are real time: they bound and check what ran, not the code's clock"
+)]
+
 use std::cell::RefCell;
 use std::collections::VecDeque;
 use std::io::Write as _;
