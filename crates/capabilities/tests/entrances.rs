@@ -13,13 +13,7 @@ use std::path::{Path, PathBuf};
 
 /// `impl ToolHost for X` (where a sandbox run's calls arrive) and the file it
 /// lives in, with how the call reaches a tool.
-const ENTRANCES: [(&str, &str, &str); 5] = [
-    // The CLI's run: every call goes up `Dispatcher::call`.
-    (
-        "crates/cli/src/program.rs",
-        "WatchedTools",
-        "dispatcher.call(",
-    ),
+const ENTRANCES: [(&str, &str, &str); 4] = [
     // The sandbox worker forwards calls to the page, whose `SandboxPool`
     // sends each up `Dispatcher::call` (checked below).
     (
@@ -27,17 +21,19 @@ const ENTRANCES: [(&str, &str, &str); 5] = [
         "PostMessageTools",
         "FromSandbox::Idle",
     ),
-    // An agent's action in a sandbox process of its own: the child forwards
-    // its calls to the parent, whose `ProcessRunner` sends each up the
-    // action's `Dispatcher::call` (checked below).
+    // Every native run (`kiln run`, `kiln mcp serve`, an agent's action, a
+    // node) in a sandbox process of its own: the child forwards its calls to
+    // the parent, whose `ProcessRunner` sends each up the run's
+    // `Dispatcher::call` (checked below).
     (
         "crates/cli/src/sandbox_process.rs",
         "Piped",
         "FromSandbox::Idle",
     ),
-    // The benchmark examples' in-process sandbox (the agent's tests' runner,
-    // which the examples include by path): every call up the ladder.
-    ("crates/agent/tests/common/mod.rs", "Ladder", "self.0.call("),
+    // The in-process sandbox of the run, agent, nodes and evals tests (and
+    // the benchmark examples, which include it by path): every call up the
+    // ladder.
+    ("crates/run/tests/common/mod.rs", "Ladder", "self.0.call("),
     // No tools at all: every call is refused.
     ("crates/sandbox/src/tools.rs", "NoTools", "tool_unavailable"),
 ];
