@@ -141,41 +141,11 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
         // The parent is gone: nobody reads what this process would answer.
         std::process::exit(0);
     });
-    // The engine is made before the run is asked for: a warm child (see
-    // [`ProcessRunner`]) has it ready when its program comes.
-    let sandbox = Sandbox::new();
-    let mut pool = futures::executor::LocalPool::new();
-    let first = pool.run_until(inbox.next());
-    let Some(Ok(ToSandbox::Run {
-        run_id,
-        code,
-        limits,
-        catalog,
-    })) = first.map(|line| decode::<ToSandbox>(&line))
-    else {
-        send(&FromSandbox::Rejected {
-            problem: "a sandbox process takes one `run` message first".into(),
-        });
-        return std::process::ExitCode::from(2);
-    };
-    let admission = match Admission::admit(&catalog, "host") {
-        Ok(admission) => admission,
-        Err(invalid) => {
-            send(&FromSandbox::Rejected {
-                problem: invalid.to_string(),
-            });
-            return std::process::ExitCode::from(2);
-        }
-    };
-    let limits = limits.clamped();
-    RUN_ID.store(run_id, std::sync::atomic::Ordering::SeqCst);
-    MEMORY_BYTES.store(limits.memory_bytes, std::sync::atomic::Ordering::SeqCst);
-    let gauge = Arc::new(CpuGauge::default());
-    watch(run_id, &limits, gauge.clone());
     kiln_alloc::set_exhausted_hook(memory_exhausted);
-    kiln_alloc::set_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
-    let spawner = pool.spawner();
-    let _ = futures::task::LocalSpawnExt::spawn_local(&spawner, async move {
+    let mut pool = futures::executor::LocalPool::new();
+    // Runs come one at a time; a call's reply or hold goes to the run waiting on it.
+    let (runs, mut asked) = mpsc::unbounded::<ToSandbox>();
+    let _ = futures::task::LocalSpawnExt::spawn_local(&pool.spawner(), async move {
         while let Some(line) = inbox.next().await {
             match decode::<ToSandbox>(&line) {
                 Ok(ToSandbox::ToolReply {
@@ -193,57 +163,101 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
                         person.held(held);
                     }
                 }),
-                Ok(ToSandbox::Run { .. }) => send(&FromSandbox::Rejected {
-                    problem: "a sandbox process runs one program".into(),
-                }),
+                Ok(run @ ToSandbox::Run { .. }) => {
+                    let _ = runs.unbounded_send(run);
+                }
                 Err(problem) => send(&FromSandbox::Rejected {
                     problem: problem.to_string(),
                 }),
             }
         }
     });
-    let warnings = admission.warnings.clone();
-    let catalog_digest = admission.digest();
-    let report = pool.run_until(async {
-        match sandbox {
-            Ok(sandbox) => {
-                sandbox
-                    .run(
-                        &code,
-                        &limits,
-                        Rc::new(admission),
-                        Rc::new(Piped { run_id }),
-                        Some(gauge),
-                    )
-                    .await
+    loop {
+        // The engine is made before the run is asked for: a waiting process
+        // (see [`ProcessRunner`]) has it ready when its program comes.
+        let sandbox = Sandbox::new();
+        let Some(ToSandbox::Run {
+            run_id,
+            code,
+            limits,
+            catalog,
+        }) = pool.run_until(asked.next())
+        else {
+            return std::process::ExitCode::SUCCESS;
+        };
+        let admission = match Admission::admit(&catalog, "host") {
+            Ok(admission) => admission,
+            Err(invalid) => {
+                send(&FromSandbox::Rejected {
+                    problem: invalid.to_string(),
+                });
+                continue;
             }
-            Err(report) => *report,
-        }
-    });
-    kiln_alloc::set_limit(usize::MAX);
-    send(&FromSandbox::Report {
-        run_id,
-        report,
-        warnings,
-        catalog_digest,
-    });
-    std::process::ExitCode::SUCCESS
+        };
+        let limits = limits.clamped();
+        PENDING.with(|pending| pending.borrow_mut().clear());
+        OUTBOX.with(|outbox| outbox.borrow_mut().clear());
+        RUN_ID.store(run_id, std::sync::atomic::Ordering::SeqCst);
+        MEMORY_BYTES.store(limits.memory_bytes, std::sync::atomic::Ordering::SeqCst);
+        let gauge = Arc::new(CpuGauge::default());
+        let watching = watch(run_id, &limits, gauge.clone());
+        kiln_alloc::set_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
+        let warnings = admission.warnings.clone();
+        let catalog_digest = admission.digest();
+        let report = pool.run_until(async {
+            match sandbox {
+                Ok(sandbox) => {
+                    sandbox
+                        .run(
+                            &code,
+                            &limits,
+                            Rc::new(admission),
+                            Rc::new(Piped { run_id }),
+                            Some(gauge),
+                        )
+                        .await
+                }
+                Err(report) => *report,
+            }
+        });
+        // The run is over: the watchdog stands down before the report goes,
+        // so it cannot end the process over a run that already answered.
+        watching.stop();
+        kiln_alloc::set_limit(usize::MAX);
+        send(&FromSandbox::Report {
+            run_id,
+            report,
+            warnings,
+            catalog_digest,
+        });
+    }
 }
 
-/// The child's watchdog: Boa has no interrupt hook, so a guest past its CPU
-/// or wall budget ends with the process.
+/// The child's watchdog over one run: Boa has no interrupt hook, so a guest
+/// past its CPU or wall budget ends with the process. [`Watching::stop`]
+/// stands it down when the run answers, so the process can take the next.
 #[expect(
     clippy::disallowed_methods,
     reason = "the watchdog enforces the wall budget in real time: it is what ends a guest that never yields"
 )]
-fn watch(run_id: u64, limits: &RunLimits, gauge: Arc<CpuGauge>) {
+fn watch(run_id: u64, limits: &RunLimits, gauge: Arc<CpuGauge>) -> Watching {
     let started = Instant::now();
     let wall = Duration::from_millis(limits.wall_ms);
     let js_cpu = Duration::from_millis(limits.js_cpu_ms);
     let (wall_ms, js_cpu_ms) = (limits.wall_ms, limits.js_cpu_ms);
+    let state = Arc::new(std::sync::Mutex::new(false));
+    let stopped = state.clone();
     std::thread::spawn(move || {
         loop {
             std::thread::sleep(Duration::from_millis(5));
+            // Held while deciding, so a stop and an overrun never cross: once
+            // stopped, this watchdog never speaks.
+            let stopped = stopped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner);
+            if *stopped {
+                return;
+            }
             let error = if started.elapsed() >= wall {
                 RunError::wall_budget(wall_ms)
             } else if gauge.spent() > js_cpu {
@@ -255,50 +269,60 @@ fn watch(run_id: u64, limits: &RunLimits, gauge: Arc<CpuGauge>) {
             std::process::exit(1);
         }
     });
+    Watching(state)
 }
 
-/// Runs each program in a sandbox process of its own, a fresh one every run.
+/// A run's watchdog, until it is stopped.
+struct Watching(Arc<std::sync::Mutex<bool>>);
+
+impl Watching {
+    fn stop(self) {
+        *self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner) = true;
+    }
+}
+
+/// Runs each program in a sandbox process: one run at a time each, a fresh
+/// engine every run, as the browser's pool of sandbox workers does.
 ///
-/// With [`ProcessRunner::warm`] it keeps that many children started ahead of
-/// the runs — the process up, the engine made, waiting for its program — and
-/// starts the next as soon as one is taken, so a run does not wait for a
-/// process to start (`kiln mcp serve`). A child still runs one program only;
-/// the warm ones end when the runner is dropped (or with this process).
+/// A process whose run answered goes back to wait for the next (kept up to
+/// `keep_idle`, at least one); one that was lost (a budget ended it, it
+/// died, the run was cancelled) is ended and, below [`ProcessRunner::warm`]'s
+/// count, replaced at once. With `warm(n)` that many wait from the start, so
+/// a run does not wait for a process to start (`kiln mcp serve`). Waiting
+/// processes end when the runner is dropped, or with this process.
 #[derive(Default)]
 pub struct ProcessRunner {
-    keep_warm: usize,
-    warm: RefCell<Vec<Started>>,
+    idle: Rc<Idle>,
 }
 
-impl ProcessRunner {
-    /// A runner that keeps `children` sandbox processes started ahead of the
-    /// runs.
-    #[must_use]
-    pub fn warm(children: usize) -> Self {
-        let runner = Self {
-            keep_warm: children,
-            warm: RefCell::default(),
-        };
-        runner.refill();
-        runner
-    }
+/// The processes waiting for a run.
+#[derive(Default)]
+struct Idle {
+    /// How many to keep started ahead of the runs.
+    keep_warm: usize,
+    waiting: RefCell<Vec<Started>>,
+}
 
-    /// Starts children until `keep_warm` wait; one that cannot start is left
+impl Idle {
+    /// Starts processes until `keep_warm` wait; one that cannot start is left
     /// to the run that needs it (which says why).
     fn refill(&self) {
-        let mut warm = self.warm.borrow_mut();
-        while warm.len() < self.keep_warm {
+        let mut waiting = self.waiting.borrow_mut();
+        while waiting.len() < self.keep_warm {
             match Started::spawn() {
-                Ok(started) => warm.push(started),
+                Ok(started) => waiting.push(started),
                 Err(_) => break,
             }
         }
     }
 
-    /// A warm child that is still alive, else a new one.
-    fn child(&self) -> std::io::Result<Started> {
+    /// A waiting process that is still alive, else a new one.
+    fn take(&self) -> std::io::Result<Started> {
         loop {
-            let taken = self.warm.borrow_mut().pop();
+            let taken = self.waiting.borrow_mut().pop();
             match taken {
                 Some(mut started) => {
                     if matches!(started.child.try_wait(), Ok(None)) {
@@ -310,14 +334,40 @@ impl ProcessRunner {
             }
         }
     }
-}
 
-impl Drop for ProcessRunner {
-    fn drop(&mut self) {
-        for mut started in self.warm.take() {
+    /// A process whose run answered: kept for the next run while there is
+    /// room, else ended.
+    fn give_back(&self, mut started: Started) {
+        let mut waiting = self.waiting.borrow_mut();
+        if waiting.len() < self.keep_warm.max(1) {
+            waiting.push(started);
+        } else {
             let _ = started.child.kill();
             let _ = started.child.wait();
         }
+    }
+}
+
+impl Drop for Idle {
+    fn drop(&mut self) {
+        for mut started in self.waiting.take() {
+            let _ = started.child.kill();
+            let _ = started.child.wait();
+        }
+    }
+}
+
+impl ProcessRunner {
+    /// A runner that keeps `processes` sandbox processes started ahead of
+    /// the runs.
+    #[must_use]
+    pub fn warm(processes: usize) -> Self {
+        let idle = Rc::new(Idle {
+            keep_warm: processes,
+            waiting: RefCell::default(),
+        });
+        idle.refill();
+        Self { idle }
     }
 }
 
@@ -460,7 +510,7 @@ impl SandboxRunner for ProcessRunner {
             stdin,
             lines: mut messages,
             errors,
-        } = match self.child() {
+        } = match self.idle.take() {
             Ok(started) => started,
             Err(error) => {
                 let failed = engine(format!("could not start a sandbox process: {error}"));
@@ -477,8 +527,7 @@ impl SandboxRunner for ProcessRunner {
                 catalog,
             },
         );
-        // The next run's child starts while this one runs.
-        self.refill();
+        let idle = self.idle.clone();
         Box::pin(async move {
             let mut seen = Seen {
                 console: Vec::new(),
@@ -492,6 +541,9 @@ impl SandboxRunner for ProcessRunner {
             ))
             .fuse();
             let mut cancelled = cancel.aborted().fuse();
+            // Whether the process answered with its report, and so may take another run.
+            let mut answered = false;
+            let mut errors = Some(errors);
             let result = loop {
                 futures::select_biased! {
                     () = cancelled => {
@@ -514,7 +566,11 @@ impl SandboxRunner for ProcessRunner {
                     line = messages.next() => {
                         let Some(line) = line else {
                             let _ = child.wait();
-                            let said = death_cause(&errors.join().unwrap_or_default());
+                            let said = errors
+                                .take()
+                                .and_then(|errors| errors.join().ok())
+                                .unwrap_or_default();
+                            let said = death_cause(&said);
                             break seen.ended(
                                 RunError::new(RunErrorKind::Engine, format!("the sandbox process ended without a report: {said}")),
                                 &tools,
@@ -523,6 +579,7 @@ impl SandboxRunner for ProcessRunner {
                         };
                         match decode::<FromSandbox>(&line) {
                             Ok(FromSandbox::Report { report, warnings, catalog_digest, .. }) => {
+                                answered = true;
                                 break RunResult { report, warnings, catalog_digest };
                             }
                             Ok(FromSandbox::Idle { calls, console, .. }) => {
@@ -555,8 +612,20 @@ impl SandboxRunner for ProcessRunner {
                     },
                 }
             };
-            let _ = child.kill();
-            let _ = child.wait();
+            // Calls the program never awaited end with it: no late reply reaches the process.
+            drop(out);
+            if let (true, Some(errors)) = (answered, errors) {
+                idle.give_back(Started {
+                    child,
+                    stdin,
+                    lines: messages,
+                    errors,
+                });
+            } else {
+                let _ = child.kill();
+                let _ = child.wait();
+                idle.refill();
+            }
             result
         })
     }

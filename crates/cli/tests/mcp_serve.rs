@@ -365,6 +365,38 @@ impl Drop for LineServer {
     }
 }
 
+/// Served runs reuse waiting sandbox processes, as the browser reuses its
+/// sandbox workers: each run still gets a fresh engine, a run that overruns
+/// its budget ends its process, and the next run is served as before.
+#[test]
+fn each_served_run_has_a_fresh_engine_and_an_overrun_costs_only_its_process() {
+    let mut server = LineServer::start(&[]);
+    let leaked = "globalThis.leak = (globalThis.leak || 0) + 1; return globalThis.leak";
+    for id in 1..=4 {
+        let result = server.call(id, "codemode", json!({"code": leaked}));
+        assert_eq!(result["structuredContent"]["value"], 1, "run {id}: {result}");
+    }
+    let spin = server.call(
+        5,
+        "codemode",
+        json!({"code": "while (true) {}", "limits": {"js_cpu_ms": 200}}),
+    );
+    assert_eq!(
+        spin["structuredContent"]["termination_reason"], "budget_exhausted:js_cpu",
+        "{spin}"
+    );
+    let deep = server.call(
+        6,
+        "codemode",
+        json!({"code": "let o = {}; for (let i = 0; i < 1e5; i++) o = Object.create(o); return o.x"}),
+    );
+    assert_eq!(deep["errorCode"], "engine", "{deep}");
+    for id in 7..=8 {
+        let result = server.call(id, "codemode", json!({"code": leaked}));
+        assert_eq!(result["structuredContent"]["value"], 1, "run {id}: {result}");
+    }
+}
+
 #[test]
 fn a_keyed_retry_attaches_and_the_run_executes_once() {
     let counter = Counter::start();
