@@ -141,12 +141,23 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         );
         return ExitCode::from(2);
     }
-    let environment = crate::program::environment(
+    let mut environment = crate::program::environment(
         "kiln mcp serve",
         catalog,
         Asker::Served,
         args.belt.store.as_deref(),
     );
+    let mut permissions = permissions(args);
+    // The belt's MCP servers are connected once, here, and every run gets
+    // their tools from those sessions; one that does not answer now is
+    // mounted per run instead, so each run tries it again and says so.
+    match mount_mcp(&mut environment, &permissions, catalog_net) {
+        Ok(unreached) => permissions.mcp = unreached,
+        Err(error) => {
+            eprintln!("kiln: {error:#}");
+            return ExitCode::from(2);
+        }
+    }
     // Said once: every call the ladder would ask about is denied, naming this host.
     eprintln!(
         "kiln: {}",
@@ -182,7 +193,7 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         spec: spec(args),
         environment,
         runner: ProcessRunner::warm(WARM_SANDBOXES),
-        permissions: permissions(args),
+        permissions,
         catalog_net,
         agent: args.agent.clone(),
         custody,
@@ -624,6 +635,57 @@ fn withdraw_tool() -> Value {
     })
 }
 
+/// Connects the `--mcp` servers of `permissions` and adds their tools to
+/// `environment`'s own, for every run; answers the `NAME=URL` specs of those
+/// that did not answer (said on stderr), which runs mount themselves.
+fn mount_mcp(
+    environment: &mut Environment,
+    permissions: &Permissions,
+    catalog_net: bool,
+) -> anyhow::Result<Vec<String>> {
+    // Read by the parser every run's request goes through: the same names,
+    // URLs and categories a run would mount.
+    let request = crate::program::request_of(
+        String::new(),
+        RunLimits::default(),
+        permissions,
+        catalog_net,
+    )?;
+    let mut connected = Vec::new();
+    let mut unreached = Vec::new();
+    for mount in &request.mcp {
+        let server = futures::executor::block_on(kiln_capabilities::mcp::try_connect(
+            &mount.name,
+            &mount.url,
+            mount.category,
+            environment.http.clone(),
+        ));
+        match server {
+            Ok(server) => connected.push(server),
+            Err(error) => {
+                eprintln!(
+                    "kiln: MCP server `{}` did not answer ({error}); each run will try it again",
+                    mount.name
+                );
+                unreached.push(format!("{}={}", mount.name, mount.url));
+            }
+        }
+    }
+    if !connected.is_empty() {
+        let catalog = environment.own_tools.clone();
+        let servers = Rc::new(connected);
+        environment.own_tools = Some(Rc::new(move |registry| {
+            if let Some(catalog) = &catalog {
+                catalog(registry);
+            }
+            for server in servers.iter() {
+                kiln_capabilities::mcp::add_server(registry, server);
+            }
+        }));
+    }
+    Ok(unreached)
+}
+
 /// The server's flags as a run's permissions (each call adds its agent and
 /// key): mode `auto`, the belt, the model.
 fn permissions(args: &ServeArgs) -> Permissions {
@@ -634,7 +696,8 @@ fn permissions(args: &ServeArgs) -> Permissions {
         secrets: Vec::new(),
         store: args.belt.store.clone(),
         allow_net: args.belt.allow_net.clone(),
-        agent: String::new(),
+        // Each call names its own (the flag, the client, else `mcp`).
+        agent: "mcp".to_owned(),
         key: None,
         model: args.model.clone(),
     }

@@ -374,7 +374,10 @@ fn each_served_run_has_a_fresh_engine_and_an_overrun_costs_only_its_process() {
     let leaked = "globalThis.leak = (globalThis.leak || 0) + 1; return globalThis.leak";
     for id in 1..=4 {
         let result = server.call(id, "codemode", json!({"code": leaked}));
-        assert_eq!(result["structuredContent"]["value"], 1, "run {id}: {result}");
+        assert_eq!(
+            result["structuredContent"]["value"], 1,
+            "run {id}: {result}"
+        );
     }
     let spin = server.call(
         5,
@@ -393,7 +396,10 @@ fn each_served_run_has_a_fresh_engine_and_an_overrun_costs_only_its_process() {
     assert_eq!(deep["errorCode"], "engine", "{deep}");
     for id in 7..=8 {
         let result = server.call(id, "codemode", json!({"code": leaked}));
-        assert_eq!(result["structuredContent"]["value"], 1, "run {id}: {result}");
+        assert_eq!(
+            result["structuredContent"]["value"], 1,
+            "run {id}: {result}"
+        );
     }
 }
 
@@ -790,4 +796,46 @@ fn a_served_program_asks_the_servers_model_under_its_budget() {
         said.contains("--model-budget usd=-1") && said.contains("`usd`"),
         "{said}"
     );
+}
+
+/// The belt's MCP servers are connected once, when the server starts: every
+/// run calls their tools over that session. One that does not answer then is
+/// tried again by each run, which says so in a warning and goes on.
+#[test]
+fn the_belts_mcp_servers_are_connected_once_and_a_missing_one_is_retried_per_run() {
+    let everything = kiln_testkit::EverythingServer::start();
+    let every = format!("every={}", everything.url());
+    let down = format!("down=http://127.0.0.1:{}/mcp", kiln_testkit::free_port());
+    let mut server = LineServer::start(&["--mcp", &every, "--mcp", &down]);
+    for id in 1..=3 {
+        let result = server.call(
+            id,
+            "codemode",
+            json!({"code": format!("return await tools.every_get_sum({{a: {id}, b: 1}})")}),
+        );
+        assert_ne!(result["isError"], true, "run {id}: {result}");
+        assert_eq!(
+            result["structuredContent"]["calls"][0]["outcome"], "ok",
+            "{result}"
+        );
+        let warnings = result["structuredContent"]["warnings"]
+            .as_array()
+            .cloned()
+            .unwrap_or_default();
+        assert!(
+            warnings
+                .iter()
+                .any(|warning| warning["code"] == "tools_unavailable"
+                    && warning["message"]
+                        .as_str()
+                        .is_some_and(|message| message.contains("`down`"))),
+            "run {id}: the missing server is tried again and said: {result}"
+        );
+        assert!(
+            !warnings.iter().any(|warning| warning["message"]
+                .as_str()
+                .is_some_and(|message| message.contains("`every`"))),
+            "{result}"
+        );
+    }
 }
