@@ -26,6 +26,9 @@
 //! `kiln-agent` nor `kiln-nodes`: the tidy test keeps it so, and the crate is
 //! tested natively in milliseconds.
 
+// The front door: what is `pub` in a private module is re-exported here, or it
+// is `pub(crate)`.
+#![warn(unreachable_pub)]
 #![allow(
     clippy::result_large_err,
     reason = "`ToolFailure` is the contract's error, made at most once per call: boxing it would buy nothing"

@@ -199,7 +199,7 @@ impl ModelTools {
 
 /// The specs of `model` and `classify` for a run asking `model` under `budget`.
 #[must_use]
-pub fn specs(model: &str, budget: ModelBudget) -> [CapabilitySpec; 2] {
+pub(crate) fn specs(model: &str, budget: ModelBudget) -> [CapabilitySpec; 2] {
     let budget = budget.describe();
     [
         CapabilitySpec {
