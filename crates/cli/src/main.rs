@@ -90,6 +90,11 @@ enum Command {
         /// instead of the tool-result/v1 object. For tools and benchmarks.
         #[arg(long)]
         report: bool,
+        /// Print the tool-result/v1 object as JSON even on a terminal (where
+        /// a readable summary is printed instead). Scripts and pipes always
+        /// get JSON.
+        #[arg(long)]
+        json: bool,
         /// Give the program a store on disk (the one `kiln memory --store`
         /// uses): the run is recorded in its history and gets run memory,
         /// the durable memory, history and file capabilities and
@@ -301,6 +306,7 @@ fn main() -> ExitCode {
             tools,
             limits,
             report,
+            json,
             mcp,
             permission_mode,
             approve,
@@ -322,7 +328,12 @@ fn main() -> ExitCode {
                 key,
                 model,
             };
-            program::run(&file, tools.as_ref(), limits.as_ref(), report, &permissions)
+            let output = if report {
+                program::Output::Report
+            } else {
+                program::Output::chosen(json)
+            };
+            program::run(&file, tools.as_ref(), limits.as_ref(), output, &permissions)
         }
     }
 }

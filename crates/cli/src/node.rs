@@ -38,6 +38,10 @@ pub enum NodeCommand {
         /// A JSON object of values by input name.
         #[arg(long, value_name = "VALUES.json")]
         inputs: Option<PathBuf>,
+        /// Print the node's run as JSON even on a terminal (where a readable
+        /// summary is printed instead). Scripts and pipes always get JSON.
+        #[arg(long)]
+        json: bool,
         #[command(flatten)]
         run: RunFlags,
     },
@@ -169,14 +173,21 @@ fn print(value: &impl serde::Serialize) {
 /// `kiln node …`.
 pub fn run_node_command(command: NodeCommand) -> ExitCode {
     on_big_stack(move || match command {
-        NodeCommand::Run { node, inputs, run } => match prepare_run(&run) {
+        NodeCommand::Run {
+            node,
+            inputs,
+            json,
+            run,
+        } => match prepare_run(&run) {
             Err(error) => refused(&error),
             Ok(setup) => match (
                 read_node(&node),
                 read_values(inputs.as_deref(), "input values"),
             ) {
                 (Err(error), _) | (_, Err(error)) => refused(&error),
-                (Ok(node), Ok(values)) => run_one(&node, &values, &setup),
+                (Ok(node), Ok(values)) => {
+                    run_one(&node, &values, &setup, crate::program::Output::chosen(json))
+                }
             },
         },
         NodeCommand::Check { node } => match read_node(&node) {
@@ -345,7 +356,12 @@ fn read_values(path: Option<&Path>, what: &str) -> Result<Map<String, Value>> {
     }
 }
 
-fn run_one(node: &CodeNode, values: &Map<String, Value>, setup: &RunSetup) -> ExitCode {
+fn run_one(
+    node: &CodeNode,
+    values: &Map<String, Value>,
+    setup: &RunSetup,
+    output: crate::program::Output,
+) -> ExitCode {
     let environment = setup.environment();
     let ran = futures::executor::block_on(node::run_node(
         node,
@@ -358,7 +374,11 @@ fn run_one(node: &CodeNode, values: &Map<String, Value>, setup: &RunSetup) -> Ex
     match ran {
         Err(error) => refused(&anyhow::anyhow!("{error}")),
         Ok(run) => {
-            print(&run);
+            if output == crate::program::Output::Summary {
+                print_node_summary(&run);
+            } else {
+                print(&run);
+            }
             for warning in &run.warnings {
                 eprintln!("kiln: warning: {warning}");
             }
@@ -379,6 +399,16 @@ fn run_one(node: &CodeNode, values: &Map<String, Value>, setup: &RunSetup) -> Ex
                 }
             }
         }
+    }
+}
+
+/// A node's run for a person at a terminal: its outputs, then its program's
+/// run as a model reads it (status, console, calls, warnings).
+fn print_node_summary(run: &kiln_nodes::node::NodeRun) {
+    let outputs = serde_json::to_string_pretty(&run.outputs).unwrap_or_default();
+    println!("Outputs:\n{outputs}");
+    if let Some(result) = &run.result {
+        println!("\n{}", result.text());
     }
 }
 

@@ -32,13 +32,36 @@ use crate::{ApproveWith, Permissions};
 pub(crate) const SERVED_HOST: &str =
     "kiln mcp serve (its MCP client's person is not reachable from here)";
 
+/// How a run's answer is printed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Output {
+    /// The `tool-result/v1` object as JSON: what scripts and pipes get.
+    Json,
+    /// Its text part (status, value, console, calls, warnings), for a person
+    /// at a terminal.
+    Summary,
+    /// The sandbox's own report (`--report`).
+    Report,
+}
+
+impl Output {
+    /// A summary on a terminal unless `--json`; JSON everywhere else.
+    pub(crate) fn chosen(json: bool) -> Self {
+        if !json && std::io::stdout().is_terminal() {
+            Self::Summary
+        } else {
+            Self::Json
+        }
+    }
+}
+
 /// `kiln run`: refuses a bad request with exit 2; else runs it and prints
-/// its result (exit 0 completed, 1 `isError`).
+/// its result as `output` says (exit 0 completed, 1 `isError`).
 pub fn run(
     file: &PathBuf,
     tools: Option<&PathBuf>,
     limits: Option<&PathBuf>,
-    raw: bool,
+    output: Output,
     permissions: &Permissions,
 ) -> ExitCode {
     let prepared = match prepare(file, tools, limits, permissions) {
@@ -82,10 +105,10 @@ pub fn run(
             if let Some(error) = &ran.record_error {
                 eprintln!("kiln: the run's record could not be settled: {error}");
             }
-            if raw {
-                print_report(&ran.run)
-            } else {
-                print_result(&ran.result)
+            match output {
+                Output::Report => print_report(&ran.run),
+                Output::Json => print_result(&ran.result),
+                Output::Summary => print_summary(&ran.result),
             }
         }
         Err(refusal) => {
@@ -385,6 +408,17 @@ fn print_report(run: &RunResult) -> ExitCode {
     });
     println!("{json:#}");
     if matches!(run.report.outcome, kiln_types::RunOutcome::Failed(_)) {
+        ExitCode::FAILURE
+    } else {
+        ExitCode::SUCCESS
+    }
+}
+
+/// The result's text part, as a model reads it: the status line, the
+/// returned value, the console, the calls and the warnings.
+pub(crate) fn print_summary(result: &ToolResult) -> ExitCode {
+    println!("{}", result.text());
+    if result.is_error {
         ExitCode::FAILURE
     } else {
         ExitCode::SUCCESS

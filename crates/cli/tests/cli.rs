@@ -505,8 +505,9 @@ fn scripted_categories_meet_the_mode_and_the_terminal_approves() {
 
     // On a terminal (a pty from `script`), default mode asks there and reads
     // the answer: `a` allows `save` for the rest of the session.
+    // `--json`: on a terminal `kiln run` prints a summary otherwise.
     let command = format!(
-        "{} run {} --tools {}",
+        "{} run {} --tools {} --json",
         env!("CARGO_BIN_EXE_kiln"),
         program.display(),
         catalog.display()
@@ -743,4 +744,50 @@ fn ctrl_c_prints_the_cancelled_result_with_what_the_run_had() {
         [("file_write", "ok"), ("slow", "outcome_unknown")]
     );
     let _ = std::fs::remove_dir_all(&store);
+}
+
+/// On a terminal (a pty from `script`) `kiln run` prints the result's text
+/// for a person — status, value, console, calls — and `--json` the object.
+#[test]
+fn on_a_terminal_kiln_run_prints_a_summary_and_json_when_asked() {
+    let catalog = temp_file(
+        "summary.json",
+        r#"[{"name": "weather", "returns": {"c": 21}}]"#,
+    );
+    let program = temp_file(
+        "summary.js",
+        "console.log('asking');\nconst w = await tools.weather({city: 'Oslo'});\nreturn {w};",
+    );
+    let on_terminal = |extra: &str| {
+        let command = format!(
+            "{} run {} --tools {} --approve yes{extra}",
+            env!("CARGO_BIN_EXE_kiln"),
+            program.display(),
+            catalog.display()
+        );
+        let output = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{output:?}");
+        String::from_utf8_lossy(&output.stdout).replace("\r\n", "\n")
+    };
+    let summary = on_terminal("");
+    for said in [
+        "completed · ",
+        "Return value:",
+        "\"c\": 21",
+        "Output:\nasking",
+        "weather | ok",
+    ] {
+        assert!(summary.contains(said), "{said:?} in:\n{summary}");
+    }
+    assert!(!summary.contains("structuredContent"), "{summary}");
+    let json = on_terminal(" --json");
+    let start = json
+        .find('{')
+        .unwrap_or_else(|| panic!("no JSON in:\n{json}"));
+    let value: serde_json::Value = serde_json::from_str(json[start..].trim()).unwrap();
+    assert_eq!(value["structuredContent"]["value"]["w"]["c"], 21);
 }
