@@ -18,7 +18,7 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use anyhow::{Context as _, Result, bail};
+use anyhow::{Result, bail};
 use kiln_agent::codeact::history::Compaction;
 use kiln_agent::codeact::tools::Person;
 use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
@@ -31,8 +31,8 @@ use kiln_types::agent::{AgentEvent, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
 use serde_json::Value;
 
+use crate::common::Belt;
 use crate::program::Asker;
-use crate::{ApproveWith, Permissions};
 
 /// `kiln agent`'s commands.
 #[derive(clap::Subcommand)]
@@ -75,15 +75,11 @@ pub struct SessionArgs {
     key_env: Option<String>,
     #[command(flatten)]
     belt: crate::BeltFlags,
+    #[command(flatten)]
+    gate: crate::GateFlags,
     /// A system prompt, layered before Kiln's own as a preamble.
     #[arg(long)]
     system: Option<String>,
-    /// The permission mode (as for `kiln run`).
-    #[arg(long, value_name = "MODE")]
-    permission_mode: Option<Mode>,
-    /// Who answers when the ladder asks (as for `kiln run`).
-    #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
-    approve: ApproveWith,
     /// Model turns in each job (the max_turns guard).
     #[arg(long, value_name = "N", default_value_t = Guards::default().max_turns)]
     max_turns: u32,
@@ -93,15 +89,6 @@ pub struct SessionArgs {
     /// Tokens the model may write per model call.
     #[arg(long, default_value_t = 4096)]
     max_tokens: u32,
-    /// A JSON file of each action's limits, as for `kiln run`.
-    #[arg(long, value_name = "LIMITS.json")]
-    limits: Option<PathBuf>,
-    /// Put an environment variable into the belt's secret scope (as for `kiln run`).
-    #[arg(long, value_name = "NAME[=ENV][@ORIGIN,...]")]
-    secret: Vec<String>,
-    /// Whose jobs they are: the history records them under this agent.
-    #[arg(long, value_name = "NAME", default_value = "cli")]
-    agent: String,
     /// Every event as one JSON line on stdout, each turn's last one `done`.
     #[arg(long)]
     json: bool,
@@ -265,20 +252,6 @@ impl Session {
         if args.max_tokens == 0 {
             bail!("--max-tokens: must be at least 1");
         }
-        let catalog = match &args.belt.tools {
-            None => Value::Array(Vec::new()),
-            Some(path) => crate::program::read_json(path, "tool catalog")?,
-        };
-        let mut registry = kiln_capabilities::Registry::new();
-        kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
-            .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
-        let limits: RunLimits = match &args.limits {
-            None => RunLimits::default(),
-            Some(path) => {
-                serde_json::from_value(crate::program::read_json(path, "limits file")?)
-                    .with_context(|| format!("the limits `{}` are not valid", path.display()))?
-            }
-        };
         let guards = Guards {
             max_turns: args.max_turns,
             max_cost: args.max_usd,
@@ -287,27 +260,22 @@ impl Session {
         guards
             .check()
             .map_err(|why| anyhow::anyhow!("{why} (--max-turns, --max-usd)"))?;
-        let permissions = Permissions {
-            mcp: args.belt.mcp.clone(),
-            mode: args.permission_mode,
-            approve: args.approve,
-            secrets: args.secret.clone(),
-            store: args.belt.store.clone(),
-            allow_net: args.belt.allow_net.clone(),
-            agent: args.agent.clone(),
-            key: None,
-            model: crate::ModelFlags::default(),
-        };
-        let run = crate::program::request_of(String::new(), limits, &permissions, false)?;
-        let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
+        let belt = Belt::read(
+            String::new(),
+            &args.belt,
+            &args.gate,
+            RunLimits::default(),
+            None,
+            &crate::ModelFlags::default(),
+        )?;
         Ok(Self {
             provider,
             model,
             max_tokens: args.max_tokens,
-            run,
-            catalog,
-            asker: Asker::new(args.approve, terminal),
-            store: args.belt.store.clone(),
+            run: belt.request,
+            catalog: belt.catalog,
+            asker: belt.asker,
+            store: belt.store,
             system: args.system.clone(),
             guards,
             json: args.json,

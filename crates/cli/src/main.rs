@@ -7,6 +7,8 @@
 //!
 //! One module a command, and what they share:
 //!
+//! - `common`: the flag groups every command flattens (the belt of tools, the gate, the
+//!   model programs ask) and the one reading of them into a run's request.
 //! - `program`: `kiln run`, a program run through `kiln_run::run_program` in this process.
 //! - `agent`: `kiln agent run "OBJECTIVE"`, one agent turn of the CodeAct loop.
 //! - `chat`: `kiln chat`, an interactive session over the CodeAct loop, one turn a message.
@@ -26,6 +28,7 @@
 mod agent;
 mod approve;
 mod chat;
+mod common;
 mod eval;
 mod mcp_http;
 mod mcp_serve;
@@ -38,8 +41,9 @@ mod tree;
 use std::path::PathBuf;
 use std::process::ExitCode;
 
-use clap::{Parser, Subcommand, ValueEnum};
-use kiln_capabilities::Mode;
+use clap::{Parser, Subcommand};
+
+pub(crate) use common::{ApproveWith, BeltFlags, GateFlags, ModelFlags, Permissions};
 
 #[derive(Parser)]
 #[command(
@@ -58,34 +62,10 @@ enum Command {
     Run {
         /// The program's file, or `-` for standard input.
         file: PathBuf,
-        /// A JSON array of tool entries: `{name, description?, input_schema?,
-        /// category?: read|write|execute|external (default external), returns?,
-        /// error?: {code, message, detail?}, delay_ms?, person_wait_ms?}`.
-        #[arg(long, value_name = "CATALOG.json")]
-        tools: Option<PathBuf>,
-        /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`.
-        /// Repeatable.
-        #[arg(long, value_name = "NAME=URL")]
-        mcp: Vec<String>,
-        /// The permission mode: plan runs only read calls, default asks before
-        /// anything else, auto allows. Default: `default` when kiln can ask on
-        /// a terminal, `auto` otherwise.
-        #[arg(long, value_name = "MODE")]
-        permission_mode: Option<Mode>,
-        /// Who answers when the ladder asks: `ask` prompts on the terminal
-        /// (the headless deny when there is none), `yes` approves, `no` denies.
-        #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
-        approve: ApproveWith,
-        /// Put the environment variable ENV (default NAME) into the run's secret
-        /// scope as NAME, sent only to the listed origins when given
-        /// (`API_KEY=MY_KEY@https://api.example.com`). Capabilities read it by
-        /// name; the program never sees it.
-        #[arg(long, value_name = "NAME[=ENV][@ORIGIN,...]")]
-        secret: Vec<String>,
-        /// A JSON file of limits: `js_cpu_ms`, `tool_calls`, `wall_ms`,
-        /// `person_wait_ms`, `return_bytes`, `console_bytes`, `memory_bytes`.
-        #[arg(long, value_name = "LIMITS.json")]
-        limits: Option<PathBuf>,
+        #[command(flatten)]
+        belt: BeltFlags,
+        #[command(flatten)]
+        gate: GateFlags,
         /// Print the sandbox's own report (outcome, console, calls, timings)
         /// instead of the tool-result/v1 object. For tools and benchmarks.
         #[arg(long)]
@@ -95,23 +75,6 @@ enum Command {
         /// get JSON.
         #[arg(long)]
         json: bool,
-        /// Give the program a store on disk (the one `kiln memory --store`
-        /// uses): the run is recorded in its history and gets run memory,
-        /// the durable memory, history and file capabilities and
-        /// `workspace.*` over `DIR/files`.
-        #[arg(long, value_name = "DIR")]
-        store: Option<PathBuf>,
-        /// Give the program the built-in `http_request`: alone, any public
-        /// address; with origins (`--allow-net=http://127.0.0.1:8080,https://api.example.com`),
-        /// exactly those, private or loopback ones included since they are
-        /// named. Without it the program has no network. (Naming
-        /// `{"name": "http_request"}` in the catalog is the same as the flag alone.)
-        #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-        allow_net: Option<String>,
-        /// Whose run it is: the history records it under this agent, and its
-        /// memories are saved for it.
-        #[arg(long, value_name = "NAME", default_value = "cli")]
-        agent: String,
         /// The call key: the run's id is derived from the agent and this key,
         /// so a retry with the same key names the same run (and the history
         /// keeps its whole result); without it the id is random and the result
@@ -142,121 +105,6 @@ enum Command {
     /// Kiln as an MCP server: `kiln mcp serve --stdio` offers `codemode`.
     #[command(subcommand)]
     Mcp(mcp_serve::McpCommand),
-}
-
-/// `--approve`.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub(crate) enum ApproveWith {
-    Ask,
-    Yes,
-    No,
-}
-
-/// The tools a program gets from the command line, as `kiln agent run` and
-/// `kiln mcp serve` take them (`kiln run` takes the same flags, each described
-/// at more length there).
-#[derive(clap::Args, Clone)]
-pub(crate) struct BeltFlags {
-    /// Scripted tools: a JSON array of tool entries, as for `kiln run --tools`.
-    #[arg(long, value_name = "CATALOG.json")]
-    pub(crate) tools: Option<PathBuf>,
-    /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`. Repeatable.
-    #[arg(long, value_name = "NAME=URL")]
-    pub(crate) mcp: Vec<String>,
-    /// A store on disk: each run is a job in its history, with run memory, the
-    /// durable memory, history and file tools, and `workspace.*` over `DIR/files`.
-    #[arg(long, value_name = "DIR")]
-    pub(crate) store: Option<PathBuf>,
-    /// Give programs `http_request`: alone, any public address; with origins,
-    /// exactly those (private or loopback ones included, since they are named).
-    #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-    pub(crate) allow_net: Option<String>,
-}
-
-/// The model a program's `tools.model` and `tools.classify` ask, as `kiln run`
-/// and `kiln mcp serve` take it: without `--provider`, programs have no such
-/// tools.
-#[derive(clap::Args, Clone, Default)]
-pub(crate) struct ModelFlags {
-    /// Give programs `tools.model` and `tools.classify`, asking this provider
-    /// (its wire format: openai, anthropic, ollama; or local, Kiln's own small
-    /// model). Needs --base-url and --model, but for local.
-    #[arg(long, value_name = "KIND")]
-    pub(crate) provider: Option<String>,
-    /// The provider's API root, e.g. `https://api.openai.com/v1`.
-    #[arg(long, value_name = "URL", requires = "provider")]
-    pub(crate) base_url: Option<String>,
-    /// The model id programs' model calls ask.
-    #[arg(long, requires = "provider")]
-    pub(crate) model: Option<String>,
-    /// The environment variable holding the provider's API key (never the key).
-    #[arg(long, value_name = "VAR", requires = "provider")]
-    pub(crate) key_env: Option<String>,
-    /// What one run's model calls may use in all: `calls=N,tokens=N,usd=X`, any
-    /// of them (default 10 calls, 20,000 tokens, $0.05; at most 200, 1,000,000, $5).
-    #[arg(long, value_name = "calls=N,tokens=N,usd=X", requires = "provider")]
-    pub(crate) model_budget: Option<String>,
-}
-
-impl ModelFlags {
-    /// The run request's `model` field, checked (the key read from its
-    /// variable); `None` without `--provider`.
-    pub(crate) fn setup(&self) -> anyhow::Result<Option<serde_json::Value>> {
-        let Some(kind) = &self.provider else {
-            return Ok(None);
-        };
-        let config = agent::provider_config(
-            kind,
-            self.base_url.as_deref().unwrap_or(""),
-            self.key_env.as_deref(),
-        )?;
-        let model = agent::model_id(&config, self.model.as_deref().unwrap_or(""))?;
-        let mut provider = serde_json::json!({"kind": kind, "base_url": config.base_url});
-        if let Some(key) = &config.key {
-            provider["key"] = serde_json::Value::String(key.expose().to_owned());
-        }
-        let mut setup = serde_json::json!({"provider": provider, "model": model});
-        if let Some(budget) = &self.model_budget {
-            let mut fields = serde_json::Map::new();
-            for part in budget
-                .split(',')
-                .map(str::trim)
-                .filter(|part| !part.is_empty())
-            {
-                let Some((name, value)) = part.split_once('=') else {
-                    anyhow::bail!(
-                        "--model-budget {budget}: `{part}` is not NAME=VALUE (calls=N,tokens=N,usd=X)"
-                    );
-                };
-                let value: serde_json::Value =
-                    serde_json::from_str(value.trim()).map_err(|_| {
-                        anyhow::anyhow!("--model-budget {budget}: `{part}` has no number")
-                    })?;
-                fields.insert(name.trim().to_owned(), value);
-            }
-            kiln_run::ModelBudget::from_value(&serde_json::Value::Object(fields.clone()))
-                .map_err(|why| anyhow::anyhow!("--model-budget {budget}: {why}"))?;
-            setup["budget"] = serde_json::Value::Object(fields);
-        }
-        Ok(Some(setup))
-    }
-}
-
-/// The permission options of one run, as parsed.
-#[derive(Clone)]
-pub(crate) struct Permissions {
-    mcp: Vec<String>,
-    mode: Option<Mode>,
-    approve: ApproveWith,
-    secrets: Vec<String>,
-    /// `--store DIR`: the run's memory, history and files.
-    store: Option<PathBuf>,
-    /// `--allow-net[=ORIGIN,...]`: `Some("")` for the flag alone.
-    allow_net: Option<String>,
-    agent: String,
-    key: Option<String>,
-    /// `tools.model` and `tools.classify`'s provider, model and budget.
-    model: ModelFlags,
 }
 
 /// Where `--provider local` finds the model's files when `--base-url` names no
@@ -303,37 +151,19 @@ fn main() -> ExitCode {
         Command::Mcp(command) => mcp_serve::run(&command),
         Command::Run {
             file,
-            tools,
-            limits,
+            belt,
+            gate,
             report,
             json,
-            mcp,
-            permission_mode,
-            approve,
-            secret,
-            store,
-            allow_net,
-            agent,
             key,
             model,
         } => {
-            let permissions = Permissions {
-                mcp,
-                mode: permission_mode,
-                approve,
-                secrets: secret,
-                store,
-                allow_net,
-                agent,
-                key,
-                model,
-            };
             let output = if report {
                 program::Output::Report
             } else {
                 program::Output::chosen(json)
             };
-            program::run(&file, tools.as_ref(), limits.as_ref(), output, &permissions)
+            program::run(&file, &belt, &gate, key, model, output)
         }
     }
 }

@@ -692,9 +692,7 @@ fn permissions(args: &ServeArgs) -> Permissions {
     Permissions {
         mcp: args.belt.mcp.clone(),
         mode: Some(kiln_capabilities::Mode::Auto),
-        approve: crate::ApproveWith::No,
         secrets: Vec::new(),
-        store: args.belt.store.clone(),
         allow_net: args.belt.allow_net.clone(),
         // Each call names its own (the flag, the client, else `mcp`).
         agent: "mcp".to_owned(),

@@ -14,17 +14,15 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
-use kiln_capabilities::Mode;
 use kiln_nodes::codegen::{self, CodeRequest};
 use kiln_nodes::graph;
 use kiln_nodes::node;
-use kiln_types::RunLimits;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{CodeNode, GraphSpec, InputSlot, OutputSlot, SlotType};
 use serde_json::{Map, Value, json};
 
-use crate::program::{Asker, read_json};
-use crate::{ApproveWith, Permissions};
+use crate::common::Belt;
+use crate::program::read_json;
 
 /// `kiln node`'s commands.
 #[derive(clap::Subcommand)]
@@ -71,37 +69,15 @@ pub enum GraphCommand {
     },
 }
 
-/// What a node's program runs with, as for `kiln run`.
+/// What a node's program runs with, as for `kiln run`: the belt and the
+/// gate (the limits default to codemode's, with `return_bytes` at its
+/// ceiling, since a node returns all its outputs).
 #[derive(clap::Args)]
 pub struct RunFlags {
-    /// Scripted tools, as for `kiln run`.
-    #[arg(long, value_name = "CATALOG.json")]
-    tools: Option<PathBuf>,
-    /// Mount an MCP server's tools (Streamable HTTP), as `NAME_<tool>`. Repeatable.
-    #[arg(long, value_name = "NAME=URL")]
-    mcp: Vec<String>,
-    /// The permission mode (as for `kiln run`).
-    #[arg(long, value_name = "MODE")]
-    permission_mode: Option<Mode>,
-    /// Who answers when the ladder asks (as for `kiln run`).
-    #[arg(long, value_enum, default_value_t = ApproveWith::Ask)]
-    approve: ApproveWith,
-    /// Put an environment variable into the run's secret scope (as for `kiln run`).
-    #[arg(long, value_name = "NAME[=ENV][@ORIGIN,...]")]
-    secret: Vec<String>,
-    /// A JSON file of limits for each node (default: codemode's, with
-    /// `return_bytes` at its ceiling).
-    #[arg(long, value_name = "LIMITS.json")]
-    limits: Option<PathBuf>,
-    /// A store on disk: each node's run is a job in its history.
-    #[arg(long, value_name = "DIR")]
-    store: Option<PathBuf>,
-    /// Give the body `http_request` (as for `kiln run`).
-    #[arg(long, value_name = "ORIGIN,...", num_args = 0..=1, require_equals = true, default_missing_value = "")]
-    allow_net: Option<String>,
-    /// Whose runs they are.
-    #[arg(long, value_name = "NAME", default_value = "cli")]
-    agent: String,
+    #[command(flatten)]
+    belt: crate::BeltFlags,
+    #[command(flatten)]
+    gate: crate::GateFlags,
 }
 
 /// `kiln node author`'s options.
@@ -245,7 +221,7 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
             Ok(values) => values,
             Err(error) => return refused(&error),
         };
-        let environment = setup.environment();
+        let environment = setup.environment("kiln node");
         let cancel = AbortSignal::new();
         let ran = futures::executor::block_on(graph::run_graph(
             &built,
@@ -283,57 +259,15 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
     })
 }
 
-/// A node's run request and environment, from the flags.
-struct RunSetup {
-    request: kiln_run::RunRequest,
-    catalog: Value,
-    asker: Asker,
-    store: Option<PathBuf>,
-}
-
-impl RunSetup {
-    fn environment(&self) -> kiln_run::Environment {
-        crate::program::environment(
-            "kiln node",
-            self.catalog.clone(),
-            self.asker,
-            self.store.as_deref(),
-        )
-    }
-}
-
-fn prepare_run(flags: &RunFlags) -> Result<RunSetup> {
-    let catalog = match &flags.tools {
-        None => Value::Array(Vec::new()),
-        Some(path) => read_json(path, "tool catalog")?,
-    };
-    let mut registry = kiln_capabilities::Registry::new();
-    kiln_capabilities::scripted::add_catalog(&mut registry, &catalog, "scripted")
-        .map_err(|error| anyhow::anyhow!("the tool catalog was refused: {error}"))?;
-    let limits: RunLimits = match &flags.limits {
-        None => node::default_limits(),
-        Some(path) => serde_json::from_value(read_json(path, "limits file")?)
-            .with_context(|| format!("the limits `{}` are not valid", path.display()))?,
-    };
-    let permissions = Permissions {
-        mcp: flags.mcp.clone(),
-        mode: flags.permission_mode,
-        approve: flags.approve,
-        secrets: flags.secret.clone(),
-        store: flags.store.clone(),
-        allow_net: flags.allow_net.clone(),
-        agent: flags.agent.clone(),
-        key: None,
-        model: crate::ModelFlags::default(),
-    };
-    let request = crate::program::request_of(String::new(), limits, &permissions, false)?;
-    let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    Ok(RunSetup {
-        request,
-        catalog,
-        asker: Asker::new(flags.approve, terminal),
-        store: flags.store.clone(),
-    })
+fn prepare_run(flags: &RunFlags) -> Result<Belt> {
+    Belt::read(
+        String::new(),
+        &flags.belt,
+        &flags.gate,
+        node::default_limits(),
+        None,
+        &crate::ModelFlags::default(),
+    )
 }
 
 fn read_node(path: &Path) -> Result<CodeNode> {
@@ -359,10 +293,10 @@ fn read_values(path: Option<&Path>, what: &str) -> Result<Map<String, Value>> {
 fn run_one(
     node: &CodeNode,
     values: &Map<String, Value>,
-    setup: &RunSetup,
+    setup: &Belt,
     output: crate::program::Output,
 ) -> ExitCode {
-    let environment = setup.environment();
+    let environment = setup.environment("kiln node");
     let ran = futures::executor::block_on(node::run_node(
         node,
         values,

@@ -25,8 +25,9 @@ use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::ToolResult;
 use serde_json::{Value, json};
 
+use crate::common::Belt;
 use crate::sandbox_process::ProcessRunner;
-use crate::{ApproveWith, Permissions};
+use crate::{ApproveWith, BeltFlags, GateFlags, ModelFlags, Permissions};
 
 /// The gate's host in a served run (`kiln mcp serve`): who denies what would ask.
 pub(crate) const SERVED_HOST: &str =
@@ -59,12 +60,15 @@ impl Output {
 /// its result as `output` says (exit 0 completed, 1 `isError`).
 pub fn run(
     file: &PathBuf,
-    tools: Option<&PathBuf>,
-    limits: Option<&PathBuf>,
+    belt: &BeltFlags,
+    gate: &GateFlags,
+    key: Option<String>,
+    model: ModelFlags,
     output: Output,
-    permissions: &Permissions,
 ) -> ExitCode {
-    let prepared = match prepare(file, tools, limits, permissions) {
+    let prepared = read_program(file)
+        .and_then(|code| Belt::read(code, belt, gate, RunLimits::default(), key, &model));
+    let prepared = match prepared {
         Ok(prepared) => prepared,
         Err(error) => {
             // A store that cannot open says what to do about it.
@@ -72,12 +76,7 @@ pub fn run(
             return ExitCode::from(2);
         }
     };
-    let environment = environment(
-        "kiln run",
-        prepared.catalog,
-        prepared.asker,
-        prepared.store.as_deref(),
-    );
+    let environment = prepared.environment("kiln run");
     let runner = ProcessRunner::default();
     let cancel = AbortSignal::new();
     // Ctrl-C (or a SIGINT sent to this process alone) cancels the run.
@@ -135,15 +134,6 @@ pub(crate) fn end_with_parent(parent: &std::ffi::OsStr) {
 /// Elsewhere a sandbox process outlives a killed parent until its wall budget ends.
 #[cfg(not(target_os = "linux"))]
 pub(crate) fn end_with_parent(_parent: &std::ffi::OsStr) {}
-
-/// Everything a run needs, read and checked before it starts.
-pub(crate) struct Prepared {
-    pub request: RunRequest,
-    /// The scripted part of the catalog (`--tools`).
-    pub catalog: Value,
-    pub asker: Asker,
-    pub store: Option<PathBuf>,
-}
 
 /// Who answers the ladder's questions in the run's process.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -246,46 +236,18 @@ pub(crate) fn check_catalog(tools: Option<&PathBuf>) -> Result<(Value, bool, Adm
     Ok((catalog, catalog_net, admission))
 }
 
-/// Reads and checks the run, so that a bad request is refused (exit 2) before
-/// anything runs.
-fn prepare(
-    file: &PathBuf,
-    tools: Option<&PathBuf>,
-    limits: Option<&PathBuf>,
-    permissions: &Permissions,
-) -> Result<Prepared> {
-    let code = if file.as_os_str() == "-" {
+/// The program `file` names (`-`: standard input).
+fn read_program(file: &PathBuf) -> Result<String> {
+    if file.as_os_str() == "-" {
         let mut code = String::new();
         std::io::stdin()
             .read_to_string(&mut code)
             .context("reading the program from standard input")?;
-        code
+        Ok(code)
     } else {
         std::fs::read_to_string(file)
-            .with_context(|| format!("reading the program `{}`", file.display()))?
-    };
-    let limits = match limits {
-        None => RunLimits::default(),
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("reading the limits `{}`", path.display()))?;
-            serde_json::from_str::<RunLimits>(&text)
-                .with_context(|| format!("the limits `{}` are not valid", path.display()))?
-        }
-    };
-    let (catalog, catalog_net, _) = check_catalog(tools)?;
-    let terminal = std::io::stderr().is_terminal();
-    let request = request_of(code, limits, permissions, catalog_net)?;
-    if let Some(dir) = &permissions.store {
-        // Refuse a store that cannot open now, with exit 2, not mid-run.
-        open_store(dir).with_context(|| format!("--store {}", dir.display()))?;
+            .with_context(|| format!("reading the program `{}`", file.display()))
     }
-    Ok(Prepared {
-        request,
-        catalog,
-        asker: Asker::new(permissions.approve, terminal),
-        store: permissions.store.clone(),
-    })
 }
 
 /// The run request of the command line, read by the one parser every
