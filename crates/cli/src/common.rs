@@ -12,7 +12,7 @@ use kiln_run::{Environment, RunRequest};
 use kiln_types::RunLimits;
 use serde_json::Value;
 
-use crate::program::Asker;
+use crate::commands::run::Asker;
 
 /// `--approve`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -80,12 +80,12 @@ impl ModelFlags {
         let Some(kind) = &self.provider else {
             return Ok(None);
         };
-        let config = crate::agent::provider_config(
+        let config = crate::commands::agent::provider_config(
             kind,
             self.base_url.as_deref().unwrap_or(""),
             self.key_env.as_deref(),
         )?;
-        let model = crate::agent::model_id(&config, self.model.as_deref().unwrap_or(""))?;
+        let model = crate::commands::agent::model_id(&config, self.model.as_deref().unwrap_or(""))?;
         let mut provider = serde_json::json!({"kind": kind, "base_url": config.base_url});
         if let Some(key) = &config.key {
             provider["key"] = serde_json::Value::String(key.expose().to_owned());
@@ -169,10 +169,10 @@ impl Belt {
         key: Option<String>,
         model: &ModelFlags,
     ) -> Result<Self> {
-        let (catalog, catalog_net, _) = crate::program::check_catalog(belt.tools.as_ref())?;
+        let (catalog, catalog_net, _) = crate::commands::run::check_catalog(belt.tools.as_ref())?;
         let limits = match &gate.limits {
             None => default_limits,
-            Some(path) => serde_json::from_value(crate::program::read_json(path, "limits")?)
+            Some(path) => serde_json::from_value(crate::commands::run::read_json(path, "limits")?)
                 .with_context(|| format!("the limits `{}` are not valid", path.display()))?,
         };
         let permissions = Permissions {
@@ -184,9 +184,9 @@ impl Belt {
             key,
             model: model.clone(),
         };
-        let request = crate::program::request_of(code, limits, &permissions, catalog_net)?;
+        let request = crate::commands::run::request_of(code, limits, &permissions, catalog_net)?;
         if let Some(dir) = &belt.store {
-            crate::program::open_store(dir)
+            crate::commands::run::open_store(dir)
                 .with_context(|| format!("--store {}", dir.display()))?;
         }
         let terminal = std::io::IsTerminal::is_terminal(&std::io::stderr());
@@ -200,7 +200,7 @@ impl Belt {
 
     /// Where the runs of `entrance` over this belt are assembled.
     pub(crate) fn environment(&self, entrance: &str) -> Environment {
-        crate::program::environment(
+        crate::commands::run::environment(
             entrance,
             self.catalog.clone(),
             self.asker,

@@ -5,19 +5,13 @@
 //! tool call failed uncaught, a budget ran out), 2 the run was refused
 //! (unreadable file, invalid catalog or limits).
 //!
-//! One module a command, and what they share:
+//! `main.rs` is the clap root and the dispatch; each command lives in
+//! `commands/` (`commands/mod.rs` names them), and what they share beside it:
 //!
+//! - `commands`: one module a command — `run`, `agent`, `chat`, `node` (and `kiln graph`),
+//!   `memory`, `eval`, `mcp` (with its `mcp_http` transport).
 //! - `common`: the flag groups every command flattens (the belt of tools, the gate, the
 //!   model programs ask) and the one reading of them into a run's request.
-//! - `program`: `kiln run`, a program run through `kiln_run::run_program` in this process.
-//! - `agent`: `kiln agent run "OBJECTIVE"`, one agent turn of the CodeAct loop.
-//! - `chat`: `kiln chat`, an interactive session over the CodeAct loop, one turn a message.
-//! - `node`: `kiln node run|check|author` and `kiln graph run`: code nodes from a terminal.
-//! - `memory`: `kiln memory`, durable memories from a terminal in an on-disk store.
-//! - `eval`: `kiln eval`, suites that score an agent against a real model.
-//! - `mcp_serve`: `kiln mcp serve`, Kiln as another agent's sandbox: an MCP server over stdio
-//!   or Streamable HTTP.
-//! - `mcp_http`: `kiln mcp serve --http PORT`, MCP's Streamable HTTP transport on 127.0.0.1.
 //! - `sandbox_process`: a sandbox in a process of its own, speaking the sandbox protocol over
 //!   its stdin and stdout, so that a run can end without ending the caller.
 //! - `approve`: who answers the CLI's permission questions: the terminal, a fixed answer, or
@@ -25,18 +19,13 @@
 //! - `tree`: the execution tree a terminal shows while a plan runs, folded from the turn's
 //!   events.
 
-mod agent;
 mod approve;
-mod chat;
+mod commands;
 mod common;
-mod eval;
-mod mcp_http;
-mod mcp_serve;
-mod memory;
-mod node;
-mod program;
 mod sandbox_process;
 mod tree;
+
+use commands::{agent, chat, eval, mcp, memory, node, run as program};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -104,7 +93,7 @@ enum Command {
     Memory(memory::MemoryArgs),
     /// Kiln as an MCP server: `kiln mcp serve --stdio` offers `codemode`.
     #[command(subcommand)]
-    Mcp(mcp_serve::McpCommand),
+    Mcp(mcp::McpCommand),
 }
 
 /// Where `--provider local` finds the model's files when `--base-url` names no
@@ -148,7 +137,7 @@ fn main() -> ExitCode {
         Command::Node(command) => node::run_node_command(command),
         Command::Graph(command) => node::run_graph_command(command),
         Command::Memory(args) => memory::run(&args),
-        Command::Mcp(command) => mcp_serve::run(&command),
+        Command::Mcp(command) => mcp::run(&command),
         Command::Run {
             file,
             belt,

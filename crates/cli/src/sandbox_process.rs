@@ -129,7 +129,7 @@ pub fn serve(parent: &std::ffi::OsStr) -> std::process::ExitCode {
 }
 
 fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
-    crate::program::end_with_parent(parent);
+    crate::commands::run::end_with_parent(parent);
     let (lines, mut inbox) = mpsc::unbounded::<String>();
     std::thread::spawn(move || {
         for line in std::io::stdin().lock().lines() {

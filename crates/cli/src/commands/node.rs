@@ -21,8 +21,8 @@ use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{CodeNode, GraphSpec, InputSlot, OutputSlot, SlotType};
 use serde_json::{Map, Value, json};
 
+use crate::commands::run::read_json;
 use crate::common::Belt;
-use crate::program::read_json;
 
 /// `kiln node`'s commands.
 #[derive(clap::Subcommand)]
@@ -161,9 +161,12 @@ pub fn run_node_command(command: NodeCommand) -> ExitCode {
                 read_values(inputs.as_deref(), "input values"),
             ) {
                 (Err(error), _) | (_, Err(error)) => refused(&error),
-                (Ok(node), Ok(values)) => {
-                    run_one(&node, &values, &setup, crate::program::Output::chosen(json))
-                }
+                (Ok(node), Ok(values)) => run_one(
+                    &node,
+                    &values,
+                    &setup,
+                    crate::commands::run::Output::chosen(json),
+                ),
             },
         },
         NodeCommand::Check { node } => match read_node(&node) {
@@ -294,7 +297,7 @@ fn run_one(
     node: &CodeNode,
     values: &Map<String, Value>,
     setup: &Belt,
-    output: crate::program::Output,
+    output: crate::commands::run::Output,
 ) -> ExitCode {
     let environment = setup.environment("kiln node");
     let ran = futures::executor::block_on(node::run_node(
@@ -308,7 +311,7 @@ fn run_one(
     match ran {
         Err(error) => refused(&anyhow::anyhow!("{error}")),
         Ok(run) => {
-            if output == crate::program::Output::Summary {
+            if output == crate::commands::run::Output::Summary {
                 print_node_summary(&run);
             } else {
                 print(&run);
@@ -405,7 +408,7 @@ fn author(args: &AuthorArgs) -> ExitCode {
         print(&request.payload());
         return ExitCode::SUCCESS;
     }
-    let config = match crate::agent::provider_config(
+    let config = match crate::commands::agent::provider_config(
         &args.provider,
         &args.base_url,
         args.key_env.as_deref(),
@@ -413,7 +416,7 @@ fn author(args: &AuthorArgs) -> ExitCode {
         Ok(config) => config,
         Err(error) => return refused(&error),
     };
-    let wanted = match crate::agent::model_id(&config, &args.model) {
+    let wanted = match crate::commands::agent::model_id(&config, &args.model) {
         Ok(model) => model,
         Err(error) => return refused(&error),
     };

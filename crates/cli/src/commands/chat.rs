@@ -22,7 +22,7 @@ use kiln_providers::budget::{BudgetLimits, RunBudget};
 use kiln_providers::cost::PriceCatalog;
 use kiln_types::agent::StopReason;
 
-use crate::agent::{Interrupt, Session, SessionArgs, provider_config};
+use crate::commands::agent::{Interrupt, Session, SessionArgs, provider_config};
 
 /// `kiln chat`'s options.
 #[derive(clap::Args)]

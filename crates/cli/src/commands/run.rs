@@ -72,7 +72,7 @@ pub fn run(
         Ok(prepared) => prepared,
         Err(error) => {
             // A store that cannot open says what to do about it.
-            eprintln!("{}", crate::memory::shown(&error));
+            eprintln!("{}", crate::commands::memory::shown(&error));
             return ExitCode::from(2);
         }
     };

@@ -91,7 +91,7 @@ fn connect(
     base_url: &str,
     key_env: Option<&str>,
 ) -> Result<(Rc<dyn Provider>, ProviderKind), String> {
-    let config = crate::agent::provider_config(provider, base_url, key_env)
+    let config = crate::commands::agent::provider_config(provider, base_url, key_env)
         .map_err(|error| format!("{error:#}"))?;
     let kind = config.kind;
     Ok((kiln_providers::connect(config), kind))

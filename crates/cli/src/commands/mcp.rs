@@ -1,6 +1,6 @@
 //! `kiln mcp serve`: Kiln as another agent's sandbox, an MCP server (protocol
 //! 2025-06-18) over stdio (newline-delimited JSON-RPC) or Streamable HTTP on
-//! 127.0.0.1 ([`crate::mcp_http`]), with three tools:
+//! 127.0.0.1 ([`crate::commands::mcp_http`]), with three tools:
 //!
 //! - `codemode({code, description?, limits?, key?})`: a run of the program over
 //!   the tools this server mounts (the scripted catalog, MCP servers, the store,
@@ -52,7 +52,7 @@ use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::ToolResult;
 
 use crate::Permissions;
-use crate::program::Asker;
+use crate::commands::run::Asker;
 use crate::sandbox_process::ProcessRunner;
 
 /// Why a run the client withdrew, cancelled or left ended, in its error.
@@ -116,7 +116,8 @@ pub(crate) enum Event {
 
 pub(crate) fn run(command: &McpCommand) -> ExitCode {
     let McpCommand::Serve(args) = command;
-    let (catalog, catalog_net) = match crate::program::check_catalog(args.belt.tools.as_ref()) {
+    let (catalog, catalog_net) = match crate::commands::run::check_catalog(args.belt.tools.as_ref())
+    {
         Ok((catalog, catalog_net, _)) => (catalog, catalog_net),
         Err(error) => {
             eprintln!("kiln: {error:#}");
@@ -131,17 +132,17 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
     // The store is opened once, for every call and for what earlier servers
     // recorded.
     if let Some(store) = &args.belt.store
-        && let Err(error) = crate::program::open_store(store)
+        && let Err(error) = crate::commands::run::open_store(store)
     {
         eprintln!(
             "{}",
-            crate::memory::shown(
+            crate::commands::memory::shown(
                 &anyhow::Error::new(error).context(format!("--store {}", store.display()))
             )
         );
         return ExitCode::from(2);
     }
-    let mut environment = crate::program::environment(
+    let mut environment = crate::commands::run::environment(
         "kiln mcp serve",
         catalog,
         Asker::Served,
@@ -161,11 +162,11 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
     // Said once: every call the ladder would ask about is denied, naming this host.
     eprintln!(
         "kiln: {}",
-        kiln_capabilities::gate::Headless::new(crate::program::SERVED_HOST).reason()
+        kiln_capabilities::gate::Headless::new(crate::commands::run::SERVED_HOST).reason()
     );
     let (events, incoming) = mpsc::unbounded();
     match args.http {
-        Some(port) => match crate::mcp_http::listen(port, events) {
+        Some(port) => match crate::commands::mcp_http::listen(port, events) {
             Ok(address) => eprintln!("kiln: serving MCP at http://{address}/mcp"),
             Err(error) => {
                 eprintln!("kiln: could not listen on 127.0.0.1:{port}: {error}");
@@ -459,7 +460,7 @@ impl Server {
             key,
             ..self.permissions.clone()
         };
-        crate::program::request_of(code.to_owned(), limits, &permissions, self.catalog_net)
+        crate::commands::run::request_of(code.to_owned(), limits, &permissions, self.catalog_net)
             .map_err(|error| Box::new(refused(&format!("{error:#}"))))
     }
 
@@ -645,7 +646,7 @@ fn mount_mcp(
 ) -> anyhow::Result<Vec<String>> {
     // Read by the parser every run's request goes through: the same names,
     // URLs and categories a run would mount.
-    let request = crate::program::request_of(
+    let request = crate::commands::run::request_of(
         String::new(),
         RunLimits::default(),
         permissions,

@@ -14,7 +14,7 @@
 //!   body is read, whatever the method.
 //!
 //! Each request is served on a thread of its own, which hands the message to
-//! the protocol thread ([`crate::mcp_serve::Event`]) and waits for its answer.
+//! the protocol thread ([`crate::commands::mcp::Event`]) and waits for its answer.
 
 use std::io::Read as _;
 use std::net::SocketAddr;
@@ -24,7 +24,7 @@ use futures::channel::mpsc::UnboundedSender;
 use serde_json::{Value, json};
 use tiny_http::{Header, Method, Request, Response, Server};
 
-use crate::mcp_serve::{Event, Message};
+use crate::commands::mcp::{Event, Message};
 
 /// The largest message body read.
 const MAX_BODY_BYTES: u64 = 4 * 1024 * 1024;

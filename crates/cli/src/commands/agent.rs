@@ -31,8 +31,8 @@ use kiln_types::agent::{AgentEvent, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
 use serde_json::Value;
 
+use crate::commands::run::Asker;
 use crate::common::Belt;
-use crate::program::Asker;
 
 /// `kiln agent`'s commands.
 #[derive(clap::Subcommand)]
@@ -103,7 +103,7 @@ pub fn run(command: &AgentCommand) -> ExitCode {
         }
         let output_schema = match &args.output_schema {
             None => None,
-            Some(path) => Some(crate::program::read_json(path, "output schema")?),
+            Some(path) => Some(crate::commands::run::read_json(path, "output schema")?),
         };
         Ok((session, output_schema))
     })();
@@ -295,7 +295,7 @@ impl Session {
 
     /// Where the session's turns are assembled: its belt, its asker, its store.
     pub(crate) fn environment(&self, entrance: &str) -> kiln_run::Environment {
-        crate::program::environment(
+        crate::commands::run::environment(
             entrance,
             self.catalog.clone(),
             self.asker,

@@ -1,0 +1,20 @@
+//! One module a command of `kiln`, each its flags and what it does:
+//!
+//! - `run`: `kiln run`, a program run through `kiln_run::run_program` in this process.
+//! - `agent`: `kiln agent run "OBJECTIVE"`, one agent turn of the CodeAct loop.
+//! - `chat`: `kiln chat`, an interactive session over the CodeAct loop, one turn a message.
+//! - `node`: `kiln node run|check|author` and `kiln graph run`: code nodes from a terminal.
+//! - `memory`: `kiln memory`, durable memories from a terminal in an on-disk store.
+//! - `eval`: `kiln eval`, suites that score an agent against a real model.
+//! - `mcp`: `kiln mcp serve`, Kiln as another agent's sandbox: an MCP server over stdio or
+//!   Streamable HTTP.
+//! - `mcp_http`: `kiln mcp serve --http PORT`, MCP's Streamable HTTP transport on 127.0.0.1.
+
+pub(crate) mod agent;
+pub(crate) mod chat;
+pub(crate) mod eval;
+pub(crate) mod mcp;
+pub(crate) mod mcp_http;
+pub(crate) mod memory;
+pub(crate) mod node;
+pub(crate) mod run;
