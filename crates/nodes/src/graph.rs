@@ -12,6 +12,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use futures::future::FutureExt as _;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{CodeNode, Edge, GraphNode, GraphSpec, SlotRef, connection_refusal};
+pub use kiln_types::node::{Ended, NodeReport};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
@@ -246,26 +247,12 @@ fn listed<'a>(names: impl Iterator<Item = &'a str>) -> String {
         .join(", ")
 }
 
-/// How one node of a graph run settled.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeReport {
-    pub id: String,
-    /// `completed`, `failed` (its own failure, or a dependency's) or
-    /// `aborted`.
-    pub status: &'static str,
-    /// Its run: outputs, warnings, console, duration and error. A node that
-    /// never ran (a dependency failed, the run was stopped) has an empty
-    /// one, with the reason as its error.
-    #[serde(flatten)]
-    pub run: NodeRun,
-}
-
 /// What a graph run gave, node by node in dependency order.
 #[derive(Debug, Clone, Serialize)]
 pub struct GraphRun {
     /// `completed` when every node completed, else `failed`, or `aborted`
     /// when it was stopped.
-    pub status: &'static str,
+    pub status: Ended,
     pub nodes: Vec<NodeReport>,
 }
 
@@ -415,9 +402,9 @@ pub async fn run_graph(
             let report = NodeReport {
                 id: id.to_owned(),
                 status: match how {
-                    Settled::Completed(_) => "completed",
-                    Settled::Failed(_) => "failed",
-                    Settled::Aborted => "aborted",
+                    Settled::Completed(_) => Ended::Completed,
+                    Settled::Failed(_) => Ended::Failed,
+                    Settled::Aborted => Ended::Aborted,
                 },
                 run,
             };
@@ -435,11 +422,11 @@ pub async fn run_graph(
         .collect();
     reports.sort_by_key(|report| place.get(report.id.as_str()).copied().unwrap_or(usize::MAX));
     let status = if settled.values().all(Settled::is_completed) {
-        "completed"
+        Ended::Completed
     } else if cancel.is_aborted() {
-        "aborted"
+        Ended::Aborted
     } else {
-        "failed"
+        Ended::Failed
     };
     Ok(GraphRun {
         status,

@@ -11,10 +11,9 @@ use std::collections::BTreeSet;
 
 use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{CodeNode, SlotType, describe, is_bytes, repeated};
-use kiln_types::tool_result::ToolResult;
+pub use kiln_types::node::{NodeFailure, NodeRun};
 use kiln_types::words::is_identifier;
-use kiln_types::{BYTES_KEY, ConsoleLine, RunLimits, RunOutcome, check_depth};
-use serde::Serialize;
+use kiln_types::{BYTES_KEY, RunLimits, RunOutcome, check_depth};
 use serde_json::{Map, Value};
 
 use kiln_run::{Environment, SandboxRunner, run_program};
@@ -411,56 +410,6 @@ fn expected_keys(node: &CodeNode) -> String {
         .map(|slot| format!("`{}`", slot.name))
         .collect();
     format!("expected {{{}}}", keys.join(", "))
-}
-
-/// How a node's run failed.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
-pub struct NodeFailure {
-    /// `invalid_node`, `invalid_inputs`, `not_outputs`, or the run's own
-    /// error code (`runtime_error`, `budget_exhausted`, `cancelled`, …).
-    pub code: String,
-    pub message: String,
-}
-
-/// What one node's run gave.
-#[derive(Debug, Clone, Serialize)]
-pub struct NodeRun {
-    /// The declared outputs the body gave, by name.
-    pub outputs: Map<String, Value>,
-    /// Type mismatches, missing and extra outputs, and the run's own
-    /// warnings.
-    pub warnings: Vec<String>,
-    pub console: Vec<ConsoleLine>,
-    /// The run's wall time, as the sandbox measured it.
-    pub duration_ms: f64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub error: Option<NodeFailure>,
-    /// The run's `tool-result/v1` object; `None` when the node or its
-    /// values were refused before anything ran.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub result: Option<ToolResult>,
-    /// The run's job in the history, when it has one.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub job_id: Option<String>,
-}
-
-impl NodeRun {
-    /// A run refused before the sandbox saw it.
-    #[must_use]
-    pub fn refused(code: &str, reasons: &[String]) -> Self {
-        Self {
-            outputs: Map::new(),
-            warnings: Vec::new(),
-            console: Vec::new(),
-            duration_ms: 0.0,
-            error: Some(NodeFailure {
-                code: code.to_owned(),
-                message: reasons.join("; "),
-            }),
-            result: None,
-            job_id: None,
-        }
-    }
 }
 
 /// Runs `node` on `values` with `request`'s tools, permission and limits

@@ -12,7 +12,7 @@ use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::gate::{Headless, SessionAllow};
 use kiln_capabilities::{CallContext, Implementation, Permit};
-use kiln_nodes::graph::{self, GraphRun};
+use kiln_nodes::graph::{self, Ended, GraphRun};
 use kiln_nodes::node::{self, NodeRun};
 use kiln_run::Environment;
 use kiln_run::{People, ToolBridge, Workspace};
@@ -499,7 +499,7 @@ fn a_graph_runs_in_dependency_order_passing_outputs_to_inputs() {
     let ids: Vec<&str> = graph.nodes().iter().map(|node| node.id.as_str()).collect();
     assert_eq!(ids, ["left", "right", "sum", "label"], "dependency order");
     let (run, order) = run_graph(&graph, json!({"left": {"seed": 3}}));
-    assert_eq!(run.status, "completed");
+    assert_eq!(run.status, Ended::Completed);
     assert_eq!(run.node("label").unwrap().run.outputs["text"], "= 16");
     assert_eq!(run.node("label").unwrap().run.console[0].text, "labelling");
     assert_eq!(order.len(), 4);
@@ -552,9 +552,9 @@ fn a_failed_node_fails_its_dependents_naming_it_and_the_rest_run() {
     }))
     .unwrap();
     let (run, _) = run_graph(&graph, json!({"check": {"n": 1}}));
-    assert_eq!(run.status, "failed");
+    assert_eq!(run.status, Ended::Failed);
     let check = run.node("check").unwrap();
-    assert_eq!(check.status, "failed");
+    assert_eq!(check.status, Ended::Failed);
     assert!(
         check
             .run
@@ -566,7 +566,7 @@ fn a_failed_node_fails_its_dependents_naming_it_and_the_rest_run() {
     );
     assert!(check.run.result.is_some(), "its own run's result is kept");
     let after = run.node("after").unwrap();
-    assert_eq!(after.status, "failed");
+    assert_eq!(after.status, Ended::Failed);
     let error = after.run.error.as_ref().unwrap();
     assert_eq!(
         (error.code.as_str(), error.message.as_str()),
@@ -583,7 +583,7 @@ fn a_failed_node_fails_its_dependents_naming_it_and_the_rest_run() {
             .message,
         "dependency `after` failed"
     );
-    assert_eq!(run.node("free").unwrap().status, "completed");
+    assert_eq!(run.node("free").unwrap().status, Ended::Completed);
 }
 
 /// A page tool that answers only when `open_at` calls are in flight at
@@ -677,7 +677,7 @@ fn independent_nodes_run_at_once() {
         |_| {},
     ))
     .unwrap();
-    assert_eq!(run.status, "completed", "{run:?}");
+    assert_eq!(run.status, Ended::Completed, "{run:?}");
     assert_eq!(
         barrier.most.get(),
         4,

@@ -32,6 +32,7 @@ use js_sys::Promise;
 use wasm_bindgen::prelude::*;
 
 use crate::{Kiln, from_json_text, listener, optional_function, page_parts, rejection};
+use kiln_types::runtime::ToRuntime;
 
 fn agent_error(message: &str) -> JsValue {
     js_sys::TypeError::new(&format!("kiln.agent: {message}")).into()
@@ -55,9 +56,23 @@ impl Kiln {
                 agent_error,
             )?;
             let on_event = on_event.map(listener);
-            Ok(self
-                .runtime
-                .agent(request, calls, approve, ask, signal, on_event))
+            let asks = ask.is_some();
+            let page = crate::runtime::JsPage {
+                calls,
+                approve,
+                ask,
+            };
+            Ok(self.runtime.exchange(
+                move |id, approve| ToRuntime::Agent {
+                    id,
+                    request,
+                    approve,
+                    ask: asks,
+                },
+                page,
+                signal,
+                on_event,
+            ))
         })();
         wasm_bindgen_futures::future_to_promise(async move {
             match sent?.await {

@@ -34,7 +34,7 @@ use std::rc::Rc;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use js_sys::{Function, Promise, Reflect};
-use kiln_types::runtime::{BudgetLimits, ToRuntime};
+use kiln_types::runtime::{BudgetLimits, ExchangeEvent, ToRuntime};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast as _;
 use wasm_bindgen::prelude::*;
@@ -87,7 +87,7 @@ struct ChatCall {
     /// The shared budget's number, when the request names a handle.
     shared: Option<u32>,
     on_event: Option<Function>,
-    signal: Option<web_sys_abort::Signal>,
+    signal: Option<kiln_runtime_client::Signal>,
 }
 
 fn read_chat(request: &JsValue) -> Result<ChatCall, String> {
@@ -106,7 +106,7 @@ fn read_chat(request: &JsValue) -> Result<ChatCall, String> {
         .transpose()?;
     let signal = present(request, "signal")
         .map(|value| {
-            web_sys_abort::Signal::from_value(value)
+            kiln_runtime_client::Signal::from_value(value)
                 .ok_or("`signal` must be an AbortSignal (from an AbortController)")
         })
         .transpose()?;
@@ -162,7 +162,7 @@ impl Kiln {
             let answered = self.runtime.call(
                 move |id| ToRuntime::Chat { id, request },
                 on_event,
-                call.signal.as_ref(),
+                call.signal,
             );
             let spend = call
                 .shared
@@ -204,7 +204,9 @@ impl Kiln {
         // Numbers are unique across every `Kiln` of the page, so a handle given to another
         // `Kiln`'s chat is refused by name instead of naming one of its budgets.
         let id = NEXT_BUDGET_ID.fetch_add(1, Ordering::Relaxed);
-        self.runtime.tell(&ToRuntime::Budget { budget: id, limits });
+        self.runtime
+            .client
+            .tell(&ToRuntime::Budget { budget: id, limits });
         // Nothing spent yet: the shape `spend()` has once a turn ended.
         let spend = Rc::new(RefCell::new(json!({
             "spent_usd": 0.0, "lower_bound": false, "unpriced_turns": 0, "turns": 0,
@@ -240,7 +242,8 @@ impl Kiln {
     /// (`failure: {code, message, hint?}`).
     #[wasm_bindgen(js_name = onModelStatus)]
     pub fn on_model_status(&self, callback: js_sys::Function) {
-        self.runtime.on_model_status(Rc::new(move |event: Value| {
+        self.runtime.client.on_model_status(Rc::new(move |status| {
+            let event = crate::runtime::event_json(ExchangeEvent::ModelStatus(status));
             let _ = callback.call1(&JsValue::NULL, &from_json_text(&event.to_string()));
         }));
     }
@@ -276,66 +279,5 @@ impl Kiln {
                 ))),
             }
         })
-    }
-}
-
-/// The page's `AbortSignal`, without web-sys's feature for it.
-pub(crate) mod web_sys_abort {
-    use js_sys::{Function, Reflect};
-    use wasm_bindgen::closure::Closure;
-    use wasm_bindgen::{JsCast, JsValue};
-
-    pub struct Signal(JsValue);
-
-    impl Signal {
-        /// `value` when it looks like an `AbortSignal` (`aborted` and `addEventListener`).
-        pub fn from_value(value: JsValue) -> Option<Self> {
-            let has = |name: &str| Reflect::has(&value, &JsValue::from_str(name)).unwrap_or(false);
-            (value.is_object() && has("aborted") && has("addEventListener")).then_some(Self(value))
-        }
-
-        /// Runs `action` when the signal fires (or at once if it already has), for as long
-        /// as the returned guard lives.
-        pub fn on_abort_do(&self, mut action: impl FnMut() + 'static) -> Listener {
-            if Reflect::get(&self.0, &JsValue::from_str("aborted"))
-                .ok()
-                .and_then(|value| value.as_bool())
-                .unwrap_or(false)
-            {
-                action();
-            }
-            let closure = Closure::<dyn FnMut()>::new(action);
-            if let Ok(add) = Reflect::get(&self.0, &JsValue::from_str("addEventListener"))
-                .and_then(JsCast::dyn_into::<Function>)
-            {
-                let _ = add.call2(&self.0, &JsValue::from_str("abort"), closure.as_ref());
-            }
-            Listener {
-                signal: self.0.clone(),
-                closure,
-            }
-        }
-    }
-
-    /// An `abort` listener on a page's signal, removed when dropped (the page may abort its
-    /// controller long after the turn ended).
-    pub struct Listener {
-        signal: JsValue,
-        closure: Closure<dyn FnMut()>,
-    }
-
-    impl Drop for Listener {
-        fn drop(&mut self) {
-            if let Ok(remove) =
-                Reflect::get(&self.signal, &JsValue::from_str("removeEventListener"))
-                    .and_then(JsCast::dyn_into::<Function>)
-            {
-                let _ = remove.call2(
-                    &self.signal,
-                    &JsValue::from_str("abort"),
-                    self.closure.as_ref(),
-                );
-            }
-        }
     }
 }

@@ -113,7 +113,7 @@ use wasm_bindgen::prelude::*;
 pub struct Kiln {
     /// The runtime worker, which runs the programs, the chat turns and the
     /// storage operations.
-    runtime: Rc<runtime::RuntimeClient>,
+    runtime: Rc<runtime::Runtime>,
     /// Run budgets made by `kiln.budget()`, by number, for `chat({budget})`
     /// to share: the spend each handle reports.
     budgets: chat::Budgets,
@@ -164,11 +164,12 @@ impl Kiln {
             pool_size: u32::try_from(pool_size).unwrap_or(u32::MAX),
             reply_due_ms,
         };
-        let (runtime, storage) = runtime::RuntimeClient::start(&runtime_url, &options)
+        let client = kiln_runtime_client::RuntimeClient::start(&runtime_url, &options)
             .await
             .map_err(|problem| JsError::new(&problem))?;
+        let storage = client.storage().cloned();
         Ok(Self {
-            runtime: Rc::new(runtime),
+            runtime: Rc::new(runtime::Runtime { client }),
             budgets: chat::Budgets::default(),
             storage,
         })
@@ -292,7 +293,7 @@ impl Kiln {
         &self,
         request: &JsValue,
         report: bool,
-    ) -> Result<futures::channel::oneshot::Receiver<Result<Value, Problem>>, JsValue> {
+    ) -> Result<kiln_runtime_client::Answered, JsValue> {
         if !request.is_object() {
             return Err(type_error(
                 "takes one object, {code, tools?, limits?, permission?, approve?, mcp?, secrets?, agent?, inputs?, builtins?, allow_net?, key?, model?, signal?}",
@@ -300,7 +301,22 @@ impl Kiln {
         }
         let (request, calls, approve, signal) =
             page_parts(request, &["signal"], |problem| type_error(problem))?;
-        Ok(self.runtime.run(request, report, calls, approve, signal))
+        let page = runtime::JsPage {
+            calls,
+            approve,
+            ask: None,
+        };
+        Ok(self.runtime.exchange(
+            move |id, approve| ToRuntime::Run {
+                id,
+                request,
+                approve,
+                report,
+            },
+            page,
+            signal,
+            None,
+        ))
     }
 }
 
@@ -312,7 +328,7 @@ type PageParts = (
     Value,
     std::collections::HashMap<String, Function>,
     Option<Function>,
-    Option<chat::web_sys_abort::Signal>,
+    Option<kiln_runtime_client::Signal>,
 );
 
 fn page_parts(
@@ -337,7 +353,7 @@ fn page_parts(
         let signal = match field("signal") {
             value if value.is_undefined() || value.is_null() => None,
             value => Some(
-                chat::web_sys_abort::Signal::from_value(value).ok_or_else(|| {
+                kiln_runtime_client::Signal::from_value(value).ok_or_else(|| {
                     error("`signal` must be an AbortSignal (from an AbortController)")
                 })?,
             ),
@@ -501,19 +517,7 @@ fn from_json_text(text: &str) -> JsValue {
     decode_json(text).unwrap_or_default()
 }
 
-fn describe(error: &JsValue) -> String {
-    if let Some(error) = error.dyn_ref::<js_sys::Error>() {
-        return String::from(error.message());
-    }
-    error
-        .as_string()
-        .or_else(|| {
-            JSON::stringify(error)
-                .ok()
-                .and_then(|text| text.as_string())
-        })
-        .unwrap_or_else(|| "an unreadable error".into())
-}
+use kiln_runtime_client::error_text as describe;
 
 /// Each page tool's `call` (their specs travel in the request, checked by
 /// the worker's parser).

@@ -98,9 +98,31 @@ impl Kiln {
             let (request, calls, approve, signal) =
                 page_parts(&request, &["signal", "onEvent"], error)?;
             let on_event = on_event.map(listener);
-            Ok(self
-                .runtime
-                .nodes(graph, request, calls, approve, signal, on_event))
+            let page = crate::runtime::JsPage {
+                calls,
+                approve,
+                ask: None,
+            };
+            Ok(self.runtime.exchange(
+                move |id, approve| {
+                    if graph {
+                        ToRuntime::Graph {
+                            id,
+                            request,
+                            approve,
+                        }
+                    } else {
+                        ToRuntime::Node {
+                            id,
+                            request,
+                            approve,
+                        }
+                    }
+                },
+                page,
+                signal,
+                on_event,
+            ))
         })();
         wasm_bindgen_futures::future_to_promise(async move {
             match sent?.await {
@@ -139,7 +161,7 @@ impl Kiln {
                     preview,
                 },
                 None,
-                signal.as_ref(),
+                signal,
             ))
         })();
         wasm_bindgen_futures::future_to_promise(async move {

@@ -69,12 +69,12 @@ impl Kiln {
         if let Some(problem) = &self.storage {
             return Err(rejection("kiln.onChange", problem));
         }
-        let id = self.runtime.watch(Rc::new(move |changes: Value| {
+        let id = self.runtime.client.watch(Rc::new(move |changes: Value| {
             // A throwing callback loses nothing: the feed goes on.
             let _ = callback.call1(&JsValue::NULL, &from_json_text(&changes.to_string()));
         }));
         let runtime = self.runtime.clone();
-        let stop = Closure::<dyn FnMut()>::new(move || runtime.unwatch(id));
+        let stop = Closure::<dyn FnMut()>::new(move || runtime.client.unwatch(id));
         Ok(stop.into_js_value().unchecked_into())
     }
 }

@@ -15,6 +15,13 @@
 //! - `bench`: the figures `cargo xtask bench` reads from inside the worker (only
 //!   with the `bench` feature).
 //!
+//! The sandbox workers are nested workers this worker starts itself: workers
+//! the page started and handed over through a `MessageChannel` would put the
+//! page back on the path of every sandbox message and every worker's
+//! lifetime. Nested, a runaway guest is still ended by terminating its
+//! worker, and the page is not involved; it is also the faster way
+//! (`playwright/bench/sandbox.mjs` times both).
+//!
 //! No logic of its own: a run is `kiln_run::run_program`; this crate only
 //! carries messages. The page's tools and its `approve` callback stay on the
 //! page: a call to one is a [`FromRuntime::ToolCall`] answered by
@@ -37,19 +44,6 @@ mod settings;
 #[cfg(target_arch = "wasm32")]
 mod worker;
 
-use kiln_capabilities::Answer;
-use kiln_types::runtime::Approval;
 #[cfg(doc)]
 use kiln_types::runtime::{FromRuntime, RuntimeOptions, ToRuntime};
 pub use ops::{OpError, store_op};
-
-/// The gate's answer for a page's approval.
-#[must_use]
-pub fn answer_of(approval: Approval) -> Answer {
-    match approval {
-        Approval::Approve => Answer::Approve,
-        Approval::Deny => Answer::Deny,
-        Approval::AllowForSession => Answer::AllowForSession,
-        Approval::Unavailable { reason } => Answer::Unavailable { reason },
-    }
-}

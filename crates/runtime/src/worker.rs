@@ -1,8 +1,8 @@
 //! The worker's message loop and the two seams that reach back to the page:
 //! [`PageTools`] (the page tools of a run) and [`PageApprover`] (its
-//! `approve` callback). Storage operations, the change feed, chat turns,
-//! run budgets and model lists are `kiln-agent`'s and the providers'; this
-//! only carries them.
+//! `approve` callback). Storage operations are `store_op`'s (`ops`,
+//! `settings`); chat turns, run budgets and model lists are the providers'
+//! (a chat request read by `kiln_agent::turn`); this only carries them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -27,7 +27,9 @@ use kiln_run::{Custody, RunHandle};
 use kiln_run::{People, RunRequest, SandboxRunner, ToolBridge, Workspace};
 use kiln_store::{Change, StoreError, Subscription};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::runtime::{FromRuntime, Problem, RuntimeOptions, ToRuntime, Told, decode, encode};
+use kiln_types::runtime::{
+    ExchangeEvent, FromRuntime, Problem, RunAnswer, RuntimeOptions, ToRuntime, Told, decode, encode,
+};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, ToolResult, error_result};
 use kiln_types::{RunLimits, RunResult};
 use serde_json::{Value, json};
@@ -370,7 +372,7 @@ fn on_message(message: ToRuntime) {
         ToRuntime::Answer { ask, approval } => {
             let waiting = runtime.asks.borrow_mut().remove(&ask);
             if let Some(waiting) = waiting {
-                let _ = waiting.send(crate::answer_of(approval));
+                let _ = waiting.send(approval);
             }
         }
     }
@@ -410,16 +412,15 @@ async fn run(
     match ran {
         Ok(ran) => {
             let value = if report {
-                json!({
-                    "job_id": ran.job_id,
-                    "report": ran.run.report,
-                    "warnings": ran.run.warnings,
-                    "catalog_digest": ran.run.catalog_digest,
-                    // What the model reads, and why the history has no
-                    // finished record of the run (the app shows both).
-                    "text": ran.result.text(),
-                    "record_error": ran.record_error.as_ref().map(store_problem),
+                serde_json::to_value(RunAnswer {
+                    job_id: ran.job_id,
+                    text: ran.result.text(),
+                    record_error: ran.record_error.as_ref().map(store_problem),
+                    report: ran.run.report,
+                    warnings: ran.run.warnings,
+                    catalog_digest: ran.run.catalog_digest,
                 })
+                .unwrap_or(Value::Null)
             } else {
                 serde_json::to_value(&ran.result).unwrap_or(Value::Null)
             };
@@ -654,13 +655,13 @@ async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
         let mut done = None;
         while let Some(item) = stream.next().await {
             let event = item.map_err(|error| provider_problem(&error))?;
+            if let Event::Done { message } = &event {
+                done = Some(message.clone());
+            }
             post(&FromRuntime::Event {
                 id,
-                event: serde_json::to_value(&event).unwrap_or(Value::Null),
+                event: ExchangeEvent::Chat(event),
             });
-            if let Event::Done { message } = event {
-                done = Some(message);
-            }
         }
         let mut value = serde_json::to_value(done.unwrap_or_default()).unwrap_or_default();
         if let (Some(budget), Some(object)) = (budget, value.as_object_mut()) {
@@ -712,7 +713,7 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
             sink: Rc::new(move |event| {
                 post(&FromRuntime::Event {
                     id,
-                    event: serde_json::to_value(&event).unwrap_or(Value::Null),
+                    event: ExchangeEvent::Agent(event),
                 });
             }),
             cancel,
@@ -848,11 +849,10 @@ async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, see
             },
             request.max_concurrent,
             |report| {
-                let mut event = serde_json::to_value(report).unwrap_or(Value::Null);
-                if let Some(object) = event.as_object_mut() {
-                    object.insert("type".into(), Value::String("node".into()));
-                }
-                post(&FromRuntime::Event { id, event });
+                post(&FromRuntime::Event {
+                    id,
+                    event: ExchangeEvent::Node(report.clone()),
+                });
             },
         )
         .await
@@ -1153,17 +1153,7 @@ impl Approver for PageApprover {
         post(&FromRuntime::Approve {
             id: self.run,
             ask,
-            request: json!({
-                "tool": request.tool,
-                "callNumber": request.call_number,
-                "category": request.category,
-                "module": request.module,
-                "description": request.description,
-                "args": request.args,
-                "reason": request.reason,
-                "why": request.reason.sentence(),
-                "host": request.host,
-            }),
+            request,
         });
         Box::pin(async move {
             answered.await.unwrap_or(Answer::Unavailable {

@@ -652,6 +652,98 @@ pub fn repeated<'a>(names: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     twice
 }
 
+/// How a node of a graph run, or the whole graph, settled.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Ended {
+    Completed,
+    /// Its own failure, or a dependency's.
+    Failed,
+    /// The run was stopped.
+    Aborted,
+}
+
+impl Ended {
+    /// Its name on the wire: `completed`, `failed`, `aborted`.
+    #[must_use]
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Self::Completed => "completed",
+            Self::Failed => "failed",
+            Self::Aborted => "aborted",
+        }
+    }
+}
+
+impl fmt::Display for Ended {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// How a node's run failed.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct NodeFailure {
+    /// `invalid_node`, `invalid_inputs`, `not_outputs`, or the run's own
+    /// error code (`runtime_error`, `budget_exhausted`, `cancelled`, …).
+    pub code: String,
+    pub message: String,
+}
+
+/// What one node's run gave.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeRun {
+    /// The declared outputs the body gave, by name.
+    pub outputs: serde_json::Map<String, Value>,
+    /// Type mismatches, missing and extra outputs, and the run's own
+    /// warnings.
+    pub warnings: Vec<String>,
+    pub console: Vec<crate::ConsoleLine>,
+    /// The run's wall time, as the sandbox measured it.
+    pub duration_ms: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub error: Option<NodeFailure>,
+    /// The run's `tool-result/v1` object; `None` when the node or its
+    /// values were refused before anything ran.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub result: Option<crate::tool_result::ToolResult>,
+    /// The run's job in the history, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+}
+
+impl NodeRun {
+    /// A run refused before the sandbox saw it.
+    #[must_use]
+    pub fn refused(code: &str, reasons: &[String]) -> Self {
+        Self {
+            outputs: serde_json::Map::new(),
+            warnings: Vec::new(),
+            console: Vec::new(),
+            duration_ms: 0.0,
+            error: Some(NodeFailure {
+                code: code.to_owned(),
+                message: reasons.join("; "),
+            }),
+            result: None,
+            job_id: None,
+        }
+    }
+}
+
+/// How one node of a graph run settled: what a graph's run streams as each
+/// node settles, and lists at its end.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct NodeReport {
+    pub id: String,
+    pub status: Ended,
+    /// Its run: outputs, warnings, console, duration and error. A node that
+    /// never ran (a dependency failed, the run was stopped) has an empty
+    /// one, with the reason as its error.
+    #[serde(flatten)]
+    pub run: NodeRun,
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;

@@ -23,16 +23,20 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::permission::GateSettings;
+use crate::agent::AgentEvent;
+use crate::node::NodeReport;
+use crate::permission::{Answer, ApprovalRequest, GateSettings};
 use crate::protocol::DecodeError;
+use crate::run::RunReport;
 use crate::tool_result::ToolReply;
+use crate::tool_result::Warning;
 
 /// Bumped whenever a runtime message changes shape. It starts past the
 /// sandbox protocol's numbers, so a message of one protocol sent down the
 /// other's channel is refused by its version, never misread.
-/// Shape: 0xcfdf999a8da9cf87 at version 1001 (the hash of this file's message types; the
+/// Shape: 0x1e3f4c7165fe3102 at version 1002 (the hash of this file's message types; the
 /// tidy test `protocol_shapes` fails when they change and this version does not).
-pub const RUNTIME_PROTOCOL_VERSION: u32 = 1001;
+pub const RUNTIME_PROTOCOL_VERSION: u32 = 1002;
 
 /// What a runtime worker serves, given as its `name` when the page starts it
 /// (so it is there before the first message, which could otherwise arrive
@@ -48,20 +52,6 @@ pub struct RuntimeOptions {
     /// result; the reference's 25 s when absent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reply_due_ms: Option<u64>,
-}
-
-/// The person's (or the page's) answer to [`FromRuntime::Approve`].
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(tag = "answer", rename_all = "snake_case")]
-pub enum Approval {
-    Approve,
-    Deny,
-    AllowForSession,
-    /// Nobody could answer (the callback threw or answered something else):
-    /// the call fails `consent_unavailable` with `reason`.
-    Unavailable {
-        reason: String,
-    },
 }
 
 /// The person's answer to [`FromRuntime::Question`] (`ask_user`).
@@ -121,8 +111,11 @@ pub enum ToRuntime {
         key: u64,
         held: bool,
     },
-    /// The answer to [`FromRuntime::Approve`] number `ask`.
-    Answer { ask: u64, approval: Approval },
+    /// The person's (or the page's) answer to [`FromRuntime::Approve`]
+    /// number `ask`; `unavailable` when nobody could answer (the callback
+    /// threw or answered something else): the call fails
+    /// `consent_unavailable` with its reason.
+    Answer { ask: u64, approval: Answer },
     /// One storage operation (`memory.save`, `files.read`, `export`, …)
     /// with its arguments; answered by [`FromRuntime::Done`] with its JSON.
     Store {
@@ -218,7 +211,7 @@ pub enum ToRuntime {
     /// `failed` says why it could not.
     McpConnect { id: u64, name: String, url: String },
     /// A figure for `cargo xtask bench` (`ladder`, `mcp`, `sse`,
-    /// `storage_open`), measured in the worker; a worker built without the
+    /// `storage_open`, `codec`, `codeact`), measured in the worker; a worker built without the
     /// `bench` feature answers that it has none.
     Bench {
         id: u64,
@@ -293,8 +286,8 @@ pub enum FromRuntime {
         #[serde(default, skip_serializing_if = "Option::is_none")]
         storage: Option<Problem>,
     },
-    /// Exchange `id` ended with `value` (a `tool-result/v1` object, or the
-    /// sandbox's own report).
+    /// Exchange `id` ended with `value`: a `tool-result/v1` object for a
+    /// run (a [`RunAnswer`] with `report`), else the exchange's own answer.
     Done { id: u64, value: Value },
     /// Exchange `id` failed before it could answer.
     Failed { id: u64, problem: Problem },
@@ -319,15 +312,19 @@ pub enum FromRuntime {
     },
     /// A call of run `id` needs an answer ([`ToRuntime::Answer`] with the
     /// same `ask`); `request` is the approval card's content, secrets
-    /// redacted.
-    Approve { id: u64, ask: u64, request: Value },
+    /// redacted. The page crate alone gives it the page API's shape.
+    Approve {
+        id: u64,
+        ask: u64,
+        request: ApprovalRequest,
+    },
     /// Agent turn `id` asks the person `question` (`ask_user`); answered by
     /// [`ToRuntime::Told`] with the same `ask`. The turn's clock counts the
     /// wait as person wait.
     Question { id: u64, ask: u64, question: String },
-    /// A streamed event of chat turn `id` (`text_delta`, `tool_call_start`,
-    /// `usage`, `stop`, …).
-    Event { id: u64, event: Value },
+    /// A streamed event of exchange `id`: an agent turn's step, a chat
+    /// turn's delta, a graph node's report.
+    Event { id: u64, event: ExchangeEvent },
     /// Committed changes (`[{table, key, version}]`) for watch `id`.
     Changed { id: u64, changes: Value },
     /// Where loading Kiln's own model stands (downloading, reading, ready,
@@ -335,6 +332,45 @@ pub enum FromRuntime {
     ModelStatus { status: crate::model::ModelStatus },
     /// A message the worker could not read; `problem` says what was wrong.
     Rejected { problem: String },
+}
+
+/// What streams during an exchange, by the kind of exchange.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "of", content = "event", rename_all = "snake_case")]
+pub enum ExchangeEvent {
+    /// A step of an agent turn ([`ToRuntime::Agent`]).
+    Agent(AgentEvent),
+    /// An item of a streamed chat turn ([`ToRuntime::Chat`]): `text_delta`,
+    /// `tool_call_start`, `usage`, `stop`, ….
+    Chat(crate::chat::Event),
+    /// A node of a graph run ([`ToRuntime::Graph`]) settled.
+    Node(NodeReport),
+    /// Where loading Kiln's own model stands. The worker broadcasts it
+    /// ([`FromRuntime::ModelStatus`]); a client hands it to each exchange
+    /// waiting, so the turn that waits on the model can show it.
+    ModelStatus(crate::model::ModelStatus),
+}
+
+/// The answer to a run sent with `report` ([`ToRuntime::Run`]): the
+/// sandbox's own account of the run, for tools, the app and benchmarks.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RunAnswer {
+    /// The run's job in the history, when it has one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub job_id: Option<String>,
+    /// The outcome, console lines, calls and timings.
+    pub report: RunReport,
+    /// Admission's and the ladder's warnings.
+    pub warnings: Vec<Warning>,
+    /// `sha256:…` of the run's catalog; empty when the run ended before the
+    /// sandbox could say.
+    pub catalog_digest: String,
+    /// What a model reads of the run.
+    pub text: String,
+    /// Why the history has no finished record of the run.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub record_error: Option<Problem>,
 }
 
 /// Encodes a runtime message for the wire.
@@ -391,7 +427,7 @@ mod tests {
             },
             ToRuntime::Answer {
                 ask: 3,
-                approval: Approval::Unavailable {
+                approval: Answer::Unavailable {
                     reason: "the callback threw".into(),
                 },
             },
@@ -501,7 +537,16 @@ mod tests {
             FromRuntime::Approve {
                 id: 1,
                 ask: 4,
-                request: serde_json::json!({"tool": "save"}),
+                request: ApprovalRequest {
+                    call_number: 2,
+                    tool: "save".into(),
+                    category: crate::permission::Category::Write,
+                    module: "page".into(),
+                    description: "Saves a note".into(),
+                    args: serde_json::json!({"text": "x"}),
+                    reason: crate::permission::AskReason::Mode,
+                    host: "page".into(),
+                },
             },
             FromRuntime::Question {
                 id: 9,
@@ -510,7 +555,37 @@ mod tests {
             },
             FromRuntime::Event {
                 id: 4,
-                event: serde_json::json!({"type": "text_delta", "text": "hi"}),
+                event: ExchangeEvent::Chat(crate::chat::Event::TextDelta { text: "hi".into() }),
+            },
+            FromRuntime::Event {
+                id: 9,
+                event: ExchangeEvent::Agent(AgentEvent::TextDelta { text: "hi".into() }),
+            },
+            FromRuntime::Event {
+                id: 11,
+                event: ExchangeEvent::Node(NodeReport {
+                    id: "sum".into(),
+                    status: crate::node::Ended::Failed,
+                    run: crate::node::NodeRun::refused(
+                        "invalid_inputs",
+                        &["`a` is missing".into()],
+                    ),
+                }),
+            },
+            FromRuntime::Done {
+                id: 1,
+                value: serde_json::to_value(RunAnswer {
+                    job_id: Some("j1".into()),
+                    report: RunReport::stopped(
+                        crate::RunError::new(crate::RunErrorKind::Engine, "gone"),
+                        1.0,
+                    ),
+                    warnings: Vec::new(),
+                    catalog_digest: String::new(),
+                    text: "gone".into(),
+                    record_error: None,
+                })
+                .expect("a run answer is JSON"),
             },
             FromRuntime::Changed {
                 id: 3,
@@ -526,16 +601,16 @@ mod tests {
     fn other_versions_and_malformed_messages_are_refused_by_name() {
         let sandbox_message = crate::protocol::encode(crate::protocol::FromSandbox::Ready);
         let cases = [
-            (r#"{"v":1002,"msg":{"type":"cancel","id":1}}"#, "`1002`"),
+            (r#"{"v":1003,"msg":{"type":"cancel","id":1}}"#, "`1003`"),
             ("{", "not a Kiln protocol message"),
-            (r#"{"v":1001,"msg":{"type":"fly"}}"#, "fly"),
-            (r#"{"v":1001,"msg":{"type":"cancel"}}"#, "id"),
+            (r#"{"v":1002,"msg":{"type":"fly"}}"#, "fly"),
+            (r#"{"v":1002,"msg":{"type":"cancel"}}"#, "id"),
             (
-                r#"{"v":1001,"msg":{"type":"answer","ask":1,"approval":{"answer":"maybe"}}}"#,
+                r#"{"v":1002,"msg":{"type":"answer","ask":1,"approval":{"answer":"maybe"}}}"#,
                 "maybe",
             ),
             (
-                r#"{"v":1001,"msg":{"type":"budget","budget":1,"limits":{"max_dollars":1}}}"#,
+                r#"{"v":1002,"msg":{"type":"budget","budget":1,"limits":{"max_dollars":1}}}"#,
                 "max_dollars",
             ),
         ];
@@ -545,7 +620,7 @@ mod tests {
         }
         // A sandbox message is not a runtime message, and the other way round.
         let refused = decode::<FromRuntime>(&sandbox_message).expect_err("a sandbox message");
-        assert!(refused.to_string().contains("`1001`"), "{refused}");
+        assert!(refused.to_string().contains("`1002`"), "{refused}");
         let runtime_message = encode(FromRuntime::Ready { storage: None });
         assert!(crate::protocol::decode::<crate::protocol::FromSandbox>(&runtime_message).is_err());
     }

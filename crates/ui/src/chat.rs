@@ -44,12 +44,12 @@ use crate::runtime::{PageSide, Runtime};
 use crate::storage::{StorageSignals, Stores};
 use crate::storage_model::ErrorText;
 use crate::{AppPage, ApprovalCard, QuestionCard, RuntimeStart};
-use kiln_types::agent::{AgentEvent, AgentResult, Guards, StopReason};
+use kiln_types::agent::{AgentResult, Guards, StopReason};
 use kiln_types::chat::{ChatOptions, Message, ModelInfo, ProviderKind};
 use kiln_types::model::ModelStatus;
 use kiln_types::permission::{ApprovalRequest, card_text};
 use kiln_types::records::ConfigView;
-use kiln_types::runtime::{Problem, ToRuntime, Told};
+use kiln_types::runtime::{ExchangeEvent, Problem, ToRuntime, Told};
 use serde_json::{Value, json};
 
 /// The file `cargo xtask serve` writes beside the page when it started the local model.
@@ -440,7 +440,7 @@ fn local_storage() -> Result<web_sys::Storage, String> {
     match window.local_storage() {
         Ok(Some(storage)) => Ok(storage),
         Ok(None) => Err("this browser offers no `localStorage`".to_owned()),
-        Err(error) => Err(crate::js_text(&error)),
+        Err(error) => Err(crate::error_text(&error)),
     }
 }
 
@@ -454,7 +454,7 @@ fn read_legacy() -> Result<Option<String>, String> {
     local_storage()
         .map_err(problem)?
         .get_item(STORAGE_KEY)
-        .map_err(|error| problem(crate::js_text(&error)))
+        .map_err(|error| problem(crate::error_text(&error)))
 }
 
 fn forget_legacy() {
@@ -851,14 +851,13 @@ impl Conversation {
 
     /// Runs the agent turn `request` in the runtime worker, `reply` following its events.
     async fn turn(self, request: Value, reply: RwSignal<Reply>) -> TurnEnd {
-        let on_event = Rc::new(move |event: Value| {
+        let on_event = Rc::new(move |event: ExchangeEvent| {
+            // The model's loading shows through the chat's own status line.
+            let ExchangeEvent::Agent(event) = event else {
+                return;
+            };
             let following = self.at_end();
-            match serde_json::from_value::<AgentEvent>(event) {
-                Ok(event) => reply.update(|reply| reply.view.apply(event)),
-                Err(error) => web_sys::console::warn_1(
-                    &format!("kiln: an agent event was not readable: {error}").into(),
-                ),
-            }
+            reply.update(|reply| reply.view.apply(event));
             if following {
                 self.scroll_soon();
             }

@@ -413,7 +413,7 @@ async fn upload_one(
         .map_err(|error| {
             ErrorText::plain(format!(
                 "`{name}` could not be read: {}",
-                crate::js_text(&error)
+                crate::error_text(&error)
             ))
         })?;
     let bytes = js_sys::Uint8Array::new(&buffer).to_vec();
@@ -433,7 +433,7 @@ fn save_as(name: &str, bytes: &[u8]) -> Result<(), String> {
     let problem = |error: wasm_bindgen::JsValue| {
         format!(
             "`{name}` could not be downloaded: {}",
-            crate::js_text(&error)
+            crate::error_text(&error)
         )
     };
     let document = web_sys::window()

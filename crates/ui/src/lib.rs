@@ -10,8 +10,11 @@
 //!
 //! Each view is a module, with its plain data apart where it can be tested natively:
 //!
-//! - `runtime`: the app's side of the runtime protocol: starts this tab's runtime worker
-//!   and answers what a run asks of the page.
+//! - `runtime`: the app's side of the runtime protocol, over `kiln-runtime-client`: starts
+//!   this tab's runtime worker and names the exchanges the app sends. The tool list is the
+//!   worker's `catalog` answer for the request the next run would send, so no JSON Schema
+//!   is compiled on the main thread; adding an MCP server is an `mcp_connect` there
+//!   (connect, list, close: each run opens its own session).
 //! - [`demo_tools`]: the page's own tools (`echo`, `add`, `clock`, `wait`, `ask`), offered
 //!   to every run.
 //! - `approval`: the page's approver: one approval card at a time, with Approve, Deny and
@@ -74,11 +77,11 @@ use kiln_types::permission::{
     card_text,
 };
 use kiln_types::records::DEFAULT_AGENT;
-use kiln_types::runtime::{Approval, Problem};
+use kiln_types::runtime::{Problem, RunAnswer};
 use kiln_types::tool_result::ToolReply;
 use serde_json::{Value, json};
 
-use crate::runtime::{PageSide, Runtime};
+use crate::runtime::{PageCall, PageSide, Runtime};
 
 /// Where the sandbox worker's bootstrap is served, relative to the page.
 const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
@@ -101,32 +104,13 @@ pub(crate) struct AppPage {
 }
 
 impl PageSide for AppPage {
-    fn call(
-        &self,
-        _call_number: u32,
-        tool: String,
-        args: Value,
-        held: Rc<dyn Fn(bool)>,
-    ) -> LocalBoxFuture<'static, ToolReply> {
+    fn call(&self, call: PageCall, held: Rc<dyn Fn(bool)>) -> LocalBoxFuture<'static, ToolReply> {
         let asker = self.asker.clone();
-        Box::pin(async move { demo_tools::call(&tool, args, &asker, held).await })
+        Box::pin(async move { demo_tools::call(&call.tool, call.args, &asker, held).await })
     }
 
-    fn approve(&self, request: Value) -> LocalBoxFuture<'static, Approval> {
-        let approver = self.approver.clone();
-        Box::pin(async move {
-            let Some(request) = approval_request(&request) else {
-                return Approval::Unavailable {
-                    reason: format!("the page could not read the approval request {request}"),
-                };
-            };
-            match approver.ask(request).await {
-                Answer::Approve => Approval::Approve,
-                Answer::Deny => Approval::Deny,
-                Answer::AllowForSession => Approval::AllowForSession,
-                Answer::Unavailable { reason } => Approval::Unavailable { reason },
-            }
-        })
+    fn approve(&self, request: ApprovalRequest) -> LocalBoxFuture<'static, Answer> {
+        self.approver.ask(request)
     }
 
     fn can_ask(&self) -> bool {
@@ -144,21 +128,6 @@ impl PageSide for AppPage {
             }
         })
     }
-}
-
-/// The approval card's content, as the runtime worker sends it.
-fn approval_request(request: &Value) -> Option<ApprovalRequest> {
-    let text = |key: &str| request.get(key).and_then(Value::as_str).map(str::to_owned);
-    Some(ApprovalRequest {
-        call_number: u32::try_from(request.get("callNumber")?.as_u64()?).ok()?,
-        tool: text("tool")?,
-        category: serde_json::from_value(request.get("category")?.clone()).ok()?,
-        module: text("module")?,
-        description: text("description").unwrap_or_default(),
-        args: request.get("args").cloned().unwrap_or(Value::Null),
-        reason: serde_json::from_value(request.get("reason")?.clone()).ok()?,
-        host: text("host").unwrap_or_default(),
-    })
 }
 
 /// The request of one run from the editor: the program and its session.
@@ -213,31 +182,32 @@ fn ran(answer: Result<Value, Problem>) -> (RunResult, String, Option<ErrorText>)
         Ok(value) => value,
         Err(problem) => return (stopped(problem.message), String::new(), None),
     };
-    let Ok(report) = serde_json::from_value(value["report"].clone()) else {
-        return (
-            stopped("the runtime worker's answer has no readable report".into()),
-            String::new(),
-            None,
-        );
+    let answer = match serde_json::from_value::<RunAnswer>(value) {
+        Ok(answer) => answer,
+        Err(error) => {
+            return (
+                stopped(format!(
+                    "the runtime worker's answer is not readable: {error}"
+                )),
+                String::new(),
+                None,
+            );
+        }
     };
     let run = RunResult {
-        report,
-        warnings: serde_json::from_value(value["warnings"].clone()).unwrap_or_default(),
-        catalog_digest: value["catalog_digest"]
-            .as_str()
-            .unwrap_or_default()
-            .to_owned(),
+        report: answer.report,
+        warnings: answer.warnings,
+        catalog_digest: answer.catalog_digest,
     };
-    let text = value["text"].as_str().unwrap_or_default().to_owned();
-    let notice = match serde_json::from_value::<Option<Problem>>(value["record_error"].clone()) {
-        Ok(Some(problem)) => Some(ErrorText::with_prefix(
+    let notice = match answer.record_error {
+        Some(problem) => Some(ErrorText::with_prefix(
             &format!(
                 "The run's record `{}` was not finished: ",
-                value["job_id"].as_str().unwrap_or_default()
+                answer.job_id.unwrap_or_default()
             ),
             &problem,
         )),
-        _ => run
+        None => run
             .warnings
             .iter()
             .find(|warning| warning.code == "storage_unavailable")
@@ -250,6 +220,7 @@ fn ran(answer: Result<Value, Problem>) -> (RunResult, String, Option<ErrorText>)
                 code: "storage_unavailable".into(),
             }),
     };
+    let text = answer.text;
     (run, text, notice)
 }
 
@@ -1076,28 +1047,7 @@ fn NetworkSetting(sources: Sources, storage: storage::StorageSignals) -> impl In
     }
 }
 
-/// What a thrown JavaScript value says: an `Error`'s message, a string as it is.
-pub(crate) fn js_text(error: &wasm_bindgen::JsValue) -> String {
-    error
-        .dyn_ref::<js_sys::Error>()
-        .map(|error| String::from(error.message()))
-        .or_else(|| error.as_string())
-        .unwrap_or_else(|| "an unknown error".to_owned())
-}
-
-/// Resolves after `ms` milliseconds (`setTimeout`); at once off the page.
-pub(crate) async fn sleep_ms(ms: u32) {
-    let Some(window) = web_sys::window() else {
-        return;
-    };
-    let promise = js_sys::Promise::new(&mut |resolve, _| {
-        let _ = window.set_timeout_with_callback_and_timeout_and_arguments_0(
-            &resolve,
-            i32::try_from(ms).unwrap_or(i32::MAX),
-        );
-    });
-    let _ = wasm_bindgen_futures::JsFuture::from(promise).await;
-}
+pub(crate) use kiln_runtime_client::{error_text, sleep_ms};
 
 /// Marks a moment on the page's performance timeline, for `cargo xtask bench`.
 fn performance_mark(name: &str) {

@@ -20,7 +20,7 @@ use wasm_bindgen::JsCast as _;
 
 use kiln_types::node::{CodeNode, GraphNode, SlotRef};
 use kiln_types::records::GraphRecord;
-use kiln_types::runtime::{Problem, ToRuntime};
+use kiln_types::runtime::{ExchangeEvent, Problem, ToRuntime};
 
 use crate::RuntimeStart;
 use crate::author_dialog::{AuthorDialog, Target};
@@ -28,7 +28,7 @@ use crate::chat::{ProviderStore, Session};
 use crate::nodes_model::{
     History, Sheet, example, parse_inputs, parse_outputs, sample_from_text, sample_text, slots_text,
 };
-use crate::runtime::PageSide;
+use crate::runtime::{Listener, PageSide};
 use crate::storage::StorageSignals;
 use crate::storage_model::{ErrorText, value_text};
 
@@ -265,13 +265,12 @@ impl Nodes {
         spawn_local(async move {
             let answer = match runtime.await {
                 Ok(runtime) => {
-                    let on_event: Rc<dyn Fn(Value)> = Rc::new(move |event: Value| {
-                        if event["type"] == "node"
-                            && let Some(id) = event["id"].as_str()
-                        {
-                            let id = id.to_owned();
+                    let on_event: Listener = Rc::new(move |event: ExchangeEvent| {
+                        if let ExchangeEvent::Node(report) = event {
+                            let id = report.id.clone();
+                            let report = serde_json::to_value(report).unwrap_or(Value::Null);
                             self.results.update(|results| {
-                                results.insert(id, event);
+                                results.insert(id, report);
                             });
                         }
                     });

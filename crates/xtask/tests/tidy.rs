@@ -552,11 +552,16 @@ fn check_layers(manifests: &[Manifest]) -> Vec<Problem> {
 }
 
 /// The entrances a person or a page uses: they speak only the runtime
-/// protocol, so `kiln-types` is the one workspace crate they may name.
+/// protocol, through its one client.
 const ENTRANCES: [&str; 2] = ["ui", "page"];
 
+/// The workspace crates (by folder) an entrance may name: the protocol's
+/// types and its one client.
+const ENTRANCE_MAY_NAME: [&str; 2] = ["types", "runtime-client"];
+
 /// `crates/ui` and `crates/page` name no workspace crate but `kiln-types`
-/// in their normal dependencies (target-specific included).
+/// and `kiln-runtime-client` in their normal dependencies (target-specific
+/// included).
 fn check_entrances(manifests: &[Manifest]) -> Vec<Problem> {
     let edges = workspace_edges(manifests);
     let mut problems = Vec::new();
@@ -567,12 +572,16 @@ fn check_entrances(manifests: &[Manifest]) -> Vec<Problem> {
         let Some((normal, _)) = edges.get(manifest.folder.as_str()) else {
             continue;
         };
-        for (folder, (package, table)) in normal.iter().filter(|(folder, _)| *folder != "types") {
+        for (folder, (package, table)) in normal
+            .iter()
+            .filter(|(folder, _)| !ENTRANCE_MAY_NAME.contains(&folder.as_str()))
+        {
             problems.push(Problem {
                 path: manifest.path.clone(),
                 what: format!(
                     "`{table}` names `{package}`: `{}` speaks only the runtime protocol, so \
-                     `kiln-types` is the one workspace crate it may depend on (not `{folder}`)",
+                     `kiln-types` and `kiln-runtime-client` are the workspace crates it may \
+                     depend on (not `{folder}`)",
                     manifest.folder
                 ),
                 hint: "send what it needs to the runtime worker as a `kiln_types::runtime` \
@@ -867,7 +876,7 @@ fn an_entrance_that_names_another_kiln_crate_is_refused() {
     assert_eq!(
         rendered(&check_entrances(&fixture_manifests())),
         [
-            "crates/ui/Cargo.toml: `[dependencies]` names `kiln-store`: `ui` speaks only the runtime protocol, so `kiln-types` is the one workspace crate it may depend on (not `store`)\n    hint: send what it needs to the runtime worker as a `kiln_types::runtime` message, and move the data it shows into `kiln-types` (ARCHITECTURE.md, Architecture invariant)",
+            "crates/ui/Cargo.toml: `[dependencies]` names `kiln-store`: `ui` speaks only the runtime protocol, so `kiln-types` and `kiln-runtime-client` are the workspace crates it may depend on (not `store`)\n    hint: send what it needs to the runtime worker as a `kiln_types::runtime` message, and move the data it shows into `kiln-types` (ARCHITECTURE.md, Architecture invariant)",
         ]
     );
 }

@@ -252,7 +252,7 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
             }
             Ok(ran) => {
                 print(&ran);
-                if ran.status == "completed" {
+                if ran.status == kiln_nodes::graph::Ended::Completed {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::FAILURE
