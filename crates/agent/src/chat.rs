@@ -1,9 +1,10 @@
 //! The chat turn loop: a conversation streamed from a provider under the
 //! run's budget, the model's tool calls walking the same ladder as a
 //! program's (`Dispatcher::call`), their results going back to the model
-//! until it answers without one. Every step is an event for the entrance's
-//! sink (the CLI prints them; the runtime worker will post them); the loop
-//! itself writes nowhere.
+//! until it answers without one. Every step is an event for the caller's
+//! sink; the loop itself writes nowhere. Its one caller is `kiln eval
+//! codeact`, which runs it beside the CodeAct loop with the same tools
+//! offered directly.
 
 use std::rc::Rc;
 

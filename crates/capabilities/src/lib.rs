@@ -1,5 +1,5 @@
 //! The only door to a tool. Every call, from every entrance (a sandbox
-//! program today; a model's direct tool call and a sub-agent later), walks one
+//! program, a model's direct tool call, a sub-agent, a plan step), walks one
 //! ladder ([`Dispatcher::call`]): lookup in the [`Registry`] → argument
 //! coercion and validation ([`args`]) → permission decision ([`gate::decide`])
 //! → approval round trip when asked ([`gate::Approver`]) → implementation.

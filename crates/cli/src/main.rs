@@ -1,6 +1,7 @@
 //! `kiln`: run a program in the same Boa sandbox the browser uses, from a terminal.
 //!
-//! `kiln run FILE` prints the run's `tool-result/v1` object as JSON. Exit codes:
+//! `kiln run FILE` prints the run's `tool-result/v1` object as JSON (on a
+//! terminal, a readable summary unless `--json`). Exit codes:
 //! 0 the program completed, 1 the result is an error (threw, did not parse, a
 //! tool call failed uncaught, a budget ran out), 2 the run was refused
 //! (unreadable file, invalid catalog or limits).

@@ -1,5 +1,5 @@
-//! The host's side of Kiln's sandbox: what a page (or, later, the runtime
-//! worker) links to run programs in sandbox workers.
+//! The host's side of Kiln's sandbox: what the runtime worker links to run
+//! programs in sandbox workers.
 //!
 //! - `pool`: the pool of sandbox workers and the host's half of each run:
 //!   tool calls answered, the wall and JS CPU budgets enforced.
@@ -9,8 +9,8 @@
 //! time, sends every tool call up the caller's ladder
 //! (`kiln_capabilities::Dispatcher`), and ends a run that passes its wall or
 //! JS CPU budget by terminating its worker. It answers a
-//! [`kiln_types::RunResult`]; the agent layer (`kiln-agent`) makes the
-//! `tool-result/v1` object of it.
+//! [`kiln_types::RunResult`]; the run layer (`kiln_run::run_program`) makes
+//! the `tool-result/v1` object of it.
 //!
 //! It speaks only the protocol of `kiln_types::protocol`; it knows nothing of
 //! Boa or of what a tool does.

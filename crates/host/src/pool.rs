@@ -2,8 +2,8 @@
 //!
 //! The pool starts module workers from one bootstrap URL, keeps up to `size`
 //! started workers idle between runs, and gives each run a worker of its own.
-//! During a run it answers the worker's tool calls with the caller's
-//! [`PageTools`], forwards "held on a person" notices, and enforces the two
+//! During a run it sends the worker's tool calls up the run's ladder
+//! (`kiln_capabilities::Dispatcher`), forwards "held on a person" notices, and enforces the two
 //! budgets that the sandbox cannot enforce from inside a guest that never
 //! stops: wall time and JS CPU. Boa has no interrupt hook, so the run is ended
 //! by terminating its worker, and a fresh one takes its place.

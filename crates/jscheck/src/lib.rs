@@ -3,9 +3,10 @@
 //! function ([`parse_body`]), and whether a code node's body gives every
 //! declared output on every return path it shows ([`output_paths`]).
 //!
-//! Boa's parser and AST only, never its engine: the agent layer (which runs
-//! where no sandbox is, in the runtime worker) checks `submit_code` with it,
-//! and the sandbox checks the depth with it before its own parse.
+//! Boa's parser and AST only, never its engine: the nodes layer (which runs
+//! where no sandbox is, in the runtime worker) checks `submit_code` and
+//! `kiln node check` with it, and the sandbox checks the depth with it before
+//! its own parse.
 
 pub mod source_depth;
 

@@ -1,4 +1,11 @@
-//! Loading: the GGUF's weights and metadata, the tokenizer, the stop tokens.
+//! Loading: the GGUF's weights and metadata, the tokenizer, the stop tokens;
+//! and the key-value cache, kept across turns.
+//!
+//! candle's quantized kernels read a prompt no faster per token than they
+//! decode, so an agent turn's contract (some 1,700 tokens) would cost about
+//! 30 s on every turn. The model therefore keeps its state at the end of the
+//! system message and at the end of its last turns ([`KEPT_STATES`]), and a
+//! prompt that starts with a kept state's tokens is fed only the rest.
 
 use std::io::Cursor;
 

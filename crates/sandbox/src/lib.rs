@@ -11,6 +11,18 @@
 //! job executor (`executor`) awaits them instead of spinning, so in a Web Worker
 //! the event loop keeps turning while a run is parked.
 //!
+//! Boa recurses on the host's stack with no bound of its own, so the sandbox
+//! bounds what it can see: a program's source nesting (`kiln_jscheck`'s
+//! depth check, before the parse), the native built-ins that recurse over a
+//! value (`depth.js`, [`MAX_NATIVE_DEPTH`]) and values leaving the guest
+//! ([`kiln_types::MAX_VALUE_DEPTH`]), each chosen with the stacks the hosts give
+//! ([`NATIVE_STACK_BYTES`]; 8 MiB in the sandbox worker's wasm). One thing is
+//! not bounded: a long prototype chain, since an ordinary property lookup
+//! recurses once per link and literals and `class extends` make links no
+//! wrapper sees. What contains it is the host: the sandbox process dies
+//! natively, the worker dies in the page, and either is the run's `engine`
+//! failure.
+//!
 //! The other modules:
 //!
 //! - [`agents`]: the guest's `agents` object, sub-agents for programs over the

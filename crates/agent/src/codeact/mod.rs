@@ -5,6 +5,20 @@
 //! guards of reference/003 stop it loudly when it loops; one tool result is
 //! cut at 25,000 characters and a long thread is compacted. Every step is an
 //! [`AgentEvent`] on the entrance's sink.
+//!
+//! A turn has two ladders over the same belt, gate and secrets. The model's
+//! calls walk a dispatcher over the belt plus `execute_code` (category
+//! `execute`, so plan mode and the brake apply to it); the model is offered
+//! `execute_code` and the belt's direct tools only, and a call of any other
+//! belt tool is refused `tool_unavailable`, pointing it to `tools.NAME` in a
+//! program. Each action is a program run over a fresh dispatcher (its own
+//! call numbers and budgets) whose registry has no `execute_code`, so a
+//! program cannot start another action.
+//!
+//! The model's view of the thread is compacted (`history::summarize`) when
+//! its estimated prompt passes the threshold, or once when the provider
+//! answers `context_overflow`; the person's thread keeps every message, with
+//! the compaction row in place.
 
 pub mod history;
 pub mod prompt;
