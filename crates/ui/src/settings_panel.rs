@@ -1,0 +1,369 @@
+//! The settings a person gives every run: the permission mode, the auto-run
+//! brake and each tool's autonomy; the MCP servers added by URL; what
+//! programs may reach with `http_request`.
+
+use leptos::prelude::*;
+use leptos::task::spawn_local;
+
+use crate::{McpMount, RuntimeStart, Sources, ToolRow, permissions, storage};
+use kiln_types::permission::{Autonomy, Mode, RETURN_RESULT};
+use kiln_types::runtime::Problem;
+
+fn mode_from(value: &str) -> Mode {
+    value.parse().unwrap_or(Mode::Default)
+}
+
+/// The permission mode, the auto-run brake, and the tools with their
+/// category and per-tool setting.
+#[component]
+pub(crate) fn Permissions(
+    gate: permissions::PageSettings,
+    tools: ReadSignal<Vec<ToolRow>>,
+    catalog: RwSignal<Result<bool, String>>,
+    runtime: RuntimeStart,
+    storage: storage::StorageSignals,
+) -> impl IntoView {
+    let gate = StoredValue::new_local(gate);
+    let runtime = StoredValue::new_local(runtime);
+    // Runs going on take the new settings at their next call.
+    let publish = move || {
+        let settings = gate.with_value(permissions::PageSettings::settings);
+        let runtime = runtime.get_value();
+        spawn_local(async move {
+            if let Ok(runtime) = runtime.await {
+                runtime.permission(settings);
+            }
+        });
+    };
+    let mode = RwSignal::new(gate.with_value(|gate| gate.settings().mode));
+    let brake = RwSignal::new(gate.with_value(|gate| gate.settings().brake));
+    // Bumped when stored settings were applied, so the rows show them.
+    let applied = RwSignal::new(0_u64);
+    let settings_error = RwSignal::new(None::<String>);
+    // The mode, the brake and each tool's setting are the workspace's: read when
+    // storage opens and again when another tab changes them.
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            let Ok((stored, _)) = permissions::load(&stores).await else {
+                return;
+            };
+            gate.with_value(|gate| gate.apply(&stored));
+            publish();
+            mode.set(stored.mode);
+            brake.set(stored.brake);
+            applied.update(|n| *n += 1);
+        });
+    });
+    // `autonomy`: the tools' settings changed, else the mode or the brake.
+    let save = move |autonomy: bool| {
+        publish();
+        let Some(stores) = storage.stores.get_untracked() else {
+            return;
+        };
+        let settings = gate.with_value(|gate| gate.settings());
+        spawn_local(async move {
+            let saved = if autonomy {
+                permissions::save_autonomy(&stores, &settings).await
+            } else {
+                permissions::save_settings(&stores, &settings).await
+            };
+            settings_error.set(saved.err());
+        });
+    };
+    let on_mode = move |event: leptos::ev::Event| {
+        let chosen = mode_from(&event_target_value(&event));
+        gate.with_value(|gate| gate.set_mode(chosen));
+        mode.set(chosen);
+        save(false);
+    };
+    let on_brake = move |event: leptos::ev::Event| {
+        let engaged = event_target_checked(&event);
+        gate.with_value(|gate| gate.set_brake(engaged));
+        brake.set(engaged);
+        save(false);
+    };
+    let rows = move || {
+        applied.track();
+        tools
+            .get()
+            .into_iter()
+            .map(|row| {
+                let name = row.name.clone();
+                let on_setting = move |event: leptos::ev::Event| {
+                    let value = event_target_value(&event);
+                    let setting = value.parse::<Autonomy>().ok();
+                    gate.with_value(|gate| {
+                        gate.set_autonomy(&name, setting);
+                    });
+                    save(true);
+                };
+                let current = gate.with_value(|gate| gate.settings().autonomy.get(&row.name).copied());
+                let selected = |value: Option<Autonomy>| current == value;
+                let blockable = row.name != RETURN_RESULT;
+                view! {
+                    <tr data-testid=format!("tool-{}", row.name)>
+                        <td><code>{format!("tools.{}", row.name)}</code><div class="description">{row.description.clone()}</div></td>
+                        <td><span class=format!("category category-{}", row.category)>{row.category.as_str()}</span></td>
+                        <td class="module">{row.module.clone()}</td>
+                        <td>
+                            <select aria-label=format!("Setting for {}", row.name) data-testid=format!("setting-{}", row.name) on:change=on_setting>
+                                <option value="" selected=selected(None)>"Follow the mode"</option>
+                                <option value="auto" selected=selected(Some(Autonomy::Auto))>"Run without asking"</option>
+                                <option value="ask" selected=selected(Some(Autonomy::Ask))>"Ask"</option>
+                                {blockable.then(|| view! { <option value="block" selected=selected(Some(Autonomy::Block))>"Block"</option> })}
+                            </select>
+                        </td>
+                    </tr>
+                }
+            })
+            .collect_view()
+    };
+    view! {
+        <details class="tools" data-testid="tool-list">
+            <summary>{move || match catalog.get() {
+                Ok(true) => format!("Tools and permissions ({} tools)", tools.with(Vec::len)),
+                Ok(false) => "Tools and permissions (loading…)".to_owned(),
+                Err(_) => "Tools and permissions (unavailable)".to_owned(),
+            }}</summary>
+            {move || catalog.get().err().map(|text| view! { <p class="failure" role="alert" data-testid="tools-error">{text}</p> })}
+            <div class="permission-settings">
+                <label>
+                    "Mode "
+                    <select data-testid="permission-mode" on:change=on_mode>
+                        <option value="plan" prop:selected=move || mode.get() == Mode::Plan>"Plan — only read calls run"</option>
+                        <option value="default" prop:selected=move || mode.get() == Mode::Default>"Default — ask before anything else"</option>
+                        <option value="auto" prop:selected=move || mode.get() == Mode::Auto>"Auto — run without asking"</option>
+                    </select>
+                </label>
+                <label class="brake">
+                    <input type="checkbox" data-testid="brake" on:change=on_brake prop:checked=move || brake.get() />
+                    " Auto-run brake (code-execution tools always ask)"
+                </label>
+            </div>
+            {move || settings_error.get().map(|text| view! { <p class="failure" role="alert" data-testid="settings-error">{text}</p> })}
+            <table class="tool-table">
+                <thead><tr><th>"Tool"</th><th>"Category"</th><th>"From"</th><th>"Setting"</th></tr></thead>
+                <tbody>{rows}</tbody>
+            </table>
+        </details>
+    }
+}
+
+/// MCP servers the person added by URL; their tools join the list.
+#[component]
+pub(crate) fn McpServers(sources: Sources) -> impl IntoView {
+    let (name, set_name) = signal(String::from("everything"));
+    let (url, set_url) = signal(String::new());
+    let (status, set_status) = signal(None::<(bool, String)>);
+    let (listed, set_listed) = signal(Vec::<(String, String, usize)>::new());
+    // One server at a time: a second submit while connecting would add it twice.
+    let (connecting, set_connecting) = signal(false);
+    let sources = StoredValue::new_local(sources);
+    let add = move || {
+        let name = name.get_untracked().trim().to_owned();
+        let url = url.get_untracked().trim().to_owned();
+        if !kiln_types::words::is_identifier(&name) {
+            set_status.set(Some((false, format!("The server name `{name}` must be a JavaScript identifier (letters, digits, _), since it prefixes its tools' names."))));
+            return;
+        }
+        if sources.with_value(|s| s.servers.borrow().iter().any(|server| server.name == name)) {
+            set_status.set(Some((
+                false,
+                format!("A server named `{name}` is already added."),
+            )));
+            return;
+        }
+        if connecting.get_untracked() {
+            return;
+        }
+        set_connecting.set(true);
+        set_status.set(Some((true, format!("Connecting to {url}…"))));
+        let sources = sources.get_value();
+        spawn_local(async move {
+            // The runtime worker connects, lists the tools and closes: each
+            // run then opens its own session.
+            let connected = match sources.runtime.clone().await {
+                Ok(runtime) => {
+                    let (server, address) = (name.clone(), url.clone());
+                    runtime
+                        .call(move |id| kiln_types::runtime::ToRuntime::McpConnect {
+                            id,
+                            name: server,
+                            url: address,
+                        })
+                        .await
+                        .unwrap_or_else(|_| {
+                            Err(Problem::bad_request("the runtime worker went away"))
+                        })
+                }
+                Err(problem) => Err(Problem::bad_request(problem)),
+            };
+            match connected.map_err(|problem| problem.message) {
+                Ok(answer) => {
+                    let count = answer["tools"].as_array().map_or(0, Vec::len);
+                    set_status.set(Some((
+                        true,
+                        format!(
+                            "{name}: {} {} — {count} tools",
+                            answer["server"]["name"].as_str().unwrap_or_default(),
+                            answer["server"]["version"].as_str().unwrap_or_default()
+                        ),
+                    )));
+                    sources.servers.borrow_mut().push(McpMount {
+                        name: name.clone(),
+                        url: url.clone(),
+                    });
+                    set_listed.update(|listed| listed.push((name, url, count)));
+                    sources.refresh_tools();
+                }
+                Err(error) => set_status.set(Some((
+                    false,
+                    format!(
+                        "Could not add `{name}`: {error}. Check the URL, that the server is \
+                         running, and that it allows this page's origin (CORS)."
+                    ),
+                ))),
+            }
+            set_connecting.set(false);
+        });
+    };
+    let remove = move |name: String| {
+        let sources = sources.get_value();
+        sources
+            .servers
+            .borrow_mut()
+            .retain(|server| server.name != name);
+        set_listed.update(|listed| listed.retain(|(n, _, _)| *n != name));
+        sources.refresh_tools();
+    };
+    view! {
+        <details class="mcp" data-testid="mcp-servers">
+            <summary>"MCP servers"</summary>
+            <form class="mcp-form" on:submit=move |event| { event.prevent_default(); add(); }>
+                <label>"Name "<input data-testid="mcp-name" prop:value=name on:input=move |e| set_name.set(event_target_value(&e)) /></label>
+                <label>"URL "<input data-testid="mcp-url" type="url" placeholder="http://127.0.0.1:3001/mcp" prop:value=url on:input=move |e| set_url.set(event_target_value(&e)) /></label>
+                <button type="submit" data-testid="mcp-add" disabled=connecting>"Add server"</button>
+            </form>
+            <p class="mcp-status" data-testid="mcp-status" role="status">
+                {move || status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{text}</span> })}
+            </p>
+            <ul>
+                {move || listed.get().into_iter().map(|(name, url, count)| {
+                    let label = format!("Remove {name}");
+                    let target = name.clone();
+                    view! {
+                        <li data-testid=format!("mcp-server-{name}")>
+                            <code>{name.clone()}</code>" at "{url}" — "{count}" tools "
+                            <button class="secondary small" aria-label=label on:click=move |_| remove(target.clone())>"Remove"</button>
+                        </li>
+                    }
+                }).collect_view()}
+            </ul>
+        </details>
+    }
+}
+
+/// What programs may reach with `http_request`: off (a new workspace's
+/// setting), any public address, or exactly the named origins. Kept in the
+/// workspace's settings and followed from other tabs.
+#[component]
+pub(crate) fn NetworkSetting(sources: Sources, storage: storage::StorageSignals) -> impl IntoView {
+    let sources = StoredValue::new_local(sources);
+    let reach = RwSignal::new("off".to_owned());
+    let origins = RwSignal::new(String::new());
+    let problem = RwSignal::new(None::<String>);
+    let show = move |network: &permissions::Network| {
+        let (kind, list) = match network {
+            permissions::Network::Off => ("off", String::new()),
+            permissions::Network::Public => ("public", String::new()),
+            permissions::Network::Only(list) => ("only", list.join(", ")),
+        };
+        reach.set(kind.to_owned());
+        if kind == "only" {
+            origins.set(list);
+        }
+    };
+    let adopt = move |network: permissions::Network| {
+        sources.with_value(|sources| {
+            *sources.network.borrow_mut() = network;
+            sources.refresh_tools();
+        });
+    };
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            if let Ok((_, config)) = permissions::load(&stores).await {
+                show(&config.settings.network);
+                adopt(config.settings.network);
+            }
+        });
+    });
+    let apply = move || {
+        let network = match reach.get_untracked().as_str() {
+            "public" => permissions::Network::Public,
+            "only" => match permissions::parse_origins(&origins.get_untracked()) {
+                Ok(list) => permissions::Network::Only(list),
+                Err(why) => {
+                    problem.set(Some(why));
+                    return;
+                }
+            },
+            _ => permissions::Network::Off,
+        };
+        problem.set(None);
+        // Adopted once it is kept (the worker checks the origins first); with
+        // no storage, for this page only.
+        match storage.stores.get_untracked() {
+            Some(stores) => spawn_local(async move {
+                match permissions::save_network(&stores, &network).await {
+                    Ok(()) => adopt(network),
+                    Err(why) => problem.set(Some(why)),
+                }
+            }),
+            None => adopt(network),
+        }
+    };
+    view! {
+        <div class="network" data-testid="network">
+            <div class="mcp-form">
+                <label for="network-reach">"Network for programs"</label>
+                <select
+                    id="network-reach"
+                    data-testid="network-reach"
+                    prop:value=move || reach.get()
+                    on:change=move |event| {
+                        reach.set(event_target_value(&event));
+                        if reach.get_untracked() != "only" {
+                            apply();
+                        }
+                    }
+                >
+                    <option value="off">"Off: programs have no http_request"</option>
+                    <option value="public">"Public addresses (never this machine or the local network)"</option>
+                    <option value="only">"Only these origins…"</option>
+                </select>
+                <Show when=move || reach.get() == "only">
+                    <input
+                        type="text"
+                        aria-label="Origins http_request may reach"
+                        data-testid="network-origins"
+                        placeholder="https://api.example.com, http://127.0.0.1:8080"
+                        prop:value=move || origins.get()
+                        on:input=move |event| origins.set(event_target_value(&event))
+                    />
+                    <button class="secondary small" data-testid="network-save" on:click=move |_| apply()>"Allow these"</button>
+                </Show>
+            </div>
+            {move || problem.get().map(|why| view! {
+                <p class="mcp-status" role="alert"><span class="failure" data-testid="network-error">{why}</span></p>
+            })}
+        </div>
+    }
+}
