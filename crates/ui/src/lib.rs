@@ -27,6 +27,8 @@
 //! - `view_model`: what the result panel says about a run report, as plain strings.
 //! - `chat`: the providers the chat can use and the streaming Chat box, one agent turn a
 //!   message; `chat_model`: what they keep and say, as plain data and strings.
+//! - `provider_store`: the providers the chat can use, kept in the workspace's
+//!   configuration, with the local and in-browser models listed beside them.
 //! - `providers_panel`: the Providers panel: the providers the chat can use and the form
 //!   that adds or edits one.
 //! - `agent_view`: an agent turn as the chat shows it, folded from its events.
@@ -57,6 +59,7 @@ mod nodes_model;
 mod nodes_panel;
 mod permissions;
 mod plan_tree;
+mod provider_store;
 mod providers_panel;
 mod runtime;
 mod settings_panel;
@@ -305,7 +308,7 @@ pub fn App() -> impl IntoView {
     };
     sources.refresh_tools();
     let card_approver = approver.clone();
-    let providers = chat::ProviderStore::load(storage, runtime.clone());
+    let providers = provider_store::ProviderStore::load(storage, runtime.clone());
     // Code node and graph runs answer page tools and approvals as the editor's runs do.
     let nodes_page: Rc<dyn PageSide> = Rc::new(AppPage {
         asker: asker.clone(),

@@ -24,10 +24,11 @@ use kiln_types::runtime::{ExchangeEvent, Problem, ToRuntime};
 
 use crate::RuntimeStart;
 use crate::author_dialog::{AuthorDialog, Target};
-use crate::chat::{ProviderStore, Session};
+use crate::chat::Session;
 use crate::nodes_model::{
     History, Sheet, example, parse_inputs, parse_outputs, sample_from_text, sample_text, slots_text,
 };
+use crate::provider_store::ProviderStore;
 use crate::runtime::{Listener, PageSide};
 use crate::storage::StorageSignals;
 use crate::storage_model::{ErrorText, value_text};

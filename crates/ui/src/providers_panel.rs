@@ -9,8 +9,8 @@
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
-use crate::chat::ProviderStore;
 use crate::chat_model::{KeptKey, Origin, ProviderForm, SavedProvider};
+use crate::provider_store::ProviderStore;
 use crate::storage_model::ErrorText;
 use kiln_types::chat::{ModelInfo, ProviderKind};
 use kiln_types::runtime::Problem;
