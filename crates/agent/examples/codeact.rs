@@ -14,7 +14,7 @@ use std::rc::Rc;
 use std::time::Instant;
 
 use kiln_agent::bench::{belt, codeact_loop, environment, request};
-use kiln_agent::codeact::{AgentSetup, run_agent};
+use kiln_agent::{AgentSetup, run_agent};
 use kiln_providers::cost::estimate_prompt_tokens;
 use kiln_providers::scripted::{Reply, Scripted};
 use kiln_providers::{ChatRequest, Message, ToolDef};

@@ -188,7 +188,7 @@ impl kiln_providers::Provider for Costed {
             Some(step) => (Reply::text("done"), (self.cost)(&step)),
             None if answered => (Reply::text("The plan ran."), 0.0),
             None => (
-                Reply::call(crate::plan::execute::EXECUTE_PLAN, self.plan.clone()),
+                Reply::call(kiln_types::agent::EXECUTE_PLAN, self.plan.clone()),
                 0.0,
             ),
         };
@@ -325,7 +325,7 @@ pub async fn plans(
         let done = done.clone();
         Rc::new(move |event: AgentEvent| {
             if let AgentEvent::ToolResultUpdate { name, content, .. } = event
-                && name == crate::plan::execute::EXECUTE_PLAN
+                && name == kiln_types::agent::EXECUTE_PLAN
             {
                 *done.borrow_mut() = serde_json::from_str(&content).ok();
             }

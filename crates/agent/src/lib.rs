@@ -2,22 +2,33 @@
 //! the only modules that recurse — and the page's streamed chat exchange.
 //! A program run is `kiln-run`'s; this crate drives turns of a model over it.
 //!
-//! - [`codeact`]: the CodeAct loop — the model acts by writing programs
-//!   (`execute_code`, a program run through the ladder) and a few direct
-//!   tools, with its guards, compaction and `finish`.
-//! - [`subagent`]: children of a turn (`run_subtask`, `run_search`,
-//!   background subtasks), one budget shared downward.
-//! - [`plan`]: the plan builder, `execute_plan` over `kiln_run::dag` and the
-//!   planner behind `create_plan`.
-//! - [`chat`]: the plain chat turn loop — a model's tool calls up the same
-//!   ladder and their results back — emitting events to a sink.
-//! - [`turn`]: one streamed chat turn as a page asks for it, and its budget.
+//! - `codeact`: the CodeAct loop ([`run_agent`]) — the model acts by writing
+//!   programs (`execute_code`, a program run through the ladder) and a few
+//!   direct tools, with its guards, compaction and `finish`; an entrance
+//!   supplies an [`AgentRequest`] (or a page's [`AgentSpec`]) and an
+//!   [`AgentSetup`] with its [`Person`] and [`Sink`].
+//! - `subagent`: children of a turn (`run_subtask`, `run_search`,
+//!   background subtasks) over a [`Kin`], one budget shared downward.
+//! - `plan`: the plan builder, `execute_plan` over `kiln_run::dag` and the
+//!   planner behind the `create_plan` tool ([`create_plan`], answering a
+//!   [`Planned`]).
+//! - `chat`: the plain chat turn loop ([`converse`]) — a model's tool calls
+//!   up the same ladder and their results back — emitting events to a sink.
+//! - `turn`: one streamed chat turn as a page asks for it ([`TurnRequest`]),
+//!   and its budget.
 //! - `bench` (feature `bench`): the hooks `cargo xtask bench` measures.
+//!
+//! The names of a turn's built-in tools (`execute_code`, `execute_plan`, …)
+//! are `kiln_types::agent`'s, so every surface compares against the same
+//! words.
 //!
 //! **Architecture invariant:** pure orchestration over traits. No platform
 //! crate (web-sys, js-sys, wasm-bindgen) and no engine (Boa): the tidy test
 //! keeps it so, and the crate is tested natively in milliseconds.
 
+// The front door: what is `pub` in a private module is re-exported here, or it
+// is `pub(crate)`.
+#![warn(unreachable_pub)]
 #![allow(
     clippy::result_large_err,
     reason = "`ToolFailure` is the contract's error, made at most once per call: boxing it would buy nothing"
@@ -25,8 +36,20 @@
 
 #[cfg(feature = "bench")]
 pub mod bench;
-pub mod chat;
-pub mod codeact;
-pub mod plan;
-pub mod subagent;
-pub mod turn;
+mod chat;
+mod codeact;
+mod plan;
+mod subagent;
+mod turn;
+
+pub use chat::{ChatEnd, ChatEvent, ChatOutcome, Conversation, converse, tool_defs};
+pub use codeact::history::{
+    COMPACTION_MARK, Compaction, MAX_TOOL_RESULT_CHARS, compaction_row, split_point,
+    summarize as summarize_thread,
+};
+pub use codeact::request::AgentSpec;
+pub use codeact::tools::{Person, Sink, is_always_on};
+pub use codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
+pub use plan::planner::{Planned, plan as create_plan};
+pub use subagent::{Background, DEFAULT_CHILD_TURNS, Kin, MAX_DEPTH};
+pub use turn::{TurnBudget, TurnRequest, new_budget};

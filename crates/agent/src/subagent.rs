@@ -38,7 +38,10 @@ use kiln_providers::permits::Held;
 use kiln_providers::{ChatOptions, Message, Provider};
 use kiln_store::run::RunMemory;
 use kiln_types::RunLimits;
-use kiln_types::agent::{AgentEvent, AgentStop, Guards, StopReason};
+use kiln_types::agent::{
+    ASK_USER, AgentEvent, AgentStop, CREATE_PLAN, EXECUTE_PLAN, Guards, LIST_MODELS, RETURN_RESULT,
+    RUN_SEARCH, RUN_SUBTASK, SEARCH_TOOLS, START_SUBTASK, StopReason, WAIT_SUBTASKS,
+};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde_json::{Value, json};
@@ -52,21 +55,16 @@ type ChildArgs = (String, Option<Value>, Option<Vec<String>>);
 use crate::codeact::tools::{Sink, builtin, failure};
 use crate::codeact::{Loop, Role};
 
-pub const RUN_SUBTASK: &str = "run_subtask";
-pub const RUN_SEARCH: &str = "run_search";
-pub const START_SUBTASK: &str = "start_subtask";
-pub const WAIT_SUBTASKS: &str = "wait_subtasks";
-
 /// How deep children may nest (reference/003's "Max delegation depth"): the
 /// turn is depth 0, its children 1.
 pub const MAX_DEPTH: u32 = 3;
 /// How many `start_subtask` children one loop may start.
-pub const MAX_BACKGROUND: usize = 8;
+pub(crate) const MAX_BACKGROUND: usize = 8;
 /// Model turns a child (a step, a sub-agent) may take when nothing says
 /// otherwise (the reference's `DEFAULT_MAX_STEP_ITERATIONS`).
 pub const DEFAULT_CHILD_TURNS: u32 = 15;
 /// The longest `wait_subtasks` waits when it names no timeout.
-pub const DEFAULT_WAIT_MS: u64 = 300_000;
+pub(crate) const DEFAULT_WAIT_MS: u64 = 300_000;
 
 /// What a loop hands its children.
 pub struct Kin {
@@ -117,7 +115,7 @@ pub struct Kin {
 }
 
 /// What a child is asked to do.
-pub struct ChildSpec {
+pub(crate) struct ChildSpec {
     pub prompt: String,
     /// Held to [`crate::codeact::strict_schema`]; the child must `finish`.
     pub output_schema: Option<Value>,
@@ -138,7 +136,7 @@ pub struct ChildSpec {
 
 /// How a child settled. Never a throw: a failure is an outcome.
 #[derive(Debug, Clone, PartialEq)]
-pub enum ChildOutcome {
+pub(crate) enum ChildOutcome {
     /// Its value (`finish`'s, `return_result`'s, or its last message).
     Completed {
         child: String,
@@ -156,7 +154,7 @@ impl ChildOutcome {
     /// As a tool answers it: `{status: "completed", value}` or `{status:
     /// "failed", error: {code, message}}`, with the child's id.
     #[must_use]
-    pub fn to_json(&self) -> Value {
+    pub(crate) fn to_json(&self) -> Value {
         match self {
             Self::Completed {
                 child,
@@ -178,21 +176,21 @@ impl ChildOutcome {
 
 /// The tools a loop of `role` adds names for, so a child's belt never
 /// carries its parent's bindings.
-pub const LOOP_TOOLS: &[&str] = &[
-    kiln_types::permission::RETURN_RESULT,
-    "search_tools",
+pub(crate) const LOOP_TOOLS: &[&str] = &[
+    RETURN_RESULT,
+    SEARCH_TOOLS,
     RUN_SUBTASK,
     RUN_SEARCH,
     START_SUBTASK,
     WAIT_SUBTASKS,
-    crate::plan::execute::EXECUTE_PLAN,
-    crate::plan::planner::CREATE_PLAN,
+    EXECUTE_PLAN,
+    CREATE_PLAN,
 ];
 
 /// The agent's own tools, which a child keeps whatever `tools` it is given.
 const KEPT: &[&str] = &[
-    "ask_user",
-    "list_models",
+    ASK_USER,
+    LIST_MODELS,
     "list_shared",
     "read_shared",
     "share_result",
@@ -233,7 +231,7 @@ impl Kin {
 
 /// Runs one child of `parent` and settles it; its events reach the
 /// parent's sink tagged, ending with its (tagged) `done`.
-pub async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome {
+pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome {
     let child = spec.id.take().unwrap_or_else(|| parent.next_id());
     let depth = parent.depth + 1;
     if depth > parent.max_depth {
@@ -495,14 +493,14 @@ fn unknown_tools(kin: &Kin, tools: Option<&Vec<String>>) -> Result<(), ToolFailu
 }
 
 /// `run_subtask` and `run_search`.
-pub struct RunSubtask {
+pub(crate) struct RunSubtask {
     pub kin: Rc<Kin>,
     pub search: bool,
 }
 
 impl RunSubtask {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             RUN_SUBTASK,
             "Hands a self-contained part of the work to a sub-agent with your tools (or those named) and waits: {status: \"completed\", value} or {status: \"failed\", error}. In a program: agents.run(prompt, {outputSchema, tools}).",
@@ -512,7 +510,7 @@ impl RunSubtask {
     }
 
     #[must_use]
-    pub fn search_spec() -> CapabilitySpec {
+    pub(crate) fn search_spec() -> CapabilitySpec {
         builtin(
             RUN_SEARCH,
             "A read-only sub-agent (read tools only) looks something up and answers its findings: {status, value | error}.",
@@ -586,7 +584,7 @@ struct Record {
 }
 
 /// A loop's `start_subtask` children: their futures (driven beside the loop
-/// by [`Background::pump`]) and their records. When the loop ends, the
+/// by `Background::pump`) and their records. When the loop ends, the
 /// children still running are stopped and recorded `aborted`.
 pub struct Background {
     incoming: RefCell<Vec<LocalBoxFuture<'static, ()>>>,
@@ -595,7 +593,7 @@ pub struct Background {
     pump: RefCell<Option<Waker>>,
     waiting: RefCell<Vec<Waker>>,
     /// Thrown when the loop ends: its background children stop.
-    pub cancel: AbortSignal,
+    pub(crate) cancel: AbortSignal,
 }
 
 impl Background {
@@ -646,12 +644,12 @@ impl Background {
 
     /// How many children were started.
     #[must_use]
-    pub fn started(&self) -> usize {
+    pub(crate) fn started(&self) -> usize {
         self.order.borrow().len()
     }
 
     /// Drives the children; never ends (the loop it runs beside does).
-    pub async fn pump(&self) {
+    pub(crate) async fn pump(&self) {
         let mut running: FuturesUnordered<LocalBoxFuture<'static, ()>> = FuturesUnordered::new();
         future::poll_fn(|cx| {
             running.extend(self.incoming.borrow_mut().drain(..));
@@ -664,7 +662,7 @@ impl Background {
 
     /// Ends the registry with its loop: the children still running are
     /// stopped and recorded `aborted`. Answers how many.
-    pub fn end(&self) -> usize {
+    pub(crate) fn end(&self) -> usize {
         self.cancel.abort();
         self.incoming.borrow_mut().clear();
         let mut stopped = 0;
@@ -736,11 +734,11 @@ impl Future for Settled<'_> {
 }
 
 /// `start_subtask`.
-pub struct StartSubtask(pub Rc<Kin>);
+pub(crate) struct StartSubtask(pub Rc<Kin>);
 
 impl StartSubtask {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             START_SUBTASK,
             "Starts a sub-agent in the background and answers {subtask_id} at once, so you keep working; collect it with wait_subtasks. In a program: agents.start(prompt, {outputSchema, tools}). Children still running when your turn ends are stopped.",
@@ -813,11 +811,11 @@ async fn spawn_background(parent: &Rc<Kin>, spec: ChildSpec, stop: AbortSignal) 
 }
 
 /// `wait_subtasks`.
-pub struct WaitSubtasks(pub Rc<Kin>);
+pub(crate) struct WaitSubtasks(pub Rc<Kin>);
 
 impl WaitSubtasks {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             WAIT_SUBTASKS,
             "Waits until the named background subtasks (all of this turn's when `ids` is absent) have finished, or `timeout_ms` passes; answers {subtasks: [{subtask_id, status, value | error}], timed_out}. In a program: agents.wait({ids, timeoutMs}).",

@@ -11,9 +11,10 @@ use std::rc::Rc;
 
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
-use kiln_agent::codeact::history::{COMPACTION_MARK, Compaction, MAX_TOOL_RESULT_CHARS};
-use kiln_agent::codeact::tools::Person;
-use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
+use kiln_agent::{
+    AgentOutcome, AgentRequest, AgentSetup, COMPACTION_MARK, Compaction, MAX_TOOL_RESULT_CHARS,
+    Person, run_agent,
+};
 use kiln_capabilities::gate::{Fixed, SessionAllow};
 use kiln_capabilities::{Answer, Approver, CallContext, Implementation, Permit};
 use kiln_providers::budget::BudgetLimits;

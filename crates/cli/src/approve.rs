@@ -104,7 +104,7 @@ fn ask_terminal(request: &ApprovalRequest) -> Answer {
 /// Answers an agent's `ask_user` on the controlling terminal.
 pub struct TerminalPerson;
 
-impl kiln_agent::codeact::tools::Person for TerminalPerson {
+impl kiln_agent::Person for TerminalPerson {
     fn ask(&self, question: String) -> LocalBoxFuture<'static, Result<String, String>> {
         let (sender, receiver) = oneshot::channel();
         let spawned = std::thread::Builder::new()

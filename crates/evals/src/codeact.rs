@@ -1,8 +1,8 @@
 //! `kiln eval codeact`: deterministic tasks over in-process tools in several
 //! domains, each needing several calls, a loop or arithmetic over what the
 //! tools answer, scored by exact match on the final answer. Every case runs
-//! twice: as a CodeAct turn ([`kiln_agent::codeact::run_agent`]) and as a plain
-//! tool-calling loop ([`kiln_agent::chat::converse`], the same tools offered
+//! twice: as a CodeAct turn ([`kiln_agent::run_agent`]) and as a plain
+//! tool-calling loop ([`kiln_agent::converse`], the same tools offered
 //! directly), so what acting in code buys is measured per model, side by
 //! side.
 //!
@@ -29,8 +29,7 @@ use serde_json::{Value, json};
 
 use crate::cases::CasesError;
 
-use kiln_agent::codeact::history::Compaction;
-use kiln_agent::codeact::{AgentRequest, AgentSetup, run_agent};
+use kiln_agent::{AgentRequest, AgentSetup, Compaction, run_agent};
 use kiln_run::{Environment, People};
 use kiln_run::{RunRequest, SandboxRunner};
 
@@ -303,17 +302,17 @@ async fn direct(case: &Case, provider: &dyn Provider, model: &str, max_turns: u3
         Rc::new(PriceCatalog::builtin()),
         Rc::new(kiln_http::SystemClock),
     );
-    let conversation = kiln_agent::chat::Conversation {
+    let conversation = kiln_agent::Conversation {
         messages: vec![Message::User {
             text: objective(case),
         }],
-        tools: kiln_agent::chat::tool_defs(&ladder.dispatcher.catalog(), &names),
+        tools: kiln_agent::tool_defs(&ladder.dispatcher.catalog(), &names),
         options: ChatOptions {
             max_tokens: 2048,
             ..ChatOptions::new(model)
         },
     };
-    let outcome = kiln_agent::chat::converse(
+    let outcome = kiln_agent::converse(
         provider,
         conversation,
         budget.clone(),
@@ -329,12 +328,12 @@ async fn direct(case: &Case, provider: &dyn Provider, model: &str, max_turns: u3
         .map(|call| call.usage.input_tokens + call.usage.output_tokens)
         .sum();
     let (answer, stop) = match outcome.end {
-        kiln_agent::chat::ChatEnd::Answered(message) => (normalize(&message.text), None),
-        kiln_agent::chat::ChatEnd::Stopped(stop) => {
+        kiln_agent::ChatEnd::Answered(message) => (normalize(&message.text), None),
+        kiln_agent::ChatEnd::Stopped(stop) => {
             (String::new(), Some(stop.reason.as_str().to_owned()))
         }
-        kiln_agent::chat::ChatEnd::Failed(error) => (String::new(), Some(error.code().to_owned())),
-        kiln_agent::chat::ChatEnd::Incomplete => (String::new(), Some("incomplete".into())),
+        kiln_agent::ChatEnd::Failed(error) => (String::new(), Some(error.code().to_owned())),
+        kiln_agent::ChatEnd::Incomplete => (String::new(), Some("incomplete".into())),
     };
     Score {
         passed: stop.is_none() && answer == case.expected,

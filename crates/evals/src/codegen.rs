@@ -1,8 +1,8 @@
 //! `kiln eval code-gen` (reference/004, "Eval"): the CodePlanner
-//! ([`kiln_nodes::codegen::author`]) over cases of eight shapes — reshape,
+//! ([`kiln_nodes::author`]) over cases of eight shapes — reshape,
 //! merge, compute, extract, split, format, validate, seed — each asked for
 //! the way a person would ask, then the accepted node run in the real
-//! sandbox ([`kiln_nodes::node::run_node`]) on held-out inputs that never reach
+//! sandbox ([`kiln_nodes::run_node`]) on held-out inputs that never reach
 //! the prompt, its outputs compared with the exact ones (numbers by value,
 //! objects whatever their key order). Acceptance on the first round and
 //! after repair are counted apart, as the held-out correctness is: a node
@@ -29,8 +29,7 @@ use serde::Deserialize;
 use serde_json::{Map, Value};
 
 use crate::cases::CasesError;
-use kiln_nodes::codegen::{self, CodeRequest};
-use kiln_nodes::node;
+use kiln_nodes::CodeRequest;
 use kiln_run::SandboxRunner;
 use kiln_run::{Environment, People};
 
@@ -327,10 +326,10 @@ pub async fn score_node(
             at + 1,
             shown(&Value::Object(held.inputs.clone()), 60)
         );
-        let ran = node::run_node(
+        let ran = kiln_nodes::run_node(
             node,
             &held.inputs,
-            node::request(),
+            kiln_nodes::node_run_request(),
             &environment,
             runner,
             AbortSignal::new(),
@@ -451,7 +450,8 @@ pub async fn run_codegen(
                 continue;
             }
         };
-        let authored = codegen::author(provider, model, &request, clock, &AbortSignal::new()).await;
+        let authored =
+            kiln_nodes::author(provider, model, &request, clock, &AbortSignal::new()).await;
         let telemetry = authored.telemetry;
         result.rounds = telemetry.rounds;
         result.input_tokens = telemetry.input_tokens;

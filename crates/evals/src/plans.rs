@@ -2,7 +2,7 @@
 //! suite"), runnable against any provider and scored structurally.
 //!
 //! - **task-planner** runs the planner behind `create_plan`
-//!   ([`kiln_agent::plan::planner::plan`]) over a library of tools that are never
+//!   ([`kiln_agent::create_plan`]) over a library of tools that are never
 //!   executed, and scores the plan it commits: the builder already refused
 //!   anything broken, so what is judged is shape — the number of tasks for
 //!   the objective, parallel width, real dependencies, tool routing, and the
@@ -41,9 +41,7 @@ use serde_json::{Value, json};
 
 use crate::cases::CasesError;
 use crate::codeact::{EvalTool, Table, normalize};
-use kiln_agent::codeact::history::Compaction;
-use kiln_agent::codeact::{AgentRequest, AgentSetup, run_agent};
-use kiln_agent::subagent::{Background, Kin};
+use kiln_agent::{AgentRequest, AgentSetup, Background, Compaction, Kin, run_agent};
 use kiln_run::SandboxRunner;
 use kiln_run::dag::{Node, critical_path};
 use kiln_run::{Environment, People};
@@ -262,7 +260,7 @@ pub async fn standalone_kin(
     model: &str,
     registry: Registry,
     runner: Rc<dyn SandboxRunner>,
-    sink: kiln_agent::codeact::tools::Sink,
+    sink: kiln_agent::Sink,
 ) -> Rc<Kin> {
     let clock: Rc<dyn kiln_http::Clock> = Rc::new(kiln_http::SystemClock);
     let budget = RunBudget::new(
@@ -294,14 +292,14 @@ pub async fn standalone_kin(
         cancel: AbortSignal::new(),
         sink,
         depth: 0,
-        max_depth: kiln_agent::subagent::MAX_DEPTH,
+        max_depth: kiln_agent::MAX_DEPTH,
         me: None,
         ids: Rc::default(),
         permit: Rc::new(permit),
         background: Rc::new(Background::new()),
         current_call: RefCell::new(String::new()),
         guards: Guards::default(),
-        child_turns: kiln_agent::subagent::DEFAULT_CHILD_TURNS,
+        child_turns: kiln_agent::DEFAULT_CHILD_TURNS,
         max_concurrent: kiln_run::dag::DEFAULT_MAX_CONCURRENT,
         preamble: None,
     })
@@ -331,7 +329,7 @@ pub async fn run_planner(
             Rc::new(|_| {}),
         )
         .await;
-        let result = match kiln_agent::plan::planner::plan(&kin, &case.objective, None).await {
+        let result = match kiln_agent::create_plan(&kin, &case.objective, None).await {
             Ok(planned) => {
                 let problems = score_plan(case, &planned.plan);
                 let (width, depth) = shape(&planned.plan);

@@ -14,7 +14,7 @@ use futures::future::LocalBoxFuture;
 use kiln_evals::codegen::{
     CodegenCase, Shape, codegen_cases, codegen_table, run_codegen, same, score_node, select,
 };
-use kiln_nodes::codegen;
+use kiln_nodes::{MAX_AUTHOR_ROUNDS, SUBMIT_CODE, check_submission};
 use kiln_providers::Message;
 use kiln_providers::scripted::{Reply, Scripted};
 use serde_json::{Value, json};
@@ -113,7 +113,7 @@ fn every_reference_passes_its_own_held_out_inputs_in_the_sandbox() {
     for case in codegen_cases().unwrap() {
         let request = case.request().unwrap();
         let args = submission(&case, &case.reference);
-        let accepted = codegen::check_submission(&args, &request)
+        let accepted = check_submission(&args, &request)
             .unwrap_or_else(|reasons| panic!("{}: {reasons:?}", case.name));
         assert_eq!(accepted.node().code, case.reference);
         let node = case.reference_node().unwrap();
@@ -203,13 +203,13 @@ fn acceptance_first_pass_after_repair_and_held_out_correctness_are_scored_apart(
         json!([{"name": "lines", "type": "list[{price: number, qty: integer}]"}]);
     let provider = Scripted::new([
         // reshape-rename: right the first time.
-        Reply::call(codegen::SUBMIT_CODE, submission(&rename, &rename.reference)),
+        Reply::call(SUBMIT_CODE, submission(&rename, &rename.reference)),
         // compute-order-total: refused (taxRate dropped), then right.
-        Reply::call(codegen::SUBMIT_CODE, without_tax),
-        Reply::call(codegen::SUBMIT_CODE, submission(&total, &total.reference)),
+        Reply::call(SUBMIT_CODE, without_tax),
+        Reply::call(SUBMIT_CODE, submission(&total, &total.reference)),
         // format-money: accepted, but no thousands separators.
         Reply::call(
-            codegen::SUBMIT_CODE,
+            SUBMIT_CODE,
             submission(
                 &money,
                 "const sign = cents < 0 ? '-' : '';\nreturn { text: sign + '$' + (Math.abs(cents) / 100).toFixed(2) };",
@@ -274,7 +274,7 @@ fn acceptance_first_pass_after_repair_and_held_out_correctness_are_scored_apart(
         results[3].failure.as_ref().map(|(code, _)| *code),
         Some("no_valid_submission")
     );
-    assert_eq!(results[3].rounds, codegen::MAX_ROUNDS);
+    assert_eq!(results[3].rounds, MAX_AUTHOR_ROUNDS);
 
     // What the model was sent, every round, held no held-out value.
     for request in provider.requests() {

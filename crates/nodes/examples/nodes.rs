@@ -2,14 +2,14 @@
 //! real sandbox in process:
 //!
 //! - **a node's overhead beyond its body's run**: one body run as a code
-//!   node (`kiln_nodes::node::run_node`: the node's checks, its values
+//!   node (`kiln_nodes::run_node`: the node's checks, its values
 //!   against its slots with their defaults filled, its program written, the
 //!   run's ladder, the outputs read back against their types) beside the
 //!   same program on the same values run through `run_program` alone (the
 //!   ladder, no node) and straight in the sandbox (`kiln_sandbox::run`: no
 //!   ladder, no node); medians of interleaved runs, for a trivial body and
 //!   a reshape of 10, 100 and 1,000 records;
-//! - **a graph of 20 nodes** (`kiln_nodes::graph::run_graph`: chains, a
+//! - **a graph of 20 nodes** (`kiln_nodes::run_graph`: chains, a
 //!   fan-out of six into one node, fan-ins; 15 bodies that `await sleep` 5
 //!   to 40 ms, 5 that only compute): its wall time beside the sum of its
 //!   nodes' durations and its critical path, each node costing the duration
@@ -24,15 +24,17 @@ use std::collections::BTreeMap;
 use std::rc::Rc;
 use std::time::Instant;
 
-use kiln_nodes::graph::{self, GraphRequest, Setup};
-use kiln_nodes::node;
+use kiln_nodes::{
+    GraphRequest, GraphSetup, build_graph, check_node, default_node_limits, fill_inputs,
+    node_program, node_run_request, run_graph, run_node,
+};
 use kiln_run::Environment;
 use kiln_run::bench::{Now, Timed};
 use kiln_run::dag::critical_path;
 use kiln_run::run_program;
 use kiln_types::RunOutcome;
 use kiln_types::cancel::AbortSignal;
-use kiln_types::node::CodeNode;
+use kiln_types::node::{CodeNode, Ended};
 use serde_json::{Map, Value, json};
 
 #[path = "../../run/tests/common/mod.rs"]
@@ -152,21 +154,21 @@ struct Overhead {
 /// each per round (each round starting with the next of the three), and
 /// answers the medians.
 async fn overhead(case: &Case, environment: &Environment, runner: &Timed) -> Overhead {
-    let problems = node::check(&case.node);
+    let problems = check_node(&case.node);
     assert!(problems.is_empty(), "{}: {problems:?}", case.name);
-    let filled = node::fill(&case.node, &case.values)
+    let filled = fill_inputs(&case.node, &case.values)
         .unwrap_or_else(|refused| panic!("{}: {refused:?}", case.name));
-    let program = node::program(&case.node, &filled);
-    let limits = node::default_limits();
+    let program = node_program(&case.node, &filled);
+    let limits = default_node_limits();
     let mut samples: [Vec<f64>; 5] = Default::default();
     for round in 0..WARM_UP + ROUNDS {
         let mut took = [0.0; 5];
         for step in 0..3 {
             match (round + step) % 3 {
                 0 => {
-                    let request = node::request();
+                    let request = node_run_request();
                     let started = Instant::now();
-                    let ran = node::run_node(
+                    let ran = run_node(
                         &case.node,
                         &case.values,
                         request,
@@ -187,7 +189,7 @@ async fn overhead(case: &Case, environment: &Environment, runner: &Timed) -> Ove
                     );
                 }
                 1 => {
-                    let mut request = node::request();
+                    let mut request = node_run_request();
                     request.code.clone_from(&program);
                     let started = Instant::now();
                     let ran = run_program(request, environment, runner, AbortSignal::new())
@@ -327,15 +329,15 @@ async fn graph_run(
 ) -> GraphFigures {
     let request = graph_request(max_concurrent);
     let graph =
-        graph::build(request.spec).unwrap_or_else(|issues| panic!("the bench graph: {issues:?}"));
+        build_graph(request.spec).unwrap_or_else(|issues| panic!("the bench graph: {issues:?}"));
     let cancel = AbortSignal::new();
-    let setup = Setup {
+    let setup = GraphSetup {
         environment,
         runner,
         cancel: &cancel,
     };
     let started = Instant::now();
-    let ran = graph::run_graph(
+    let ran = run_graph(
         &graph,
         &request.inputs,
         &request.run,
@@ -347,7 +349,7 @@ async fn graph_run(
     .unwrap_or_else(|issues| panic!("the bench graph's inputs: {issues:?}"));
     let wall_ms = since(started);
     assert!(
-        ran.status == "completed",
+        ran.status == Ended::Completed,
         "the bench graph {}: {:?}",
         ran.status,
         ran.nodes

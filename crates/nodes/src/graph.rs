@@ -11,21 +11,22 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use futures::future::FutureExt as _;
 use kiln_types::cancel::AbortSignal;
-use kiln_types::node::{CodeNode, Edge, GraphNode, GraphSpec, SlotRef, connection_refusal};
-pub use kiln_types::node::{Ended, NodeReport};
+use kiln_types::node::{
+    CodeNode, Edge, Ended, GraphNode, GraphSpec, NodeReport, NodeRun, SlotRef, connection_refusal,
+};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::node::{NodeRun, run_node};
+use crate::node::run_node;
 use kiln_run::RunRequest;
 use kiln_run::dag::{self, Settled};
 use kiln_run::dag::{cycles, named, topological};
 use kiln_run::{Environment, SandboxRunner};
 
 /// The most nodes one graph may have.
-pub const MAX_NODES: usize = 200;
+pub(crate) const MAX_NODES: usize = 200;
 /// The longest node id, in characters.
-pub const MAX_ID_CHARS: usize = 64;
+pub(crate) const MAX_ID_CHARS: usize = 64;
 
 /// A graph that passed [`build`]: its nodes in dependency order.
 #[derive(Debug, Clone)]
@@ -269,7 +270,7 @@ impl GraphRun {
 /// # Errors
 ///
 /// Each such name, as a sentence.
-pub fn check_inputs(graph: &Graph, inputs: &Map<String, Value>) -> Result<(), Vec<String>> {
+pub(crate) fn check_inputs(graph: &Graph, inputs: &Map<String, Value>) -> Result<(), Vec<String>> {
     let mut issues = Vec::new();
     for (id, values) in inputs {
         if graph.node(id).is_none() {
@@ -321,8 +322,9 @@ pub struct Setup<'a> {
 ///
 /// # Errors
 ///
-/// What [`check_inputs`] refuses; everything the nodes do is in the
-/// [`GraphRun`].
+/// Inputs that name a node that does not exist, or an input an edge already
+/// feeds (`check_inputs`), each as a sentence; everything the nodes do is in
+/// the [`GraphRun`].
 pub async fn run_graph(
     graph: &Graph,
     inputs: &Map<String, Value>,

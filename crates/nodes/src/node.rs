@@ -10,8 +10,7 @@
 use std::collections::BTreeSet;
 
 use kiln_types::cancel::AbortSignal;
-use kiln_types::node::{CodeNode, SlotType, describe, is_bytes, repeated};
-pub use kiln_types::node::{NodeFailure, NodeRun};
+use kiln_types::node::{CodeNode, NodeFailure, NodeRun, SlotType, describe, is_bytes, repeated};
 use kiln_types::words::is_identifier;
 use kiln_types::{BYTES_KEY, RunLimits, RunOutcome, check_depth};
 use serde_json::{Map, Value};
@@ -20,18 +19,18 @@ use kiln_run::{Environment, SandboxRunner, run_program};
 use kiln_run::{Limits, RequestError, RunRequest};
 
 /// The longest title, in characters.
-pub const MAX_TITLE_CHARS: usize = 200;
+pub(crate) const MAX_TITLE_CHARS: usize = 200;
 /// The longest body, in bytes.
 pub const MAX_CODE_BYTES: usize = 64 * 1024;
 /// The most slots in one direction.
-pub const MAX_SLOTS: usize = 32;
+pub(crate) const MAX_SLOTS: usize = 32;
 /// The longest slot name, in characters.
-pub const MAX_NAME_CHARS: usize = 64;
+pub(crate) const MAX_NAME_CHARS: usize = 64;
 /// The longest description (of a slot, or a submission's summary), in
 /// characters.
-pub const MAX_DESCRIPTION_CHARS: usize = 500;
+pub(crate) const MAX_DESCRIPTION_CHARS: usize = 500;
 /// The most one run's input values may take as JSON, in bytes.
-pub const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
+pub(crate) const MAX_INPUT_BYTES: usize = 4 * 1024 * 1024;
 
 /// Words a slot name may not be: JavaScript's reserved words (a body could
 /// not name them), the values every body has, and Kiln's own globals (an
@@ -114,7 +113,7 @@ pub fn request() -> RunRequest {
 /// and sizes — each as a sentence naming the part; empty when nothing is.
 /// Running a node refuses these; [`check`] adds the body's parse and paths.
 #[must_use]
-pub fn problems(node: &CodeNode) -> Vec<String> {
+pub(crate) fn problems(node: &CodeNode) -> Vec<String> {
     let mut problems = Vec::new();
     let title = node.title.trim();
     if title.is_empty() {
@@ -223,7 +222,8 @@ fn name_problem(direction: &str, name: &str) -> Option<String> {
     None
 }
 
-/// Everything `submit_code` and `kiln node check` refuse: [`problems`], the
+/// Everything `submit_code` and `kiln node check` refuse: what is wrong with
+/// `node` as data (`problems`: its title, names, types, defaults and sizes), the
 /// body's syntax (Boa's parser), and every visible return path that does
 /// not give every declared output.
 #[must_use]
@@ -364,7 +364,7 @@ fn has_bytes(value: &Value) -> bool {
 /// # Errors
 ///
 /// The value is not an object of outputs: the sentence says what it is.
-pub fn read_outputs(
+pub(crate) fn read_outputs(
     node: &CodeNode,
     value: &Value,
 ) -> Result<(Map<String, Value>, Vec<String>), String> {

@@ -8,7 +8,10 @@
 
 use futures::executor::block_on;
 use kiln_http::SystemClock;
-use kiln_nodes::codegen::{self, CodeRequest, prompt};
+use kiln_nodes::{
+    AuthorSpec, Authored, CodeFailure, CodeRequest, MAX_AUTHOR_ROUNDS, author_system_prompt,
+    author_user_prompt, check_submission, pick_model, resolve_model, unknown_apis,
+};
 use kiln_providers::{ApiKey, HttpProvider, ProviderConfig, ProviderKind};
 use kiln_testkit::Aimock;
 use kiln_types::cancel::AbortSignal;
@@ -45,8 +48,8 @@ fn request(instruction: &str) -> CodeRequest {
     .unwrap()
 }
 
-fn author(aimock: &Aimock, kind: ProviderKind, request: &CodeRequest) -> codegen::Authored {
-    block_on(codegen::author(
+fn author(aimock: &Aimock, kind: ProviderKind, request: &CodeRequest) -> Authored {
+    block_on(kiln_nodes::author(
         &provider(aimock, kind),
         model(kind),
         request,
@@ -119,7 +122,7 @@ fn three_refusals_are_no_valid_submission_with_the_last_reasons() {
     let authored = author(&aimock, ProviderKind::OpenAi, &request("kiln-code-never"));
     let failure = authored.result.unwrap_err();
     assert_eq!(failure.code(), "no_valid_submission");
-    let codegen::CodeFailure::NoValidSubmission { errors, .. } = &failure else {
+    let CodeFailure::NoValidSubmission { errors, .. } = &failure else {
         panic!("{failure:?}");
     };
     assert!(
@@ -128,7 +131,7 @@ fn three_refusals_are_no_valid_submission_with_the_last_reasons() {
             .any(|error| error.starts_with("the code does not parse")),
         "{errors:?}"
     );
-    assert_eq!(authored.telemetry.rounds, codegen::MAX_ROUNDS);
+    assert_eq!(authored.telemetry.rounds, MAX_AUTHOR_ROUNDS);
     assert_eq!(authored.telemetry.failure, Some("no_valid_submission"));
     assert_eq!(
         aimock.journal().as_array().unwrap().len(),
@@ -167,7 +170,7 @@ fn an_unreachable_provider_and_a_stop_are_typed_failures() {
         max_retries: 0,
         ..kiln_providers::RetryPolicy::default()
     });
-    let authored = block_on(codegen::author(
+    let authored = block_on(kiln_nodes::author(
         &gone,
         "gpt-4o-mini",
         &request("kiln-code-total"),
@@ -177,14 +180,14 @@ fn an_unreachable_provider_and_a_stop_are_typed_failures() {
     assert_eq!(authored.result.unwrap_err().code(), "provider_unavailable");
     let stopped = AbortSignal::new();
     stopped.abort();
-    let authored = block_on(codegen::author(
+    let authored = block_on(kiln_nodes::author(
         &provider(&aimock, ProviderKind::OpenAi),
         "gpt-4o-mini",
         &request("kiln-code-total"),
         &SystemClock,
         &stopped,
     ));
-    assert_eq!(authored.result.unwrap_err(), codegen::CodeFailure::Aborted);
+    assert_eq!(authored.result.unwrap_err(), CodeFailure::Aborted);
     assert!(
         aimock.journal().as_array().unwrap().is_empty(),
         "nothing was sent"
@@ -230,7 +233,7 @@ fn samples_reach_the_prompt_only_when_chosen_and_the_payload_is_what_is_sent() {
 #[test]
 fn the_prompt_is_written_from_the_manifest_and_names_nothing_else() {
     let manifest = kiln_types::manifest::manifest();
-    let system = prompt::system(&manifest);
+    let system = author_system_prompt(&manifest);
     for global in &manifest.globals {
         assert!(system.contains(global.usage), "{}", global.name);
     }
@@ -240,8 +243,8 @@ fn the_prompt_is_written_from_the_manifest_and_names_nothing_else() {
     let end = system.find("# Guidance").unwrap();
     let mut told = system[..start].to_owned();
     told.push_str(&system[end..]);
-    told.push_str(&prompt::user(&request("anything")));
-    assert_eq!(prompt::unknown_apis(&told, &manifest), Vec::<String>::new());
+    told.push_str(&author_user_prompt(&request("anything")));
+    assert_eq!(unknown_apis(&told, &manifest), Vec::<String>::new());
     // The check is not blind: what another product advertises is caught.
     for (bad, root) in [
         ("use `_.map(rows)`", "_"),
@@ -249,11 +252,7 @@ fn the_prompt_is_written_from_the_manifest_and_names_nothing_else() {
         ("call `fetch(url)`", "fetch"),
         ("`eval(text)`", "eval"),
     ] {
-        assert_eq!(
-            prompt::unknown_apis(bad, &manifest),
-            vec![root.to_owned()],
-            "{bad}"
-        );
+        assert_eq!(unknown_apis(bad, &manifest), vec![root.to_owned()], "{bad}");
     }
 }
 
@@ -261,26 +260,26 @@ fn the_prompt_is_written_from_the_manifest_and_names_nothing_else() {
 fn the_model_is_the_code_model_then_the_chat_model_then_the_default_skipping_tool_less_ones() {
     let none: Vec<String> = Vec::new();
     assert_eq!(
-        codegen::resolve_model(&[Some("coder"), Some("chat"), Some("default")], &none),
+        resolve_model(&[Some("coder"), Some("chat"), Some("default")], &none),
         Ok("coder".to_owned())
     );
     assert_eq!(
-        codegen::resolve_model(&[None, Some("chat"), Some("default")], &none),
+        resolve_model(&[None, Some("chat"), Some("default")], &none),
         Ok("chat".to_owned())
     );
     assert_eq!(
-        codegen::resolve_model(&[None, Some(" "), Some("default")], &none),
+        resolve_model(&[None, Some(" "), Some("default")], &none),
         Ok("default".to_owned())
     );
     let toolless = vec!["chat".to_owned()];
     assert_eq!(
-        codegen::resolve_model(&[None, Some("chat"), Some("default")], &toolless),
+        resolve_model(&[None, Some("chat"), Some("default")], &toolless),
         Ok("default".to_owned())
     );
-    let error = codegen::resolve_model(&[None, Some("chat")], &toolless).unwrap_err();
+    let error = resolve_model(&[None, Some("chat")], &toolless).unwrap_err();
     assert!(error.contains("skipped `chat`"), "{error}");
     assert!(
-        codegen::resolve_model(&[None, None, None], &none)
+        resolve_model(&[None, None, None], &none)
             .unwrap_err()
             .contains("no model is set")
     );
@@ -303,7 +302,7 @@ fn the_provider_is_asked_which_models_call_tools_until_one_may() {
     // The code model cannot call tools: the chat model, which can, is used, and the
     // workspace default is never asked about.
     assert_eq!(
-        block_on(codegen::pick_model(
+        block_on(pick_model(
             &ollama,
             &[Some("gemma:2b"), Some("llama3.2"), Some("default")]
         )),
@@ -312,10 +311,10 @@ fn the_provider_is_asked_which_models_call_tools_until_one_may() {
     assert_eq!(*asked.lock().unwrap(), ["gemma:2b", "llama3.2"]);
     // A model the provider does not know is not said to be unable: it is used.
     assert_eq!(
-        block_on(codegen::pick_model(&ollama, &[None, Some("mystery")])),
+        block_on(pick_model(&ollama, &[None, Some("mystery")])),
         Ok("mystery".to_owned())
     );
-    let error = block_on(codegen::pick_model(&ollama, &[Some("gemma:2b")])).unwrap_err();
+    let error = block_on(pick_model(&ollama, &[Some("gemma:2b")])).unwrap_err();
     assert_eq!(
         error,
         "no model that can call tools is set for writing code (skipped `gemma:2b`, which cannot): choose another"
@@ -333,7 +332,7 @@ fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
         "inputs": [{"name": "x", "type": "string"}],
         "outputs": [{"name": "labels", "type": "string"}]
     });
-    let reasons = codegen::check_submission(&args, &asked).unwrap_err();
+    let reasons = check_submission(&args, &asked).unwrap_err();
     assert_eq!(
         reasons,
         vec![
@@ -342,7 +341,7 @@ fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
             "the node must give the expected output `label` (string)",
         ]
     );
-    let prose = codegen::check_submission(&json!({"code": "return {}"}), &asked).unwrap_err();
+    let prose = check_submission(&json!({"code": "return {}"}), &asked).unwrap_err();
     assert!(
         prose[0].starts_with("the arguments are not {title, summary, code"),
         "{prose:?}"
@@ -351,7 +350,7 @@ fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
 
 #[test]
 fn an_authoring_request_is_read_by_name_and_an_edits_code_keeps_its_slots() {
-    let read = codegen::AuthorSpec::from_value(json!({
+    let read = AuthorSpec::from_value(json!({
         "instruction": "Round it",
         "inputs": [{"name": "n", "type": "number"}],
         "expectedOutput": {"name": "out", "type": "integer"},
@@ -369,10 +368,10 @@ fn an_authoring_request_is_read_by_name_and_an_edits_code_keeps_its_slots() {
         [None, Some("gpt-4o-mini"), Some("kept")]
     );
     assert_eq!(
-        codegen::resolve_model(&read.candidates(Some("kept")), &[]).unwrap(),
+        resolve_model(&read.candidates(Some("kept")), &[]).unwrap(),
         "gpt-4o-mini"
     );
-    let refused = |value: Value| codegen::AuthorSpec::from_value(value).unwrap_err().0;
+    let refused = |value: Value| AuthorSpec::from_value(value).unwrap_err().0;
     assert!(refused(json!({"instruction": "x"})).contains("`provider` is missing"));
     assert!(
         refused(json!({"instruction": "x", "provider": {}, "model": 4}))

@@ -12,13 +12,15 @@ use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::gate::{Headless, SessionAllow};
 use kiln_capabilities::{CallContext, Implementation, Permit};
-use kiln_nodes::graph::{self, Ended, GraphRun};
-use kiln_nodes::node::{self, NodeRun};
+use kiln_nodes::{
+    Graph, GraphRequest, GraphRun, GraphSetup, MAX_CODE_BYTES, NodeRequest, build_graph,
+    check_node, default_node_limits, fill_inputs, node_run_request,
+};
 use kiln_run::Environment;
 use kiln_run::{People, ToolBridge, Workspace};
 use kiln_store::native::{MemoryBackend, MemoryTree};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::node::{CodeNode, GraphSpec};
+use kiln_types::node::{CodeNode, Ended, GraphSpec, NodeRun};
 use kiln_types::tool_result::ToolReply;
 use serde_json::{Map, Value, json};
 
@@ -58,10 +60,10 @@ fn values(value: Value) -> Map<String, Value> {
 }
 
 fn run(node: &CodeNode, given: Value) -> NodeRun {
-    block_on(node::run_node(
+    block_on(kiln_nodes::run_node(
         node,
         &values(given),
-        node::request(),
+        node_run_request(),
         &environment(),
         &InProcess,
         AbortSignal::new(),
@@ -123,7 +125,7 @@ fn values_are_checked_against_the_slots_naming_the_slot_the_type_and_what_came()
         ),
     ];
     for (name, given, expected) in cases {
-        let filled = node::fill(&node, given.as_object().unwrap());
+        let filled = fill_inputs(&node, given.as_object().unwrap());
         match expected {
             None => {
                 let filled = filled.unwrap_or_else(|refused| panic!("{name}: {refused:?}"));
@@ -350,22 +352,22 @@ fn a_node_is_checked_as_data_naming_each_problem() {
         ),
     ];
     for (name, spec, expected) in cases {
-        let problems = node::check(&node(spec.clone()));
+        let problems = check_node(&node(spec.clone()));
         assert!(
             problems.iter().any(|problem| problem.starts_with(expected)),
             "{name}: {problems:?}"
         );
     }
-    let huge = "x".repeat(node::MAX_CODE_BYTES + 1);
-    let problems = node::check(&node(
+    let huge = "x".repeat(MAX_CODE_BYTES + 1);
+    let problems = check_node(&node(
         json!({"title": "t", "code": huge, "outputs": [{"name": "x", "type": "any"}]}),
     ));
     assert_eq!(
         problems,
         vec![format!(
             "the code is {} bytes; at most {}",
-            node::MAX_CODE_BYTES + 1,
-            node::MAX_CODE_BYTES
+            MAX_CODE_BYTES + 1,
+            MAX_CODE_BYTES
         )]
     );
     // A slot type outside the vocabulary is refused where the node is read.
@@ -377,8 +379,8 @@ fn a_node_is_checked_as_data_naming_each_problem() {
 
 // ---- graphs ----
 
-fn graph(value: Value) -> Result<graph::Graph, Vec<String>> {
-    graph::build(serde_json::from_value::<GraphSpec>(value).unwrap())
+fn graph(value: Value) -> Result<Graph, Vec<String>> {
+    build_graph(serde_json::from_value::<GraphSpec>(value).unwrap())
 }
 
 fn pass(id: &str, ty: &str) -> Value {
@@ -455,13 +457,13 @@ fn a_graph_is_refused_at_build_naming_the_edge_the_slot_or_the_cycle() {
     assert!(graph(json!({"nodes": [pass("a", "{x: integer}"), pass("b", "dict[number]")], "edges": [{"from": "a.out", "to": "b.value"}]})).is_ok());
 }
 
-fn run_graph(graph: &graph::Graph, inputs: Value) -> (GraphRun, Vec<String>) {
+fn run_graph(graph: &Graph, inputs: Value) -> (GraphRun, Vec<String>) {
     let order = RefCell::new(Vec::new());
-    let run = block_on(graph::run_graph(
+    let run = block_on(kiln_nodes::run_graph(
         graph,
         inputs.as_object().unwrap(),
-        &node::request(),
-        graph::Setup {
+        &node_run_request(),
+        GraphSetup {
             environment: &environment(),
             runner: &InProcess,
             cancel: &AbortSignal::new(),
@@ -515,11 +517,11 @@ fn a_graph_runs_in_dependency_order_passing_outputs_to_inputs() {
     );
     // Inputs for a node that does not exist, or for an input an edge feeds,
     // are refused before anything runs.
-    let refused = block_on(graph::run_graph(
+    let refused = block_on(kiln_nodes::run_graph(
         &graph,
         json!({"nowhere": {}, "sum": {"a": 1}}).as_object().unwrap(),
-        &node::request(),
-        graph::Setup {
+        &node_run_request(),
+        GraphSetup {
             environment: &environment(),
             runner: &InProcess,
             cancel: &AbortSignal::new(),
@@ -655,7 +657,7 @@ fn independent_nodes_run_at_once() {
     });
     let mut environment = environment();
     environment.bridge = Some(Rc::new(Bridge(barrier.clone())));
-    let mut request = node::request();
+    let mut request = node_run_request();
     request.tools.insert(
         "meet".to_owned(),
         kiln_run::ToolEntry {
@@ -664,11 +666,11 @@ fn independent_nodes_run_at_once() {
             category: kiln_types::permission::Category::Read,
         },
     );
-    let run = block_on(graph::run_graph(
+    let run = block_on(kiln_nodes::run_graph(
         &graph,
         &Map::new(),
         &request,
-        graph::Setup {
+        GraphSetup {
             environment: &environment,
             runner: &InProcess,
             cancel: &AbortSignal::new(),
@@ -695,7 +697,7 @@ fn independent_nodes_run_at_once() {
 #[test]
 fn entrance_requests_are_read_by_name_with_a_nodes_limits_under_what_they_leave_unset() {
     let spec = json!({"title": "One", "code": "return {x: 1};", "outputs": [{"name": "x", "type": "integer"}]});
-    let read = node::NodeRequest::from_value(
+    let read = NodeRequest::from_value(
         json!({"node": spec, "values": {"a": 1}, "limits": {"js_cpu_ms": 500}, "agent": "ada"}),
     )
     .unwrap();
@@ -703,9 +705,9 @@ fn entrance_requests_are_read_by_name_with_a_nodes_limits_under_what_they_leave_
     assert_eq!(read.values["a"], 1);
     let limits = read.run.limits.get();
     assert_eq!(limits.js_cpu_ms, 500);
-    assert_eq!(limits.return_bytes, node::default_limits().return_bytes);
+    assert_eq!(limits.return_bytes, default_node_limits().return_bytes);
     assert_eq!(read.run.agent, "ada");
-    let refused = |value: Value| node::NodeRequest::from_value(value).unwrap_err().0;
+    let refused = |value: Value| NodeRequest::from_value(value).unwrap_err().0;
     assert!(refused(json!({"values": {}})).contains("`node` is missing"));
     let named = refused(json!({"node": spec, "code": "return 1"}));
     assert!(
@@ -718,12 +720,11 @@ fn entrance_requests_are_read_by_name_with_a_nodes_limits_under_what_they_leave_
     assert!(refused(json!({"node": spec, "limits": {"cpu": 1}})).contains("cpu"));
 
     let nodes = json!([{"id": "a", "title": "A", "code": "return {x: 1};", "outputs": [{"name": "x", "type": "integer"}]}]);
-    let read = graph::GraphRequest::from_value(
-        json!({"nodes": nodes, "inputs": {"a": {}}, "max_concurrent": 2}),
-    )
-    .unwrap();
+    let read =
+        GraphRequest::from_value(json!({"nodes": nodes, "inputs": {"a": {}}, "max_concurrent": 2}))
+            .unwrap();
     assert_eq!((read.spec.nodes.len(), read.max_concurrent), (1, 2));
-    let refused = |value: Value| graph::GraphRequest::from_value(value).unwrap_err().0;
+    let refused = |value: Value| GraphRequest::from_value(value).unwrap_err().0;
     assert!(refused(json!({"edges": []})).contains("`nodes` is missing"));
     assert!(refused(json!({"nodes": nodes, "max_concurrent": 0})).contains("from 1 to 64"));
     assert!(refused(json!({"nodes": nodes, "inputs": 3})).contains("`inputs` must be an object"));

@@ -340,7 +340,7 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
                     nodes: record.nodes.clone(),
                     edges: record.edges.clone(),
                 };
-                kiln_nodes::graph::build(spec).map_err(|issues| {
+                kiln_nodes::build_graph(spec).map_err(|issues| {
                     OpError::BadRequest(format!(
                         "graph `{}` was not saved: {}",
                         record.name,

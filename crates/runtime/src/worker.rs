@@ -2,7 +2,7 @@
 //! [`PageTools`] (the page tools of a run) and [`PageApprover`] (its
 //! `approve` callback). Storage operations are `store_op`'s (`ops`,
 //! `settings`); chat turns, run budgets and model lists are the providers'
-//! (a chat request read by `kiln_agent::turn`); this only carries them.
+//! (a chat request read by `kiln_agent::TurnRequest`); this only carries them.
 
 use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
@@ -12,8 +12,7 @@ use crate::ops::{OpError, store_op};
 use futures::StreamExt as _;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
-use kiln_agent::codeact::tools::Person;
-use kiln_agent::turn::{TurnBudget, TurnRequest, new_budget};
+use kiln_agent::{Person, TurnBudget, TurnRequest, new_budget};
 use kiln_capabilities::gate::{Gate, GateSettings, Headless, SessionAllow};
 use kiln_capabilities::{
     Answer, ApprovalRequest, Approver, CallContext, Dispatcher, HeldSignal, Implementation, Permit,
@@ -690,7 +689,7 @@ struct Asks {
 async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
     let Asks { approve, ask, seen } = asks;
     let answered = async {
-        let spec = kiln_agent::codeact::request::AgentSpec::from_value(request)
+        let spec = kiln_agent::AgentSpec::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
         let config = stored_config(&runtime);
         let provider = provider_config(config.as_ref(), &spec.provider)
@@ -700,7 +699,7 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
         let environment = watched_environment(&runtime, id, approve, seen, "kiln.agent");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
-        let setup = kiln_agent::codeact::AgentSetup {
+        let setup = kiln_agent::AgentSetup {
             environment: &environment,
             runner: Rc::new(PoolRunner(runtime.pool.clone())),
             person: ask.then(|| {
@@ -718,7 +717,7 @@ async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
             }),
             cancel,
         };
-        let outcome = kiln_agent::codeact::run_agent(spec.with_provider(provider), setup)
+        let outcome = kiln_agent::run_agent(spec.with_provider(provider), setup)
             .await
             .map_err(|error| Problem::bad_request(error.0))?;
         let mut value = serde_json::to_value(&outcome.result).unwrap_or(Value::Null);
@@ -797,13 +796,13 @@ fn settle(runtime: &Runtime, id: u64) {
 /// One code node's run (`kiln.codeNode(spec).run(values)`).
 async fn node(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, seen: u64) {
     let answered = async {
-        let request = kiln_nodes::node::NodeRequest::from_value(request)
+        let request = kiln_nodes::NodeRequest::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
         let environment = watched_environment(&runtime, id, approve, seen, "kiln.codeNode");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let runner = PoolRunner(runtime.pool.clone());
-        let ran = kiln_nodes::node::run_node(
+        let ran = kiln_nodes::run_node(
             &request.node,
             &request.values,
             request.run,
@@ -831,18 +830,18 @@ async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, see
         status: None,
     };
     let answered = async {
-        let request = kiln_nodes::graph::GraphRequest::from_value(request)
+        let request = kiln_nodes::GraphRequest::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
-        let built = kiln_nodes::graph::build(request.spec).map_err(refused)?;
+        let built = kiln_nodes::build_graph(request.spec).map_err(refused)?;
         let environment = watched_environment(&runtime, id, approve, seen, "kiln.graph");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let runner = PoolRunner(runtime.pool.clone());
-        let ran = kiln_nodes::graph::run_graph(
+        let ran = kiln_nodes::run_graph(
             &built,
             &request.inputs,
             &request.run,
-            kiln_nodes::graph::Setup {
+            kiln_nodes::GraphSetup {
                 environment: &environment,
                 runner: &runner,
                 cancel: &cancel,
@@ -869,7 +868,7 @@ async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve: bool, see
 /// default; with `preview`, what would be sent, and nothing sent.
 async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: bool) {
     let answered = async {
-        let spec = kiln_nodes::codegen::AuthorSpec::from_value(request)
+        let spec = kiln_nodes::AuthorSpec::from_value(request)
             .map_err(|error| Problem::bad_request(error.0))?;
         let config = stored_config(&runtime);
         let setting = match &config {
@@ -892,8 +891,8 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
         // A model the provider says cannot call tools is skipped; a provider
         // that cannot be set up (a preview may come before its key) is not asked.
         let model = match &provider {
-            Ok(provider) => kiln_nodes::codegen::pick_model(&**provider, &candidates).await,
-            Err(_) => kiln_nodes::codegen::resolve_model(&candidates, &[]),
+            Ok(provider) => kiln_nodes::pick_model(&**provider, &candidates).await,
+            Err(_) => kiln_nodes::resolve_model(&candidates, &[]),
         }
         .map_err(|why| Problem {
             bad_request: false,
@@ -908,7 +907,7 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
         let provider = provider.map_err(|error| op_problem(&error.into()))?;
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
-        let authored = kiln_nodes::codegen::author(
+        let authored = kiln_nodes::author(
             &*provider,
             &model,
             &spec.request,
@@ -916,7 +915,7 @@ async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, preview: boo
             &cancel,
         )
         .await;
-        Ok::<Value, Problem>(kiln_nodes::codegen::answer(&authored))
+        Ok::<Value, Problem>(kiln_nodes::authored_answer(&authored))
     }
     .await;
     settle(&runtime, id);

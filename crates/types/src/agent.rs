@@ -9,6 +9,35 @@ use crate::chat::Usage;
 use crate::permission::{Answer, ApprovalRequest};
 use crate::plan::{Plan, PlanningPhase, TaskEvent};
 
+// The built-in tools of an agent turn, named once: `kiln-agent` defines them
+// and every surface that shows a turn (the UI, the CLI) compares against the
+// same words instead of restating them.
+
+/// The tool whose calls are actions: a program run through the ladder,
+/// offered to the model only.
+pub const EXECUTE_CODE: &str = "execute_code";
+/// Asks the person a question and waits for the answer.
+pub const ASK_USER: &str = "ask_user";
+/// How a job reports that it finished or got stuck; it cannot be blocked.
+pub use crate::permission::RETURN_RESULT;
+/// The models the turn's provider offers.
+pub const LIST_MODELS: &str = "list_models";
+/// Finds the belt's tools by words of their name or description, for the
+/// tools the prompt lists by name only.
+pub const SEARCH_TOOLS: &str = "search_tools";
+/// Runs a child loop and waits for its result.
+pub const RUN_SUBTASK: &str = "run_subtask";
+/// Runs a child loop over read-class tools only.
+pub const RUN_SEARCH: &str = "run_search";
+/// Starts a child loop in the background and answers with a receipt.
+pub const START_SUBTASK: &str = "start_subtask";
+/// Waits for background children to leave `running`.
+pub const WAIT_SUBTASKS: &str = "wait_subtasks";
+/// Plans an objective as tasks, running nothing (plan mode).
+pub const CREATE_PLAN: &str = "create_plan";
+/// Runs a plan's tasks and steps on the DAG scheduler.
+pub const EXECUTE_PLAN: &str = "execute_plan";
+
 /// The anti-loop guards of a job (reference/003's table). Each stops the
 /// turn loudly with its own code ([`stop_code`]).
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize)]

@@ -4,16 +4,15 @@
 //! caps line (turns, tokens and spend against the job's guards) and how the
 //! turn ended. Pure, so it is tested natively.
 
-use kiln_types::agent::{AgentEvent, AgentResult, AgentStop, Guards, StopReason};
+use kiln_types::agent::{
+    AgentEvent, AgentResult, AgentStop, EXECUTE_CODE, EXECUTE_PLAN, Guards, StopReason,
+};
 use kiln_types::chat::Usage;
 use kiln_types::permission::{card_text, group_digits};
 use kiln_types::plan::{NodeStatus, Plan, TaskEvent};
 use serde_json::Value;
 
-/// The tool whose calls are actions.
-const EXECUTE_CODE: &str = "execute_code";
-/// The tools whose calls show a plan.
-const EXECUTE_PLAN: &str = "execute_plan";
+/// With `EXECUTE_PLAN`, the tools whose calls show a plan.
 const CREATE_PLAN: &str = "create_plan";
 
 /// One call a program made, as its action's block lists it.

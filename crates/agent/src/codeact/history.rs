@@ -15,7 +15,7 @@ pub const COMPACTION_MARK: &str = "[Earlier conversation summarized]";
 /// Cuts `content` to [`MAX_TOOL_RESULT_CHARS`] characters, saying so and how
 /// to ask for less.
 #[must_use]
-pub fn cut_result(content: String) -> String {
+pub(crate) fn cut_result(content: String) -> String {
     let total = content.chars().count();
     if total <= MAX_TOOL_RESULT_CHARS {
         return content;

@@ -20,10 +20,10 @@
 //! answers `context_overflow`; the person's thread keeps every message, with
 //! the compaction row in place.
 
-pub mod history;
-pub mod prompt;
-pub mod request;
-pub mod tools;
+pub(crate) mod history;
+mod prompt;
+pub(crate) mod request;
+pub(crate) mod tools;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -39,7 +39,10 @@ use kiln_providers::{
     ChatOptions, ChatRequest, ErrorKind, Event, FinalMessage, Message, Provider, ToolCall, ToolDef,
 };
 use kiln_types::RunOutcome;
-use kiln_types::agent::{AgentEvent, AgentResult, AgentStop, Guards, StopReason, stop_code};
+use kiln_types::agent::{
+    AgentEvent, AgentResult, AgentStop, CREATE_PLAN, EXECUTE_CODE, EXECUTE_PLAN, Guards,
+    RUN_SUBTASK, StopReason, stop_code,
+};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::chat::Usage;
 use kiln_types::protocol::CallRequest;
@@ -53,13 +56,13 @@ use kiln_run::SandboxRunner;
 use kiln_run::{Environment, People, assemble_job};
 use kiln_run::{RequestError, RunRequest};
 use tools::{
-    Action, Actions, AskUser, DELIVERY, EXECUTE_CODE, ExecuteCode, ListModels, Person,
-    ReturnResult, SearchTools, Sink,
+    Action, Actions, AskUser, DELIVERY, ExecuteCode, ListModels, Person, ReturnResult, SearchTools,
+    Sink,
 };
 
 /// How many times a schema'd turn that ended in prose is reminded of the
 /// contract before it fails.
-pub const MAX_FINISH_NUDGES: u32 = 2;
+pub(crate) const MAX_FINISH_NUDGES: u32 = 2;
 
 /// One agent turn's request.
 pub struct AgentRequest {
@@ -110,7 +113,7 @@ pub struct AgentOutcome {
 /// The output schema as the host holds a value to it: `additionalProperties:
 /// false` on every object schema that does not say otherwise.
 #[must_use]
-pub fn strict_schema(schema: &Value) -> Value {
+pub(crate) fn strict_schema(schema: &Value) -> Value {
     match schema {
         Value::Object(map) => {
             let mut map: serde_json::Map<String, Value> = map
@@ -411,14 +414,14 @@ pub async fn run_agent(
 /// Which loop this is: the person's turn (in plan mode it can plan), a
 /// sub-agent, or a plan's step (which can neither plan nor run a plan).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     Turn { plan_mode: bool },
     Subtask,
     Step,
 }
 
 /// One CodeAct loop's inputs: the turn's, or a child's.
-pub struct Loop {
+pub(crate) struct Loop {
     pub kin: Rc<Kin>,
     pub role: Role,
     /// The thread so far; system messages join the preamble.
@@ -433,7 +436,7 @@ pub struct Loop {
 }
 
 /// How a loop ended.
-pub struct Driven {
+pub(crate) struct Driven {
     pub stop: AgentStop,
     finished: Option<Value>,
     returned: Option<Value>,
@@ -447,7 +450,7 @@ impl Driven {
     /// The loop's result: the value `finish` or `return_result` gave, the
     /// text (the value's, when the loop finished or said nothing else).
     #[must_use]
-    pub fn result(&self, job_id: Option<String>) -> AgentResult {
+    pub(crate) fn result(&self, job_id: Option<String>) -> AgentResult {
         let value = self
             .finished
             .clone()
@@ -531,7 +534,7 @@ fn add_loop_tools(
 /// # Errors
 ///
 /// An output schema that is not a JSON Schema (checked before any turn).
-pub async fn drive(spec: Loop) -> Result<Driven, String> {
+pub(crate) async fn drive(spec: Loop) -> Result<Driven, String> {
     let kin = spec.kin.clone();
     let body = std::pin::pin!(drive_loop(spec));
     let pump = std::pin::pin!(kin.background.pump());
@@ -594,9 +597,9 @@ async fn drive_loop(spec: Loop) -> Result<Driven, String> {
     let is_direct = |name: &str| {
         tools::is_always_on(name)
             || asked_direct.iter().any(|asked| asked == name)
-            || name == subagent::RUN_SUBTASK
-            || (name == crate::plan::execute::EXECUTE_PLAN && !plan_mode)
-            || name == crate::plan::planner::CREATE_PLAN
+            || name == RUN_SUBTASK
+            || (name == EXECUTE_PLAN && !plan_mode)
+            || name == CREATE_PLAN
     };
     let direct: Vec<String> = belt
         .iter()
@@ -915,8 +918,7 @@ async fn drive_loop(spec: Loop) -> Result<Driven, String> {
             // `execute_plan` is on the belt in every mode: in plan mode it is
             // not offered, and a call is the ladder's to refuse by its words.
             let offered_here = offered.iter().any(|def| def.name == call.name)
-                || (call.name == crate::plan::execute::EXECUTE_PLAN
-                    && belt.iter().any(|spec| spec.name == call.name));
+                || (call.name == EXECUTE_PLAN && belt.iter().any(|spec| spec.name == call.name));
             kin.current_call.replace(call.id.clone());
             let reply = if offered_here {
                 let held: HeldSignal = Rc::new(|_| {});

@@ -11,15 +11,15 @@ use serde_json::Value;
 
 use kiln_capabilities::memory_tools::{READ_SHARED, SAVE_MEMORY, SHARE_RESULT};
 
-use super::tools::{EXECUTE_CODE, SEARCH_TOOLS};
+use kiln_types::agent::{EXECUTE_CODE, RUN_SEARCH, SEARCH_TOOLS};
 
 /// Past this many tools on the belt, the ones that are not direct are listed
 /// by name only and found with `tools.search_tools`.
-pub const DEFER_THRESHOLD: usize = 30;
+pub(crate) const DEFER_THRESHOLD: usize = 30;
 
 /// Tools documented in full however many there are: the search for the
 /// rest, and the read-only sub-agent.
-const RESIDENT: &[&str] = &[SEARCH_TOOLS, "run_search"];
+const RESIDENT: &[&str] = &[SEARCH_TOOLS, RUN_SEARCH];
 
 /// Tools a guest global wraps (`agents.run/start/wait`): documented there
 /// once, not again in the list of `tools` (still callable on `tools`, and
@@ -27,7 +27,7 @@ const RESIDENT: &[&str] = &[SEARCH_TOOLS, "run_search"];
 const WRAPPED: &[&str] = &["run_subtask", "start_subtask", "wait_subtasks"];
 
 /// What the prompt is written from.
-pub struct PromptParts<'a> {
+pub(crate) struct PromptParts<'a> {
     /// The caller's system prompt, if any: a preamble.
     pub preamble: &'a str,
     /// Every tool on `tools` in a program.
@@ -39,7 +39,7 @@ pub struct PromptParts<'a> {
 
 /// A compact signature of a tool's arguments: `{city: string, days?: integer}`.
 #[must_use]
-pub fn signature(schema: &Value) -> String {
+pub(crate) fn signature(schema: &Value) -> String {
     let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
         return "{}".into();
     };
@@ -100,7 +100,7 @@ fn keeping(belt: &[CapabilitySpec]) -> String {
 
 /// The turn's system prompt.
 #[must_use]
-pub fn system_prompt(parts: &PromptParts<'_>) -> String {
+pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
     let mut prompt = String::new();
     if !parts.preamble.trim().is_empty() {
         prompt.push_str(parts.preamble.trim());
@@ -194,7 +194,7 @@ pub fn system_prompt(parts: &PromptParts<'_>) -> String {
 
 /// The reminder a schema'd turn gets when it ended in prose.
 #[must_use]
-pub fn finish_nudge() -> String {
+pub(crate) fn finish_nudge() -> String {
     "You ended your turn without calling finish. This task ends only when a program calls `finish(value)` with a value matching the output schema in your instructions. Call execute_code with a program that calls finish.".into()
 }
 

@@ -13,7 +13,9 @@ use kiln_capabilities::{
     SecretScope, Source,
 };
 use kiln_providers::Provider;
-use kiln_types::agent::AgentEvent;
+use kiln_types::agent::{
+    ASK_USER, AgentEvent, EXECUTE_CODE, LIST_MODELS, RETURN_RESULT, SEARCH_TOOLS,
+};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, ToolResult};
 use kiln_types::{RunLimits, RunResult};
@@ -22,15 +24,9 @@ use serde_json::{Value, json};
 use kiln_run::RunId;
 use kiln_run::SandboxRunner;
 
-pub const EXECUTE_CODE: &str = "execute_code";
-pub const ASK_USER: &str = "ask_user";
-pub const RETURN_RESULT: &str = kiln_types::permission::RETURN_RESULT;
-pub const LIST_MODELS: &str = "list_models";
-pub const SEARCH_TOOLS: &str = "search_tools";
-
 /// The always-on direct tools (reference/003), offered to the model as
 /// functions whenever the belt has them; the file tools are every `file_*`.
-pub const ALWAYS_ON: &[&str] = &[
+pub(crate) const ALWAYS_ON: &[&str] = &[
     "save_memory",
     "query_memory",
     "mark_memory_helpful",
@@ -52,7 +48,7 @@ pub fn is_always_on(name: &str) -> bool {
 
 /// Tools that only hand over what was already done: a turn of nothing else
 /// counts toward the `delivery_only` guard.
-pub const DELIVERY: &[&str] = &[RETURN_RESULT, "share_result"];
+pub(crate) const DELIVERY: &[&str] = &[RETURN_RESULT, "share_result"];
 
 /// Where the turn's events go, from the loop and from the tools.
 pub type Sink = Rc<dyn Fn(AgentEvent)>;
@@ -92,14 +88,14 @@ pub(crate) fn failure(code: &str, message: String) -> ToolFailure {
 }
 
 /// One action's account, kept for the loop by the call that ran it.
-pub struct Action {
+pub(crate) struct Action {
     pub result: ToolResult,
     pub run: RunResult,
 }
 
 /// What `execute_code` runs programs with: the belt (a fresh dispatcher per
 /// action, so each program has its own call budget), the runner, the limits.
-pub struct Actions {
+pub(crate) struct Actions {
     pub runner: Rc<dyn SandboxRunner>,
     pub belt: Rc<Registry>,
     pub gate: Rc<Gate>,
@@ -118,7 +114,7 @@ impl Actions {
     /// The `execute_code` spec: category `execute`, so the brake and plan
     /// mode apply to it.
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             EXECUTE_CODE,
             "Runs a JavaScript program (the body of an async function: top-level await and return work) in Kiln's sandbox, with the job's tools on `tools`. Answers the run's result: its status, returned value, console output and tool calls.",
@@ -133,7 +129,7 @@ impl Actions {
 }
 
 /// `execute_code`'s implementation.
-pub struct ExecuteCode(pub Rc<Actions>);
+pub(crate) struct ExecuteCode(pub Rc<Actions>);
 
 impl Implementation for ExecuteCode {
     fn call(
@@ -188,14 +184,14 @@ impl Implementation for ExecuteCode {
 
 /// `ask_user`: the turn waits on the person (their wait is person wait, the
 /// program's CPU clock suspended) and gets their answer.
-pub struct AskUser {
+pub(crate) struct AskUser {
     pub person: Option<Rc<dyn Person>>,
     pub sink: Sink,
 }
 
 impl AskUser {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             ASK_USER,
             "Asks the person a question you cannot answer yourself and waits for their answer, which it returns as {answer}.",
@@ -248,11 +244,11 @@ impl Implementation for AskUser {
 }
 
 /// `return_result`: sets the job's final answer. It cannot be blocked.
-pub struct ReturnResult(pub Rc<RefCell<Option<Value>>>);
+pub(crate) struct ReturnResult(pub Rc<RefCell<Option<Value>>>);
 
 impl ReturnResult {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             RETURN_RESULT,
             "Sets the job's final answer (any JSON value). Then end your turn with a short message.",
@@ -280,11 +276,11 @@ impl Implementation for ReturnResult {
 }
 
 /// `list_models`: the models the turn's provider offers.
-pub struct ListModels(pub Rc<dyn Provider>);
+pub(crate) struct ListModels(pub Rc<dyn Provider>);
 
 impl ListModels {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             LIST_MODELS,
             "Lists the models this agent's provider offers, as [{id, display_name?}].",
@@ -313,11 +309,11 @@ impl Implementation for ListModels {
 
 /// `search_tools`: the belt's specs whose name or description has every
 /// word of the query, for the tools the prompt lists by name only.
-pub struct SearchTools(pub Rc<RefCell<Vec<CapabilitySpec>>>);
+pub(crate) struct SearchTools(pub Rc<RefCell<Vec<CapabilitySpec>>>);
 
 impl SearchTools {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             SEARCH_TOOLS,
             "Finds the job's tools whose name or description contains every word of `query` (case-insensitive; an empty query lists all), answering [{name, description, input_schema}].",

@@ -22,7 +22,7 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::{CallContext, CapabilitySpec, Category, Implementation, Permit, Source};
 use kiln_store::run::Describe;
-use kiln_types::agent::AgentEvent;
+use kiln_types::agent::{AgentEvent, EXECUTE_PLAN};
 use kiln_types::plan::{Plan, Step, Task, TaskEvent, step_key, task_key};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
 use serde_json::{Map, Value, json};
@@ -31,13 +31,11 @@ use crate::codeact::Role;
 use crate::subagent::{self, ChildOutcome, ChildSpec, Kin};
 use kiln_run::dag::{self, Node, Settled};
 
-pub const EXECUTE_PLAN: &str = "execute_plan";
-
 /// The JSON Schema of a plan, as `execute_plan` takes it: the shape in
 /// words (the builder checks every field and names what is wrong), so the
 /// definition every turn carries stays small.
 #[must_use]
-pub fn plan_schema() -> Value {
+pub(crate) fn plan_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -54,7 +52,7 @@ pub fn plan_schema() -> Value {
 
 /// The JSON Schema of one task (`add_task`'s arguments too).
 #[must_use]
-pub fn task_schema() -> Value {
+pub(crate) fn task_schema() -> Value {
     json!({
         "type": "object",
         "properties": {
@@ -81,11 +79,11 @@ pub fn task_schema() -> Value {
 }
 
 /// `execute_plan`.
-pub struct ExecutePlan(pub Rc<Kin>);
+pub(crate) struct ExecutePlan(pub Rc<Kin>);
 
 impl ExecutePlan {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         CapabilitySpec {
             name: EXECUTE_PLAN.into(),
             description: "Runs a plan of tasks (the plan itself, as create_plan answers it, or one you write), each task as soon as the tasks it depends on finish, each step a sub-agent. Checked first: invalid_plan names each problem. Answers {status, tasks, results: {task id: value}, steps: {step id: value}} (error plan_failed when every task failed); results stay readable as task:<id> / step:<id>. Then write the answer yourself from the results.".into(),
@@ -137,7 +135,7 @@ struct Outcomes {
 }
 
 /// Runs a built plan and answers what became of it.
-pub async fn run_plan(kin: &Rc<Kin>, plan: &Plan) -> Value {
+pub(crate) async fn run_plan(kin: &Rc<Kin>, plan: &Plan) -> Value {
     let sink = kin.sink.clone();
     sink(AgentEvent::TaskUpdate {
         event: TaskEvent::PlanStarted,

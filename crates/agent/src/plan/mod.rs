@@ -8,8 +8,8 @@
 //! when it runs. Every offender is one [`PlanIssue`]; nothing runs while
 //! there is one.
 
-pub mod execute;
-pub mod planner;
+pub(crate) mod execute;
+pub(crate) mod planner;
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -19,11 +19,11 @@ use kiln_types::plan::{Plan, PlanIssue, Step, Task};
 use serde_json::{Value, json};
 
 /// The most tasks one plan may have.
-pub const MAX_TASKS: usize = 100;
+pub(crate) const MAX_TASKS: usize = 100;
 /// The most steps one plan may have, over all its tasks.
-pub const MAX_STEPS: usize = 500;
+pub(crate) const MAX_STEPS: usize = 500;
 /// The longest id.
-pub const MAX_ID_CHARS: usize = 64;
+pub(crate) const MAX_ID_CHARS: usize = 64;
 
 fn issue(code: &str, message: String, task: Option<&str>, step: Option<&str>) -> PlanIssue {
     PlanIssue {
@@ -37,7 +37,7 @@ fn issue(code: &str, message: String, task: Option<&str>, step: Option<&str>) ->
 /// The tool-call error of a plan that may not run: `invalid_plan`, one
 /// issue per offender.
 #[must_use]
-pub fn rejection(issues: &[PlanIssue]) -> Value {
+pub(crate) fn rejection(issues: &[PlanIssue]) -> Value {
     let lines: Vec<&str> = issues.iter().map(|issue| issue.message.as_str()).collect();
     json!({
         "error": {
@@ -232,7 +232,7 @@ fn check_task(
 /// A plan being built a task at a time, as the planner's `add_task` calls
 /// arrive; [`Builder::finish`] checks what needs the whole plan (the tasks'
 /// dependencies and their cycles).
-pub struct Builder {
+pub(crate) struct Builder {
     tools: Option<BTreeSet<String>>,
     tasks: Vec<Task>,
     taken: BTreeSet<String>,
@@ -244,7 +244,7 @@ pub struct Builder {
 impl Builder {
     /// A builder checking step tools against `tools` (`None`: any name).
     #[must_use]
-    pub fn new(tools: Option<&[String]>) -> Self {
+    pub(crate) fn new(tools: Option<&[String]>) -> Self {
         Self {
             tools: tools.map(|tools| tools.iter().cloned().collect()),
             tasks: Vec::new(),
@@ -258,7 +258,7 @@ impl Builder {
     /// # Errors
     ///
     /// One issue per offender; the task is not added.
-    pub fn add_task(&mut self, task: Task) -> Result<(), Vec<PlanIssue>> {
+    pub(crate) fn add_task(&mut self, task: Task) -> Result<(), Vec<PlanIssue>> {
         let mut issues = Vec::new();
         if self.tasks.len() >= MAX_TASKS {
             issues.push(issue(
@@ -304,7 +304,7 @@ impl Builder {
 
     /// The tasks added so far.
     #[must_use]
-    pub fn tasks(&self) -> &[Task] {
+    pub(crate) fn tasks(&self) -> &[Task] {
         &self.tasks
     }
 
@@ -315,7 +315,7 @@ impl Builder {
     ///
     /// An empty plan or title, a dependency on a task that does not exist, a
     /// cycle (named by its tasks).
-    pub fn finish(&self, title: &str) -> Result<Plan, Vec<PlanIssue>> {
+    pub(crate) fn finish(&self, title: &str) -> Result<Plan, Vec<PlanIssue>> {
         let mut issues = Vec::new();
         if title.trim().is_empty() {
             issues.push(issue("empty", "the plan has no title".into(), None, None));
@@ -384,7 +384,7 @@ impl Builder {
 /// # Errors
 ///
 /// Every issue of every task and of the whole, each naming its offender.
-pub fn build(plan: Plan, tools: Option<&[String]>) -> Result<Plan, Vec<PlanIssue>> {
+pub(crate) fn build(plan: Plan, tools: Option<&[String]>) -> Result<Plan, Vec<PlanIssue>> {
     let mut builder = Builder::new(tools);
     let mut issues = Vec::new();
     for task in plan.tasks {
@@ -408,7 +408,7 @@ pub fn build(plan: Plan, tools: Option<&[String]>) -> Result<Plan, Vec<PlanIssue
 /// # Errors
 ///
 /// The serde error, as an `invalid_plan` issue.
-pub fn from_args(args: &Value) -> Result<Plan, Vec<PlanIssue>> {
+pub(crate) fn from_args(args: &Value) -> Result<Plan, Vec<PlanIssue>> {
     serde_json::from_value::<Plan>(args.clone()).map_err(|error| {
         vec![issue(
             "malformed",

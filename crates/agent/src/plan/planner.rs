@@ -17,31 +17,30 @@ use std::rc::Rc;
 use futures::future::LocalBoxFuture;
 use kiln_capabilities::{CallContext, CapabilitySpec, Category, Implementation, Permit, Source};
 use kiln_providers::{ChatRequest, FinalMessage, Message, ToolCall, ToolDef};
-use kiln_types::agent::AgentEvent;
+use kiln_types::agent::{AgentEvent, CREATE_PLAN, EXECUTE_PLAN};
 use kiln_types::plan::{Plan, PlanningPhase, Task};
 use kiln_types::tool_result::ToolReply;
 use serde_json::{Value, json};
 
 use super::Builder;
-use super::execute::{EXECUTE_PLAN, task_schema};
+use super::execute::task_schema;
 use crate::codeact::tools::failure;
 use crate::subagent::{Kin, LOOP_TOOLS};
 
-pub const CREATE_PLAN: &str = "create_plan";
 const ADD_TASK: &str = "add_task";
 const FINISH_PLAN: &str = "finish_plan";
 
 /// Model turns one planning may take.
-pub const MAX_ROUNDS: u32 = 8;
+pub(crate) const MAX_ROUNDS: u32 = 8;
 /// Refused `add_task` / `finish_plan` calls before planning gives up.
-pub const MAX_RETRIES: u32 = 3;
+pub(crate) const MAX_RETRIES: u32 = 3;
 
 /// `create_plan`.
-pub struct CreatePlan(pub Rc<Kin>);
+pub(crate) struct CreatePlan(pub Rc<Kin>);
 
 impl CreatePlan {
     #[must_use]
-    pub fn spec() -> CapabilitySpec {
+    pub(crate) fn spec() -> CapabilitySpec {
         CapabilitySpec {
             name: CREATE_PLAN.into(),
             description: "Plans the objective as tasks that run in parallel where they can (each task's steps are sub-agents over your tools), and answers the plan without running anything. Show it to the person; it runs only when they switch out of plan mode and you call execute_plan with it.".into(),
@@ -93,7 +92,7 @@ impl Implementation for CreatePlan {
 /// "5 tasks, 7 steps, 3 parallelizable": the parallel width is the most
 /// tasks at one depth of the DAG.
 #[must_use]
-pub fn summary(plan: &Plan) -> String {
+pub(crate) fn summary(plan: &Plan) -> String {
     let mut depth: std::collections::BTreeMap<&str, usize> = std::collections::BTreeMap::new();
     for task in &plan.tasks {
         let level = task
@@ -120,7 +119,7 @@ pub fn summary(plan: &Plan) -> String {
 
 /// The planner's contract, over the tools steps can use.
 #[must_use]
-pub fn contract(tools: &[CapabilitySpec]) -> String {
+pub(crate) fn contract(tools: &[CapabilitySpec]) -> String {
     let mut text = String::from(
         "You are Kiln's task planner. Break the objective into a plan of tasks that can run in parallel, each made of steps. Every step is carried out by a sub-agent that acts by writing JavaScript over the tools below; it sees only its own instructions and the results it is pointed at.\n\n\
          ## How to plan\n\

@@ -1,5 +1,5 @@
 //! `kiln agent run "OBJECTIVE"`: one agent turn, the CodeAct loop of
-//! `kiln_agent::codeact`, each action in a sandbox process of its own
+//! `kiln_agent::run_agent`, each action in a sandbox process of its own
 //! ([`crate::sandbox_process::ProcessRunner`]).
 //!
 //! Without `--json` the answer (or the finish value, as JSON) goes to
@@ -19,9 +19,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use anyhow::{Result, bail};
-use kiln_agent::codeact::history::Compaction;
-use kiln_agent::codeact::tools::Person;
-use kiln_agent::codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
+use kiln_agent::{AgentOutcome, AgentRequest, AgentSetup, Compaction, Person, run_agent};
 use kiln_capabilities::Mode;
 use kiln_providers::budget::BudgetLimits;
 use kiln_providers::{ApiKey, ChatOptions, Message, ProviderConfig, ProviderKind};
@@ -326,7 +324,7 @@ impl Session {
         entrance: &str,
     ) -> Result<AgentOutcome, kiln_run::RequestError> {
         let json = self.json;
-        let sink: kiln_agent::codeact::tools::Sink = {
+        let sink: kiln_agent::Sink = {
             let printer = self.printer.clone();
             Rc::new(move |event: AgentEvent| printer.borrow_mut().show(&event, json))
         };
@@ -409,7 +407,7 @@ pub(crate) struct Printer {
 /// A direct call's arguments on one line: a plan by its title and size,
 /// anything else cut at 200 characters.
 fn call_summary(name: &str, args: &Value) -> String {
-    if name == kiln_agent::plan::execute::EXECUTE_PLAN
+    if name == kiln_types::agent::EXECUTE_PLAN
         && let Ok(plan) = serde_json::from_value::<kiln_types::plan::Plan>(args.clone())
     {
         return format!(

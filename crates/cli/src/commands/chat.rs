@@ -1,5 +1,5 @@
 //! `kiln chat`: an interactive session over the CodeAct loop — each message
-//! is one agent turn (`kiln_agent::codeact::run_agent`, as `kiln agent run`
+//! is one agent turn (`kiln_agent::run_agent`, as `kiln agent run`
 //! runs it), and the next turn continues from the thread the last one left
 //! (its calls answered, a long thread compacted). Between turns, commands:
 //! `/help`, `/new`, `/clear`, `/compact`, `/model [ID]`, `/provider [KIND URL
@@ -16,7 +16,7 @@
 use std::io::{BufRead as _, IsTerminal as _, Read as _, Write as _};
 use std::process::ExitCode;
 
-use kiln_agent::codeact::history::{compaction_row, split_point, summarize};
+use kiln_agent::{compaction_row, split_point, summarize_thread};
 use kiln_providers::Message;
 use kiln_providers::budget::{BudgetLimits, RunBudget};
 use kiln_providers::cost::PriceCatalog;
@@ -246,7 +246,7 @@ impl Chat<'_> {
             std::rc::Rc::new(kiln_http::SystemClock),
         );
         let options = self.session.options();
-        let summarized = self.pool.run_until(summarize(
+        let summarized = self.pool.run_until(summarize_thread(
             provider.as_ref(),
             &options,
             &self.messages[..cut],
@@ -340,7 +340,7 @@ impl Chat<'_> {
             );
         } else if specs
             .iter()
-            .any(|spec| kiln_agent::codeact::tools::is_always_on(&spec.name))
+            .any(|spec| kiln_agent::is_always_on(&spec.name))
         {
             eprintln!(
                 "kiln chat: execute_code runs a program over these tools (on `tools`); the model may also call the memory, history, file and sharing tools directly:"

@@ -1,6 +1,6 @@
 //! `kiln node run|check|author` and `kiln graph run`: code nodes from a
-//! terminal, through `kiln_nodes::node`, `kiln_nodes::graph` and
-//! `kiln_nodes::codegen` — the same checks, runs and CodePlanner as the
+//! terminal, through `kiln_nodes`' `check_node`, `run_node`, `run_graph` and
+//! `author` — the same checks, runs and CodePlanner as the
 //! page and the app. Bodies run in sandbox processes
 //! ([`crate::sandbox_process::ProcessRunner`]), so a graph's independent
 //! nodes run at once.
@@ -14,11 +14,12 @@ use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context as _, Result, bail};
-use kiln_nodes::codegen::{self, CodeRequest};
-use kiln_nodes::graph;
-use kiln_nodes::node;
+use kiln_nodes::{
+    CodeRequest, GraphSetup, authored_answer, build_graph, check_node, default_node_limits,
+    pick_model, run_graph, run_node,
+};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::node::{CodeNode, GraphSpec, InputSlot, OutputSlot, SlotType};
+use kiln_types::node::{CodeNode, Ended, GraphSpec, InputSlot, NodeRun, OutputSlot, SlotType};
 use serde_json::{Map, Value, json};
 
 use crate::commands::run::read_json;
@@ -172,7 +173,7 @@ pub fn run_node_command(command: NodeCommand) -> ExitCode {
         NodeCommand::Check { node } => match read_node(&node) {
             Err(error) => refused(&error),
             Ok(node) => {
-                let reasons = kiln_nodes::node::check(&node);
+                let reasons = check_node(&node);
                 print(&json!({"valid": reasons.is_empty(), "errors": reasons}));
                 for reason in &reasons {
                     eprintln!("kiln: {reason}");
@@ -208,7 +209,7 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
             Ok(spec) => spec,
             Err(error) => return refused(&error),
         };
-        let built = match graph::build(spec) {
+        let built = match build_graph(spec) {
             Ok(built) => built,
             Err(issues) => {
                 for issue in &issues {
@@ -226,11 +227,11 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
         };
         let environment = setup.environment("kiln node");
         let cancel = AbortSignal::new();
-        let ran = futures::executor::block_on(graph::run_graph(
+        let ran = futures::executor::block_on(run_graph(
             &built,
             &values,
             &setup.request,
-            graph::Setup {
+            GraphSetup {
                 environment: &environment,
                 runner: &crate::sandbox_process::ProcessRunner::default(),
                 cancel: &cancel,
@@ -252,7 +253,7 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
             }
             Ok(ran) => {
                 print(&ran);
-                if ran.status == kiln_nodes::graph::Ended::Completed {
+                if ran.status == Ended::Completed {
                     ExitCode::SUCCESS
                 } else {
                     ExitCode::FAILURE
@@ -267,7 +268,7 @@ fn prepare_run(flags: &RunFlags) -> Result<Belt> {
         String::new(),
         &flags.belt,
         &flags.gate,
-        node::default_limits(),
+        default_node_limits(),
         None,
         &crate::ModelFlags::default(),
     )
@@ -300,7 +301,7 @@ fn run_one(
     output: crate::commands::run::Output,
 ) -> ExitCode {
     let environment = setup.environment("kiln node");
-    let ran = futures::executor::block_on(node::run_node(
+    let ran = futures::executor::block_on(run_node(
         node,
         values,
         setup.request.clone(),
@@ -341,7 +342,7 @@ fn run_one(
 
 /// A node's run for a person at a terminal: its outputs, then its program's
 /// run as a model reads it (status, console, calls, warnings).
-fn print_node_summary(run: &kiln_nodes::node::NodeRun) {
+fn print_node_summary(run: &NodeRun) {
     let outputs = serde_json::to_string_pretty(&run.outputs).unwrap_or_default();
     println!("Outputs:\n{outputs}");
     if let Some(result) = &run.result {
@@ -421,13 +422,12 @@ fn author(args: &AuthorArgs) -> ExitCode {
         Err(error) => return refused(&error),
     };
     let provider = kiln_providers::connect(config);
-    let picked =
-        futures::executor::block_on(codegen::pick_model(&*provider, &[Some(wanted.as_str())]));
+    let picked = futures::executor::block_on(pick_model(&*provider, &[Some(wanted.as_str())]));
     let model = match picked {
         Ok(model) => model,
         Err(why) => return refused(&anyhow::anyhow!("--model: {why}")),
     };
-    let authored = futures::executor::block_on(codegen::author(
+    let authored = futures::executor::block_on(kiln_nodes::author(
         &*provider,
         &model,
         &request,
@@ -438,7 +438,7 @@ fn author(args: &AuthorArgs) -> ExitCode {
         "kiln: {}",
         serde_json::to_string(&authored.telemetry).unwrap_or_default()
     );
-    print(&codegen::answer(&authored));
+    print(&authored_answer(&authored));
     match &authored.result {
         Ok(_) => ExitCode::SUCCESS,
         Err(failure) => {

@@ -9,7 +9,7 @@
 //! [`CodeFailure`], with [`Telemetry`] that keeps no instruction, sample or
 //! code.
 
-pub mod prompt;
+pub(crate) mod prompt;
 
 use kiln_http::Clock;
 use kiln_providers::{ChatRequest, FinalMessage, Message, Provider, ToolDef};
@@ -26,9 +26,9 @@ pub const SUBMIT_CODE: &str = "submit_code";
 /// Model turns one authoring may take (each a chance to submit).
 pub const MAX_ROUNDS: u32 = 3;
 /// The longest instruction, in characters.
-pub const MAX_INSTRUCTION_CHARS: usize = 4_000;
+pub(crate) const MAX_INSTRUCTION_CHARS: usize = 4_000;
 /// The most sample values may take as JSON, in bytes.
-pub const MAX_SAMPLE_BYTES: usize = 16 * 1024;
+pub(crate) const MAX_SAMPLE_BYTES: usize = 16 * 1024;
 
 /// What a person asks for.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
@@ -143,7 +143,7 @@ impl Submission {
 
 /// `submit_code`'s definition as the model is offered it.
 #[must_use]
-pub fn submit_code_tool() -> ToolDef {
+pub(crate) fn submit_code_tool() -> ToolDef {
     let slot = |extra: bool| {
         let mut properties = json!({
             "name": {"type": "string", "description": "a JavaScript identifier, camelCase"},

@@ -12,7 +12,7 @@ use serde_json::Value;
 use super::CodeRequest;
 
 /// The guidance, beside the manifest's own sentences.
-pub const GUIDANCE: &[&str] = &[
+pub(crate) const GUIDANCE: &[&str] = &[
     "Write pure data reshaping: read the inputs, compute, return the outputs. Call `tools.*` or `workspace` only when the instruction asks for it.",
     "Return every declared output on every path, as one object literal where you can: `return { rows, count };`. A value that exists only sometimes is `null` on the other paths; output that is emitted on some paths only is branching, which belongs in two nodes, not one.",
     "Ordinary conditionals (`if`/`else`, `switch`, ternaries, early returns) are fine.",
@@ -22,7 +22,7 @@ pub const GUIDANCE: &[&str] = &[
 ];
 
 /// The slot type vocabulary as the prompt states it.
-pub const TYPES: &str = "string, number, integer, boolean, object, array, bytes, any, list[T], dict[T], and records {name: T, other?: T}";
+pub(crate) const TYPES: &str = "string, number, integer, boolean, object, array, bytes, any, list[T], dict[T], and records {name: T, other?: T}";
 
 /// The system text: the contract, the manifest and the guidance.
 #[must_use]
