@@ -1,5 +1,5 @@
 //! `kiln.agent(request)`: one agent turn — the CodeAct loop of
-//! `kiln_agent::codeact` — in the runtime worker. The model acts by writing
+//! `kiln_agent::run_agent` — in the runtime worker. The model acts by writing
 //! programs that call the turn's tools (the page's, MCP servers', the
 //! workspace's), each run in a sandbox worker through the permission ladder.
 //!

@@ -1,6 +1,6 @@
 //! `kiln.chat(request)` and `kiln.models(provider)`: LLM providers from the page, through
 //! `kiln-providers` in the runtime worker (the same adapters as `kiln chat`, over `fetch`);
-//! the request is read there, by `kiln_agent::turn`.
+//! the request is read there, by `kiln_agent::TurnRequest`.
 //!
 //! ```js
 //! const controller = new AbortController();

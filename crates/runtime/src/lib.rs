@@ -27,7 +27,7 @@
 //! page: a call to one is a [`FromRuntime::ToolCall`] answered by
 //! [`ToRuntime::ToolReply`], a question an [`FromRuntime::Approve`] answered
 //! by [`ToRuntime::Answer`]. Storage operations are [`store_op`] (`ops`, editing `settings`), chat
-//! turns `kiln_providers::turn` over a request `kiln_agent::turn` reads;
+//! turns `kiln_providers::turn` over a request `kiln_agent::TurnRequest` reads;
 //! their events stream back under the exchange's id. The bench hooks
 //! ([`ToRuntime::Bench`]) are built only with the `bench` feature. The
 //! worker reads its [`RuntimeOptions`] from its

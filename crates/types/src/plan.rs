@@ -1,7 +1,7 @@
 //! A plan: tasks forming a DAG, each task steps forming a DAG of their own
 //! (reference/000, "Task Plan Structure"). Snake case on every wire: this is
 //! what `create_plan` answers, what `execute_plan` takes as its arguments
-//! and what a person edits by hand. Only `kiln_agent::plan::build` says
+//! and what a person edits by hand. Only `kiln-agent`'s plan builder says
 //! whether a plan may run.
 
 use serde::{Deserialize, Serialize};

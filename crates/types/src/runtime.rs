@@ -13,7 +13,7 @@
 //! the page answers. A run request travels as the JSON
 //! `kiln_run::RunRequest` reads, so the worker checks it once, by the same
 //! rules as every entrance; so does a chat turn's request, read by
-//! `kiln_agent::turn`. Storage operations name their verb (`memory.save`,
+//! `kiln_agent::TurnRequest`. Storage operations name their verb (`memory.save`,
 //! `files.read`, …) and carry its arguments, read by `kiln_runtime::store_op`.
 //!
 //! Exchanges that stream ([`ToRuntime::Chat`], [`ToRuntime::Watch`]) post
@@ -153,7 +153,7 @@ pub enum ToRuntime {
     },
     /// Runs one code node: `request` is `{node, values?, ...}` with a run
     /// request's fields but `code`, `inputs` and `key`, read by
-    /// `kiln_nodes::node::NodeRequest`. Its page tool calls and approvals go
+    /// `kiln_nodes::NodeRequest`. Its page tool calls and approvals go
     /// as for a run; the answer is [`FromRuntime::Done`] with the node's run
     /// (`{outputs, warnings, console, duration_ms, error?, result, job_id?}`).
     Node {
@@ -163,7 +163,7 @@ pub enum ToRuntime {
         approve: bool,
     },
     /// Runs a graph of nodes: `request` is `{nodes, edges?, inputs?,
-    /// max_concurrent?, ...}`, read by `kiln_nodes::graph::GraphRequest`.
+    /// max_concurrent?, ...}`, read by `kiln_nodes::GraphRequest`.
     /// Each node's report comes as an [`FromRuntime::Event`] `{type: "node",
     /// id, status, ...run}` as it settles, the graph's run (`{status,
     /// nodes}`) as [`FromRuntime::Done`]; a graph its build refuses fails
@@ -175,7 +175,7 @@ pub enum ToRuntime {
         approve: bool,
     },
     /// Writes a code node with a model (the CodePlanner): `request` is
-    /// `kiln.authorCode`'s, read by `kiln_nodes::codegen::AuthorSpec`. The
+    /// `kiln.authorCode`'s, read by `kiln_nodes::AuthorSpec`. The
     /// answer is `{node, summary, telemetry}` or `{error: {code, message,
     /// errors?}, telemetry}`; with `preview` nothing is sent and the answer
     /// is `{messages, model}`: exactly what the first request would send,

@@ -5,15 +5,12 @@
 //! turn ended. Pure, so it is tested natively.
 
 use kiln_types::agent::{
-    AgentEvent, AgentResult, AgentStop, EXECUTE_CODE, EXECUTE_PLAN, Guards, StopReason,
+    AgentEvent, AgentResult, AgentStop, CREATE_PLAN, EXECUTE_CODE, EXECUTE_PLAN, Guards, StopReason,
 };
 use kiln_types::chat::Usage;
 use kiln_types::permission::{card_text, group_digits};
 use kiln_types::plan::{NodeStatus, Plan, TaskEvent};
 use serde_json::Value;
-
-/// With `EXECUTE_PLAN`, the tools whose calls show a plan.
-const CREATE_PLAN: &str = "create_plan";
 
 /// One call a program made, as its action's block lists it.
 #[derive(Clone, Debug, PartialEq, Eq)]

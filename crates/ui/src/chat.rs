@@ -1,7 +1,7 @@
 //! The streaming Chat box: the person picks one of the providers the chat can use
 //! (`provider_store`) and chats with it; the turn runs in this tab's
 //! runtime worker, which streams its events back. Each turn is an agent turn
-//! (`kiln_agent::codeact`): the model acts by writing programs over the session's tools
+//! (`kiln_agent::run_agent`): the model acts by writing programs over the session's tools
 //! (the editor's: the app's own tools, the MCP servers, the network setting, the
 //! permissions), each shown as an action block with its code, console, calls and result;
 //! approvals and the agent's questions appear as cards in the thread; a line under the
