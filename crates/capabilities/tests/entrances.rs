@@ -13,21 +13,15 @@ use std::path::{Path, PathBuf};
 
 /// `impl ToolHost for X` (where a sandbox run's calls arrive) and the file it
 /// lives in, with how the call reaches a tool.
-const ENTRANCES: [(&str, &str, &str); 4] = [
-    // The sandbox worker forwards calls to the page, whose `SandboxPool`
-    // sends each up `Dispatcher::call` (checked below).
+const ENTRANCES: [(&str, &str, &str); 3] = [
+    // The sandbox protocol's serving side, for the sandbox worker and the
+    // native sandbox process alike: every call goes out to the host in
+    // `FromSandbox::Idle`, and the host (the runtime worker's `SandboxPool`,
+    // the CLI's `ProcessRunner`) sends each up the run's `Dispatcher::call`
+    // (checked below).
     (
-        "crates/sandbox-worker/src/lib.rs",
-        "PostMessageTools",
-        "FromSandbox::Idle",
-    ),
-    // Every native run (`kiln run`, `kiln mcp serve`, an agent's action, a
-    // node) in a sandbox process of its own: the child forwards its calls to
-    // the parent, whose `ProcessRunner` sends each up the run's
-    // `Dispatcher::call` (checked below).
-    (
-        "crates/cli/src/sandbox_process.rs",
-        "Piped",
+        "crates/sandbox/src/server.rs",
+        "ServedHost",
         "FromSandbox::Idle",
     ),
     // The in-process sandbox of the run, agent, nodes and evals tests (and

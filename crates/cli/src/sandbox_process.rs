@@ -15,26 +15,24 @@
 //! into an `engine` failure that says so.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::io::{BufRead as _, Write as _};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::rc::Rc;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use futures::channel::{mpsc, oneshot};
+use futures::channel::mpsc;
 use futures::future::LocalBoxFuture;
 use futures::stream::FuturesUnordered;
 use futures::{FutureExt as _, StreamExt as _};
 use kiln_capabilities::{Dispatcher, HeldSignal};
 use kiln_run::SandboxRunner;
 use kiln_sandbox::catalog::Admission;
-use kiln_sandbox::clock::{IdleState, PersonSignal};
-use kiln_sandbox::tools::{ToolCall, ToolHost};
+use kiln_sandbox::server::{Order, Server, Transport};
 use kiln_sandbox::{CpuGauge, Sandbox};
 use kiln_types::cancel::AbortSignal;
-use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
-use kiln_types::tool_result::{CallOutcome, CallSummary, ToolFailure, ToolReply};
+use kiln_types::protocol::{FromSandbox, ToSandbox, decode, encode};
+use kiln_types::tool_result::{CallOutcome, CallSummary, ToolReply};
 use kiln_types::{ConsoleLine, RunError, RunErrorKind, RunLimits, RunReport, RunResult};
 
 /// Set (to the parent's pid) in the environment of a sandbox process.
@@ -50,12 +48,6 @@ fn send(message: &FromSandbox) {
     let _ = out.flush();
 }
 
-thread_local! {
-    static PENDING: RefCell<HashMap<u32, (oneshot::Sender<ToolReply>, PersonSignal)>> =
-        RefCell::new(HashMap::new());
-    static OUTBOX: RefCell<Vec<CallRequest>> = const { RefCell::new(Vec::new()) };
-}
-
 static RUN_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 static MEMORY_BYTES: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
@@ -67,49 +59,12 @@ fn memory_exhausted(_limit: usize) {
     std::process::exit(1);
 }
 
-/// The child's calls go out on stdout when the guest goes idle.
-struct Piped {
-    run_id: u64,
-}
+/// The child's messages go out on stdout, one JSON line each.
+struct Stdout;
 
-impl ToolHost for Piped {
-    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
-        let (sender, receiver) = oneshot::channel();
-        PENDING.with(|pending| {
-            pending
-                .borrow_mut()
-                .insert(call.call_number, (sender, person))
-        });
-        let tool = call.tool.clone();
-        OUTBOX.with(|outbox| {
-            outbox.borrow_mut().push(CallRequest {
-                call_number: call.call_number,
-                tool: call.tool,
-                args: call.args,
-            });
-        });
-        Box::pin(async move {
-            match receiver.await {
-                Ok(reply) => reply,
-                Err(_) => Err(ToolFailure {
-                    code: "outcome_unknown".into(),
-                    message: format!("the host dropped the call to {tool}"),
-                    detail: None,
-                    outcome: CallOutcome::OutcomeUnknown,
-                }),
-            }
-        })
-    }
-
-    fn idle(&self, state: IdleState) {
-        let calls = OUTBOX.with(|outbox| std::mem::take(&mut *outbox.borrow_mut()));
-        send(&FromSandbox::Idle {
-            run_id: self.run_id,
-            calls,
-            cpu_ms: state.cpu_ms,
-            wake_in_ms: state.wake_in_ms,
-            console: state.console,
-        });
+impl Transport for Stdout {
+    fn send(&self, message: &FromSandbox) {
+        send(message);
     }
 }
 
@@ -144,31 +99,15 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
     kiln_alloc::set_exhausted_hook(memory_exhausted);
     let mut pool = futures::executor::LocalPool::new();
     // Runs come one at a time; a call's reply or hold goes to the run waiting on it.
-    let (runs, mut asked) = mpsc::unbounded::<ToSandbox>();
-    let _ = futures::task::LocalSpawnExt::spawn_local(&pool.spawner(), async move {
-        while let Some(line) = inbox.next().await {
-            match decode::<ToSandbox>(&line) {
-                Ok(ToSandbox::ToolReply {
-                    call_number, reply, ..
-                }) => {
-                    let waiting = PENDING.with(|pending| pending.borrow_mut().remove(&call_number));
-                    if let Some((sender, _)) = waiting {
-                        let _ = sender.send(reply);
-                    }
+    let server = Server::new(Rc::new(Stdout));
+    let (runs, mut asked) = mpsc::unbounded::<Order>();
+    let _ = futures::task::LocalSpawnExt::spawn_local(&pool.spawner(), {
+        let server = server.clone();
+        async move {
+            while let Some(line) = inbox.next().await {
+                if let Some(order) = server.receive(&line) {
+                    let _ = runs.unbounded_send(order);
                 }
-                Ok(ToSandbox::ToolHeld {
-                    call_number, held, ..
-                }) => PENDING.with(|pending| {
-                    if let Some((_, person)) = pending.borrow().get(&call_number) {
-                        person.held(held);
-                    }
-                }),
-                Ok(run @ ToSandbox::Run { .. }) => {
-                    let _ = runs.unbounded_send(run);
-                }
-                Err(problem) => send(&FromSandbox::Rejected {
-                    problem: problem.to_string(),
-                }),
             }
         }
     });
@@ -176,27 +115,15 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
         // The engine is made before the run is asked for: a waiting process
         // (see [`ProcessRunner`]) has it ready when its program comes.
         let sandbox = Sandbox::new();
-        let Some(ToSandbox::Run {
+        let Some(Order {
             run_id,
             code,
             limits,
-            catalog,
+            admission,
         }) = pool.run_until(asked.next())
         else {
             return std::process::ExitCode::SUCCESS;
         };
-        let admission = match Admission::admit(&catalog, "host") {
-            Ok(admission) => admission,
-            Err(invalid) => {
-                send(&FromSandbox::Rejected {
-                    problem: invalid.to_string(),
-                });
-                continue;
-            }
-        };
-        let limits = limits.clamped();
-        PENDING.with(|pending| pending.borrow_mut().clear());
-        OUTBOX.with(|outbox| outbox.borrow_mut().clear());
         RUN_ID.store(run_id, std::sync::atomic::Ordering::SeqCst);
         MEMORY_BYTES.store(limits.memory_bytes, std::sync::atomic::Ordering::SeqCst);
         let gauge = Arc::new(CpuGauge::default());
@@ -212,7 +139,7 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
                             &code,
                             &limits,
                             Rc::new(admission),
-                            Rc::new(Piped { run_id }),
+                            server.host(run_id),
                             Some(gauge),
                         )
                         .await
@@ -224,12 +151,7 @@ fn serve_here(parent: &std::ffi::OsStr) -> std::process::ExitCode {
         // so it cannot end the process over a run that already answered.
         watching.stop();
         kiln_alloc::set_limit(usize::MAX);
-        send(&FromSandbox::Report {
-            run_id,
-            report,
-            warnings,
-            catalog_digest,
-        });
+        server.report(run_id, report, warnings, catalog_digest);
     }
 }
 

@@ -1,6 +1,7 @@
-//! The sandbox Web Worker's wasm entry: reads [`ToSandbox`] messages, runs each
-//! program with `kiln-sandbox`, forwards its tool calls to the host over
-//! `postMessage`, and posts back [`FromSandbox`] reports.
+//! The sandbox Web Worker's wasm entry: the sandbox protocol's serving side
+//! (`kiln_sandbox::server`) over `postMessage`: runs each program with
+//! `kiln-sandbox`, its tool calls going to the host, and posts back
+//! [`FromSandbox`] reports.
 //!
 //! It holds no logic of its own: admission and the run are the sandbox crate's,
 //! what a tool does is the host's. One run at a time: the host sends the next
@@ -9,19 +10,15 @@
 //! starts without paying for one.
 
 use std::cell::RefCell;
-use std::collections::HashMap;
 use std::rc::Rc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::FutureExt as _;
-use futures::channel::oneshot;
-use futures::future::LocalBoxFuture;
 use kiln_sandbox::Sandbox;
 use kiln_sandbox::catalog::Admission;
-use kiln_sandbox::clock::{IdleState, PersonSignal};
-use kiln_sandbox::tools::{NoTools, ToolCall, ToolHost};
-use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode, encode};
-use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_sandbox::server::{Order, Server, Transport};
+use kiln_sandbox::tools::NoTools;
+use kiln_types::protocol::{FromSandbox, encode};
 use kiln_types::{RunError, RunLimits, RunReport};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -37,20 +34,22 @@ static ALLOCATOR: kiln_alloc::Budgeted = kiln_alloc::Budgeted;
 static CURRENT_RUN: AtomicU64 = AtomicU64::new(0);
 
 thread_local! {
-    /// Tool calls waiting for the host's reply, by (run, call number), with the
-    /// handle through which the host says a call is held on a person.
-    static PENDING: RefCell<HashMap<(u64, u32), Pending>> = RefCell::new(HashMap::new());
-    /// Calls made since the guest last went idle, sent all at once when it does.
-    static OUTBOX: RefCell<Vec<CallRequest>> = const { RefCell::new(Vec::new()) };
+    /// The protocol's serving side, over `postMessage`.
+    static SERVER: Rc<Server> = Server::new(Rc::new(PostMessage));
     /// The worker's global scope, looked up once (`None` outside a worker).
     static SCOPE: Option<DedicatedWorkerGlobalScope> = js_sys::global().dyn_into().ok();
     /// The next run's context, built while the worker waits for work.
     static NEXT: RefCell<Option<Sandbox>> = const { RefCell::new(None) };
 }
 
-struct Pending {
-    reply: oneshot::Sender<ToolReply>,
-    person: PersonSignal,
+/// The worker's messages go to the host page (or the runtime worker) that
+/// started it.
+struct PostMessage;
+
+impl Transport for PostMessage {
+    fn send(&self, message: &FromSandbox) {
+        post(message);
+    }
 }
 
 /// Runs when `workers/sandbox.js` instantiates the module: listens for runs,
@@ -119,136 +118,49 @@ fn on_message(event: &MessageEvent) {
         });
         return;
     };
-    match decode::<ToSandbox>(&text) {
-        Ok(ToSandbox::Run {
-            run_id,
-            code,
-            limits,
-            catalog,
-        }) => {
-            let admission = match Admission::admit(&catalog, "host") {
-                Ok(admission) => admission,
-                Err(invalid) => {
-                    post(&FromSandbox::Rejected {
-                        problem: invalid.to_string(),
-                    });
-                    return;
-                }
-            };
-            let sandbox = NEXT
-                .with(|next| next.borrow_mut().take())
-                .map_or_else(Sandbox::new, Ok);
-            let limits = limits.clamped();
-            CURRENT_RUN.store(run_id, Ordering::SeqCst);
-            // The budget counts the worker's whole heap, context included.
-            kiln_alloc::set_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
-            wasm_bindgen_futures::spawn_local(async move {
-                let warnings = admission.warnings.clone();
-                let catalog_digest = admission.digest();
-                let host = Rc::new(PostMessageTools { run_id });
-                let before_run = kiln_clock::now_ms() - received;
-                let mut report: RunReport = match sandbox {
-                    Ok(sandbox) => {
-                        sandbox
-                            .run(&code, &limits, Rc::new(admission), host, None)
-                            .await
-                    }
-                    Err(report) => *report,
-                };
-                if report.start_ms > 0.0 {
-                    // Reading the message and admitting the catalog came first.
-                    report.start_ms += before_run;
-                }
-                kiln_alloc::set_limit(usize::MAX);
-                PENDING.with(|pending| pending.borrow_mut().retain(|(run, _), _| *run != run_id));
-                OUTBOX.with(|outbox| outbox.borrow_mut().clear());
-                post(&FromSandbox::Report {
-                    run_id,
-                    report,
-                    warnings,
-                    catalog_digest,
-                });
-                // After the report is out: the host is not kept waiting for it.
-                prepare_next();
-            });
+    let Some(order) = SERVER.with(|server| server.receive(&text)) else {
+        return;
+    };
+    let Order {
+        run_id,
+        code,
+        limits,
+        admission,
+    } = order;
+    let sandbox = NEXT
+        .with(|next| next.borrow_mut().take())
+        .map_or_else(Sandbox::new, Ok);
+    CURRENT_RUN.store(run_id, Ordering::SeqCst);
+    // The budget counts the worker's whole heap, context included.
+    kiln_alloc::set_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
+    wasm_bindgen_futures::spawn_local(async move {
+        let server = SERVER.with(Rc::clone);
+        let warnings = admission.warnings.clone();
+        let catalog_digest = admission.digest();
+        let before_run = kiln_clock::now_ms() - received;
+        let mut report: RunReport = match sandbox {
+            Ok(sandbox) => {
+                sandbox
+                    .run(
+                        &code,
+                        &limits,
+                        Rc::new(admission),
+                        server.host(run_id),
+                        None,
+                    )
+                    .await
+            }
+            Err(report) => *report,
+        };
+        if report.start_ms > 0.0 {
+            // Reading the message and admitting the catalog came first.
+            report.start_ms += before_run;
         }
-        Ok(ToSandbox::ToolReply {
-            run_id,
-            call_number,
-            reply,
-        }) => {
-            let waiting =
-                PENDING.with(|pending| pending.borrow_mut().remove(&(run_id, call_number)));
-            if let Some(waiting) = waiting {
-                // The run may have ended meanwhile; then nobody is listening.
-                let _ = waiting.reply.send(reply);
-            }
-        }
-        Ok(ToSandbox::ToolHeld {
-            run_id,
-            call_number,
-            held,
-        }) => PENDING.with(|pending| {
-            if let Some(waiting) = pending.borrow().get(&(run_id, call_number)) {
-                waiting.person.held(held);
-            }
-        }),
-        Err(problem) => post(&FromSandbox::Rejected {
-            problem: problem.to_string(),
-        }),
-    }
-}
-
-/// Sends the guest's tool calls to the host page when it goes idle, and waits
-/// for each reply message.
-struct PostMessageTools {
-    run_id: u64,
-}
-
-impl ToolHost for PostMessageTools {
-    fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
-        let (sender, receiver) = oneshot::channel();
-        let run_id = self.run_id;
-        PENDING.with(|pending| {
-            pending.borrow_mut().insert(
-                (run_id, call.call_number),
-                Pending {
-                    reply: sender,
-                    person,
-                },
-            )
-        });
-        let tool = call.tool.clone();
-        OUTBOX.with(|outbox| {
-            outbox.borrow_mut().push(CallRequest {
-                call_number: call.call_number,
-                tool: call.tool,
-                args: call.args,
-            });
-        });
-        Box::pin(async move {
-            match receiver.await {
-                Ok(reply) => reply,
-                Err(_) => Err(ToolFailure {
-                    code: "outcome_unknown".into(),
-                    message: format!("the host dropped the call to {tool}"),
-                    detail: None,
-                    outcome: CallOutcome::OutcomeUnknown,
-                }),
-            }
-        })
-    }
-
-    fn idle(&self, state: IdleState) {
-        let calls = OUTBOX.with(|outbox| std::mem::take(&mut *outbox.borrow_mut()));
-        post(&FromSandbox::Idle {
-            run_id: self.run_id,
-            calls,
-            cpu_ms: state.cpu_ms,
-            wake_in_ms: state.wake_in_ms,
-            console: state.console,
-        });
-    }
+        kiln_alloc::set_limit(usize::MAX);
+        server.report(run_id, report, warnings, catalog_digest);
+        // After the report is out: the host is not kept waiting for it.
+        prepare_next();
+    });
 }
 
 /// The memory budget ran out: tell the host now, since the wasm aborts as soon

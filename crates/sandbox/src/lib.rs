@@ -38,6 +38,10 @@
 //!   default refuses.
 //! - `inspect`: guest values turned into text and JSON for the host, bounded
 //!   like the program.
+//! - [`server`]: the sandbox protocol's serving side, written once over a
+//!   [`server::Transport`] (stdio natively, `postMessage` in the worker).
+//! - `namespace`: the guest's tool namespaces (`workspace`, `agents`) written once: a
+//!   JavaScript factory per namespace, each method one call of one tool.
 //! - `sleep`: `sleep(ms)`, the guest's only way to wait on time, and `waitFor`.
 
 pub mod agents;
@@ -48,8 +52,10 @@ mod executor;
 mod finish;
 mod hooks;
 mod inspect;
+mod namespace;
 mod sleep;
 pub use kiln_jscheck::source_depth;
+pub mod server;
 pub mod tools;
 pub mod workspace;
 
@@ -70,8 +76,8 @@ pub use crate::clock::CpuGauge;
 use crate::clock::RunClock;
 use crate::console::ConsoleBuffer;
 use crate::executor::HostJobExecutor;
+use crate::namespace::Factory;
 use crate::tools::{NoTools, SharedRunTools, ToolHost};
-use crate::workspace::Factory;
 
 /// The name of the engine, as reported to hosts.
 pub const ENGINE: &str = "boa 0.22";
@@ -120,7 +126,7 @@ pub struct Sandbox {
     /// Makes the run's `workspace` (when its catalog has file tools).
     workspace: Factory,
     /// Makes the run's `agents` (when its catalog has the delegation tools).
-    agents: agents::Factory,
+    agents: Factory,
     /// What `finish` was given.
     finished: finish::Finished,
     /// How long building the context took, in milliseconds.
@@ -184,8 +190,8 @@ impl Sandbox {
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
             finish::install(&mut context, &finished)?;
-            let workspace = workspace::prepare(&mut context)?;
-            let agents = agents::prepare(&mut context)?;
+            let workspace = workspace::NAMESPACE.prepare(&mut context)?;
+            let agents = agents::NAMESPACE.prepare(&mut context)?;
             Ok::<_, JsError>((context, workspace, agents))
         })();
         match built {
@@ -252,9 +258,11 @@ impl Sandbox {
         )
         .map_err(|error| format!("the sandbox could not define `tools`: {error}"))
         .and_then(|tools| {
-            workspace::install(&mut context, &workspace, &admission)
+            workspace
+                .install(&mut context, &admission)
                 .map_err(|error| format!("the sandbox could not define `workspace`: {error}"))?;
-            agents::install(&mut context, &agents, &admission)
+            agents
+                .install(&mut context, &admission)
                 .map_err(|error| format!("the sandbox could not define `agents`: {error}"))?;
             Ok(tools)
         });

@@ -22,18 +22,11 @@
 //! methods bind to whatever tool of that name the run has: a host that
 //! serves its own `file_stat` gets its answers mapped the same way.
 //!
-//! The object is written in JavaScript (`workspace.js`): evaluated once per
-//! context in a script of its own (so positions in the program's messages
-//! are the program's), then called per run, before any guest code, with the
-//! run's tool functions. It is frozen and has no prototype, its methods are
-//! frozen, and the global is neither writable nor configurable: a program
-//! cannot replace `workspace` or its methods.
+//! The object is written in JavaScript (`workspace.js`), made and installed
+//! as every tool namespace is (`namespace`): frozen, and a program cannot
+//! replace `workspace` or its methods.
 
-use boa_engine::property::Attribute;
-use boa_engine::{Context, JsNativeError, JsObject, JsResult, JsValue, Source, js_string};
-
-use crate::catalog::Admission;
-use crate::tools::tool_function;
+use crate::namespace::Namespace;
 
 /// The tools `workspace` calls, in the order `workspace.js` takes them.
 pub const FILE_TOOLS: [&str; 6] = [
@@ -45,42 +38,9 @@ pub const FILE_TOOLS: [&str; 6] = [
     "file_remove",
 ];
 
-const WORKSPACE: &str = include_str!("workspace.js");
-
-/// `workspace.js`'s factory, made while the context is built.
-pub(crate) struct Factory(JsObject);
-
-/// Evaluates `workspace.js` in `context`.
-pub(crate) fn prepare(context: &mut Context) -> JsResult<Factory> {
-    let factory = context.eval(Source::from_bytes(WORKSPACE))?;
-    match factory.as_callable() {
-        Some(factory) => Ok(Factory(factory.clone())),
-        None => Err(JsNativeError::typ()
-            .with_message("workspace's definition is not a function")
-            .into()),
-    }
-}
-
-/// Defines the global `workspace` when `admission` exposes a file tool.
-pub(crate) fn install(
-    context: &mut Context,
-    factory: &Factory,
-    admission: &Admission,
-) -> JsResult<()> {
-    let exposed = admission.exposed_names();
-    if !FILE_TOOLS.iter().any(|name| exposed.contains(name)) {
-        return Ok(());
-    }
-    let functions: Vec<JsValue> = FILE_TOOLS
-        .iter()
-        .map(|name| {
-            if exposed.contains(name) {
-                tool_function(name, context).into()
-            } else {
-                JsValue::undefined()
-            }
-        })
-        .collect();
-    let workspace = factory.0.call(&JsValue::undefined(), &functions, context)?;
-    context.register_global_property(js_string!("workspace"), workspace, Attribute::empty())
-}
+/// The global `workspace` ([`crate::namespace`]).
+pub(crate) static NAMESPACE: Namespace = Namespace {
+    global: "workspace",
+    source: include_str!("workspace.js"),
+    tools: &FILE_TOOLS,
+};
