@@ -7,6 +7,10 @@
 //! required string field, a bare id onto the one required `*_id` key. Each
 //! applies only when exactly one target fits, so nothing is guessed.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+use std::rc::Rc;
+
 use serde_json::{Map, Value};
 
 use crate::describe::{json_type, key_list};
@@ -28,8 +32,25 @@ const SCHEMA_URL: &str = "urn:kiln:input-schema";
 /// alternatives we measured; see ARCHITECTURE.md).
 pub struct InputSchema {
     schema: Value,
+    compiled: Rc<Compiled>,
+}
+
+/// What boon made of one schema.
+struct Compiled {
     schemas: boon::Schemas,
     index: boon::SchemaIndex,
+}
+
+/// How many compiled schemas a thread keeps ([`COMPILED`]).
+const KEPT_SCHEMAS: usize = 512;
+
+thread_local! {
+    /// Schemas compiled on this thread, by their JSON text. Every run builds
+    /// its registry afresh, and compiling a schema (boon checks it against
+    /// its draft's metaschema first) costs far more than the call it guards:
+    /// a belt's schemas are compiled once, not once a run. Past
+    /// [`KEPT_SCHEMAS`] the cache starts over.
+    static COMPILED: RefCell<HashMap<String, Rc<Compiled>>> = RefCell::new(HashMap::new());
 }
 
 impl std::fmt::Debug for InputSchema {
@@ -49,6 +70,13 @@ impl InputSchema {
                 json_type(schema)
             ));
         }
+        let text = schema.to_string();
+        if let Some(compiled) = COMPILED.with(|kept| kept.borrow().get(&text).cloned()) {
+            return Ok(Self {
+                schema: schema.clone(),
+                compiled,
+            });
+        }
         let mut schemas = boon::Schemas::new();
         let mut compiler = boon::Compiler::new();
         // No loaders at all: natively boon would read `file:` URLs, and a
@@ -58,10 +86,17 @@ impl InputSchema {
             .add_resource(SCHEMA_URL, schema.clone())
             .and_then(|()| compiler.compile(SCHEMA_URL, &mut schemas))
             .map_err(|error| compile_problem(&error, schema))?;
+        let compiled = Rc::new(Compiled { schemas, index });
+        COMPILED.with(|kept| {
+            let mut kept = kept.borrow_mut();
+            if kept.len() >= KEPT_SCHEMAS {
+                kept.clear();
+            }
+            kept.insert(text, compiled.clone());
+        });
         Ok(Self {
             schema: schema.clone(),
-            schemas,
-            index,
+            compiled,
         })
     }
 
@@ -222,7 +257,7 @@ impl InputSchema {
     }
 
     fn validate(&self, call: &str, args: &Value, nouns: Nouns) -> Result<(), ArgumentError> {
-        let Err(error) = self.schemas.validate(args, self.index) else {
+        let Err(error) = self.compiled.schemas.validate(args, self.compiled.index) else {
             return Ok(());
         };
         // The first leaf of the error tree is the most specific reason.
@@ -367,4 +402,29 @@ pub fn snake_case(key: &str) -> String {
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_schema_is_compiled_once_per_thread_and_validates_the_same_after() {
+        let schema = json!({"type": "object", "properties": {"n": {"type": "integer"}}});
+        let first = InputSchema::compile(&schema).expect("compiles");
+        let again = InputSchema::compile(&schema).expect("compiles");
+        assert!(
+            Rc::ptr_eq(&first.compiled, &again.compiled),
+            "compiled twice"
+        );
+        let other = InputSchema::compile(&json!({"type": "object"})).expect("compiles");
+        assert!(!Rc::ptr_eq(&first.compiled, &other.compiled));
+        assert!(again.validate_value("args", &json!({"n": 1})).is_ok());
+        assert!(again.validate_value("args", &json!({"n": "x"})).is_err());
+        // One that does not compile is refused every time, never kept.
+        for _ in 0..2 {
+            assert!(InputSchema::compile(&json!({"type": 3})).is_err());
+        }
+    }
 }
