@@ -1,0 +1,161 @@
+//! Turns of a model: a streamed chat turn, an agent turn (the CodeAct loop),
+//! and a provider's model list.
+
+use super::*;
+
+/// The workspace's configuration, when its stores opened.
+pub(super) fn stored_config(runtime: &Runtime) -> Option<kiln_store::config::Config> {
+    runtime
+        .workspace
+        .as_ref()
+        .as_ref()
+        .ok()
+        .map(|workspace| kiln_store::config::Config::new(workspace.backend.clone()))
+}
+
+pub(super) fn provider_problem(error: &ProviderError) -> Problem {
+    Problem {
+        bad_request: false,
+        message: error.sentence(),
+        code: Some(error.code().to_owned()),
+        hint: error.hint.clone(),
+        status: error.status,
+    }
+}
+
+/// One streamed chat turn: its events posted as they come, then its final
+/// message (with the budget's spend when it had one).
+pub(super) async fn chat(runtime: Rc<Runtime>, id: u64, request: Value) {
+    let answered = async {
+        let turn = TurnRequest::from_value(&request).map_err(Problem::bad_request)?;
+        let budget = match turn.budget {
+            None => None,
+            Some(TurnBudget::Own(limits)) => {
+                Some(new_budget(&limits, Rc::new(kiln_http::SystemClock)))
+            }
+            Some(TurnBudget::Shared(number)) => Some(
+                runtime
+                    .budgets
+                    .borrow()
+                    .get(&number)
+                    .cloned()
+                    .ok_or_else(|| {
+                        Problem::bad_request(format!(
+                            "`budget` names budget {number}, which this Kiln did not make"
+                        ))
+                    })?,
+            ),
+        };
+        let config = stored_config(&runtime);
+        let provider = provider_config(config.as_ref(), &turn.provider)
+            .await
+            .map_err(|error| op_problem(&error.into()))?;
+        let provider = kiln_providers::connect_with(provider, runtime.http.clone());
+        let abort = AbortSignal::new();
+        runtime.runs.borrow_mut().insert(id, abort.clone());
+        let mut stream =
+            kiln_providers::turn(&*provider, turn.request, budget.clone(), Some(abort));
+        let mut done = None;
+        while let Some(item) = stream.next().await {
+            let event = item.map_err(|error| provider_problem(&error))?;
+            if let Event::Done { message } = &event {
+                done = Some(message.clone());
+            }
+            post(&FromRuntime::Event {
+                id,
+                event: ExchangeEvent::Chat(event),
+            });
+        }
+        let mut value = serde_json::to_value(done.unwrap_or_default()).unwrap_or_default();
+        if let (Some(budget), Some(object)) = (budget, value.as_object_mut()) {
+            object.insert(
+                "spend".into(),
+                serde_json::to_value(budget.spend()).unwrap_or_default(),
+            );
+        }
+        Ok::<Value, Problem>(value)
+    }
+    .await;
+    runtime.runs.borrow_mut().remove(&id);
+    answer(id, answered);
+}
+
+/// Who an agent turn can ask: the page's `approve` and `ask` callbacks, and
+/// how many permission changes the page had sent when it sent the turn.
+pub(super) struct Asks {
+    pub(super) approve: bool,
+    pub(super) ask: bool,
+    pub(super) seen: u64,
+}
+
+/// One agent turn: its events posted as they come, then its result and the
+/// thread to continue from.
+pub(super) async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
+    let Asks { approve, ask, seen } = asks;
+    let answered = async {
+        let spec = kiln_agent::AgentSpec::from_value(request)
+            .map_err(|error| Problem::bad_request(error.0))?;
+        let config = stored_config(&runtime);
+        let provider = provider_config(config.as_ref(), &spec.provider)
+            .await
+            .map_err(|error| op_problem(&error.into()))?;
+        let provider = kiln_providers::connect_with(provider, runtime.http.clone());
+        let environment = watched_environment(&runtime, id, approve, seen, "kiln.agent");
+        let cancel = AbortSignal::new();
+        runtime.runs.borrow_mut().insert(id, cancel.clone());
+        let setup = kiln_agent::AgentSetup {
+            environment: &environment,
+            runner: Rc::new(PoolRunner(runtime.pool.clone())),
+            person: ask.then(|| {
+                Rc::new(PagePerson {
+                    runtime: runtime.clone(),
+                    run: id,
+                }) as Rc<dyn Person>
+            }),
+            clock: Rc::new(kiln_http::SystemClock),
+            sink: Rc::new(move |event| {
+                post(&FromRuntime::Event {
+                    id,
+                    event: ExchangeEvent::Agent(event),
+                });
+            }),
+            cancel,
+        };
+        let outcome = kiln_agent::run_agent(spec.with_provider(provider), setup)
+            .await
+            .map_err(|error| Problem::bad_request(error.0))?;
+        let mut value = serde_json::to_value(&outcome.result).unwrap_or(Value::Null);
+        if let Some(object) = value.as_object_mut() {
+            object.insert(
+                "messages".into(),
+                serde_json::to_value(&outcome.view).unwrap_or_default(),
+            );
+        }
+        Ok::<Value, Problem>(value)
+    }
+    .await;
+    settle(&runtime, id);
+    // A question left open has nobody to ask it any more.
+    runtime
+        .questions
+        .borrow_mut()
+        .retain(|_, (run, _)| *run != id);
+    answer(id, answered);
+}
+
+pub(super) async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
+    let answered = async {
+        let config = stored_config(&runtime);
+        let provider = provider_config(config.as_ref(), &provider)
+            .await
+            .map_err(|error| op_problem(&error.into()))?;
+        let provider = kiln_providers::connect_with(provider, runtime.http.clone());
+        let models = provider
+            .models()
+            .await
+            .map_err(|error| provider_problem(&error))?;
+        Ok::<Value, Problem>(serde_json::to_value(models).unwrap_or_default())
+    }
+    .await;
+    answer(id, answered);
+}
