@@ -139,7 +139,7 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
     let workspace = Workspace {
         backend: MemoryBackend::new(),
         files: MemoryTree::new(),
-        custody: Rc::new(kiln_store::custody::Solo::new()),
+        owners: Rc::new(kiln_store::owners::Solo::new()),
     };
     let environment = Environment {
         entrance: "agent test".into(),

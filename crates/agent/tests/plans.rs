@@ -283,7 +283,7 @@ fn run(prompt: &str, routes: Vec<(&'static str, Script)>, options: Options) -> R
     let workspace = Workspace {
         backend: MemoryBackend::new(),
         files: MemoryTree::new(),
-        custody: Rc::new(kiln_store::custody::Solo::new()),
+        owners: Rc::new(kiln_store::owners::Solo::new()),
     };
     let recorder = Rc::new(Recorder::default());
     let environment = Environment {

@@ -32,7 +32,7 @@ fn environment() -> Environment {
     let workspace = Workspace {
         backend: MemoryBackend::new(),
         files: MemoryTree::new(),
-        custody: Rc::new(kiln_store::custody::Solo::new()),
+        owners: Rc::new(kiln_store::owners::Solo::new()),
     };
     Environment {
         entrance: "node test".into(),

@@ -11,8 +11,8 @@ use kiln_capabilities::{Approver, Gate, Implementation, Registry};
 use kiln_http::HttpClient;
 use kiln_store::StoreError;
 use kiln_store::backend::Backend;
-use kiln_store::custody::Custody;
 use kiln_store::files::FileTree;
+use kiln_store::owners::Owners;
 
 /// A workspace's stores, open, and who is running its jobs.
 #[derive(Clone)]
@@ -20,7 +20,7 @@ pub struct Workspace {
     pub backend: Rc<dyn Backend>,
     pub files: Rc<dyn FileTree>,
     /// This runtime's owner id (its jobs carry it) and who else is alive.
-    pub custody: Rc<dyn Custody>,
+    pub owners: Rc<dyn Owners>,
 }
 
 impl Workspace {
@@ -33,7 +33,7 @@ impl Workspace {
     /// The store's, when the history cannot be read or written.
     pub async fn interrupt_abandoned(&self) -> Result<usize, StoreError> {
         let history = kiln_store::history::History::new(self.backend.clone());
-        Ok(history.interrupt_abandoned(&*self.custody).await?.len())
+        Ok(history.interrupt_abandoned(&*self.owners).await?.len())
     }
 }
 

@@ -84,7 +84,7 @@ impl RunRecord {
                 agent: agent.to_owned(),
                 title: job.title.clone(),
                 input: job.input.clone(),
-                owner: workspace.custody.owner().to_owned(),
+                owner: workspace.owners.owner().to_owned(),
                 run_id: job.run_id.clone(),
             })
             .await?;

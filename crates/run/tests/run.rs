@@ -80,7 +80,7 @@ fn setup(approver: Rc<dyn Approver>) -> Setup {
     let workspace = Workspace {
         backend: backend.clone(),
         files: MemoryTree::new(),
-        custody: Rc::new(kiln_store::custody::Solo::new()),
+        owners: Rc::new(kiln_store::owners::Solo::new()),
     };
     Setup {
         environment: Environment {
@@ -225,7 +225,7 @@ fn every_run_is_recorded_with_one_title_output_and_status() {
         assert_eq!(job.status, status, "{code:?}");
         assert_eq!(job.agent, "ada");
         assert_eq!(job.input, code);
-        let custody = &setup
+        let owners = &setup
             .environment
             .workspace
             .as_ref()
@@ -233,8 +233,8 @@ fn every_run_is_recorded_with_one_title_output_and_status() {
             .as_ref()
             .as_ref()
             .unwrap()
-            .custody;
-        assert_eq!(job.owner, custody.owner(), "the job carries its runtime");
+            .owners;
+        assert_eq!(job.owner, owners.owner(), "the job carries its runtime");
         assert_eq!(
             job.output,
             ran.result.text(),

@@ -11,7 +11,7 @@ fn workspace() -> Workspace {
     Workspace {
         backend: MemoryBackend::new(),
         files: MemoryTree::new(),
-        custody: std::rc::Rc::new(kiln_store::custody::Solo::new()),
+        owners: std::rc::Rc::new(kiln_store::owners::Solo::new()),
     }
 }
 
@@ -160,7 +160,7 @@ fn a_job_left_running_by_a_runtime_that_ended_is_interrupted_on_open() {
         ..JobStart::default()
     };
     let gone = block_on(history.start_job(start("a tab that closed"))).expect("started");
-    let mine = block_on(history.start_job(start(workspace.custody.owner()))).expect("started");
+    let mine = block_on(history.start_job(start(workspace.owners.owner()))).expect("started");
     assert_eq!(block_on(workspace.interrupt_abandoned()).expect("swept"), 1);
     let status = |id: &str| block_on(history.job(id)).expect("read").status;
     assert_eq!(status(&gone.id), "interrupted");

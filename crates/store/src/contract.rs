@@ -670,8 +670,8 @@ async fn history(backend: Rc<dyn Backend>) {
             .await,
         check,
     );
-    let custody = AliveOwners(&["tab-1"]);
-    let interrupted = ok(history.interrupt_abandoned(&custody).await, check);
+    let owners = AliveOwners(&["tab-1"]);
+    let interrupted = ok(history.interrupt_abandoned(&owners).await, check);
     assert_eq!(
         interrupted
             .iter()
@@ -695,15 +695,15 @@ async fn history(backend: Rc<dyn Backend>) {
         "{check}: a finished job keeps its ending"
     );
     assert!(
-        ok(history.interrupt_abandoned(&custody).await, check).is_empty(),
+        ok(history.interrupt_abandoned(&owners).await, check).is_empty(),
         "{check}: a second sweep finds nothing"
     );
 }
 
-/// A custody where exactly the named owners are alive.
+/// Owners of whom exactly the named ones are alive.
 struct AliveOwners(&'static [&'static str]);
 
-impl crate::custody::Custody for AliveOwners {
+impl crate::owners::Owners for AliveOwners {
     fn owner(&self) -> &str {
         self.0.first().copied().unwrap_or_default()
     }

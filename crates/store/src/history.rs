@@ -87,7 +87,7 @@ pub struct JobStart {
     pub agent: String,
     pub title: String,
     pub input: String,
-    /// The runtime running it: [`crate::custody::Custody::owner`].
+    /// The runtime running it: [`crate::owners::Owners::owner`].
     pub owner: String,
     /// A keyed codemode run's id ([`Job::run_id`]).
     pub run_id: Option<String>,
@@ -245,7 +245,7 @@ impl History {
     /// The store's, when the jobs cannot be read or one cannot be written.
     pub async fn interrupt_abandoned(
         &self,
-        custody: &dyn crate::custody::Custody,
+        owners: &dyn crate::owners::Owners,
     ) -> Result<Vec<Job>, StoreError> {
         let scan = Scan {
             prefix: "",
@@ -258,7 +258,7 @@ impl History {
             let Ok(job) = job_from(record) else {
                 continue;
             };
-            if job.status != "running" || custody.is_alive(&job.owner).await {
+            if job.status != "running" || owners.is_alive(&job.owner).await {
                 continue;
             }
             match self

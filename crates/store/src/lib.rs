@@ -24,7 +24,7 @@
 //!
 //! - [`error`]: [`StoreError`], one error type for every store, each variant
 //!   naming what was wrong and, where a person can act, a hint.
-//! - [`custody`]: who is running the workspace's jobs, so that a job left
+//! - [`owners`]: who is running the workspace's jobs, so that a job left
 //!   `running` by an owner that died is marked `interrupted` at the next open.
 //! - [`text`]: words for the full-text index, and BM25 ranking over what it
 //!   returns.
@@ -44,7 +44,6 @@ pub mod clock;
 pub mod config;
 #[cfg(feature = "contract")]
 pub mod contract;
-pub mod custody;
 pub mod durable;
 pub mod error;
 pub mod export;
@@ -52,6 +51,7 @@ pub mod files;
 pub mod history;
 pub mod ids;
 pub mod native;
+pub mod owners;
 pub mod run;
 pub mod text;
 

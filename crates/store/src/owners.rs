@@ -11,13 +11,13 @@
 //! with no heartbeat and no clock. The browser's locks are the Web Locks
 //! API (`browser::WebLocks`), shared by every tab and worker of the origin;
 //! natively they are file locks in the store's folder
-//! (`native::FileCustody`); [`Solo`] is the in-memory store's, which no
+//! (`native::FileOwners`); [`Solo`] is the in-memory store's, which no
 //! other process can share.
 
 use futures::future::LocalBoxFuture;
 
 /// The owners of the workspace's running jobs.
-pub trait Custody {
+pub trait Owners {
     /// This runtime's owner id, held for its life; the jobs it starts carry it.
     fn owner(&self) -> &str;
     /// Whether `owner` is alive (still holds its lock). When the platform
@@ -26,7 +26,7 @@ pub trait Custody {
     fn is_alive<'a>(&'a self, owner: &'a str) -> LocalBoxFuture<'a, bool>;
 }
 
-/// The custody of a store only this runtime can reach (in memory): every
+/// The owners of a store only this runtime can reach (in memory): every
 /// other owner is gone.
 pub struct Solo {
     owner: String,
@@ -47,7 +47,7 @@ impl Default for Solo {
     }
 }
 
-impl Custody for Solo {
+impl Owners for Solo {
     fn owner(&self) -> &str {
         &self.owner
     }

@@ -326,11 +326,11 @@ pub(crate) fn open_store(dir: &Path) -> Result<Workspace, kiln_store::StoreError
     let backend: Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(dir)?;
     let files: Rc<dyn kiln_store::files::FileTree> =
         kiln_store::native::DirTree::open(&dir.join("files"))?;
-    let custody = Rc::new(kiln_store::native::FileCustody::acquire(dir)?);
+    let owners = Rc::new(kiln_store::native::FileOwners::acquire(dir)?);
     let workspace = Workspace {
         backend,
         files,
-        custody,
+        owners,
     };
     futures::executor::block_on(workspace.interrupt_abandoned())?;
     Ok(workspace)

@@ -10,7 +10,7 @@ use wasm_bindgen::prelude::*;
 use wasm_bindgen_futures::JsFuture;
 
 use crate::StoreError;
-use crate::custody::Custody;
+use crate::owners::Owners;
 
 /// The prefix of every owner lock's name.
 pub const LOCK_PREFIX: &str = "kiln-owner-";
@@ -86,7 +86,7 @@ fn lock_error(error: &JsValue) -> StoreError {
     ))
 }
 
-impl Custody for WebLocks {
+impl Owners for WebLocks {
     fn owner(&self) -> &str {
         &self.owner
     }

@@ -21,6 +21,6 @@ pub use dir::DirTree;
 pub use log::{COMPACT_MIN_BYTES, COMPACT_RATIO, LOCK_FILE, LOG_FILE, LogBackend, TMP_FILE};
 pub use memory::MemoryBackend;
 #[cfg(not(target_arch = "wasm32"))]
-pub use owners::{FileCustody, OWNERS_FOLDER};
+pub use owners::{FileOwners, OWNERS_FOLDER};
 pub use tables::Tables;
 pub use tree::MemoryTree;

@@ -1,4 +1,4 @@
-//! [`FileCustody`]: the owners of an on-disk store's running jobs, as file
+//! [`FileOwners`]: the owners of an on-disk store's running jobs, as file
 //! locks in its `owners/` folder. A `kiln` process holds an exclusive lock
 //! on `owners/<owner>.lock` for its life; the kernel releases it when the
 //! process ends, however it ends, so a lock that can be taken is an owner
@@ -10,12 +10,12 @@ use std::path::{Path, PathBuf};
 use futures::future::LocalBoxFuture;
 
 use crate::StoreError;
-use crate::custody::Custody;
+use crate::owners::Owners;
 
 /// The folder of the owners' lock files, inside the store's folder.
 pub const OWNERS_FOLDER: &str = "owners";
 
-pub struct FileCustody {
+pub struct FileOwners {
     owner: String,
     folder: PathBuf,
     /// Locked for this process's life.
@@ -26,7 +26,7 @@ fn io_error(path: &Path, error: &std::io::Error) -> StoreError {
     StoreError::Io(format!("{}: {error}", path.display()))
 }
 
-impl FileCustody {
+impl FileOwners {
     /// Takes this process's lock in `store/owners/`.
     ///
     /// # Errors
@@ -52,7 +52,7 @@ impl FileCustody {
     }
 }
 
-impl Drop for FileCustody {
+impl Drop for FileOwners {
     fn drop(&mut self) {
         // A clean end leaves no file behind (a crash leaves one, which the
         // next look at it finds unlocked and removes).
@@ -60,7 +60,7 @@ impl Drop for FileCustody {
     }
 }
 
-impl Custody for FileCustody {
+impl Owners for FileOwners {
     fn owner(&self) -> &str {
         &self.owner
     }
@@ -70,7 +70,7 @@ impl Custody for FileCustody {
     }
 }
 
-impl FileCustody {
+impl FileOwners {
     fn alive(&self, owner: &str) -> bool {
         if owner == self.owner {
             return true;
@@ -108,8 +108,8 @@ mod tests {
     fn an_owner_is_alive_while_it_holds_its_lock() {
         let store =
             std::env::temp_dir().join(format!("kiln-owners-{}", crate::ids::random_suffix()));
-        let first = FileCustody::acquire(&store).expect("first");
-        let second = FileCustody::acquire(&store).expect("second");
+        let first = FileOwners::acquire(&store).expect("first");
+        let second = FileOwners::acquire(&store).expect("second");
         assert!(block_on(second.is_alive(first.owner())), "a live owner");
         assert!(block_on(first.is_alive(first.owner())), "itself");
         assert!(!block_on(first.is_alive("p1-gone")), "never an owner");
@@ -117,7 +117,7 @@ mod tests {
         let gone = first.owner().to_owned();
         // A crash leaves the file, unlocked: simulated by releasing the lock
         // without the clean end's removal.
-        let FileCustody { _held, .. } = &first;
+        let FileOwners { _held, .. } = &first;
         _held.unlock().expect("unlocked");
         assert!(!block_on(second.is_alive(&gone)), "its lock is free");
         assert!(
