@@ -117,6 +117,40 @@ impl ModelFlags {
     }
 }
 
+/// Which model a turn talks to, declared once: `kiln agent run`, `kiln
+/// chat`, `kiln node author` and `kiln eval` flatten it.
+#[derive(clap::Args)]
+pub(crate) struct ProviderFlags {
+    /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama;
+    /// or local, Kiln's own small model (SmolLM2-135M) run in this process.
+    #[arg(long)]
+    pub(crate) provider: Option<String>,
+    /// The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`;
+    /// for local, the folder of the model's files (default: the build's pkg/models).
+    #[arg(long, value_name = "URL", default_value = "")]
+    pub(crate) base_url: String,
+    /// The model id, as the provider's model list names it (local's is its own).
+    #[arg(long, default_value = "")]
+    pub(crate) model: String,
+    /// The environment variable holding the API key (never the key itself).
+    #[arg(long, value_name = "VAR")]
+    pub(crate) key_env: Option<String>,
+}
+
+impl ProviderFlags {
+    /// The provider and the model id the flags name, checked before
+    /// anything is sent.
+    pub(crate) fn read(&self) -> anyhow::Result<(kiln_providers::ProviderConfig, String)> {
+        let Some(kind) = &self.provider else {
+            anyhow::bail!("--provider: give one of openai, anthropic, ollama, local");
+        };
+        let config =
+            crate::commands::agent::provider_config(kind, &self.base_url, self.key_env.as_deref())?;
+        let model = crate::commands::agent::model_id(&config, &self.model)?;
+        Ok((config, model))
+    }
+}
+
 /// How a run is held, from the command line: its permission mode, who
 /// answers the ladder, its secrets, its limits and whose run it is.
 #[derive(clap::Args, Clone)]

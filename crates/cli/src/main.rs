@@ -33,7 +33,9 @@ use std::process::ExitCode;
 
 use clap::{Parser, Subcommand};
 
-pub(crate) use common::{ApproveWith, BeltFlags, GateFlags, ModelFlags, Permissions};
+pub(crate) use common::{
+    ApproveWith, BeltFlags, GateFlags, ModelFlags, Permissions, ProviderFlags,
+};
 
 #[derive(Parser)]
 #[command(

@@ -57,20 +57,8 @@ pub struct RunArgs {
 /// and `kiln chat`'s options.
 #[derive(clap::Args)]
 pub struct SessionArgs {
-    /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama;
-    /// or local, Kiln's own small model (SmolLM2-135M) run in this process.
-    #[arg(long)]
-    provider: String,
-    /// The API root, e.g. `https://api.openai.com/v1` or `http://127.0.0.1:8080/v1`;
-    /// for local, the folder of the model's files (default: the build's pkg/models).
-    #[arg(long, value_name = "URL", default_value = "")]
-    base_url: String,
-    /// The model id, as the provider's model list names it (local's is its own).
-    #[arg(long, default_value = "")]
-    model: String,
-    /// The environment variable holding the API key (never the key itself).
-    #[arg(long, value_name = "VAR")]
-    key_env: Option<String>,
+    #[command(flatten)]
+    provider: crate::ProviderFlags,
     #[command(flatten)]
     belt: crate::BeltFlags,
     #[command(flatten)]
@@ -245,8 +233,7 @@ pub(crate) fn model_id(config: &ProviderConfig, model: &str) -> Result<String> {
 impl Session {
     /// Everything checked before anything is sent: exit 2 on a problem.
     pub(crate) fn prepare(args: &SessionArgs) -> Result<Self> {
-        let provider = provider_config(&args.provider, &args.base_url, args.key_env.as_deref())?;
-        let model = model_id(&provider, &args.model)?;
+        let (provider, model) = args.provider.read()?;
         if args.max_tokens == 0 {
             bail!("--max-tokens: must be at least 1");
         }

@@ -32,26 +32,11 @@ pub enum EvalCommand {
     CodeGen(SuiteArgs),
 }
 
-/// The model a suite runs against.
-#[derive(clap::Args)]
-pub struct ModelArgs {
-    /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama.
-    #[arg(long)]
-    provider: String,
-    /// The API root.
-    #[arg(long, value_name = "URL")]
-    base_url: String,
-    #[arg(long)]
-    model: String,
-    /// The environment variable holding the API key.
-    #[arg(long, value_name = "VAR")]
-    key_env: Option<String>,
-}
-
 #[derive(clap::Args)]
 pub struct CodeactArgs {
+    /// The model the cases run against; needed unless --list.
     #[command(flatten)]
-    model: ModelArgs,
+    model: crate::ProviderFlags,
     /// Only the cases whose name matches (`*` matches anything), e.g. `shop-*`.
     #[arg(long, value_name = "GLOB", default_value = "*")]
     cases: String,
@@ -65,15 +50,9 @@ pub struct CodeactArgs {
 
 #[derive(clap::Args)]
 pub struct SuiteArgs {
-    /// The model's options; needed unless --list.
-    #[arg(long)]
-    provider: Option<String>,
-    #[arg(long, value_name = "URL")]
-    base_url: Option<String>,
-    #[arg(long)]
-    model: Option<String>,
-    #[arg(long, value_name = "VAR")]
-    key_env: Option<String>,
+    /// The model the cases run against; needed unless --list.
+    #[command(flatten)]
+    model: crate::ProviderFlags,
     /// Only the cases whose name matches (`*` matches anything).
     #[arg(long, value_name = "GLOB", default_value = "*")]
     cases: String,
@@ -85,16 +64,20 @@ pub struct SuiteArgs {
     list: bool,
 }
 
-/// The provider the options name, or the sentence saying what is wrong.
+/// The provider and model the options name, or the sentence saying what is
+/// wrong.
 fn connect(
-    provider: &str,
-    base_url: &str,
-    key_env: Option<&str>,
-) -> Result<(Rc<dyn Provider>, ProviderKind), String> {
-    let config = crate::commands::agent::provider_config(provider, base_url, key_env)
-        .map_err(|error| format!("{error:#}"))?;
+    flags: &crate::ProviderFlags,
+    suite: &str,
+) -> Result<(Rc<dyn Provider>, ProviderKind, String), String> {
+    if flags.provider.is_none() {
+        return Err(format!(
+            "kiln eval {suite} needs --provider, --base-url and --model (or --list)"
+        ));
+    }
+    let (config, model) = flags.read().map_err(|error| format!("{error:#}"))?;
     let kind = config.kind;
-    Ok((kiln_providers::connect(config), kind))
+    Ok((kiln_providers::connect(config), kind, model))
 }
 
 pub fn run(command: &EvalCommand) -> ExitCode {
@@ -131,11 +114,7 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
         eprintln!("error: --max-turns: must be at least 1");
         return ExitCode::from(2);
     }
-    let (provider, kind) = match connect(
-        &args.model.provider,
-        &args.model.base_url,
-        args.model.key_env.as_deref(),
-    ) {
+    let (provider, kind, model) = match connect(&args.model, "codeact") {
         Ok(connected) => connected,
         Err(why) => {
             eprintln!("error: {why}");
@@ -146,12 +125,12 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
         "kiln eval codeact: {} case(s) against {} `{}`, each as CodeAct and as direct tool calls",
         cases.len(),
         kind.as_str(),
-        args.model.model
+        model
     );
     let results = futures::executor::LocalPool::new().run_until(kiln_evals::codeact::run_cases(
         &cases,
         provider,
-        &args.model.model,
+        &model,
         Rc::new(crate::sandbox_process::ProcessRunner::default()),
         args.max_turns,
     ));
@@ -159,24 +138,14 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
     ExitCode::SUCCESS
 }
 
-/// The model a suite's options name (all three are needed to run).
+/// The model a suite's options name.
 fn suite_model(args: &SuiteArgs, suite: &str) -> Result<(Rc<dyn Provider>, String), String> {
-    let (Some(provider), Some(base_url), Some(model)) =
-        (&args.provider, &args.base_url, &args.model)
-    else {
-        return Err(format!(
-            "kiln eval {suite} needs --provider, --base-url and --model (or --list)"
-        ));
-    };
-    if model.trim().is_empty() {
-        return Err("--model: give the model id".into());
-    }
     if args.max_turns == 0 {
         return Err("--max-turns: must be at least 1".into());
     }
-    let (provider, kind) = connect(provider, base_url, args.key_env.as_deref())?;
+    let (provider, kind, model) = connect(&args.model, suite)?;
     eprintln!("kiln eval {suite}: against {} `{model}`", kind.as_str());
-    Ok((provider, model.clone()))
+    Ok((provider, model))
 }
 
 /// Runs one suite of named cases: `--cases` picks them, `--list` names them,

@@ -104,17 +104,8 @@ pub struct AuthorArgs {
     /// Print the exact messages the first request would send, and send nothing.
     #[arg(long)]
     show_payload: bool,
-    /// The wire format: openai, anthropic, ollama; or local, Kiln's own small model.
-    #[arg(long)]
-    provider: String,
-    /// The API root; for local, the folder of the model's files (default: pkg/models).
-    #[arg(long, value_name = "URL", default_value = "")]
-    base_url: String,
-    #[arg(long, default_value = "")]
-    model: String,
-    /// The environment variable holding the API key (never the key itself).
-    #[arg(long, value_name = "VAR")]
-    key_env: Option<String>,
+    #[command(flatten)]
+    provider: crate::ProviderFlags,
 }
 
 /// The parser recurses on the stack once per level a body nests, and a
@@ -409,16 +400,8 @@ fn author(args: &AuthorArgs) -> ExitCode {
         print(&request.payload());
         return ExitCode::SUCCESS;
     }
-    let config = match crate::commands::agent::provider_config(
-        &args.provider,
-        &args.base_url,
-        args.key_env.as_deref(),
-    ) {
-        Ok(config) => config,
-        Err(error) => return refused(&error),
-    };
-    let wanted = match crate::commands::agent::model_id(&config, &args.model) {
-        Ok(model) => model,
+    let (config, wanted) = match args.provider.read() {
+        Ok(read) => read,
         Err(error) => return refused(&error),
     };
     let provider = kiln_providers::connect(config);
