@@ -30,3 +30,39 @@ pub fn parse<T: DeserializeOwned>(file_name: &str, text: &str) -> Result<Vec<T>,
         message: error.to_string(),
     })
 }
+
+/// A case `--cases` picks by its name.
+pub trait Named {
+    fn name(&self) -> &str;
+}
+
+/// The cases whose name matches `pattern` (`*` matches any run of characters).
+#[must_use]
+pub fn select<C: Named>(cases: Vec<C>, pattern: &str) -> Vec<C> {
+    cases
+        .into_iter()
+        .filter(|case| wildcard(pattern, case.name()))
+        .collect()
+}
+
+/// Whether `name` matches `pattern` (`*` matches any run of characters).
+#[must_use]
+pub fn wildcard(pattern: &str, name: &str) -> bool {
+    let parts: Vec<&str> = pattern.split('*').collect();
+    let [first, middle @ .., last] = parts.as_slice() else {
+        return pattern == name;
+    };
+    if parts.len() == 1 {
+        return pattern == name;
+    }
+    let Some(mut rest) = name.strip_prefix(first) else {
+        return false;
+    };
+    for part in middle {
+        match rest.find(part) {
+            Some(at) => rest = &rest[at + part.len()..],
+            None => return false,
+        }
+    }
+    rest.len() >= last.len() && rest.ends_with(last)
+}

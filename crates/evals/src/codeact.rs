@@ -74,35 +74,10 @@ pub fn cases() -> Result<Vec<Case>, CasesError> {
     crate::cases::parse(CASES_FILE, CASES)
 }
 
-/// The cases whose name matches `pattern` (`*` matches any run of characters).
-#[must_use]
-pub fn select(cases: Vec<Case>, pattern: &str) -> Vec<Case> {
-    cases
-        .into_iter()
-        .filter(|case| wildcard(pattern, &case.name))
-        .collect()
-}
-
-/// Whether `name` matches `pattern` (`*` matches any run of characters).
-#[must_use]
-pub fn wildcard(pattern: &str, name: &str) -> bool {
-    let parts: Vec<&str> = pattern.split('*').collect();
-    let [first, middle @ .., last] = parts.as_slice() else {
-        return pattern == name;
-    };
-    if parts.len() == 1 {
-        return pattern == name;
+impl crate::cases::Named for Case {
+    fn name(&self) -> &str {
+        &self.name
     }
-    let Some(mut rest) = name.strip_prefix(first) else {
-        return false;
-    };
-    for part in middle {
-        match rest.find(part) {
-            Some(at) => rest = &rest[at + part.len()..],
-            None => return false,
-        }
-    }
-    rest.len() >= last.len() && rest.ends_with(last)
 }
 
 pub(crate) struct Table(pub(crate) EvalTool);
@@ -184,8 +159,9 @@ pub fn normalize(answer: &str) -> String {
     }
 }
 
-fn environment(case: &Case) -> Environment {
-    let tools = case.tools.clone();
+/// A run's environment for a suite's cases: the case's table tools, every
+/// call approved, no workspace; `seed` fills the run ids' random bytes.
+pub(crate) fn table_environment(tools: Vec<EvalTool>, seed: u8) -> Environment {
     Environment {
         entrance: "kiln eval".into(),
         tools_host: "eval".into(),
@@ -204,7 +180,7 @@ fn environment(case: &Case) -> Environment {
         })),
         bridge: None,
         workspace: None,
-        random: Rc::new(|| [0; 8]),
+        random: Rc::new(move || [seed; 8]),
         on_gate: None,
     }
 }
@@ -220,7 +196,7 @@ async fn codeact(
     runner: Rc<dyn SandboxRunner>,
     max_turns: u32,
 ) -> Score {
-    let environment = environment(case);
+    let environment = table_environment(case.tools.clone(), 0);
     let mut run = RunRequest::new("");
     run.mode = Some(kiln_capabilities::Mode::Auto);
     let request = AgentRequest {
@@ -286,7 +262,7 @@ fn failed_score(why: String) -> Score {
 }
 
 async fn direct(case: &Case, provider: &dyn Provider, model: &str, max_turns: u32) -> Score {
-    let environment = environment(case);
+    let environment = table_environment(case.tools.clone(), 0);
     let mut request = RunRequest::new("");
     request.mode = Some(kiln_capabilities::Mode::Auto);
     let ladder = match kiln_run::assemble(&request, &environment).await {
@@ -437,6 +413,7 @@ mod tests {
 
     #[test]
     fn a_pattern_picks_cases_by_name() {
+        use crate::cases::{select, wildcard};
         assert!(wildcard("shop-*", "shop-order-total"));
         assert!(wildcard("*total", "shop-order-total"));
         assert!(wildcard("*", "x"));

@@ -235,13 +235,10 @@ pub fn codegen_cases() -> Result<Vec<CodegenCase>, CasesError> {
     crate::cases::parse(CASES_FILE, CASES)
 }
 
-/// The cases whose name matches `pattern` ([`crate::codeact::wildcard`]).
-#[must_use]
-pub fn select(cases: Vec<CodegenCase>, pattern: &str) -> Vec<CodegenCase> {
-    cases
-        .into_iter()
-        .filter(|case| crate::codeact::wildcard(pattern, &case.name))
-        .collect()
+impl crate::cases::Named for CodegenCase {
+    fn name(&self) -> &str {
+        &self.name
+    }
 }
 
 /// Whether `got` is `want`: numbers by value (`50` is `50.0`, and within a

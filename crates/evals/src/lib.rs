@@ -10,7 +10,8 @@
 //!
 //! The cases themselves are data, not code: one JSON file per suite in
 //! `cases/*.json` (`codeact.json`, `planner.json`, `subtask.json`,
-//! `codegen.json`), compiled in and parsed by [`cases`] when a suite asks
+//! `codegen.json`), compiled in and parsed by [`cases`] (which also picks
+//! them by name, `--cases`) when a suite asks
 //! for them. Editing a case is editing its file; the runners and the
 //! scoring stay here.
 

@@ -40,11 +40,10 @@ use serde::Deserialize;
 use serde_json::{Value, json};
 
 use crate::cases::CasesError;
-use crate::codeact::{EvalTool, Table, normalize};
+use crate::codeact::{EvalTool, normalize};
 use kiln_agent::{AgentRequest, AgentSetup, Background, Compaction, Kin, run_agent};
 use kiln_run::SandboxRunner;
 use kiln_run::dag::{Node, critical_path};
-use kiln_run::{Environment, People};
 
 /// A planner case: an objective, the tools on offer and what its plan must
 /// show.
@@ -482,27 +481,7 @@ pub async fn run_subtasks(
     for case in cases {
         let tools = case.tools.clone();
         let names: Vec<String> = tools.iter().map(|tool| tool.name.clone()).collect();
-        let environment = Environment {
-            entrance: "kiln eval".into(),
-            tools_host: "eval".into(),
-            http: kiln_http::default_client(),
-            people: People::Approver {
-                host: "kiln eval".into(),
-                approver: Rc::new(kiln_capabilities::gate::Fixed(
-                    kiln_capabilities::Answer::Approve,
-                )),
-                session: kiln_capabilities::gate::SessionAllow::default(),
-            },
-            own_tools: Some(Rc::new(move |registry: &mut Registry| {
-                for tool in &tools {
-                    let _ = registry.add(crate::codeact::spec(tool), Rc::new(Table(tool.clone())));
-                }
-            })),
-            bridge: None,
-            workspace: None,
-            random: Rc::new(|| [5; 8]),
-            on_gate: None,
-        };
+        let environment = crate::codeact::table_environment(tools, 5);
         let events = Rc::new(RefCell::new(Vec::new()));
         let sink = {
             let events = events.clone();

@@ -8,7 +8,8 @@
 use std::rc::Rc;
 
 use futures::executor::block_on;
-use kiln_evals::codeact::{cases, run_cases, select, table};
+use kiln_evals::cases::select;
+use kiln_evals::codeact::{cases, run_cases, table};
 use kiln_providers::scripted::{Reply, Scripted};
 use kiln_providers::{ChatRequest, Message};
 use serde_json::json;

@@ -11,8 +11,9 @@ use std::collections::BTreeSet;
 
 use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
+use kiln_evals::cases::select;
 use kiln_evals::codegen::{
-    CodegenCase, Shape, codegen_cases, codegen_table, run_codegen, same, score_node, select,
+    CodegenCase, Shape, codegen_cases, codegen_table, run_codegen, same, score_node,
 };
 use kiln_nodes::{MAX_AUTHOR_ROUNDS, SUBMIT_CODE, check_submission};
 use kiln_providers::Message;

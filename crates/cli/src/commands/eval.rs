@@ -91,7 +91,7 @@ pub fn run(command: &EvalCommand) -> ExitCode {
 
 fn codeact(args: &CodeactArgs) -> ExitCode {
     let cases = match kiln_evals::codeact::cases() {
-        Ok(cases) => kiln_evals::codeact::select(cases, &args.cases),
+        Ok(cases) => kiln_evals::cases::select(cases, &args.cases),
         Err(why) => {
             eprintln!("error: {why}");
             return ExitCode::from(2);
@@ -167,7 +167,7 @@ fn suite<C>(
     };
     let cases: Vec<C> = cases
         .into_iter()
-        .filter(|case| kiln_evals::codeact::wildcard(&args.cases, named(case).0))
+        .filter(|case| kiln_evals::cases::wildcard(&args.cases, named(case).0))
         .collect();
     if cases.is_empty() {
         eprintln!(
