@@ -16,6 +16,8 @@
 //! gives them a page's shape: what a page API caller sees (camelCase, a
 //! `TypeError`) is the page crate's conversion, at its own boundary.
 
+#![warn(unreachable_pub)]
+
 mod abort;
 mod client;
 mod js;
