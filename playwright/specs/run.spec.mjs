@@ -111,3 +111,23 @@ test("the page never evaluated guest code on the main thread and raised no error
   assert.equal(await page.evaluate(() => globalThis.__kiln_guest_was_here), undefined);
   assert.deepEqual(errors, []);
 });
+
+test("at a phone's width the page never scrolls sideways: wide tables scroll in their panel", async () => {
+  const { page } = app();
+  const before = page.viewportSize();
+  await page.setViewportSize({ width: 390, height: 844 });
+  await page.getByTestId("setting-echo").waitFor({ state: "attached" });
+  // Open whichever way an earlier test left it.
+  await page.getByTestId("tool-list").evaluate((details) => {
+    details.open = true;
+  });
+  await page.getByTestId("setting-echo").waitFor();
+  const widths = await page.evaluate(() => ({
+    page: document.documentElement.scrollWidth,
+    viewport: document.documentElement.clientWidth,
+    table: document.querySelector(".tool-table").scrollWidth,
+  }));
+  assert.ok(widths.page <= widths.viewport, `the page is ${widths.page} px wide in a ${widths.viewport} px viewport`);
+  assert.ok(widths.table > widths.viewport, "the tool table is wider than a phone: it must scroll, not squeeze");
+  await page.setViewportSize(before);
+});

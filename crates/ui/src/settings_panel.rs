@@ -145,10 +145,12 @@ pub(crate) fn Permissions(
                 </label>
             </div>
             {move || settings_error.get().map(|text| view! { <p class="failure" role="alert" data-testid="settings-error">{text}</p> })}
-            <table class="tool-table">
-                <thead><tr><th>"Tool"</th><th>"Category"</th><th>"From"</th><th>"Setting"</th></tr></thead>
-                <tbody>{rows}</tbody>
-            </table>
+            <div class="tool-scroll">
+                <table class="tool-table">
+                    <thead><tr><th>"Tool"</th><th>"Category"</th><th>"From"</th><th>"Setting"</th></tr></thead>
+                    <tbody>{rows}</tbody>
+                </table>
+            </div>
         </details>
     }
 }
