@@ -170,7 +170,9 @@ async fn fetch(request: &Request) -> Result<Fetched, HttpError> {
     init.set_headers(&headers);
     init.set_redirect(match request.redirect {
         Redirect::Follow => RequestRedirect::Follow,
-        Redirect::Stop => RequestRedirect::Manual,
+        // `fetch` cannot show where a redirect leads before following it: a same-origin
+        // request refuses every redirect.
+        Redirect::Stop | Redirect::SameOrigin => RequestRedirect::Manual,
     });
     if let Some(body) = &request.body {
         init.set_body(&Uint8Array::from(body.as_slice()));

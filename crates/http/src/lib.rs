@@ -83,6 +83,13 @@ pub enum Redirect {
     /// last response: what providers and MCP servers want, whose URLs a person configured.
     /// Nobody checks where the hops lead (but see [`HttpClient::send_public`]).
     Follow,
+    /// Followed only while it stays on the request's origin (scheme, host and port; an
+    /// `http` URL may move to `https` on the same host), so whatever the request carries
+    /// (a key in any header) never reaches another origin: a redirect elsewhere fails with
+    /// [`HttpError::CrossOriginRedirect`] before anything is sent there. What LLM providers
+    /// use. In the browser `fetch` cannot show where a redirect leads before it follows it,
+    /// so there this is [`Redirect::Stop`]: any redirect fails with [`HttpError::Redirected`].
+    SameOrigin,
     /// The platform does not follow it, so the caller can check where it leads first.
     /// Natively the `3xx` comes back as a [`Response`] (status, `location` header, body). In
     /// the browser `fetch` hides a redirect it does not follow (an opaque response: no status,
@@ -155,6 +162,59 @@ pub enum HttpError {
          where a redirect leads unless it follows it, so its address cannot be checked"
     )]
     Redirected { url: String },
+    /// A [`Redirect::SameOrigin`] request was redirected to another origin: nothing was
+    /// sent there.
+    #[error(
+        "`{url}` redirected to `{to}`, another origin, which is not followed: the request's \
+         credentials would go with it. Point the URL at the final address."
+    )]
+    CrossOriginRedirect { url: String, to: String },
+}
+
+/// How many same-origin redirects a [`Redirect::SameOrigin`] request follows (as many as
+/// `ureq` follows by default).
+#[cfg(not(target_arch = "wasm32"))]
+const MAX_SAME_ORIGIN_HOPS: usize = 10;
+
+/// The `Location` of a redirect status (301, 302, 303, 307, 308), read through `header`.
+#[cfg(not(target_arch = "wasm32"))]
+fn redirect_location<'a>(status: u16, header: impl Fn(&str) -> Option<&'a str>) -> Option<String> {
+    matches!(status, 301 | 302 | 303 | 307 | 308)
+        .then(|| header("location"))
+        .flatten()
+        .map(str::to_owned)
+}
+
+/// The next request after `request` was answered `status` with `location`, if it stays on
+/// the request's origin (or moves from `http` to `https` on the same host); the method as
+/// `fetch` changes it (303, and 301/302 after a `POST`, become a `GET` without a body).
+#[cfg(not(target_arch = "wasm32"))]
+fn same_origin_hop(request: Request, status: u16, location: &str) -> Result<Request, HttpError> {
+    let from = address::Target::parse(&request.url)?;
+    let to = from.join(location)?;
+    let (before, after) = (from.origin(), to.origin());
+    let upgrade = before.scheme == address::Scheme::Http
+        && after.scheme == address::Scheme::Https
+        && before.host == after.host
+        && before.port == before.scheme.default_port()
+        && after.port == after.scheme.default_port();
+    if before != after && !upgrade {
+        return Err(HttpError::CrossOriginRedirect {
+            url: request.url,
+            to: to.url().to_owned(),
+        });
+    }
+    let to_get = status == 303 || (matches!(status, 301 | 302) && request.method == "POST");
+    Ok(Request {
+        url: to.url().to_owned(),
+        method: if to_get {
+            "GET".to_owned()
+        } else {
+            request.method
+        },
+        body: if to_get { None } else { request.body },
+        ..request
+    })
 }
 
 /// The body of a [`StreamingResponse`]: chunks as they arrive, in order.

@@ -330,8 +330,65 @@ enum Budget {
     Streaming { head: Duration, per_read: Duration },
 }
 
-/// Sends the request and waits for the status and headers.
+impl Budget {
+    /// What is left after `spent` of the time up to the headers (the body's per-read
+    /// timeout is not a deadline and stays).
+    fn less(&self, spent: Duration) -> Self {
+        match *self {
+            Self::Whole(timeout) => Self::Whole(timeout.saturating_sub(spent)),
+            Self::Streaming { head, per_read } => Self::Streaming {
+                head: head.saturating_sub(spent),
+                per_read,
+            },
+        }
+    }
+}
+
+/// Sends the request and waits for the status and headers; under
+/// [`Redirect::SameOrigin`], follows the redirects that stay on the request's origin
+/// ([`crate::same_origin_hop`]) and refuses the first that does not, before it is sent.
 fn start(
+    agent: &ureq::Agent,
+    request: Request,
+    budget: Budget,
+) -> Result<http::Response<ureq::Body>, HttpError> {
+    if request.redirect != Redirect::SameOrigin {
+        return start_once(agent, request, budget);
+    }
+    let started = crate::now_ms();
+    let timeout_ms = request.timeout_ms;
+    let mut request = Request {
+        redirect: Redirect::Stop,
+        ..request
+    };
+    for _ in 0..=crate::MAX_SAME_ORIGIN_HOPS {
+        // Every hop within what is left of the one budget.
+        let spent = Duration::from_millis(crate::whole_ms(crate::now_ms() - started));
+        let response = start_once(agent, request.clone(), budget.less(spent))?;
+        let Some(location) = crate::redirect_location(response.status().as_u16(), |name| {
+            response
+                .headers()
+                .get(name)
+                .and_then(|value| value.to_str().ok())
+        }) else {
+            return Ok(response);
+        };
+        // Dropping the redirect's response closes its body before the next hop.
+        let status = response.status().as_u16();
+        drop(response);
+        request = crate::same_origin_hop(request, status, &location)?;
+    }
+    Err(HttpError::InvalidRequest {
+        url: request.url,
+        message: format!(
+            "more than {} redirects, which is not followed further (timeout {timeout_ms} ms)",
+            crate::MAX_SAME_ORIGIN_HOPS
+        ),
+    })
+}
+
+/// Sends the request once and waits for the status and headers.
+fn start_once(
     agent: &ureq::Agent,
     request: Request,
     budget: Budget,
@@ -383,7 +440,8 @@ fn run<S: ureq::AsSendBody>(
     // 0: a 3xx comes back as it is, never as an error.
     let config = match redirect {
         Redirect::Follow => config,
-        Redirect::Stop => config.max_redirects(0),
+        // `start` follows a same-origin redirect itself, after checking where it leads.
+        Redirect::Stop | Redirect::SameOrigin => config.max_redirects(0),
     };
     let config = match budget {
         Budget::Whole(timeout) => config.timeout_global(Some(timeout)),

@@ -747,13 +747,13 @@ impl McpClient {
             HttpError::InvalidRequest { message, .. } => self.protocol(method, message),
             // Only `send_public` or `Redirect::Stop` refuse an address or a redirect, and
             // requests here use neither; but say so plainly should that change.
-            error @ (HttpError::AddressRefused { .. } | HttpError::Redirected { .. }) => {
-                McpError::Unreachable {
-                    server,
-                    url,
-                    message: error.to_string(),
-                }
-            }
+            error @ (HttpError::AddressRefused { .. }
+            | HttpError::Redirected { .. }
+            | HttpError::CrossOriginRedirect { .. }) => McpError::Unreachable {
+                server,
+                url,
+                message: error.to_string(),
+            },
         }
     }
 }

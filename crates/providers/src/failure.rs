@@ -257,8 +257,20 @@ pub(crate) fn from_http(peer: &Peer, error: &HttpError) -> ProviderError {
             ErrorKind::Stream,
             format!("the response is longer than {limit} bytes"),
         ),
-        // Only `send_public` or `Redirect::Stop` give these; providers use neither.
-        error @ (HttpError::AddressRefused { .. } | HttpError::Redirected { .. }) => {
+        // A redirect elsewhere is refused, natively before it is followed, in the browser
+        // whatever its target (`Redirect::SameOrigin`): the key must not go with it.
+        error @ (HttpError::CrossOriginRedirect { .. } | HttpError::Redirected { .. }) => {
+            ProviderError {
+                hint: Some(
+                    "the provider's address answers with a redirect, and Kiln does not send \
+                     a key after one to another address: set the base URL to where it leads"
+                        .to_owned(),
+                ),
+                ..peer.error(ErrorKind::Network, error.to_string())
+            }
+        }
+        // Only `send_public` gives this; providers do not use it.
+        error @ HttpError::AddressRefused { .. } => {
             peer.error(ErrorKind::Network, error.to_string())
         }
     }

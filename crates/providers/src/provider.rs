@@ -146,7 +146,7 @@ impl Provider for HttpProvider {
                 body: Some(body.to_string().into_bytes()),
                 timeout_ms: self.timeouts.response_ms,
                 max_body_bytes: self.timeouts.max_body_bytes,
-                redirect: kiln_http::Redirect::Follow,
+                redirect: kiln_http::Redirect::SameOrigin,
             },
             retry: self.retry,
             clock: Rc::clone(&self.clock),
@@ -168,7 +168,7 @@ impl Provider for HttpProvider {
             body: Some(serde_json::json!({"model": model}).to_string().into_bytes()),
             timeout_ms: 10_000,
             max_body_bytes: 8 << 20,
-            redirect: kiln_http::Redirect::Follow,
+            redirect: kiln_http::Redirect::SameOrigin,
         };
         Box::pin(async move {
             let response = http.send(request).await.ok()?;
@@ -210,7 +210,7 @@ impl Provider for HttpProvider {
             body: None,
             timeout_ms: 30_000,
             max_body_bytes: 8 << 20,
-            redirect: kiln_http::Redirect::Follow,
+            redirect: kiln_http::Redirect::SameOrigin,
         };
         Box::pin(async move {
             let response = http

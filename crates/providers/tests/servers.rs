@@ -1243,3 +1243,68 @@ fn ollama_says_which_models_call_tools_and_the_others_do_not_say() {
         None
     );
 }
+
+/// A loopback server that records every request it reads (its head) and answers each with
+/// `answer(port)`, its own port given.
+fn recording_server(
+    answer: impl Fn(u16) -> String + Send + 'static,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let head = kiln_testkit::read_http_request(&mut stream);
+            log.lock().unwrap().push(head);
+            let _ = stream.write_all(answer(port).as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn a_redirect_to_another_origin_never_carries_the_key() {
+    let key = "sk-kiln-redirected-key";
+    let (other, stolen) = recording_server(|_| {
+        "HTTP/1.1 200 OK\r\ncontent-length: 2\r\nconnection: close\r\n\r\n{}".to_owned()
+    });
+    for kind in [
+        ProviderKind::OpenAi,
+        ProviderKind::Anthropic,
+        ProviderKind::Ollama,
+    ] {
+        for status in [301, 302, 307, 308] {
+            let (port, seen) = recording_server(move |_| {
+                format!(
+                    "HTTP/1.1 {status} Moved\r\nlocation: http://127.0.0.1:{other}/steal\r\n\
+                     content-length: 0\r\nconnection: close\r\n\r\n"
+                )
+            });
+            let root = format!("http://127.0.0.1:{port}");
+            let provider = provider_with_key(kind, &root, Some(key));
+            let error = failed(kind, &everything(provider.stream(ask(kind, "hello"))));
+            assert_eq!(error.code(), "network", "{kind} {status}: {error}");
+            assert!(
+                error.message.contains("another origin"),
+                "{kind} {status}: {error}"
+            );
+            assert!(error.hint.is_some(), "{kind} {status}: {error}");
+            let listed = block_on(provider.models()).unwrap_err();
+            assert!(
+                listed.message.contains("another origin"),
+                "{kind}: {listed}"
+            );
+            // Both reached the provider's own address, with its key, and nothing else.
+            let seen = seen.lock().unwrap();
+            assert_eq!(seen.len(), 2, "{kind} {status}: {seen:?}");
+            assert!(seen.iter().all(|head| head.contains(key)), "{seen:?}");
+        }
+    }
+    assert!(
+        stolen.lock().unwrap().is_empty(),
+        "another origin was sent: {:?}",
+        stolen.lock().unwrap()
+    );
+}

@@ -676,3 +676,87 @@ fn resolved_addresses_pass_only_when_all_are_public() {
         "`db.example` resolves to 10.0.0.5, a private address"
     );
 }
+
+/// Serves every connection until dropped with the process: `/first` redirects (`status`) to
+/// `location`, anything else answers 200 with the request line. Records every request's head.
+fn serve_redirecting(
+    status: u16,
+    location: &'static str,
+) -> (u16, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let log = std::sync::Arc::clone(&seen);
+    thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let head = kiln_testkit::read_http_request(&mut stream);
+            if head.is_empty() {
+                continue;
+            }
+            let line = head.lines().next().unwrap_or_default().to_owned();
+            log.lock().unwrap().push(head);
+            let answer = if line.contains(" /first ") {
+                format!(
+                    "HTTP/1.1 {status} Moved\r\nLocation: {location}\r\nContent-Length: 0\r\n\
+                     Connection: close\r\n\r\n"
+                )
+            } else {
+                format!(
+                    "HTTP/1.1 200 OK\r\nContent-Length: {}\r\nConnection: close\r\n\r\n{line}",
+                    line.len()
+                )
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    (port, seen)
+}
+
+#[test]
+fn a_same_origin_request_follows_only_redirects_that_stay_on_its_origin() {
+    let keyed = |url: String| Request {
+        method: "POST".to_owned(),
+        headers: vec![("x-api-key".to_owned(), "sk-secret-1".to_owned())],
+        body: Some(b"{}".to_vec()),
+        redirect: Redirect::SameOrigin,
+        ..get(&url, 5_000)
+    };
+    // Within the origin: followed, the method kept by a 307 and turned into GET by a 303.
+    for (status, line) in [(307, "POST /last HTTP/1.1"), (303, "GET /last HTTP/1.1")] {
+        let (port, seen) = serve_redirecting(status, "/last");
+        let response = send(keyed(format!("http://127.0.0.1:{port}/first"))).unwrap();
+        assert_eq!(
+            (response.status, String::from_utf8_lossy(&response.body)),
+            (200, line.into()),
+            "{status}"
+        );
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 2, "{status}");
+        assert!(seen[1].contains("x-api-key: sk-secret-1"), "{}", seen[1]);
+    }
+
+    // To another origin (here another port): refused, and that origin never sees a request,
+    // through `send` and through `open` alike.
+    let (other_port, other_seen) = serve_redirecting(302, "/never");
+    let location: &'static str =
+        Box::leak(format!("http://127.0.0.1:{other_port}/steal").into_boxed_str());
+    for streamed in [false, true] {
+        let (port, seen) = serve_redirecting(307, location);
+        let url = format!("http://127.0.0.1:{port}/first");
+        let error = if streamed {
+            open(keyed(url.clone()), 5_000).err().unwrap()
+        } else {
+            send(keyed(url.clone())).unwrap_err()
+        };
+        assert_eq!(
+            error,
+            HttpError::CrossOriginRedirect {
+                url,
+                to: location.to_owned()
+            }
+        );
+        assert_eq!(seen.lock().unwrap().len(), 1);
+    }
+    assert!(other_seen.lock().unwrap().is_empty());
+}
