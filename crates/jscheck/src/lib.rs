@@ -25,17 +25,40 @@ pub struct Body {
 }
 
 /// Parses `code` as the body of an async function (top-level `await` and
-/// `return` allowed), after the depth check.
+/// `return` allowed), after the depth check. The whole of `code` must be
+/// the body: a `}` that closes no block is refused, not taken as its end.
 ///
 /// # Errors
 ///
 /// The first syntax error, as one line naming where it is.
 pub fn parse_body(code: &str) -> Result<Body, String> {
     source_depth::check(code)?;
+    let (body, interner) = parse_function_body(code)?;
+    // Boa's parser ends a function body at the first `}` it cannot match
+    // (the one that would close the function) and leaves the rest unread.
+    // The same text with a `}` of ours on a line after it shows where that
+    // was: at our `}` when `code` is all body, at the same place when a `}`
+    // of `code` closed it first.
+    let (closed, _) = parse_function_body(&format!("{code}\n}}"))?;
+    let end = body.span().end();
+    if closed.span().end() == end {
+        return Err(format!(
+            "unexpected `}}` at line {}, column {}: it closes no block, so the body would end there \
+             and the code after it would not be part of it (remove it, or the `{{` it was meant to close is missing)",
+            end.line_number(),
+            end.column_number().saturating_sub(1)
+        ));
+    }
+    Ok(Body { body, interner })
+}
+
+/// Boa's parse of `code` as an async function's body, up to where the
+/// parser stops.
+fn parse_function_body(code: &str) -> Result<(FunctionBody, Interner), String> {
     let mut interner = Interner::default();
     let mut parser = Parser::new(Source::from_bytes(code));
     match parser.parse_function_body(&mut interner, false, true) {
-        Ok(body) => Ok(Body { body, interner }),
+        Ok(body) => Ok((body, interner)),
         Err(boa_parser::Error::AbruptEnd) => Err(format!(
             "the code ends at line {} before it is complete (an unclosed bracket, brace, string or comment?)",
             code.lines().count().max(1)

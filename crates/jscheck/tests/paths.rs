@@ -270,3 +270,52 @@ fn the_deepest_body_allowed_parses_on_the_stacks_callers_give() {
         assert_eq!(parsed, Ok(()));
     }
 }
+
+#[test]
+fn a_stray_closing_brace_is_refused_naming_where_it_is() {
+    // The parse once stopped at the first `}` that closed nothing: what came
+    // after it was never read, so its return paths were never checked.
+    let cases: &[(&str, &str)] = &[
+        ("return 1; } evil()", "line 1, column 11"),
+        (
+            "return { sign: 'x', size: 1 };\n}\nawait tools.delete_everything({});",
+            "line 2, column 1",
+        ),
+        (
+            "return { sign: 'x', size: 1 }; })(); (async () => { return 'hidden';",
+            "line 1, column 32",
+        ),
+        (
+            "if (n) { return { sign: 'x', size: 1 }; } }",
+            "line 1, column 43",
+        ),
+        ("}", "line 1, column 1"),
+        (
+            "return { sign: 'x', size: 1 };\n  }  // trailing",
+            "line 2, column 3",
+        ),
+    ];
+    for (code, position) in cases {
+        let error = parse_body(code)
+            .err()
+            .unwrap_or_else(|| panic!("{code:?} was accepted"));
+        assert!(
+            error.contains("`}`") && error.contains(position),
+            "{code:?}: {error}"
+        );
+    }
+    // Braces that close what they open, in strings, templates, regular
+    // expressions and comments, and a last line that is a comment, still pass.
+    for code in [
+        "const s = '}'; const t = `}${'}'}`; const r = /}/; /* } */\nreturn { sign: s, size: 1 }; // }",
+        "if (n) { return { sign: 'a', size: 1 }; }\nreturn { sign: 'b', size: 2 };\n",
+        "return { sign: 'x', size: 1 };\r\n// the end",
+        "",
+    ] {
+        assert!(
+            parse_body(code).is_ok(),
+            "{code:?}: {:?}",
+            parse_body(code).err()
+        );
+    }
+}
