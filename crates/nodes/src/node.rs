@@ -10,10 +10,10 @@
 use std::collections::BTreeSet;
 
 use kiln_types::cancel::AbortSignal;
-use kiln_types::node::{CodeNode, NodeFailure, NodeRun, SlotType, describe, is_bytes, repeated};
+use kiln_types::node::{CodeNode, NodeFailure, NodeRun, SlotType, describe, repeated};
 use kiln_types::words::is_identifier;
-use kiln_types::{BYTES_KEY, RunLimits, RunOutcome, check_depth};
-use serde_json::{Map, Value};
+use kiln_types::{RunLimits, RunOutcome, check_depth};
+use serde_json::{Map, Value, json};
 
 use kiln_run::{Environment, SandboxRunner, run_program};
 use kiln_run::{Limits, RequestError, RunRequest};
@@ -316,25 +316,30 @@ fn type_words(ty: &SlotType) -> String {
 /// constants named after their slots, then the body as the body of an
 /// async function, all on the body's own lines (the inputs take the start
 /// of its first), so a line number in an error is the body's. The values
-/// are read with `JSON.parse` from one string literal (never as source);
-/// `{"$bytes": …}` values become `Uint8Array`s.
+/// are read with `JSON.parse` from one string literal (never as source),
+/// into an object with no prototype, so an input with no value is
+/// `undefined` whatever its name (`toString` too). A value becomes a
+/// `Uint8Array` only where its slot's type says `bytes` ([`bytes_shape`]):
+/// the type decides, never the value's shape.
 #[must_use]
 pub fn program(node: &CodeNode, filled: &Map<String, Value>) -> String {
     let mut program = String::new();
     if !node.inputs.is_empty() {
         let names: Vec<&str> = node.inputs.iter().map(|slot| slot.name.as_str()).collect();
-        let json = serde_json::to_string(filled).unwrap_or_else(|_| "{}".to_owned());
-        // A JSON string is a JavaScript string literal (ES2019 and later).
-        let literal = serde_json::to_string(&json).unwrap_or_else(|_| "\"{}\"".to_owned());
-        let reviver = if filled.values().any(has_bytes) {
-            BYTES_REVIVER
+        let values = string_literal(&Value::Object(filled.clone()));
+        let shapes: Vec<Value> = node
+            .inputs
+            .iter()
+            .filter(|slot| filled.contains_key(&slot.name))
+            .filter_map(|slot| Some(json!([slot.name, bytes_shape(&slot.ty)?])))
+            .collect();
+        let read = if shapes.is_empty() {
+            format!("Object.setPrototypeOf(JSON.parse({values}), null)")
         } else {
-            ""
+            let shapes = string_literal(&Value::Array(shapes));
+            format!("({BYTES_READER})(JSON.parse({values}), JSON.parse({shapes}))")
         };
-        program.push_str(&format!(
-            "const {{{}}} = JSON.parse({literal}{reviver}); ",
-            names.join(", ")
-        ));
+        program.push_str(&format!("const {{{}}} = {read}; ", names.join(", ")));
     }
     program.push_str("return await (async () => {");
     program.push_str(&node.code);
@@ -342,20 +347,48 @@ pub fn program(node: &CodeNode, filled: &Map<String, Value>) -> String {
     program
 }
 
-/// A reviver turning `{"$bytes": base64}` into a `Uint8Array`, with its own
-/// decoder (a run has no `atob`). One line.
-const BYTES_REVIVER: &str = ", (key, value) => { if (value === null || typeof value !== 'object' || Array.isArray(value)) return value; const keys = Object.keys(value); if (keys.length !== 1 || keys[0] !== '$bytes' || typeof value.$bytes !== 'string') return value; const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'; const text = value.$bytes.replace(/=+$/, ''); const out = new Uint8Array(Math.floor(text.length * 3 / 4)); let bits = 0, count = 0, at = 0; for (const char of text) { bits = (bits << 6) | alphabet.indexOf(char); count += 6; if (count >= 8) { count -= 8; out[at++] = (bits >> count) & 255; } } return out; }";
+/// `value` as JSON text in a JavaScript string literal: a JSON string is
+/// one (ES2019 and later), and no newline of it is left raw.
+fn string_literal(value: &Value) -> String {
+    let json = serde_json::to_string(value).unwrap_or_else(|_| "null".to_owned());
+    serde_json::to_string(&json).unwrap_or_else(|_| "\"null\"".to_owned())
+}
 
-fn has_bytes(value: &Value) -> bool {
-    if is_bytes(value) {
-        return true;
-    }
-    match value {
-        Value::Array(items) => items.iter().any(has_bytes),
-        Value::Object(map) => map.contains_key(BYTES_KEY) || map.values().any(has_bytes),
-        _ => false,
+/// Where a value of type `ty` holds bytes, as the program's reader
+/// ([`BYTES_READER`]) walks it: `"b"` the value is bytes, `["l", shape]`
+/// each item of a list, `["d", shape]` each value of a dict,
+/// `["r", [[field, shape], …]]` those fields of a record. `None` when the
+/// type holds none: `object`, `array` and `any` never do, so a
+/// `{"$bytes": …}` value there stays the plain object it is.
+fn bytes_shape(ty: &SlotType) -> Option<Value> {
+    match ty {
+        SlotType::Bytes => Some(json!("b")),
+        SlotType::List(item) => bytes_shape(item).map(|shape| json!(["l", shape])),
+        SlotType::Dict(item) => bytes_shape(item).map(|shape| json!(["d", shape])),
+        SlotType::Record(fields) => {
+            let found: Vec<Value> = fields
+                .iter()
+                .filter_map(|field| Some(json!([field.name, bytes_shape(&field.ty)?])))
+                .collect();
+            (!found.is_empty()).then(|| json!(["r", found]))
+        }
+        SlotType::String
+        | SlotType::Number
+        | SlotType::Integer
+        | SlotType::Boolean
+        | SlotType::Object
+        | SlotType::Array
+        | SlotType::Any => None,
     }
 }
+
+/// The program's reader of its inputs when some hold bytes: given the parsed
+/// values and `[[input, shape], …]` ([`bytes_shape`]), it turns each
+/// `{"$bytes": base64}` the shapes point at into a `Uint8Array` (with its
+/// own decoder: a run has no `atob`), reads only own keys, and gives the
+/// values with no prototype. [`fill`] has checked each value against its
+/// type, so a shape meets the value it describes. One line.
+const BYTES_READER: &str = "(given, shapes) => { const alphabet = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/'; const decode = (text) => { text = text.replace(/=+$/, ''); const out = new Uint8Array(Math.floor(text.length * 3 / 4)); let bits = 0, count = 0, at = 0; for (const char of text) { bits = (bits << 6) | alphabet.indexOf(char); count += 6; if (count >= 8) { count -= 8; out[at++] = (bits >> count) & 255; } } return out; }; const own = (value, key) => Object.prototype.hasOwnProperty.call(value, key); const revive = (value, shape) => { if (value === null || typeof value !== 'object') return value; if (shape === 'b') return typeof value.$bytes === 'string' ? decode(value.$bytes) : value; const kind = shape[0], inner = shape[1]; if (kind === 'l') { if (Array.isArray(value)) for (let at = 0; at < value.length; at++) value[at] = revive(value[at], inner); } else if (kind === 'd') { for (const key of Object.keys(value)) value[key] = revive(value[key], inner); } else { for (const field of inner) if (own(value, field[0])) value[field[0]] = revive(value[field[0]], field[1]); } return value; }; for (const slot of shapes) if (own(given, slot[0])) given[slot[0]] = revive(given[slot[0]], slot[1]); return Object.setPrototypeOf(given, null); }";
 
 /// The outputs of a returned value, by declared name, and a warning for
 /// each declared output whose value does not match its type, each one

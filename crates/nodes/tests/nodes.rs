@@ -272,6 +272,111 @@ fn bytes_arrive_as_a_uint8array_and_leave_as_bytes() {
 }
 
 #[test]
+fn an_optional_input_named_after_an_object_member_is_undefined_when_no_value_comes() {
+    // The inputs were read from an ordinary object: a missing `toString`
+    // read the inherited `Object.prototype.toString`.
+    let names = [
+        "toString",
+        "constructor",
+        "hasOwnProperty",
+        "valueOf",
+        "isPrototypeOf",
+        "propertyIsEnumerable",
+        "toLocaleString",
+        "__proto__",
+        "__defineGetter__",
+        "__lookupSetter__",
+    ];
+    let inputs: Vec<Value> = names
+        .iter()
+        .map(|name| json!({"name": name, "type": "any", "required": false}))
+        .collect();
+    let node = node(json!({
+        "title": "Members",
+        "code": format!("return {{ seen: [{}] }};", names.map(|name| format!("typeof {name}")).join(", ")),
+        "inputs": inputs,
+        "outputs": [{"name": "seen", "type": "list[string]"}]
+    }));
+    assert_eq!(check_node(&node), Vec::<String>::new());
+    let ran = run(&node, json!({}));
+    assert_eq!(ran.error, None, "{:?}", ran.result);
+    assert_eq!(ran.outputs["seen"], json!(vec!["undefined"; names.len()]));
+    // A value that comes is read as it came, `__proto__` included.
+    let given = json!({"toString": "text", "constructor": 3, "__proto__": {"a": 1}});
+    let echo = kiln_types::node::CodeNode {
+        code: "return { seen: [toString, constructor, __proto__, typeof valueOf] };".into(),
+        ..node
+    };
+    let ran = run(&echo, given);
+    assert_eq!(ran.error, None, "{:?}", ran.result);
+    assert_eq!(
+        ran.outputs["seen"],
+        json!(["text", 3, {"a": 1}, "undefined"])
+    );
+}
+
+#[test]
+fn only_a_bytes_slot_turns_a_bytes_shaped_value_into_bytes() {
+    // Any one-key `{"$bytes": …}` object once became a Uint8Array whatever
+    // the slot's type: upstream data chose a downstream node's types.
+    let shaped = json!({"$bytes": "AQID"});
+    let node = node(json!({
+        "title": "Kinds",
+        "code": "const kind = (v) => v instanceof Uint8Array ? `bytes ${v.length}` : v === undefined ? 'none' : JSON.stringify(v);\n\
+                 return { kinds: [kind(plain), kind(loose), kind(strings), kind(objects), kind(data), kind(many && many[1]), \
+                 kind(named && named.b), kind(named && named.o), kind(record && record.blob)] };",
+        "inputs": [
+            {"name": "plain", "type": "object"},
+            {"name": "loose", "type": "any"},
+            {"name": "strings", "type": "dict[string]"},
+            {"name": "objects", "type": "list[object]"},
+            {"name": "data", "type": "bytes"},
+            {"name": "many", "type": "list[bytes]", "required": false},
+            {"name": "named", "type": "dict[bytes]", "required": false},
+            {"name": "record", "type": "{blob?: bytes, other: any}", "required": false}
+        ],
+        "outputs": [{"name": "kinds", "type": "list[string]"}]
+    }));
+    let ran = run(
+        &node,
+        json!({
+            "plain": shaped, "loose": shaped, "strings": shaped, "objects": [shaped],
+            "data": shaped, "many": [{"$bytes": ""}, {"$bytes": "AQIDBA=="}],
+            "named": {"b": shaped, "o": {"$bytes": "AA=="}},
+            "record": {"blob": shaped, "other": shaped}
+        }),
+    );
+    assert_eq!(ran.error, None, "{:?}", ran.result);
+    let plain = r#"{"$bytes":"AQID"}"#;
+    assert_eq!(
+        ran.outputs["kinds"],
+        json!([
+            plain,
+            plain,
+            plain,
+            format!("[{plain}]"),
+            "bytes 3",
+            "bytes 4",
+            "bytes 3",
+            "bytes 1",
+            "bytes 3"
+        ])
+    );
+    // A record's bytes field that is absent stays absent; its `any` field
+    // stays a plain object.
+    let fields = kiln_types::node::CodeNode {
+        code: "return { kinds: [String(Object.hasOwn(record, 'blob')), JSON.stringify(record.other)] };".into(),
+        ..node
+    };
+    let ran = run(
+        &fields,
+        json!({"plain": {}, "loose": 1, "strings": {}, "objects": [], "data": shaped, "record": {"other": shaped}}),
+    );
+    assert_eq!(ran.error, None, "{:?}", ran.result);
+    assert_eq!(ran.outputs["kinds"], json!(["false", plain]));
+}
+
+#[test]
 fn a_hostile_value_is_data_never_source() {
     let echo = node(json!({
         "title": "Echo",

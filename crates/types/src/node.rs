@@ -19,6 +19,11 @@
 //! | `dict[T]` | an object whose every value is a `T` |
 //! | `{name: T, other?: T}` | an object with these keys (a `?` key may be absent; others may be present) |
 //!
+//! A value is a `Uint8Array` in a body only where its slot's type says
+//! `bytes` (at the top, or inside a `list`, `dict` or record): the type
+//! decides, never the value's shape, so a `{"$bytes": …}` object that comes
+//! to an `object`, `dict[string]` or `any` input stays that plain object.
+//!
 //! A connection from an output of type `A` to an input of type `B` fits when
 //! every value of `A` could be a `B` ([`SlotType::fits`]): an `integer` feeds
 //! a `number`, not the other way; `any` on either side fits and is checked
