@@ -423,7 +423,7 @@ fn cut_body(
 }
 
 /// Refuses a response that carries a secret this request sent in a form the
-/// exact scrub does not replace ([`crate::reflection`]): percent-encoded,
+/// exact scrub does not replace ([`kiln_http::reflection`]): percent-encoded,
 /// escaped, in another case, as base64 or hex. A server that reflects what it
 /// was sent would hand the program the secret, so the program gets none of
 /// the response (the request was sent; its status is named). A secret the
@@ -450,7 +450,7 @@ fn refuse_reflection(
         };
         let value = secret.expose().as_bytes();
         if memchr::memmem::find(passed.as_bytes(), value).is_some()
-            || crate::reflection::encoded_form(passed.as_bytes(), value).is_some()
+            || kiln_http::reflection::encoded_form(passed.as_bytes(), value).is_some()
         {
             continue;
         }
@@ -465,7 +465,7 @@ fn refuse_reflection(
                 url.as_bytes(),
             )));
         for (place, bytes) in places {
-            if let Some(form) = crate::reflection::encoded_form(bytes, value) {
+            if let Some(form) = kiln_http::reflection::encoded_form(bytes, value) {
                 return Err(ToolFailure {
                     code: "secret_reflected".into(),
                     message: format!(
@@ -485,7 +485,7 @@ fn refuse_reflection(
 }
 
 /// How many bytes one byte of a secret can take in the encodings
-/// [`crate::reflection`] recognises (`\u0041` is 6; `&#x41;` is 6 too).
+/// [`kiln_http::reflection`] recognises (`\u0041` is 6; `&#x41;` is 6 too).
 const MAX_EXPANSION: usize = 8;
 
 /// One header to send, and whether it may follow a redirect to another origin.
@@ -539,6 +539,9 @@ fn http_failure(error: &HttpError, target: &Target) -> ToolFailure {
             class,
             ..
         } => return refused(address_refusal(target, host, *address, *class)),
+        // `http_request` follows redirects itself (`Redirect::Stop`), checking each; a
+        // same-origin request is not one it makes, but say so plainly should that change.
+        HttpError::CrossOriginRedirect { .. } => "redirect_refused",
         HttpError::Redirected { .. } => {
             return ToolFailure {
                 code: "redirect_refused".into(),

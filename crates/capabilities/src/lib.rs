@@ -22,8 +22,6 @@
 //! - [`gate`]: the decision half: one pure function over the permission
 //!   settings, and the [`Gate`] a host publishes.
 //! - [`secrets`]: a run's secret scope, whose values never print.
-//! - [`reflection`]: finding a secret that comes back in a form other than
-//!   its own bytes.
 //! - `describe`: words for values in messages.
 //!
 //! The sources:
@@ -56,7 +54,6 @@ pub mod gate;
 pub mod http_request;
 pub mod mcp;
 pub mod memory_tools;
-pub mod reflection;
 pub mod registry;
 pub mod scripted;
 pub mod secrets;

@@ -189,20 +189,8 @@ impl SecretScope {
         let mut secrets: Vec<(&String, &Secret)> = self.secrets.iter().collect();
         secrets.sort_by_key(|(_, secret)| std::cmp::Reverse(secret.expose().len()));
         for (name, secret) in secrets {
-            let value = secret.expose().as_bytes();
-            if value.is_empty() || memchr::memmem::find(&out, value).is_none() {
-                continue;
-            }
             let marker = format!("[redacted:{name}]");
-            let mut scrubbed = Vec::with_capacity(out.len());
-            let mut rest = out.as_slice();
-            while let Some(at) = memchr::memmem::find(rest, value) {
-                scrubbed.extend_from_slice(&rest[..at]);
-                scrubbed.extend_from_slice(marker.as_bytes());
-                rest = &rest[at + value.len()..];
-            }
-            scrubbed.extend_from_slice(rest);
-            out = scrubbed;
+            out = kiln_http::reflection::scrub(&out, secret.expose().as_bytes(), marker.as_bytes());
         }
         out
     }

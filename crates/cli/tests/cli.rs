@@ -791,3 +791,70 @@ fn on_a_terminal_kiln_run_prints_a_summary_and_json_when_asked() {
     let value: serde_json::Value = serde_json::from_str(json[start..].trim()).unwrap();
     assert_eq!(value["structuredContent"]["value"]["w"]["c"], 21);
 }
+
+#[test]
+fn a_provider_that_echoes_its_key_gives_it_to_no_program_record_or_export() {
+    let key = "sk-kiln-cli-echoed-7777";
+    let dir = kiln_testkit::TempDir::new(env!("CARGO_TARGET_TMPDIR"), "echoed-key");
+    let store_dir = dir.join("store");
+    // A reply that says the key (cut across deltas), then an error that quotes it.
+    for (status, program) in [
+        (200, "return await tools.model({prompt: 'hello'});"),
+        (
+            401,
+            "try { await tools.model({prompt: 'hello'}); } catch (error) { return error.message; }",
+        ),
+    ] {
+        let port = kiln_testkit::key_echoing_server(status);
+        let base_url = format!("http://127.0.0.1:{port}/v1");
+        let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+        command
+            .args(["run", "-", "--json", "--store", &store_dir])
+            .args(["--provider", "openai", "--base-url", &base_url])
+            .args(["--model", "gpt-4o-mini", "--key-env", "KILN_TEST_KEY"])
+            .env("KILN_TEST_KEY", key);
+        let output = started(&mut command, program).wait_with_output().unwrap();
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            !stdout.contains(key) && !stderr.contains(key),
+            "{stdout}\n{stderr}"
+        );
+        assert!(
+            stdout.contains("[redacted:key]"),
+            "{status}: {stdout}\n{stderr}"
+        );
+    }
+    let export = dir.path().join("export.json");
+    let (code, _, stderr) = kiln(
+        &[
+            "memory",
+            "export",
+            export.to_str().unwrap(),
+            "--store",
+            &store_dir,
+        ],
+        None,
+    );
+    assert_eq!(code, 0, "{stderr}");
+    let exported = std::fs::read_to_string(&export).unwrap();
+    assert!(exported.contains("[redacted:key]"), "{exported}");
+    assert!(!exported.contains(key), "{exported}");
+    // Nothing the store wrote holds it either.
+    let mut pending = vec![dir.path().join("store")];
+    while let Some(dir) = pending.pop() {
+        for entry in std::fs::read_dir(dir).unwrap().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                pending.push(path);
+            } else {
+                let bytes = std::fs::read(&path).unwrap();
+                assert!(
+                    !String::from_utf8_lossy(&bytes).contains(key),
+                    "{} holds the key",
+                    path.display()
+                );
+            }
+        }
+    }
+}

@@ -11,6 +11,7 @@
 //! run on the system clock: they bound real network waits.
 //!
 //! - [`address`]: which addresses a request may reach, decided without I/O.
+//! - [`reflection`]: a secret a server answered back, as its bytes or encoded.
 //! - `body`: the platform-independent half of a streamed body: the idle timeout, the size
 //!   cap, and ending after the first error.
 //! - `native` and `browser`: the two implementations, one per platform.
@@ -42,6 +43,7 @@ use futures::future::LocalBoxFuture;
 use futures::stream::LocalBoxStream;
 
 pub mod address;
+pub mod reflection;
 mod body;
 #[cfg(target_arch = "wasm32")]
 mod browser;

@@ -11,6 +11,8 @@
 //! - `drive`: the part every adapter shares: the request and its retries, framing the body
 //!   (SSE or NDJSON), and closing the turn with one [`Event::Stop`] and [`Event::Done`].
 //! - `assemble`: tool calls put back together from their pieces, their arguments checked.
+//! - `scrub`: the provider's own key kept out of everything it answers (an echo in a
+//!   reply, an error, a model list).
 //! - `failure`: from a provider's answer (or its failure to answer) to a [`ProviderError`].
 //! - `turn`: one turn under the run's bounds: the budget, the caller's abort signal, the
 //!   deadline.
@@ -44,6 +46,7 @@ pub use chat::{ChatOptions, ChatRequest, Message, ResponseFormat, ToolCall, Tool
 pub use error::{ErrorKind, ProviderError};
 pub use event::{Event, FinalMessage, Stop, StopReason, Usage};
 pub use kiln_types::chat::{ApiKey, ModelInfo, ProviderConfig, ProviderKind};
+pub use scrub::KEY_MARKER;
 
 /// The stream of one turn.
 pub type EventStream = LocalBoxStream<'static, Result<Event, ProviderError>>;
@@ -79,6 +82,7 @@ mod failure;
 mod ollama;
 mod openai;
 mod provider;
+mod scrub;
 mod turn;
 
 pub use drive::{RetryPolicy, Timeouts};

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::drive::{self, Decoder, Framing, RetryPolicy, Timeouts, Turn};
 use crate::error::{ErrorKind, ProviderError, ProviderKind};
 use crate::failure::{Peer, from_http, from_status};
+use crate::scrub::KeyGuard;
 use crate::{ChatRequest, EventStream, ModelInfo, Provider, ProviderConfig};
 use crate::{anthropic, ollama, openai};
 
@@ -136,7 +137,9 @@ impl Provider for HttpProvider {
             }
             .to_owned(),
         ));
-        drive::run(Turn {
+        let guard = KeyGuard::new(self.config.key.as_ref());
+        let named = peer.clone();
+        let events = drive::run(Turn {
             peer,
             http: Rc::clone(&self.http),
             request: Request {
@@ -153,7 +156,8 @@ impl Provider for HttpProvider {
             idle_ms: self.timeouts.idle_ms,
             framing,
             decoder,
-        })
+        });
+        guard.stream(events, named)
     }
 
     fn calls_tools(&self, model: &str) -> LocalBoxFuture<'static, Option<bool>> {
@@ -212,31 +216,47 @@ impl Provider for HttpProvider {
             max_body_bytes: 8 << 20,
             redirect: kiln_http::Redirect::SameOrigin,
         };
+        let guard = KeyGuard::new(self.config.key.as_ref());
         Box::pin(async move {
-            let response = http
-                .send(request)
+            let listed = list(http.as_ref(), request, kind, &peer)
                 .await
-                .map_err(|error| from_http(&peer, &error))?;
-            if !(200..300).contains(&response.status) {
-                return Err(from_status(&peer, response.status, &response.body, None));
-            }
-            if response.truncated {
-                return Err(peer.error(ErrorKind::Stream, "the model list is longer than 8 MiB"));
-            }
-            let body: Value = serde_json::from_slice(&response.body).map_err(|error| {
-                peer.error(
-                    ErrorKind::Stream,
-                    format!("the model list is not valid JSON: {error}"),
-                )
-            })?;
-            let parsed = match kind {
-                ProviderKind::OpenAi => openai::parse_models(&body),
-                ProviderKind::Anthropic => anthropic::parse_models(&body),
-                ProviderKind::Ollama | ProviderKind::InProcess => ollama::parse_models(&body),
-            };
-            parsed.map_err(|problem| peer.error(ErrorKind::Stream, problem))
+                .map_err(|error| guard.error(error))?;
+            guard
+                .models(listed)
+                .map_err(|why| peer.error(ErrorKind::Stream, why))
         })
     }
+}
+
+/// Asks for the model list and reads it.
+async fn list(
+    http: &dyn HttpClient,
+    request: Request,
+    kind: ProviderKind,
+    peer: &Peer,
+) -> Result<Vec<ModelInfo>, ProviderError> {
+    let response = http
+        .send(request)
+        .await
+        .map_err(|error| from_http(peer, &error))?;
+    if !(200..300).contains(&response.status) {
+        return Err(from_status(peer, response.status, &response.body, None));
+    }
+    if response.truncated {
+        return Err(peer.error(ErrorKind::Stream, "the model list is longer than 8 MiB"));
+    }
+    let body: Value = serde_json::from_slice(&response.body).map_err(|error| {
+        peer.error(
+            ErrorKind::Stream,
+            format!("the model list is not valid JSON: {error}"),
+        )
+    })?;
+    let parsed = match kind {
+        ProviderKind::OpenAi => openai::parse_models(&body),
+        ProviderKind::Anthropic => anthropic::parse_models(&body),
+        ProviderKind::Ollama | ProviderKind::InProcess => ollama::parse_models(&body),
+    };
+    parsed.map_err(|problem| peer.error(ErrorKind::Stream, problem))
 }
 
 /// The provider a configuration describes, on this platform's HTTP client.

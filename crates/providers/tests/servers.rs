@@ -1308,3 +1308,38 @@ fn a_redirect_to_another_origin_never_carries_the_key() {
         stolen.lock().unwrap()
     );
 }
+
+#[test]
+fn a_provider_that_echoes_its_key_gives_nobody_the_key() {
+    let key = "sk-kiln-echoed-key-4242";
+    // In an error, from every adapter, for a turn and for the model list.
+    let port = kiln_testkit::key_echoing_server(401);
+    for kind in [
+        ProviderKind::OpenAi,
+        ProviderKind::Anthropic,
+        ProviderKind::Ollama,
+    ] {
+        let provider = provider_with_key(kind, &format!("http://127.0.0.1:{port}"), Some(key));
+        let error = failed(kind, &everything(provider.stream(ask(kind, "hello"))));
+        let listed = block_on(provider.models()).unwrap_err();
+        for error in [error, listed] {
+            let shown = format!("{error} {error:?}");
+            assert!(!shown.contains(key), "{kind}: {shown}");
+            assert!(
+                shown.contains(kiln_providers::KEY_MARKER),
+                "{kind}: {shown}"
+            );
+        }
+    }
+    // In a reply, cut across two deltas.
+    let port = kiln_testkit::key_echoing_server(200);
+    let kind = ProviderKind::OpenAi;
+    let provider = provider_with_key(kind, &format!("http://127.0.0.1:{port}"), Some(key));
+    let items = everything(provider.stream(ask(kind, "hello")));
+    let message = finished(kind, &items);
+    assert_eq!(
+        message.text,
+        format!("you sent {} as your key.", kiln_providers::KEY_MARKER)
+    );
+    assert!(!format!("{items:?}").contains(key), "{items:?}");
+}

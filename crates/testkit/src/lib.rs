@@ -207,6 +207,65 @@ pub fn read_http_request(stream: &mut TcpStream) -> String {
     }
 }
 
+/// The key the request carried (`authorization: Bearer …` or `x-api-key`), read from its head.
+fn key_in(head: &str) -> String {
+    head.lines()
+        .find_map(|line| {
+            let (name, value) = line.split_once(':')?;
+            match name.trim().to_ascii_lowercase().as_str() {
+                "authorization" => Some(value.trim().trim_start_matches("Bearer ").to_owned()),
+                "x-api-key" => Some(value.trim().to_owned()),
+                _ => None,
+            }
+        })
+        .unwrap_or_default()
+}
+
+/// A loopback LLM provider that echoes each request's key back: in an error body when `status`
+/// is not 200, else in an OpenAI stream whose text
+/// (`you sent KEY as your key.`) cuts the key across two deltas. Answers its port.
+pub fn key_echoing_server(status: u16) -> u16 {
+    let listener = TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let key = key_in(&read_http_request(&mut stream));
+            let answer = if status == 200 {
+                let (head, tail) = key.split_at(key.len() / 2);
+                let chunk = |text: &str| {
+                    format!(
+                        "data: {}\n\n",
+                        serde_json::json!({"choices": [{"index": 0, "delta": {"content": text}}]})
+                    )
+                };
+                let body = format!(
+                    "{}{}{}data: {}\n\ndata: [DONE]\n\n",
+                    chunk(&format!("you sent {head}")),
+                    chunk(&format!("{tail} as your key")),
+                    chunk("."),
+                    serde_json::json!({"choices": [{"index": 0, "delta": {}, "finish_reason": "stop"}]})
+                );
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            } else {
+                let body = serde_json::json!({"error": {"message": format!("invalid key {key}")}})
+                    .to_string();
+                format!(
+                    "HTTP/1.1 {status} Nope\r\ncontent-type: application/json\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    port
+}
+
 /// `servers/mcp_sdk_client.mjs`: the MCP TypeScript SDK's client, which a test runs with
 /// `node` against a server it starts over stdio, or one at an HTTP URL (the script says
 /// what it prints).
