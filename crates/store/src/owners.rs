@@ -11,8 +11,9 @@
 //! with no heartbeat and no clock. The browser's locks are the Web Locks
 //! API (`browser::WebLocks`), shared by every tab and worker of the origin;
 //! natively they are file locks in the store's folder
-//! (`native::FileOwners`); [`Solo`] is the in-memory store's, which no
-//! other process can share.
+//! (`native::FileOwners`), whose files an owner removes when it ends and the
+//! next owner to open the store sweeps when it was killed; [`Solo`] is the
+//! in-memory store's, which no other process can share.
 
 use futures::future::LocalBoxFuture;
 

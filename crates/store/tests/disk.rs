@@ -1,7 +1,8 @@
 #![cfg(not(target_arch = "wasm32"))]
 //! The on-disk twins: the contract suite on `LogBackend` and `DirTree`, and
 //! what only a disk shows — reopening, two handles on one log, a torn tail,
-//! a damaged line, a schema-1 log, compaction, symbolic links.
+//! a damaged line, a schema-1 log, compaction, symbolic links, and the
+//! owners' records of many processes on one store.
 
 #![expect(
     clippy::unwrap_used,
@@ -16,7 +17,10 @@ use std::rc::Rc;
 use futures::executor::block_on;
 use kiln_store::durable::DurableMemory;
 use kiln_store::files::{FileTree, WorkspacePath};
-use kiln_store::native::{COMPACT_MIN_BYTES, DirTree, LOG_FILE, LogBackend};
+use kiln_store::native::{
+    COMPACT_MIN_BYTES, DirTree, FileOwners, LOG_FILE, LogBackend, OWNERS_FOLDER,
+};
+use kiln_store::owners::Owners as _;
 use kiln_store::{Backend, Expect, Op, Record, StoreError, Table, contract};
 use serde_json::{Value, json};
 
@@ -479,4 +483,135 @@ fn a_value_too_deep_to_read_back_is_refused_and_the_log_stays_readable() {
     let again = open(&dir);
     assert_eq!(get(&again, "before"), Some((1, json!("kept"))));
     assert_eq!(get(&again, "deep"), None);
+}
+
+/// Set in a child this test binary starts: the store whose owner it becomes.
+const OWNER_CHILD_ENV: &str = "KILN_STORE_TEST_OWNER_OF";
+
+/// Not a test of its own: the body of the owner processes
+/// `many_processes_on_one_store_leave_no_lock_files` starts (this binary,
+/// run with [`OWNER_CHILD_ENV`] naming the store). It takes an owner, says
+/// its id on stdout, and holds it until its stdin closes (then it ends
+/// cleanly) or it is killed (then it leaves its lock file behind).
+#[test]
+fn owner_child() {
+    let Some(store) = std::env::var_os(OWNER_CHILD_ENV) else {
+        return;
+    };
+    let owners = FileOwners::acquire(std::path::Path::new(&store)).unwrap();
+    // On a line of its own: the harness's "test owner_child ... " precedes it.
+    println!("\nkiln-owner={}", owners.owner());
+    std::io::stdout().flush().unwrap();
+    let mut rest = String::new();
+    let _ = std::io::Read::read_to_string(&mut std::io::stdin(), &mut rest);
+}
+
+/// The names in the store's `owners/` folder.
+fn owner_files(dir: &TempDir) -> Vec<String> {
+    let mut names: Vec<String> = fs::read_dir(dir.path().join(OWNERS_FOLDER))
+        .unwrap()
+        .map(|entry| entry.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+/// Issue 35 #12: every process leaves no record behind once it has ended,
+/// however it ended. Processes that end cleanly remove their own; those
+/// killed (a server stopped by a signal, a crash) leave theirs, and the next
+/// open sweeps every record whose lock nobody holds, while the live ones
+/// stay alive.
+#[test]
+fn many_processes_on_one_store_leave_no_lock_files() {
+    use std::io::BufRead as _;
+    use std::process::{Command, Stdio};
+
+    let dir = temp_dir("owners");
+    let n_processes = 8;
+    // All started before any is waited on, so that their opens (and
+    // sweeps) overlap.
+    let started: Vec<std::process::Child> = (0..n_processes)
+        .map(|_| {
+            Command::new(std::env::current_exe().unwrap())
+                .args(["--exact", "owner_child", "--nocapture", "--test-threads=1"])
+                .env(OWNER_CHILD_ENV, dir.path())
+                .stdin(Stdio::piped())
+                .stdout(Stdio::piped())
+                .stderr(Stdio::null())
+                .spawn()
+                .unwrap()
+        })
+        .collect();
+    let mut children: Vec<(std::process::Child, String)> = started
+        .into_iter()
+        .map(|mut child| {
+            let stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+            let owner = stdout
+                .lines()
+                .map_while(Result::ok)
+                .find_map(|line| line.strip_prefix("kiln-owner=").map(str::to_owned))
+                .expect("the child says its owner");
+            (child, owner)
+        })
+        .collect();
+    assert_eq!(owner_files(&dir).len(), n_processes, "one record each");
+
+    // An open while they live sweeps none of them.
+    let here = FileOwners::acquire(dir.path()).unwrap();
+    for (_, owner) in &children {
+        assert!(block_on(here.is_alive(owner)), "{owner} is alive");
+    }
+    drop(here);
+    assert_eq!(owner_files(&dir).len(), n_processes, "the live ones stay");
+
+    // Half are killed, half end cleanly.
+    for (index, (child, _)) in children.iter_mut().enumerate() {
+        if index % 2 == 0 {
+            child.kill().unwrap();
+        } else {
+            drop(child.stdin.take());
+        }
+    }
+    for (child, _) in &mut children {
+        child.wait().unwrap();
+    }
+
+    // The next process to open the store sweeps what the killed ones left,
+    // and leaves nothing itself.
+    let next = FileOwners::acquire(dir.path()).unwrap();
+    assert_eq!(
+        owner_files(&dir),
+        [format!("{}.lock", next.owner())],
+        "only the live owner's record"
+    );
+    drop(next);
+    assert_eq!(owner_files(&dir), Vec::<String>::new(), "no record is left");
+}
+
+/// A record a dead process left (its lock free) is swept when the store is
+/// opened; a live owner's record and a file that is not a record stay.
+#[test]
+fn a_stale_owner_record_is_swept_at_open() {
+    let dir = temp_dir("stale-owner");
+    let live = FileOwners::acquire(dir.path()).unwrap();
+    let folder = dir.path().join(OWNERS_FOLDER);
+    fs::write(folder.join("p4194303-deadbeef.lock"), "").unwrap();
+    fs::write(folder.join("README"), "not a record").unwrap();
+
+    let next = FileOwners::acquire(dir.path()).unwrap();
+    assert_eq!(
+        owner_files(&dir),
+        {
+            let mut expected = vec![
+                format!("{}.lock", live.owner()),
+                format!("{}.lock", next.owner()),
+                "README".to_owned(),
+            ];
+            expected.sort();
+            expected
+        },
+        "the dead pid's record is gone"
+    );
+    assert!(!block_on(next.is_alive("p4194303-deadbeef")));
+    assert!(block_on(next.is_alive(live.owner())));
 }
