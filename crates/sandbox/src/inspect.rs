@@ -11,6 +11,7 @@ use boa_engine::{
     Context, JsError, JsNativeError, JsObject, JsResult, JsString, JsValue, JsVariant, js_string,
 };
 use kiln_types::BYTES_KEY;
+use kiln_types::words::json_type;
 
 use crate::catalog::is_identifier;
 
@@ -443,7 +444,50 @@ impl JsonWriter {
 
 /// A JSON value from the host as a guest value, built directly (no JSON text):
 /// `{"$bytes": "<base64>"}` becomes a `Uint8Array`.
+///
+/// # Errors
+///
+/// A one-key `{"$bytes": …}` object whose value is not base64 text (a
+/// number, say, or text with a stray symbol): a `TypeError` naming where it
+/// is (`value.rows[1]`). The caller refuses the call with it, catchably.
 pub(crate) fn from_json(value: &serde_json::Value, context: &mut Context) -> JsResult<JsValue> {
+    let mut path = Vec::new();
+    from_json_at(value, &mut path, context)
+}
+
+/// Where a host value sits in the one being built: a key or an index. Kept
+/// as borrowed segments and rendered only for an error message.
+enum HostSegment<'a> {
+    Key(&'a str),
+    Index(usize),
+}
+
+/// The path of `segments`, as `value.a[2]["b c"]`.
+fn host_path(segments: &[HostSegment<'_>]) -> String {
+    let mut path = String::from("value");
+    for segment in segments {
+        match segment {
+            HostSegment::Key(key) if is_identifier(key) => {
+                path.push('.');
+                path.push_str(key);
+            }
+            HostSegment::Key(key) => {
+                path.push_str(&format!(
+                    "[{}]",
+                    serde_json::Value::String((*key).to_owned())
+                ));
+            }
+            HostSegment::Index(index) => path.push_str(&format!("[{index}]")),
+        }
+    }
+    short(&path)
+}
+
+fn from_json_at<'a>(
+    value: &'a serde_json::Value,
+    path: &mut Vec<HostSegment<'a>>,
+    context: &mut Context,
+) -> JsResult<JsValue> {
     Ok(match value {
         serde_json::Value::Null => JsValue::null(),
         serde_json::Value::Bool(flag) => JsValue::from(*flag),
@@ -458,26 +502,47 @@ pub(crate) fn from_json(value: &serde_json::Value, context: &mut Context) -> JsR
         serde_json::Value::String(text) => JsValue::from(JsString::from(text.as_str())),
         serde_json::Value::Array(items) => {
             let mut values = Vec::with_capacity(items.len());
-            for item in items {
-                values.push(from_json(item, context)?);
+            for (index, item) in items.iter().enumerate() {
+                path.push(HostSegment::Index(index));
+                values.push(from_json_at(item, path, context)?);
+                path.pop();
             }
             JsArray::from_iter(values, context).into()
         }
         serde_json::Value::Object(map) => {
             if let Some(bytes) = as_bytes(map) {
-                let bytes = BASE64_STANDARD.decode(bytes).map_err(|error| {
-                    JsNativeError::typ().with_message(format!(
-                        "a `{BYTES_KEY}` value from the host is not base64: {error}"
-                    ))
-                })?;
+                // The one-key `$bytes` object is the bytes envelope: its value
+                // is base64 text or the answer is malformed, never a plain object.
+                let bytes = match bytes {
+                    serde_json::Value::String(text) => {
+                        BASE64_STANDARD.decode(text).map_err(|error| {
+                            JsNativeError::typ().with_message(format!(
+                                "`{}` is a `{BYTES_KEY}` value that is not base64: {error}",
+                                host_path(path)
+                            ))
+                        })?
+                    }
+                    other => {
+                        return Err(JsNativeError::typ()
+                            .with_message(format!(
+                                "`{}` is a `{BYTES_KEY}` value that is not a base64 string but {}",
+                                host_path(path),
+                                json_type(other)
+                            ))
+                            .into());
+                    }
+                };
                 return Ok(JsUint8Array::from_iter(bytes, context)?.into());
             }
             let object = JsObject::with_object_proto(context.intrinsics());
             for (key, item) in map {
+                path.push(HostSegment::Key(key));
+                let item = from_json_at(item, path, context)?;
+                path.pop();
                 // A fresh ordinary object: inserting the data property directly
                 // is what `CreateDataProperty` would do, without its checks.
                 let property = PropertyDescriptor::builder()
-                    .value(from_json(item, context)?)
+                    .value(item)
                     .writable(true)
                     .enumerable(true)
                     .configurable(true);
@@ -488,10 +553,10 @@ pub(crate) fn from_json(value: &serde_json::Value, context: &mut Context) -> JsR
     })
 }
 
-/// The base64 text of `{"$bytes": "<base64>"}`, if that is what `map` is.
-fn as_bytes(map: &serde_json::Map<String, serde_json::Value>) -> Option<&str> {
+/// The value of `{"$bytes": …}`, if that is what `map` is: one key, `$bytes`.
+fn as_bytes(map: &serde_json::Map<String, serde_json::Value>) -> Option<&serde_json::Value> {
     match map.get(BYTES_KEY) {
-        Some(serde_json::Value::String(text)) if map.len() == 1 => Some(text),
+        Some(value) if map.len() == 1 => Some(value),
         _ => None,
     }
 }

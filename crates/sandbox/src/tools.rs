@@ -275,23 +275,10 @@ fn call_tool(
             let waited_on_person = state.clock.call_settled(call_number);
             let context = &mut context.borrow_mut();
             let duration_ms = u64::try_from(started.elapsed().as_millis()).unwrap_or(u64::MAX);
-            // A value the guest cannot receive (bad `$bytes`, say) fails this
-            // call, catchably; it never ends the run.
-            let reply = match reply {
-                Ok(value) => inspect::from_json(&value, context).map_err(|error| {
-                    let problem = inspect::error_message(&error, context);
-                    ToolFailure {
-                        code: "invalid_result".into(),
-                        message: format!("its answer cannot reach the program: {problem}"),
-                        detail: None,
-                        outcome: CallOutcome::Error,
-                    }
-                }),
-                Err(failure) => Err(failure),
-            };
+            let reply = receive(reply, context);
             let outcome = match &reply {
-                Ok(_) => CallOutcome::Ok,
-                Err(failure) => failure.outcome,
+                Received::Answer(_) => CallOutcome::Ok,
+                Received::Refusal { failure, .. } => failure.outcome,
             };
             if let Some(summary) = state.calls.borrow_mut().get_mut(index) {
                 summary.outcome = outcome;
@@ -299,11 +286,13 @@ fn call_tool(
                 summary.waited_on_person = waited_on_person;
             }
             match reply {
-                Ok(value) => resolvers
-                    .resolve
-                    .call(&JsValue::undefined(), &[value], context),
-                Err(failure) => {
-                    let error = failure_object(&failure, context)?;
+                Received::Answer(value) => {
+                    resolvers
+                        .resolve
+                        .call(&JsValue::undefined(), &[value], context)
+                }
+                Received::Refusal { failure, detail } => {
+                    let error = failure_object(&failure, detail, context)?;
                     state.raised.borrow_mut().push(RaisedFailure {
                         object: error.clone(),
                         call_number,
@@ -321,8 +310,68 @@ fn call_tool(
     Ok(promise.into())
 }
 
-/// An `Error` with `code` and `detail`, as the guest sees a tool's refusal.
-fn failure_object(failure: &ToolFailure, context: &mut Context) -> JsResult<JsObject> {
+/// A reply as the guest receives it.
+enum Received {
+    /// The answer, as a guest value.
+    Answer(JsValue),
+    /// The refusal the call's promise rejects with, its `detail` already a
+    /// guest value (`undefined` when it has none).
+    Refusal {
+        failure: ToolFailure,
+        detail: JsValue,
+    },
+}
+
+/// Turns a reply into what the guest receives. A value the guest cannot
+/// receive (a malformed `$bytes`, in the answer or in a refusal's detail)
+/// fails the call as `invalid_result`, catchably, like any other bad reply:
+/// it never ends the run.
+fn receive(reply: ToolReply, context: &mut Context) -> Received {
+    let unreceivable = |message: String| Received::Refusal {
+        failure: ToolFailure {
+            code: "invalid_result".into(),
+            message,
+            detail: None,
+            outcome: CallOutcome::Error,
+        },
+        detail: JsValue::undefined(),
+    };
+    match reply {
+        Ok(value) => match inspect::from_json(&value, context) {
+            Ok(value) => Received::Answer(value),
+            Err(error) => {
+                let problem = inspect::error_message(&error, context);
+                unreceivable(format!("its answer cannot reach the program: {problem}"))
+            }
+        },
+        Err(failure) => {
+            let Some(detail) = &failure.detail else {
+                return Received::Refusal {
+                    failure,
+                    detail: JsValue::undefined(),
+                };
+            };
+            match inspect::from_json(detail, context) {
+                Ok(detail) => Received::Refusal { failure, detail },
+                Err(error) => {
+                    let problem = inspect::error_message(&error, context);
+                    unreceivable(format!(
+                        "its refusal ({}: {}) has a detail that cannot reach the program: {problem}",
+                        failure.code, failure.message
+                    ))
+                }
+            }
+        }
+    }
+}
+
+/// An `Error` with `code` and `detail` (already a guest value), as the guest
+/// sees a tool's refusal.
+fn failure_object(
+    failure: &ToolFailure,
+    detail: JsValue,
+    context: &mut Context,
+) -> JsResult<JsObject> {
     let error: JsObject = JsNativeError::error()
         .with_message(failure.message.clone())
         .into_opaque(context);
@@ -332,10 +381,6 @@ fn failure_object(failure: &ToolFailure, context: &mut Context) -> JsResult<JsOb
         false,
         context,
     )?;
-    let detail = match &failure.detail {
-        Some(detail) => inspect::from_json(detail, context)?,
-        None => JsValue::undefined(),
-    };
     error.set(js_string!("detail"), detail, false, context)?;
     Ok(error)
 }

@@ -279,7 +279,9 @@ pub const TOOL_CATALOG: &str = r#"[
     {"name": "broken", "error": {"code": "no_session", "message": "No session.", "detail": {"hint": "launch"}}},
     {"name": "dup"}, {"name": "dup"},
     {"name": "get-sum"},
-    {"name": "planted", "returns": {"$bytes": "%% not base64"}}
+    {"name": "planted", "returns": {"$bytes": "%% not base64"}},
+    {"name": "planted_shape", "returns": {"rows": [{"id": 1}, {"$bytes": 5}]}},
+    {"name": "planted_detail", "error": {"code": "no_session", "message": "No session.", "detail": {"blob": {"$bytes": "%% not base64"}}}}
 ]"#;
 
 /// Programs against [`TOOL_CATALOG`] and what they must report, calls included.
@@ -310,11 +312,11 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
     ),
     (
         "tools.work()",
-        "script TypeError: tools.work is not available in this codemode run. Available tools: answer, broken, dup, echo, planted, slow (6). Not every tool is available inside programs yet.",
+        "script TypeError: tools.work is not available in this codemode run. Available tools: answer, broken, dup, echo, planted, planted_detail, planted_shape, slow (8). Not every tool is available inside programs yet.",
     ),
     (
         "return [Object.keys(tools), 'echo' in tools, 'work' in tools, typeof tools.echo]",
-        r#"completed [["answer","broken","dup","echo","planted","slow"],true,false,"function"]"#,
+        r#"completed [["answer","broken","dup","echo","planted","planted_detail","planted_shape","slow"],true,false,"function"]"#,
     ),
     (
         "return [tools.then, tools.toJSON, tools[Symbol.iterator], JSON.stringify(tools), (await tools) === tools]",
@@ -333,7 +335,23 @@ pub const TOOL_CASES: &[(&str, &str)] = &[
     ),
     (
         "await tools.planted()",
-        "tool invalid_result planted (call 1) failed: its answer cannot reach the program: TypeError: a `$bytes` value from the host is not base64: Invalid symbol 37, offset 0. [planted error]",
+        "tool invalid_result planted (call 1) failed: its answer cannot reach the program: TypeError: `value` is a `$bytes` value that is not base64: Invalid symbol 37, offset 0. [planted error]",
+    ),
+    // Any malformed `$bytes` value, wherever it is in an answer or in a
+    // refusal's detail, fails that call catchably as `invalid_result`: the
+    // program catches it and goes on (issue 35 #10).
+    (
+        "try { await tools.planted_shape() } catch (e) { return [e.code, e.message, await tools.answer()] }",
+        r#"completed ["invalid_result","its answer cannot reach the program: TypeError: `value.rows[1]` is a `$bytes` value that is not a base64 string but a number",{"answer":42}] [planted_shape error, answer ok]"#,
+    ),
+    (
+        "let caught; try { await tools.planted_detail() } catch (e) { caught = [e.code, e.message, e.detail === undefined] } \
+         return [caught, await tools.answer()]",
+        r#"completed [["invalid_result","its refusal (no_session: No session.) has a detail that cannot reach the program: TypeError: `value.blob` is a `$bytes` value that is not base64: Invalid symbol 37, offset 0.",true],{"answer":42}] [planted_detail error, answer ok]"#,
+    ),
+    (
+        "await tools.planted_detail()",
+        "tool invalid_result planted_detail (call 1) failed: its refusal (no_session: No session.) has a detail that cannot reach the program: TypeError: `value.blob` is a `$bytes` value that is not base64: Invalid symbol 37, offset 0. [planted_detail error]",
     ),
     // The host reads values with the realm's own `Object.keys`, whatever the
     // program put in its place.
