@@ -19,11 +19,13 @@
 //!   nobody.
 //! - `tree`: the execution tree a terminal shows while a plan runs, folded from the turn's
 //!   events.
+//! - `terminal`: text from a model, a tool or a program escaped for a person's terminal.
 
 mod approve;
 mod commands;
 mod common;
 mod sandbox_process;
+mod terminal;
 mod tree;
 
 use commands::{agent, chat, eval, mcp, memory, node, run as program};

@@ -69,8 +69,10 @@ fn seconds(ms: f64) -> String {
     }
 }
 
+/// The first line of `text`, cut at `max` characters (escaped with the rest
+/// of its line by [`PlanTree::render`]).
 fn one_line(text: &str, max: usize) -> String {
-    let line = card_text(text.lines().next().unwrap_or_default());
+    let line = text.lines().next().unwrap_or_default().to_owned();
     if line.chars().count() > max {
         format!("{}…", line.chars().take(max).collect::<String>())
     } else {
@@ -249,7 +251,11 @@ impl PlanTree {
         }
     }
 
-    /// The tree as lines, at most `width` characters each.
+    /// The tree as lines, at most `width` characters each. Titles,
+    /// instructions, errors, ids and tool names all come from the model or a
+    /// tool: every line is escaped whole with [`card_text`], so nothing in it
+    /// acts on the terminal or breaks the line (the live tree is redrawn by
+    /// counting its lines).
     pub(crate) fn render(&self, width: usize) -> Vec<String> {
         let done = self
             .tasks
@@ -339,6 +345,7 @@ impl PlanTree {
         lines
             .into_iter()
             .map(|line| {
+                let line = card_text(&line);
                 if line.chars().count() > width {
                     format!(
                         "{}…",
@@ -516,6 +523,55 @@ mod tests {
         assert_eq!(
             lines.last().unwrap(),
             "└─ ✗ Task write: Write report  dependency `search` failed"
+        );
+    }
+
+    /// Issue 35 #5: what the model named and wrote — the plan's title, a
+    /// task's id, a step's instructions, a tool's name, an error — is shown,
+    /// never acted on, and never breaks a line of the tree.
+    #[test]
+    fn the_tree_shows_what_a_terminal_would_act_on_escaped() {
+        let hostile = "\u{1b}]0;pwned\u{7}\u{1b}[2K\u{9b}31m\u{202e}\nnext";
+        let plan: Plan = serde_json::from_value(json!({"title": hostile, "tasks": [
+            {"id": format!("t{hostile}"), "title": hostile, "steps": [{"id": "s1", "instructions": hostile}]}
+        ]}))
+        .unwrap();
+        let task_id = plan.tasks[0].id.clone();
+        let mut tree = PlanTree::new(&plan);
+        tree.apply(&update(TaskEvent::TaskStarted, &task_id, None, None));
+        tree.apply(&update(TaskEvent::StepStarted, &task_id, Some("s1"), None));
+        tree.apply(&child(
+            "s1",
+            AgentEvent::ToolCallUpdate {
+                call_id: "k1".into(),
+                name: hostile.into(),
+                args: json!({}),
+                code: None,
+            },
+        ));
+        tree.apply(&AgentEvent::TaskUpdate {
+            event: TaskEvent::StepFailed,
+            task_id: task_id.clone(),
+            step_id: Some("s1".into()),
+            title: None,
+            error: Some(hostile.into()),
+            duration_ms: None,
+            plan: None,
+        });
+        let lines = tree.render(400);
+        assert_eq!(lines.len(), 4, "one line each: {lines:#?}");
+        for line in &lines {
+            assert!(
+                !line.chars().any(|c| c.is_control()
+                    || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}')),
+                "{line:?}"
+            );
+        }
+        assert!(
+            lines[3].ends_with(
+                "\\u{001B}]0;pwned\\u{0007}\\u{001B}[2K\\u{009B}31m\\u{202E}\\u{000A}next"
+            ),
+            "the tool's name, shown: {lines:#?}"
         );
     }
 }

@@ -533,3 +533,136 @@ fn tools_says_what_a_session_without_a_store_or_tools_has() {
     assert!(!out.stderr.contains("over these tools"), "{what}");
     assert!(!out.stderr.contains("memory, history, file"), "{what}");
 }
+
+/// What a hostile model says: a window title (OSC), an erased line (CSI), a
+/// C1 command introducer and a right-to-left override, each of which a
+/// terminal acts on rather than shows.
+const HOSTILE: [&str; 4] = ["\u{1b}]0;pwned\u{7}", "\u{1b}[2K", "\u{9b}31m", "\u{202e}"];
+
+/// No character a terminal acts on is left in `text` (newlines and tabs
+/// aside), and what was hostile is there to see, escaped.
+fn assert_shown_not_acted(text: &str, what: &str) {
+    let raw: Vec<char> = text
+        .chars()
+        .filter(|c| {
+            (c.is_control() && !matches!(c, '\n' | '\t'))
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+        })
+        .collect();
+    assert!(raw.is_empty(), "{what}: raw {raw:?} in {text:?}");
+}
+
+/// A loopback OpenAI provider for [`the_models_own_text_reaches_the_terminal_escaped`]:
+/// `status` 200 answers the first request of a turn with a call to a tool
+/// named with control characters, and the next (which carries the tool's
+/// answer) with hostile text cut into deltas — the escape character alone in
+/// one, the rest of its sequence in the next; any other `status` is an error
+/// whose message is hostile. Answers its port.
+fn hostile_provider(status: u16) -> u16 {
+    use std::io::Write as _;
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = listener.local_addr().unwrap().port();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let request = kiln_testkit::read_http_request(&mut stream);
+            let chunk = |delta: Value, finish: Option<&str>| {
+                format!(
+                    "data: {}\n\n",
+                    json!({"choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
+                )
+            };
+            let answer = if status != 200 {
+                let body =
+                    json!({"error": {"message": format!("overloaded {}", HOSTILE.concat())}})
+                        .to_string();
+                format!(
+                    "HTTP/1.1 {status} Nope\r\ncontent-type: application/json\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            } else {
+                let body = if request.contains("\"role\":\"tool\"") {
+                    let mut body = String::new();
+                    for piece in [
+                        "Done. \u{1b}",
+                        "]0;pwned\u{7}",
+                        HOSTILE[1],
+                        HOSTILE[2],
+                        HOSTILE[3],
+                        "end",
+                    ] {
+                        body.push_str(&chunk(json!({"content": piece}), None));
+                    }
+                    body.push_str(&chunk(json!({}), Some("stop")));
+                    body
+                } else {
+                    let call = json!({"tool_calls": [{"index": 0, "id": "call_1", "type": "function",
+                        "function": {"name": format!("look{}", HOSTILE.concat()), "arguments": "{}"}}]});
+                    chunk(call, None) + &chunk(json!({}), Some("tool_calls"))
+                };
+                let body = format!("{body}data: [DONE]\n\n");
+                format!(
+                    "HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\n\
+                     content-length: {}\r\nconnection: close\r\n\r\n{body}",
+                    body.len()
+                )
+            };
+            let _ = stream.write_all(answer.as_bytes());
+        }
+    });
+    port
+}
+
+/// Issue 35 #5: what the model says — streamed text, a tool's name, a stop
+/// message — reaches the terminal with every control sequence and
+/// bidirectional override written visibly instead of acting: piped (the
+/// answer on stdout, its deltas on stderr) and on a terminal (a pty from
+/// `script`, where the answer streams).
+#[test]
+fn the_models_own_text_reaches_the_terminal_escaped() {
+    for status in [200, 400] {
+        let base_url = format!("http://127.0.0.1:{}/v1", hostile_provider(status));
+        let args = [
+            "chat",
+            "--provider",
+            "openai",
+            "--base-url",
+            &base_url,
+            "--model",
+            "gpt-4o-mini",
+            "--max-turns",
+            "3",
+            "Say something",
+        ];
+        let out = kiln_with(&args, &[], "");
+        let what = format!("{status}: {}\n--- stderr\n{}", out.stdout, out.stderr);
+        assert_eq!(out.code, if status == 200 { 0 } else { 1 }, "{what}");
+        assert_shown_not_acted(&out.stdout, &what);
+        assert_shown_not_acted(&out.stderr, &what);
+        assert!(out.stderr.contains("\\u{001B}]0;pwned\\u{0007}"), "{what}");
+        assert!(out.stderr.contains("\\u{009B}31m\\u{202E}"), "{what}");
+        if status == 200 {
+            assert!(
+                out.stdout
+                    .contains("Done. \\u{001B}]0;pwned\\u{0007}\\u{001B}[2K"),
+                "{what}"
+            );
+        }
+
+        let command = args
+            .iter()
+            .fold(env!("CARGO_BIN_EXE_kiln").to_owned(), |command, arg| {
+                format!("{command} '{arg}'")
+            });
+        let output = std::process::Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(std::process::Stdio::null())
+            .output()
+            .unwrap();
+        let screen = String::from_utf8_lossy(&output.stdout);
+        let what = format!("{status} on a terminal: {screen}");
+        assert!(screen.contains("pwned"), "{what}");
+        assert_shown_not_acted(&screen.replace('\r', ""), &what);
+    }
+}

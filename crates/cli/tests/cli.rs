@@ -858,3 +858,72 @@ fn a_provider_that_echoes_its_key_gives_it_to_no_program_record_or_export() {
         }
     }
 }
+
+/// No character a terminal acts on is left in `screen` (a pty's, its `\r`
+/// taken out): no control but newline and tab, no bidirectional override.
+fn assert_shown_not_acted(screen: &str, what: &str) {
+    let raw: Vec<char> = screen
+        .replace("\r\n", "\n")
+        .chars()
+        .filter(|c| {
+            (c.is_control() && !matches!(c, '\n' | '\t'))
+                || matches!(c, '\u{202a}'..='\u{202e}' | '\u{2066}'..='\u{2069}' | '\u{200e}' | '\u{200f}' | '\u{61c}')
+        })
+        .collect();
+    assert!(raw.is_empty(), "{what}: raw {raw:?} in {screen:?}");
+}
+
+/// Issue 35 #5: what a program prints, returns or throws — a window title
+/// (OSC), an erased line (CSI), a C1 command introducer, a right-to-left
+/// override — reaches a terminal (a pty from `script`) written visibly, in
+/// `kiln run`'s summary and `kiln node run`'s, and in their error lines.
+#[test]
+fn on_a_terminal_what_a_program_says_is_shown_not_acted_on() {
+    const SAYS: &str = r"\x1b]0;pwned\x07 \x1b[2K \x9b31m \u202e";
+    let completes = temp_file(
+        "hostile.js",
+        &format!("console.log('log {SAYS}');\nreturn 'value {SAYS}';"),
+    );
+    let throws = temp_file(
+        "hostile-throws.js",
+        &format!("throw new Error('thrown {SAYS}');"),
+    );
+    let node = |name: &str, code: String| {
+        temp_file(
+            name,
+            &json!({"title": "t", "code": code, "outputs": [{"name": "x", "type": "any"}]})
+                .to_string(),
+        )
+    };
+    let node_completes = node(
+        "hostile-node.json",
+        format!("console.log('log {SAYS}');\nreturn {{x: 'output {SAYS}'}};"),
+    );
+    let node_throws = node(
+        "hostile-node-throws.json",
+        format!("throw new Error('thrown {SAYS}');"),
+    );
+    for (args, said) in [
+        (format!("run {}", completes.display()), "log "),
+        (format!("run {}", throws.display()), "thrown "),
+        // Its outputs are JSON, whose own escapes show ESC; the console is prose.
+        (format!("node run {}", node_completes.display()), "log "),
+        (format!("node run {}", node_throws.display()), "thrown "),
+    ] {
+        let command = format!("{} {args}", env!("CARGO_BIN_EXE_kiln"));
+        let output = Command::new("script")
+            .args(["-qec", &command, "/dev/null"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let screen = String::from_utf8_lossy(&output.stdout);
+        let what = format!("kiln {args}");
+        assert!(
+            screen.contains(&format!(
+                "{said}\\u{{001B}}]0;pwned\\u{{0007}} \\u{{001B}}[2K \\u{{009B}}31m \\u{{202E}}"
+            )),
+            "{what}: {screen}"
+        );
+        assert_shown_not_acted(&screen, &what);
+    }
+}

@@ -96,7 +96,7 @@ pub fn run(command: &AgentCommand) -> ExitCode {
     let (session, output_schema) = match prepared {
         Ok(prepared) => prepared,
         Err(error) => {
-            eprintln!("error: {error:#}");
+            eprintln!("error: {}", crate::terminal::escaped(&format!("{error:#}")));
             return ExitCode::from(2);
         }
     };
@@ -108,7 +108,7 @@ pub fn run(command: &AgentCommand) -> ExitCode {
     match session.turn(&mut pool, &interrupt, messages, output_schema, "kiln agent") {
         Ok(outcome) => session.finish(&outcome.result, "kiln agent"),
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", crate::terminal::escaped(error.as_ref()));
             ExitCode::from(2)
         }
     }
@@ -362,7 +362,7 @@ impl Session {
                     }
                     _ => result.text.clone(),
                 };
-                println!("{shown}");
+                println!("{}", crate::terminal::escaped(&shown));
             }
             eprintln!(
                 "{who}: {} turn(s), {} action(s), {} input + {} output tokens, ${:.6}",
@@ -488,7 +488,10 @@ impl Printer {
             _ => return,
         };
         self.end_line();
-        eprintln!("{indent}↳ {label} {child}: {line}");
+        eprintln!(
+            "{indent}↳ {}",
+            crate::terminal::escaped(&format!("{label} {child}: {line}"))
+        );
     }
 
     fn show(&mut self, event: &AgentEvent, json: bool) {
@@ -512,7 +515,7 @@ impl Printer {
         }
         match event {
             AgentEvent::TextDelta { text } => {
-                eprint!("{text}");
+                eprint!("{}", crate::terminal::escaped(text));
                 self.mid_line = !text.ends_with('\n');
             }
             AgentEvent::ToolCallUpdate {
@@ -521,12 +524,16 @@ impl Printer {
                 self.end_line();
                 match code {
                     Some(code) => {
-                        eprintln!("── {name}");
+                        eprintln!("── {}", crate::terminal::escaped(name));
                         for line in code.lines() {
                             eprintln!("│ {}", kiln_types::permission::card_text(line));
                         }
                     }
-                    None => eprintln!("── {name} {}", call_summary(name, args)),
+                    None => eprintln!(
+                        "── {} {}",
+                        crate::terminal::escaped(name),
+                        call_summary(name, args)
+                    ),
                 }
             }
             AgentEvent::ToolResultUpdate {
@@ -552,7 +559,7 @@ impl Printer {
             }
             AgentEvent::LogUpdate { message } => {
                 self.end_line();
-                eprintln!("{}: {message}", self.who);
+                eprintln!("{}: {}", self.who, crate::terminal::escaped(message));
             }
             AgentEvent::Compaction { replaced, .. } => {
                 self.end_line();
@@ -566,8 +573,8 @@ impl Printer {
                 eprintln!(
                     "{}: stopped ({}): {}",
                     self.who,
-                    stop.code.as_deref().unwrap_or("stop"),
-                    stop.message.as_deref().unwrap_or_default()
+                    crate::terminal::escaped(stop.code.as_deref().unwrap_or("stop")),
+                    crate::terminal::escaped(stop.message.as_deref().unwrap_or_default())
                 );
             }
             AgentEvent::PlanningUpdate {
@@ -581,7 +588,11 @@ impl Printer {
                     "failed" => "✗",
                     _ => "◐",
                 };
-                eprintln!("{mark} {:<16}{content}", phase.as_str());
+                eprintln!(
+                    "{mark} {:<16}{}",
+                    phase.as_str(),
+                    crate::terminal::escaped(content)
+                );
             }
             AgentEvent::TaskUpdate {
                 event: kind, plan, ..

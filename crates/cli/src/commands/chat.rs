@@ -23,6 +23,7 @@ use kiln_providers::cost::PriceCatalog;
 use kiln_types::agent::StopReason;
 
 use crate::commands::agent::{Interrupt, Session, SessionArgs, provider_config};
+use crate::terminal::escaped;
 
 /// `kiln chat`'s options.
 #[derive(clap::Args)]
@@ -92,7 +93,7 @@ pub fn run(args: &ChatArgs) -> ExitCode {
     match session.turn(&mut pool, &interrupt, messages, None, "kiln chat") {
         Ok(outcome) => session.finish(&outcome.result, "kiln chat"),
         Err(error) => {
-            eprintln!("error: {error}");
+            eprintln!("error: {}", escaped(error.as_ref()));
             ExitCode::from(2)
         }
     }
@@ -171,18 +172,20 @@ impl Chat<'_> {
                     // A provider's failure leaves the exchange out, as the app does.
                     StopReason::Provider => eprintln!(
                         "kiln chat: {}\nkiln chat: that message is left out of the conversation; send it again when the provider answers",
-                        outcome
-                            .result
-                            .stop
-                            .message
-                            .as_deref()
-                            .unwrap_or("the provider failed")
+                        escaped(
+                            outcome
+                                .result
+                                .stop
+                                .message
+                                .as_deref()
+                                .unwrap_or("the provider failed")
+                        )
                     ),
                     _ if matches!(outcome.view.last(), Some(Message::User { .. }) | None) => {}
                     _ => self.messages = outcome.view,
                 }
             }
-            Err(error) => eprintln!("kiln chat: {error}"),
+            Err(error) => eprintln!("kiln chat: {}", escaped(error.as_ref())),
         }
     }
 
@@ -258,10 +261,13 @@ impl Chat<'_> {
                 self.messages.splice(..cut, [compaction_row(&summary)]);
                 eprintln!(
                     "kiln chat: earlier conversation summarized ({cut} messages):\n{}",
-                    kiln_types::permission::card_text(&summary)
+                    escaped(&summary)
                 );
             }
-            Err(why) => eprintln!("kiln chat: the conversation was not compacted: {why}"),
+            Err(why) => eprintln!(
+                "kiln chat: the conversation was not compacted: {}",
+                escaped(&why.to_string())
+            ),
         }
     }
 
@@ -292,7 +298,10 @@ impl Chat<'_> {
                     eprintln!("{marker} {}", kiln_types::permission::card_text(&model.id));
                 }
             }
-            Err(error) => eprintln!("kiln chat: the models could not be listed: {error}"),
+            Err(error) => eprintln!(
+                "kiln chat: the models could not be listed: {}",
+                escaped(&error.to_string())
+            ),
         }
     }
 
@@ -356,7 +365,7 @@ impl Chat<'_> {
             }
             eprintln!(
                 "  {} ({}) {}",
-                spec.name,
+                escaped(&spec.name),
                 spec.category.as_str(),
                 kiln_types::permission::card_text(&short)
             );
@@ -365,7 +374,7 @@ impl Chat<'_> {
             "  and the agent's own: ask_user, return_result, list_models, search_tools, the sub-agents (run_subtask, run_search, start_subtask, wait_subtasks) and execute_plan (create_plan in plan mode)"
         );
         for warning in warnings {
-            eprintln!("kiln chat: {}", warning.message);
+            eprintln!("kiln chat: {}", escaped(&warning.message));
         }
     }
 }

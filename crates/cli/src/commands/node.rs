@@ -24,6 +24,7 @@ use serde_json::{Map, Value, json};
 
 use crate::commands::run::read_json;
 use crate::common::Belt;
+use crate::terminal::escaped;
 
 /// `kiln node`'s commands.
 #[derive(clap::Subcommand)]
@@ -127,7 +128,7 @@ fn on_big_stack(work: impl FnOnce() -> ExitCode + Send + 'static) -> ExitCode {
 }
 
 fn refused(error: &anyhow::Error) -> ExitCode {
-    eprintln!("kiln: {error:#}");
+    eprintln!("kiln: {}", escaped(&format!("{error:#}")));
     ExitCode::from(2)
 }
 
@@ -167,7 +168,7 @@ pub fn run_node_command(command: NodeCommand) -> ExitCode {
                 let reasons = check_node(&node);
                 print(&json!({"valid": reasons.is_empty(), "errors": reasons}));
                 for reason in &reasons {
-                    eprintln!("kiln: {reason}");
+                    eprintln!("kiln: {}", escaped(reason));
                 }
                 if reasons.is_empty() {
                     ExitCode::SUCCESS
@@ -204,7 +205,7 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
             Ok(built) => built,
             Err(issues) => {
                 for issue in &issues {
-                    eprintln!("kiln: {issue}");
+                    eprintln!("kiln: {}", escaped(&issue.to_string()));
                 }
                 return refused(&anyhow::anyhow!(
                     "the graph `{}` was refused",
@@ -231,14 +232,16 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
             |report| {
                 eprintln!(
                     "kiln: node `{}` {} ({:.0} ms)",
-                    report.id, report.status, report.run.duration_ms
+                    escaped(&report.id),
+                    report.status,
+                    report.run.duration_ms
                 )
             },
         ));
         match ran {
             Err(issues) => {
                 for issue in &issues {
-                    eprintln!("kiln: {issue}");
+                    eprintln!("kiln: {}", escaped(&issue.to_string()));
                 }
                 ExitCode::from(2)
             }
@@ -309,20 +312,21 @@ fn run_one(
                 print(&run);
             }
             for warning in &run.warnings {
-                eprintln!("kiln: warning: {warning}");
+                eprintln!("kiln: warning: {}", escaped(&warning.to_string()));
             }
             match &run.error {
                 None => ExitCode::SUCCESS,
                 Some(failure)
                     if failure.code == "invalid_node" || failure.code == "invalid_inputs" =>
                 {
-                    eprintln!("kiln: {}", failure.message);
+                    eprintln!("kiln: {}", escaped(&failure.message));
                     ExitCode::from(2)
                 }
                 Some(failure) => {
                     eprintln!(
                         "kiln: the node failed ({}): {}",
-                        failure.code, failure.message
+                        escaped(&failure.code),
+                        escaped(&failure.message)
                     );
                     ExitCode::FAILURE
                 }
@@ -332,12 +336,13 @@ fn run_one(
 }
 
 /// A node's run for a person at a terminal: its outputs, then its program's
-/// run as a model reads it (status, console, calls, warnings).
+/// run as a model reads it (status, console, calls, warnings), escaped for
+/// the terminal (JSON leaves C1 controls and bidirectional overrides raw).
 fn print_node_summary(run: &NodeRun) {
     let outputs = serde_json::to_string_pretty(&run.outputs).unwrap_or_default();
-    println!("Outputs:\n{outputs}");
+    println!("Outputs:\n{}", escaped(&outputs));
     if let Some(result) = &run.result {
-        println!("\n{}", result.text());
+        println!("\n{}", escaped(&result.text()));
     }
 }
 
@@ -425,7 +430,11 @@ fn author(args: &AuthorArgs) -> ExitCode {
     match &authored.result {
         Ok(_) => ExitCode::SUCCESS,
         Err(failure) => {
-            eprintln!("kiln: no node ({}): {}", failure.code(), failure.message());
+            eprintln!(
+                "kiln: no node ({}): {}",
+                failure.code(),
+                escaped(&failure.message())
+            );
             ExitCode::FAILURE
         }
     }

@@ -27,6 +27,7 @@ use serde_json::{Value, json};
 
 use crate::common::Belt;
 use crate::sandbox_process::ProcessRunner;
+use crate::terminal::escaped;
 use crate::{ApproveWith, BeltFlags, GateFlags, ModelFlags, Permissions};
 
 /// The gate's host in a served run (`kiln mcp serve`): who denies what would ask.
@@ -72,7 +73,7 @@ pub fn run(
         Ok(prepared) => prepared,
         Err(error) => {
             // A store that cannot open says what to do about it.
-            eprintln!("{}", crate::commands::memory::shown(&error));
+            eprintln!("{}", escaped(&crate::commands::memory::shown(&error)));
             return ExitCode::from(2);
         }
     };
@@ -102,7 +103,10 @@ pub fn run(
     match ran {
         Ok(ran) => {
             if let Some(error) = &ran.record_error {
-                eprintln!("kiln: the run's record could not be settled: {error}");
+                eprintln!(
+                    "kiln: the run's record could not be settled: {}",
+                    escaped(&error.to_string())
+                );
             }
             match output {
                 Output::Report => print_report(&ran.run),
@@ -111,7 +115,7 @@ pub fn run(
             }
         }
         Err(refusal) => {
-            eprintln!("error: the run was refused: {refusal}");
+            eprintln!("error: the run was refused: {}", escaped(refusal.as_ref()));
             ExitCode::from(2)
         }
     }
@@ -377,9 +381,10 @@ fn print_report(run: &RunResult) -> ExitCode {
 }
 
 /// The result's text part, as a model reads it: the status line, the
-/// returned value, the console, the calls and the warnings.
+/// returned value, the console, the calls and the warnings; what the program
+/// printed, returned or threw is escaped for the terminal.
 pub(crate) fn print_summary(result: &ToolResult) -> ExitCode {
-    println!("{}", result.text());
+    println!("{}", escaped(&result.text()));
     if result.is_error {
         ExitCode::FAILURE
     } else {
