@@ -130,6 +130,8 @@ pub fn new_budget(limits: &BudgetLimits, clock: Rc<dyn Clock>) -> RunBudget {
                 .unpriced_token_ceiling
                 .unwrap_or(defaults.unpriced_token_ceiling),
             max_concurrency: limits.max_concurrency,
+            // The page names no token cap; an agent job takes its guard's.
+            max_tokens: None,
         },
         Rc::new(PriceCatalog::builtin()),
         clock,

@@ -742,3 +742,26 @@ fn past_the_threshold_tools_are_listed_by_name_and_found_in_the_sandbox() {
     assert!(!text.contains("Tool number 3."));
     assert!(turn.results()[0].1.contains("tool_17"));
 }
+
+#[test]
+fn a_fan_out_of_sub_agents_stays_within_the_jobs_turns() {
+    // The job may take 3 model turns in all; its one program asks for five children at once,
+    // each of which would take a turn of its own (and the parent one more to answer).
+    let mut replies = vec![Reply::code(
+        "return await Promise.all([1, 2, 3, 4, 5].map((i) => agents.run('child ' + i)));",
+    )];
+    replies.extend(std::iter::repeat_with(|| Reply::text("done")).take(12));
+    let turn = turn(
+        replies,
+        Options {
+            guards: Guards {
+                max_turns: 3,
+                ..Guards::default()
+            },
+            ..Options::default()
+        },
+    );
+    let asked = turn.provider.requests().len();
+    assert!(asked <= 3, "{asked} model requests under max_turns 3");
+    assert_eq!(turn.outcome.result.turns, 1);
+}

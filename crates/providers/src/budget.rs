@@ -57,8 +57,14 @@ pub struct BudgetLimits {
     pub max_usd: Option<f64>,
     /// How long the run may last, in milliseconds from the budget's creation.
     pub deadline_ms: Option<f64>,
-    /// How many model turns the run may take, over all its loops.
+    /// How many model turns the run may take, over all its loops (a job's sub-agents and
+    /// plan steps included: a child's turns are its job's).
     pub max_turns: Option<u32>,
+    /// How many tokens (input and output, as the providers report them) the run may use over
+    /// all its loops: a turn is refused once they are used up. What bounds an unpriced model
+    /// under a USD cap, with the turn count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
     /// Under a USD cap, the largest prompt (estimated tokens) a turn on an unpriced model may
     /// send.
     pub unpriced_token_ceiling: u64,
@@ -74,6 +80,7 @@ impl Default for BudgetLimits {
             max_usd: None,
             deadline_ms: None,
             max_turns: None,
+            max_tokens: None,
             unpriced_token_ceiling: DEFAULT_UNPRICED_TOKEN_CEILING,
             max_concurrency: None,
         }
@@ -91,6 +98,8 @@ pub struct Spend {
     pub unpriced_turns: u32,
     /// Turns admitted, committed or not.
     pub turns: u32,
+    /// Input and output tokens of the committed turns.
+    pub tokens: u64,
     /// USD held by turns in flight (admitted, not yet committed or dropped).
     pub held_usd: f64,
     /// Why the run was first refused; set once.
@@ -118,6 +127,8 @@ struct State {
     holds: BTreeMap<u64, f64>,
     next_hold: u64,
     turns: u32,
+    /// Input and output tokens of the committed turns.
+    tokens: u64,
     unpriced_turns: u32,
     exhausted: Option<Stop>,
     calls: Vec<CallCost>,
@@ -139,6 +150,7 @@ impl RunBudget {
                 holds: BTreeMap::new(),
                 next_hold: 0,
                 turns: 0,
+                tokens: 0,
                 unpriced_turns: 0,
                 exhausted: None,
                 calls: Vec::new(),
@@ -184,7 +196,19 @@ impl RunBudget {
             } else {
                 format!("the run has used all {max_turns} of its turns")
             };
+            let message = format!("{message}{}", state.unpriced_note());
             return Err(state.refuse(StopReason::Turns, message));
+        }
+        if let Some(max_tokens) = state.limits.max_tokens
+            && state.tokens >= max_tokens
+        {
+            let message = format!(
+                "the run has used {} of its {} tokens{}",
+                group_thousands(state.tokens),
+                group_thousands(max_tokens),
+                state.unpriced_note()
+            );
+            return Err(state.refuse(StopReason::Budget, message));
         }
         let worst_case_usd = match price {
             Some(price) => {
@@ -281,6 +305,7 @@ impl RunBudget {
             lower_bound: state.unpriced_turns > 0,
             unpriced_turns: state.unpriced_turns,
             turns: state.turns,
+            tokens: state.tokens,
             held_usd: state.held_usd(),
             exhausted: state.exhausted.as_ref().map(|stop| stop.reason.clone()),
             calls: state.calls.clone(),
@@ -300,6 +325,17 @@ impl fmt::Debug for RunBudget {
 impl State {
     fn held_usd(&self) -> f64 {
         self.holds.values().sum()
+    }
+
+    /// Said when a USD cap could not bound the run: some turn was on a model the catalog
+    /// does not price, so the turns and tokens were what bounded it.
+    fn unpriced_note(&self) -> &'static str {
+        if self.limits.max_usd.is_some() && self.unpriced_turns > 0 {
+            " (an unpriced model's turns cost nothing the USD cap can count, so the run's turns \
+             and tokens bound it)"
+        } else {
+            ""
+        }
     }
 
     fn check_deadline(&mut self, now: f64) -> Result<(), Stop> {
@@ -380,6 +416,10 @@ impl Reservation {
         };
         let mut state = self.state.borrow_mut();
         state.holds.remove(&self.hold_id);
+        state.tokens = state
+            .tokens
+            .saturating_add(usage.input_tokens)
+            .saturating_add(usage.output_tokens);
         match call.usd {
             Some(usd) => state.spent_usd += usd,
             None => state.unpriced_turns = state.unpriced_turns.saturating_add(1),

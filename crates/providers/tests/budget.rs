@@ -746,3 +746,45 @@ fn the_prompt_estimate_grows_with_messages_and_tools() {
         assert!(added >= at_least, "{what}: added {added} < {at_least}");
     }
 }
+
+#[test]
+fn the_runs_tokens_bound_every_loop_and_an_unpriced_model_under_a_usd_cap() {
+    // Tokens: counted over the committed turns of every clone (every loop of the run).
+    let budget = budget_with(BudgetLimits {
+        max_tokens: Some(150),
+        ..BudgetLimits::default()
+    });
+    let child = budget.clone();
+    for loop_budget in [&budget, &child] {
+        let reservation = loop_budget.reserve(UNPRICED, 50, 10).unwrap();
+        reservation.commit(Usage {
+            input_tokens: 70,
+            output_tokens: 10,
+        });
+    }
+    let refused = child.reserve(UNPRICED, 1, 1).unwrap_err();
+    assert_eq!(refused.reason, StopReason::Budget);
+    assert_eq!(
+        refused.message.as_deref(),
+        Some("the run has used 160 of its 150 tokens")
+    );
+    assert_eq!(budget.spend().tokens, 160);
+
+    // An unpriced model under a USD cap: the turns bound it, and the stop says so.
+    let budget = budget_with(BudgetLimits {
+        max_usd: Some(0.01),
+        max_turns: Some(1),
+        ..BudgetLimits::default()
+    });
+    budget.reserve(UNPRICED, 10, 10).unwrap().commit(Usage {
+        input_tokens: 10,
+        output_tokens: 10,
+    });
+    let refused = budget.reserve(UNPRICED, 10, 10).unwrap_err();
+    assert_eq!(refused.reason, StopReason::Turns);
+    let message = refused.message.unwrap();
+    assert!(
+        message.starts_with("the run has used its only turn (an unpriced model's turns"),
+        "{message}"
+    );
+}

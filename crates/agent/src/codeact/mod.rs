@@ -316,10 +316,26 @@ pub async fn run_agent(
         .clone()
         .or_else(|| own_memory.as_ref().map(|storage| storage.run.clone()));
 
+    // The job's guards bound the whole tree: its sub-agents and plan steps draw turns,
+    // tokens and dollars from this one budget (each loop's own guard is a smaller extra
+    // bound, never a fresh allowance).
     let mut limits = request.budget;
-    limits.max_usd = Some(limits.max_usd.map_or(request.guards.max_cost, |cap| {
-        cap.min(request.guards.max_cost)
-    }));
+    let guards = request.guards;
+    limits.max_usd = Some(
+        limits
+            .max_usd
+            .map_or(guards.max_cost, |cap| cap.min(guards.max_cost)),
+    );
+    limits.max_turns = Some(
+        limits
+            .max_turns
+            .map_or(guards.max_turns, |cap| cap.min(guards.max_turns)),
+    );
+    limits.max_tokens = Some(
+        limits
+            .max_tokens
+            .map_or(guards.max_tokens, |cap| cap.min(guards.max_tokens)),
+    );
     let budget = RunBudget::new(
         limits,
         Rc::new(PriceCatalog::builtin()),

@@ -195,6 +195,8 @@ impl AgentSpec {
                     .unpriced_token_ceiling
                     .unwrap_or(defaults.unpriced_token_ceiling),
                 max_concurrency: budget.max_concurrency,
+                // The page names no token cap; an agent job takes its guard's.
+                max_tokens: None,
             },
             direct: field(&fields, "direct", "an array of tool names")?.unwrap_or_default(),
             compaction,

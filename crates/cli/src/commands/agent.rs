@@ -66,9 +66,13 @@ pub struct SessionArgs {
     /// A system prompt, layered before Kiln's own as a preamble.
     #[arg(long)]
     system: Option<String>,
-    /// Model turns in each job (the max_turns guard).
+    /// Model turns in each job, its sub-agents' and plan steps' included (the max_turns guard).
     #[arg(long, value_name = "N", default_value_t = Guards::default().max_turns)]
     max_turns: u32,
+    /// How long each job may last, its sub-agents included: past it no model call starts and
+    /// the job stops (`deadline`).
+    #[arg(long, value_name = "SECONDS", default_value_t = DEFAULT_DEADLINE_S)]
+    deadline: u32,
     /// USD each job may spend (the max_cost guard; each model call reserves its worst case first).
     #[arg(long, value_name = "USD", default_value_t = Guards::default().max_cost)]
     max_usd: f64,
@@ -161,6 +165,9 @@ impl Interrupt {
     }
 }
 
+/// How long a job may last when `--deadline` does not say: half an hour.
+const DEFAULT_DEADLINE_S: u32 = 30 * 60;
+
 /// A session's settings, checked once: the provider, the model, the belt,
 /// the guards. `kiln agent run` runs one turn of it; `kiln chat` many, and
 /// may change its provider and model between them.
@@ -174,6 +181,8 @@ pub(crate) struct Session {
     store: Option<PathBuf>,
     system: Option<String>,
     guards: Guards,
+    /// `--deadline`, in seconds.
+    deadline: u32,
     pub(crate) json: bool,
     printer: Rc<RefCell<Printer>>,
 }
@@ -245,6 +254,9 @@ impl Session {
         guards
             .check()
             .map_err(|why| anyhow::anyhow!("{why} (--max-turns, --max-usd)"))?;
+        if args.deadline == 0 {
+            bail!("--deadline: must be at least 1 second");
+        }
         let belt = Belt::read(
             String::new(),
             &args.belt,
@@ -263,6 +275,7 @@ impl Session {
             store: belt.store,
             system: args.system.clone(),
             guards,
+            deadline: args.deadline,
             json: args.json,
             printer: Rc::default(),
         })
@@ -336,7 +349,10 @@ impl Session {
             system: self.system.clone(),
             output_schema,
             guards: self.guards,
-            budget: BudgetLimits::default(),
+            budget: BudgetLimits {
+                deadline_ms: Some(f64::from(self.deadline) * 1000.0),
+                ..BudgetLimits::default()
+            },
             direct: Vec::new(),
             compaction: Compaction::default(),
         };
