@@ -134,7 +134,10 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
         Rc::new(crate::sandbox_process::ProcessRunner::default()),
         args.max_turns,
     ));
-    print!("{}", kiln_evals::codeact::table(&results));
+    print!(
+        "{}",
+        crate::terminal::escaped(&kiln_evals::codeact::table(&results))
+    );
     ExitCode::SUCCESS
 }
 
@@ -190,7 +193,10 @@ fn suite<C>(
             return ExitCode::from(2);
         }
     };
-    print!("{}", run(&cases, provider, &model));
+    print!(
+        "{}",
+        crate::terminal::escaped(&run(&cases, provider, &model))
+    );
     ExitCode::SUCCESS
 }
 
@@ -244,7 +250,10 @@ fn code_gen(args: &SuiteArgs) -> ExitCode {
             let mut done = 0;
             let mut progress = |result: &kiln_evals::codegen::CodegenResult| {
                 done += 1;
-                eprintln!("kiln eval code-gen: [{done}/{total}] {}", result.line());
+                eprintln!(
+                    "kiln eval code-gen: [{done}/{total}] {}",
+                    crate::terminal::escaped(&result.line())
+                );
             };
             let results =
                 futures::executor::LocalPool::new().run_until(kiln_evals::codegen::run_codegen(
