@@ -718,6 +718,49 @@ fn a_plan_with_a_cycle_is_refused_naming_it_and_nothing_runs() {
     assert!(run.task_updates().is_empty(), "nothing ran");
 }
 
+/// One `execute_plan` call from the model with a task of 10,000 steps in one
+/// cycle: refused by its counts before any step is checked or any cycle
+/// looked for (reachability per step held 10^8 pairs), and nothing runs.
+#[test]
+fn a_plan_of_ten_thousand_steps_is_refused_by_its_size_and_nothing_runs() {
+    let steps: Vec<Value> = (0..10_000)
+        .map(|at| {
+            json!({"id": format!("s{at}"), "instructions": "x", "depends_on": [format!("s{}", (at + 9_999) % 10_000)]})
+        })
+        .collect();
+    let plan = json!({"title": "Huge", "tasks": [{"id": "a", "title": "A", "steps": steps}]});
+    let run = run(
+        "Run the huge plan",
+        vec![(
+            "Run the huge plan",
+            script(call("root_1", "execute_plan", plan), |_| {
+                Reply::text("It was refused.")
+            }),
+        )],
+        Options::default(),
+    );
+    let (name, content, is_error) = &run.results()[0];
+    assert_eq!(name, "execute_plan");
+    assert!(is_error);
+    let error: Value = serde_json::from_str(content).unwrap();
+    assert_eq!(error["error"]["code"], "invalid_plan", "{content}");
+    let issues = error["error"]["detail"]["issues"].as_array().unwrap();
+    let messages: Vec<&str> = issues
+        .iter()
+        .map(|issue| issue["message"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        messages,
+        [
+            "the plan has 10000 steps in all; a plan may have at most 500 steps in all",
+            "the plan has 10000 dependencies in all; a plan may name at most 5000 (its tasks' and steps' depends_on together)",
+        ],
+        "{content:.500}"
+    );
+    assert!(issues.iter().all(|issue| issue["code"] == "too_large"));
+    assert!(run.task_updates().is_empty(), "nothing ran");
+}
+
 #[test]
 fn a_failing_task_blocks_its_dependents_naming_it_and_all_failed_is_plan_failed() {
     let mut routes: Vec<(&'static str, Script)> = vec![(

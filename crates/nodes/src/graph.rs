@@ -1,10 +1,11 @@
 //! Graphs of code nodes (reference/004): nodes joined by edges from an
 //! output slot to an input slot. [`build`] checks everything a graph says
-//! before anything runs — every node ([`crate::node::problems`]), every
-//! edge's ends, whether its types fit, one edge per input, cycles by name —
-//! and [`run_graph`] runs the nodes on the plans' DAG scheduler: each node
-//! starts the moment the nodes feeding it complete, independent nodes run
-//! at once, and a failed node fails its dependents naming it.
+//! before anything runs — its size first, by counting alone (past a limit
+//! nothing else is checked), then every node ([`crate::node::problems`]),
+//! every edge's ends, whether its types fit, one edge per input, cycles by
+//! name — and [`run_graph`] runs the nodes on the plans' DAG scheduler:
+//! each node starts the moment the nodes feeding it complete, independent
+//! nodes run at once, and a failed node fails its dependents naming it.
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
@@ -25,8 +26,13 @@ use kiln_run::{Environment, SandboxRunner};
 
 /// The most nodes one graph may have.
 pub(crate) const MAX_NODES: usize = 200;
+/// The most edges one graph may have: ten per node of the largest graph
+/// (an input takes one edge, so more than the inputs are refused anyway).
+pub(crate) const MAX_EDGES: usize = 2_000;
 /// The longest node id, in characters.
 pub(crate) const MAX_ID_CHARS: usize = 64;
+/// The longest slot name an edge may name: a node's own limit.
+const MAX_SLOT_CHARS: usize = crate::node::MAX_NAME_CHARS;
 
 /// A graph that passed [`build`]: its nodes in dependency order.
 #[derive(Debug, Clone)]
@@ -83,20 +89,18 @@ impl Graph {
 ///
 /// # Errors
 ///
-/// Everything wrong with it, each a sentence naming the node, the edge or
+/// More nodes or edges than the limits allow, by the counts alone; else
+/// everything wrong with it, each a sentence naming the node, the edge or
 /// the slot: a node's own problems, an id repeated or not usable, an edge
 /// whose end names no node or no slot (with the slots there are), a
 /// connection whose types do not fit, an input fed twice, a cycle.
 pub fn build(spec: GraphSpec) -> Result<Graph, Vec<String>> {
-    let mut issues = Vec::new();
+    let mut issues = oversized(&spec);
+    if !issues.is_empty() {
+        return Err(issues);
+    }
     if spec.nodes.is_empty() {
         issues.push("the graph has no nodes".to_owned());
-    }
-    if spec.nodes.len() > MAX_NODES {
-        issues.push(format!(
-            "the graph has {} nodes; at most {MAX_NODES}",
-            spec.nodes.len()
-        ));
     }
     let mut seen = BTreeSet::new();
     for node in &spec.nodes {
@@ -155,7 +159,7 @@ pub fn build(spec: GraphSpec) -> Result<Graph, Vec<String>> {
                             edge.from,
                             edge.to,
                             end.node,
-                            listed(spec.nodes.iter().map(|node| node.id.as_str()))
+                            dag::listed(spec.nodes.iter().map(|node| node.id.as_str()))
                         )),
                         Some(Err(missing)) => issues.push(missing),
                         Some(Ok(_)) => {}
@@ -199,15 +203,61 @@ pub fn build(spec: GraphSpec) -> Result<Graph, Vec<String>> {
     })
 }
 
+/// What refuses `spec` before anything else is checked, so no check,
+/// message or cycle search sees more than the limits allow: more nodes or
+/// edges than they allow (the counts alone), else a node id or an edge's
+/// end longer than an id or a slot name may be (a later message quoting it
+/// for every edge would repeat it).
+fn oversized(spec: &GraphSpec) -> Vec<String> {
+    let mut issues = Vec::new();
+    if spec.nodes.len() > MAX_NODES {
+        issues.push(format!(
+            "the graph has {} nodes; at most {MAX_NODES}",
+            spec.nodes.len()
+        ));
+    }
+    if spec.edges.len() > MAX_EDGES {
+        issues.push(format!(
+            "the graph has {} edges; at most {MAX_EDGES}",
+            spec.edges.len()
+        ));
+    }
+    if !issues.is_empty() {
+        return issues;
+    }
+    let long = |text: &str, most: usize| text.chars().count() > most;
+    let start = |text: &str| text.chars().take(20).collect::<String>();
+    for node in spec
+        .nodes
+        .iter()
+        .filter(|node| long(&node.id, MAX_ID_CHARS))
+    {
+        issues.push(format!(
+            "the node id `{}…` is longer than {MAX_ID_CHARS} characters",
+            start(&node.id)
+        ));
+    }
+    for end in spec.edges.iter().flat_map(|edge| [&edge.from, &edge.to]) {
+        if long(&end.node, MAX_ID_CHARS) {
+            issues.push(format!(
+                "an edge names node `{}…`, longer than a node id may be ({MAX_ID_CHARS} characters)",
+                start(&end.node)
+            ));
+        } else if long(&end.slot, MAX_SLOT_CHARS) {
+            issues.push(format!(
+                "an edge names slot `{}…` of node `{}`, longer than a slot name may be ({MAX_SLOT_CHARS} characters)",
+                start(&end.slot),
+                end.node
+            ));
+        }
+    }
+    issues
+}
+
+/// What is wrong with a node id but its length (`oversized` checked that).
 fn id_problem(id: &str) -> Option<String> {
     if id.is_empty() {
         return Some("a node has no id".to_owned());
-    }
-    if id.chars().count() > MAX_ID_CHARS {
-        return Some(format!(
-            "the node id `{}…` is longer than {MAX_ID_CHARS} characters",
-            id.chars().take(20).collect::<String>()
-        ));
     }
     if !id
         .chars()
@@ -236,16 +286,9 @@ fn slot_missing<'a>(
             "node `{}` has no {direction} `{}`; its {direction}s are {}",
             end.node,
             end.slot,
-            listed(names.into_iter())
+            dag::listed(names)
         )
     }
-}
-
-fn listed<'a>(names: impl Iterator<Item = &'a str>) -> String {
-    names
-        .map(|name| format!("`{name}`"))
-        .collect::<Vec<_>>()
-        .join(", ")
 }
 
 /// What a graph run gave, node by node in dependency order.
@@ -276,7 +319,7 @@ pub(crate) fn check_inputs(graph: &Graph, inputs: &Map<String, Value>) -> Result
         if graph.node(id).is_none() {
             issues.push(format!(
                 "inputs name no node `{id}`; the nodes are {}",
-                listed(graph.nodes.iter().map(|node| node.id.as_str()))
+                dag::listed(graph.nodes.iter().map(|node| node.id.as_str()))
             ));
             continue;
         }
@@ -506,3 +549,6 @@ impl GraphRequest {
         })
     }
 }
+
+#[cfg(test)]
+mod tests;

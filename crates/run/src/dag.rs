@@ -6,7 +6,8 @@
 //! an abort settles every unfinished node once, as aborted. Used for a
 //! plan's tasks, a task's steps and a graph's nodes; [`topological`],
 //! [`cycles`] and [`named`] are the order and the cycle words that plans and
-//! graphs check before anything runs.
+//! graphs check before anything runs, each linear in the nodes and their
+//! dependencies, and [`listed`] keeps any list of ids in a message short.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -277,56 +278,172 @@ pub fn topological(ids: &[String], deps: &BTreeMap<&str, Vec<&str>>) -> (Vec<usi
 }
 
 /// The cycles among `residue` (Kahn's leftovers), each as the ids in it in
-/// input order: the strongly connected parts of more than one id, and an id
-/// that depends on itself.
+/// input order, ordered by their first id: the strongly connected parts of
+/// more than one id, and an id that depends on itself. One pass of
+/// Tarjan's algorithm over the residue and the dependencies between its
+/// ids (time and memory linear in them), walked with an explicit stack so
+/// a chain of any length cannot overflow the thread's.
+#[must_use]
 pub fn cycles(
     ids: &[String],
     deps: &BTreeMap<&str, Vec<&str>>,
     residue: &[usize],
 ) -> Vec<Vec<String>> {
-    let inside: BTreeSet<&str> = residue.iter().map(|at| ids[*at].as_str()).collect();
-    let reach = |from: &str| -> BTreeSet<&str> {
-        let mut seen = BTreeSet::new();
-        let mut pending = vec![from];
-        while let Some(id) = pending.pop() {
-            for dep in deps.get(id).into_iter().flatten() {
-                if inside.contains(dep) && seen.insert(*dep) {
-                    pending.push(dep);
-                }
-            }
+    // The residue's ids, each once, in input order; a vertex is its place
+    // here.
+    let mut place: BTreeMap<&str, usize> = BTreeMap::new();
+    let mut vertices: Vec<&str> = Vec::new();
+    let mut in_order: Vec<usize> = residue.to_vec();
+    in_order.sort_unstable();
+    for at in in_order {
+        let Some(id) = ids.get(at) else { continue };
+        if !place.contains_key(id.as_str()) {
+            place.insert(id, vertices.len());
+            vertices.push(id);
         }
-        seen
-    };
-    let reaches: BTreeMap<&str, BTreeSet<&str>> =
-        inside.iter().map(|id| (*id, reach(id))).collect();
-    let mut placed = BTreeSet::new();
-    let mut found = Vec::new();
-    for at in residue {
-        let id = ids[*at].as_str();
-        if placed.contains(id) || !reaches[id].contains(id) {
+    }
+    let edges: Vec<Vec<usize>> = vertices
+        .iter()
+        .map(|id| {
+            deps.get(id)
+                .into_iter()
+                .flatten()
+                .filter_map(|dep| place.get(dep).copied())
+                .collect()
+        })
+        .collect();
+    let part = strong_parts(&edges);
+    // A part is a cycle when it has more than one vertex, or its one
+    // vertex depends on itself.
+    let mut size = vec![0_usize; vertices.len()];
+    for &of in &part {
+        size[of] += 1;
+    }
+    let is_cycle = |vertex: usize| size[part[vertex]] > 1 || edges[vertex].contains(&vertex);
+    // Parts by their first vertex, members in order: vertices are in input
+    // order, so walking them in order does both.
+    let mut slot: Vec<Option<usize>> = vec![None; vertices.len()];
+    let mut found: Vec<Vec<String>> = Vec::new();
+    for (vertex, id) in vertices.iter().enumerate() {
+        if !is_cycle(vertex) {
             continue;
         }
-        let members: Vec<String> = residue
-            .iter()
-            .map(|at| ids[*at].as_str())
-            .filter(|other| {
-                *other == id || (reaches[id].contains(other) && reaches[other].contains(id))
-            })
-            .map(str::to_owned)
-            .collect();
-        placed.extend(members.iter().cloned());
-        found.push(members);
+        let at = *slot[part[vertex]].get_or_insert_with(|| {
+            found.push(Vec::new());
+            found.len() - 1
+        });
+        found[at].push((*id).to_owned());
     }
     found
 }
 
-/// The words for one cycle, as a plan issue names it.
+/// The strongly connected part of each vertex of the graph `edges` (vertex
+/// `v` has an edge to each of `edges[v]`), numbered from 0: Tarjan's
+/// algorithm with the recursion unrolled into `calls`.
+fn strong_parts(edges: &[Vec<usize>]) -> Vec<usize> {
+    const UNSEEN: usize = usize::MAX;
+    let count = edges.len();
+    let mut index = vec![UNSEEN; count];
+    let mut low = vec![0_usize; count];
+    let mut on_stack = vec![false; count];
+    let mut stack: Vec<usize> = Vec::new();
+    let mut part = vec![UNSEEN; count];
+    let mut parts = 0;
+    let mut next_index = 0;
+    // Each vertex being visited, and how many of its edges it has followed.
+    let mut calls: Vec<(usize, usize)> = Vec::new();
+    for root in 0..count {
+        if index[root] != UNSEEN {
+            continue;
+        }
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        calls.push((root, 0));
+        while let Some((vertex, followed)) = calls.last_mut() {
+            let vertex = *vertex;
+            if let Some(&next) = edges[vertex].get(*followed) {
+                *followed += 1;
+                if index[next] == UNSEEN {
+                    index[next] = next_index;
+                    low[next] = next_index;
+                    next_index += 1;
+                    stack.push(next);
+                    on_stack[next] = true;
+                    calls.push((next, 0));
+                } else if on_stack[next] {
+                    low[vertex] = low[vertex].min(index[next]);
+                }
+                continue;
+            }
+            calls.pop();
+            if let Some(&(caller, _)) = calls.last() {
+                low[caller] = low[caller].min(low[vertex]);
+            }
+            if low[vertex] == index[vertex] {
+                while let Some(member) = stack.pop() {
+                    on_stack[member] = false;
+                    part[member] = parts;
+                    if member == vertex {
+                        break;
+                    }
+                }
+                parts += 1;
+            }
+        }
+    }
+    part
+}
+
+/// The most ids one message lists; the rest are counted ("… and 90
+/// more"), so a message stays short however large what it is about.
+pub const MAX_LISTED: usize = 10;
+/// The most characters of one id a list quotes; a longer one is cut and
+/// ends in `…`.
+pub const MAX_LISTED_CHARS: usize = 64;
+
+/// `ids` quoted and joined by commas, at most [`MAX_LISTED`] of them (each
+/// cut to [`MAX_LISTED_CHARS`]), the rest counted: "`a`, `b`, `c`" or
+/// "`n0`, …, `n9` and 90 more".
+#[must_use]
+pub fn listed<'a>(ids: impl IntoIterator<Item = &'a str>) -> String {
+    let quoted = |id: &str| {
+        if id.chars().count() > MAX_LISTED_CHARS {
+            let cut: String = id.chars().take(MAX_LISTED_CHARS).collect();
+            format!("`{cut}…`")
+        } else {
+            format!("`{id}`")
+        }
+    };
+    let mut ids = ids.into_iter();
+    let shown: Vec<String> = ids.by_ref().take(MAX_LISTED).map(quoted).collect();
+    let more = ids.count();
+    let shown = shown.join(", ");
+    if more == 0 {
+        shown
+    } else {
+        format!("{shown} and {more} more")
+    }
+}
+
+/// The words for one cycle, as a plan issue names it: at most
+/// [`MAX_LISTED`] of its ids, the rest counted.
+#[must_use]
 pub fn named(ids: &[String]) -> String {
-    let quoted: Vec<String> = ids.iter().map(|id| format!("`{id}`")).collect();
-    match quoted.as_slice() {
-        [one] => format!("{one} depends on itself"),
-        [init @ .., last] => format!("{} and {last} depend on each other", init.join(", ")),
+    match ids {
         [] => String::new(),
+        [one] => format!("{} depends on itself", listed([one.as_str()])),
+        [init @ .., last] if ids.len() <= MAX_LISTED => format!(
+            "{} and {} depend on each other",
+            listed(init.iter().map(String::as_str)),
+            listed([last.as_str()])
+        ),
+        _ => format!(
+            "{} depend on each other",
+            listed(ids.iter().map(String::as_str))
+        ),
     }
 }
 

@@ -6,7 +6,9 @@
 //! `add_task` with [`Builder::add_task`] and `execute_plan` checks its
 //! arguments with [`build`], so a plan the planner made cannot be refused
 //! when it runs. Every offender is one [`PlanIssue`]; nothing runs while
-//! there is one.
+//! there is one. A plan is counted before it is checked ([`Size`]): past a
+//! limit it is refused by its counts alone, so no check, message or cycle
+//! search ever sees more than the limits allow.
 
 pub(crate) mod execute;
 pub(crate) mod planner;
@@ -22,7 +24,12 @@ use serde_json::{Value, json};
 pub(crate) const MAX_TASKS: usize = 100;
 /// The most steps one plan may have, over all its tasks.
 pub(crate) const MAX_STEPS: usize = 500;
-/// The longest id.
+/// The most dependencies one plan may name, its tasks' and its steps'
+/// `depends_on` together (a name listed twice counts twice): room for
+/// every task to name every task before it (100 × 99 / 2 = 4,950).
+pub(crate) const MAX_DEPENDENCIES: usize = 5_000;
+/// The longest id, in characters: a task's, a step's, or a name in a
+/// `depends_on`.
 pub(crate) const MAX_ID_CHARS: usize = 64;
 
 fn issue(code: &str, message: String, task: Option<&str>, step: Option<&str>) -> PlanIssue {
@@ -31,6 +38,160 @@ fn issue(code: &str, message: String, task: Option<&str>, step: Option<&str>) ->
         message,
         task: task.map(str::to_owned),
         step: step.map(str::to_owned),
+    }
+}
+
+/// What a plan holds, counted before anything in it is checked.
+#[derive(Debug, Clone, Copy, Default)]
+struct Size {
+    tasks: usize,
+    steps: usize,
+    dependencies: usize,
+}
+
+impl Size {
+    fn of(tasks: &[Task]) -> Self {
+        tasks.iter().fold(Self::default(), |size, task| {
+            let dependencies = task.depends_on.len()
+                + task
+                    .steps
+                    .iter()
+                    .map(|step| step.depends_on.len())
+                    .sum::<usize>();
+            Self {
+                tasks: size.tasks + 1,
+                steps: size.steps + task.steps.len(),
+                dependencies: size.dependencies + dependencies,
+            }
+        })
+    }
+
+    fn plus(self, other: Self) -> Self {
+        Self {
+            tasks: self.tasks + other.tasks,
+            steps: self.steps + other.steps,
+            dependencies: self.dependencies + other.dependencies,
+        }
+    }
+
+    /// One `too_large` issue per limit passed, naming the count and the
+    /// limit; `adding` is the task whose `add_task` the count includes.
+    fn issues(self, adding: Option<&str>) -> Vec<PlanIssue> {
+        let subject = match adding {
+            Some(id) => format!("with task `{}` the plan would have", shown(id)),
+            None => "the plan has".to_owned(),
+        };
+        let mut issues = Vec::new();
+        if self.tasks > MAX_TASKS {
+            issues.push(format!(
+                "{subject} {} tasks; a plan may have at most {MAX_TASKS} tasks",
+                self.tasks
+            ));
+        }
+        if self.steps > MAX_STEPS {
+            issues.push(format!(
+                "{subject} {} steps in all; a plan may have at most {MAX_STEPS} steps in all",
+                self.steps
+            ));
+        }
+        if self.dependencies > MAX_DEPENDENCIES {
+            issues.push(format!(
+                "{subject} {} dependencies in all; a plan may name at most {MAX_DEPENDENCIES} (its tasks' and steps' depends_on together)",
+                self.dependencies
+            ));
+        }
+        let adding = adding.filter(|id| id.chars().count() <= MAX_ID_CHARS);
+        issues
+            .into_iter()
+            .map(|message| issue("too_large", message, adding, None))
+            .collect()
+    }
+}
+
+/// An id as a message quotes it: whole when it is within [`MAX_ID_CHARS`],
+/// else its first 20 characters and `…`.
+fn shown(id: &str) -> String {
+    if id.chars().count() > MAX_ID_CHARS {
+        format!("{}…", id.chars().take(20).collect::<String>())
+    } else {
+        id.to_owned()
+    }
+}
+
+/// Every id and dependency name of `tasks` longer than [`MAX_ID_CHARS`],
+/// each as a `bad_id` issue, found before any other check can quote one
+/// in a message about every step of its task. An issue's `task` and `step`
+/// hold only ids within the limit, so nothing long is repeated.
+fn long_ids(tasks: &[Task]) -> Vec<PlanIssue> {
+    let long = |id: &str| id.chars().count() > MAX_ID_CHARS;
+    let within = |id: &str| (!long(id)).then(|| id.to_owned());
+    let mut issues = Vec::new();
+    let mut push = |message: String, task: &str, step: Option<&str>| {
+        issues.push(PlanIssue {
+            code: "bad_id".into(),
+            message,
+            task: within(task),
+            step: step.and_then(within),
+        });
+    };
+    for task in tasks {
+        if long(&task.id) {
+            push(
+                format!(
+                    "task id `{}` is longer than {MAX_ID_CHARS} characters",
+                    shown(&task.id)
+                ),
+                &task.id,
+                None,
+            );
+        }
+        for dep in task.depends_on.iter().filter(|dep| long(dep)) {
+            push(
+                format!(
+                    "task `{}` depends on `{}`, which is longer than {MAX_ID_CHARS} characters",
+                    shown(&task.id),
+                    shown(dep)
+                ),
+                &task.id,
+                None,
+            );
+        }
+        for step in &task.steps {
+            if long(&step.id) {
+                push(
+                    format!(
+                        "step id `{}` is longer than {MAX_ID_CHARS} characters",
+                        shown(&step.id)
+                    ),
+                    &task.id,
+                    Some(&step.id),
+                );
+            }
+            for dep in step.depends_on.iter().filter(|dep| long(dep)) {
+                push(
+                    format!(
+                        "step `{}` depends on `{}`, which is longer than {MAX_ID_CHARS} characters",
+                        shown(&step.id),
+                        shown(dep)
+                    ),
+                    &task.id,
+                    Some(&step.id),
+                );
+            }
+        }
+    }
+    issues
+}
+
+/// What refuses a plan of `size` before any other check: a limit passed
+/// (the counts alone), else an over-long id among `new` (the tasks not yet
+/// checked). `adding`: as [`Size::issues`].
+fn oversized(size: Size, new: &[Task], adding: Option<&str>) -> Vec<PlanIssue> {
+    let issues = size.issues(adding);
+    if issues.is_empty() {
+        long_ids(new)
+    } else {
+        issues
     }
 }
 
@@ -51,13 +212,9 @@ pub(crate) fn rejection(issues: &[PlanIssue]) -> Value {
 /// Checks an id's shape: it becomes part of a memory key (`step:<id>`).
 fn id_issue(kind: &str, id: &str, task: Option<&str>) -> Option<PlanIssue> {
     let ok_char = |c: char| c.is_ascii_alphanumeric() || matches!(c, '_' | '-' | '.');
+    // Its length was checked before anything else (`long_ids`).
     let why = if id.is_empty() {
         Some(format!("a {kind} has an empty id"))
-    } else if id.chars().count() > MAX_ID_CHARS {
-        Some(format!(
-            "{kind} id `{}…` is longer than {MAX_ID_CHARS} characters",
-            id.chars().take(20).collect::<String>()
-        ))
     } else if !id.chars().all(ok_char) {
         Some(format!(
             "{kind} id `{}` may use only letters, digits, `_`, `-` and `.`",
@@ -259,23 +416,17 @@ impl Builder {
     ///
     /// One issue per offender; the task is not added.
     pub(crate) fn add_task(&mut self, task: Task) -> Result<(), Vec<PlanIssue>> {
-        let mut issues = Vec::new();
-        if self.tasks.len() >= MAX_TASKS {
-            issues.push(issue(
-                "too_large",
-                format!("a plan may have at most {MAX_TASKS} tasks"),
-                Some(&task.id),
-                None,
-            ));
-        }
-        let steps: usize = self.tasks.iter().map(|task| task.steps.len()).sum();
-        if steps + task.steps.len() > MAX_STEPS {
-            issues.push(issue(
-                "too_large",
-                format!("a plan may have at most {MAX_STEPS} steps in all"),
-                Some(&task.id),
-                None,
-            ));
+        // Counted with the tasks before it, and refused by the counts alone
+        // when past a limit.
+        let new = std::slice::from_ref(&task);
+        let mut issues = oversized(
+            Size::of(&self.tasks).plus(Size::of(new)),
+            new,
+            Some(&task.id),
+        );
+        if !issues.is_empty() {
+            self.refused.insert(task.id);
+            return Err(issues);
         }
         if self.taken.contains(&task.id) {
             issues.push(issue(
@@ -383,10 +534,14 @@ impl Builder {
 ///
 /// # Errors
 ///
-/// Every issue of every task and of the whole, each naming its offender.
+/// A limit passed, by the counts alone; else every issue of every task and
+/// of the whole, each naming its offender.
 pub(crate) fn build(plan: Plan, tools: Option<&[String]>) -> Result<Plan, Vec<PlanIssue>> {
+    let mut issues = oversized(Size::of(&plan.tasks), &plan.tasks, None);
+    if !issues.is_empty() {
+        return Err(issues);
+    }
     let mut builder = Builder::new(tools);
-    let mut issues = Vec::new();
     for task in plan.tasks {
         if let Err(mut more) = builder.add_task(task) {
             issues.append(&mut more);

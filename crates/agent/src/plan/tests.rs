@@ -1,10 +1,12 @@
 //! The plan builder's table of cases: each kind of bad plan refused naming its
-//! offenders, and a sound one sorted so every node follows its dependencies.
+//! offenders, a plan past a size limit refused by its counts before anything
+//! else is checked, and a sound one sorted so every node follows its
+//! dependencies.
 
 use kiln_types::plan::{Plan, PlanIssue};
 use serde_json::{Value, json};
 
-use super::{build, from_args};
+use super::{Builder, build, from_args};
 
 fn step(id: &str, deps: &[&str]) -> Value {
     json!({"id": id, "instructions": format!("do {id}"), "depends_on": deps})
@@ -244,4 +246,154 @@ fn arguments_that_are_not_a_plan_are_named() {
         "{}",
         found[0].message
     );
+}
+
+/// How many issues, and the start of their messages (an assertion's
+/// message stays short however many and however long they are).
+fn brief(found: &[PlanIssue]) -> String {
+    let messages: Vec<&str> = found.iter().map(|issue| issue.message.as_str()).collect();
+    format!("{} issues: {:.300}", found.len(), messages.join("; "))
+}
+
+/// `len` tasks of one step each, each task depending on the one before and
+/// the first on the last: one cycle of every task.
+fn task_cycle(len: usize) -> Plan {
+    plan(
+        (0..len)
+            .map(|at| {
+                let before = format!("t{}", (at + len - 1) % len);
+                task(
+                    &format!("t{at}"),
+                    &[&before],
+                    vec![step(&format!("s{at}"), &[])],
+                )
+            })
+            .collect(),
+    )
+}
+
+/// One task of `len` steps in one cycle.
+fn step_cycle(len: usize) -> Value {
+    task(
+        "big",
+        &[],
+        (0..len)
+            .map(|at| {
+                let before = format!("s{}", (at + len - 1) % len);
+                step(&format!("s{at}"), &[&before])
+            })
+            .collect(),
+    )
+}
+
+/// Plans far past a limit: each refused by its counts alone, one
+/// `too_large` issue per limit passed naming the count and the limit,
+/// before any task is checked or any cycle looked for (a cycle of 10,000
+/// steps, checked, would be named; here nothing is).
+#[test]
+fn a_plan_past_a_size_limit_is_refused_by_its_counts_before_anything_else() {
+    let fan: Vec<String> = (0..10_000).map(|at| format!("ghost{at}")).collect();
+    let fan: Vec<&str> = fan.iter().map(String::as_str).collect();
+    let cases: Vec<(&str, Plan, &[&[&str]])> = vec![
+        (
+            "10,000 tasks in one cycle",
+            task_cycle(10_000),
+            &[
+                &["10000 tasks", "at most 100 tasks"],
+                &["10000 steps", "at most 500 steps"],
+                &["10000 dependencies", "at most 5000"],
+            ],
+        ),
+        (
+            "10,000 steps in one cycle",
+            plan(vec![step_cycle(10_000)]),
+            &[
+                &["10000 steps", "at most 500 steps"],
+                &["10000 dependencies", "at most 5000"],
+            ],
+        ),
+        (
+            "a step depending on 10,000 others",
+            plan(vec![task("a", &[], vec![step("s", &fan)])]),
+            &[&["10000 dependencies", "at most 5000"]],
+        ),
+        (
+            "a task depending on 10,000 others",
+            plan(vec![task("a", &fan, vec![step("s", &[])])]),
+            &[&["10000 dependencies", "at most 5000"]],
+        ),
+    ];
+    for (name, plan, expected) in cases {
+        let found = issues(plan);
+        assert_eq!(found.len(), expected.len(), "{name}: {}", brief(&found));
+        for (issue, words) in found.iter().zip(expected) {
+            assert_eq!(issue.code, "too_large", "{name}");
+            for word in *words {
+                assert!(
+                    issue.message.contains(word),
+                    "{name}: `{:.300}` does not say {word}",
+                    issue.message
+                );
+            }
+        }
+    }
+}
+
+/// The planner's `add_task` counts a task with those before it, before
+/// checking it.
+#[test]
+fn a_task_past_the_step_limit_is_refused_by_its_count_when_added() {
+    let task: kiln_types::plan::Task =
+        serde_json::from_value(step_cycle(10_000)).expect("a task's shape");
+    let found = Builder::new(None)
+        .add_task(task)
+        .expect_err("the task is refused");
+    let messages: Vec<&str> = found.iter().map(|issue| issue.message.as_str()).collect();
+    assert_eq!(
+        messages,
+        [
+            "with task `big` the plan would have 10000 steps in all; a plan may have at most 500 steps in all",
+            "with task `big` the plan would have 10000 dependencies in all; a plan may name at most 5000 (its tasks' and steps' depends_on together)",
+        ],
+        "{}",
+        brief(&found)
+    );
+}
+
+/// An id past the id limit is refused before it can be quoted in every
+/// message about its task.
+#[test]
+fn an_overlong_id_is_refused_before_any_message_quotes_it() {
+    let long = "t".repeat(100_000);
+    let steps: Vec<Value> = (0..500)
+        .map(|at| step(&format!("s{at}"), &["ghost"]))
+        .collect();
+    let found = issues(plan(vec![task(&long, &[], steps)]));
+    let longest = found.iter().map(|issue| issue.message.len()).max();
+    assert!(
+        longest.is_some_and(|longest| longest < 200),
+        "{} issues, the longest {longest:?} bytes",
+        found.len()
+    );
+    assert_eq!(found[0].code, "bad_id");
+    assert_eq!(found.len(), 1, "{}", brief(&found));
+    assert_eq!(found[0].task, None, "the issue does not repeat the id");
+}
+
+/// A cycle through every task names the first few and counts the rest.
+#[test]
+fn a_long_cycle_is_named_by_its_first_ids_and_how_many_more() {
+    let found = issues(task_cycle(100));
+    assert_eq!(found.len(), 1, "{}", brief(&found));
+    let message = &found[0].message;
+    assert_eq!(found[0].code, "cycle");
+    assert!(
+        message.starts_with("the plan's tasks form a cycle: `t0`, `t1`, "),
+        "{message:.300}"
+    );
+    assert!(
+        message.ends_with("and 90 more depend on each other"),
+        "{message:.300}"
+    );
+    assert_eq!(message.matches('`').count(), 20, "{message:.300}");
 }

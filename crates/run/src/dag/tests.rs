@@ -1,5 +1,6 @@
 //! The scheduler driven by the test: each node's work waits on a channel
-//! the test completes, so what has started is seen between completions.
+//! the test completes, so what has started is seen between completions;
+//! and the cycle words, from a handful of ids to chains far past any limit.
 
 use std::cell::RefCell;
 use std::collections::BTreeMap;
@@ -11,7 +12,7 @@ use futures::task::LocalSpawnExt as _;
 use kiln_types::cancel::AbortSignal;
 use serde_json::json;
 
-use super::{Node, Settled, barrier_rounds, critical_path, run};
+use super::{Node, Settled, barrier_rounds, critical_path, cycles, named, run, topological};
 
 fn node(id: &str, deps: &[&str]) -> Node {
     Node {
@@ -229,4 +230,92 @@ fn the_critical_path_and_barrier_rounds_of_a_plan() {
     let cost = |id: &str| if id == "a" || id == "d" { 5.0 } else { 1.0 };
     assert!((critical_path(&nodes, cost) - 6.0).abs() < 1e-9);
     assert!((barrier_rounds(&nodes, 4, cost) - 10.0).abs() < 1e-9);
+}
+
+/// `n0` … `n{len-1}`.
+fn chain(len: usize) -> Vec<String> {
+    (0..len).map(|at| format!("n{at}")).collect()
+}
+
+/// Each id depending on the one before; `closed`: the first depends on the
+/// last, making the chain one cycle.
+fn chain_deps(ids: &[String], closed: bool) -> BTreeMap<&str, Vec<&str>> {
+    let mut deps: BTreeMap<&str, Vec<&str>> = ids
+        .windows(2)
+        .map(|pair| (pair[1].as_str(), vec![pair[0].as_str()]))
+        .collect();
+    if let (true, Some(first), Some(last)) = (closed, ids.first(), ids.last()) {
+        deps.insert(first.as_str(), vec![last.as_str()]);
+    }
+    deps
+}
+
+#[test]
+fn cycles_are_named_in_input_order_each_by_its_members() {
+    let ids: Vec<String> = ["free", "x", "y", "z", "after", "own", "p", "q"]
+        .map(str::to_owned)
+        .to_vec();
+    let deps: BTreeMap<&str, Vec<&str>> = [
+        ("x", vec!["z", "free"]),
+        ("y", vec!["x"]),
+        ("z", vec!["y"]),
+        ("after", vec!["z"]),
+        ("own", vec!["own"]),
+        ("p", vec!["q", "ghost"]),
+        ("q", vec!["p"]),
+    ]
+    .into_iter()
+    .collect();
+    let (order, residue) = topological(&ids, &deps);
+    assert_eq!(order, [0], "only `free` can be ordered");
+    assert_eq!(
+        cycles(&ids, &deps, &residue),
+        [vec!["x", "y", "z"], vec!["own"], vec!["p", "q"]],
+        "`after` waits behind a cycle but is in none"
+    );
+}
+
+#[test]
+fn a_hundred_thousand_long_chain_is_checked_in_one_linear_pass() {
+    // Reachability per node would hold 10^10 pairs here; the one pass
+    // holds a few words per node, and walks the chain without recursing.
+    let ids = chain(100_000);
+    let deps = chain_deps(&ids, true);
+    let (order, residue) = topological(&ids, &deps);
+    assert!(order.is_empty());
+    let found = cycles(&ids, &deps, &residue);
+    assert_eq!(found.len(), 1, "one cycle");
+    assert_eq!(found[0].len(), 100_000, "of every node");
+    assert_eq!(found[0][..2], ["n0", "n1"], "in input order");
+    // An open chain asked about every node: no cycle in it.
+    let open = chain_deps(&ids, false);
+    let every: Vec<usize> = (0..ids.len()).collect();
+    assert!(cycles(&ids, &open, &every).is_empty());
+}
+
+#[test]
+fn a_cycle_is_named_by_its_first_ids_and_how_many_more() {
+    assert_eq!(named(&["a".to_owned()]), "`a` depends on itself");
+    assert_eq!(
+        named(&["a".to_owned(), "b".to_owned(), "c".to_owned()]),
+        "`a`, `b` and `c` depend on each other"
+    );
+    let long = "x".repeat(100_000);
+    assert_eq!(
+        named(&[long]),
+        format!("`{}…` depends on itself", "x".repeat(64)),
+        "an id is cut"
+    );
+    let ids = chain(10_000);
+    let words = named(&ids);
+    assert_eq!(
+        words.matches('`').count(),
+        2 * 10,
+        "at most the cap of ids: {words:.300}"
+    );
+    assert!(
+        words.starts_with("`n0`, `n1`, ")
+            && words.ends_with("`n9` and 9990 more depend on each other"),
+        "{words:.300}"
+    );
 }
