@@ -20,8 +20,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .map_or("The capital of France is", String::as_str);
     let n: usize = args.get(2).map_or(Ok(32), |n| n.parse())?;
     let json = args.iter().any(|arg| arg == "--json");
-    let manifest: Manifest =
-        serde_json::from_slice(&std::fs::read(dir.join(kiln_llm::MANIFEST_FILE))?)?;
+    let manifest = Manifest::parse(&std::fs::read(dir.join(kiln_llm::MANIFEST_FILE))?)?;
     let loading = Instant::now();
     let mut model = Model::load(
         &std::fs::read(dir.join(&manifest.weights.file))?,

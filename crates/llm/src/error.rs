@@ -4,6 +4,16 @@
 /// the inference itself.
 #[derive(Debug, thiserror::Error, Clone, PartialEq, Eq)]
 pub enum LlmError {
+    /// The manifest beside the files is not one the build writes: not its
+    /// JSON, a name that is not a plain file name in the folder, a size past
+    /// the limit (`Manifest::parse`).
+    #[error("the model's manifest is not usable: {0}")]
+    Manifest(String),
+    /// A file of the model is not the one its manifest describes: a link or
+    /// not a regular file, another size, another digest. `file` is how the
+    /// host names it (a path, a URL).
+    #[error("the model's file {file} {problem}")]
+    File { file: String, problem: String },
     /// The weights are not a GGUF this crate can run (corrupt, cut, another
     /// architecture).
     #[error("the model's weights are not usable: {0}")]
@@ -29,8 +39,8 @@ pub enum LlmError {
 }
 
 impl LlmError {
-    pub(crate) fn weights(error: impl std::fmt::Display) -> Self {
-        Self::Weights(error.to_string())
+    pub(crate) fn weights(error: candle_core::Error) -> Self {
+        Self::Weights(candle_message(&error))
     }
 
     pub(crate) fn inference(error: impl std::fmt::Display) -> Self {
@@ -38,11 +48,25 @@ impl LlmError {
     }
 }
 
+/// A candle error's words without the backtrace candle attaches to it when
+/// `RUST_BACKTRACE` is set: a message for a person, not a dump.
+pub(crate) fn candle_message(error: &candle_core::Error) -> String {
+    match error {
+        candle_core::Error::WithBacktrace { inner, .. } => candle_message(inner),
+        candle_core::Error::Context { inner, context } => {
+            format!("{context}: {}", candle_message(inner))
+        }
+        other => other.to_string(),
+    }
+}
+
 impl LlmError {
     /// The provider error code this failure is (`kiln_providers::in_process::error`).
     pub fn code(&self) -> &'static str {
         match self {
-            Self::Weights(_) | Self::Tokenizer(_) => "model_corrupt",
+            Self::Manifest(_) | Self::File { .. } | Self::Weights(_) | Self::Tokenizer(_) => {
+                "model_corrupt"
+            }
             Self::Template(_) | Self::Inference(_) => "stream",
             Self::ContextFull { .. } => "context_overflow",
             Self::Request(_) => "bad_request",
@@ -52,7 +76,7 @@ impl LlmError {
     /// What to do about it, where there is something.
     pub fn hint(&self) -> Option<String> {
         match self {
-            Self::Weights(_) | Self::Tokenizer(_) => Some(
+            Self::Manifest(_) | Self::File { .. } | Self::Weights(_) | Self::Tokenizer(_) => Some(
                 "the model's files are damaged or from another build: build them again (`cargo xtask build`) or clear the cached copy"
                     .to_owned(),
             ),

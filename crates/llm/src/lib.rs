@@ -10,8 +10,12 @@
 //! Everything here is input from a file or a request: a bad one is an
 //! [`LlmError`] naming what was wrong, never a panic.
 //!
+//! - `manifest`: the manifest beside the model's files and the checks every
+//!   host makes of it and of each file (plain names, sizes, digests).
+//! - `gguf`: the GGUF header checked before candle reads it: counts, lengths
+//!   and offsets within the file, the hyper-parameters and shapes agreeing.
 //! - `model`: loading the GGUF's weights and metadata, the tokenizer, the stop
-//!   tokens.
+//!   tokens; a panic in candle or the tokenizer is an error, natively.
 //! - `template`: the model's own chat template from the GGUF, rendered with
 //!   minijinja under a fuel bound.
 //! - `tools`: tools for a model that was not trained on them: described in the
@@ -19,11 +23,14 @@
 //! - `turn`: one chat turn, a step (at most one forward pass) at a time.
 //! - `error`: what can go wrong loading or running the model.
 //! - `native` (feature `provider`): natively, the model as a provider on a
-//!   thread of its own (the CLI's `--provider local`).
+//!   thread of its own (the CLI's `--provider local`), its files read from a
+//!   folder no further than their manifest says.
 //! - `prepare` (feature `prepare`): the build's step (`kiln-model-prepare`):
 //!   re-quantizes the GGUF, derives the tokenizer and writes their manifest.
 
 mod error;
+mod gguf;
+mod manifest;
 mod model;
 mod template;
 mod tools;
@@ -35,34 +42,12 @@ pub mod native;
 pub mod prepare;
 
 pub use error::LlmError;
+pub use manifest::{
+    MANIFEST_FILE, MAX_MANIFEST_BYTES, MAX_TOKENIZER_BYTES, MAX_WEIGHTS_BYTES, Manifest,
+    ManifestFile,
+};
 pub use model::{KEPT_STATES, Model, ModelFacts, STATE_BYTES_BOUND, Scored};
 pub use turn::{Step, Turn};
 
 /// The model id the provider answers to and reports.
 pub const MODEL_ID: &str = kiln_types::chat::IN_PROCESS_MODEL_ID;
-
-/// What `kiln-model-prepare` writes beside the weights: the files' names, sizes
-/// and SHA-256 digests, which the browser checks a download and a cached copy
-/// against.
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct Manifest {
-    /// [`MODEL_ID`].
-    pub id: String,
-    /// The weights' quantization, e.g. `q8_0`.
-    pub dtype: String,
-    pub weights: ManifestFile,
-    pub tokenizer: ManifestFile,
-}
-
-/// One file of the [`Manifest`].
-#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
-pub struct ManifestFile {
-    /// The file's name beside `manifest.json`.
-    pub file: String,
-    pub bytes: u64,
-    /// Lower-case hex.
-    pub sha256: String,
-}
-
-/// The manifest's file name, beside the weights and the tokenizer.
-pub const MANIFEST_FILE: &str = "manifest.json";

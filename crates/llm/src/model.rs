@@ -74,44 +74,24 @@ pub struct ModelFacts {
 }
 
 impl Model {
-    /// Loads the model from its GGUF bytes and its `tokenizer.json`.
+    /// Loads the model from its GGUF bytes and its `tokenizer.json`. The
+    /// GGUF's header is checked first (`gguf`), so that candle reads only a
+    /// file whose counts, offsets and hyper-parameters hold; a panic in candle
+    /// or the tokenizer all the same is an [`LlmError::Weights`] or
+    /// [`LlmError::Tokenizer`] natively (in the browser a panic still ends
+    /// the worker: the checks are what stands there).
     pub fn load(gguf: &[u8], tokenizer_json: &[u8]) -> Result<Self, LlmError> {
+        crate::gguf::check(gguf)?;
         let device = Device::Cpu;
-        let mut reader = Cursor::new(gguf);
-        let content = gguf_file::Content::read(&mut reader).map_err(LlmError::weights)?;
-        let text = |key: &str| -> Option<String> {
-            content
-                .metadata
-                .get(key)
-                .and_then(|value| value.to_string().ok())
-                .cloned()
-        };
-        let number = |key: &str| -> Option<u32> {
-            content
-                .metadata
-                .get(key)
-                .and_then(|value| value.to_u32().ok())
-        };
-        let architecture = text("general.architecture").unwrap_or_default();
-        if architecture != "llama" {
-            return Err(LlmError::Weights(format!(
-                "`general.architecture` is `{architecture}`, and only `llama` (SmolLM2's) is supported"
-            )));
-        }
-        let chat_template = text("tokenizer.chat_template").ok_or_else(|| {
-            LlmError::Weights("the GGUF has no `tokenizer.chat_template`".to_owned())
+        let read = caught(LlmError::Weights, "reading the weights", || {
+            read_weights(gguf, &device)
         })?;
-        let eos = number("tokenizer.ggml.eos_token_id").ok_or_else(|| {
-            LlmError::Weights("the GGUF has no `tokenizer.ggml.eos_token_id`".to_owned())
+        let (tokenizer, template) = caught(LlmError::Tokenizer, "reading the tokenizer", || {
+            let tokenizer = Tokenizer::from_bytes(tokenizer_json)
+                .map_err(|error| LlmError::Tokenizer(error.to_string()))?;
+            let template = Template::new(read.chat_template.clone(), &tokenizer)?;
+            Ok((tokenizer, template))
         })?;
-        let trained_context = number("llama.context_length").unwrap_or(2048) as usize;
-        let name = text("general.name").unwrap_or_else(|| crate::MODEL_ID.to_owned());
-
-        let weights =
-            ModelWeights::from_gguf(content, &mut reader, &device).map_err(LlmError::weights)?;
-        let tokenizer = Tokenizer::from_bytes(tokenizer_json)
-            .map_err(|error| LlmError::Tokenizer(error.to_string()))?;
-        let template = Template::new(chat_template, &tokenizer)?;
         let mut specials: Vec<String> = tokenizer
             .get_added_tokens_decoder()
             .into_values()
@@ -119,20 +99,20 @@ impl Model {
             .map(|token| token.content)
             .collect();
         specials.sort();
-        let mut stops = vec![eos];
+        let mut stops = vec![read.eos];
         if let Some(end) = template.end_of_turn_token(&tokenizer)
             && !stops.contains(&end)
         {
             stops.push(end);
         }
         Ok(Self {
-            weights,
+            weights: read.weights,
             tokenizer,
             template,
             stops,
             facts: ModelFacts {
-                name,
-                context_tokens: trained_context.min(MAX_SEQ_LEN),
+                name: read.name,
+                context_tokens: read.trained_context.min(MAX_SEQ_LEN),
                 weights_bytes: gguf.len(),
             },
             device,
@@ -220,16 +200,16 @@ impl Model {
         let input = Tensor::new(tokens, &self.device)
             .and_then(|tensor| tensor.unsqueeze(0))
             .map_err(LlmError::inference)?;
-        let logits = self
-            .weights
-            .forward(&input, position)
-            .and_then(|logits| logits.squeeze(0))
-            .and_then(|logits| logits.to_vec1::<f32>())
-            .map_err(|error| {
-                // A failed pass leaves the cache in no known state.
-                self.reset();
-                LlmError::inference(error)
-            })?;
+        let weights = &mut self.weights;
+        let logits = caught(LlmError::Weights, "running the weights", || {
+            weights
+                .forward(&input, position)
+                .and_then(|logits| logits.squeeze(0))
+                .and_then(|logits| logits.to_vec1::<f32>())
+                .map_err(|error| LlmError::Inference(crate::error::candle_message(&error)))
+        });
+        // A failed pass leaves the cache in no known state.
+        let logits = logits.inspect_err(|_| self.reset())?;
         self.fed.extend_from_slice(tokens);
         Ok(logits)
     }
@@ -346,5 +326,105 @@ impl Model {
     pub(crate) fn reset(&mut self) {
         self.weights.clear_kv_cache();
         self.fed.clear();
+    }
+}
+
+/// What the GGUF gives besides the tensors: the metadata Kiln reads.
+struct ReadWeights {
+    weights: ModelWeights,
+    chat_template: String,
+    eos: u32,
+    trained_context: usize,
+    name: String,
+}
+
+/// The weights and metadata of a GGUF whose header `gguf::check` passed.
+fn read_weights(gguf: &[u8], device: &Device) -> Result<ReadWeights, LlmError> {
+    let mut reader = Cursor::new(gguf);
+    let content = gguf_file::Content::read(&mut reader).map_err(LlmError::weights)?;
+    let text = |key: &str| -> Option<String> {
+        content
+            .metadata
+            .get(key)
+            .and_then(|value| value.to_string().ok())
+            .cloned()
+    };
+    let number = |key: &str| -> Option<u32> {
+        content
+            .metadata
+            .get(key)
+            .and_then(|value| value.to_u32().ok())
+    };
+    let chat_template = text("tokenizer.chat_template")
+        .ok_or_else(|| LlmError::Weights("the GGUF has no `tokenizer.chat_template`".to_owned()))?;
+    let eos = number("tokenizer.ggml.eos_token_id").ok_or_else(|| {
+        LlmError::Weights("the GGUF has no `tokenizer.ggml.eos_token_id`".to_owned())
+    })?;
+    let trained_context = number("llama.context_length").unwrap_or(2048) as usize;
+    let name = text("general.name").unwrap_or_else(|| crate::MODEL_ID.to_owned());
+    let weights =
+        ModelWeights::from_gguf(content, &mut reader, device).map_err(LlmError::weights)?;
+    Ok(ReadWeights {
+        weights,
+        chat_template,
+        eos,
+        trained_context,
+        name,
+    })
+}
+
+/// Runs `work`, a panic in it (in candle or the tokenizer, on a file the
+/// checks let through) answered as `error` saying it happened `doing` what,
+/// so that the thread that loads or runs the model outlives a bad file.
+/// Where panics abort (wasm32) this is only a call.
+fn caught<T>(
+    error: fn(String) -> LlmError,
+    doing: &str,
+    work: impl FnOnce() -> Result<T, LlmError>,
+) -> Result<T, LlmError> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)).unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<&str>()
+            .map(|text| (*text).to_owned())
+            .or_else(|| panic.downcast_ref::<String>().cloned())
+            .unwrap_or_else(|| "no message".to_owned());
+        Err(error(format!("{doing} panicked: {why}")))
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_panic_in_loading_is_an_error_naming_it() {
+        let failed: Result<(), LlmError> = caught(LlmError::Weights, "reading the weights", || {
+            panic!("attempt to divide by zero")
+        });
+        assert_eq!(
+            failed,
+            Err(LlmError::Weights(
+                "reading the weights panicked: attempt to divide by zero".to_owned()
+            ))
+        );
+        assert_eq!(
+            failed.err().map(|error| error.code()),
+            Some("model_corrupt")
+        );
+        let formatted: Result<(), LlmError> =
+            caught(LlmError::Tokenizer, "reading the tokenizer", || {
+                panic!("token {} is out of range", 7)
+            });
+        assert_eq!(
+            formatted,
+            Err(LlmError::Tokenizer(
+                "reading the tokenizer panicked: token 7 is out of range".to_owned()
+            ))
+        );
+        assert_eq!(
+            caught(LlmError::Weights, "reading", || Ok(3)),
+            Ok(3),
+            "no panic, the work's own answer"
+        );
     }
 }

@@ -3,7 +3,13 @@
 //! by default one thread a core). The files are read
 //! from a folder the build prepared; the model loads at the first turn, and a
 //! turn whose stream is dropped stops at its next token.
+//!
+//! The folder is input from outside (`--base-url DIR`): its manifest names
+//! plain files in it (`Manifest::parse`), each a regular file, not a link
+//! (to `/dev/zero`, say), of the size the manifest says before a byte is read,
+//! read no further than that, with the manifest's SHA-256.
 
+use std::io::Read as _;
 use std::path::{Path, PathBuf};
 use std::rc::Rc;
 use std::sync::mpsc;
@@ -15,7 +21,9 @@ use kiln_providers::{
     ChatRequest, Event, EventStream, ModelInfo, Provider, ProviderError, ProviderKind, in_process,
 };
 
-use crate::{Manifest, Model, Step, Turn};
+use sha2::{Digest as _, Sha256};
+
+use crate::{LlmError, Manifest, ManifestFile, Model, Step, Turn};
 
 type Reply = events::UnboundedSender<Result<Event, ProviderError>>;
 
@@ -166,7 +174,7 @@ fn serve(dir: &Path, queue: mpsc::Receiver<Job>) {
                 continue;
             }
         };
-        let fail = |error: crate::LlmError| {
+        let fail = |error: LlmError| {
             let _ = reply.unbounded_send(Err(in_process::error(
                 &base_url,
                 error.code(),
@@ -226,43 +234,138 @@ impl LoadProblem {
     fn into_error(self, base_url: &str) -> ProviderError {
         in_process::error(base_url, self.code, self.message, self.hint)
     }
-}
 
-fn load(dir: &Path) -> Result<Model, LoadProblem> {
-    let read = |name: &str| {
-        let path = dir.join(name);
-        std::fs::read(&path).map_err(|error| LoadProblem {
+    /// `error` about the file at `path`, the message naming it.
+    fn about(path: &Path, error: &LlmError) -> Self {
+        let message = match error {
+            // Names the file already.
+            LlmError::File { .. } => error.to_string(),
+            _ => format!("{}: {error}", path.display()),
+        };
+        Self {
+            code: error.code(),
+            message,
+            hint: error.hint(),
+        }
+    }
+
+    /// The file at `path` could not be read at all (it is missing, say).
+    fn unreadable(path: &Path, error: &std::io::Error) -> Self {
+        Self {
             code: "model_unavailable",
             message: format!("{}: {error}", path.display()),
             hint: Some(
                 "the build prepares the model's files in `pkg/models/` (`cargo xtask build`); --base-url names another folder"
                     .to_owned(),
             ),
-        })
-    };
-    let manifest: Manifest =
-        serde_json::from_slice(&read(crate::MANIFEST_FILE)?).map_err(|error| LoadProblem {
-            code: "model_corrupt",
-            message: format!("{}: {error}", dir.join(crate::MANIFEST_FILE).display()),
-            hint: Some("build the model's files again (`cargo xtask build`)".to_owned()),
-        })?;
-    let weights = read(&manifest.weights.file)?;
-    if weights.len() as u64 != manifest.weights.bytes {
-        return Err(LoadProblem {
-            code: "model_corrupt",
-            message: format!(
-                "{} is {} bytes, and the manifest says {}",
-                manifest.weights.file,
-                weights.len(),
-                manifest.weights.bytes
-            ),
-            hint: Some("build the model's files again (`cargo xtask build`)".to_owned()),
-        });
+        }
     }
-    let tokenizer = read(&manifest.tokenizer.file)?;
-    Model::load(&weights, &tokenizer).map_err(|error| LoadProblem {
-        code: error.code(),
-        message: error.to_string(),
-        hint: error.hint(),
+}
+
+/// The model in the folder `dir`: its manifest, then each file it names, each
+/// read only as far as the manifest says and checked against its digest.
+fn load(dir: &Path) -> Result<Model, LoadProblem> {
+    let manifest_path = dir.join(crate::MANIFEST_FILE);
+    let json = read_regular(&manifest_path, &|shown, length| {
+        if length > crate::MAX_MANIFEST_BYTES {
+            return Err(LlmError::File {
+                file: shown.to_owned(),
+                problem: format!(
+                    "is {length} bytes, and a manifest is at most {}",
+                    crate::MAX_MANIFEST_BYTES
+                ),
+            });
+        }
+        Ok(())
+    })?;
+    let manifest =
+        Manifest::parse(&json).map_err(|error| LoadProblem::about(&manifest_path, &error))?;
+    // `Manifest::parse` made each name a plain file name: the paths are in `dir`.
+    let weights_path = dir.join(&manifest.weights.file);
+    let weights = read_described(&weights_path, &manifest.weights)?;
+    let tokenizer_path = dir.join(&manifest.tokenizer.file);
+    let tokenizer = read_described(&tokenizer_path, &manifest.tokenizer)?;
+    Model::load(&weights, &tokenizer).map_err(|error| {
+        let path = match error {
+            LlmError::Tokenizer(_) => &tokenizer_path,
+            _ => &weights_path,
+        };
+        LoadProblem::about(path, &error)
     })
+}
+
+/// The file at `path`, which `described` describes: its size checked before
+/// it is read, its digest after.
+fn read_described(path: &Path, described: &ManifestFile) -> Result<Vec<u8>, LoadProblem> {
+    let bytes = read_regular(path, &|shown, length| described.check_length(shown, length))?;
+    let digest: String = Sha256::digest(&bytes)
+        .iter()
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    described
+        .check_digest(&path.display().to_string(), &digest)
+        .map_err(|error| LoadProblem::about(path, &error))?;
+    Ok(bytes)
+}
+
+/// The bytes of the regular file at `path`, no more than its size when
+/// opened, which `check_length` must pass (given how the file is shown and
+/// its length). A link (wherever it points: `/dev/zero` never ends), a device
+/// or a folder is refused before it is opened, a wrong size before a byte is
+/// read.
+fn read_regular(
+    path: &Path,
+    check_length: &dyn Fn(&str, u64) -> Result<(), LlmError>,
+) -> Result<Vec<u8>, LoadProblem> {
+    let shown = path.display().to_string();
+    let refuse = |problem: &str| {
+        LoadProblem::about(
+            path,
+            &LlmError::File {
+                file: shown.clone(),
+                problem: problem.to_owned(),
+            },
+        )
+    };
+    let found =
+        std::fs::symlink_metadata(path).map_err(|error| LoadProblem::unreadable(path, &error))?;
+    if found.file_type().is_symlink() {
+        return Err(refuse(
+            "is a symbolic link, and the model's files must be regular files in its folder",
+        ));
+    }
+    if !found.is_file() {
+        return Err(refuse("is not a regular file"));
+    }
+    check_length(&shown, found.len()).map_err(|error| LoadProblem::about(path, &error))?;
+    let file = std::fs::File::open(path).map_err(|error| LoadProblem::unreadable(path, &error))?;
+    // What was opened is what was checked: not a link put in its place since.
+    let opened = file
+        .metadata()
+        .map_err(|error| LoadProblem::unreadable(path, &error))?;
+    if !opened.is_file() || !same_file(&found, &opened) {
+        return Err(refuse("changed while it was read"));
+    }
+    check_length(&shown, opened.len()).map_err(|error| LoadProblem::about(path, &error))?;
+    let length = opened.len();
+    let mut bytes = Vec::with_capacity(usize::try_from(length).unwrap_or(0));
+    file.take(length)
+        .read_to_end(&mut bytes)
+        .map_err(|error| LoadProblem::unreadable(path, &error))?;
+    if bytes.len() as u64 != length {
+        return Err(refuse("changed while it was read"));
+    }
+    Ok(bytes)
+}
+
+/// Whether two metadata describe the same file.
+#[cfg(unix)]
+fn same_file(one: &std::fs::Metadata, other: &std::fs::Metadata) -> bool {
+    use std::os::unix::fs::MetadataExt as _;
+    one.dev() == other.dev() && one.ino() == other.ino()
+}
+
+#[cfg(not(unix))]
+fn same_file(one: &std::fs::Metadata, other: &std::fs::Metadata) -> bool {
+    one.len() == other.len()
 }

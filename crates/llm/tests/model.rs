@@ -13,19 +13,24 @@ struct Files {
     tokenizer: Vec<u8>,
 }
 
+fn model_dir() -> std::path::PathBuf {
+    std::env::var_os("KILN_MODEL_DIR")
+        .unwrap_or_else(|| {
+            panic!(
+                "KILN_MODEL_DIR is not set: `cargo xtask test` prepares the model (kiln-model-prepare) and sets it"
+            )
+        })
+        .into()
+}
+
 fn files() -> Files {
-    let dir = std::env::var("KILN_MODEL_DIR").unwrap_or_else(|_| {
-        panic!(
-            "KILN_MODEL_DIR is not set: `cargo xtask test` prepares the model (kiln-model-prepare) and sets it"
-        )
-    });
-    let dir = std::path::Path::new(&dir);
+    let dir = model_dir();
+    let dir = dir.as_path();
     let read = |name: &str| {
         std::fs::read(dir.join(name))
             .unwrap_or_else(|error| panic!("{}: {error}", dir.join(name).display()))
     };
-    let manifest: Manifest =
-        serde_json::from_slice(&read(kiln_llm::MANIFEST_FILE)).expect("manifest.json");
+    let manifest = Manifest::parse(&read(kiln_llm::MANIFEST_FILE)).expect("manifest.json");
     Files {
         weights: read(&manifest.weights.file),
         tokenizer: read(&manifest.tokenizer.file),
@@ -78,6 +83,14 @@ fn done(events: &[Event]) -> kiln_types::chat::FinalMessage {
         Some(Event::Done { message }) => message.clone(),
         other => panic!("the last event is not done: {other:?}"),
     }
+}
+
+#[test]
+fn the_prepared_folder_passes_the_native_checks() {
+    // Names, sizes, digests and the GGUF header, as `kiln --provider local` reads them.
+    kiln_llm::native::LocalModel::open(&model_dir())
+        .load()
+        .expect("the prepared folder loads");
 }
 
 #[test]

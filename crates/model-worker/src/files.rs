@@ -2,7 +2,9 @@
 //! copy there matches the manifest's size and SHA-256, else downloaded with
 //! progress, checked, and put in the cache. The bytes stay in JavaScript
 //! (chunks, the digest, the cache's copy) and cross into wasm once, for the
-//! model to load.
+//! model to load. The manifest and each file are held to the rules the native
+//! host keeps too (`kiln_llm::Manifest::parse`, `ManifestFile::check_length`,
+//! `ManifestFile::check_digest`): here the browser computes the digest.
 
 use js_sys::{Reflect, Uint8Array};
 use kiln_llm::{Manifest, ManifestFile};
@@ -35,9 +37,6 @@ pub(crate) fn failure(code: &str, message: String, hint: Option<&str>) -> ModelF
 }
 
 const RETRY: &str = "send the message again to retry; the download starts over";
-
-/// The largest model file the worker takes (the site's is 145 MB).
-const MAX_FILE_BYTES: u64 = 1 << 31;
 
 /// How long a download may go without a byte before it is given up.
 const STALL_MS: i32 = 30_000;
@@ -154,10 +153,12 @@ pub(crate) async fn manifest(base_url: &str) -> Result<Manifest, ModelFailure> {
     .map_err(|error| failure("network", describe(&error), Some(RETRY)))?
     .as_string()
     .unwrap_or_default();
-    let manifest: Manifest = serde_json::from_str(&text).map_err(|error| {
+    // Plain names (never a path out of the model's folder), sizes within
+    // what the worker takes, digests to check against.
+    let manifest = Manifest::parse(text.as_bytes()).map_err(|error| {
         failure(
-            "model_corrupt",
-            format!("{url} is not the build's manifest: {error}"),
+            error.code(),
+            format!("{url}: {error}"),
             Some("build the app again (`cargo xtask build`)"),
         )
     })?;
@@ -193,23 +194,19 @@ async fn sha256(bytes: &Uint8Array) -> Result<String, JsValue> {
         .collect())
 }
 
-/// Whether `bytes` are the file the manifest describes; why not, if not.
-async fn mismatch(bytes: &Uint8Array, file: &ManifestFile) -> Option<String> {
-    let length = u64::from(bytes.length());
-    if length != file.bytes {
-        return Some(format!(
-            "{length} bytes where the manifest says {}",
-            file.bytes
-        ));
+/// Whether `bytes`, from `url`, are the file the manifest describes; why
+/// not, if not: the size first, then the digest.
+async fn mismatch(url: &str, bytes: &Uint8Array, file: &ManifestFile) -> Option<String> {
+    if let Err(error) = file.check_length(url, u64::from(bytes.length())) {
+        return Some(error.to_string());
     }
     match sha256(bytes).await {
-        Ok(digest) if digest == file.sha256 => None,
-        Ok(digest) => Some(format!(
-            "its SHA-256 is {digest}, the manifest's {}",
-            file.sha256
-        )),
+        Ok(digest) => file
+            .check_digest(url, &digest)
+            .err()
+            .map(|error| error.to_string()),
         Err(error) => Some(format!(
-            "its digest could not be taken: {}",
+            "the digest of {url} could not be taken: {}",
             describe(&error)
         )),
     }
@@ -231,7 +228,7 @@ pub(crate) async fn file(
     let mut warning = None;
     if let Some(response) = cached_response(&url).await {
         match array(&response).await {
-            Ok(bytes) => match mismatch(&bytes, file).await {
+            Ok(bytes) => match mismatch(&url, &bytes, file).await {
                 None => {
                     return Ok(Fetched {
                         bytes: bytes.to_vec(),
@@ -241,8 +238,7 @@ pub(crate) async fn file(
                 }
                 Some(why) => {
                     warning = Some(format!(
-                        "the cached copy of {} was damaged ({why}) and was deleted; it was downloaded again",
-                        file.file
+                        "the cached copy was damaged ({why}) and was deleted; it was downloaded again"
                     ));
                     forget(&url).await;
                 }
@@ -251,10 +247,10 @@ pub(crate) async fn file(
         }
     }
     let bytes = download(&url, file, done, total, progress).await?;
-    if let Some(why) = mismatch(&bytes, file).await {
+    if let Some(why) = mismatch(&url, &bytes, file).await {
         return Err(failure(
             "model_corrupt",
-            format!("the download of {url} is not the build's file: {why}"),
+            format!("the download is not the build's file: {why}"),
             Some(
                 "the server may hold another build's files: build and serve the app again, then retry",
             ),
@@ -335,16 +331,6 @@ async fn download(
             }),
         ));
     }
-    if file.bytes > MAX_FILE_BYTES {
-        return Err(failure(
-            "model_corrupt",
-            format!(
-                "the manifest says {} is {} bytes; a model file of this site is at most {MAX_FILE_BYTES}",
-                file.file, file.bytes
-            ),
-            Some("build and serve the app again, then retry"),
-        ));
-    }
     // The browser may refuse an array this large (a small device): said, not thrown.
     let whole: Uint8Array = Reflect::construct(
         &js_sys::Uint8Array::new_with_length(0).constructor(),
@@ -407,7 +393,8 @@ async fn download(
                 ),
             ));
         }
-        // `loaded` fits: it is under `file.bytes`, which fits a u32.
+        // `loaded` fits: it is under `file.bytes`, which `Manifest::parse`
+        // keeps within `kiln_llm::MAX_WEIGHTS_BYTES`, a u32.
         whole.set(&value, u32::try_from(loaded).unwrap_or(0));
         loaded += length;
         if loaded - reported >= step {
