@@ -355,10 +355,10 @@ impl<'a> Header<'a> {
             .try_fold(1_u64, |count, dimension| count.checked_mul(*dimension))
             .filter(|count| usize::try_from(*count).is_ok());
         let block = dtype.block_size() as u64;
-        let bytes = match elements {
-            Some(count) if shape.last().is_some_and(|last| last % block == 0) => {
-                count / block * dtype.type_size() as u64
-            }
+        let bytes =
+            elements.and_then(|count| (count / block).checked_mul(dtype.type_size() as u64));
+        let bytes = match bytes {
+            Some(bytes) if shape.last().is_some_and(|last| last % block == 0) => bytes,
             Some(_) => {
                 return Err(weights(format!(
                     "the tensor `{name}` of shape {shape:?} does not divide into {dtype:?}'s blocks of {block}"

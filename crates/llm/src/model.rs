@@ -81,9 +81,9 @@ impl Model {
     /// [`LlmError::Tokenizer`] natively (in the browser a panic still ends
     /// the worker: the checks are what stands there).
     pub fn load(gguf: &[u8], tokenizer_json: &[u8]) -> Result<Self, LlmError> {
-        crate::gguf::check(gguf)?;
         let device = Device::Cpu;
         let read = caught(LlmError::Weights, "reading the weights", || {
+            crate::gguf::check(gguf)?;
             read_weights(gguf, &device)
         })?;
         let (tokenizer, template) = caught(LlmError::Tokenizer, "reading the tokenizer", || {

@@ -483,6 +483,16 @@ fn each_file_is_the_size_and_digest_its_manifest_says() {
 /// the model could not run: each `(case, bytes, what the message says)`.
 fn malformed_headers() -> Vec<(&'static str, Vec<u8>, &'static str)> {
     let whole = tiny_gguf(&[], &[]);
+    // One F32 tensor of 4 × 2⁶¹ elements: 2⁶⁵ bytes, past what 64 bits count.
+    let mut tensor = 1_u64.to_le_bytes().to_vec();
+    tensor.extend(b"x");
+    tensor.extend(2_u32.to_le_bytes());
+    tensor.extend(4_u64.to_le_bytes());
+    tensor.extend((1_u64 << 61).to_le_bytes());
+    tensor.extend(0_u32.to_le_bytes());
+    tensor.extend(0_u64.to_le_bytes());
+    tensor.extend([0; 64]);
+    let huge_tensor = raw_gguf(3, 1, 0, &tensor);
     let mut garbage = b"GGUF".to_vec();
     garbage.extend((0..60_u8).map(|byte| byte.wrapping_mul(37).wrapping_add(200)));
     vec![
@@ -503,6 +513,7 @@ fn malformed_headers() -> Vec<(&'static str, Vec<u8>, &'static str)> {
             raw_gguf(3, 0, 1 << 40, &[0; 64]),
             "metadata",
         ),
+        ("a tensor too large to count", huge_tensor, "more elements"),
         (
             "tensors past the end of the file",
             whole[..whole.len() - 24].to_vec(),
