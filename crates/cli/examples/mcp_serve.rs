@@ -6,8 +6,9 @@
 //! a program `return await tools.every_get_sum(…)` run in the server's process
 //! over its ladder (which opens the run's own session to the reference server)
 //! and a warm sandbox process. `return 1` over HTTP is the floor (the ladder
-//! and the sandbox, no tool). `KILN_CLI` is the release `kiln`. Prints a table;
-//! asserts nothing about time.
+//! and the sandbox, no tool). Over HTTP every request carries the access token
+//! the server printed at start. `KILN_CLI` is the release `kiln`. Prints a
+//! table; asserts nothing about time.
 
 #![expect(clippy::disallowed_methods, reason = "a benchmark measures real time")]
 #![expect(
@@ -17,9 +18,12 @@
 
 use std::io::{BufRead as _, BufReader, Write as _};
 use std::process::{Command, Stdio};
+use std::rc::Rc;
 use std::time::Instant;
 
 use futures::executor::block_on;
+use futures::future::LocalBoxFuture;
+use kiln_http::{HttpClient, HttpError, Request, Response, StreamingResponse};
 use serde_json::{Value, json};
 
 const DIRECT_CALLS: u32 = 200;
@@ -48,16 +52,28 @@ fn main() {
         .spawn()
         .unwrap_or_else(|error| panic!("{kiln}: {error}"));
     let mut stderr = BufReader::new(server.stderr.take().expect("piped")).lines();
+    let mut token = None;
     let url = stderr
         .by_ref()
         .map_while(Result::ok)
         .find_map(|line| {
+            if let Some(drawn) = line
+                .split("`Authorization: Bearer ")
+                .nth(1)
+                .and_then(|rest| rest.split('`').next())
+            {
+                token = Some(drawn.to_owned());
+            }
             line.strip_prefix("kiln: serving MCP at ")
                 .map(str::to_owned)
         })
         .expect("kiln mcp serve says where it listens");
     std::thread::spawn(move || stderr.for_each(drop));
-    let http = kiln_mcp::McpClient::new("kiln", &url, kiln_http::default_client());
+    let bearer = Rc::new(Bearer {
+        token: token.expect("kiln mcp serve prints its access token before its address"),
+        inner: kiln_http::default_client(),
+    });
+    let http = kiln_mcp::McpClient::new("kiln", &url, bearer);
     block_on(http.connect()).expect("kiln mcp serve answers initialize");
     let codemode_http = measure(CODEMODE_CALLS, |i| {
         codemode_ok(block_on(http.call_tool("codemode", json!({"code": program(i)}))).map(value_of))
@@ -130,6 +146,35 @@ fn main() {
             figures.p90,
             figures.median / direct.median
         );
+    }
+}
+
+/// Kiln's HTTP client, every request carrying `Authorization: Bearer TOKEN`.
+struct Bearer {
+    token: String,
+    inner: Rc<dyn HttpClient>,
+}
+
+impl Bearer {
+    fn signed(&self, mut request: Request) -> Request {
+        request
+            .headers
+            .push(("Authorization".to_owned(), format!("Bearer {}", self.token)));
+        request
+    }
+}
+
+impl HttpClient for Bearer {
+    fn send(&self, request: Request) -> LocalBoxFuture<'static, Result<Response, HttpError>> {
+        self.inner.send(self.signed(request))
+    }
+
+    fn open(
+        &self,
+        request: Request,
+        idle_timeout_ms: u64,
+    ) -> LocalBoxFuture<'static, Result<StreamingResponse, HttpError>> {
+        self.inner.open(self.signed(request), idle_timeout_ms)
     }
 }
 

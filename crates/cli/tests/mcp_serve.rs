@@ -6,9 +6,12 @@
 //! as they end, a cancelled call never answered, bad lines answered with their
 //! error; keyed runs (a retry attaches and a counting tool runs once, the
 //! interim reply, withdraw, a run a killed server left going `interrupted` at
-//! the next start); over raw HTTP, sessions, Host and Origin checks; a
-//! program's `tools.model` and `tools.classify` asking the server's model
-//! (aimock) under the per-run model budget.
+//! the next start, a run past `--max-runs` refused); over raw HTTP, sessions,
+//! Host and Origin checks, the access token on every request, a keyed run no
+//! other session can read, withdraw or attach to, the session cap and huge
+//! client names cut; a program's `tools.model` and `tools.classify` asking the
+//! server's model (aimock) under the per-run model budget. Clients that cannot
+//! send a header (the SDK's test client) go through [`BearerProxy`].
 
 #![expect(
     clippy::unwrap_used,
@@ -21,9 +24,14 @@ use std::process::{Command, Stdio};
 
 use serde_json::{Value, json};
 
+use bearer_proxy::BearerProxy;
 use common::HttpServer;
 
+mod bearer_proxy;
 mod common;
+
+/// The access token the HTTP tests give their servers (`--token`).
+const TOKEN: &str = "kiln-test-token-0123456789";
 
 fn scratch(name: &str, value: &Value) -> String {
     let path = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(format!("mcp-serve-{name}"));
@@ -156,15 +164,18 @@ fn the_sdk_client_lists_the_tools_and_runs_programs_over_stdio() {
 #[test]
 fn the_sdk_client_lists_the_tools_and_runs_programs_over_http() {
     let catalog = catalog();
-    let server = HttpServer::start(&["--tools", &catalog]);
-    // The headless gate says once who denies what would ask.
+    let server = HttpServer::start(&["--tools", &catalog, "--token", TOKEN]);
+    // The headless gate says once who denies what would ask; the token was given.
     assert_eq!(
         server.said,
         [
-            "kiln: kiln mcp serve (its MCP client's person is not reachable from here) has nobody to ask for approval, so its gate denies every call that needs it"
+            "kiln: kiln mcp serve (its MCP client's person is not reachable from here) has nobody to ask for approval, so its gate denies every call that needs it",
+            "kiln: every request must carry `Authorization: Bearer` with the token given by --token or KILN_MCP_TOKEN",
         ]
     );
-    let answer = sdk_client(&sdk_calls(), &[&server.url]);
+    // The SDK's client is given no header here: the proxy adds the token.
+    let proxy = BearerProxy::start(&server.url, TOKEN);
+    let answer = sdk_client(&sdk_calls(), &[&proxy.url]);
     check_sdk_answer(&answer);
     assert!(
         answer["session"].as_str().is_some_and(|id| id.len() == 32),
@@ -589,17 +600,15 @@ fn http(
 
 #[test]
 fn http_sessions_hosts_and_origins_are_checked() {
-    let server = HttpServer::start(&[]);
-    let address = server
-        .url
-        .trim_start_matches("http://")
-        .trim_end_matches("/mcp")
-        .to_owned();
+    let server = HttpServer::start(&["--token", TOKEN]);
+    let address = address_of(&server);
+    let bearer = format!("Bearer {TOKEN}");
     let json_post = |headers: &[(&str, &str)], body: &Value| {
         let mut all = vec![
             ("Host", address.as_str()),
             ("Content-Type", "application/json"),
             ("Accept", "application/json, text/event-stream"),
+            ("Authorization", bearer.as_str()),
         ];
         all.extend_from_slice(headers);
         http(&address, "POST /mcp", &all, &body.to_string())
@@ -688,6 +697,7 @@ fn http_sessions_hosts_and_origins_are_checked() {
             ("Host", &address),
             ("Accept", "text/event-stream"),
             ("Mcp-Session-Id", &session),
+            ("Authorization", &bearer),
         ],
         "",
     );
@@ -699,14 +709,401 @@ fn http_sessions_hosts_and_origins_are_checked() {
     let (status, _, _) = http(
         &address,
         "DELETE /mcp",
-        &[("Host", &address), ("Mcp-Session-Id", &session)],
+        &[
+            ("Host", &address),
+            ("Mcp-Session-Id", &session),
+            ("Authorization", &bearer),
+        ],
         "",
     );
     assert_eq!(status, 200);
     let (status, _, _) = json_post(&[("Mcp-Session-Id", &session)], &list);
     assert_eq!(status, 404, "an ended session is gone");
-    let (status, _, _) = http(&address, "POST /other", &[("Host", &address)], "");
+    let (status, _, _) = http(
+        &address,
+        "POST /other",
+        &[("Host", &address), ("Authorization", &bearer)],
+        "",
+    );
     assert_eq!(status, 404);
+}
+
+/// `server`'s `HOST:PORT`.
+fn address_of(server: &HttpServer) -> String {
+    server
+        .url
+        .trim_start_matches("http://")
+        .trim_end_matches("/mcp")
+        .to_owned()
+}
+
+fn initialize_message(client: &str) -> Value {
+    json!({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": client, "version": "1"}}})
+}
+
+/// A `POST /mcp` of `body` with `headers` besides the ones every message has.
+fn post(
+    address: &str,
+    headers: &[(&str, &str)],
+    body: &Value,
+) -> (u16, Vec<(String, String)>, String) {
+    let mut all = vec![
+        ("Host", address),
+        ("Content-Type", "application/json"),
+        ("Accept", "application/json, text/event-stream"),
+    ];
+    all.extend_from_slice(headers);
+    http(address, "POST /mcp", &all, &body.to_string())
+}
+
+/// One MCP session spoken to as raw HTTP, with [`TOKEN`].
+struct RawSession {
+    address: String,
+    session: String,
+    next_id: u64,
+}
+
+impl RawSession {
+    /// Opens a session as client `name`; the status and body when it was refused.
+    fn open(address: &str, name: &str) -> Result<Self, (u16, String)> {
+        let bearer = format!("Bearer {TOKEN}");
+        let (status, headers, body) = post(
+            address,
+            &[("Authorization", &bearer)],
+            &initialize_message(name),
+        );
+        if status != 200 {
+            return Err((status, body));
+        }
+        let session = headers
+            .iter()
+            .find(|(name, _)| name == "mcp-session-id")
+            .map(|(_, value)| value.clone())
+            .unwrap();
+        Ok(Self {
+            address: address.to_owned(),
+            session,
+            next_id: 1,
+        })
+    }
+
+    /// Posts `body` in this session: the status and the body.
+    fn post(&self, body: &Value) -> (u16, String) {
+        let bearer = format!("Bearer {TOKEN}");
+        let (status, _, body) = post(
+            &self.address,
+            &[
+                ("Authorization", &bearer),
+                ("Mcp-Session-Id", &self.session),
+            ],
+            body,
+        );
+        (status, body)
+    }
+
+    /// Calls tool `name`: its result.
+    fn call(&mut self, name: &str, arguments: Value) -> Value {
+        let id = self.next_id;
+        self.next_id += 1;
+        let (status, body) = self.post(&json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": {"name": name, "arguments": arguments}}));
+        assert_eq!(status, 200, "{body}");
+        let data = body
+            .lines()
+            .find_map(|line| line.strip_prefix("data: "))
+            .unwrap();
+        let answer: Value = serde_json::from_str(data).unwrap();
+        assert_eq!(answer["id"], id, "{answer}");
+        answer["result"].clone()
+    }
+
+    /// `late_results` until the run has ended.
+    fn final_result(&mut self, run_id: &Value) -> Value {
+        for _ in 0..60 {
+            let result = self.call("late_results", json!({"run_id": run_id}));
+            if result["structuredContent"]["status"] != "running" {
+                return result;
+            }
+        }
+        panic!("the run never ended")
+    }
+}
+
+#[test]
+fn http_requests_without_the_servers_token_are_refused() {
+    // Without --token the server draws one and says it before the URL.
+    let server = HttpServer::start(&[]);
+    let said = server.said.last().unwrap();
+    let token = said
+        .split("`Authorization: Bearer ")
+        .nth(1)
+        .and_then(|rest| rest.split('`').next())
+        .unwrap()
+        .to_owned();
+    assert_eq!(token.len(), 64, "{said}");
+    let address = address_of(&server);
+    let initialize = initialize_message("raw");
+    let missing = "Unauthorized: the request carries no `Authorization: Bearer` token; this server answers only requests with its access token (printed on its stderr at start, or given by --token or KILN_MCP_TOKEN)";
+    let wrong = "Unauthorized: the bearer token is not this server's access token (printed on its stderr at start, or given by --token or KILN_MCP_TOKEN)";
+    let prefix = format!("Bearer {}", &token[..63]);
+    let basic = format!("Basic {token}");
+    let cases: [(Option<&str>, &str); 5] = [
+        (None, missing),
+        (Some(basic.as_str()), missing),
+        (Some("Bearer"), missing),
+        (Some("Bearer not-this-servers-token"), wrong),
+        (Some(prefix.as_str()), wrong),
+    ];
+    for (authorization, message) in cases {
+        let headers: Vec<(&str, &str)> = authorization
+            .map(|value| ("Authorization", value))
+            .into_iter()
+            .collect();
+        let (status, answer_headers, body) = post(&address, &headers, &initialize);
+        assert_eq!(status, 401, "{authorization:?}: {body}");
+        assert!(
+            answer_headers.contains(&("www-authenticate".into(), "Bearer".into())),
+            "{answer_headers:?}"
+        );
+        let answer: Value = serde_json::from_str(&body).unwrap();
+        assert_eq!(answer["error"]["message"], message, "{authorization:?}");
+        assert!(!body.contains(&token), "a refusal never says the token");
+    }
+    // Every method needs it, before anything else is looked at.
+    for request_line in ["GET /mcp", "DELETE /mcp", "POST /other"] {
+        let (status, _, body) = http(&address, request_line, &[("Host", &address)], "");
+        assert_eq!(status, 401, "{request_line}: {body}");
+    }
+    // The token opens a session; the scheme's name is case-insensitive.
+    let lower = format!("bearer {token}");
+    let (status, _, body) = post(&address, &[("Authorization", &lower)], &initialize);
+    assert_eq!(status, 200, "{body}");
+
+    // A token given in the environment is the one required, and never printed.
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(["mcp", "serve", "--http", "0"])
+        .env("KILN_MCP_TOKEN", TOKEN)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = loop {
+        let line = stderr.next().unwrap().unwrap();
+        assert!(!line.contains(TOKEN), "{line}");
+        if let Some(url) = line.strip_prefix("kiln: serving MCP at ") {
+            break url.to_owned();
+        }
+    };
+    let address = url.trim_start_matches("http://").trim_end_matches("/mcp");
+    let (status, _, _) = post(
+        address,
+        &[("Authorization", &format!("Bearer {token}"))],
+        &initialize,
+    );
+    assert_eq!(status, 401);
+    let (status, _, body) = post(
+        address,
+        &[("Authorization", &format!("Bearer {TOKEN}"))],
+        &initialize,
+    );
+    assert_eq!(status, 200, "{body}");
+    let _ = child.kill();
+    let _ = child.wait();
+
+    // A token too short to be one is refused at start.
+    let out = kiln_until_exit(&["mcp", "serve", "--http", "0", "--token", "short"]);
+    assert_eq!(out.status.code(), Some(2));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains(
+            "--token: an access token is 16 to 256 characters of letters, digits and `-._~+/=`"
+        ),
+        "{said}"
+    );
+}
+
+/// `kiln ARGS` with no stdin, which must end by itself within a minute.
+fn kiln_until_exit(args: &[&str]) -> std::process::Output {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    for _ in 0..1200 {
+        if child.try_wait().unwrap().is_some() {
+            return child.wait_with_output().unwrap();
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let _ = child.kill();
+    panic!(
+        "kiln {args:?} kept going: {:?}",
+        child.wait_with_output().unwrap()
+    );
+}
+
+#[test]
+fn a_keyed_run_answers_only_the_session_that_started_it() {
+    let counter = Counter::start();
+    let allow = format!("--allow-net={}", counter.origin);
+    let server = HttpServer::start(&["--token", TOKEN, &allow, "--reply-due-ms", "300"]);
+    let address = address_of(&server);
+    // Two clients of one name: a name is the client's own choice, not who it is.
+    let mut owner = RawSession::open(&address, "same").unwrap();
+    let mut other = RawSession::open(&address, "same").unwrap();
+    let program = counter.program(1_500);
+    let interim = owner.call("codemode", json!({"code": program, "key": "k"}));
+    assert_eq!(
+        interim["structuredContent"]["status"], "running",
+        "{interim}"
+    );
+    let run_id = interim["structuredContent"]["run_id"].clone();
+    counter.wait_for(1);
+    // To another session the id is one never issued: the same refusal, word for word.
+    let never_issued = "codemode:0123456789abcdef";
+    let never = other.call("late_results", json!({"run_id": never_issued}));
+    assert_eq!(never["errorCode"], "unknown_run", "{never}");
+    let refusal = |id: &str| {
+        never["content"][0]["text"]
+            .as_str()
+            .unwrap()
+            .replace(never_issued, id)
+    };
+    for tool in ["late_results", "withdraw"] {
+        let answer = other.call(tool, json!({"run_id": run_id}));
+        assert_eq!(answer["errorCode"], "unknown_run", "{tool}: {answer}");
+        assert_eq!(
+            answer["content"][0]["text"].as_str().unwrap(),
+            refusal(run_id.as_str().unwrap()),
+            "{tool}"
+        );
+    }
+    // The same key from another session is another run, never an attach.
+    let mine = other.call("codemode", json!({"code": "return 'mine'", "key": "k"}));
+    assert_eq!(mine["structuredContent"]["value"], "mine", "{mine}");
+    assert_ne!(mine["structuredContent"]["run_id"], run_id);
+    // The owner's run was neither read nor withdrawn: it ends as it would have.
+    let last = owner.final_result(&run_id);
+    assert_eq!(last["structuredContent"]["status"], "completed", "{last}");
+    assert_eq!(last["structuredContent"]["value"], "done");
+    assert_eq!(counter.count(), 1);
+}
+
+#[test]
+fn sessions_are_capped_the_idle_evicted_and_huge_client_names_cut() {
+    let counter = Counter::start();
+    let allow = format!("--allow-net={}", counter.origin);
+    let store = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("mcp-serve-sessions-store");
+    let _ = std::fs::remove_dir_all(&store);
+    let store_arg = store.to_string_lossy().into_owned();
+    let server = HttpServer::start(&[
+        "--token",
+        TOKEN,
+        "--store",
+        &store_arg,
+        &allow,
+        "--reply-due-ms",
+        "300",
+        "--max-sessions",
+        "2",
+    ]);
+    let address = address_of(&server);
+    let save = json!({"code": "return await tools.save_memory({text: 'hello'})"});
+    // A megabyte of a name is cut to an agent name's limit, 100 characters...
+    let mut first = RawSession::open(&address, &"n".repeat(1 << 20)).unwrap();
+    let saved = first.call("codemode", save.clone());
+    assert_eq!(
+        saved["structuredContent"]["value"]["agent"],
+        "n".repeat(100),
+        "{saved}"
+    );
+    // ... and 128 bytes, at a character's edge; control characters are dropped.
+    let wide = format!("\u{1b}[2J{}", "é".repeat(1 << 19));
+    let mut second = RawSession::open(&address, &wide).unwrap();
+    let saved = second.call("codemode", save);
+    assert_eq!(
+        saved["structuredContent"]["value"]["agent"],
+        format!("[2J{}", "é".repeat(62)),
+        "{saved}"
+    );
+    // The second is busy with a keyed run; a third session takes the place of
+    // the first, idle the longest.
+    let going = second.call(
+        "codemode",
+        json!({"code": counter.program(10_000), "key": "busy"}),
+    );
+    assert_eq!(going["structuredContent"]["status"], "running", "{going}");
+    let mut third = RawSession::open(&address, "third").unwrap();
+    let list = json!({"jsonrpc": "2.0", "id": 9, "method": "tools/list"});
+    let (status, body) = first.post(&list);
+    assert_eq!(status, 404, "the first was evicted: {body}");
+    assert!(body.contains("send initialize again"), "{body}");
+    let (status, body) = second.post(&list);
+    assert_eq!(status, 200, "{body}");
+    // With every session busy, a new one is refused, naming the limit.
+    let also = third.call(
+        "codemode",
+        json!({"code": counter.program(10_000), "key": "busy"}),
+    );
+    assert_eq!(also["structuredContent"]["status"], "running", "{also}");
+    let (status, body) = RawSession::open(&address, "fourth").err().unwrap();
+    assert_eq!(status, 503, "{body}");
+    let answer: Value = serde_json::from_str(&body).unwrap();
+    assert_eq!(
+        answer["error"]["message"],
+        "Service Unavailable: this server holds at most 2 sessions (--max-sessions) and every one has a call or a keyed run going; end one (DELETE /mcp) or call again when one is idle"
+    );
+    // Once one is idle again, the new session takes its place.
+    let withdrawn = second.call(
+        "withdraw",
+        json!({"run_id": going["structuredContent"]["run_id"]}),
+    );
+    assert_eq!(withdrawn["errorCode"], "cancelled", "{withdrawn}");
+    RawSession::open(&address, "fourth").unwrap();
+    let (status, _) = second.post(&list);
+    assert_eq!(status, 404);
+    let (status, _) = third.post(&list);
+    assert_eq!(status, 200);
+}
+
+#[test]
+fn runs_past_the_servers_limit_are_refused_naming_it() {
+    let counter = Counter::start();
+    let allow = format!("--allow-net={}", counter.origin);
+    let mut server = LineServer::start(&[&allow, "--reply-due-ms", "300", "--max-runs", "1"]);
+    let program = counter.program(10_000);
+    let interim = server.call(1, "codemode", json!({"code": program, "key": "long"}));
+    assert_eq!(
+        interim["structuredContent"]["status"], "running",
+        "{interim}"
+    );
+    let run_id = interim["structuredContent"]["run_id"].clone();
+    let refusal = "refused\n\nError (too_many_runs): the server is running as many programs as it runs at once (1, `--max-runs`); nothing ran: call again when one has ended";
+    let keyless = server.call(2, "codemode", json!({"code": "return 1"}));
+    assert_eq!(keyless["isError"], true, "{keyless}");
+    assert_eq!(keyless["content"][0]["text"], refusal);
+    let keyed = server.call(
+        3,
+        "codemode",
+        json!({"code": "return 'later'", "key": "later"}),
+    );
+    assert_eq!(keyed["content"][0]["text"], refusal);
+    // A retry of the run going attaches: it starts nothing.
+    let retry = server.call(4, "codemode", json!({"code": program, "key": "long"}));
+    assert_eq!(retry["structuredContent"]["run_id"], run_id, "{retry}");
+    // Once it has ended, the refused key runs: its refusal was not kept.
+    let withdrawn = server.call(5, "withdraw", json!({"run_id": run_id}));
+    assert_eq!(withdrawn["errorCode"], "cancelled", "{withdrawn}");
+    let later = server.call(
+        6,
+        "codemode",
+        json!({"code": "return 'later'", "key": "later"}),
+    );
+    assert_eq!(later["structuredContent"]["value"], "later", "{later}");
+    assert_eq!(counter.count(), 1);
 }
 
 #[test]

@@ -17,6 +17,11 @@
 //!   most [`Retention::runs`] (100) ended runs are kept, oldest dropped first; a
 //!   running run is never dropped. An id dropped so is named as expired, an id
 //!   never seen as unknown.
+//! - Every run is kept for the [`Principal`] that started it (a served
+//!   session and its agent; the page's worker has one). A handle acts for one
+//!   principal ([`Custody::for_principal`]): a run kept for another is, to it,
+//!   an id never issued (`unknown_run`, word for word), whether that run goes,
+//!   ended or was dropped, and the same id from two principals names two runs.
 //!
 //! Single-threaded, like the futures it drives: the runs are spawned on the
 //! entrance's local executor ([`Spawn`]), and time is a [`Clock`], so a test
@@ -33,7 +38,7 @@ use indexmap::IndexMap;
 use kiln_capabilities::{Answer, ApprovalRequest, Approver};
 use kiln_clock::Clock;
 use kiln_store::StoreError;
-use kiln_store::history::History;
+use kiln_store::history::{History, Job};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::{Held, ToolResult, error_result, interim};
 
@@ -130,6 +135,17 @@ impl Approver for Holding {
     }
 }
 
+/// Whom a kept run answers to: the session and the agent that started it.
+/// A custody with one principal (the page's worker) keeps every run for the
+/// default, empty one.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Hash)]
+pub struct Principal {
+    /// The entrance's session: `stdio`, an HTTP session's id.
+    pub session: String,
+    /// Whose runs they are (`--agent`, the client's name).
+    pub agent: String,
+}
+
 /// Why an id has no run in custody.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum CustodyError {
@@ -192,6 +208,8 @@ enum Kept {
     Running {
         handle: RunHandle,
         ended: Shared<oneshot::Receiver<()>>,
+        /// Its principal is gone ([`Custody::release`]): dropped when it ends.
+        released: bool,
     },
     Ended {
         result: ToolResult,
@@ -199,17 +217,22 @@ enum Kept {
     },
 }
 
+/// A kept run's place: its principal and its id.
+type Place = (Principal, String);
+
 #[derive(Default)]
 struct Runs {
     /// In the order they started (or were adopted).
-    kept: IndexMap<String, Kept>,
-    dropped: VecDeque<String>,
+    kept: IndexMap<Place, Kept>,
+    dropped: VecDeque<Place>,
 }
 
-/// The keyed runs of one server or runtime.
+/// The keyed runs of one server or runtime, as one principal sees them.
 #[derive(Clone)]
 pub struct Custody {
     runs: Rc<RefCell<Runs>>,
+    /// Whom this handle acts for.
+    principal: Principal,
     clock: Rc<dyn Clock>,
     spawn: Spawn,
     retention: Retention,
@@ -223,6 +246,7 @@ impl Custody {
     pub fn new(clock: Rc<dyn Clock>, spawn: Spawn) -> Self {
         Self {
             runs: Rc::default(),
+            principal: Principal::default(),
             clock,
             spawn,
             retention: Retention::default(),
@@ -257,6 +281,20 @@ impl Custody {
         self.retention
     }
 
+    /// The same custody acting for `principal`: it sees, starts, attaches
+    /// to, withdraws and adopts only that principal's runs.
+    #[must_use]
+    pub fn for_principal(&self, principal: Principal) -> Self {
+        Self {
+            principal,
+            ..self.clone()
+        }
+    }
+
+    fn place(&self, run_id: &str) -> Place {
+        (self.principal.clone(), run_id.to_owned())
+    }
+
     /// A keyed call of run `run_id`: attaches to the run kept under that id, or
     /// starts it with `start` (called only then). Answers the final result, or
     /// the interim when the run has not ended [`REPLY_DUE_MS`] after the call
@@ -267,29 +305,38 @@ impl Custody {
         start: impl FnOnce(RunHandle) -> LocalBoxFuture<'static, ToolResult>,
     ) -> (ToolResult, bool) {
         self.prune();
-        let attached = self.runs.borrow().kept.contains_key(run_id);
+        let place = self.place(run_id);
+        let attached = self.runs.borrow().kept.contains_key(&place);
         if !attached {
             let handle = RunHandle::default();
             let (ended_tx, ended_rx) = oneshot::channel();
             let run = start(handle.clone());
             self.runs.borrow_mut().kept.insert(
-                run_id.to_owned(),
+                place.clone(),
                 Kept::Running {
                     handle,
                     ended: ended_rx.shared(),
+                    released: false,
                 },
             );
             let runs = self.runs.clone();
             let clock = self.clock.clone();
-            let id = run_id.to_owned();
             (self.spawn)(Box::pin(async move {
                 let result = run.await;
-                if let Some(kept) = runs.borrow_mut().kept.get_mut(&id) {
-                    *kept = Kept::Ended {
-                        result,
-                        ended_ms: clock.now_ms(),
-                    };
+                let mut runs = runs.borrow_mut();
+                match runs.kept.get_mut(&place) {
+                    Some(Kept::Running { released: true, .. }) => {
+                        runs.kept.shift_remove(&place);
+                    }
+                    Some(kept) => {
+                        *kept = Kept::Ended {
+                            result,
+                            ended_ms: clock.now_ms(),
+                        };
+                    }
+                    None => {}
                 }
+                drop(runs);
                 let _ = ended_tx.send(());
             }));
         }
@@ -305,7 +352,7 @@ impl Custody {
         self.runs
             .borrow_mut()
             .kept
-            .entry(run_id.to_owned())
+            .entry(self.place(run_id))
             .or_insert(Kept::Ended { result, ended_ms });
         self.prune();
     }
@@ -320,6 +367,22 @@ impl Custody {
     ///
     /// The store's, when the history cannot be read.
     pub async fn adopt_history(&self, history: &History, now_ms: u64) -> Result<usize, StoreError> {
+        self.adopt_history_as(history, now_ms, &|_| self.principal.clone())
+            .await
+    }
+
+    /// [`Custody::adopt_history`], keeping each run for the principal
+    /// `principal_of` names for its job (a served run's, from its agent).
+    ///
+    /// # Errors
+    ///
+    /// The store's, when the history cannot be read.
+    pub async fn adopt_history_as(
+        &self,
+        history: &History,
+        now_ms: u64,
+        principal_of: &dyn Fn(&Job) -> Principal,
+    ) -> Result<usize, StoreError> {
         let jobs = history.jobs(self.retention.runs.max(1) * 4).await?;
         // Newest first: a key run again after its first run was dropped
         // answers its latest run.
@@ -336,26 +399,28 @@ impl Custody {
             if ago > self.retention.ended_ms {
                 continue;
             }
+            let principal = principal_of(&job);
             let result = match job.result.map(serde_json::from_value::<ToolResult>) {
                 Some(Ok(result)) => result,
                 _ if job.status == "interrupted" => interrupted(run_id, &job.output),
                 // A record without a readable result: nothing to answer from.
                 _ => continue,
             };
-            kept.push((run_id.clone(), result, ago));
+            kept.push((principal, run_id.clone(), result, ago));
         }
         let adopted = kept.len();
         // Kept in the order they ended, as custody keeps its own.
-        for (run_id, result, ago) in kept.into_iter().rev() {
-            self.adopt(&run_id, result, ago);
+        for (principal, run_id, result, ago) in kept.into_iter().rev() {
+            self.for_principal(principal).adopt(&run_id, result, ago);
         }
         Ok(adopted)
     }
 
-    /// Whether a run of `run_id` is kept here, going or ended.
+    /// Whether a run of `run_id` is kept here for this principal, going or
+    /// ended.
     #[must_use]
     pub fn keeps(&self, run_id: &str) -> bool {
-        self.runs.borrow().kept.contains_key(run_id)
+        self.runs.borrow().kept.contains_key(&self.place(run_id))
     }
 
     /// The final result of `run_id`, waiting for it at most [`REPLY_DUE_MS`];
@@ -378,29 +443,71 @@ impl Custody {
     /// As [`Custody::late_result`].
     pub async fn withdraw(&self, run_id: &str) -> Result<ToolResult, CustodyError> {
         self.prune();
-        if let Some(Kept::Running { handle, .. }) = self.runs.borrow().kept.get(run_id) {
-            match &self.withdraw_reason {
-                Some(reason) => handle.cancel.abort_because(reason.clone()),
-                None => handle.cancel.abort(),
-            }
+        if let Some(Kept::Running { handle, .. }) = self.runs.borrow().kept.get(&self.place(run_id))
+        {
+            self.cancel(handle);
         }
         self.reply(run_id).await
     }
 
-    /// The ids of the runs still going, in the order they started.
+    fn cancel(&self, handle: &RunHandle) {
+        match &self.withdraw_reason {
+            Some(reason) => handle.cancel.abort_because(reason.clone()),
+            None => handle.cancel.abort(),
+        }
+    }
+
+    /// The ids of this principal's runs still going, in the order they started.
     #[must_use]
     pub fn running(&self) -> Vec<String> {
         self.runs
             .borrow()
             .kept
             .iter()
-            .filter(|(_, kept)| matches!(kept, Kept::Running { .. }))
-            .map(|(id, _)| id.clone())
+            .filter(|((principal, _), kept)| {
+                *principal == self.principal && matches!(kept, Kept::Running { .. })
+            })
+            .map(|((_, id), _)| id.clone())
             .collect()
     }
 
+    /// This principal is gone (its session ended): its runs still going are
+    /// withdrawn and dropped when they end, its ended ones dropped now.
+    /// Nobody can name them any more; with a store, their records stay.
+    pub fn release(&self) {
+        let mut runs = self.runs.borrow_mut();
+        runs.kept.retain(|(principal, _), kept| {
+            if *principal != self.principal {
+                return true;
+            }
+            match kept {
+                Kept::Running {
+                    handle, released, ..
+                } => {
+                    *released = true;
+                    self.cancel(handle);
+                    true
+                }
+                Kept::Ended { .. } => false,
+            }
+        });
+        runs.dropped
+            .retain(|(principal, _)| *principal != self.principal);
+    }
+
+    /// Withdraws every principal's runs still going, not waiting for their
+    /// ends: what a server does when its client has gone.
+    pub fn withdraw_all(&self) {
+        for kept in self.runs.borrow().kept.values() {
+            if let Kept::Running { handle, .. } = kept {
+                self.cancel(handle);
+            }
+        }
+    }
+
     async fn reply(&self, run_id: &str) -> Result<ToolResult, CustodyError> {
-        let ended = match self.runs.borrow().kept.get(run_id) {
+        let place = self.place(run_id);
+        let ended = match self.runs.borrow().kept.get(&place) {
             Some(Kept::Ended { result, .. }) => return Ok(result.clone()),
             Some(Kept::Running { ended, .. }) => ended.clone(),
             None => return Err(self.missing(run_id)),
@@ -410,7 +517,7 @@ impl Custody {
             _ = ended.fuse() => {},
             () = due.fuse() => {},
         }
-        match self.runs.borrow().kept.get(run_id) {
+        match self.runs.borrow().kept.get(&place) {
             Some(Kept::Ended { result, .. }) => Ok(result.clone()),
             Some(Kept::Running { handle, .. }) => Ok(interim(run_id, &handle.held.borrow())),
             None => Err(self.missing(run_id)),
@@ -418,7 +525,8 @@ impl Custody {
     }
 
     fn missing(&self, run_id: &str) -> CustodyError {
-        if self.runs.borrow().dropped.iter().any(|id| id == run_id) {
+        let place = self.place(run_id);
+        if self.runs.borrow().dropped.contains(&place) {
             CustodyError::Expired {
                 id: run_id.to_owned(),
                 runs: self.retention.runs,
@@ -438,17 +546,17 @@ impl Custody {
         let now = self.clock.now_ms();
         let mut runs = self.runs.borrow_mut();
         let keep_ms = self.retention.ended_ms as f64;
-        let mut ended: Vec<(String, f64)> = runs
+        let mut ended: Vec<(Place, f64)> = runs
             .kept
             .iter()
-            .filter_map(|(id, kept)| match kept {
-                Kept::Ended { ended_ms, .. } => Some((id.clone(), *ended_ms)),
+            .filter_map(|(place, kept)| match kept {
+                Kept::Ended { ended_ms, .. } => Some((place.clone(), *ended_ms)),
                 Kept::Running { .. } => None,
             })
             .collect();
         ended.sort_by(|a, b| a.1.total_cmp(&b.1));
         let over = ended.len().saturating_sub(self.retention.runs);
-        let drop: Vec<String> = ended
+        let drop: Vec<Place> = ended
             .iter()
             .enumerate()
             .filter(|(at, (_, ended_ms))| *at < over || now - ended_ms > keep_ms)

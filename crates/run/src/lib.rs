@@ -12,8 +12,8 @@
 //!   tools, its MCP servers), gate and dispatcher ([`assemble`]).
 //! - `record`: the run's job in the history ([`RunRecord`], [`RunId`]).
 //! - `program`: [`run_program`], the one program run.
-//! - `custody`: keyed runs ([`Custody`]): attach on retry, the interim
-//!   reply, late results, withdraw.
+//! - `custody`: keyed runs ([`Custody`]), each kept for its [`Principal`]:
+//!   attach on retry, the interim reply, late results, withdraw.
 //! - `model_tools`: `tools.model` and `tools.classify` ([`ModelTools`]).
 //! - `provider`: the provider a field names, given whole or kept
 //!   ([`provider_config`]).
@@ -54,7 +54,8 @@ use kiln_types::cancel::AbortSignal;
 use kiln_types::{RunLimits, RunResult};
 
 pub use custody::{
-    Custody, CustodyError, REPLY_DUE_MS, Retention, RunHandle, Spawn, holding, interrupted,
+    Custody, CustodyError, Principal, REPLY_DUE_MS, Retention, RunHandle, Spawn, holding,
+    interrupted,
 };
 pub use environment::{Environment, OwnTools, People, ToolBridge, Workspace};
 pub use ladder::{Ladder, assemble, assemble_job, catalog, check_workspace_name};

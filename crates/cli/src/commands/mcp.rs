@@ -19,20 +19,35 @@
 //! purpose), and a call the ladder would ask about is denied naming the host,
 //! on stderr. The protocol framing is `kiln_mcp::server`'s.
 //!
-//! A call with a `key` is a keyed run in custody (`kiln_run::Custody`): its
-//! id comes from the agent (`--agent`, else the client's `clientInfo.name`) and
-//! the key; a retry attaches and never runs the program again; after 25 s the
-//! call answers the interim result and the run goes on; with `--store` the
-//! run records it (running, then its whole result) and a restarted server
-//! adopts the recorded results and marks runs its predecessor left going
-//! `interrupted`. `notifications/cancelled` cancels a keyless call's run;
-//! for a keyed call it only drops that answer (the run stays in custody:
-//! `withdraw` stops it).
+//! A call with a `key` is a keyed run in custody (`kiln_run::Custody`), kept
+//! for its principal: the session and the agent (`--agent`, else the client's
+//! `clientInfo.name`, cut to an agent name's limits). Another principal asking
+//! for its id with `late_results` or `withdraw` hears `unknown_run`, as for an
+//! id never issued, and the same key from another principal is another run.
+//! Over HTTP the run's key is a MAC of the session, agent and key under the
+//! server's key, drawn at start ([`secret`]), so its id is nobody else's to
+//! compute; over stdio (one client) it is the client's key, so that a server
+//! restarted on the same `--store` answers a retry from the record. A retry
+//! attaches and never runs the program again; after 25 s the call answers the
+//! interim result and the run goes on; with `--store` the run records it
+//! (running, then its whole result) and a restarted stdio server adopts the
+//! recorded results and marks runs its predecessor left going `interrupted`.
+//! `notifications/cancelled` cancels a keyless call's run; for a keyed call it
+//! only drops that answer (the run stays in custody: `withdraw` stops it).
+//!
+//! Bounds: at most `--max-runs` programs go at once (a call past it is refused
+//! with `too_many_runs`, and nothing is kept for it); at most `--max-sessions`
+//! HTTP sessions are held and one idle `--session-idle-minutes` is closed
+//! ([`sessions`]); a session that ends lets go of its runs.
 //!
 //! All protocol state and every run live on one thread, on a local executor;
 //! the transports read on threads of their own and hand each message over
 //! with a way to answer it.
+//!
+//! - [`secret`]: the server's key, the MACs under it, the HTTP access token.
+//! - [`sessions`]: the session table and its bounds.
 
+use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::io::{BufRead as _, Write as _};
 use std::process::ExitCode;
@@ -45,22 +60,37 @@ use futures::StreamExt as _;
 use futures::channel::mpsc;
 use futures::executor::LocalPool;
 use futures::task::LocalSpawnExt as _;
+use kiln_clock::Clock;
 use kiln_mcp::server::{self, Incoming, ServerSpec};
-use kiln_run::{Custody, CustodyError, Environment, REPLY_DUE_MS, RunId, RunRequest, Spawn};
+use kiln_run::{
+    Custody, CustodyError, Environment, Principal, REPLY_DUE_MS, RunId, RunRequest, Spawn,
+};
 use kiln_types::RunLimits;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::ToolResult;
 
+use serde_json::{Value, json};
+
 use crate::Permissions;
 use crate::commands::run::Asker;
 use crate::sandbox_process::ProcessRunner;
+use secret::{AccessToken, ServerKey};
+use sessions::{SessionLimits, Sessions};
+
+pub(crate) mod secret;
+mod sessions;
 
 /// Why a run the client withdrew, cancelled or left ended, in its error.
 const WITHDRAWN: &str = "the MCP client withdrew or cancelled the run";
 
 /// Sandbox processes kept started ahead of the calls.
 const WARM_SANDBOXES: usize = 2;
-use serde_json::{Value, json};
+
+/// Programs going at once, by default (`--max-runs`).
+const MAX_RUNS: u32 = 8;
+
+/// The stdio transport's one session.
+const STDIO: &str = "stdio";
 
 /// `kiln mcp …`.
 #[derive(Subcommand)]
@@ -76,15 +106,46 @@ pub(crate) struct ServeArgs {
     #[arg(long, conflicts_with = "http")]
     stdio: bool,
     /// Speak MCP's Streamable HTTP at http://127.0.0.1:PORT/mcp (0: any free
-    /// port; the address is printed on stderr).
+    /// port; the address is printed on stderr). Every request must carry
+    /// `Authorization: Bearer TOKEN`, this server's access token: drawn at
+    /// start and printed on stderr before the address, unless --token gives
+    /// one. A request without it is refused with 401.
     #[arg(long, value_name = "PORT")]
     http: Option<u16>,
+    /// The access token HTTP clients must send (`Authorization: Bearer
+    /// TOKEN`): 16 to 256 characters of letters, digits and `-._~+/=`.
+    /// Without it, one is drawn at start and printed. Only with --http.
+    #[arg(
+        long,
+        value_name = "TOKEN",
+        env = "KILN_MCP_TOKEN",
+        hide_env_values = true
+    )]
+    token: Option<String>,
+    /// HTTP sessions held at once. At the limit, a new session takes the
+    /// place of the one idle the longest; when every session has a call or
+    /// a keyed run going, a new one is refused (503).
+    #[arg(long, value_name = "N", default_value_t = sessions::MAX_SESSIONS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_sessions: u32,
+    /// An HTTP session with nothing going and no request for this long is
+    /// closed, and its runs' results with it.
+    #[arg(long, value_name = "MINUTES", default_value_t = sessions::IDLE_MINUTES,
+          value_parser = clap::value_parser!(u64).range(1..))]
+    session_idle_minutes: u64,
+    /// Programs going at once, every session's together (a keyed run counts
+    /// until it ends). A call past it is refused with `too_many_runs`, and
+    /// nothing is kept for it: call again when one has ended.
+    #[arg(long, value_name = "N", default_value_t = MAX_RUNS,
+          value_parser = clap::value_parser!(u32).range(1..))]
+    max_runs: u32,
     #[command(flatten)]
     belt: crate::BeltFlags,
     #[command(flatten)]
     model: crate::ModelFlags,
     /// Whose runs they are in the history and memory, and whose keys name
-    /// them; without it, the MCP client's name (`clientInfo.name`), else `mcp`.
+    /// them; without it, the MCP client's name (`clientInfo.name`, cut to
+    /// an agent name's 100 characters and 128 bytes), else `mcp`.
     #[arg(long, value_name = "NAME")]
     agent: Option<String>,
     /// How long a keyed call waits for its run before it answers the interim
@@ -96,20 +157,50 @@ pub(crate) struct ServeArgs {
 /// The arguments `codemode` takes.
 const CODEMODE_ARGS: [&str; 4] = ["code", "description", "limits", "key"];
 
-/// One message from a transport, with the way to answer it: `Some(response)`
-/// for a request, `None` when there is nothing to answer.
+/// Which session a message belongs to, as its transport says.
+pub(crate) enum SessionOf {
+    /// The stdio transport's one client.
+    Stdio,
+    /// An HTTP `initialize`: it opens a session.
+    Opening,
+    /// An HTTP message naming its session (`Mcp-Session-Id`).
+    Named(String),
+    /// An HTTP message that names none and did not parse: only its parse
+    /// error is answered.
+    Unread,
+}
+
+/// The protocol thread's answer to one message.
+pub(crate) enum Reply {
+    /// The JSON-RPC response (`None`: nothing to answer) and the session an
+    /// `initialize` opened.
+    Answer {
+        response: Option<Value>,
+        opened: Option<String>,
+    },
+    /// The session named is not open: it ended, was closed for being idle or
+    /// to make way for another, or was never opened.
+    NoSession,
+    /// No session could be opened: this says why.
+    Full(String),
+}
+
+/// One message from a transport, with the way to answer it.
 pub(crate) struct Message {
-    /// The transport's session (stdio has one).
-    pub session: String,
+    pub session: SessionOf,
     pub text: String,
-    pub answer: Box<dyn FnOnce(Option<Value>) + Send>,
+    pub answer: Box<dyn FnOnce(Reply) + Send>,
 }
 
 /// What a transport hands the protocol thread.
 pub(crate) enum Event {
     Message(Message),
-    /// The session ended (`DELETE`): its keyless runs are interrupted.
-    Ended(String),
+    /// `DELETE`: the session ends (its runs are withdrawn); answers whether it
+    /// was open.
+    End {
+        session: String,
+        answer: Box<dyn FnOnce(bool) + Send>,
+    },
     /// The transport is done (stdin closed): interrupt what runs, then stop.
     Closed,
 }
@@ -164,15 +255,46 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         "kiln: {}",
         kiln_capabilities::gate::Headless::new(crate::commands::run::SERVED_HOST).reason()
     );
+    let key = match ServerKey::draw() {
+        Ok(key) => key,
+        Err(error) => {
+            eprintln!("kiln: {error}");
+            return ExitCode::from(2);
+        }
+    };
     let (events, incoming) = mpsc::unbounded();
     match args.http {
-        Some(port) => match crate::commands::mcp_http::listen(port, events) {
-            Ok(address) => eprintln!("kiln: serving MCP at http://{address}/mcp"),
-            Err(error) => {
-                eprintln!("kiln: could not listen on 127.0.0.1:{port}: {error}");
-                return ExitCode::from(2);
+        Some(port) => {
+            let token = match args
+                .token
+                .as_deref()
+                .map_or_else(AccessToken::draw, AccessToken::given)
+            {
+                Ok(token) => token,
+                Err(error) => {
+                    eprintln!("kiln: {error}");
+                    return ExitCode::from(2);
+                }
+            };
+            // Said before the address, so that whoever waits for the address has it.
+            if args.token.is_some() {
+                eprintln!(
+                    "kiln: every request must carry `Authorization: Bearer` with the token given by --token or KILN_MCP_TOKEN"
+                );
+            } else {
+                eprintln!(
+                    "kiln: every request must carry `Authorization: Bearer {}` (this server's access token, drawn now; --token or KILN_MCP_TOKEN gives one instead)",
+                    token.expose()
+                );
             }
-        },
+            match crate::commands::mcp_http::listen(port, token, events) {
+                Ok(address) => eprintln!("kiln: serving MCP at http://{address}/mcp"),
+                Err(error) => {
+                    eprintln!("kiln: could not listen on 127.0.0.1:{port}: {error}");
+                    return ExitCode::from(2);
+                }
+            }
+        }
         None => read_stdio(events),
     }
     let mut pool = LocalPool::new();
@@ -181,14 +303,25 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         // The pool lives until the server ends.
         let _ = spawner.spawn_local(future);
     });
-    let custody = Custody::new(Rc::new(kiln_clock::SystemClock), spawn.clone())
+    let clock: Rc<dyn Clock> = Rc::new(kiln_clock::SystemClock);
+    let custody = Custody::new(clock.clone(), spawn.clone())
         .with_reply_due(args.reply_due_ms)
         .with_withdraw_reason(WITHDRAWN);
-    if let Some(Ok(workspace)) = environment.workspace.as_deref()
+    // Only the stdio client is the same principal across restarts; an HTTP
+    // session of an earlier server is nobody's now, so its runs stay records.
+    if args.http.is_none()
+        && let Some(Ok(workspace)) = environment.workspace.as_deref()
         && let Err(error) = adopt_recorded(workspace, &custody)
     {
         eprintln!("error: --store: {error}");
         return ExitCode::from(2);
+    }
+    let mut sessions = Sessions::new(SessionLimits {
+        max: args.max_sessions as usize,
+        idle_ms: args.session_idle_minutes.saturating_mul(60_000),
+    });
+    if args.http.is_none() {
+        sessions.open_lasting(STDIO);
     }
     let server = Rc::new(Server {
         spec: spec(args),
@@ -198,10 +331,18 @@ pub(crate) fn run(command: &McpCommand) -> ExitCode {
         catalog_net,
         agent: args.agent.clone(),
         custody,
-        clients: std::cell::RefCell::default(),
-        calls: std::cell::RefCell::default(),
+        key,
+        http: args.http.is_some(),
+        sessions: RefCell::new(sessions),
+        opened: Cell::new(0),
+        slots: Rc::new(RunSlots {
+            max: args.max_runs as usize,
+            going: RefCell::default(),
+        }),
+        clock,
+        calls: RefCell::default(),
         spawn,
-        closing: std::cell::Cell::default(),
+        closing: Cell::default(),
     });
     pool.run_until(serve(server.clone(), incoming));
     // What the cancelled calls and withdrawn runs still do — their sandboxes
@@ -222,13 +363,17 @@ fn read_stdio(events: mpsc::UnboundedSender<Event>) {
             }
             let out = out.clone();
             let message = Message {
-                session: "stdio".into(),
+                session: SessionOf::Stdio,
                 text: line,
-                answer: Box::new(move |answer| {
-                    if let Some(answer) = answer {
+                answer: Box::new(move |reply| {
+                    if let Reply::Answer {
+                        response: Some(response),
+                        ..
+                    } = reply
+                    {
                         let mut out = lock(&out);
                         // A client that closed its end has gone; there is nobody to tell.
-                        let _ = writeln!(out, "{answer}");
+                        let _ = writeln!(out, "{response}");
                         let _ = out.flush();
                     }
                 }),
@@ -251,15 +396,68 @@ struct Server {
     /// The catalog names `http_request`.
     catalog_net: bool,
     agent: Option<String>,
+    /// Every principal's keyed runs (each call acts for its own).
     custody: Custody,
-    /// Each session's `clientInfo.name`.
-    clients: std::cell::RefCell<HashMap<String, String>>,
+    /// What the run keys of HTTP sessions and their ids are MACs under.
+    key: ServerKey,
+    /// Whether the transport is HTTP (else stdio).
+    http: bool,
+    sessions: RefCell<Sessions>,
+    /// How many HTTP sessions were opened: the next one's number.
+    opened: Cell<u64>,
+    /// The programs going.
+    slots: Rc<RunSlots>,
+    clock: Rc<dyn Clock>,
     /// Each call in flight, by session and request id.
-    calls: std::cell::RefCell<HashMap<(String, String), Call>>,
+    calls: RefCell<HashMap<(String, String), Call>>,
     spawn: Spawn,
     /// The client has gone: a call read before it went and not started yet
     /// starts no run.
-    closing: std::cell::Cell<bool>,
+    closing: Cell<bool>,
+}
+
+/// The programs going, by session, at most `max` in all.
+struct RunSlots {
+    max: usize,
+    going: RefCell<HashMap<String, usize>>,
+}
+
+impl RunSlots {
+    /// A place for one more program of `session`, unless `max` are going.
+    fn take(self: &Rc<Self>, session: &str) -> Option<RunSlot> {
+        let mut going = self.going.borrow_mut();
+        if going.values().sum::<usize>() >= self.max {
+            return None;
+        }
+        *going.entry(session.to_owned()).or_default() += 1;
+        Some(RunSlot {
+            slots: self.clone(),
+            session: session.to_owned(),
+        })
+    }
+
+    /// Whether `session` has a program going.
+    fn has(&self, session: &str) -> bool {
+        self.going.borrow().contains_key(session)
+    }
+}
+
+/// One program's place among the going: given back when it is dropped.
+struct RunSlot {
+    slots: Rc<RunSlots>,
+    session: String,
+}
+
+impl Drop for RunSlot {
+    fn drop(&mut self) {
+        let mut going = self.slots.going.borrow_mut();
+        if let Some(count) = going.get_mut(&self.session) {
+            *count -= 1;
+            if *count == 0 {
+                going.remove(&self.session);
+            }
+        }
+    }
 }
 
 struct Call {
@@ -272,7 +470,7 @@ async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>)
     while let Some(event) = incoming.next().await {
         match event {
             Event::Message(message) => server.clone().handle(message),
-            Event::Ended(session) => server.end_session(&session),
+            Event::End { session, answer } => answer(server.end_session(&session)),
             Event::Closed => break,
         }
     }
@@ -284,12 +482,14 @@ async fn serve(server: Rc<Server>, mut incoming: mpsc::UnboundedReceiver<Event>)
             cancel.abort_because(WITHDRAWN);
         }
     }
-    for run_id in server.custody.running() {
-        // Withdrawing fires the run's cancel at once; the answer is not awaited here.
-        let custody = server.custody.clone();
-        (server.spawn)(Box::pin(async move {
-            let _ = custody.withdraw(&run_id).await;
-        }));
+    server.custody.withdraw_all();
+}
+
+/// `response` as the protocol thread's answer.
+fn answered(response: Option<Value>) -> Reply {
+    Reply::Answer {
+        response,
+        opened: None,
     }
 }
 
@@ -300,15 +500,37 @@ impl Server {
             text,
             answer,
         } = message;
-        match server::read(&text, &self.spec) {
-            Incoming::Reply(reply) => answer(Some(reply)),
+        let now_ms = self.clock.now_ms();
+        self.expire_idle(now_ms);
+        let session = match session {
+            SessionOf::Stdio => Some(STDIO.to_owned()),
+            SessionOf::Named(id) if self.sessions.borrow_mut().touch(&id, now_ms) => Some(id),
+            SessionOf::Named(_) => return answer(Reply::NoSession),
+            SessionOf::Opening | SessionOf::Unread => None,
+        };
+        let incoming = server::read(&text, &self.spec);
+        // Everything but an answer at once, and an `initialize`, needs a session.
+        let session = match (&incoming, session) {
+            (Incoming::Reply(reply), _) => return answer(answered(Some(reply.clone()))),
+            (Incoming::Nothing, _) => return answer(answered(None)),
+            (_, Some(session)) => session,
+            (Incoming::Initialize { .. }, None) => match self.open_session(now_ms) {
+                Ok(session) => session,
+                Err(full) => return answer(full),
+            },
+            (_, None) => return answer(Reply::NoSession),
+        };
+        match incoming {
+            Incoming::Reply(_) | Incoming::Nothing => {}
             Incoming::Initialize { reply, client } => {
-                if let Some(client) = client {
-                    self.clients.borrow_mut().insert(session, client);
-                }
-                answer(Some(reply));
+                self.sessions
+                    .borrow_mut()
+                    .name_client(&session, client.as_deref());
+                answer(Reply::Answer {
+                    response: Some(reply),
+                    opened: (session != STDIO).then_some(session),
+                });
             }
-            Incoming::Nothing => answer(None),
             Incoming::Cancelled { request_id } => {
                 if let Some(call) = self
                     .calls
@@ -320,7 +542,7 @@ impl Server {
                         cancel.abort_because(WITHDRAWN);
                     }
                 }
-                answer(None);
+                answer(answered(None));
             }
             Incoming::Call {
                 id,
@@ -337,41 +559,134 @@ impl Server {
                 );
                 let server = self.clone();
                 (self.spawn)(Box::pin(async move {
+                    let principal = server.principal(&key.0);
                     let result = match name.as_str() {
-                        "late_results" => server.late_results(&arguments).await,
-                        "withdraw" => server.withdraw(&arguments).await,
-                        _ => server.codemode(&key, &arguments).await,
+                        "late_results" => server.late_results(principal, &arguments).await,
+                        "withdraw" => server.withdraw(principal, &arguments).await,
+                        _ => server.codemode(&key, principal, &arguments).await,
                     };
                     let call = server.calls.borrow_mut().remove(&key);
+                    // A session is idle from its last answer on.
+                    server
+                        .sessions
+                        .borrow_mut()
+                        .touch(&key.0, server.clock.now_ms());
                     if call.is_some_and(|call| call.cancelled) {
                         // The protocol asks that a cancelled request get no answer.
-                        answer(None);
+                        answer(answered(None));
                     } else {
                         let result = serde_json::to_value(result).unwrap_or(Value::Null);
-                        answer(Some(server::call_result(&id, result)));
+                        answer(answered(Some(server::call_result(&id, result))));
                     }
                 }));
             }
         }
     }
 
-    fn end_session(&self, session: &str) {
-        self.clients.borrow_mut().remove(session);
+    /// Opens an HTTP session, closing the one idle the longest when the
+    /// limit is reached; a refusal when every one is busy.
+    fn open_session(&self, now_ms: f64) -> Result<String, Reply> {
+        let number = self.opened.get();
+        self.opened.set(number + 1);
+        let session = self.key.session_id(number);
+        let opened = self
+            .sessions
+            .borrow_mut()
+            .open(&session, now_ms, &|id| self.busy(id));
+        match opened {
+            Ok(closed) => {
+                if let Some(closed) = closed {
+                    self.let_go(&closed);
+                }
+                Ok(session)
+            }
+            Err(full) => Err(Reply::Full(format!(
+                "Service Unavailable: this server holds at most {} sessions (--max-sessions) and every one has a call or a keyed run going; end one (DELETE /mcp) or call again when one is idle",
+                full.max
+            ))),
+        }
+    }
+
+    /// Closes the sessions idle too long.
+    fn expire_idle(&self, now_ms: f64) {
+        let closed = self
+            .sessions
+            .borrow_mut()
+            .expire(now_ms, &|id| self.busy(id));
+        for closed in closed {
+            self.let_go(&closed);
+        }
+    }
+
+    /// Whether `session` has a call in flight or a program going.
+    fn busy(&self, session: &str) -> bool {
+        self.slots.has(session) || self.calls.borrow().keys().any(|(of, _)| of == session)
+    }
+
+    /// `DELETE`: ends `session`; whether it was open.
+    fn end_session(&self, session: &str) -> bool {
+        let closed = self.sessions.borrow_mut().close(session);
+        match closed {
+            Some(closed) => {
+                self.let_go(&closed);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// A session has closed: its keyless runs are cancelled, its keyed runs
+    /// withdrawn and forgotten (nobody can name them any more).
+    fn let_go(&self, closed: &sessions::Closed) {
         for ((of, _), call) in self.calls.borrow().iter() {
-            if of == session
+            if *of == closed.id
                 && let Some(cancel) = &call.cancel
             {
                 cancel.abort_because(WITHDRAWN);
             }
         }
+        self.custody
+            .for_principal(Principal {
+                session: closed.id.clone(),
+                agent: self.agent_of(closed.client.as_deref()),
+            })
+            .release();
     }
 
-    async fn codemode(self: &Rc<Self>, call: &(String, String), arguments: &Value) -> ToolResult {
-        let agent = self
-            .agent
+    /// Whose runs a client's are: `--agent`, else its name, else `mcp`.
+    fn agent_of(&self, client: Option<&str>) -> String {
+        self.agent
             .clone()
-            .or_else(|| self.clients.borrow().get(&call.0).cloned())
-            .unwrap_or_else(|| "mcp".to_owned());
+            .or_else(|| client.map(str::to_owned))
+            .unwrap_or_else(|| "mcp".to_owned())
+    }
+
+    /// The principal of `session`'s calls.
+    fn principal(&self, session: &str) -> Principal {
+        Principal {
+            session: session.to_owned(),
+            agent: self.agent_of(self.sessions.borrow().client(session)),
+        }
+    }
+
+    /// The key a keyed call's run runs under: over HTTP, bound to its
+    /// principal under the server's key; over stdio, the client's own.
+    fn run_key(&self, principal: &Principal, key: &str) -> String {
+        if self.http {
+            self.key
+                .bound_key(&principal.session, &principal.agent, key)
+        } else {
+            key.to_owned()
+        }
+    }
+
+    async fn codemode(
+        self: &Rc<Self>,
+        call: &(String, String),
+        principal: Principal,
+        arguments: &Value,
+    ) -> ToolResult {
+        let agent = principal.agent.clone();
         if self.closing.get() {
             return kiln_types::tool_result::error_result(
                 Some("cancelled"),
@@ -380,25 +695,57 @@ impl Server {
                 json!({"status": "cancelled"}),
             );
         }
-        let request = match self.request(arguments, &agent) {
+        let key = match key_of(arguments) {
+            Ok(key) => key.map(|key| self.run_key(&principal, key)),
+            Err(refusal) => return *refusal,
+        };
+        let request = match self.request(arguments, &agent, key) {
             Ok(request) => request,
             Err(refusal) => return *refusal,
         };
         match request.key.clone() {
             None => {
+                let Some(slot) = self.slots.take(&principal.session) else {
+                    return self.too_many_runs();
+                };
                 let cancel = AbortSignal::new();
                 if let Some(entry) = self.calls.borrow_mut().get_mut(call) {
                     entry.cancel = Some(cancel.clone());
                 }
-                self.run(request, cancel).await
+                let result = self.run(request, cancel).await;
+                drop(slot);
+                result
             }
             Some(key) => {
                 let run_id = RunId::keyed(&agent, &key).id;
+                let session = principal.session.clone();
+                let custody = self.custody.for_principal(principal);
+                // A retry attaches to the kept run and starts nothing; a new
+                // run needs a place, and one refused keeps nothing.
+                let slot = if custody.keeps(&run_id) {
+                    None
+                } else {
+                    match self.slots.take(&session) {
+                        Some(slot) => Some(slot),
+                        None => return self.too_many_runs(),
+                    }
+                };
                 let server = self.clone();
-                let (result, _attached) = self
-                    .custody
+                let (result, _attached) = custody
                     .call(&run_id, move |handle| {
-                        async move { server.run(request, handle.cancel).await }.boxed_local()
+                        async move {
+                            let result = server.run(request, handle.cancel).await;
+                            if let Some(slot) = slot {
+                                // Its session was busy until now: idle from here on.
+                                server
+                                    .sessions
+                                    .borrow_mut()
+                                    .touch(&slot.session, server.clock.now_ms());
+                                drop(slot);
+                            }
+                            result
+                        }
+                        .boxed_local()
                     })
                     .await;
                 result
@@ -406,9 +753,27 @@ impl Server {
         }
     }
 
+    /// A call refused because `--max-runs` programs are going.
+    fn too_many_runs(&self) -> ToolResult {
+        kiln_types::tool_result::error_result(
+            Some("refused"),
+            "too_many_runs",
+            &format!(
+                "the server is running as many programs as it runs at once ({}, `--max-runs`); nothing ran: call again when one has ended",
+                self.slots.max
+            ),
+            json!({"status": "refused"}),
+        )
+    }
+
     /// Checks a `codemode` call's arguments and reads its run request, by
-    /// the parser every entrance shares.
-    fn request(&self, arguments: &Value, agent: &str) -> Result<RunRequest, Box<ToolResult>> {
+    /// the parser every entrance shares; `key` is the one it runs under.
+    fn request(
+        &self,
+        arguments: &Value,
+        agent: &str,
+        key: Option<String>,
+    ) -> Result<RunRequest, Box<ToolResult>> {
         let unknown: Vec<&str> = arguments
             .as_object()
             .map(|arguments| {
@@ -434,11 +799,6 @@ impl Server {
             return Err(Box::new(refused(
                 "`code` is missing or not a string: give the program's text",
             )));
-        };
-        let key = match &arguments["key"] {
-            Value::Null => None,
-            Value::String(key) if !key.is_empty() => Some(key.clone()),
-            _ => return Err(Box::new(refused("`key` must be a non-empty string"))),
         };
         let limits = match &arguments["limits"] {
             Value::Null => RunLimits::default(),
@@ -477,18 +837,32 @@ impl Server {
         }
     }
 
-    async fn late_results(&self, arguments: &Value) -> ToolResult {
+    async fn late_results(&self, principal: Principal, arguments: &Value) -> ToolResult {
         match run_id_of(arguments, "late_results") {
-            Ok(run_id) => kept(self.custody.late_result(run_id).await),
+            Ok(run_id) => kept(
+                self.custody
+                    .for_principal(principal)
+                    .late_result(run_id)
+                    .await,
+            ),
             Err(refusal) => *refusal,
         }
     }
 
-    async fn withdraw(&self, arguments: &Value) -> ToolResult {
+    async fn withdraw(&self, principal: Principal, arguments: &Value) -> ToolResult {
         match run_id_of(arguments, "withdraw") {
-            Ok(run_id) => kept(self.custody.withdraw(run_id).await),
+            Ok(run_id) => kept(self.custody.for_principal(principal).withdraw(run_id).await),
             Err(refusal) => *refusal,
         }
+    }
+}
+
+/// A `codemode` call's `key`, when it gives one.
+fn key_of(arguments: &Value) -> Result<Option<&str>, Box<ToolResult>> {
+    match &arguments["key"] {
+        Value::Null => Ok(None),
+        Value::String(key) if !key.is_empty() => Ok(Some(key)),
+        _ => Err(Box::new(refused("`key` must be a non-empty string"))),
     }
 }
 
@@ -514,15 +888,24 @@ fn kept(answer: Result<ToolResult, CustodyError>) -> ToolResult {
     answer.unwrap_or_else(|error| error.to_result())
 }
 
-/// With `--store`: keeps the keyed runs that ended within retention, so a
-/// retry or `late_results` after a restart gets what the history recorded
-/// (opening the store already marked `interrupted` the jobs a server or run
-/// that died left running).
+/// With `--store`, over stdio: keeps the keyed runs that ended within
+/// retention, each for the stdio client as the agent it ran as, so a retry or
+/// `late_results` after a restart gets what the history recorded (opening the
+/// store already marked `interrupted` the jobs a server or run that died left
+/// running).
 fn adopt_recorded(workspace: &kiln_run::Workspace, custody: &Custody) -> Result<(), String> {
     let history = kiln_store::history::History::new(workspace.backend.clone());
-    futures::executor::block_on(custody.adopt_history(&history, kiln_store::clock::epoch_ms()))
-        .map(drop)
-        .map_err(|error| error.to_string())
+    let principal_of = |job: &kiln_types::records::Job| Principal {
+        session: STDIO.to_owned(),
+        agent: job.agent.clone(),
+    };
+    futures::executor::block_on(custody.adopt_history_as(
+        &history,
+        kiln_store::clock::epoch_ms(),
+        &principal_of,
+    ))
+    .map(drop)
+    .map_err(|error| error.to_string())
 }
 
 fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
@@ -577,14 +960,14 @@ fn codemode_tool(args: &ServeArgs) -> Value {
             "Runs `code`, the body of an async JavaScript function, in a Boa sandbox with no network, no timers but `sleep`, and no host objects. \
              It calls tools as `await tools.NAME(args)` (here: {tools}); `console.log` is kept; what it returns is the result's value. \
              The result's text part says how the run went; `structuredContent` has the run id, status, calls, value, output and warnings; a failure is `isError` with an `errorCode`. \
-             With a `key`, a retry with the same key gets the same run's result and never runs the program twice; a keyed run still going after 25 s answers `{{status: \"running\", run_id, held}}`: call `late_results` for its result."
+             With a `key`, a retry with the same key gets the same run's result and never runs the program twice; a keyed run still going after 25 s answers `{{status: \"running\", run_id, held}}`: call `late_results` for its result. A keyed run is this client's own: another session's calls never see it."
         ),
         "inputSchema": {
             "type": "object",
             "properties": {
                 "code": {"type": "string", "description": "The program: the body of an async function."},
                 "description": {"type": "string", "description": "What the program does, in a few words, for the run's record."},
-                "key": {"type": "string", "minLength": 1, "description": "A call key: the run's id comes from it, so a retry with the same key attaches to the same run."},
+                "key": {"type": "string", "minLength": 1, "description": "A call key: the run's id comes from it (and from this session), so a retry with the same key attaches to the same run."},
                 "limits": {
                     "type": "object",
                     "description": "Budgets (each at most its ceiling): js_cpu_ms, tool_calls, wall_ms, person_wait_ms, return_bytes, console_bytes, memory_bytes, fetch_calls, fetch_body_bytes, fetch_timeout_ms.",
@@ -622,7 +1005,7 @@ fn late_results_tool() -> Value {
     json!({
         "name": "late_results",
         "title": "Get a keyed codemode run's final result",
-        "description": "The final `tool-result/v1` result of a keyed codemode run, waiting for it at most 25 s; while the run still goes, the interim result again. Kiln keeps the last 100 ended runs, each for an hour after it ended.",
+        "description": "The final `tool-result/v1` result of a keyed codemode run this client started, waiting for it at most 25 s; while the run still goes, the interim result again. Kiln keeps the last 100 ended runs, each for an hour after it ended.",
         "inputSchema": run_id_schema()
     })
 }
@@ -631,7 +1014,7 @@ fn withdraw_tool() -> Value {
     json!({
         "name": "withdraw",
         "title": "Stop a keyed codemode run",
-        "description": "Cancels a keyed codemode run and answers how it ended: status `cancelled`; calls never sent are `cancelled`, started ones `outcome_unknown` (never resent). A run that had already ended answers its result.",
+        "description": "Cancels a keyed codemode run this client started and answers how it ended: status `cancelled`; calls never sent are `cancelled`, started ones `outcome_unknown` (never resent). A run that had already ended answers its result.",
         "inputSchema": run_id_schema()
     })
 }

@@ -1,30 +1,36 @@
 //! `kiln mcp serve --http PORT`: MCP's Streamable HTTP transport (2025-06-18,
 //! Basic Protocol › Transports) on 127.0.0.1, one endpoint, `/mcp`.
 //!
-//! - `POST /mcp` carries one JSON-RPC message. `initialize` opens a session and
-//!   its answer names it in `Mcp-Session-Id`; every later message must carry
-//!   that header (missing: 400, unknown or ended: 404). A notification or a
-//!   response is accepted with 202 and no body; a `tools/call` is answered as
-//!   an event stream (`text/event-stream`, one `message` event with the
-//!   response), every other request as `application/json`.
-//! - `GET /mcp` is 405: this server sends nothing the client did not ask for.
-//! - `DELETE /mcp` ends the session (its keyless runs are interrupted).
 //! - DNS-rebinding protection: a `Host` that is not this loopback address, or
 //!   an `Origin` that is not a loopback origin, is refused with 403 before the
 //!   body is read, whatever the method.
+//! - Authentication: every request must carry `Authorization: Bearer TOKEN`,
+//!   the server's access token ([`AccessToken`]); without it, or with another,
+//!   401 (`WWW-Authenticate: Bearer`) before anything else is looked at.
+//! - `POST /mcp` carries one JSON-RPC message. `initialize` opens a session and
+//!   its answer names it in `Mcp-Session-Id`; every later message must carry
+//!   that header (missing: 400; unknown, ended, closed idle or for another:
+//!   404; no room for a new one: 503). A notification or a response is
+//!   accepted with 202 and no body; a `tools/call` is answered as an event
+//!   stream (`text/event-stream`, one `message` event with the response),
+//!   every other request as `application/json`.
+//! - `GET /mcp` is 405: this server sends nothing the client did not ask for.
+//! - `DELETE /mcp` ends the session (its runs are withdrawn).
 //!
 //! Each request is served on a thread of its own, which hands the message to
-//! the protocol thread ([`crate::commands::mcp::Event`]) and waits for its answer.
+//! the protocol thread ([`crate::commands::mcp::Event`]), where the sessions
+//! are kept, and waits for its answer.
 
 use std::io::Read as _;
 use std::net::SocketAddr;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
 use futures::channel::mpsc::UnboundedSender;
 use serde_json::{Value, json};
 use tiny_http::{Header, Method, Request, Response, Server};
 
-use crate::commands::mcp::{Event, Message};
+use crate::commands::mcp::secret::AccessToken;
+use crate::commands::mcp::{Event, Message, Reply, SessionOf};
 
 /// The largest message body read.
 const MAX_BODY_BYTES: u64 = 4 * 1024 * 1024;
@@ -33,6 +39,7 @@ const MAX_BODY_BYTES: u64 = 4 * 1024 * 1024;
 /// it listens on.
 pub(crate) fn listen(
     port: u16,
+    token: AccessToken,
     events: UnboundedSender<Event>,
 ) -> Result<SocketAddr, Box<dyn std::error::Error + Send + Sync>> {
     let listener = std::net::TcpListener::bind(("127.0.0.1", port))?;
@@ -42,12 +49,12 @@ pub(crate) fn listen(
         .server_addr()
         .to_ip()
         .ok_or("the listener has no IP address")?;
-    let sessions: Arc<Mutex<Vec<String>>> = Arc::default();
+    let token = Arc::new(token);
     std::thread::spawn(move || {
         for request in server.incoming_requests() {
             let events = events.clone();
-            let sessions = sessions.clone();
-            std::thread::spawn(move || serve(request, address, &events, &sessions));
+            let token = token.clone();
+            std::thread::spawn(move || serve(request, address, &token, &events));
         }
     });
     Ok(address)
@@ -83,13 +90,37 @@ fn header_of(name: &str, value: &str) -> Header {
 
 /// An HTTP error with a JSON-RPC error body naming what was wrong.
 fn refuse(request: Request, status: u16, message: &str) {
+    let _ = request.respond(refusal(status, message));
+}
+
+fn refusal(status: u16, message: &str) -> Response<std::io::Cursor<Vec<u8>>> {
     let body =
         json!({"jsonrpc": "2.0", "id": null, "error": {"code": -32_000, "message": message}});
-    let _ = request.respond(
-        Response::from_string(body.to_string())
-            .with_status_code(status)
-            .with_header(header_of("Content-Type", "application/json")),
-    );
+    Response::from_string(body.to_string())
+        .with_status_code(status)
+        .with_header(header_of("Content-Type", "application/json"))
+}
+
+/// Where a refusal of the token says the token comes from.
+const TOKEN_SOURCE: &str = "printed on its stderr at start, or given by --token or KILN_MCP_TOKEN";
+
+/// Why `authorization` (an `Authorization` header) does not admit the
+/// request, when it does not.
+fn unauthorized(authorization: Option<&str>, token: &AccessToken) -> Option<String> {
+    let offered = authorization
+        .and_then(|value| value.trim().split_once(' '))
+        .filter(|(scheme, _)| scheme.eq_ignore_ascii_case("bearer"))
+        .map(|(_, offered)| offered.trim())
+        .filter(|offered| !offered.is_empty());
+    match offered {
+        None => Some(format!(
+            "Unauthorized: the request carries no `Authorization: Bearer` token; this server answers only requests with its access token ({TOKEN_SOURCE})"
+        )),
+        Some(offered) if !token.admits(offered) => Some(format!(
+            "Unauthorized: the bearer token is not this server's access token ({TOKEN_SOURCE})"
+        )),
+        Some(_) => None,
+    }
 }
 
 /// Whether `host` (a `Host` header) names this loopback listener.
@@ -121,8 +152,8 @@ fn origin_is_loopback(origin: &str) -> bool {
 fn serve(
     request: Request,
     address: SocketAddr,
+    token: &AccessToken,
     events: &UnboundedSender<Event>,
-    sessions: &Mutex<Vec<String>>,
 ) {
     match header(&request, "Host") {
         Some(host) if host_is_ours(host, address) => {}
@@ -142,13 +173,18 @@ fn serve(
         );
         return refuse(request, 403, &message);
     }
+    if let Some(message) = unauthorized(header(&request, "Authorization"), token) {
+        let response = refusal(401, &message).with_header(header_of("WWW-Authenticate", "Bearer"));
+        let _ = request.respond(response);
+        return;
+    }
     if request.url().split('?').next() != Some("/mcp") {
         let message = format!("Not Found: `{}`; the MCP endpoint is /mcp", request.url());
         return refuse(request, 404, &message);
     }
     let session = header(&request, "Mcp-Session-Id").map(str::to_owned);
     match request.method() {
-        Method::Post => post(request, session, events, sessions),
+        Method::Post => post(request, session, events),
         Method::Delete => match session {
             None => refuse(
                 request,
@@ -156,21 +192,22 @@ fn serve(
                 "Bad Request: DELETE needs the Mcp-Session-Id header",
             ),
             Some(session) => {
-                let known = {
-                    let mut sessions = lock(sessions);
-                    let known = sessions.contains(&session);
-                    sessions.retain(|open| *open != session);
-                    known
+                let (tx, rx) = std::sync::mpsc::channel();
+                let end = Event::End {
+                    session,
+                    answer: Box::new(move |known| {
+                        let _ = tx.send(known);
+                    }),
                 };
-                if known {
-                    let _ = events.unbounded_send(Event::Ended(session));
-                    let _ = request.respond(Response::empty(200));
-                } else {
-                    refuse(
-                        request,
-                        404,
-                        "Not Found: no such session (it ended, or was never opened)",
-                    );
+                if events.unbounded_send(end).is_err() {
+                    return refuse(request, 503, "Service Unavailable: the server is stopping");
+                }
+                match rx.recv() {
+                    Ok(true) => {
+                        let _ = request.respond(Response::empty(200));
+                    }
+                    Ok(false) => refuse(request, 404, NO_SESSION),
+                    Err(_) => refuse(request, 503, "Service Unavailable: the server is stopping"),
                 }
             }
         },
@@ -190,12 +227,10 @@ fn serve(
     }
 }
 
-fn post(
-    mut request: Request,
-    session: Option<String>,
-    events: &UnboundedSender<Event>,
-    sessions: &Mutex<Vec<String>>,
-) {
+/// What a message naming a session that is not open hears.
+const NO_SESSION: &str = "Not Found: no such session (it ended, was closed after being idle or to make way for a newer one, or was never opened); send initialize again";
+
+fn post(mut request: Request, session: Option<String>, events: &UnboundedSender<Event>) {
     let accept = header(&request, "Accept").unwrap_or("*/*").to_owned();
     if ![
         "application/json",
@@ -247,15 +282,8 @@ fn post(
         .and_then(|message| message.get("method"))
         .and_then(Value::as_str)
         .map(str::to_owned);
-    let opened = method.as_deref() == Some("initialize");
-    let session = if opened {
-        let session = format!(
-            "{:016x}{:016x}",
-            u64::from_le_bytes(kiln_store::ids::random_bytes()),
-            u64::from_le_bytes(kiln_store::ids::random_bytes())
-        );
-        lock(sessions).push(session.clone());
-        session
+    let session = if method.as_deref() == Some("initialize") {
+        SessionOf::Opening
     } else {
         match session {
             None if parsed.is_some() => {
@@ -266,30 +294,28 @@ fn post(
                 );
             }
             // A body that does not read is answered as the protocol says (a parse error).
-            None => String::new(),
-            Some(session) if !lock(sessions).contains(&session) => {
-                return refuse(
-                    request,
-                    404,
-                    "Not Found: no such session (it ended, or was never opened); send initialize again",
-                );
-            }
-            Some(session) => session,
+            None => SessionOf::Unread,
+            Some(session) => SessionOf::Named(session),
         }
     };
     let (tx, rx) = std::sync::mpsc::channel();
     let message = Message {
-        session: session.clone(),
+        session,
         text: body,
-        answer: Box::new(move |answer| {
-            let _ = tx.send(answer);
+        answer: Box::new(move |reply| {
+            let _ = tx.send(reply);
         }),
     };
     if events.unbounded_send(Event::Message(message)).is_err() {
         return refuse(request, 503, "Service Unavailable: the server is stopping");
     }
-    let Ok(answer) = rx.recv() else {
+    let Ok(reply) = rx.recv() else {
         return refuse(request, 503, "Service Unavailable: the server is stopping");
+    };
+    let (answer, opened) = match reply {
+        Reply::Answer { response, opened } => (response, opened),
+        Reply::NoSession => return refuse(request, 404, NO_SESSION),
+        Reply::Full(message) => return refuse(request, 503, &message),
     };
     let response = match answer {
         None => Response::from_string(String::new()).with_status_code(202),
@@ -301,18 +327,11 @@ fn post(
         Some(answer) => Response::from_string(answer.to_string())
             .with_header(header_of("Content-Type", "application/json")),
     };
-    let response = if opened {
-        response.with_header(header_of("Mcp-Session-Id", &session))
-    } else {
-        response
+    let response = match opened {
+        Some(session) => response.with_header(header_of("Mcp-Session-Id", &session)),
+        None => response,
     };
     let _ = request.respond(response);
-}
-
-fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
 #[cfg(test)]
@@ -352,6 +371,35 @@ mod tests {
             "file://",
         ] {
             assert!(!origin_is_loopback(origin), "{origin}");
+        }
+    }
+
+    #[test]
+    fn only_the_servers_bearer_token_is_admitted() {
+        let token = AccessToken::given("kiln-test-token-0123456789")
+            .unwrap_or_else(|error| panic!("{error}"));
+        for admitted in [
+            "Bearer kiln-test-token-0123456789",
+            "bearer kiln-test-token-0123456789",
+            "  BEARER   kiln-test-token-0123456789 ",
+        ] {
+            assert_eq!(unauthorized(Some(admitted), &token), None, "{admitted}");
+        }
+        let missing = "Unauthorized: the request carries no `Authorization: Bearer` token";
+        let wrong = "Unauthorized: the bearer token is not this server's access token";
+        for (refused, why) in [
+            (None, missing),
+            (Some(""), missing),
+            (Some("Bearer"), missing),
+            (Some("Bearer   "), missing),
+            (Some("Basic kiln-test-token-0123456789"), missing),
+            (Some("kiln-test-token-0123456789"), missing),
+            (Some("Bearer kiln-test-token-012345678"), wrong),
+            (Some("Bearer kiln-test-token-0123456789x"), wrong),
+            (Some("Bearer kiln-test-token-0123456789 x"), wrong),
+        ] {
+            let refusal = unauthorized(refused, &token).unwrap_or_default();
+            assert!(refusal.starts_with(why), "{refused:?}: {refusal}");
         }
     }
 }

@@ -1,5 +1,5 @@
 //! Custody on a local executor and a fake clock: attach, the interim at 25 s
-//! (`running`, `consent`), late results, withdraw, retention.
+//! (`running`, `consent`), late results, withdraw, retention, principals.
 
 use std::cell::Cell;
 use std::rc::Rc;
@@ -311,6 +311,116 @@ fn ended_runs_are_kept_for_their_time_and_count_then_named_expired() {
             .structured_content["value"],
         "recorded"
     );
+}
+
+fn principal(session: &str) -> Principal {
+    Principal {
+        session: session.into(),
+        agent: "same".into(),
+    }
+}
+
+#[test]
+fn a_run_answers_only_its_principal_and_to_others_is_an_id_never_issued() {
+    let mut rig = rig();
+    rig.custody = rig.custody.clone().with_retention(Retention {
+        runs: 1,
+        ended_ms: 1_000,
+    });
+    let owner = rig.custody.for_principal(principal("a"));
+    let other = rig.custody.for_principal(principal("b"));
+    let starts = Rc::new(Cell::new(0));
+    let (tx, run) = gated(starts.clone());
+    let custody = owner.clone();
+    let call = start(&rig, async move { custody.call("codemode:p", run).await });
+    rig.pool.run_until_stalled();
+    assert!(owner.keeps("codemode:p") && !other.keeps("codemode:p"));
+    assert_eq!(owner.running(), ["codemode:p"]);
+    assert!(other.running().is_empty());
+    let ask = |rig: &mut Rig, custody: &Custody, id: &'static str, withdraw: bool| {
+        let custody = custody.clone();
+        let answer = start(rig, async move {
+            if withdraw {
+                custody.withdraw(id).await
+            } else {
+                custody.late_result(id).await
+            }
+        });
+        rig.pool.run_until_stalled();
+        answer.borrow_mut().take().expect("answered")
+    };
+    let never = ask(&mut rig, &other, "codemode:never", false).expect_err("never issued");
+    let as_never = |error: CustodyError| error.to_string().replace("codemode:p", "codemode:never");
+    // Going: another principal can neither read nor withdraw it.
+    for withdraw in [false, true] {
+        let refused = ask(&mut rig, &other, "codemode:p", withdraw).expect_err("not its run");
+        assert_eq!(refused.code(), "unknown_run");
+        assert_eq!(as_never(refused), never.to_string());
+    }
+    assert_eq!(owner.running(), ["codemode:p"], "not withdrawn");
+    // The same id from another principal is its own run, never an attach.
+    let custody = other.clone();
+    let theirs = start(&rig, async move {
+        custody
+            .call("codemode:p", |_| async { finished("theirs") }.boxed_local())
+            .await
+    });
+    rig.pool.run_until_stalled();
+    let (theirs, attached) = theirs.borrow_mut().take().expect("answered");
+    assert_eq!(
+        (theirs.structured_content["value"].clone(), attached),
+        (json!("theirs"), false)
+    );
+    tx.send(finished("mine")).expect("the run waits");
+    rig.pool.run_until_stalled();
+    let (mine, _) = call.borrow_mut().take().expect("answered");
+    assert_eq!(mine.structured_content["value"], "mine");
+    assert_eq!(starts.get(), 1);
+    // Dropped past retention, it is expired to its principal only.
+    rig.clock.advance(1_001.0);
+    let expired = ask(&mut rig, &owner, "codemode:p", false).expect_err("dropped");
+    assert_eq!(expired.code(), "expired_run");
+    let refused = ask(&mut rig, &other, "codemode:p", false).expect_err("dropped");
+    assert_eq!(refused.code(), "expired_run", "its own run of that id");
+    let third = rig.custody.for_principal(principal("c"));
+    let refused = ask(&mut rig, &third, "codemode:p", false).expect_err("never its");
+    assert_eq!(as_never(refused), never.to_string());
+}
+
+#[test]
+fn a_released_principals_runs_are_withdrawn_and_forgotten() {
+    let mut rig = rig();
+    let gone = rig.custody.for_principal(principal("gone"));
+    let stays = rig.custody.for_principal(principal("stays"));
+    let withdrawn = Rc::new(Cell::new(false));
+    for (custody, id) in [(&gone, "codemode:g1"), (&stays, "codemode:s1")] {
+        let custody = custody.clone();
+        let seen = withdrawn.clone();
+        start(&rig, async move {
+            custody
+                .call(id, move |handle| {
+                    async move {
+                        handle.cancel.aborted().await;
+                        seen.set(true);
+                        finished("cancelled")
+                    }
+                    .boxed_local()
+                })
+                .await
+        });
+    }
+    gone.adopt("codemode:g0", finished("ended"), 0);
+    rig.pool.run_until_stalled();
+    gone.release();
+    rig.pool.run_until_stalled();
+    assert!(withdrawn.get(), "its going run was withdrawn");
+    assert!(!gone.keeps("codemode:g0") && !gone.keeps("codemode:g1"));
+    assert!(gone.running().is_empty());
+    assert_eq!(stays.running(), ["codemode:s1"], "another's run goes on");
+    // The server's client has gone: every run still going is withdrawn.
+    rig.custody.withdraw_all();
+    rig.pool.run_until_stalled();
+    assert!(stays.running().is_empty());
 }
 
 /// A person who never answers, counting the questions.
