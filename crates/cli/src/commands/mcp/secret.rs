@@ -4,10 +4,8 @@
 //! HMAC-SHA256; and the HTTP transport's access token, compared in time that
 //! does not depend on where a guess differs.
 
+use hmac::{Hmac, Mac};
 use sha2::{Digest as _, Sha256};
-
-/// SHA-256's block, in bytes (HMAC pads its key to it).
-const BLOCK: usize = 64;
 
 /// The shortest and longest access token `--token` takes, in characters.
 const TOKEN_CHARS: std::ops::RangeInclusive<usize> = 16..=256;
@@ -38,25 +36,14 @@ fn hex(bytes: &[u8]) -> String {
     })
 }
 
-/// HMAC-SHA256 (RFC 2104) of `message` under `key`.
+/// HMAC-SHA256 (RFC 2104) of `message` under `key`, by the `hmac` crate.
 fn hmac_sha256(key: &[u8], message: &[u8]) -> [u8; 32] {
-    let mut padded = [0_u8; BLOCK];
-    if key.len() > BLOCK {
-        padded[..32].copy_from_slice(&Sha256::digest(key));
-    } else {
-        padded[..key.len()].copy_from_slice(key);
-    }
-    let inner: Vec<u8> = padded.iter().map(|byte| byte ^ 0x36).collect();
-    let outer: Vec<u8> = padded.iter().map(|byte| byte ^ 0x5c).collect();
-    let inner = Sha256::new()
-        .chain_update(&inner)
-        .chain_update(message)
-        .finalize();
-    Sha256::new()
-        .chain_update(&outer)
-        .chain_update(inner)
-        .finalize()
-        .into()
+    // HMAC takes a key of any length (a longer one is hashed first): this never fails.
+    let Ok(mut mac) = <Hmac<Sha256> as Mac>::new_from_slice(key) else {
+        unreachable!("HMAC takes keys of every length")
+    };
+    mac.update(message);
+    mac.finalize().into_bytes().into()
 }
 
 /// The server's key: 32 random bytes, drawn at start.
