@@ -68,7 +68,8 @@ pub fn task_key(id: &str) -> String {
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct PlanIssue {
     /// `duplicate_id`, `missing_dependency`, `cycle`, `unknown_tool`,
-    /// `empty`, `bad_schema`, `bad_id`.
+    /// `empty`, `bad_schema`, `bad_id`, `too_large` (a count past its limit:
+    /// nothing else is checked then).
     pub code: String,
     pub message: String,
     /// The task it is about, when one.
