@@ -829,7 +829,10 @@ impl Server {
         match kiln_run::run_program(request, &self.environment, &self.runner, cancel).await {
             Ok(ran) => {
                 if let Some(error) = &ran.record_error {
-                    eprintln!("kiln: the run's record could not be settled: {error}");
+                    eprintln!(
+                        "kiln: the run's record could not be settled: {}",
+                        crate::terminal::escaped(&error.to_string())
+                    );
                 }
                 ran.result
             }
@@ -1048,8 +1051,9 @@ fn mount_mcp(
             Ok(server) => connected.push(server),
             Err(error) => {
                 eprintln!(
-                    "kiln: MCP server `{}` did not answer ({error}); each run will try it again",
-                    mount.name
+                    "kiln: MCP server `{}` did not answer ({}); each run will try it again",
+                    mount.name,
+                    crate::terminal::escaped(&error.to_string())
                 );
                 unreached.push(format!("{}={}", mount.name, mount.url));
             }
