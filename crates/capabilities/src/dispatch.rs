@@ -298,6 +298,21 @@ impl Dispatcher {
                 }
                 Err(mut failure) => {
                     failure.message = scrub.redact_text(&failure.message);
+                    // A refusal's detail crosses like an answer: held to the same depth.
+                    if let Some(problem) = failure
+                        .detail
+                        .as_ref()
+                        .and_then(|detail| kiln_types::check_depth(detail).err())
+                    {
+                        return Err(self::failure(
+                            "invalid_result",
+                            format!(
+                                "{named} failed ({}: {}) with a detail that {problem}",
+                                failure.code, failure.message
+                            ),
+                            CallOutcome::Error,
+                        ));
+                    }
                     failure.detail = failure.detail.map(|detail| scrub.redact(detail));
                     Err(failure)
                 }

@@ -55,7 +55,8 @@ impl Implementation for Probe {
     }
 }
 
-/// Answers with its arguments and touches no secret.
+/// Answers with its arguments and touches no secret; given `refuse`, fails
+/// with them as its refusal's detail.
 struct Mirror;
 
 impl Implementation for Mirror {
@@ -65,7 +66,17 @@ impl Implementation for Mirror {
         _context: CallContext,
         _permit: Permit,
     ) -> LocalBoxFuture<'static, ToolReply> {
-        Box::pin(async move { Ok(json!({"mirrored": args})) })
+        Box::pin(async move {
+            if args.get("refuse").is_some() {
+                return Err(kiln_types::tool_result::ToolFailure {
+                    code: "mirror_refused".into(),
+                    message: "refused as asked".into(),
+                    detail: Some(json!({"mirrored": args})),
+                    outcome: CallOutcome::Error,
+                });
+            }
+            Ok(json!({"mirrored": args}))
+        })
     }
 }
 
@@ -650,4 +661,23 @@ fn an_answer_too_deep_to_carry_fails_its_call() {
     );
     let fine = setup.call(2, "mirror", json!({"pin": "x"})).unwrap();
     assert_eq!(fine, json!({"mirrored": {"pin": "x"}}));
+
+    // A refusal's detail is held to the same depth: the call fails `invalid_result`,
+    // naming the tool's own code and words.
+    let failure = setup
+        .call(3, "mirror", json!({"pin": "x", "refuse": true, "deep": deep}))
+        .unwrap_err();
+    assert_eq!(failure.code, "invalid_result");
+    assert!(
+        failure.message.contains(
+            "mirror (call 3) failed (mirror_refused: refused as asked) with a detail that is nested 65 levels deep"
+        ),
+        "{}",
+        failure.message
+    );
+    assert!(failure.detail.is_none());
+    let shallow = setup
+        .call(4, "mirror", json!({"pin": "x", "refuse": true}))
+        .unwrap_err();
+    assert_eq!(shallow.code, "mirror_refused");
 }
