@@ -3,6 +3,7 @@
 // `fetch` against real servers on 127.0.0.1 — aimock for every wire format and
 // error, and SmolLM2-135M served by llama.cpp (xllamacpp) for a real model.
 import assert from "node:assert/strict";
+import http from "node:http";
 import { after, before, test } from "node:test";
 import { APP_URL, useApp } from "../lib/browser.mjs";
 import { freePort, startAimock, startLocalModel } from "../lib/servers.mjs";
@@ -296,3 +297,61 @@ for (const kind of ["openai", "anthropic"]) {
     assert.ok(["end_turn", "max_tokens"].includes(message.stop.reason), message.stop.reason);
   });
 }
+
+/**
+ * A provider on 127.0.0.1 that answers CORS and then `answer(request, body)`; it records the
+ * head of every request it gets (preflights included).
+ */
+async function corsServer(answer) {
+  const seen = [];
+  const server = http.createServer((request, response) => {
+    let body = "";
+    request.on("data", (chunk) => (body += chunk));
+    request.on("end", () => {
+      seen.push({ method: request.method, url: request.url, headers: request.headers });
+      const cors = {
+        "access-control-allow-origin": "*",
+        "access-control-allow-headers": "*",
+        "access-control-allow-methods": "*",
+        "access-control-expose-headers": "*",
+      };
+      if (request.method === "OPTIONS") return response.writeHead(204, cors).end();
+      const [status, headers, text] = answer(request, body);
+      response.writeHead(status, { ...cors, ...headers }).end(text);
+    });
+  });
+  await new Promise((resolve) => server.listen(0, "127.0.0.1", resolve));
+  return {
+    url: `http://127.0.0.1:${server.address().port}`,
+    seen,
+    stop: () => new Promise((resolve) => (server.closeAllConnections(), server.close(resolve))),
+  };
+}
+
+test("a provider's key goes to no other origin and comes back from nowhere", async () => {
+  const key = "sk-ant-browser-secret-9191";
+  // A redirect to another origin: refused, and that origin hears nothing.
+  const other = await corsServer(() => [200, { "content-type": "application/json" }, "{}"]);
+  const redirecting = await corsServer(() => [307, { location: `${other.url}/steal` }, ""]);
+  // An error that quotes the key it was sent.
+  const echoing = await corsServer((request) => [
+    401,
+    { "content-type": "application/json" },
+    JSON.stringify({ error: { message: `invalid x-api-key ${request.headers["x-api-key"]}` } }),
+  ]);
+  try {
+    const provider = (root) => ({ kind: "anthropic", base_url: root, key });
+    const moved = await chat({ provider: provider(redirecting.url), messages: user("hi"), options: options("claude-sonnet-4-5") });
+    assert.equal(moved.error?.code, "network", JSON.stringify(moved.error));
+    assert.match(moved.error.message, /redirect/);
+    assert.match(moved.error.hint, /base URL/);
+    assert.deepEqual(other.seen, [], "the other origin was reached");
+
+    const echoed = await chat({ provider: provider(echoing.url), messages: user("hi"), options: options("claude-sonnet-4-5") });
+    assert.equal(echoed.error?.code, "key_rejected", JSON.stringify(echoed.error));
+    assert.ok(!JSON.stringify(echoed).includes(key), JSON.stringify(echoed));
+    assert.match(echoed.error.message, /\[redacted:key\]/);
+  } finally {
+    await Promise.all([other.stop(), redirecting.stop(), echoing.stop()]);
+  }
+});
