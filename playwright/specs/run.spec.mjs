@@ -29,25 +29,34 @@ test("shows a thrown error and a syntax error as readable messages", async () =>
 test("stops a program that never ends, then runs the next one", async () => {
   const { page } = app();
   const started = Date.now();
-  const status = await runProgram(page, "while (true) {}", { timeout: 30_000 });
+  const status = await runProgram(page, "console.log('before the loop'); while (true) {}", { timeout: 30_000 });
   const elapsed = Date.now() - started;
   assert.match(status, /^Stopped after 10\.\d s: the program ran JavaScript for longer than its CPU budget\./);
   assert.ok(elapsed >= 9_900, `stopped after ${elapsed} ms, before the 10 s CPU budget`);
   assert.match(await page.getByTestId("run-error").textContent(), /budget_exhausted:js_cpu/);
+  // Its worker was ended in the middle of the loop, never idle since it printed:
+  // the line it printed still reached the page.
+  assert.equal(await page.getByTestId("console-output").textContent(), "before the loop");
 
   // The page kept serving, and the next run gets a fresh worker.
   assert.match(await runProgram(page, "return 6 * 7"), /^Completed/);
   assert.equal(await page.getByTestId("result-value").textContent(), "42");
 });
 
-test("Stop ends a running program at once, and the next run works", async () => {
+test("Stop ends a running program at once, keeps what it printed, and the next run works", async () => {
   const { page } = app();
   await page.getByTestId("code-editor").fill("console.log('spinning'); while (true) {}");
   await page.getByTestId("run-button").click();
+  await page.getByTestId("stop-run").waitFor();
+  // Nothing on the page shows a line before the run ends, so the test gives the
+  // warm worker a second to reach its first statement, long past it: the line
+  // is printed in the loop's stretch of JavaScript, which never goes idle.
+  await page.waitForTimeout(1_000);
   await page.getByTestId("stop-run").click();
   await page.locator('[data-testid="run-status"]:not(.running)').waitFor();
   assert.match(await page.getByTestId("run-status").textContent(), /^Stopped after .*: you stopped the program\./);
   assert.match(await page.getByTestId("run-error").textContent(), /^cancelled: /);
+  assert.equal(await page.getByTestId("console-output").textContent(), "spinning");
   assert.equal(await page.getByTestId("stop-run").count(), 0, "Stop goes with the run");
   assert.match(await runProgram(page, "return 6 * 7"), /^Completed/);
 });

@@ -8,11 +8,16 @@
 //! and waits for each reply; its own watchdog thread ends the process when
 //! the guest's CPU time or the run's wall time passes its budget, and the
 //! memory hook when the heap does, each after sending `Lost` with the
-//! budget's error. **The parent** ([`ProcessRunner`]) answers the calls
-//! through the run's dispatcher, keeps the console and calls it has seen,
-//! kills the child on cancel or past the wall budget plus a grace, and turns
-//! a child that died without a report (a stack overflow aborts a process)
-//! into an `engine` failure that says so.
+//! budget's error. Its guest's console lines go out as they are printed
+//! (`FromSandbox::Console`, see `kiln_sandbox::server`), ahead of anything
+//! that ends the process. **The parent** ([`ProcessRunner`]) answers the calls
+//! through the run's dispatcher, keeps the console lines and calls it has
+//! seen, kills the child on cancel or past the wall budget plus a grace (and
+//! then reads what the child wrote before it died), and turns a child that
+//! died without a report (a stack overflow aborts a process) into an `engine`
+//! failure that says so. A run that answers is reported as the child's report
+//! says, whole console included: the lines seen on the way are the parent's
+//! copy only for a run that ends without one.
 
 use std::cell::RefCell;
 use std::io::{BufRead as _, Write as _};
@@ -40,6 +45,9 @@ pub const PROCESS_ENV: &str = "KILN_SANDBOX_PROCESS";
 
 /// How long past its wall budget the parent waits for a child before it kills it.
 const WALL_GRACE: Duration = Duration::from_secs(5);
+
+/// How long the parent reads a killed child's last messages, at most.
+const DRAIN_GRACE: Duration = Duration::from_secs(2);
 
 fn send(message: &FromSandbox) {
     let line = encode(message);
@@ -360,7 +368,11 @@ pub(crate) fn death_cause(stderr: &str) -> String {
 
 /// What the parent knows of a run in flight.
 struct Seen {
+    /// The lines the child sent as its guest printed them.
     console: Vec<ConsoleLine>,
+    /// The lines the console budget cut, as the child last told (exact up
+    /// to 1,024, at least half the count past that).
+    console_dropped: usize,
     calls: Vec<(u32, CallSummary)>,
     /// When the run began, on `kiln_clock::now_ms`.
     started_ms: f64,
@@ -373,6 +385,7 @@ impl Seen {
     fn ended(self, error: RunError, dispatcher: &Dispatcher, admission: &Admission) -> RunResult {
         let mut report = RunReport::stopped(error, kiln_clock::now_ms() - self.started_ms);
         report.console = self.console;
+        report.console_dropped = self.console_dropped;
         report.calls = self
             .calls
             .into_iter()
@@ -391,6 +404,36 @@ impl Seen {
             catalog_digest: admission.digest(),
         }
     }
+
+    /// The child said its guest printed `lines`, and `dropped` were cut so far.
+    fn printed(&mut self, lines: Vec<ConsoleLine>, dropped: usize) {
+        self.console.extend(lines);
+        self.console_dropped = dropped;
+    }
+
+    /// The child was just killed: what it wrote before it died is still in
+    /// the pipe, read to its end (the end comes with the process's) for the
+    /// lines its guest printed, so a run ended in the middle of a loop keeps
+    /// them all. Bounded by [`DRAIN_GRACE`] in case the end never comes.
+    async fn drain(&mut self, messages: &mut mpsc::UnboundedReceiver<String>) {
+        let mut grace = Box::pin(kiln_http::sleep(
+            u64::try_from(DRAIN_GRACE.as_millis()).unwrap_or(u64::MAX),
+        ))
+        .fuse();
+        loop {
+            futures::select_biased! {
+                line = messages.next() => match line {
+                    Some(line) => {
+                        if let Ok(FromSandbox::Console { lines, dropped, .. }) = decode(&line) {
+                            self.printed(lines, dropped);
+                        }
+                    }
+                    None => return,
+                },
+                () = grace => return,
+            }
+        }
+    }
 }
 
 fn engine(problem: String) -> RunResult {
@@ -399,6 +442,16 @@ fn engine(problem: String) -> RunResult {
         warnings: Vec::new(),
         catalog_digest: String::new(),
     }
+}
+
+/// How a run in a sandbox process ended.
+enum Ending {
+    /// The child sent its report.
+    Answered(RunResult),
+    /// The child ended the run (a budget its watchdog enforces, a refusal) or died.
+    Ended(RunError),
+    /// The parent ends the child: the run was cancelled or passed its wall backstop.
+    Killed(RunError),
 }
 
 fn write(stdin: &RefCell<ChildStdin>, message: &ToSandbox) {
@@ -453,6 +506,7 @@ impl SandboxRunner for ProcessRunner {
         Box::pin(async move {
             let mut seen = Seen {
                 console: Vec::new(),
+                console_dropped: 0,
                 calls: Vec::new(),
                 started_ms: kiln_clock::now_ms(),
             };
@@ -466,14 +520,16 @@ impl SandboxRunner for ProcessRunner {
             // Whether the process answered with its report, and so may take another run.
             let mut answered = false;
             let mut errors = Some(errors);
-            let result = loop {
+            // How the run ended: answered, or with an error and whether the
+            // parent is the one ending the child.
+            let ending = loop {
                 futures::select_biased! {
                     () = cancelled => {
                         let why = cancel.reason().unwrap_or_else(|| "the run was stopped before it finished".into());
-                        break seen.ended(RunError::cancelled(&why), &tools, &admission);
+                        break Ending::Killed(RunError::cancelled(&why));
                     },
                     () = deadline => {
-                        break seen.ended(RunError::wall_budget(limits.wall_ms), &tools, &admission);
+                        break Ending::Killed(RunError::wall_budget(limits.wall_ms));
                     },
                     replied = out.select_next_some() => {
                         let (call_number, reply): (u32, ToolReply) = replied;
@@ -493,19 +549,18 @@ impl SandboxRunner for ProcessRunner {
                                 .and_then(|errors| errors.join().ok())
                                 .unwrap_or_default();
                             let said = death_cause(&said);
-                            break seen.ended(
-                                RunError::new(RunErrorKind::Engine, format!("the sandbox process ended without a report: {said}")),
-                                &tools,
-                                &admission,
-                            );
+                            break Ending::Ended(RunError::new(
+                                RunErrorKind::Engine,
+                                format!("the sandbox process ended without a report: {said}"),
+                            ));
                         };
                         match decode::<FromSandbox>(&line) {
                             Ok(FromSandbox::Report { report, warnings, catalog_digest, .. }) => {
                                 answered = true;
-                                break RunResult { report, warnings, catalog_digest };
+                                break Ending::Answered(RunResult { report, warnings, catalog_digest });
                             }
-                            Ok(FromSandbox::Idle { calls, console, .. }) => {
-                                seen.console.extend(console);
+                            Ok(FromSandbox::Console { lines, dropped, .. }) => seen.printed(lines, dropped),
+                            Ok(FromSandbox::Idle { calls, .. }) => {
                                 for request in calls {
                                     let call_number = request.call_number;
                                     seen.calls.push((call_number, CallSummary {
@@ -522,16 +577,25 @@ impl SandboxRunner for ProcessRunner {
                                     out.push(reply.map(move |reply| (call_number, reply)));
                                 }
                             }
-                            Ok(FromSandbox::Lost { error, .. }) => break seen.ended(error, &tools, &admission),
+                            Ok(FromSandbox::Lost { error, .. }) => break Ending::Ended(error),
                             Ok(FromSandbox::Rejected { problem }) => {
-                                break seen.ended(RunError::new(RunErrorKind::Engine, format!("the sandbox process refused the run: {problem}")), &tools, &admission);
+                                break Ending::Ended(RunError::new(RunErrorKind::Engine, format!("the sandbox process refused the run: {problem}")));
                             }
                             Ok(FromSandbox::Ready) => {}
                             Err(problem) => {
-                                break seen.ended(RunError::new(RunErrorKind::Engine, format!("the sandbox process said something unreadable: {problem}")), &tools, &admission);
+                                break Ending::Ended(RunError::new(RunErrorKind::Engine, format!("the sandbox process said something unreadable: {problem}")));
                             }
                         }
                     },
+                }
+            };
+            let result = match ending {
+                Ending::Answered(result) => result,
+                Ending::Ended(error) => seen.ended(error, &tools, &admission),
+                Ending::Killed(error) => {
+                    let _ = child.kill();
+                    seen.drain(&mut messages).await;
+                    seen.ended(error, &tools, &admission)
                 }
             };
             // Calls the program never awaited end with it: no late reply reaches the process.

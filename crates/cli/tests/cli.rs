@@ -389,6 +389,113 @@ fn a_run_ended_by_the_watchdog_keeps_its_output_and_calls() {
     assert_eq!(structured["calls"][0]["outcome"], "ok");
 }
 
+/// A run its watchdog ends in the middle of a loop keeps every line the
+/// program printed, also those after it last went idle (a loop that never
+/// awaits never does): lines reach the parent as they are printed. What the
+/// console budget cut is counted too, not kept.
+#[test]
+fn a_run_ended_mid_loop_keeps_every_line_it_printed() {
+    let catalog = temp_file("loop-catalog.json", "[]");
+    // A budget far past what the lines before each loop take, also on a
+    // loaded machine: the watchdog ends the loop, never a line.
+    let limits = temp_file("loop-limits.json", r#"{"js_cpu_ms": 1000}"#);
+    let cases = [
+        ("console.log('before'); while (true) {}", "before\n"),
+        (
+            "await sleep(1); console.log('one'); console.info('two'); for (;;) {}",
+            "one\ntwo\n",
+        ),
+    ];
+    for (program, output) in cases {
+        let (code, result, stderr) = kiln(&stdin_run(&catalog, &limits), Some(program));
+        assert_eq!(code, 1, "{program}: {stderr}");
+        let structured = &result["structuredContent"];
+        assert_eq!(
+            structured["termination_reason"], "budget_exhausted:js_cpu",
+            "{program}: {result}"
+        );
+        assert_eq!(structured["output"], output, "{program}: {result}");
+    }
+    // Two lines of `12345\n` fit in 12 bytes; the rest are dropped and counted.
+    let limits = temp_file(
+        "loop-console-limits.json",
+        r#"{"js_cpu_ms": 1000, "console_bytes": 12}"#,
+    );
+    let program = "for (let i = 0; i < 100; i++) console.log('12345'); while (true) {}";
+    let (code, result, stderr) = kiln(&stdin_run(&catalog, &limits), Some(program));
+    assert_eq!(code, 1, "{stderr}");
+    let output = result["structuredContent"]["output"].as_str().unwrap();
+    assert!(
+        output.starts_with("12345\n12345\n[98 more console lines dropped"),
+        "{output}"
+    );
+}
+
+/// The CPU time so far of the processes whose parent is `pid`, in clock ticks.
+#[cfg(target_os = "linux")]
+fn children_cpu_ticks(pid: u32) -> u64 {
+    let mut ticks = 0;
+    for entry in std::fs::read_dir("/proc").unwrap().flatten() {
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // After the command's `)`: state, ppid, …, utime (the 12th), stime.
+        let Some((_, fields)) = stat.rsplit_once(')') else {
+            continue;
+        };
+        let fields: Vec<&str> = fields.split_whitespace().collect();
+        if fields.get(1).and_then(|ppid| ppid.parse::<u32>().ok()) == Some(pid) {
+            ticks += fields[11].parse::<u64>().unwrap() + fields[12].parse::<u64>().unwrap();
+        }
+    }
+    ticks
+}
+
+/// Ctrl-C while the program spins in a loop it entered after its last call:
+/// the `cancelled` result still has the line it printed before the loop.
+#[cfg(target_os = "linux")]
+#[test]
+fn ctrl_c_in_the_middle_of_a_loop_keeps_what_the_program_printed() {
+    let store = std::env::temp_dir().join(format!("kiln-cli-cancel-loop-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&store);
+    let program = "await workspace.write('started.txt', 'yes');\n\
+                   console.log('looping');\n\
+                   while (true) {}";
+    let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
+    command
+        .args(["run", "-", "--approve", "yes", "--store"])
+        .arg(&store);
+    let child = started(&mut command, program);
+    let marker = store.join("files/started.txt");
+    let waited = std::time::Instant::now();
+    let within = |what: &str| {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(60),
+            "the program never {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    while !marker.exists() {
+        within("wrote its marker");
+    }
+    // From the marker on, the program's process spends CPU only on the line
+    // and the loop after it: a third of a second of it means it is looping.
+    let at_marker = children_cpu_ticks(child.id());
+    while children_cpu_ticks(child.id()) < at_marker + 30 {
+        within("spun");
+    }
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    assert_eq!(json["errorCode"], "cancelled", "{json}");
+    assert_eq!(json["structuredContent"]["output"], "looping\n", "{json}");
+    let _ = std::fs::remove_dir_all(&store);
+}
+
 /// The `try/catch` program the ladder tests run: what the call answered, or
 /// the code and message it was refused with.
 const TRY_SUM: &str = "try { return {ok: await tools.everything_get_sum({a: 1, b: 2})} } \

@@ -16,6 +16,13 @@
 //! remaining CPU budget (plus a small grace for the message's way back) without
 //! going idle is terminated with `budget_exhausted:js_cpu`.
 //!
+//! **Output.** The worker sends the guest's console lines as it prints them
+//! ([`FromSandbox::Console`]), so a run the host ends by terminating its worker
+//! (a Stop, a budget) keeps everything it printed, also in the middle of a loop
+//! that never goes idle. They are the host's copy for that case only: a run
+//! that answers has its whole console in its report, which the host reports
+//! as it came, so nothing is counted twice.
+//!
 //! **Invariant:** this side never evaluates guest code; it posts text to
 //! workers and reads their messages.
 
@@ -127,6 +134,7 @@ impl SandboxWorker {
                 Some(Event::Message(
                     FromSandbox::Report { .. }
                     | FromSandbox::Idle { .. }
+                    | FromSandbox::Console { .. }
                     | FromSandbox::Lost { .. },
                 )),
                 _,
@@ -278,7 +286,7 @@ impl SandboxPool {
         // The call number of each entry of `calls`.
         let mut numbers = Vec::<u32>::new();
         // The output so far, kept in case the worker has to be terminated.
-        let mut console = Vec::<ConsoleLine>::new();
+        let mut console = Printed::default();
         let (replies, mut replied) = mpsc::unbounded::<(u32, ToolReply)>();
         // Calls still out when the run ends, however it ends, are given up:
         // an answer after that (an approval, say) runs nothing.
@@ -354,15 +362,21 @@ impl SandboxPool {
                         catalog_digest,
                     };
                 }
+                Some(Event::Message(FromSandbox::Console {
+                    run_id: id,
+                    lines,
+                    dropped,
+                })) if id == run_id => {
+                    console.lines.extend(lines);
+                    console.dropped = dropped;
+                }
                 Some(Event::Message(FromSandbox::Idle {
                     run_id: id,
                     calls: requests,
                     cpu_ms,
                     wake_in_ms,
-                    console: lines,
                 })) if id == run_id => {
                     watch.idle(now_ms(), cpu_ms, wake_in_ms);
-                    console.extend(lines);
                     for request in requests {
                         numbers.push(request.call_number);
                         let call =
@@ -378,6 +392,7 @@ impl SandboxPool {
                 Some(Event::Message(
                     FromSandbox::Report { .. }
                     | FromSandbox::Idle { .. }
+                    | FromSandbox::Console { .. }
                     | FromSandbox::Lost { .. }
                     | FromSandbox::Ready,
                 )) => {}
@@ -408,13 +423,14 @@ impl SandboxPool {
         error: RunError,
         started: f64,
         calls: &[CallSummary],
-        console: Vec<ConsoleLine>,
+        console: Printed,
     ) -> RunResult {
         drop(worker);
         self.warm_up();
         let mut report = RunReport::stopped(error, now_ms() - started);
         report.calls = calls.to_vec();
-        report.console = console;
+        report.console = console.lines;
+        report.console_dropped = console.dropped;
         RunResult {
             report,
             warnings: Vec::new(),
@@ -475,6 +491,16 @@ fn dispatch(
         let _ = replies.unbounded_send((call_number, reply));
     });
     handle
+}
+
+/// What the worker said its guest printed so far ([`FromSandbox::Console`]):
+/// the run's output if the host has to end it by terminating the worker.
+#[derive(Default)]
+struct Printed {
+    lines: Vec<ConsoleLine>,
+    /// Lines the console budget cut, as last told (exact up to 1,024, at
+    /// least half the count past that: see `kiln_sandbox`'s `console`).
+    dropped: usize,
 }
 
 /// The run's calls still out; dropping it gives every one of them up.

@@ -1,7 +1,7 @@
 //! The sandbox Web Worker's wasm entry: the sandbox protocol's serving side
 //! (`kiln_sandbox::server`) over `postMessage`: runs each program with
-//! `kiln-sandbox`, its tool calls going to the host, and posts back
-//! [`FromSandbox`] reports.
+//! `kiln-sandbox`, its tool calls going to the host and its console lines as
+//! it prints them, and posts back [`FromSandbox`] reports.
 //!
 //! It holds no logic of its own: admission and the run are the sandbox crate's,
 //! what a tool does is the host's. One run at a time: the host sends the next

@@ -35,7 +35,8 @@ pub(crate) struct HostJobExecutor {
     /// built before the run is known). Once the clock records a budget stop, no
     /// further job runs and pending host futures are dropped.
     run: RefCell<Option<Attached>>,
-    /// The run's console, whose new lines go to the host at each idle point.
+    /// The run's console, whose count of dropped lines the host is told at
+    /// each idle point (its kept lines go as they are printed).
     console: RefCell<Option<ConsoleBuffer>>,
 }
 
@@ -122,12 +123,12 @@ impl JobExecutor for HostJobExecutor {
             let Some((clock, host)) = self.run.borrow().clone() else {
                 return Ok(());
             };
-            let mut idle = clock.idle();
+            let idle = clock.idle();
             if self.halted() {
                 return Ok(());
             }
             if let Some(console) = self.console.borrow().as_ref() {
-                idle.console = console.new_lines();
+                console.catch_up();
             }
             host.idle(idle);
             let next = loop {

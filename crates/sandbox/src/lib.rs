@@ -31,7 +31,8 @@
 //!   names only reject, the warnings a reader sees. Pure.
 //! - [`clock`]: the run's clock: guest CPU, sleeps, in-flight calls, person wait,
 //!   and which budget stopped the run.
-//! - `console`: the guest's `console`, kept in a bounded buffer the report takes.
+//! - `console`: the guest's `console`, kept in a bounded buffer the report takes
+//!   and sent to the host line by line as the guest prints.
 //! - `finish`: `finish(value)`, which ends the run at once with `value` as its
 //!   result.
 //! - `hooks`: the host hooks of a guest context: the host grants powers, the
@@ -246,7 +247,7 @@ impl Sandbox {
             limits.person_wait_ms,
             gauge,
         ));
-        console.set_budget(limits.console_bytes);
+        console.start(limits.console_bytes, host.clone());
         executor.attach(clock.clone(), host.clone(), console.clone());
         context.insert_data(clock.clone());
         let installed = tools::install(

@@ -7,9 +7,13 @@
 //! budgets are enforced, are the transport's), and what does not read is
 //! refused by name. During a run, [`Server::host`] is its [`ToolHost`]: the
 //! guest's calls wait in an outbox and go out all at once when the guest goes
-//! idle ([`FromSandbox::Idle`]), and each waits for its reply. When the run
-//! answers, [`Server::report`] gives up the calls it left waiting and sends
-//! the report.
+//! idle ([`FromSandbox::Idle`]), and each waits for its reply. What the guest
+//! prints goes out as it prints ([`FromSandbox::Console`], a line at a time,
+//! bounded by the console budget: see `console`), so a host that has to end
+//! the run by ending the worker or process still has it; the report carries
+//! the whole console again, and a host that gets the report reports that.
+//! When the run answers, [`Server::report`] gives up the calls it left
+//! waiting and sends the report.
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -20,7 +24,7 @@ use futures::future::LocalBoxFuture;
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode};
 use kiln_types::tool_result::Warning;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
-use kiln_types::{RunLimits, RunReport};
+use kiln_types::{ConsoleLine, RunLimits, RunReport};
 
 use crate::catalog::Admission;
 use crate::clock::{IdleState, PersonSignal};
@@ -208,7 +212,14 @@ impl ToolHost for ServedHost {
             calls,
             cpu_ms: state.cpu_ms,
             wake_in_ms: state.wake_in_ms,
-            console: state.console,
+        });
+    }
+
+    fn console(&self, lines: &[ConsoleLine], dropped: usize) {
+        self.server.send(&FromSandbox::Console {
+            run_id: self.run_id,
+            lines: lines.to_vec(),
+            dropped,
         });
     }
 }
@@ -303,6 +314,74 @@ mod tests {
             kept.0.borrow().last(),
             Some(FromSandbox::Report { run_id: 7, .. })
         ));
+    }
+
+    /// The guest's lines go out as it prints them, also when it never goes
+    /// idle (its host may have to end it in the middle of a loop), and no more
+    /// of them than its console budget keeps: a flood of 100,000 lines sends
+    /// the lines that fit, the dropped count at each of the first 1,024 drops,
+    /// then at each power of two.
+    #[test]
+    fn what_the_guest_prints_goes_out_as_it_prints_within_its_budget() {
+        let kept = Rc::new(Kept::default());
+        let server = Server::new(kept.clone());
+        let limits = RunLimits {
+            console_bytes: 100,
+            ..RunLimits::default()
+        };
+        let order = server
+            .receive(&encode(&ToSandbox::Run {
+                run_id: 4,
+                code: "console.log('a'); console.warn('b');
+                       for (let i = 0; i < 100000; i++) console.log('');
+                       return 1;"
+                    .into(),
+                limits,
+                catalog: json!([]),
+            }))
+            .expect("a run");
+        let sandbox = crate::Sandbox::new().expect("a context");
+        let report = futures::executor::block_on(sandbox.run(
+            &order.code,
+            &order.limits,
+            Rc::new(order.admission),
+            server.host(order.run_id),
+            None,
+        ));
+        let sent = kept.0.borrow().clone();
+        let mut streamed = Vec::new();
+        let mut told = Vec::new();
+        for message in &sent {
+            match message {
+                FromSandbox::Console {
+                    run_id: 4,
+                    lines,
+                    dropped,
+                } => {
+                    assert!(lines.len() <= 1, "one line at a time: {lines:?}");
+                    streamed.extend(lines.iter().cloned());
+                    told.push(*dropped);
+                }
+                other => panic!("only console lines before the report: {other:?}"),
+            }
+        }
+        // `a\n` and `b\n` leave 96 bytes: 96 empty lines, then the budget is spent.
+        assert_eq!(streamed, report.console);
+        assert_eq!(
+            (report.console.len(), report.console_dropped),
+            (98, 100_000 - 96)
+        );
+        assert_eq!(
+            (streamed[0].text.as_str(), streamed[1].level),
+            ("a", kiln_types::ConsoleLevel::Warn)
+        );
+        let each = (1..=1024).chain((11..17).map(|power| 1 << power));
+        assert_eq!(told[..98], [0; 98]);
+        assert_eq!(
+            told[98..],
+            each.collect::<Vec<usize>>(),
+            "dropped counts told"
+        );
     }
 
     #[test]

@@ -22,6 +22,7 @@ use boa_engine::{
     js_string,
 };
 use futures::future::LocalBoxFuture;
+use kiln_types::ConsoleLine;
 use kiln_types::tool_result::{Budget, CallOutcome, CallSummary};
 pub use kiln_types::tool_result::{ToolFailure, ToolReply};
 use serde_json::Value;
@@ -48,6 +49,13 @@ pub trait ToolHost {
     /// The guest stopped running JavaScript and waits on its calls and sleeps.
     /// A host across a worker boundary sends the calls made so far now.
     fn idle(&self, _state: IdleState) {}
+
+    /// The guest printed: `lines` were kept within the run's console budget
+    /// and `dropped` is how many lines the budget has cut so far. Called as
+    /// the guest prints (see `console`), also in the middle of a loop that
+    /// never goes idle, so a host that ends the run from outside still has
+    /// its output.
+    fn console(&self, _lines: &[ConsoleLine], _dropped: usize) {}
 }
 
 /// A host with no tools: every call is refused (admission exposes none anyway).

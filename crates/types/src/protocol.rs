@@ -10,9 +10,9 @@ use crate::run::{ConsoleLine, RunError, RunLimits, RunReport};
 use crate::tool_result::{ToolReply, Warning};
 
 /// Bumped whenever a message changes shape.
-/// Shape: 0x5f2f7d1b80b24a85 at version 1 (the hash of this file's message types; the
+/// Shape: 0xd72ff414e3f5625a at version 2 (the hash of this file's message types; the
 /// tidy test `protocol_shapes` fails when they change and this version does not).
-pub const PROTOCOL_VERSION: u32 = 1;
+pub const PROTOCOL_VERSION: u32 = 2;
 
 /// Every message on the wire: the protocol version and one message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -79,10 +79,18 @@ pub enum FromSandbox {
         cpu_ms: f64,
         #[serde(default, skip_serializing_if = "Option::is_none")]
         wake_in_ms: Option<f64>,
-        /// Console lines printed since the last `Idle`: what the host keeps of
-        /// the output if it has to end the run by terminating the worker.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        console: Vec<ConsoleLine>,
+    },
+    /// The guest printed: `lines` are the console lines kept since the last
+    /// `Console` (within the run's console budget), `dropped` how many lines
+    /// the budget has cut so far. Sent as the guest prints, not when it goes
+    /// idle, so what the host keeps of the output survives a worker it has to
+    /// terminate in the middle of a loop; the run's [`FromSandbox::Report`]
+    /// still carries the whole console, and is what the host reports when it
+    /// comes.
+    Console {
+        run_id: u64,
+        lines: Vec<ConsoleLine>,
+        dropped: usize,
     },
     /// The outcome of the run with this id, with admission's warnings and digest.
     Report {
@@ -175,7 +183,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn round_trips_idle_and_held() {
+    fn round_trips_idle_console_and_held() {
         let idle = FromSandbox::Idle {
             run_id: 3,
             calls: vec![CallRequest {
@@ -185,14 +193,21 @@ mod tests {
             }],
             cpu_ms: 1.5,
             wake_in_ms: Some(20.0),
-            console: vec![ConsoleLine {
+        };
+        assert_eq!(decode::<FromSandbox>(&encode(&idle)), Ok(idle));
+        let console = FromSandbox::Console {
+            run_id: 3,
+            lines: vec![ConsoleLine {
                 level: crate::run::ConsoleLevel::Log,
                 text: "hi".into(),
             }],
+            dropped: 2,
         };
-        assert_eq!(decode::<FromSandbox>(&encode(&idle)), Ok(idle));
-        let bare: FromSandbox =
-            decode(r#"{"v":1,"msg":{"type":"idle","run_id":3,"cpu_ms":0}}"#).unwrap();
+        assert_eq!(decode::<FromSandbox>(&encode(&console)), Ok(console));
+        let bare: FromSandbox = decode(&format!(
+            r#"{{"v":{PROTOCOL_VERSION},"msg":{{"type":"idle","run_id":3,"cpu_ms":0}}}}"#
+        ))
+        .unwrap();
         assert!(
             matches!(bare, FromSandbox::Idle { calls, wake_in_ms: None, .. } if calls.is_empty())
         );
@@ -225,19 +240,24 @@ mod tests {
 
     #[test]
     fn refuses_other_versions_and_garbage_by_name() {
-        let err = decode::<ToSandbox>(r#"{"v":2,"msg":{"type":"run"}}"#).unwrap_err();
+        let other = PROTOCOL_VERSION + 1;
+        let err =
+            decode::<ToSandbox>(&format!(r#"{{"v":{other},"msg":{{"type":"run"}}}}"#)).unwrap_err();
         assert_eq!(
             err,
             DecodeError::Version {
-                found: 2,
+                found: other,
                 expected: PROTOCOL_VERSION
             }
         );
-        assert!(err.to_string().contains("`2`"));
+        assert!(err.to_string().contains(&format!("`{other}`")));
 
         let err = decode::<ToSandbox>("{").unwrap_err();
         assert!(matches!(err, DecodeError::Json(_)), "{err:?}");
-        let err = decode::<ToSandbox>(r#"{"v":1,"msg":{"type":"fly"}}"#).unwrap_err();
+        let err = decode::<ToSandbox>(&format!(
+            r#"{{"v":{PROTOCOL_VERSION},"msg":{{"type":"fly"}}}}"#
+        ))
+        .unwrap_err();
         assert!(err.to_string().contains("fly"), "{err}");
     }
 
