@@ -358,9 +358,21 @@ fn an_engine_stack_overflow_is_an_engine_failure_not_a_dead_cli() {
     // A prototype chain 100,000 long: the engine's property lookup recurses
     // once per link, and nothing bounds how long a chain the program makes.
     let program = "let o = {}; for (let i = 0; i < 1e5; i++) o = Object.create(o); return o.x";
-    let (code, result, _) = kiln(&["run", "-"], Some(program));
+    // Building the chain takes seconds of JavaScript in a debug build, and the
+    // CPU budget counts the time the guest runs, which a loaded machine
+    // stretches past the default 10 s: the whole budget leaves the overflow
+    // the only thing that can end this run.
+    let catalog = temp_file("overflow-catalog.json", "[]");
+    let limits = temp_file(
+        "overflow-limits.json",
+        &format!(
+            r#"{{"js_cpu_ms": {}}}"#,
+            kiln_types::RunLimits::MAX_JS_CPU_MS
+        ),
+    );
+    let (code, result, _) = kiln(&stdin_run(&catalog, &limits), Some(program));
     assert_eq!(code, 1, "{result}");
-    assert_eq!(result["errorCode"], "engine");
+    assert_eq!(result["errorCode"], "engine", "{result}");
     let message = result["structuredContent"]["error"]["message"]
         .as_str()
         .unwrap();
