@@ -32,7 +32,6 @@ use std::task::{Poll, Waker};
 use std::time::Duration;
 
 use futures::future::{Either, select};
-use kiln_types::ConsoleLine;
 use kiln_types::tool_result::Budget;
 
 /// A reading of the system clock (`kiln_clock::now_ms`), the moments the run's spans start
@@ -98,9 +97,6 @@ pub struct IdleState {
     /// When a sleep is pending: how long until the earliest one ends, in
     /// milliseconds. The guest runs again then even if no call is answered.
     pub wake_in_ms: Option<f64>,
-    /// Console lines printed since the guest last stopped, so that a host
-    /// that has to end the run from outside still has its output.
-    pub console: Vec<ConsoleLine>,
 }
 
 /// The guest's JavaScript time, readable from another thread while the run
@@ -276,7 +272,6 @@ impl RunClock {
         IdleState {
             cpu_ms: self.cpu.get().as_secs_f64() * 1e3,
             wake_in_ms,
-            console: Vec::new(),
         }
     }
 

@@ -255,3 +255,60 @@ fn a_changed_shape_needs_a_new_version_and_its_record() {
     let said = check("p.rs", &bare, "V").unwrap_or_default();
     assert!(said.contains("has no `/// Shape:"), "{said}");
 }
+
+/// The JavaScript files that write an envelope by hand (the workers' bootstraps reporting a
+/// failed load, the bench's and specs' hand-made messages).
+fn scripts(dir: &Path, found: &mut Vec<PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        let name = entry.file_name();
+        if path.is_dir() && name != "node_modules" {
+            scripts(&path, found);
+        } else if path
+            .extension()
+            .is_some_and(|extension| extension == "js" || extension == "mjs")
+        {
+            found.push(path);
+        }
+    }
+}
+
+/// Every `v: N` a script writes is some protocol's current version: a bumped protocol
+/// whose hand-written messages kept the old number is refused by its peer, and a
+/// bootstrap's failure report would read as a version mismatch instead of the failure.
+#[test]
+fn hand_written_envelopes_carry_their_protocols_current_version() {
+    let current: Vec<u32> = PROTOCOLS
+        .iter()
+        .map(|(path, constant)| {
+            let source = std::fs::read_to_string(root().join(path)).unwrap();
+            recorded(&source, constant).unwrap().2
+        })
+        .collect();
+    let mut found = Vec::new();
+    for dir in ["workers", "playwright"] {
+        scripts(&root().join(dir), &mut found);
+    }
+    let mut problems = Vec::new();
+    for path in found {
+        let source = std::fs::read_to_string(&path).unwrap();
+        for (at, _) in source.match_indices("{ v: ") {
+            let number: String = source[at + 5..]
+                .chars()
+                .take_while(char::is_ascii_digit)
+                .collect();
+            if let Ok(version) = number.parse::<u32>()
+                && !current.contains(&version)
+            {
+                problems.push(format!(
+                    "{}: writes `v: {version}`, which is no protocol's current version ({current:?})",
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
