@@ -665,7 +665,11 @@ fn an_answer_too_deep_to_carry_fails_its_call() {
     // A refusal's detail is held to the same depth: the call fails `invalid_result`,
     // naming the tool's own code and words.
     let failure = setup
-        .call(3, "mirror", json!({"pin": "x", "refuse": true, "deep": deep}))
+        .call(
+            3,
+            "mirror",
+            json!({"pin": "x", "refuse": true, "deep": deep}),
+        )
         .unwrap_err();
     assert_eq!(failure.code, "invalid_result");
     assert!(

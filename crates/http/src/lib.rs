@@ -43,12 +43,12 @@ use futures::future::LocalBoxFuture;
 use futures::stream::LocalBoxStream;
 
 pub mod address;
-pub mod reflection;
 mod body;
 #[cfg(target_arch = "wasm32")]
 mod browser;
 #[cfg(not(target_arch = "wasm32"))]
 mod native;
+pub mod reflection;
 
 #[cfg(target_arch = "wasm32")]
 pub use browser::FetchClient;

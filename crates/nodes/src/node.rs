@@ -319,7 +319,7 @@ fn type_words(ty: &SlotType) -> String {
 /// are read with `JSON.parse` from one string literal (never as source),
 /// into an object with no prototype, so an input with no value is
 /// `undefined` whatever its name (`toString` too). A value becomes a
-/// `Uint8Array` only where its slot's type says `bytes` ([`bytes_shape`]):
+/// `Uint8Array` only where its slot's type says `bytes` (`bytes_shape`):
 /// the type decides, never the value's shape.
 #[must_use]
 pub fn program(node: &CodeNode, filled: &Map<String, Value>) -> String {
