@@ -46,7 +46,7 @@ pub use chat::{ChatOptions, ChatRequest, Message, ResponseFormat, ToolCall, Tool
 pub use error::{ErrorKind, ProviderError};
 pub use event::{Event, FinalMessage, Stop, StopReason, Usage};
 pub use kiln_types::chat::{ApiKey, ModelInfo, ProviderConfig, ProviderKind};
-pub use scrub::KEY_MARKER;
+pub use scrub::{KEY_MARKER, MIN_KEY_CHARS};
 
 /// The stream of one turn.
 pub type EventStream = LocalBoxStream<'static, Result<Event, ProviderError>>;

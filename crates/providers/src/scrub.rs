@@ -23,7 +23,8 @@
 //!   leaves.
 //!
 //! A partial echo (the key without its last character) is not the key and is
-//! not caught, as for a run's `--secret` values.
+//! not caught, as for a run's `--secret` values; nor is a key shorter than
+//! [`MIN_KEY_CHARS`], a placeholder that guards nothing.
 
 use std::collections::BTreeMap;
 
@@ -38,6 +39,12 @@ use crate::{ApiKey, ErrorKind, Event, EventStream, ModelInfo, ProviderError, Too
 /// What the key is replaced with.
 pub const KEY_MARKER: &str = "[redacted:key]";
 
+/// A key shorter than this is not scrubbed: it guards nothing (a placeholder a
+/// local server takes, `none`, `k`), and scrubbing it, or its other-case
+/// forms, would cut ordinary words out of every reply. Providers' real keys
+/// are dozens of characters.
+pub const MIN_KEY_CHARS: usize = 8;
+
 /// The key a provider sends, to scrub from what it answers. Without a key it
 /// changes nothing.
 #[derive(Clone, Default)]
@@ -50,7 +57,7 @@ impl KeyGuard {
         Self {
             key: key
                 .map(|key| key.expose().to_owned())
-                .filter(|key| !key.is_empty()),
+                .filter(|key| key.chars().count() >= MIN_KEY_CHARS),
         }
     }
 
@@ -415,6 +422,16 @@ mod tests {
         let shown = format!("{items:?}");
         assert!(!shown.contains("sk-live-0123456789"), "{shown}");
         assert!(shown.contains(KEY_MARKER), "{shown}");
+    }
+
+    #[test]
+    fn a_placeholder_key_too_short_to_guard_anything_changes_nothing() {
+        for key in ["k", "none", "ollama1"] {
+            let guard = KeyGuard::new(Some(&ApiKey::new(key)));
+            let text = format!("Kind words: {key}, K, NONE, Ollama1.");
+            assert_eq!(guard.text(&text), text);
+            assert_eq!(guard.encoded_in(&text), None);
+        }
     }
 
     #[test]
