@@ -1,7 +1,9 @@
 // A plain static server over pkg/ (content types and lengths, no custom headers,
 // as any static host) that counts the requests for the model's weights and,
 // while `cutAfter` is set, ends those responses after that many bytes: a
-// download that breaks off, for the in-browser model's specs.
+// download that breaks off, for the in-browser model's specs. `served` maps a
+// path (`models/manifest.json`) to bytes answered in place of pkg/'s: a hostile
+// model folder.
 import { createReadStream, existsSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
@@ -10,11 +12,17 @@ import { fileURLToPath } from "node:url";
 export const PKG = fileURLToPath(new URL("../../pkg/", import.meta.url));
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".css": "text/css", ".json": "application/json" };
 
-/** Starts the server on a free port: `{url, weightRequests, cutAfter, close()}`. */
+/** Starts the server on a free port: `{url, weightRequests, cutAfter, served, close()}`. */
 export function startSite() {
-  const site = { weightRequests: 0, cutAfter: null };
+  const site = { weightRequests: 0, cutAfter: null, served: {} };
   const server = createServer((request, response) => {
     const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^\/+/, "");
+    if (Object.hasOwn(site.served, path)) {
+      const body = Buffer.from(site.served[path]);
+      response.writeHead(200, { "content-type": TYPES[extname(path)] ?? "application/octet-stream", "content-length": body.length });
+      response.end(body);
+      return;
+    }
     const file = join(PKG, path === "" ? "index.html" : path);
     if (path.includes("..") || !existsSync(file) || !statSync(file).isFile()) {
       response.writeHead(404).end();

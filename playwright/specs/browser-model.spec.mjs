@@ -7,6 +7,8 @@
 // greedy reply as `kiln --provider local` natively.
 import assert from "node:assert/strict";
 import { spawnSync } from "node:child_process";
+import { createHash } from "node:crypto";
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { launch } from "../lib/browser.mjs";
@@ -142,6 +144,38 @@ test("a download that breaks off says so, and the next turn downloads again", as
     assert.equal(site.weightRequests, before + 2);
   } finally {
     site.cutAfter = null;
+    await browser.close();
+  }
+});
+
+test("a hostile model folder is refused by name before anything is read, and the worker lives on", async () => {
+  const real = JSON.parse(readFileSync(join(PKG, "models", "manifest.json"), "utf8"));
+  // A header whose tensor count no file could hold, under a manifest whose size and digest
+  // are right: only the header check stands between it and candle's reader.
+  const header = Buffer.alloc(64);
+  header.write("GGUF", 0, "latin1");
+  header.writeUInt32LE(3, 4);
+  header.writeBigUInt64LE(2n ** 63n - 1n, 8);
+  const digest = createHash("sha256").update(header).digest("hex");
+  const cases = [
+    [{ ...real, weights: { ...real.weights, file: "../index.html" } }, /not a plain file name/],
+    [{ ...real, weights: { file: "hostile.gguf", bytes: header.length, sha256: digest } }, /GGUF header says 9223372036854775807 tensors/],
+  ];
+  const browser = await launch();
+  try {
+    await browser.page.goto(site.url);
+    for (const [manifest, message] of cases) {
+      site.served = { "models/manifest.json": JSON.stringify(manifest), "models/hostile.gguf": header };
+      const refused = await chat(browser.page, question("What is 2 + 2?"));
+      assert.equal(refused.error?.code, "model_corrupt", JSON.stringify(refused.error));
+      assert.match(refused.error.message, message);
+    }
+    site.served = {};
+    const answered = await chat(browser.page, question("What is 2 + 2?"));
+    assert.equal(answered.error, undefined, JSON.stringify(answered.error));
+    assert.match(answered.message.text, /4/);
+  } finally {
+    site.served = {};
     await browser.close();
   }
 });

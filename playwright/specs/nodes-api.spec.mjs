@@ -73,6 +73,25 @@ test("a wrong value is refused naming the slot, the type and what came; a mistyp
   assert.match(warned.warnings[0], /`half`.*integer/);
 });
 
+test("inputs are typed at the JavaScript boundary: an absent optional input is undefined whatever its name, bytes only where the type says", async () => {
+  const shapes = {
+    title: "Shapes",
+    code: "const kind = (v) => (v instanceof Uint8Array ? 'bytes' : typeof v);\nreturn { kinds: [kind(toString), kind(constructor), kind(blob), kind(raw)].join(',') };",
+    inputs: [
+      { name: "toString", type: "string", required: false },
+      { name: "constructor", type: "string", required: false },
+      { name: "blob", type: "object" },
+      { name: "raw", type: "bytes" },
+    ],
+    outputs: [{ name: "kinds", type: "string" }],
+  };
+  const ran = await inPage(`return await kiln.codeNode(args.spec).run({ blob: { $bytes: "AQID" }, raw: { $bytes: "AQID" } });`, {
+    spec: shapes,
+  });
+  assert.equal(ran.error, undefined, JSON.stringify(ran.error));
+  assert.equal(ran.outputs.kinds, "undefined,undefined,object,bytes");
+});
+
 test("a node's body calls the page's tool through the ladder", async () => {
   const ran = await inPage(`
     const calls = [];
