@@ -14,8 +14,10 @@
 //!   [`Custody::withdraw`] cancels the run (calls never sent end `cancelled`,
 //!   started ones `outcome_unknown`, never resent) and answers its final result.
 //! - Retention: an ended run is kept [`Retention::ended_ms`] (an hour) and at
-//!   most [`Retention::runs`] (100) ended runs are kept, oldest dropped first; a
-//!   running run is never dropped. An id dropped so is named as expired, an id
+//!   most [`Retention::runs`] (100) ended runs are kept in all; past the count,
+//!   the oldest ended run of the principal keeping the most goes first, so one
+//!   busy client's results push out its own, not another's. A running run is
+//!   never dropped. An id dropped so is named as expired, an id
 //!   never seen as unknown.
 //! - Every run is kept for the [`Principal`] that started it (a served
 //!   session and its agent; the page's worker has one). A handle acts for one
@@ -28,7 +30,7 @@
 //! moves a fake clock past the 25 s instead of waiting for it.
 
 use std::cell::RefCell;
-use std::collections::VecDeque;
+use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
 use futures::FutureExt as _;
@@ -541,7 +543,8 @@ impl Custody {
         }
     }
 
-    /// Drops ended runs past their time, then the oldest ended past the count.
+    /// Drops ended runs past their time, then, while more are kept than the
+    /// count, the oldest ended run of the principal that keeps the most.
     fn prune(&self) {
         let now = self.clock.now_ms();
         let mut runs = self.runs.borrow_mut();
@@ -555,13 +558,27 @@ impl Custody {
             })
             .collect();
         ended.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let over = ended.len().saturating_sub(self.retention.runs);
-        let drop: Vec<Place> = ended
-            .iter()
-            .enumerate()
-            .filter(|(at, (_, ended_ms))| *at < over || now - ended_ms > keep_ms)
-            .map(|(_, (id, _))| id.clone())
-            .collect();
+        let (gone, kept): (Vec<(Place, f64)>, Vec<(Place, f64)>) = ended
+            .into_iter()
+            .partition(|(_, ended_ms)| now - ended_ms > keep_ms);
+        let mut drop: Vec<Place> = gone.into_iter().map(|(place, _)| place).collect();
+        let mut kept: Vec<Place> = kept.into_iter().map(|(place, _)| place).collect();
+        // `kept` is oldest first: the first run of a principal keeping the most
+        // is the oldest of the busiest (ties go to whichever has the older run).
+        while kept.len() > self.retention.runs {
+            let mut counts: HashMap<&Principal, usize> = HashMap::new();
+            for (principal, _) in &kept {
+                *counts.entry(principal).or_default() += 1;
+            }
+            let most = counts.values().copied().max().unwrap_or(0);
+            let Some(at) = kept
+                .iter()
+                .position(|(principal, _)| counts.get(principal) == Some(&most))
+            else {
+                break;
+            };
+            drop.push(kept.remove(at));
+        }
         for id in drop {
             runs.kept.shift_remove(&id);
             runs.dropped.push_back(id);

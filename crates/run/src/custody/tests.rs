@@ -457,3 +457,50 @@ fn a_held_approver_holds_the_call_while_the_person_decides() {
     drop(question);
     assert!(handle.held.borrow().is_empty());
 }
+
+#[test]
+fn past_the_count_a_busy_principal_drops_its_own_results_first() {
+    let mut rig = rig();
+    rig.custody = rig.custody.clone().with_retention(Retention {
+        runs: 3,
+        ended_ms: 60_000,
+    });
+    let quiet = rig.custody.for_principal(principal("quiet"));
+    let busy = rig.custody.for_principal(principal("busy"));
+    // The quiet client's one run ends first; then the busy one ends four.
+    let mut order = vec![(quiet.clone(), "codemode:q1")];
+    order.extend(
+        ["codemode:b1", "codemode:b2", "codemode:b3", "codemode:b4"]
+            .into_iter()
+            .map(|id| (busy.clone(), id)),
+    );
+    for (custody, id) in order {
+        start(&rig, async move {
+            custody
+                .call(id, move |_| async move { finished(id) }.boxed_local())
+                .await
+        });
+        rig.pool.run_until_stalled();
+        rig.clock.advance(10.0);
+    }
+    let late = |rig: &mut Rig, custody: &Custody, id: &'static str| {
+        let custody = custody.clone();
+        let answer = start(rig, async move { custody.late_result(id).await });
+        rig.pool.run_until_stalled();
+        answer.borrow_mut().take().expect("answered")
+    };
+    // The oldest result of all is the quiet client's, and it stays.
+    assert!(late(&mut rig, &quiet, "codemode:q1").is_ok());
+    for (id, kept) in [
+        ("codemode:b1", false),
+        ("codemode:b2", false),
+        ("codemode:b3", true),
+        ("codemode:b4", true),
+    ] {
+        let answer = late(&mut rig, &busy, id);
+        assert_eq!(answer.is_ok(), kept, "{id}: {answer:?}");
+        if !kept {
+            assert_eq!(answer.expect_err("dropped").code(), "expired_run");
+        }
+    }
+}
