@@ -558,11 +558,15 @@ impl Custody {
             })
             .collect();
         ended.sort_by(|a, b| a.1.total_cmp(&b.1));
-        let (gone, kept): (Vec<(Place, f64)>, Vec<(Place, f64)>) = ended
-            .into_iter()
-            .partition(|(_, ended_ms)| now - ended_ms > keep_ms);
-        let mut drop: Vec<Place> = gone.into_iter().map(|(place, _)| place).collect();
-        let mut kept: Vec<Place> = kept.into_iter().map(|(place, _)| place).collect();
+        let mut drop: Vec<Place> = Vec::new();
+        let mut kept: Vec<Place> = Vec::new();
+        for (place, ended_ms) in ended {
+            if now - ended_ms > keep_ms {
+                drop.push(place);
+            } else {
+                kept.push(place);
+            }
+        }
         // `kept` is oldest first: the first run of a principal keeping the most
         // is the oldest of the busiest (ties go to whichever has the older run).
         while kept.len() > self.retention.runs {
