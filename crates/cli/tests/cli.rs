@@ -478,31 +478,14 @@ fn ctrl_c_in_the_middle_of_a_loop_keeps_what_the_program_printed() {
         .args(["run", "-", "--approve", "yes", "--store"])
         .arg(&store);
     let child = started(&mut command, program);
-    let marker = store.join("files/started.txt");
-    let waited = std::time::Instant::now();
-    let within = |what: &str| {
-        assert!(
-            waited.elapsed() < std::time::Duration::from_secs(60),
-            "the program never {what}"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    };
-    while !marker.exists() {
-        within("wrote its marker");
-    }
+    wait_until("wrote its marker", || {
+        store.join("files/started.txt").exists()
+    });
     // From the marker on, the program's process spends CPU only on the line
     // and the loop after it: a third of a second of it means it is looping.
     let at_marker = children_cpu_ticks(child.id());
-    while children_cpu_ticks(child.id()) < at_marker + 30 {
-        within("spun");
-    }
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    wait_until("spun", || children_cpu_ticks(child.id()) >= at_marker + 30);
+    let (_, json) = interrupted(child);
     assert_eq!(json["errorCode"], "cancelled", "{json}");
     assert_eq!(json["structuredContent"]["output"], "looping\n", "{json}");
     let _ = std::fs::remove_dir_all(&store);
@@ -819,23 +802,10 @@ fn ctrl_c_prints_the_cancelled_result_with_what_the_run_had() {
         .arg(&store);
     let child = started(&mut command, program);
     // The file says the program is past its first call and awaiting `slow`.
-    let marker = store.join("files/started.txt");
-    let waited = std::time::Instant::now();
-    while !marker.exists() {
-        assert!(
-            waited.elapsed() < std::time::Duration::from_secs(60),
-            "the program never wrote its marker"
-        );
-        std::thread::sleep(std::time::Duration::from_millis(20));
-    }
-    // SIGINT to the supervising process alone: it passes it on.
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
-    let output = child.wait_with_output().unwrap();
-    let json: serde_json::Value = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    wait_until("wrote its marker", || {
+        store.join("files/started.txt").exists()
+    });
+    let (output, json) = interrupted(child);
     assert_eq!(
         output.status.code(),
         Some(1),
@@ -1045,4 +1015,32 @@ fn on_a_terminal_what_a_program_says_is_shown_not_acted_on() {
         );
         assert_shown_not_acted(&screen, &what);
     }
+}
+
+/// Polls `done` every 20 ms until it holds; a minute without it fails the
+/// test, naming what the program never did.
+#[cfg(unix)]
+fn wait_until(what: &str, done: impl Fn() -> bool) {
+    let waited = std::time::Instant::now();
+    while !done() {
+        assert!(
+            waited.elapsed() < std::time::Duration::from_secs(60),
+            "the program never {what}"
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Sends SIGINT to the supervising `kiln` process alone (it passes it on),
+/// and answers what it printed, with its stdout read as JSON.
+#[cfg(unix)]
+fn interrupted(child: std::process::Child) -> (std::process::Output, serde_json::Value) {
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let output = child.wait_with_output().unwrap();
+    let json = serde_json::from_slice(&output.stdout).unwrap_or_default();
+    (output, json)
 }

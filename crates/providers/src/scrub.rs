@@ -30,7 +30,7 @@ use std::collections::BTreeMap;
 
 use futures::StreamExt as _;
 use futures::stream;
-use kiln_http::reflection::{encoded_form, scrub};
+use kiln_http::reflection::encoded_form;
 use serde_json::Value;
 
 use crate::failure::Peer;
@@ -303,12 +303,7 @@ fn release(guard: &KeyGuard, held: &mut String) -> String {
     let Some(key) = &guard.key else {
         return std::mem::take(held);
     };
-    let scrubbed = String::from_utf8(scrub(
-        held.as_bytes(),
-        key.as_bytes(),
-        KEY_MARKER.as_bytes(),
-    ))
-    .unwrap_or_else(|_| guard.text(held));
+    let scrubbed = guard.text(held);
     let keep = (1..key.len().min(scrubbed.len() + 1))
         .rev()
         .find(|&length| {

@@ -321,21 +321,9 @@ pub async fn run_agent(
     // bound, never a fresh allowance).
     let mut limits = request.budget;
     let guards = request.guards;
-    limits.max_usd = Some(
-        limits
-            .max_usd
-            .map_or(guards.max_cost, |cap| cap.min(guards.max_cost)),
-    );
-    limits.max_turns = Some(
-        limits
-            .max_turns
-            .map_or(guards.max_turns, |cap| cap.min(guards.max_turns)),
-    );
-    limits.max_tokens = Some(
-        limits
-            .max_tokens
-            .map_or(guards.max_tokens, |cap| cap.min(guards.max_tokens)),
-    );
+    limits.max_usd = at_most(limits.max_usd, guards.max_cost);
+    limits.max_turns = at_most(limits.max_turns, guards.max_turns);
+    limits.max_tokens = at_most(limits.max_tokens, guards.max_tokens);
     let budget = RunBudget::new(
         limits,
         Rc::new(PriceCatalog::builtin()),
@@ -1269,4 +1257,13 @@ async fn compact(
             ),
         }),
     }
+}
+
+/// The tighter of a budget's cap (when it has one) and a guard: a NaN cap
+/// gives way to the guard, as `f64::min` would.
+fn at_most<T: PartialOrd + Copy>(cap: Option<T>, guard: T) -> Option<T> {
+    Some(match cap {
+        Some(cap) if cap < guard => cap,
+        _ => guard,
+    })
 }
