@@ -14,6 +14,8 @@
 //!   [`Planned`]).
 //! - `chat`: the plain chat turn loop ([`converse`]) — a model's tool calls
 //!   up the same ladder and their results back — emitting events to a sink.
+//! - `thread`: an agent turn kept in a thread ([`ThreadTurn`]): the person's
+//!   message, the turn's events, and what the model reads next.
 //! - `turn`: one streamed chat turn as a page asks for it ([`TurnRequest`]),
 //!   and its budget.
 //! - `bench` (feature `bench`): the hooks `cargo xtask bench` measures.
@@ -40,6 +42,7 @@ mod chat;
 mod codeact;
 mod plan;
 mod subagent;
+mod thread;
 mod turn;
 
 pub use chat::{ChatEnd, ChatEvent, ChatOutcome, Conversation, converse, tool_defs};
@@ -52,4 +55,5 @@ pub use codeact::tools::{Person, Sink, is_always_on};
 pub use codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 pub use plan::planner::{Planned, plan as create_plan};
 pub use subagent::{Background, DEFAULT_CHILD_TURNS, Kin, MAX_DEPTH};
+pub use thread::{ThreadTurn, context_change, continuation};
 pub use turn::{TurnBudget, TurnRequest, new_budget};

@@ -13,7 +13,7 @@ use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use kiln_agent::{
     AgentOutcome, AgentRequest, AgentSetup, COMPACTION_MARK, Compaction, MAX_TOOL_RESULT_CHARS,
-    Person, run_agent,
+    Person, ThreadTurn, run_agent,
 };
 use kiln_capabilities::gate::{Fixed, SessionAllow};
 use kiln_capabilities::{Answer, Approver, CallContext, Implementation, Permit};
@@ -23,6 +23,7 @@ use kiln_providers::{ChatOptions, ChatRequest, ErrorKind, Message};
 use kiln_run::Environment;
 use kiln_run::{People, RunRequest, ToolBridge, Workspace};
 use kiln_store::native::{MemoryBackend, MemoryTree};
+use kiln_store::threads::{ContextChange, Threads};
 use kiln_types::agent::{AgentEvent, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::tool_result::ToolReply;
@@ -109,7 +110,13 @@ struct Options {
     model: &'static str,
     messages: Vec<Message>,
     direct: Vec<String>,
+    /// The thread the turn is kept in, and what the next turn would send
+    /// once it ended.
+    keep: Option<(Threads, String, Next)>,
 }
+
+/// Where a kept turn puts what the next turn sends.
+type Next = Rc<RefCell<Vec<Message>>>;
 
 impl Default for Options {
     fn default() -> Self {
@@ -130,6 +137,7 @@ impl Default for Options {
                 text: "What is six times seven?".into(),
             }],
             direct: Vec::new(),
+            keep: None,
         }
     }
 }
@@ -158,9 +166,24 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
     };
     let provider = Scripted::new(replies);
     let events = Rc::new(RefCell::new(Vec::new()));
-    let sink = {
+    let sink: kiln_agent::Sink = {
         let events = events.clone();
         Rc::new(move |event| events.borrow_mut().push(event))
+    };
+    let kept = options.keep.map(|(threads, id, next)| {
+        let turn = block_on(ThreadTurn::begin(
+            threads,
+            &id,
+            &options.messages,
+            "scripted",
+            options.model,
+        ))
+        .unwrap();
+        (turn, next)
+    });
+    let sink = match &kept {
+        Some((turn, _)) => turn.sink(sink),
+        None => sink,
     };
     let request = AgentRequest {
         run: RunRequest::from_value(options.request).unwrap(),
@@ -183,6 +206,9 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
         cancel,
     };
     let outcome = block_on(run_agent(request, setup)).unwrap();
+    if let Some((turn, next)) = kept {
+        *next.borrow_mut() = block_on(turn.ended(&outcome)).unwrap();
+    }
     let events = events.borrow().clone();
     assert!(
         matches!(events.last(), Some(AgentEvent::Done { .. })),
@@ -764,4 +790,112 @@ fn a_fan_out_of_sub_agents_stays_within_the_jobs_turns() {
     let asked = turn.provider.requests().len();
     assert!(asked <= 3, "{asked} model requests under max_turns 3");
     assert_eq!(turn.outcome.result.turns, 1);
+}
+
+/// Keeps each turn of `turns` in one thread, the next sending what the last
+/// left; answers the thread reopened and what each turn ended with.
+fn kept_turns(
+    turns: Vec<Vec<Reply>>,
+    first: Vec<Message>,
+) -> (kiln_store::threads::Conversation, Vec<Turn>) {
+    let threads = Threads::new(MemoryBackend::new());
+    let thread = block_on(threads.create("What is six times seven?", "")).unwrap();
+    let next = Rc::new(RefCell::new(Vec::new()));
+    let mut ended = Vec::new();
+    for (n, replies) in turns.into_iter().enumerate() {
+        let mut messages = if n == 0 {
+            first.clone()
+        } else {
+            next.borrow().clone()
+        };
+        if n > 0 {
+            messages.push(Message::User {
+                text: format!("question {n}"),
+            });
+        }
+        ended.push(turn(
+            replies,
+            Options {
+                messages,
+                keep: Some((threads.clone(), thread.id.clone(), next.clone())),
+                compaction: Compaction {
+                    threshold_tokens: 500,
+                    keep_turns: 2,
+                },
+                ..Options::default()
+            },
+        ));
+    }
+    (block_on(threads.open(&thread.id)).unwrap(), ended)
+}
+
+#[test]
+fn a_turn_kept_in_a_thread_reopens_as_it_ran_and_the_next_continues_it() {
+    let (opened, turns) = kept_turns(
+        vec![
+            vec![
+                Reply::code("console.log('six'); return 6 * 7"),
+                Reply::text("It is 42."),
+            ],
+            vec![Reply::text("Still 42.")],
+        ],
+        Options::default().messages,
+    );
+    let roles: Vec<&str> = opened.messages.iter().map(|m| m.role.as_str()).collect();
+    assert_eq!(roles, ["user", "assistant", "user", "assistant"]);
+    assert_eq!(opened.messages[0].text, "What is six times seven?");
+    let reply = &opened.messages[1];
+    assert_eq!(reply.text, "It is 42.");
+    assert_eq!(
+        (reply.provider.as_str(), reply.model.as_str()),
+        ("scripted", "scripted")
+    );
+    // The steps as the thread showed them: the action's code, its result, the end.
+    assert!(reply.events.iter().any(|event| matches!(event,
+        AgentEvent::ToolCallUpdate { code: Some(code), .. } if code.contains("6 * 7"))));
+    assert!(reply.events.iter().any(|event| matches!(event,
+        AgentEvent::ToolResultUpdate { run: Some(run), .. } if run["value"] == json!(42))));
+    assert!(matches!(reply.events.last(), Some(AgentEvent::Done { .. })));
+    let deltas = reply
+        .events
+        .iter()
+        .filter(|event| matches!(event, AgentEvent::TextDelta { .. }))
+        .count();
+    assert!(deltas <= 2, "text deltas joined: {deltas}");
+    // What the model reads next is what the last turn left, and the second
+    // turn appended to the first.
+    assert_eq!(opened.context, turns[1].outcome.view);
+    assert!(matches!(
+        opened.messages[3].context,
+        Some(ContextChange::Append(_))
+    ));
+    assert!(opened.context.starts_with(&turns[0].outcome.view));
+}
+
+#[test]
+fn a_compacted_turn_replaces_what_the_thread_sends_and_a_failed_one_changes_nothing() {
+    let summarizer = Reply::text("They asked six questions.");
+    let (opened, turns) = kept_turns(
+        vec![
+            vec![summarizer, Reply::text("Now this.")],
+            vec![Reply::Fail {
+                kind: ErrorKind::BadRequest,
+                message: "down".into(),
+            }],
+        ],
+        long_thread(),
+    );
+    assert!(matches!(
+        opened.messages[1].context,
+        Some(ContextChange::Replace(_))
+    ));
+    assert_eq!(turns[1].outcome.result.stop.reason, StopReason::Provider);
+    assert_eq!(
+        opened.messages[3].context, None,
+        "a failed turn leaves the context"
+    );
+    assert_eq!(opened.context, turns[0].outcome.view);
+    assert!(
+        matches!(&opened.context[0], Message::User { text } if text.starts_with(COMPACTION_MARK))
+    );
 }

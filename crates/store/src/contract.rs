@@ -17,6 +17,7 @@ use crate::export::{self, ExportOptions};
 use crate::files::{self, FileTree, WorkspacePath};
 use crate::history::{History, JobStart};
 use crate::run::{Describe, ListFilter, RunMemory};
+use crate::threads::{ContextChange, Draft, Threads};
 
 fn ok<T>(result: Result<T, StoreError>, check: &str) -> T {
     match result {
@@ -49,6 +50,7 @@ pub async fn backend_suite(backend: Rc<dyn Backend>, other: Rc<dyn Backend>) {
     durable(backend.clone()).await;
     run_memory(backend.clone()).await;
     history(backend.clone()).await;
+    threads(backend.clone()).await;
     config(backend.clone()).await;
     export_import(backend, other).await;
 }
@@ -711,6 +713,263 @@ impl crate::owners::Owners for AliveOwners {
     fn is_alive<'a>(&'a self, owner: &'a str) -> futures::future::LocalBoxFuture<'a, bool> {
         Box::pin(std::future::ready(self.0.contains(&owner)))
     }
+}
+
+async fn threads(backend: Rc<dyn Backend>) {
+    use kiln_types::agent::AgentEvent;
+    use kiln_types::chat::Message;
+    let check = "threads";
+    let threads = Threads::new(backend.clone());
+    let user = |text: &str| Message::User { text: text.into() };
+    let said = |text: &str| Message::Assistant {
+        text: text.into(),
+        tool_calls: Vec::new(),
+    };
+    let first = ok(
+        threads
+            .create(
+                "  \nWhat is the capital of Peru? I am asking for a crossword puzzle clue today",
+                "",
+            )
+            .await,
+        check,
+    );
+    assert_eq!(
+        first.title, "What is the capital of Peru? I am asking for a crossword puzzle clue today",
+        "{check}: titled after the first line"
+    );
+    ok(
+        threads
+            .append(&first.id, Draft::user("What is the capital of Peru?"))
+            .await,
+        check,
+    );
+    let answer = Draft {
+        role: "assistant".into(),
+        text: "Lima".into(),
+        events: vec![
+            AgentEvent::TextDelta { text: "Li".into() },
+            AgentEvent::TextDelta { text: "ma".into() },
+            AgentEvent::LogUpdate {
+                message: "note".into(),
+            },
+        ],
+        context: Some(ContextChange::Append(vec![
+            user("What is the capital of Peru?"),
+            said("Lima"),
+        ])),
+        provider: "scripted".into(),
+        model: "m-1".into(),
+        ..Draft::default()
+    };
+    let kept = ok(threads.append(&first.id, answer).await, check);
+    assert_eq!(kept.seq, 2, "{check}: numbered");
+    assert_eq!(
+        kept.events.first(),
+        Some(&AgentEvent::TextDelta {
+            text: "Lima".into()
+        }),
+        "{check}: text deltas joined"
+    );
+    assert_eq!(kept.events.len(), 2, "{check}: the note kept apart");
+    // A second turn compacted what came before.
+    ok(
+        threads
+            .append(&first.id, Draft::user("And of Chile?"))
+            .await,
+        check,
+    );
+    ok(
+        threads
+            .append(
+                &first.id,
+                Draft {
+                    role: "assistant".into(),
+                    text: "Santiago".into(),
+                    context: Some(ContextChange::Replace(vec![
+                        Message::System {
+                            text: "summary".into(),
+                        },
+                        user("And of Chile?"),
+                        said("Santiago"),
+                    ])),
+                    ..Draft::default()
+                },
+            )
+            .await,
+        check,
+    );
+    // A third failed: it changes nothing the model reads.
+    ok(
+        threads.append(&first.id, Draft::user("And of Mars?")).await,
+        check,
+    );
+    ok(
+        threads
+            .append(
+                &first.id,
+                Draft {
+                    role: "assistant".into(),
+                    failure: Some(crate::threads::TurnFailure {
+                        code: "provider".into(),
+                        message: "the provider refused".into(),
+                        hint: None,
+                    }),
+                    ..Draft::default()
+                },
+            )
+            .await,
+        check,
+    );
+    let opened = ok(threads.open(&first.id).await, check);
+    assert_eq!(opened.messages.len(), 6, "{check}: every message");
+    assert_eq!(opened.thread.n_messages, 6, "{check}: counted");
+    assert_eq!(
+        opened.thread.provider, "scripted",
+        "{check}: the provider kept"
+    );
+    assert_eq!(
+        opened.context,
+        vec![
+            Message::System {
+                text: "summary".into()
+            },
+            user("And of Chile?"),
+            said("Santiago"),
+        ],
+        "{check}: what the model reads next"
+    );
+    assert_eq!(
+        err(
+            threads
+                .append(
+                    &first.id,
+                    Draft {
+                        role: "robot".into(),
+                        ..Draft::default()
+                    }
+                )
+                .await,
+            check
+        )
+        .code(),
+        "invalid",
+        "{check}: a role checked"
+    );
+
+    // The list: pinned first, then the newest; rename, delete and undo.
+    let second = ok(threads.create("Another", "").await, check);
+    let ours = [first.id.clone(), second.id.clone()];
+    // The history's suite left its own thread: only these two are looked at.
+    let ids = |list: Vec<crate::threads::Thread>| {
+        list.into_iter()
+            .map(|thread| thread.id)
+            .filter(|id| ours.contains(id))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(
+        ids(ok(threads.list(10).await, check)),
+        [second.id.clone(), first.id.clone()],
+        "{check}: newest first"
+    );
+    ok(threads.pin(&first.id, true).await, check);
+    assert_eq!(
+        ids(ok(threads.list(10).await, check)),
+        [first.id.clone(), second.id.clone()],
+        "{check}: pinned first"
+    );
+    let renamed = ok(threads.rename(&first.id, "  Capitals  ").await, check);
+    assert!(
+        renamed.titled && renamed.title == "Capitals",
+        "{check}: renamed {renamed:?}"
+    );
+    assert_eq!(
+        err(threads.rename(&first.id, "   ").await, check).code(),
+        "invalid",
+        "{check}: no empty title"
+    );
+    ok(threads.delete(&second.id).await, check);
+    assert_eq!(
+        ids(ok(threads.list(10).await, check)),
+        vec![first.id.clone()],
+        "{check}: deleted hidden"
+    );
+    assert_eq!(
+        ok(threads.purge(crate::clock::epoch_ms()).await, check),
+        0,
+        "{check}: undo still possible"
+    );
+    ok(threads.restore(&second.id).await, check);
+    assert_eq!(
+        ids(ok(threads.list(10).await, check)).len(),
+        2,
+        "{check}: restored"
+    );
+    ok(threads.delete(&second.id).await, check);
+    let later = crate::clock::epoch_ms() + crate::threads::DELETED_KEPT_MS + 1;
+    assert_eq!(
+        ok(threads.purge(later).await, check),
+        1,
+        "{check}: purged after the grace"
+    );
+    assert_eq!(
+        err(threads.get(&second.id).await, check).code(),
+        "not_found",
+        "{check}: gone"
+    );
+
+    // Regenerate: cut from message 5; edit and resend: fork before message 3.
+    let cut = ok(threads.truncate(&first.id, 5).await, check);
+    assert_eq!(cut.n_messages, 4, "{check}: cut");
+    assert_eq!(
+        ok(threads.open(&first.id).await, check).messages.len(),
+        4,
+        "{check}: cut messages gone"
+    );
+    let next = ok(threads.append(&first.id, Draft::user("again")).await, check);
+    assert_eq!(next.seq, 5, "{check}: numbering goes on after a cut");
+    let fork = ok(threads.fork(&first.id, 3).await, check);
+    assert_ne!(fork.thread.id, first.id, "{check}: a new thread");
+    assert_eq!(
+        fork.messages.iter().map(|m| m.seq).collect::<Vec<_>>(),
+        [1, 2],
+        "{check}: fork keeps what came before"
+    );
+    assert_eq!(
+        fork.context,
+        vec![user("What is the capital of Peru?"), said("Lima")],
+        "{check}: fork's context"
+    );
+    assert_eq!(
+        fork.thread.title, "Capitals",
+        "{check}: fork keeps the title"
+    );
+    assert_eq!(
+        ok(threads.open(&first.id).await, check).messages.len(),
+        5,
+        "{check}: the original stays"
+    );
+    assert_eq!(
+        err(threads.fork(&first.id, 0).await, check).code(),
+        "invalid",
+        "{check}: fork before 0"
+    );
+    assert_eq!(
+        err(threads.fork(&first.id, 9).await, check).code(),
+        "invalid",
+        "{check}: fork past the end"
+    );
+    // The history's search finds a thread by what was said in it.
+    let hits = ok(History::new(backend).search("Santiago", 10).await, check);
+    assert!(
+        hits.iter().any(|hit| hit.id == first.id),
+        "{check}: found by search {hits:?}"
+    );
+    // Clean up for the suites after this one (export counts records).
+    for thread in ok(threads.list(10).await, check) {
+        ok(threads.delete(&thread.id).await, check);
+    }
+    ok(threads.purge(later).await, check);
 }
 
 async fn config(backend: Rc<dyn Backend>) {

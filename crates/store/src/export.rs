@@ -155,7 +155,7 @@ fn check(table: Table, record: &ExportRecord) -> Result<(), StoreError> {
             }
         }
         Table::Messages => {
-            let message: history::Message =
+            let message: history::ThreadMessage =
                 serde_json::from_value(record.value.clone()).map_err(parse_err)?;
             if key != format!("{}/{:010}", message.thread_id, message.seq) {
                 return Err(invalid(

@@ -4,14 +4,14 @@
 
 use std::rc::Rc;
 
-use serde::{Deserialize, Serialize};
-
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict, stored_value};
 use crate::clock::{epoch_ms, unique_ms};
 use crate::error::StoreError;
 use crate::ids::random_suffix;
 use crate::text;
-pub use kiln_types::records::{HistoryHit, Job};
+pub use kiln_types::records::{
+    ContextChange, Conversation, HistoryHit, Job, Thread, ThreadMessage, TurnFailure,
+};
 
 /// The most of a job's input or output kept, in characters.
 pub const MAX_JOB_TEXT_CHARS: usize = 64 * 1024;
@@ -91,30 +91,6 @@ pub struct JobStart {
     pub owner: String,
     /// A keyed codemode run's id ([`Job::run_id`]).
     pub run_id: Option<String>,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Thread {
-    pub id: String,
-    pub title: String,
-    pub agent: String,
-    pub created_ms: u64,
-    pub updated_ms: u64,
-    #[serde(default)]
-    pub n_messages: u64,
-    #[serde(default, skip_deserializing)]
-    pub version: u64,
-}
-
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Message {
-    pub thread_id: String,
-    /// 1-based within the thread.
-    pub seq: u64,
-    /// `user`, `assistant`, `tool` or `system`.
-    pub role: String,
-    pub text: String,
-    pub created_ms: u64,
 }
 
 fn with_version<T: serde::de::DeserializeOwned>(
@@ -345,6 +321,11 @@ impl History {
             created_ms: now,
             updated_ms: now,
             n_messages: 0,
+            titled: false,
+            pinned: false,
+            provider: String::new(),
+            model: String::new(),
+            deleted_ms: None,
             version: 0,
         };
         self.backend
@@ -395,7 +376,7 @@ impl History {
         thread_id: &str,
         role: &str,
         text: &str,
-    ) -> Result<Message, StoreError> {
+    ) -> Result<ThreadMessage, StoreError> {
         if !["user", "assistant", "tool", "system"].contains(&role) {
             return Err(StoreError::Invalid(format!(
                 "message role `{role}` is not one of `user`, `assistant`, `tool`, `system`"
@@ -404,12 +385,17 @@ impl History {
         retry_on_conflict(APPEND_ATTEMPTS, || async move {
             let mut thread = self.thread(thread_id).await?;
             let now = epoch_ms();
-            let message = Message {
+            let message = ThreadMessage {
                 thread_id: thread_id.to_owned(),
                 seq: thread.n_messages + 1,
                 role: role.to_owned(),
                 text: keep(text, MAX_MESSAGE_CHARS),
                 created_ms: now,
+                events: Vec::new(),
+                context: None,
+                failure: None,
+                provider: String::new(),
+                model: String::new(),
             };
             let version = thread.version;
             thread.n_messages = message.seq;
@@ -434,7 +420,7 @@ impl History {
         .await
     }
 
-    pub async fn messages(&self, thread_id: &str) -> Result<Vec<Message>, StoreError> {
+    pub async fn messages(&self, thread_id: &str) -> Result<Vec<ThreadMessage>, StoreError> {
         let prefix = format!("{thread_id}/");
         let scan = Scan {
             prefix: &prefix,
@@ -479,7 +465,7 @@ impl History {
         let n_messages = self.backend.count(Table::Messages).await?;
         let mut titles: std::collections::BTreeMap<String, (String, String)> = Default::default();
         for (score, record) in text::rank(Table::Messages, &terms, messages, n_messages) {
-            let message: Message = serde_json::from_value(record.value.clone())
+            let message: ThreadMessage = serde_json::from_value(record.value.clone())
                 .map_err(|error| corrupt("message", &record, &error))?;
             if !titles.contains_key(&message.thread_id) {
                 let named = match self.thread(&message.thread_id).await {

@@ -13,6 +13,9 @@
 //!   ranked full-text query, helpful / outdated marks;
 //! - [`history`]: [`history::History`], threads, messages and job records,
 //!   searchable;
+//! - [`threads`]: [`threads::Threads`], the person's conversations as the app
+//!   and `kiln chat` keep them: what each turn showed and what the model reads,
+//!   renamed, pinned, deleted with undo, forked;
 //! - [`config`]: [`config::Config`], agents, providers with their keys,
 //!   permission mode, the brake;
 //! - [`files`]: [`files::FileTree`], the workspace's files (OPFS in the browser,
@@ -54,6 +57,7 @@ pub mod native;
 pub mod owners;
 pub mod run;
 pub mod text;
+pub mod threads;
 
 pub use backend::{
     Backend, Change, Expect, Op, Record, Scan, Subscription, Table, Write, retry_on_conflict,

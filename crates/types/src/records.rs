@@ -105,6 +105,112 @@ pub struct HistoryHit {
     pub score: f64,
 }
 
+/// A conversation: its messages are [`ThreadMessage`]s keyed under its id.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Thread {
+    pub id: String,
+    /// The first message, cut, until the person renames it ([`Thread::titled`]).
+    pub title: String,
+    pub agent: String,
+    pub created_ms: u64,
+    pub updated_ms: u64,
+    #[serde(default)]
+    pub n_messages: u64,
+    /// The person named it: a later title from the model leaves it alone.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub titled: bool,
+    /// Kept at the top of the list.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub pinned: bool,
+    /// The provider (its kept name) and model its last turn used.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+    /// Deleted at this time: hidden from the list, restorable until the
+    /// store purges it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub deleted_ms: Option<u64>,
+    /// The record's version (compare-and-swap for edits); not stored.
+    #[serde(default)]
+    pub version: u64,
+}
+
+/// One message of a thread as the thread shows it and the model reads it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ThreadMessage {
+    pub thread_id: String,
+    /// 1-based within the thread.
+    pub seq: u64,
+    /// `user`, `assistant`, `tool` or `system`.
+    pub role: String,
+    /// What was said (an agent turn's final reply), which the history's
+    /// search finds.
+    pub text: String,
+    pub created_ms: u64,
+    /// An agent turn's steps as the thread shows them: its events, each run
+    /// of text deltas joined into one, ending with `done`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub events: Vec<crate::agent::AgentEvent>,
+    /// How this turn changed what the model reads next; absent when it left
+    /// it as it was (a turn that failed or was stopped before any answer).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<ContextChange>,
+    /// The turn could not run or ended without its answer: why.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub failure: Option<TurnFailure>,
+    /// The provider (its kept name) and model that answered an agent turn.
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub provider: String,
+    #[serde(default, skip_serializing_if = "String::is_empty")]
+    pub model: String,
+}
+
+/// How one turn changed the conversation the model reads.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "change", content = "messages", rename_all = "snake_case")]
+pub enum ContextChange {
+    /// These messages follow what it read before (the person's message first).
+    Append(Vec<crate::chat::Message>),
+    /// It reads these instead (the turn compacted what came before).
+    Replace(Vec<crate::chat::Message>),
+}
+
+/// Why a turn has no answer, as the thread says it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct TurnFailure {
+    /// A stable code (`bad_request`, `runtime_gone`, …).
+    pub code: String,
+    pub message: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub hint: Option<String>,
+}
+
+/// A thread opened: its record, its messages in order, and what the model
+/// reads at the next turn (the messages' context changes folded).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Conversation {
+    pub thread: Thread,
+    pub messages: Vec<ThreadMessage>,
+    pub context: Vec<crate::chat::Message>,
+}
+
+impl Conversation {
+    /// What the model reads after `messages`: their context changes in order.
+    #[must_use]
+    pub fn fold(messages: &[ThreadMessage]) -> Vec<crate::chat::Message> {
+        let mut context = Vec::new();
+        for message in messages {
+            match &message.context {
+                Some(ContextChange::Append(more)) => context.extend(more.iter().cloned()),
+                Some(ContextChange::Replace(all)) => context.clone_from(all),
+                None => {}
+            }
+        }
+        context
+    }
+}
+
 /// An entry's metadata: what `list_shared` shows.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct EntryMeta {
