@@ -42,6 +42,17 @@ function withStorage(kiln) {
     jobs: ({ limit } = {}) => op("history.jobs")({ limit }),
     search: (query, { limit } = {}) => op("history.search")({ query, limit }),
   };
+  kiln.threads = {
+    list: ({ limit } = {}) => op("threads.list")({ limit }),
+    create: (firstMessage, { agent } = {}) => op("threads.create")({ first_message: firstMessage, agent }),
+    open: (id) => op("threads.open")({ id }),
+    rename: (id, title) => op("threads.rename")({ id, title }),
+    pin: (id, pinned = true) => op("threads.pin")({ id, pinned }),
+    remove: (id) => op("threads.delete")({ id }),
+    restore: (id) => op("threads.restore")({ id }),
+    truncate: (id, seq) => op("threads.truncate")({ id, seq }),
+    fork: (id, seq) => op("threads.fork")({ id, seq }),
+  };
   kiln.runMemory = (runId) => op("run.list")(runId === undefined ? {} : { run_id: runId });
   kiln.config = { get: () => op("config.get")({}) };
   kiln.exportAll = ({ includeKeys = false } = {}) => op("export")({ include_keys: includeKeys });

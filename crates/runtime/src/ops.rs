@@ -12,8 +12,9 @@ use kiln_store::config::Config;
 use kiln_store::durable::{DurableMemory, Mark};
 use kiln_store::export::{self, ExportOptions};
 use kiln_store::files::{self, WorkspacePath};
-use kiln_store::history::{History, title_of_program};
+use kiln_store::history::History;
 use kiln_store::run::{ListFilter, RunMemory};
+use kiln_store::threads::Threads;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
 use serde_json::{Value, json};
@@ -89,15 +90,34 @@ struct IdArgs {
     id: String,
 }
 
-/// `history.append`: a message of a chat thread; with no `thread`, a new
-/// thread titled after the message.
+/// `threads.create`: a new thread titled after its first message.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
-struct AppendArgs {
+struct CreateThreadArgs {
+    first_message: String,
     #[serde(default)]
-    thread: Option<String>,
-    role: String,
-    text: String,
+    agent: String,
+}
+
+/// `threads.rename`, `threads.pin`, `threads.truncate`, `threads.fork`: a
+/// thread and what changes.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ThreadArgs {
+    id: String,
+    #[serde(default)]
+    title: Option<String>,
+    #[serde(default)]
+    pinned: Option<bool>,
+    /// The message to cut or fork from.
+    #[serde(default)]
+    seq: Option<u64>,
+}
+
+impl ThreadArgs {
+    fn needs<T>(field: Option<T>, op: &str, name: &str) -> Result<T, OpError> {
+        field.ok_or_else(|| bad_request(format!("`{op}` needs `{name}`")))
+    }
 }
 
 #[derive(Deserialize)]
@@ -175,6 +195,7 @@ fn to_value<T: serde::Serialize>(value: &T) -> Value {
 pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<Value, OpError> {
     let memory = DurableMemory::new(opened.backend.clone());
     let history = History::new(opened.backend.clone());
+    let threads = Threads::new(opened.backend.clone());
     let config = Config::new(opened.backend.clone());
     let tree = &*opened.files;
     Ok(match op {
@@ -224,14 +245,51 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             let IdArgs { id } = args(request)?;
             to_value(&history.job(&id).await?)
         }
-        "history.append" => {
-            let AppendArgs { thread, role, text } = args(request)?;
-            let thread = match thread {
-                Some(thread) => thread,
-                None => history.new_thread(&title_of_program(&text), "").await?.id,
-            };
-            history.append(&thread, &role, &text).await?;
-            json!({"thread": thread})
+        "threads.list" => {
+            let ListArgs { limit, agent } = args(request)?;
+            if agent.is_some() {
+                return Err(bad_request("`threads.list` takes only `limit`"));
+            }
+            to_value(&threads.list(limit.unwrap_or(500)).await?)
+        }
+        "threads.create" => {
+            let CreateThreadArgs {
+                first_message,
+                agent,
+            } = args(request)?;
+            to_value(&threads.create(&first_message, &agent).await?)
+        }
+        "threads.open" => {
+            let IdArgs { id } = args(request)?;
+            to_value(&threads.open(&id).await?)
+        }
+        "threads.rename" => {
+            let ThreadArgs { id, title, .. } = args(request)?;
+            let title = ThreadArgs::needs(title, op, "title")?;
+            to_value(&threads.rename(&id, &title).await?)
+        }
+        "threads.pin" => {
+            let ThreadArgs { id, pinned, .. } = args(request)?;
+            let pinned = ThreadArgs::needs(pinned, op, "pinned")?;
+            to_value(&threads.pin(&id, pinned).await?)
+        }
+        "threads.delete" => {
+            let IdArgs { id } = args(request)?;
+            to_value(&threads.delete(&id).await?)
+        }
+        "threads.restore" => {
+            let IdArgs { id } = args(request)?;
+            to_value(&threads.restore(&id).await?)
+        }
+        "threads.truncate" => {
+            let ThreadArgs { id, seq, .. } = args(request)?;
+            let seq = ThreadArgs::needs(seq, op, "seq")?;
+            to_value(&threads.truncate(&id, seq).await?)
+        }
+        "threads.fork" => {
+            let ThreadArgs { id, seq, .. } = args(request)?;
+            let seq = ThreadArgs::needs(seq, op, "seq")?;
+            to_value(&threads.fork(&id, seq).await?)
         }
         "history.search" => {
             let SearchArgs { query, limit } = args(request)?;

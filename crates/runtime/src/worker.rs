@@ -219,6 +219,11 @@ pub(crate) async fn open_workspace(workspace: &str) -> Result<Workspace, StoreEr
         owners,
     };
     opened.interrupt_abandoned().await?;
+    // Threads deleted long enough ago that no undo can reach them; one that
+    // cannot be purged now is tried again at the next open.
+    let _ = kiln_store::threads::Threads::new(opened.backend.clone())
+        .purge(kiln_store::clock::epoch_ms())
+        .await;
     Ok(opened)
 }
 

@@ -128,9 +128,9 @@ fn a_bad_request_is_refused_by_name() {
         ),
         ("config.select", json!({"provider": 3}), "invalid type"),
         (
-            "history.append",
-            json!({"role": "user"}),
-            "missing field `text`",
+            "threads.create",
+            json!({"agent": "a"}),
+            "missing field `first_message`",
         ),
     ];
     for (verb, args, named) in cases {
@@ -259,29 +259,61 @@ fn the_app_edits_its_configuration_and_never_reads_a_key_back() {
 }
 
 #[test]
-fn a_chat_thread_is_kept_message_by_message() {
+fn a_conversations_thread_is_listed_opened_renamed_pinned_forked_and_deleted_with_undo() {
     let workspace = workspace();
-    let first = op(
+    let thread = op(
         &workspace,
-        "history.append",
-        json!({"role": "user", "text": "What is the capital of Peru?"}),
+        "threads.create",
+        json!({"first_message": "What is the capital of Peru?"}),
     )
-    .expect("appended");
-    let thread = first["thread"].as_str().expect("a thread").to_owned();
-    op(
+    .expect("created");
+    let id = thread["id"].as_str().expect("an id").to_owned();
+    assert_eq!(thread["title"], "What is the capital of Peru?");
+    let opened = op(&workspace, "threads.open", json!({"id": id})).expect("opened");
+    assert_eq!(opened["messages"], json!([]), "{opened}");
+    assert_eq!(opened["context"], json!([]), "{opened}");
+    let renamed = op(
         &workspace,
-        "history.append",
-        json!({"thread": thread, "role": "assistant", "text": "Lima"}),
+        "threads.rename",
+        json!({"id": id, "title": "Capitals"}),
     )
-    .expect("appended");
-    let hits = op(
-        &workspace,
-        "history.search",
-        json!({"query": "capital Peru"}),
-    )
-    .expect("searched");
-    assert_eq!(hits[0]["kind"], "message", "{hits}");
-    assert_eq!(hits[0]["id"], thread.as_str(), "{hits}");
+    .expect("renamed");
+    assert_eq!(
+        (renamed["title"].clone(), renamed["titled"].clone()),
+        (json!("Capitals"), json!(true))
+    );
+    op(&workspace, "threads.pin", json!({"id": id, "pinned": true})).expect("pinned");
+    let listed = op(&workspace, "threads.list", json!({})).expect("listed");
+    assert_eq!(listed[0]["pinned"], true, "{listed}");
+    let fork = op(&workspace, "threads.fork", json!({"id": id, "seq": 1})).expect("forked");
+    assert_ne!(fork["thread"]["id"], id.as_str(), "{fork}");
+    op(&workspace, "threads.delete", json!({"id": id})).expect("deleted");
+    let listed = op(&workspace, "threads.list", json!({})).expect("listed");
+    assert_eq!(
+        listed.as_array().map(Vec::len),
+        Some(1),
+        "only the fork: {listed}"
+    );
+    op(&workspace, "threads.restore", json!({"id": id})).expect("restored");
+    let listed = op(&workspace, "threads.list", json!({"limit": 5})).expect("listed");
+    assert_eq!(listed.as_array().map(Vec::len), Some(2), "{listed}");
+    // Bad requests, by name.
+    for (verb, args, says) in [
+        ("threads.rename", json!({"id": id}), "needs `title`"),
+        ("threads.pin", json!({"id": id}), "needs `pinned`"),
+        ("threads.truncate", json!({"id": id}), "needs `seq`"),
+        (
+            "threads.open",
+            json!({"id": id, "extra": 1}),
+            "unknown field `extra`",
+        ),
+        ("threads.list", json!({"agent": "a"}), "takes only `limit`"),
+    ] {
+        let error = op(&workspace, verb, args).expect_err(verb).to_string();
+        assert!(error.contains(says), "{verb}: {error}");
+    }
+    let missing = op(&workspace, "threads.open", json!({"id": "t-nope"})).expect_err("missing");
+    assert!(missing.to_string().contains("t-nope"), "{missing}");
 }
 
 #[test]

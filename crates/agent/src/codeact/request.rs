@@ -16,7 +16,7 @@ use super::history::Compaction;
 use kiln_run::{RequestError, RunRequest};
 
 /// The agent's own fields; the rest are the belt's (a run request's).
-const FIELDS: [&str; 9] = [
+const FIELDS: [&str; 10] = [
     "provider",
     "options",
     "messages",
@@ -26,6 +26,7 @@ const FIELDS: [&str; 9] = [
     "budget",
     "direct",
     "compaction",
+    "thread",
 ];
 
 /// The belt's fields, as a run request reads them.
@@ -53,6 +54,8 @@ pub struct AgentSpec {
     budget: Limits,
     direct: Vec<String>,
     compaction: Compaction,
+    /// The thread the turn is kept in (`kiln_store::threads`), if any.
+    pub thread: Option<String>,
 }
 
 fn field<T: DeserializeOwned>(
@@ -200,7 +203,31 @@ impl AgentSpec {
             },
             direct: field(&fields, "direct", "an array of tool names")?.unwrap_or_default(),
             compaction,
+            thread: field(&fields, "thread", "a thread's id")?,
         })
+    }
+
+    /// The conversation the turn is sent, ending with the person's message.
+    #[must_use]
+    pub fn messages(&self) -> &[Message] {
+        &self.messages
+    }
+
+    /// The model the turn asks for.
+    #[must_use]
+    pub fn model(&self) -> &str {
+        &self.options.model
+    }
+
+    /// The provider as a person knows it: the name the workspace keeps it
+    /// under, or its own name or kind.
+    #[must_use]
+    pub fn provider_name(&self) -> String {
+        ["stored", "name", "kind"]
+            .iter()
+            .find_map(|key| self.provider.get(*key).and_then(Value::as_str))
+            .unwrap_or_default()
+            .to_owned()
     }
 
     /// The request, over the entrance's connected `provider`.

@@ -89,20 +89,66 @@ pub(super) struct Asks {
 }
 
 /// One agent turn: its events posted as they come, then its result and the
-/// thread to continue from.
+/// thread to continue from (`messages`, the thread as the model saw it; and,
+/// for a turn kept in a thread, `next`, what the next turn sends).
 pub(super) async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: Asks) {
+    let answered = agent_turn(&runtime, id, request, asks).await;
+    settle(&runtime, id);
+    // A question left open has nobody to ask it any more.
+    runtime
+        .questions
+        .borrow_mut()
+        .retain(|_, (run, _)| *run != id);
+    answer(id, answered);
+}
+
+/// The thread a turn is kept in, with its first message kept.
+async fn kept_turn(
+    runtime: &Runtime,
+    spec: &kiln_agent::AgentSpec,
+) -> Result<Option<kiln_agent::ThreadTurn>, Problem> {
+    let Some(thread) = &spec.thread else {
+        return Ok(None);
+    };
+    let workspace = runtime.workspace.as_ref().as_ref().map_err(store_problem)?;
+    let threads = kiln_store::threads::Threads::new(workspace.backend.clone());
+    kiln_agent::ThreadTurn::begin(
+        threads,
+        thread,
+        spec.messages(),
+        &spec.provider_name(),
+        spec.model(),
+    )
+    .await
+    .map(Some)
+    .map_err(|error| store_problem(&error))
+}
+
+async fn agent_turn(
+    runtime: &Rc<Runtime>,
+    id: u64,
+    request: Value,
+    asks: Asks,
+) -> Result<Value, Problem> {
     let Asks { approve, ask, seen } = asks;
-    let answered = async {
-        let spec = kiln_agent::AgentSpec::from_value(request)
-            .map_err(|error| Problem::bad_request(error.0))?;
-        let config = stored_config(&runtime);
+    let spec = kiln_agent::AgentSpec::from_value(request)
+        .map_err(|error| Problem::bad_request(error.0))?;
+    let kept = kept_turn(runtime, &spec).await?;
+    let ran = async {
+        let config = stored_config(runtime);
         let provider = provider_config(config.as_ref(), &spec.provider)
             .await
             .map_err(|error| op_problem(&error.into()))?;
         let provider = kiln_providers::connect_with(provider, runtime.http.clone());
-        let environment = watched_environment(&runtime, id, approve, seen, "kiln.agent");
+        let environment = watched_environment(runtime, id, approve, seen, "kiln.agent");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
+        let sink: kiln_agent::Sink = Rc::new(move |event| {
+            post(&FromRuntime::Event {
+                id,
+                event: ExchangeEvent::Agent(event),
+            });
+        });
         let setup = kiln_agent::AgentSetup {
             environment: &environment,
             runner: Rc::new(PoolRunner(runtime.pool.clone())),
@@ -113,34 +159,58 @@ pub(super) async fn agent(runtime: Rc<Runtime>, id: u64, request: Value, asks: A
                 }) as Rc<dyn Person>
             }),
             clock: Rc::new(kiln_http::SystemClock),
-            sink: Rc::new(move |event| {
-                post(&FromRuntime::Event {
-                    id,
-                    event: ExchangeEvent::Agent(event),
-                });
-            }),
+            sink: match &kept {
+                Some(kept) => kept.sink(sink),
+                None => sink,
+            },
             cancel,
         };
-        let outcome = kiln_agent::run_agent(spec.with_provider(provider), setup)
+        kiln_agent::run_agent(spec.with_provider(provider), setup)
             .await
-            .map_err(|error| Problem::bad_request(error.0))?;
-        let mut value = serde_json::to_value(&outcome.result).unwrap_or(Value::Null);
-        if let Some(object) = value.as_object_mut() {
-            object.insert(
-                "messages".into(),
-                serde_json::to_value(&outcome.view).unwrap_or_default(),
-            );
-        }
-        Ok::<Value, Problem>(value)
+            .map_err(|error| Problem::bad_request(error.0))
     }
     .await;
-    settle(&runtime, id);
-    // A question left open has nobody to ask it any more.
-    runtime
-        .questions
-        .borrow_mut()
-        .retain(|_, (run, _)| *run != id);
-    answer(id, answered);
+    let outcome = match ran {
+        Ok(outcome) => outcome,
+        Err(problem) => {
+            if let Some(kept) = kept {
+                // The failure is the answer either way; a store that fails
+                // now only leaves the thread without it.
+                let _ = kept
+                    .failed(kiln_store::threads::TurnFailure {
+                        code: problem.code.clone().unwrap_or_else(|| "failed".into()),
+                        message: problem.message.clone(),
+                        hint: problem.hint.clone(),
+                    })
+                    .await;
+            }
+            return Err(problem);
+        }
+    };
+    let mut value = serde_json::to_value(&outcome.result).unwrap_or(Value::Null);
+    if let Some(object) = value.as_object_mut() {
+        object.insert(
+            "messages".into(),
+            serde_json::to_value(&outcome.view).unwrap_or_default(),
+        );
+        if let Some(kept) = kept {
+            match kept.ended(&outcome).await {
+                Ok(next) => {
+                    object.insert(
+                        "next".into(),
+                        serde_json::to_value(next).unwrap_or_default(),
+                    );
+                }
+                Err(error) => {
+                    object.insert(
+                        "thread_problem".into(),
+                        Value::String(error.with_hint().to_string()),
+                    );
+                }
+            }
+        }
+    }
+    Ok(value)
 }
 
 pub(super) async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
