@@ -534,6 +534,252 @@ fn tools_says_what_a_session_without_a_store_or_tools_has() {
     assert!(!out.stderr.contains("memory, history, file"), "{what}");
 }
 
+/// An empty folder for a store of its own, named `name` under this run's.
+fn fresh_store(name: &str) -> String {
+    let dir = std::env::temp_dir()
+        .join(format!("kiln-chat-{}", std::process::id()))
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir.display().to_string()
+}
+
+/// `kiln chat` on aimock's OpenAI wire with `extra` arguments, `input` on stdin.
+fn openai_chat(root: &str, extra: &[&str], input: &str) -> Output {
+    let mut args = openai(root);
+    args.extend(extra.iter().map(|arg| (*arg).to_owned()));
+    let args: Vec<&str> = args.iter().map(String::as_str).collect();
+    kiln_with(&args, &[], input)
+}
+
+/// The store's threads as `kiln chat --list-threads --json` lists them.
+fn threads_of(store: &str) -> Vec<Value> {
+    let out = kiln_with(
+        &["chat", "--list-threads", "--json", "--store", store],
+        &[],
+        "",
+    );
+    out.json_ok().as_array().unwrap().clone()
+}
+
+/// The messages of a request after Kiln's system prompt, as (role, text).
+fn said(request: &Value) -> Vec<(String, String)> {
+    request["body"]["messages"].as_array().unwrap()[1..]
+        .iter()
+        .map(|message| {
+            (
+                message["role"].as_str().unwrap().to_owned(),
+                message["content"].as_str().unwrap_or_default().to_owned(),
+            )
+        })
+        .collect()
+}
+
+/// The person's two-message conversation of the thread tests, with the model's answers.
+const TWO_MESSAGES: [(&str, &str); 4] = [
+    ("user", "kiln-hello: first"),
+    ("assistant", "Hello from the mock."),
+    ("user", "kiln-which-model now"),
+    ("assistant", "You asked for gpt-4o-mini."),
+];
+
+/// A session of two messages in `store`: the one thread it made.
+fn two_message_thread(root: &str, store: &str) -> (Output, Value) {
+    let out = openai_chat(
+        root,
+        &["--interactive", "--store", store],
+        "kiln-hello: first\nkiln-which-model now\n/threads\n/exit\n",
+    );
+    let threads = threads_of(store);
+    assert_eq!(threads.len(), 1, "{threads:?}\n{}", out.stderr);
+    (out, threads[0].clone())
+}
+
+/// Issue 36: with a store, a conversation of `kiln chat` is a thread of it —
+/// titled by its first message, holding both exchanges, listed by `/threads`
+/// and `--list-threads`.
+#[test]
+fn a_conversation_with_a_store_is_kept_as_one_thread() {
+    let aimock = Aimock::start();
+    let store = fresh_store("kept");
+    let (out, thread) = two_message_thread(&aimock.url(), &store);
+    let what = format!("{}\n--- stderr\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "{what}");
+    assert_eq!(
+        out.stdout, "Hello from the mock.\nYou asked for gpt-4o-mini.\n",
+        "{what}"
+    );
+    assert_eq!(thread["n_messages"], 4, "{thread}");
+    assert_eq!(thread["title"], "kiln-hello: first", "{thread}");
+    assert_eq!(
+        (&thread["provider"], &thread["model"]),
+        (&json!("openai"), &json!("gpt-4o-mini")),
+        "{thread}"
+    );
+    let id = thread["id"].as_str().unwrap();
+    // Said once, after the first turn: how to come back to it.
+    assert_eq!(
+        out.stderr
+            .matches(&format!(
+                "kiln chat: kept as thread {id} (--thread {id} continues it)"
+            ))
+            .count(),
+        1,
+        "{what}"
+    );
+    // `/threads` lists it, this conversation marked.
+    let line = out
+        .stderr
+        .lines()
+        .find(|line| line.starts_with(&format!("  {id}")))
+        .unwrap_or_else(|| panic!("no /threads line for {id}: {what}"));
+    assert!(
+        line.contains("just now")
+            && line.contains("4 messages  kiln-hello: first  [this conversation]"),
+        "{line}"
+    );
+    // And so does `--list-threads`, one line a thread on stdout.
+    let listed = kiln_with(&["chat", "--list-threads", "--store", &store], &[], "");
+    assert_eq!(listed.code, 0, "{}", listed.stderr);
+    assert!(
+        listed.stdout.starts_with(id) && listed.stdout.contains("4 messages  kiln-hello: first"),
+        "{}",
+        listed.stdout
+    );
+    // Without a store, nothing is kept, and the session says so.
+    let out = openai_chat(
+        &aimock.url(),
+        &["--interactive"],
+        "kiln-hello\n/threads\n/exit\n",
+    );
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert!(
+        out.stderr
+            .contains("kiln chat: this session's conversations are not kept (--store DIR keeps"),
+        "{}",
+        out.stderr
+    );
+    assert!(
+        out.stderr
+            .contains("kiln chat: this session keeps no threads: start kiln chat with --store DIR"),
+        "{}",
+        out.stderr
+    );
+}
+
+/// Issue 36: `kiln chat --thread ID` continues a kept conversation — a recap
+/// of it first, then the model reads the earlier exchanges before the new
+/// message, and the thread keeps the new one — and so does `/thread ID` in
+/// a session.
+#[test]
+fn kiln_chat_thread_continues_a_kept_conversation() {
+    let aimock = Aimock::start();
+    let store = fresh_store("resumed");
+    let (_, thread) = two_message_thread(&aimock.url(), &store);
+    let id = thread["id"].as_str().unwrap();
+
+    let out = openai_chat(
+        &aimock.url(),
+        &["--store", &store, "--thread", id, "kiln-hello again"],
+        "",
+    );
+    let what = format!("{}\n--- stderr\n{}", out.stdout, out.stderr);
+    assert_eq!(
+        (out.code, out.stdout.as_str()),
+        (0, "Hello from the mock.\n"),
+        "{what}"
+    );
+    assert!(
+        out.stderr.starts_with(&format!(
+            "kiln chat: continuing thread {id} “kiln-hello: first” (4 messages, updated "
+        )),
+        "{what}"
+    );
+    assert!(
+        out.stderr
+            .contains("\n  you:  kiln-which-model now\n  kiln: You asked for gpt-4o-mini.\n"),
+        "{what}"
+    );
+    // Not a new thread: no "kept as" line.
+    assert!(!out.stderr.contains("kept as thread"), "{what}");
+    let journal = aimock.journal();
+    let request = journal.as_array().unwrap().last().unwrap();
+    let mut expected: Vec<(String, String)> = TWO_MESSAGES
+        .iter()
+        .map(|(role, text)| ((*role).to_owned(), (*text).to_owned()))
+        .collect();
+    expected.push(("user".into(), "kiln-hello again".into()));
+    assert_eq!(said(request), expected, "{request}");
+    let threads = threads_of(&store);
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert_eq!(threads[0]["n_messages"], 6, "{threads:?}");
+
+    // In a session: an unknown id is said and changes nothing; a known one
+    // is continued.
+    let out = openai_chat(
+        &aimock.url(),
+        &["--interactive", "--store", &store],
+        &format!("/thread t-nope\n/thread {id}\nkiln-hello once more\n/exit\n"),
+    );
+    let what = format!("{}\n--- stderr\n{}", out.stdout, out.stderr);
+    assert_eq!(out.code, 0, "{what}");
+    assert!(
+        out.stderr
+            .contains("kiln chat: there is no thread `t-nope` in the store"),
+        "{what}"
+    );
+    assert!(
+        out.stderr.contains(&format!(
+            "kiln chat: continuing thread {id} “kiln-hello: first” (6 messages, updated "
+        )),
+        "{what}"
+    );
+    let journal = aimock.journal();
+    let request = journal.as_array().unwrap().last().unwrap();
+    assert_eq!(said(request).len(), 7, "{request}");
+    let threads = threads_of(&store);
+    assert_eq!(threads.len(), 1, "{threads:?}");
+    assert_eq!(threads[0]["n_messages"], 8, "{threads:?}");
+}
+
+/// Issue 36: a `--thread` the store does not have is exit 2, naming it and
+/// how to list the ones it has, before anything is sent; without a store,
+/// `--thread` and `--list-threads` ask for one.
+#[test]
+fn an_unknown_thread_is_refused_by_its_id() {
+    let aimock = Aimock::start();
+    let store = fresh_store("unknown");
+    let cases: [(&[&str], &[&str]); 3] = [
+        (
+            &["--store", &store, "--thread", "t-nope", "kiln-hello"],
+            &[
+                "error: there is no thread `t-nope` in the store ",
+                "\nhint: `kiln chat --list-threads --store ",
+            ],
+        ),
+        (
+            &["--thread", "t-nope", "kiln-hello"],
+            &[
+                "error: thread `t-nope` cannot be continued: threads are kept in a store",
+                "\nhint: give --store DIR",
+            ],
+        ),
+        (
+            &["--list-threads"],
+            &["error: --list-threads: threads are kept in a store, and none was given"],
+        ),
+    ];
+    for (extra, says) in cases {
+        let out = openai_chat(&aimock.url(), extra, "");
+        assert_eq!(out.code, 2, "{extra:?}: {}", out.stderr);
+        for phrase in says {
+            assert!(out.stderr.contains(phrase), "{phrase}: {}", out.stderr);
+        }
+        assert!(out.stdout.is_empty(), "{}", out.stdout);
+    }
+    assert_eq!(aimock.journal(), json!([]));
+}
+
 /// What a hostile model says: a window title (OSC), an erased line (CSI), a
 /// C1 command introducer and a right-to-left override, each of which a
 /// terminal acts on rather than shows.

@@ -84,6 +84,18 @@ pub struct SessionArgs {
     json: bool,
 }
 
+impl SessionArgs {
+    /// `--store DIR`, read before (or without) the rest of the session.
+    pub(crate) fn store(&self) -> Option<&std::path::Path> {
+        self.belt.store.as_deref()
+    }
+
+    /// `--json`.
+    pub(crate) fn json(&self) -> bool {
+        self.json
+    }
+}
+
 pub fn run(command: &AgentCommand) -> ExitCode {
     let AgentCommand::Run(args) = command;
     let prepared = (|| {
@@ -109,7 +121,14 @@ pub fn run(command: &AgentCommand) -> ExitCode {
     let messages = vec![Message::User {
         text: args.objective.clone(),
     }];
-    match session.turn(&mut pool, &interrupt, messages, output_schema, "kiln agent") {
+    match session.turn(
+        &mut pool,
+        &interrupt,
+        messages,
+        output_schema,
+        "kiln agent",
+        None,
+    ) {
         Ok(outcome) => session.finish(&outcome.result, "kiln agent"),
         Err(error) => {
             eprintln!("error: {}", crate::terminal::escaped(error.as_ref()));
@@ -301,6 +320,11 @@ impl Session {
         )
     }
 
+    /// The store's folder (`--store DIR`), when the session has one.
+    pub(crate) fn store(&self) -> Option<&std::path::Path> {
+        self.store.as_deref()
+    }
+
     /// The run request every turn's belt is assembled from.
     pub(crate) fn run_request(&self) -> &RunRequest {
         &self.run
@@ -314,7 +338,8 @@ impl Session {
     }
 
     /// Runs one agent turn over `messages`, its progress printed as it
-    /// comes; Ctrl-C stops it. `Err` is a request the loop refused.
+    /// comes (and its events kept in `kept`'s thread, when it is one);
+    /// Ctrl-C stops it. `Err` is a request the loop refused.
     pub(crate) fn turn(
         &self,
         pool: &mut futures::executor::LocalPool,
@@ -322,11 +347,16 @@ impl Session {
         messages: Vec<Message>,
         output_schema: Option<Value>,
         entrance: &str,
+        kept: Option<&kiln_agent::ThreadTurn>,
     ) -> Result<AgentOutcome, kiln_run::RequestError> {
         let json = self.json;
         let sink: kiln_agent::Sink = {
             let printer = self.printer.clone();
             Rc::new(move |event: AgentEvent| printer.borrow_mut().show(&event, json))
+        };
+        let sink = match kept {
+            Some(kept) => kept.sink(sink),
+            None => sink,
         };
         entrance.clone_into(&mut self.printer.borrow_mut().who);
         let environment = self.environment(entrance);
