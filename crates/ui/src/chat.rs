@@ -27,15 +27,16 @@ use crate::approval::PageApprover;
 use crate::chat_model::{IN_BROWSER_NOTE, ModelLine, is_model_failure, usage_line};
 use crate::demo_tools::Asker;
 use crate::provider_store::ProviderStore;
-use crate::providers_panel::ProvidersPanel;
+use crate::route::{Route, Router};
 use crate::runtime::{PageSide, Runtime};
 use crate::storage::Stores;
 use crate::storage_model::ErrorText;
 use crate::{AppPage, ApprovalCard, QuestionCard};
-use kiln_types::agent::{AgentResult, Guards, StopReason};
+use kiln_types::agent::{AgentEvent, AgentResult, Guards, StopReason};
 use kiln_types::chat::{ChatOptions, Message, ProviderKind};
 use kiln_types::model::ModelStatus;
 use kiln_types::permission::{ApprovalRequest, card_text};
+use kiln_types::records::{Conversation as Kept, Thread, ThreadMessage};
 use kiln_types::runtime::{ExchangeEvent, Problem, Told};
 use serde_json::{Value, json};
 
@@ -136,8 +137,18 @@ struct Entry {
 enum TurnEnd {
     /// The turn ran (answered, finished, or stopped by a guard, the budget or
     /// the person), with the thread to continue from.
-    Ended(Box<AgentResult>, Option<Vec<Message>>),
+    Ended(Box<AgentResult>, Continued),
     Failed(Option<Problem>),
+}
+
+/// What a turn that ran leaves for the next one.
+struct Continued {
+    /// The thread as the model saw it last.
+    messages: Option<Vec<Message>>,
+    /// For a kept thread, what the next turn sends (`kiln_agent::continuation`).
+    next: Option<Vec<Message>>,
+    /// The turn ran but could not be kept in its thread: why.
+    not_kept: Option<String>,
 }
 
 /// The cards a turn puts in the thread while it waits on the person.
@@ -166,6 +177,8 @@ struct Conversation {
     next_id: StoredValue<usize>,
     input: RwSignal<String>,
     streaming: RwSignal<bool>,
+    /// A kept thread is being read.
+    opening: RwSignal<bool>,
     /// The turn in flight, for Stop: its runtime worker and id there.
     abort: StoredValue<Option<(Rc<Runtime>, u64)>, LocalStorage>,
     /// The reply of the turn in flight when it asked the in-browser model: the model's
@@ -174,8 +187,10 @@ struct Conversation {
     /// Which conversation this is: Clear starts another, and a turn of an
     /// earlier one writes nothing when it ends.
     epoch: StoredValue<usize>,
-    /// The conversation's thread in the history, made with its first message.
-    thread: StoredValue<Option<String>, LocalStorage>,
+    /// The kept thread on show (`kiln_store::threads`), made with its first message.
+    thread: RwSignal<Option<String>>,
+    /// Where the page is: a new thread's id goes into the URL.
+    router: Router,
     /// The chat's own reactive owner, which each reply's signal belongs to: a turn
     /// sent from a row of the list (Retry) must not die with that row.
     owner: StoredValue<Option<Owner>, LocalStorage>,
@@ -188,6 +203,7 @@ impl Conversation {
         store: ProviderStore,
         stores: RwSignal<Option<Stores>, LocalStorage>,
         session: StoredValue<Session, LocalStorage>,
+        router: Router,
     ) -> Self {
         let (approval, set_approval) = signal(None::<ApprovalRequest>);
         let (waiting, set_waiting) = signal(0_usize);
@@ -212,10 +228,12 @@ impl Conversation {
             next_id: StoredValue::new(0),
             input: RwSignal::new(String::new()),
             streaming: RwSignal::new(false),
+            opening: RwSignal::new(false),
             abort: StoredValue::new_local(None),
             loading: StoredValue::new(None),
             epoch: StoredValue::new(0),
-            thread: StoredValue::new_local(None),
+            thread: RwSignal::new(None),
+            router,
             owner: StoredValue::new_local(Owner::current()),
             textarea: NodeRef::new(),
             list: NodeRef::new(),
@@ -346,12 +364,11 @@ impl Conversation {
         self.focus_box();
         self.scroll_soon();
         spawn_local(async move {
-            let history = self.stores.get_untracked();
-            // Kept for `search_history`; a store that fails does not stop the chat.
-            let recorded = match &history {
-                Some(history) => self.record(history, epoch, "user", &text).await,
-                None => None,
-            };
+            // The turn is kept in the thread on show, or a new one made with this
+            // message; a store that fails does not stop the chat.
+            if let Some(thread) = self.kept_thread(epoch, &text).await {
+                request["thread"] = thread.into();
+            }
             let end = self.turn(request, reply).await;
             let following = self.at_end();
             if self.epoch.get_value() != epoch {
@@ -389,21 +406,15 @@ impl Conversation {
                     };
                     self.failed(reply, reply_id, item);
                 }
-                TurnEnd::Ended(result, thread) => {
-                    // Recorded before anything shows the turn ended, so that the end, the
-                    // Stop button going and Send coming back are one change on the page
-                    // (a test once saw the end drawn while Stop was still there).
-                    if !result.text.is_empty()
-                        && let Some(history) = &history
-                        && recorded.is_some()
-                    {
-                        let _ = self.record(history, epoch, "assistant", &result.text).await;
-                    }
-                    if self.epoch.get_value() != epoch {
-                        return;
-                    }
+                TurnEnd::Ended(result, continued) => {
                     reply.update(|reply| reply.view.done(&result));
-                    self.continue_from(before, thread, &result);
+                    if let Some(why) = &continued.not_kept {
+                        self.push(Item::Error {
+                            text: format!("This reply was not kept in the conversation: {why}"),
+                            hint: Some("It stays on this page until you reload.".into()),
+                        });
+                    }
+                    self.continue_from(before, continued, &result);
                 }
                 TurnEnd::Failed(failure) => {
                     let (text, hint) = match failure {
@@ -447,12 +458,24 @@ impl Conversation {
         self.abort.set_value(Some((runtime.clone(), id)));
         match done.await {
             Ok(Ok(mut value)) => {
-                let thread = value
-                    .as_object_mut()
-                    .and_then(|object| object.remove("messages"))
+                let mut take = |field: &str| {
+                    value
+                        .as_object_mut()
+                        .and_then(|object| object.remove(field))
+                };
+                let messages = take("messages")
                     .and_then(|messages| serde_json::from_value::<Vec<Message>>(messages).ok());
+                let next = take("next")
+                    .and_then(|messages| serde_json::from_value::<Vec<Message>>(messages).ok());
+                let not_kept =
+                    take("thread_problem").and_then(|problem| problem.as_str().map(str::to_owned));
+                let continued = Continued {
+                    messages,
+                    next,
+                    not_kept,
+                };
                 match serde_json::from_value::<AgentResult>(value) {
-                    Ok(result) => TurnEnd::Ended(Box::new(result), thread),
+                    Ok(result) => TurnEnd::Ended(Box::new(result), continued),
                     Err(error) => TurnEnd::Failed(Some(crate::storage::runtime_problem(format!(
                         "the runtime worker's answer is not readable: {error}"
                     )))),
@@ -468,13 +491,12 @@ impl Conversation {
     /// The turn ran: the next one continues from its thread. A turn stopped
     /// before anything was answered leaves the question out too, so that
     /// turns keep alternating.
-    fn continue_from(
-        self,
-        before: Vec<Message>,
-        thread: Option<Vec<Message>>,
-        result: &AgentResult,
-    ) {
-        let thread = thread.unwrap_or_else(|| {
+    fn continue_from(self, before: Vec<Message>, continued: Continued, result: &AgentResult) {
+        if let Some(next) = continued.next {
+            self.messages.set(next);
+            return;
+        }
+        let thread = continued.messages.unwrap_or_else(|| {
             let mut messages = self.messages.get_untracked();
             if !result.text.is_empty() {
                 messages.push(Message::Assistant {
@@ -536,36 +558,155 @@ impl Conversation {
         self.abort.set_value(None);
         self.loading.set_value(None);
         self.epoch.set_value(self.epoch.get_value() + 1);
-        self.thread.set_value(None);
+        self.thread.set(None);
+        self.opening.set(false);
         self.streaming.set(false);
         self.messages.set(Vec::new());
         self.entries.set(Vec::new());
     }
 
-    /// Appends a message to the conversation's thread, making the thread with the
-    /// first one; answers the thread's id. Nothing when the conversation was
-    /// cleared meanwhile or the store refuses.
-    async fn record(self, stores: &Stores, epoch: usize, role: &str, text: &str) -> Option<String> {
-        #[derive(serde::Deserialize)]
-        struct Appended {
-            thread: String,
+    /// The kept thread this turn goes in: the one on show, or a new one titled after
+    /// `first`, which the URL then names. `None` when the store is unavailable or
+    /// refuses (the chat goes on unkept), or the conversation changed meanwhile.
+    async fn kept_thread(self, epoch: usize, first: &str) -> Option<String> {
+        if let Some(thread) = self.thread.get_untracked() {
+            return Some(thread);
         }
-        let known = self.thread.get_value();
-        let appended: Appended = stores
-            .op(
-                "history.append",
-                json!({"thread": known, "role": role, "text": text}),
-            )
-            .await
-            .ok()?;
-        if known.is_none() {
-            if self.epoch.get_value() != epoch {
+        let stores = self.stores.get_untracked()?;
+        let made: Result<Thread, _> = stores
+            .op("threads.create", json!({"first_message": first}))
+            .await;
+        let thread = match made {
+            Ok(thread) => thread,
+            Err(problem) => {
+                let error =
+                    ErrorText::with_prefix("This conversation is not being kept: ", &problem);
+                self.push(Item::Error {
+                    text: error.message,
+                    hint: error.hint,
+                });
                 return None;
             }
-            self.thread.set_value(Some(appended.thread.clone()));
+        };
+        if self.epoch.get_value() != epoch {
+            return None;
         }
-        Some(appended.thread)
+        self.thread.set(Some(thread.id.clone()));
+        remember_thread(Some(&thread.id));
+        self.router.go(Route::Chat(Some(thread.id.clone())), true);
+        Some(thread.id)
     }
+
+    /// Shows kept thread `id`: its messages as they were, and what the model reads
+    /// next. A thread that cannot be opened says why, and a new conversation starts.
+    fn open(self, id: String) {
+        self.clear();
+        self.thread.set(Some(id.clone()));
+        let epoch = self.epoch.get_value();
+        let Some(stores) = self.stores.get_untracked() else {
+            return;
+        };
+        self.opening.set(true);
+        spawn_local(async move {
+            let opened: Result<Kept, _> = stores.op("threads.open", json!({"id": id})).await;
+            if self.epoch.get_value() != epoch {
+                return;
+            }
+            self.opening.set(false);
+            match opened {
+                Ok(conversation) => {
+                    remember_thread(Some(&id));
+                    let owner = self.owner.get_value();
+                    for item in restored(conversation.messages, owner.as_ref()) {
+                        self.push(item);
+                    }
+                    self.messages.set(conversation.context);
+                    self.scroll_soon();
+                }
+                Err(problem) => {
+                    remember_thread(None);
+                    self.thread.set(None);
+                    let error =
+                        ErrorText::with_prefix("This conversation could not be opened: ", &problem);
+                    self.push(Item::Error {
+                        text: error.message,
+                        hint: Some(error.hint.unwrap_or_else(|| "It may have been deleted in another tab; the list on the left has the ones kept.".into())),
+                    });
+                }
+            }
+        });
+    }
+}
+
+/// The thread a bare visit reopens (`localStorage`), or none.
+pub(crate) fn remember_thread(id: Option<&str>) {
+    let Some(storage) = web_sys::window().and_then(|window| window.local_storage().ok().flatten())
+    else {
+        return;
+    };
+    let _ = match id {
+        Some(id) => storage.set_item(LAST_THREAD, id),
+        None => storage.remove_item(LAST_THREAD),
+    };
+}
+
+/// The thread the person had open last in this browser.
+pub(crate) fn last_thread() -> Option<String> {
+    web_sys::window()
+        .and_then(|window| window.local_storage().ok().flatten())
+        .and_then(|storage| storage.get_item(LAST_THREAD).ok().flatten())
+}
+
+const LAST_THREAD: &str = "kiln:last-thread";
+
+/// A kept thread's messages as the chat shows them: the person's words, each
+/// agent turn folded from its events exactly as it streamed, and each failure.
+fn restored(messages: Vec<ThreadMessage>, owner: Option<&Owner>) -> Vec<Item> {
+    let mut items = Vec::new();
+    for message in messages {
+        if message.role == "user" {
+            items.push(Item::User(message.text));
+            continue;
+        }
+        let provider_stop = message.events.iter().rev().find_map(|event| match event {
+            AgentEvent::Done { result } if result.stop.reason == StopReason::Provider => {
+                Some(provider_failure(&result.stop))
+            }
+            _ => None,
+        });
+        let mut view = TurnView::new(Guards::default());
+        for event in message.events {
+            view.apply(event);
+        }
+        let shows_reply = !view.is_empty();
+        let broken = provider_stop.is_some() || message.failure.is_some();
+        if shows_reply {
+            if broken {
+                view.end = None;
+            }
+            let reply = Reply {
+                provider: message.provider.clone(),
+                model: message.model.clone(),
+                in_browser: false,
+                loading: None,
+                view,
+                broken,
+            };
+            items.push(Item::Assistant(match owner {
+                Some(owner) => owner.with(|| RwSignal::new(reply)),
+                None => RwSignal::new(reply),
+            }));
+        }
+        if let Some(failure) = message.failure {
+            items.push(Item::Error {
+                text: failure.message,
+                hint: failure.hint,
+            });
+        } else if let Some((text, hint)) = provider_stop {
+            items.push(Item::Error { text, hint });
+        }
+    }
+    items
 }
 
 /// The chat: the provider, the conversation, the message box. Each turn is
@@ -575,28 +716,49 @@ pub(crate) fn Chat(
     store: ProviderStore,
     stores: RwSignal<Option<crate::storage::Stores>, LocalStorage>,
     session: StoredValue<Session, LocalStorage>,
+    router: Router,
 ) -> impl IntoView {
-    let chat = Conversation::new(store, stores, session);
+    let chat = Conversation::new(store, stores, session, router);
     chat.follow_model();
+    // The conversation follows the URL: `#/chat/ID` shows kept thread ID (once the
+    // store is open), `#/chat` a new one; other views leave it as it is.
+    Effect::new(move || {
+        let route = router.route.get();
+        let ready = stores.with(Option::is_some);
+        let Route::Chat(wanted) = route else {
+            return;
+        };
+        if wanted == chat.thread.get_untracked() {
+            return;
+        }
+        match wanted {
+            Some(id) if ready => chat.open(id),
+            Some(_) => {}
+            None => {
+                chat.clear();
+                remember_thread(None);
+            }
+        }
+    });
     let cards = chat.cards;
     let approver = chat.page.with_value(|page| page.approver.clone());
     let asker = chat.page.with_value(|page| page.asker.clone());
     let person = chat.person();
     view! {
         <section class="chat" data-testid="chat" aria-labelledby="chat-title">
-            <h2 id="chat-title">"Chat"</h2>
-            <p class="hint chat-about">"The model answers by writing JavaScript that calls the tools above (the app's own, your MCP servers, the workspace's memory and files); each program runs in the sandbox, through the same permissions as a program you run."</p>
+            <h2 id="chat-title" class="md-sr-only">"Chat"</h2>
             {move || store.notice.get().map(|notice| view! {
                 <p class="chat-notice" data-testid="providers-notice" role="status">{notice}</p>
             })}
-            <ProvidersPanel store=store />
             <ChatBar chat=chat />
+            {move || (chat.entries.with(Vec::is_empty) && !chat.opening.get()).then(|| view! { <ChatWelcome chat=chat /> })}
             <ol class="chat-messages" data-testid="chat-messages" aria-live="polite" aria-label="Conversation" node_ref=chat.list
-                class:empty=move || chat.entries.with(Vec::is_empty)>
+                class:empty=move || chat.entries.with(Vec::is_empty) aria-busy=move || chat.opening.get().to_string()>
                 <For each=move || chat.entries.get() key=|entry| entry.id let:entry>
                     {entry_view(entry, chat)}
                 </For>
             </ol>
+            {move || chat.opening.get().then(|| view! { <p class="hint loading" data-testid="chat-opening">"Opening the conversation\u{2026}"</p> })}
             <div class="chat-cards" data-testid="chat-cards">
                 <ApprovalCard request=cards.approval waiting=cards.waiting approver=approver id="chat-approval" />
                 <QuestionCard question=cards.yes_no asker=asker id="chat-question" />
@@ -604,6 +766,30 @@ pub(crate) fn Chat(
             </div>
             <MessageBox chat=chat />
         </section>
+    }
+}
+
+/// What a new conversation shows: what the agent is, and a few first messages
+/// that show it act (each sends itself with the provider chosen).
+#[component]
+fn ChatWelcome(chat: Conversation) -> impl IntoView {
+    const STARTERS: [&str; 3] = [
+        "What is 6 × 7? Work it out with a program.",
+        "What time is it? Use the clock tool.",
+        "Remember that my favourite colour is green.",
+    ];
+    view! {
+        <div class="chat-welcome" data-testid="chat-welcome">
+            <p class="welcome-title">"What should the agent do?"</p>
+            <p class="hint">"It answers by writing JavaScript that calls its tools (the app\u{2019}s own, your MCP servers, the workspace\u{2019}s memory and files). Each program runs in a sandbox in this browser, within the permissions under "<a href="#/settings">"Settings"</a>"."</p>
+            <ul class="starters">
+                {STARTERS.iter().map(|text| view! {
+                    <li><button type="button" class="starter" data-testid="chat-starter"
+                        disabled=move || chat.streaming.get() || chat.store.current().is_none()
+                        on:click=move |_| chat.send_text((*text).to_owned())>{*text}</button></li>
+                }).collect_view()}
+            </ul>
+        </div>
     }
 }
 
@@ -681,7 +867,8 @@ fn ChatBar(chat: Conversation) -> impl IntoView {
                 {provider_options}
             </select>
             <button type="button" class="secondary small" data-testid="chat-clear"
-                disabled=move || chat.entries.with(Vec::is_empty) on:click=move |_| { chat.clear(); chat.focus_box(); }>"Clear"</button>
+                disabled=move || chat.entries.with(Vec::is_empty) && chat.thread.with(Option::is_none)
+                on:click=move |_| { chat.router.go(Route::Chat(None), false); chat.focus_box(); }>"New chat"</button>
         </div>
     }
 }
@@ -905,7 +1092,7 @@ fn step_view(
     match step {
         Step::Planned { plan, summary } => plan_card(plan, summary),
         Step::PlanRun { plan, answer, .. } => plan_tree(plan, answer, turn, scope, opened),
-        Step::Text(text) => view! { <div class="text" data-testid="chat-reply-text">{text}</div> }.into_any(),
+        Step::Text(text) => crate::markdown::markdown_view(&text),
         Step::Action { call_id, code, result, refused } => {
             let key = format!("{scope}/{call_id}");
             let children = children_view(turn.children_of(&call_id), &key, opened);

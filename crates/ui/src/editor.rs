@@ -18,12 +18,11 @@ use kiln_types::runtime::{Problem, RunAnswer};
 use serde_json::Value;
 
 use crate::runtime::{PageSide, Runtime};
-use crate::settings_panel::{McpServers, NetworkSetting, Permissions};
-use crate::{AppPage, Sources, ToolRow, permissions, run_request, storage};
+use crate::{AppPage, Sources, permissions, run_request};
 
 /// The program shown on first load.
 pub const SAMPLE_PROGRAM: &str = r#"// A program is the body of an async function: await, return, console.log.
-// It calls the page's tools through `tools` (listed below the editor).
+// It calls the page's tools through `tools` (Settings lists them).
 const squares = [1, 2, 3, 4].map((n) => n * n);
 console.log("squares:", squares);
 const answer = await tools.add({ a: 20, b: 22 });
@@ -114,14 +113,10 @@ pub(crate) fn ProgramEditor(
     state: ReadSignal<RunState>,
     set_state: WriteSignal<RunState>,
     set_run_notice: WriteSignal<Option<ErrorText>>,
-    tools: ReadSignal<Vec<ToolRow>>,
-    storage: storage::StorageSignals,
 ) -> impl IntoView {
     let (code, set_code) = signal(SAMPLE_PROGRAM.to_owned());
     let running = move || state.with(|state| *state == RunState::Running);
     let runtime = sources.runtime.clone();
-    let panel_sources = sources.clone();
-    let panel_gate = gate.clone();
     // The running program's id in the runtime worker, for Stop; and whether
     // Stop was pressed before the worker had the run (it was still starting).
     let stop_switch = StoredValue::new_local(None::<(Rc<Runtime>, u64)>);
@@ -205,10 +200,7 @@ pub(crate) fn ProgramEditor(
                 </Show>
                 <span class="hint">"Ctrl+Enter runs · a program gets 10 s of JavaScript CPU and 30 min in all"</span>
             </div>
-            <Permissions gate=panel_gate tools=tools catalog=panel_sources.catalog
-                runtime=panel_sources.runtime.clone() storage=storage />
-            <NetworkSetting sources=panel_sources.clone() storage=storage />
-            <McpServers sources=panel_sources />
+            <p class="hint">"The tools a program can call, their permissions, the network and your MCP servers are under "<a href="#/settings">"Settings"</a>"."</p>
         </section>
     }
 }

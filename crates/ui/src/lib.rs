@@ -54,6 +54,7 @@ pub mod demo_tools;
 mod editor;
 mod files_panel;
 mod history_panel;
+mod markdown;
 mod memory_panel;
 mod nodes_model;
 mod nodes_panel;
@@ -61,10 +62,12 @@ mod permissions;
 mod plan_tree;
 mod provider_store;
 mod providers_panel;
+mod route;
 mod runtime;
 mod settings_panel;
 mod storage;
 mod storage_model;
+mod threads_panel;
 mod view_model;
 
 use leptos::prelude::*;
@@ -329,33 +332,87 @@ pub fn App() -> impl IntoView {
     };
 
     Effect::new(|| performance_mark("kiln:interactive"));
+    let router = route::Router::start();
+    // A bare visit reopens the conversation this browser had open last.
+    if router.route.get_untracked() == route::Route::Chat(None)
+        && web_sys::window()
+            .and_then(|window| window.location().hash().ok())
+            .unwrap_or_default()
+            .is_empty()
+        && let Some(last) = chat::last_thread()
+    {
+        router.go(route::Route::Chat(Some(last)), true);
+    }
+    let showing = move |view: &'static str| move || router.route.with(|route| route.view() != view);
+    // Below 700 px the conversations are a drawer; going anywhere closes it.
+    let drawer = RwSignal::new(false);
+    Effect::new(move || {
+        router.route.track();
+        drawer.set(false);
+    });
+    let on_escape = move |event: leptos::ev::KeyboardEvent| {
+        if event.key() == "Escape" && drawer.get_untracked() {
+            drawer.set(false);
+        }
+    };
+    let editor_sources = sources.clone();
 
     view! {
-        <main class="app" data-testid="app">
+        <div class="app" data-testid="app" class:chat-view=move || router.route.with(|route| route.view() == "chat")
+            class:drawer-open=drawer on:keydown=on_escape>
+            <a class="skip-link" href="#main">"Skip to content"</a>
             <header class="app-header">
-                <h1>"Kiln"</h1>
-                <p class="tagline">
-                    "Write a JavaScript program and run it in a Boa sandbox inside a Web Worker, or chat with a model below."
-                </p>
+                <button type="button" class="icon drawer-toggle" data-testid="drawer-toggle" aria-controls="conversations"
+                    aria-expanded=move || drawer.get().to_string() aria-label="Conversations"
+                    hidden=showing("chat") on:click=move |_| drawer.update(|open| *open = !*open)>"\u{2630}"</button>
+                <h1><a href="#/chat" class="brand">"Kiln"</a></h1>
+                <nav class="views" aria-label="Views" data-testid="views">
+                    {route::VIEWS.iter().map(|(view, label)| {
+                        let current = move || router.route.with(|route| route.view() == *view);
+                        view! {
+                            <a href=format!("#/{view}") data-testid=format!("nav-{view}")
+                                aria-current=move || current().then_some("page")>{*label}</a>
+                        }
+                    }).collect_view()}
+                </nav>
             </header>
             <storage::StorageBanner storage=storage />
-            <ProgramEditor sources=sources gate=gate asker=asker approver=approver state=state
-                set_state=set_state set_run_notice=set_run_notice tools=tools storage=storage />
-            <ApprovalCard request=approval waiting=waiting approver=card_approver />
-            <QuestionCard question=question asker=card_asker />
-            {move || run_notice.get().map(|error| storage::error_alert("run-storage-error", error))}
-            <ResultPanel state=state />
-            <Show when=move || providers.loaded.get() fallback=|| view! {
-                <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
-            }>
-                <chat::Chat store=providers stores=storage.stores session=chat_session />
-            </Show>
-            <nodes_panel::NodesPanel storage=storage runtime=runtime.clone() page=nodes_page
-                session=nodes_session providers=providers />
-            <memory_panel::MemoryPanel storage=storage />
-            <files_panel::FilesPanel storage=storage />
-            <history_panel::HistoryPanel storage=storage />
-        </main>
+            <div class="layout">
+                <aside class="sidebar" id="conversations" hidden=showing("chat") aria-label="Conversations">
+                    <threads_panel::ThreadList storage=storage router=router />
+                </aside>
+                <main id="main" class="view" tabindex="-1">
+                    // What a run from any view asks the person: shown wherever they are.
+                    <div class="page-cards">
+                        <ApprovalCard request=approval waiting=waiting approver=card_approver />
+                        <QuestionCard question=question asker=card_asker />
+                    </div>
+                    <div class="view-chat" hidden=showing("chat")>
+                        <Show when=move || providers.loaded.get() fallback=|| view! {
+                            <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
+                        }>
+                            <chat::Chat store=providers stores=storage.stores session=chat_session router=router />
+                        </Show>
+                    </div>
+                    <div class="view-editor" hidden=showing("editor")>
+                        <ProgramEditor sources=editor_sources.clone() gate=gate.clone() asker=asker approver=approver state=state
+                            set_state=set_state set_run_notice=set_run_notice />
+                        {move || run_notice.get().map(|error| storage::error_alert("run-storage-error", error))}
+                        <ResultPanel state=state />
+                    </div>
+                    <div class="view-nodes" hidden=showing("nodes")>
+                        <nodes_panel::NodesPanel storage=storage runtime=runtime.clone() page=nodes_page
+                            session=nodes_session providers=providers />
+                    </div>
+                    <div class="view-memory" hidden=showing("memory")><memory_panel::MemoryPanel storage=storage /></div>
+                    <div class="view-files" hidden=showing("files")><files_panel::FilesPanel storage=storage /></div>
+                    <div class="view-history" hidden=showing("history")><history_panel::HistoryPanel storage=storage /></div>
+                    <div class="view-settings" hidden=showing("settings")>
+                        <settings_panel::Settings sources=sources gate=gate tools=tools storage=storage providers=providers />
+                    </div>
+                </main>
+            </div>
+        </div>
     }
 }
 

@@ -12,7 +12,6 @@
 //! A streaming reply is parsed again as it grows, so incomplete Markdown must read
 //! sensibly: CommonMark already does — an unclosed ```` ``` ```` fence is a code
 //! block to the end of the text, an unclosed `**` is the two characters.
-#![allow(dead_code, reason = "the chat wires this in next")]
 
 use std::time::Duration;
 
@@ -619,7 +618,7 @@ fn node_view(node: Node) -> AnyView {
         Node::Strikethrough(children) => view! { <del>{nodes_view(children)}</del> }.into_any(),
         Node::LineBreak => view! { <br /> }.into_any(),
         Node::Link { href, children } => view! {
-            <a href=href.0 target="_blank" rel="noopener noreferrer">
+            <a href=href.as_str().to_owned() target="_blank" rel="noopener noreferrer">
                 {nodes_view(children)}
             </a>
         }
@@ -632,7 +631,7 @@ fn node_view(node: Node) -> AnyView {
             };
             match href {
                 Some(href) => view! {
-                    <a class="md-image" href=href.0 target="_blank" rel="noopener noreferrer">
+                    <a class="md-image" href=href.as_str().to_owned() target="_blank" rel="noopener noreferrer">
                         {label}
                     </a>
                 }

@@ -1,6 +1,7 @@
-//! The settings a person gives every run: the permission mode, the auto-run
-//! brake and each tool's autonomy; the MCP servers added by URL; what
-//! programs may reach with `http_request`.
+//! The Settings view ([`Settings`]): the providers the chat can use, and the
+//! settings a person gives every run: the permission mode, the auto-run brake
+//! and each tool's autonomy; the MCP servers added by URL; what programs may
+//! reach with `http_request`.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -367,5 +368,28 @@ pub(crate) fn NetworkSetting(sources: Sources, storage: storage::StorageSignals)
                 <p class="mcp-status" role="alert"><span class="failure" data-testid="network-error">{why}</span></p>
             })}
         </div>
+    }
+}
+
+/// The Settings view: the providers the chat can use, the permissions every run
+/// carries (with the tools a run gets), the network, the MCP servers, and the
+/// workspace's data.
+#[component]
+pub(crate) fn Settings(
+    sources: Sources,
+    gate: permissions::PageSettings,
+    tools: ReadSignal<Vec<ToolRow>>,
+    storage: storage::StorageSignals,
+    providers: crate::provider_store::ProviderStore,
+) -> impl IntoView {
+    view! {
+        <section class="settings" data-testid="settings" aria-labelledby="settings-title">
+            <h2 id="settings-title">"Settings"</h2>
+            <crate::providers_panel::ProvidersPanel store=providers />
+            <Permissions gate=gate tools=tools catalog=sources.catalog
+                runtime=sources.runtime.clone() storage=storage />
+            <NetworkSetting sources=sources.clone() storage=storage />
+            <McpServers sources=sources />
+        </section>
     }
 }

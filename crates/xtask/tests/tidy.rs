@@ -556,12 +556,13 @@ fn check_layers(manifests: &[Manifest]) -> Vec<Problem> {
 const ENTRANCES: [&str; 2] = ["ui", "page"];
 
 /// The workspace crates (by folder) an entrance may name: the protocol's
-/// types and its one client.
-const ENTRANCE_MAY_NAME: [&str; 2] = ["types", "runtime-client"];
+/// types, its one client, and the clock (a leaf: the time, and nothing that
+/// runs a tool or keeps a record).
+const ENTRANCE_MAY_NAME: [&str; 3] = ["types", "runtime-client", "clock"];
 
-/// `crates/ui` and `crates/page` name no workspace crate but `kiln-types`
-/// and `kiln-runtime-client` in their normal dependencies (target-specific
-/// included).
+/// `crates/ui` and `crates/page` name no workspace crate but `kiln-types`,
+/// `kiln-runtime-client` and `kiln-clock` in their normal dependencies
+/// (target-specific included).
 fn check_entrances(manifests: &[Manifest]) -> Vec<Problem> {
     let edges = workspace_edges(manifests);
     let mut problems = Vec::new();
@@ -580,8 +581,8 @@ fn check_entrances(manifests: &[Manifest]) -> Vec<Problem> {
                 path: manifest.path.clone(),
                 what: format!(
                     "`{table}` names `{package}`: `{}` speaks only the runtime protocol, so \
-                     `kiln-types` and `kiln-runtime-client` are the workspace crates it may \
-                     depend on (not `{folder}`)",
+                     `kiln-types`, `kiln-runtime-client` and `kiln-clock` are the workspace \
+                     crates it may depend on (not `{folder}`)",
                     manifest.folder
                 ),
                 hint: "send what it needs to the runtime worker as a `kiln_types::runtime` \
@@ -876,7 +877,7 @@ fn an_entrance_that_names_another_kiln_crate_is_refused() {
     assert_eq!(
         rendered(&check_entrances(&fixture_manifests())),
         [
-            "crates/ui/Cargo.toml: `[dependencies]` names `kiln-store`: `ui` speaks only the runtime protocol, so `kiln-types` and `kiln-runtime-client` are the workspace crates it may depend on (not `store`)\n    hint: send what it needs to the runtime worker as a `kiln_types::runtime` message, and move the data it shows into `kiln-types` (ARCHITECTURE.md, Architecture invariant)",
+            "crates/ui/Cargo.toml: `[dependencies]` names `kiln-store`: `ui` speaks only the runtime protocol, so `kiln-types`, `kiln-runtime-client` and `kiln-clock` are the workspace crates it may depend on (not `store`)\n    hint: send what it needs to the runtime worker as a `kiln_types::runtime` message, and move the data it shows into `kiln-types` (ARCHITECTURE.md, Architecture invariant)",
         ]
     );
 }

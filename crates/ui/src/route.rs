@@ -1,0 +1,170 @@
+//! Where the page is: the view and, for a conversation, its thread, kept in
+//! the URL's fragment (`#/chat/ID`, `#/nodes`, `#/settings`) so that a
+//! reload, a bookmark or a link opens the same place and Back goes back. A
+//! fragment needs nothing of the host: the app stays a plain static site.
+
+use leptos::prelude::*;
+use wasm_bindgen::JsCast as _;
+use wasm_bindgen::prelude::Closure;
+
+/// A view of the app.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) enum Route {
+    /// The conversation: a kept thread, or a new one (`None`).
+    Chat(Option<String>),
+    /// The program editor and its result.
+    Editor,
+    Nodes,
+    Memory,
+    Files,
+    History,
+    Settings,
+}
+
+/// The views the navigation lists, in order: fragment, label.
+pub(crate) const VIEWS: [(&str, &str); 7] = [
+    ("chat", "Chat"),
+    ("editor", "Program"),
+    ("nodes", "Code nodes"),
+    ("memory", "Memory"),
+    ("files", "Files"),
+    ("history", "History"),
+    ("settings", "Settings"),
+];
+
+/// The characters a thread id has (`t-<ms>-<hex>`), so that a fragment
+/// cannot carry anything else into a request.
+fn is_thread_id(id: &str) -> bool {
+    !id.is_empty()
+        && id.len() <= 64
+        && id
+            .chars()
+            .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '_')
+}
+
+impl Route {
+    /// The route a fragment names (`#/chat/t-1`, `#/memory`); anything it
+    /// does not know is the chat.
+    pub(crate) fn parse(hash: &str) -> Self {
+        let path = hash.trim_start_matches('#').trim_start_matches('/');
+        let mut parts = path.split('/');
+        match (parts.next().unwrap_or(""), parts.next()) {
+            ("editor", _) => Self::Editor,
+            ("nodes", _) => Self::Nodes,
+            ("memory", _) => Self::Memory,
+            ("files", _) => Self::Files,
+            ("history", _) => Self::History,
+            ("settings", _) => Self::Settings,
+            ("chat", Some(id)) if is_thread_id(id) => Self::Chat(Some(id.to_owned())),
+            _ => Self::Chat(None),
+        }
+    }
+
+    /// The fragment for this route.
+    pub(crate) fn hash(&self) -> String {
+        match self {
+            Self::Chat(Some(id)) => format!("#/chat/{id}"),
+            Self::Chat(None) => "#/chat".to_owned(),
+            other => format!("#/{}", other.view()),
+        }
+    }
+
+    /// The view's fragment word (`chat`, `memory`, …).
+    pub(crate) fn view(&self) -> &'static str {
+        match self {
+            Self::Chat(_) => "chat",
+            Self::Editor => "editor",
+            Self::Nodes => "nodes",
+            Self::Memory => "memory",
+            Self::Files => "files",
+            Self::History => "history",
+            Self::Settings => "settings",
+        }
+    }
+}
+
+/// The page's route, following the fragment.
+#[derive(Clone, Copy)]
+pub(crate) struct Router {
+    pub(crate) route: RwSignal<Route>,
+}
+
+fn current_hash() -> String {
+    web_sys::window()
+        .and_then(|window| window.location().hash().ok())
+        .unwrap_or_default()
+}
+
+impl Router {
+    /// Reads the fragment now and follows its changes (links, Back, Forward).
+    pub(crate) fn start() -> Self {
+        let route = RwSignal::new(Route::parse(&current_hash()));
+        if let Some(window) = web_sys::window() {
+            let follow = Closure::<dyn Fn()>::new(move || {
+                let next = Route::parse(&current_hash());
+                if route.get_untracked() != next {
+                    route.try_set(next);
+                }
+            });
+            let _ = window
+                .add_event_listener_with_callback("hashchange", follow.as_ref().unchecked_ref());
+            // The page's own listener lives as long as the page.
+            follow.forget();
+        }
+        Self { route }
+    }
+
+    /// Goes to `route`: a new history entry, unless `replace` (a new
+    /// thread getting its id is the same place, not a step Back can undo).
+    pub(crate) fn go(self, route: Route, replace: bool) {
+        let hash = route.hash();
+        self.route.set(route);
+        let Some(window) = web_sys::window() else {
+            return;
+        };
+        if current_hash() == hash {
+            return;
+        }
+        // A fragment-only `replace` stays in the document: no load, no new entry.
+        if replace {
+            let _ = window.location().replace(&hash);
+        } else {
+            let _ = window.location().set_hash(&hash);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Route;
+
+    #[test]
+    fn a_fragment_names_its_view_and_only_a_well_formed_thread() {
+        let cases = [
+            ("", Route::Chat(None)),
+            ("#/", Route::Chat(None)),
+            ("#/chat", Route::Chat(None)),
+            (
+                "#/chat/t-0001796559046583-0b4d6c95",
+                Route::Chat(Some("t-0001796559046583-0b4d6c95".into())),
+            ),
+            ("#/chat/<img src=x>", Route::Chat(None)),
+            ("#/chat/a%2Fb", Route::Chat(None)),
+            ("#/memory", Route::Memory),
+            ("#/settings/providers", Route::Settings),
+            ("#/nodes/board", Route::Nodes),
+            ("#/nowhere", Route::Chat(None)),
+        ];
+        for (hash, route) in cases {
+            assert_eq!(Route::parse(hash), route, "{hash}");
+        }
+        for route in [
+            Route::Chat(Some("t-1".into())),
+            Route::Chat(None),
+            Route::Files,
+            Route::Editor,
+        ] {
+            assert_eq!(Route::parse(&route.hash()), route, "round trip");
+        }
+    }
+}
