@@ -175,6 +175,13 @@ struct RunListArgs {
     run_id: Option<String>,
 }
 
+/// `workspace.clear`: the words that say the person meant it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct Confirm {
+    confirm: String,
+}
+
 #[derive(Deserialize, Default)]
 #[serde(deny_unknown_fields)]
 struct ExportArgs {
@@ -424,6 +431,15 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             to_value(&doc)
         }
         "import" => to_value(&export::import(&*opened.backend, Some(tree), request).await?),
+        "workspace.clear" => {
+            let Confirm { confirm } = args(request)?;
+            if confirm != "delete everything" {
+                return Err(bad_request(
+                    "`workspace.clear` deletes every record and file: send {confirm: \"delete everything\"}",
+                ));
+            }
+            to_value(&export::clear(&*opened.backend, Some(tree)).await?)
+        }
         other => {
             return Err(bad_request(format!("`{other}` is not a storage operation")));
         }

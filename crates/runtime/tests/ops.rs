@@ -317,6 +317,70 @@ fn a_conversations_thread_is_listed_opened_renamed_pinned_forked_and_deleted_wit
 }
 
 #[test]
+fn delete_everything_leaves_no_record_and_no_file_and_asks_to_be_meant() {
+    let workspace = workspace();
+    op(
+        &workspace,
+        "memory.save",
+        json!({"text": "the sky is blue"}),
+    )
+    .expect("saved");
+    op(
+        &workspace,
+        "files.write",
+        json!({"path": "a/b/c.txt", "text": "x"}),
+    )
+    .expect("written");
+    op(
+        &workspace,
+        "files.write",
+        json!({"path": "top.txt", "text": "y"}),
+    )
+    .expect("written");
+    op(
+        &workspace,
+        "threads.create",
+        json!({"first_message": "hello"}),
+    )
+    .expect("created");
+    let refused =
+        op(&workspace, "workspace.clear", json!({"confirm": "yes"})).expect_err("unmeant");
+    assert!(
+        refused.to_string().contains("delete everything"),
+        "{refused}"
+    );
+    assert_eq!(
+        op(&workspace, "memory.list", json!({}))
+            .expect("listed")
+            .as_array()
+            .map(Vec::len),
+        Some(1),
+        "nothing deleted when not meant"
+    );
+    let cleared = op(
+        &workspace,
+        "workspace.clear",
+        json!({"confirm": "delete everything"}),
+    )
+    .expect("cleared");
+    assert_eq!(cleared["files"], 2, "{cleared}");
+    assert_eq!(cleared["records"]["memories"], 1, "{cleared}");
+    assert_eq!(cleared["records"]["threads"], 1, "{cleared}");
+    let doc = op(&workspace, "export", json!({})).expect("exported");
+    assert!(
+        doc["tables"].as_object().is_none_or(|tables| tables
+            .values()
+            .all(|rows| rows.as_array().is_none_or(Vec::is_empty))),
+        "{doc}"
+    );
+    assert_eq!(doc["files"], json!([]), "{doc}");
+    assert_eq!(
+        op(&workspace, "files.list", json!({"path": ""})).expect("listed"),
+        json!([])
+    );
+}
+
+#[test]
 fn graphs_are_kept_by_name_checked_before_saving_and_written_at_their_version() {
     let workspace = workspace();
     let node = |id: &str, input: Option<&str>| {

@@ -264,3 +264,63 @@ pub async fn import(
     }
     Ok(summary)
 }
+
+/// How many records per table, and files, [`clear`] removed.
+pub type ClearSummary = ImportSummary;
+
+/// Deletes everything the workspace keeps: every record of every table (API
+/// keys included) and every file and folder. What another tab writes while
+/// this runs stays.
+///
+/// # Errors
+///
+/// The store's error; what was removed before it stays removed.
+pub async fn clear(
+    backend: &dyn Backend,
+    tree: Option<&dyn FileTree>,
+) -> Result<ClearSummary, StoreError> {
+    /// Deletes per transaction, so that a large table is not one huge batch.
+    const BATCH: usize = 500;
+    let mut summary = ClearSummary::default();
+    for table in Table::ALL {
+        let records = backend.scan(table, crate::backend::Scan::default()).await?;
+        let mut removed = 0;
+        for chunk in records.chunks(BATCH) {
+            let ops = chunk
+                .iter()
+                .map(|record| {
+                    Op::delete(table, record.key.clone(), Expect::Version(record.version))
+                })
+                .collect();
+            match backend.commit(ops).await {
+                Ok(_) => removed += chunk.len(),
+                // Another tab changed one of them meanwhile: what it wrote stays.
+                Err(StoreError::Conflict { .. }) => {}
+                Err(error) => return Err(error),
+            }
+        }
+        summary.records.insert(table.name().to_owned(), removed);
+    }
+    if let Some(tree) = tree {
+        // Deepest first: files, then the folders they leave empty.
+        let mut folders = Vec::new();
+        let mut pending = vec![WorkspacePath::root()];
+        while let Some(folder) = pending.pop() {
+            for entry in tree.list(&folder).await? {
+                let path = WorkspacePath::parse(&entry.path)?;
+                if entry.is_dir {
+                    pending.push(path.clone());
+                    folders.push(path);
+                } else {
+                    tree.remove(&path).await?;
+                    summary.files += 1;
+                }
+            }
+        }
+        folders.sort_by_key(|path| std::cmp::Reverse(path.parts().count()));
+        for folder in folders {
+            tree.remove(&folder).await?;
+        }
+    }
+    Ok(summary)
+}

@@ -50,6 +50,7 @@ mod browser_tests;
 mod cards;
 mod chat;
 mod chat_model;
+mod data_panel;
 pub mod demo_tools;
 mod editor;
 mod files_panel;

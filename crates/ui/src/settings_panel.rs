@@ -390,6 +390,7 @@ pub(crate) fn Settings(
                 runtime=sources.runtime.clone() storage=storage />
             <NetworkSetting sources=sources.clone() storage=storage />
             <McpServers sources=sources />
+            <crate::data_panel::DataSettings storage=storage />
         </section>
     }
 }
