@@ -108,9 +108,13 @@ struct Reply {
 
 #[derive(Clone)]
 enum Item {
+    /// The person's message.
     User(String),
     Assistant(RwSignal<Reply>),
-    Error { text: String, hint: Option<String> },
+    Error {
+        text: String,
+        hint: Option<String>,
+    },
     ModelError(ModelError),
 }
 
@@ -179,6 +183,11 @@ struct Conversation {
     streaming: RwSignal<bool>,
     /// A kept thread is being read.
     opening: RwSignal<bool>,
+    /// The message being edited (its entry), and the edit.
+    editing: RwSignal<Option<usize>>,
+    edit: RwSignal<String>,
+    /// Unsent words per conversation (`new` for one not yet kept).
+    drafts: StoredValue<std::collections::HashMap<String, String>>,
     /// The turn in flight, for Stop: its runtime worker and id there.
     abort: StoredValue<Option<(Rc<Runtime>, u64)>, LocalStorage>,
     /// The reply of the turn in flight when it asked the in-browser model: the model's
@@ -229,6 +238,9 @@ impl Conversation {
             input: RwSignal::new(String::new()),
             streaming: RwSignal::new(false),
             opening: RwSignal::new(false),
+            editing: RwSignal::new(None),
+            edit: RwSignal::new(String::new()),
+            drafts: StoredValue::new(std::collections::HashMap::new()),
             abort: StoredValue::new_local(None),
             loading: StoredValue::new(None),
             epoch: StoredValue::new(0),
@@ -316,7 +328,165 @@ impl Conversation {
             return;
         }
         self.input.set(String::new());
+        self.keep_draft();
         self.send_text(text);
+    }
+
+    /// The draft's key: the conversation on show.
+    fn draft_key(self) -> String {
+        self.thread
+            .get_untracked()
+            .unwrap_or_else(|| "new".to_owned())
+    }
+
+    /// Keeps what is typed for this conversation, for when the person comes back to it.
+    fn keep_draft(self) {
+        let key = self.draft_key();
+        let text = self.input.get_untracked();
+        self.drafts.update_value(|drafts| {
+            if text.is_empty() {
+                drafts.remove(&key);
+            } else {
+                drafts.insert(key, text);
+            }
+        });
+    }
+
+    /// Shows the draft kept for the conversation now on show.
+    fn show_draft(self) {
+        let key = self.draft_key();
+        let text = self
+            .drafts
+            .with_value(|drafts| drafts.get(&key).cloned())
+            .unwrap_or_default();
+        self.input.set(text);
+    }
+
+    /// Which of the person's messages entry `id` is (0 for the first).
+    fn user_turn(self, id: usize) -> usize {
+        self.entries.with_untracked(|entries| {
+            entries
+                .iter()
+                .take_while(|entry| entry.id != id)
+                .filter(|entry| matches!(entry.item, Item::User(_)))
+                .count()
+        })
+    }
+
+    /// Sends `text` again in place of the person's message number `turn` (and all
+    /// after it): in a new thread that keeps what came before (`fork`: editing a
+    /// message leaves the original conversation as it was), or in this one, cut there
+    /// (regenerating the last reply, retrying a failed one). An unkept conversation
+    /// (its store unavailable) is cut on the page only.
+    fn redo(self, turn: usize, text: String, fork: bool) {
+        if self.streaming.get_untracked() {
+            return;
+        }
+        let (Some(thread), Some(stores)) =
+            (self.thread.get_untracked(), self.stores.get_untracked())
+        else {
+            // Nothing kept: the page's own list is all there is.
+            let cut = self.entries.with_untracked(|entries| {
+                entries
+                    .iter()
+                    .filter(|entry| matches!(entry.item, Item::User(_)))
+                    .nth(turn)
+                    .map(|entry| entry.id)
+            });
+            if let Some(cut) = cut {
+                self.entries
+                    .update(|entries| entries.retain(|entry| entry.id < cut));
+            }
+            self.send_text(text);
+            return;
+        };
+        self.streaming.set(true);
+        let epoch = self.epoch.get_value();
+        spawn_local(async move {
+            let redone = async {
+                let kept: Kept = stores.op("threads.open", json!({"id": thread})).await?;
+                let seq = kept
+                    .messages
+                    .iter()
+                    .filter(|message| message.role == "user")
+                    .nth(turn)
+                    .map_or(kept.thread.n_messages + 1, |message| message.seq);
+                if fork {
+                    stores
+                        .op::<Kept>("threads.fork", json!({"id": thread, "seq": seq}))
+                        .await
+                } else {
+                    stores
+                        .act("threads.truncate", json!({"id": thread, "seq": seq}))
+                        .await?;
+                    stores
+                        .op::<Kept>("threads.open", json!({"id": thread}))
+                        .await
+                }
+            }
+            .await;
+            if self.epoch.get_value() != epoch {
+                return;
+            }
+            self.streaming.set(false);
+            match redone {
+                Ok(kept) => {
+                    let id = kept.thread.id.clone();
+                    self.show(kept);
+                    if fork {
+                        remember_thread(Some(&id));
+                        self.router.go(Route::Chat(Some(id)), false);
+                    }
+                    self.send_text(text);
+                }
+                Err(problem) => {
+                    let error =
+                        ErrorText::with_prefix("The message was not sent again: ", &problem);
+                    self.push(Item::Error {
+                        text: error.message,
+                        hint: error.hint,
+                    });
+                }
+            }
+        });
+    }
+
+    /// Whether entry `id` is the last reply of the conversation.
+    fn is_last(self, id: usize) -> bool {
+        self.entries.with(|entries| {
+            entries
+                .iter()
+                .rev()
+                .find(|entry| matches!(entry.item, Item::Assistant(_)))
+                .is_some_and(|entry| entry.id == id)
+        })
+    }
+
+    /// Asks for the last reply again: the person's last message is sent again in
+    /// its place.
+    fn regenerate(self) {
+        let last = self.entries.with_untracked(|entries| {
+            entries.iter().rev().find_map(|entry| match &entry.item {
+                Item::User(text) => Some((entry.id, text.clone())),
+                _ => None,
+            })
+        });
+        if let Some((id, text)) = last {
+            self.redo(self.user_turn(id), text, false);
+        }
+    }
+
+    /// Shows kept conversation `kept` in place of what is on show.
+    fn show(self, kept: Kept) {
+        self.clear();
+        self.thread.set(Some(kept.thread.id.clone()));
+        let owner = self.owner.get_value();
+        for item in restored(kept.messages, owner.as_ref()) {
+            self.push(item);
+        }
+        self.messages.set(kept.context);
+        self.show_draft();
+        self.scroll_soon();
     }
 
     /// Sends the message of a turn the in-browser model failed again, in its place.
@@ -324,10 +494,11 @@ impl Conversation {
         if self.streaming.get_untracked() || self.store.current().is_none() {
             return;
         }
+        let turn = self.user_turn(failed.user_id);
         self.entries.update(|entries| {
             entries.retain(|entry| entry.id != error_id && entry.id != failed.user_id);
         });
-        self.send_text(failed.message.clone());
+        self.redo(turn, failed.message.clone(), false);
     }
 
     /// Sends `text` to the chosen provider, as the next agent turn.
@@ -553,6 +724,9 @@ impl Conversation {
     }
 
     fn clear(self) {
+        self.keep_draft();
+        self.input.set(String::new());
+        self.editing.set(None);
         self.stop();
         self.withdraw_cards();
         self.abort.set_value(None);
@@ -616,12 +790,7 @@ impl Conversation {
             match opened {
                 Ok(conversation) => {
                     remember_thread(Some(&id));
-                    let owner = self.owner.get_value();
-                    for item in restored(conversation.messages, owner.as_ref()) {
-                        self.push(item);
-                    }
-                    self.messages.set(conversation.context);
-                    self.scroll_soon();
+                    self.show(conversation);
                 }
                 Err(problem) => {
                     remember_thread(None);
@@ -736,6 +905,7 @@ pub(crate) fn Chat(
             Some(_) => {}
             None => {
                 chat.clear();
+                chat.show_draft();
                 remember_thread(None);
             }
         }
@@ -908,17 +1078,79 @@ fn MessageBox(chat: Conversation) -> impl IntoView {
     }
 }
 
+/// A reply's words: its text steps, one paragraph each.
+fn reply_text(turn: &TurnView) -> String {
+    turn.steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Text(text) => Some(text.trim()),
+            _ => None,
+        })
+        .filter(|text| !text.is_empty())
+        .collect::<Vec<_>>()
+        .join("\n\n")
+}
+
 /// One item of the conversation as the list shows it.
 fn entry_view(entry: Entry, chat: Conversation) -> AnyView {
     let streaming = chat.streaming;
     match entry.item {
-        Item::User(text) => view! {
-            <li class="chat-message user" data-testid="chat-user">
-                <span class="who">"You"</span>
-                <div class="text">{text}</div>
-            </li>
+        Item::User(text) => {
+            let id = entry.id;
+            let editing = move || chat.editing.get() == Some(id);
+            let start_edit = {
+                let text = text.clone();
+                move |_| {
+                    chat.edit.set(text.clone());
+                    chat.editing.set(Some(id));
+                }
+            };
+            let resend = move || {
+                let edited = chat.edit.get_untracked();
+                if edited.trim().is_empty() {
+                    return;
+                }
+                chat.editing.set(None);
+                chat.redo(chat.user_turn(id), edited, true);
+            };
+            let on_key = move |event: KeyboardEvent| match event.key().as_str() {
+                "Enter" if !event.shift_key() && !event.is_composing() => {
+                    event.prevent_default();
+                    resend();
+                }
+                "Escape" => chat.editing.set(None),
+                _ => {}
+            };
+            let shown = text.clone();
+            view! {
+                <li class="chat-message user" data-testid="chat-user">
+                    <span class="who">"You"</span>
+                    {move || if editing() {
+                        view! {
+                            <form class="edit-message" on:submit=move |event| { event.prevent_default(); resend(); }>
+                                <textarea data-testid="chat-edit-input" aria-label="Edit your message" rows="3"
+                                    prop:value=chat.edit on:input=move |event| chat.edit.set(event_target_value(&event))
+                                    on:keydown=on_key autofocus></textarea>
+                                <div class="actions">
+                                    <button type="submit" class="small" data-testid="chat-edit-send">"Send"</button>
+                                    <button type="button" class="secondary small" data-testid="chat-edit-cancel"
+                                        on:click=move |_| chat.editing.set(None)>"Cancel"</button>
+                                </div>
+                                <p class="hint">"Sending starts a new conversation from here; this one stays as it is."</p>
+                            </form>
+                        }.into_any()
+                    } else {
+                        view! { <div class="text">{shown.clone()}</div> }.into_any()
+                    }}
+                    <div class="message-actions" hidden=move || editing() || streaming.get()>
+                        <crate::markdown::CopyButton code=text.clone() name="Copy message" testid="chat-copy" />
+                        <button type="button" class="md-copy" data-testid="chat-edit" aria-label="Edit and send again"
+                            on:click=start_edit>"Edit"</button>
+                    </div>
+                </li>
+            }
+            .into_any()
         }
-        .into_any(),
         Item::Assistant(reply) => {
             let waiting = move || {
                 reply.with(|reply| {
@@ -954,6 +1186,18 @@ fn entry_view(entry: Entry, chat: Conversation) -> AnyView {
                                 " · "<span data-testid="chat-usage">{usage}</span>
                                 " · "<code>{model}</code>
                             </p>
+                        }
+                    })}
+                    {move || reply.with(|reply| reply.view.end.is_some().then(|| reply_text(&reply.view))).map(|text| {
+                        let id = entry.id;
+                        view! {
+                            <div class="message-actions" hidden=move || streaming.get()>
+                                <crate::markdown::CopyButton code=text name="Copy reply" testid="chat-copy" />
+                                {move || chat.is_last(id).then(|| view! {
+                                    <button type="button" class="md-copy" data-testid="chat-regenerate"
+                                        aria-label="Regenerate the reply" on:click=move |_| chat.regenerate()>"Regenerate"</button>
+                                })}
+                            </div>
                         }
                     })}
                 </li>

@@ -733,21 +733,26 @@ impl CopyState {
         }
     }
 
-    /// What the status region announces: the button's own name stays "Copy code".
+    /// What the status region announces: the button's own name stays ("Copy code").
     fn announcement(self) -> &'static str {
         match self {
             Self::Ready => "",
-            Self::Copied => "Code copied",
+            Self::Copied => "Copied",
             Self::Failed => "Copy failed",
         }
     }
 }
 
-/// Copies a code block to the clipboard and says for [`COPY_FEEDBACK`] whether
-/// it did. A reply being re-rendered may drop the button mid-copy: its signals
-/// are then disposed and the late answer is ignored.
+/// Copies `code` (a code block, or a whole message) to the clipboard and says
+/// for [`COPY_FEEDBACK`] whether it did; `name` is the button's accessible name
+/// ("Copy code", "Copy message"). A reply being re-rendered may drop the button
+/// mid-copy: its signals are then disposed and the late answer is ignored.
 #[component]
-fn CopyButton(code: String) -> impl IntoView {
+pub(crate) fn CopyButton(
+    code: String,
+    #[prop(default = "Copy code")] name: &'static str,
+    #[prop(default = "md-copy")] testid: &'static str,
+) -> impl IntoView {
     let state = RwSignal::new(CopyState::Ready);
     // Which click the feedback belongs to, so an earlier click's timer does
     // not clear a later click's "Copied".
@@ -776,7 +781,7 @@ fn CopyButton(code: String) -> impl IntoView {
         });
     };
     view! {
-        <button type="button" class="md-copy" aria-label="Copy code" data-testid="md-copy" on:click=on_click>
+        <button type="button" class="md-copy" aria-label=name data-testid=testid on:click=on_click>
             {move || state.get().label()}
         </button>
         <span class="md-sr-only" role="status">{move || state.get().announcement()}</span>
