@@ -100,10 +100,79 @@ pub fn build_app(root: &Path, site: Site, model: Option<&PreparedModel>) -> Resu
     }
     copy_dir(&root.join("www"), &pkg)?;
     copy_dir(&root.join("workers"), &pkg.join("workers"))?;
+    write_service_worker(&pkg)?;
     if let Some(model) = model {
         model.place(&pkg.join(model::SITE_FOLDER))?;
     }
     eprintln!("xtask: the app is in {}", pkg.display());
+    Ok(())
+}
+
+/// The files of `pkg` the app's service worker keeps (`www/sw.js`): the shell and
+/// every module and worker the app loads, not the page API's (other sites load
+/// it), not the model's files (the model worker keeps them) and not what
+/// `cargo xtask serve` writes beside them.
+fn shell_files(pkg: &Path) -> Result<Vec<String>> {
+    fn walk(dir: &Path, prefix: &str, files: &mut Vec<String>) -> Result<()> {
+        for entry in std::fs::read_dir(dir).with_context(|| format!("reading {}", dir.display()))? {
+            let entry = entry?;
+            let name = entry.file_name().to_string_lossy().into_owned();
+            let path = format!("{prefix}{name}");
+            if entry.file_type()?.is_dir() {
+                walk(&entry.path(), &format!("{path}/"), files)?;
+            } else {
+                files.push(path);
+            }
+        }
+        Ok(())
+    }
+    let mut files = Vec::new();
+    walk(pkg, "", &mut files)?;
+    files.retain(|file| {
+        !(file == "sw.js"
+            || file == "kiln.js"
+            || file.starts_with("kiln_page")
+            || file.starts_with("snippets/kiln-page-")
+            || file.starts_with(&format!("{}/", model::SITE_FOLDER))
+            || file == "local-provider.json")
+    });
+    files.sort();
+    Ok(files)
+}
+
+/// Writes the build's id (a digest of the shell's files) and their list into
+/// `pkg/sw.js`, so that each build is a new service worker the browser sees.
+fn write_service_worker(pkg: &Path) -> Result<()> {
+    use sha2::Digest as _;
+    let files = shell_files(pkg)?;
+    let mut digest = sha2::Sha256::new();
+    for file in &files {
+        let bytes = std::fs::read(pkg.join(file)).with_context(|| format!("reading pkg/{file}"))?;
+        digest.update(file.as_bytes());
+        digest.update((bytes.len() as u64).to_le_bytes());
+        digest.update(&bytes);
+    }
+    let build: String = digest
+        .finalize()
+        .iter()
+        .take(8)
+        .map(|byte| format!("{byte:02x}"))
+        .collect();
+    let path = pkg.join("sw.js");
+    let template = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let listed = files
+        .iter()
+        .map(|file| serde_json::Value::String(file.clone()).to_string())
+        .collect::<Vec<_>>()
+        .join(", ");
+    if !template.contains("__KILN_BUILD__") || !template.contains("[\"__KILN_FILES__\"]") {
+        anyhow::bail!("{} has no __KILN_BUILD__ or [\"__KILN_FILES__\"] to fill in", path.display());
+    }
+    let worker = template
+        .replace("__KILN_BUILD__", &build)
+        .replace("[\"__KILN_FILES__\"]", &format!("[{listed}]"));
+    std::fs::write(&path, worker).with_context(|| format!("writing {}", path.display()))?;
+    eprintln!("xtask: service worker for build {build} keeps {} files", files.len());
     Ok(())
 }
 
