@@ -48,6 +48,16 @@ pub(crate) fn QuestionCard(
     }
 }
 
+/// The program an `execute_code` call would run, and its other arguments as JSON
+/// (none when it has only the program).
+fn program_of(request: &ApprovalRequest) -> Option<(String, Option<String>)> {
+    let code = request.args.get("code")?.as_str()?.to_owned();
+    let mut rest = request.args.as_object()?.clone();
+    rest.remove("code");
+    let rest = (!rest.is_empty()).then(|| card_json(&serde_json::Value::Object(rest)));
+    Some((code, rest))
+}
+
 /// A call waiting for the person's approval; `id` prefixes its element ids.
 #[component]
 pub(crate) fn ApprovalCard(
@@ -57,14 +67,13 @@ pub(crate) fn ApprovalCard(
     #[prop(default = "approval")] id: &'static str,
 ) -> impl IntoView {
     let approver = StoredValue::new_local(approver);
-    // Each new card takes the keyboard focus on its heading (so a key meant
-    // for the editor cannot answer it): Tab reaches Approve, Deny and Allow
-    // for this session; Escape denies. When the last card closes, the focus
-    // goes back where it was.
-    let heading = NodeRef::<leptos::html::H2>::new();
+    // Each new card takes the keyboard focus on Approve, its primary action:
+    // Enter approves, Escape denies, Tab reaches Deny and Allow for this
+    // session. When the last card closes, the focus goes back where it was.
+    let primary = NodeRef::<leptos::html::Button>::new();
     let before = StoredValue::new_local(None::<web_sys::HtmlElement>);
     Effect::new(move || {
-        if let Some(heading) = heading.get() {
+        if let Some(primary) = primary.get() {
             if before.with_value(Option::is_none) {
                 let active = web_sys::window()
                     .and_then(|window| window.document())
@@ -72,8 +81,8 @@ pub(crate) fn ApprovalCard(
                     .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok());
                 before.set_value(active);
             }
-            let _ = heading.focus();
-            heading.scroll_into_view();
+            let _ = primary.focus();
+            primary.scroll_into_view();
         }
     });
     Effect::new(move || {
@@ -113,7 +122,7 @@ pub(crate) fn ApprovalCard(
                     aria-describedby=format!("{id}-why")
                     on:keydown=on_keydown
                 >
-                    <h2 id=format!("{id}-title") data-testid="approval-title" tabindex="-1" node_ref=heading>{title}</h2>
+                    <h2 id=format!("{id}-title") data-testid="approval-title" tabindex="-1">{title}</h2>
                     <p id=format!("{id}-why")>
                         <span class=format!("category category-{}", request.category) data-testid="approval-category">{request.category.as_str()}</span>
                         " tool from "<code>{card_text(&request.module)}</code>" — "{request.reason.sentence()}"."
@@ -129,14 +138,23 @@ pub(crate) fn ApprovalCard(
                                 {plan_tree::plan_card(shown, summary)}
                                 <details class="args-sent">
                                     <summary>"The arguments as sent"</summary>
-                                    <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre>
+                                    <pre class="args" tabindex="0" data-testid="approval-args" aria-label="Arguments">{args}</pre>
                                 </details>
                             }.into_any()
                         }
-                        None => view! { <pre class="args" data-testid="approval-args" aria-label="Arguments">{args}</pre> }.into_any(),
+                        None => match program_of(&request) {
+                            // A program is shown as code: what it does is what the person approves.
+                            Some((code, rest)) => view! {
+                                {crate::highlight::code_view(&code, crate::chat::card_lines, "The program", "approval-program")}
+                                {rest.map(|rest| view! {
+                                    <pre class="args" tabindex="0" data-testid="approval-args" aria-label="The other arguments">{rest}</pre>
+                                })}
+                            }.into_any(),
+                            None => view! { <pre class="args" tabindex="0" data-testid="approval-args" aria-label="Arguments">{args}</pre> }.into_any(),
+                        },
                     }}
                     <div class="actions">
-                        <button data-testid="approve" on:click=move |_| answer(Answer::Approve)>"Approve"</button>
+                        <button data-testid="approve" node_ref=primary on:click=move |_| answer(Answer::Approve)>"Approve"</button>
                         <button class="secondary" data-testid="deny" on:click=move |_| answer(Answer::Deny)>"Deny"</button>
                         <button class="secondary" data-testid="allow-session" on:click=move |_| answer(Answer::AllowForSession)>{session_label}</button>
                     </div>
@@ -148,7 +166,7 @@ pub(crate) fn ApprovalCard(
                         );
                         view! { <p class="waiting" data-testid="approval-waiting">{text}</p> }
                     })}
-                    <p class="hint">"Esc denies. While you decide, the program's CPU clock is stopped; the wait counts as person wait (10 min at most)."</p>
+                    <p class="hint">"Enter approves, Esc denies. While you decide, the program's CPU clock is stopped; the wait counts as person wait (10 min at most)."</p>
                 </section>
             }
         })

@@ -1294,7 +1294,7 @@ fn model_error_view(id: usize, failed: ModelError, chat: Conversation) -> AnyVie
 
 /// What a model or a program wrote, shown line by line with its acting
 /// characters escaped (its line breaks kept).
-fn card_lines(text: &str) -> String {
+pub(crate) fn card_lines(text: &str) -> String {
     text.split('\n')
         .map(card_text)
         .collect::<Vec<_>>()
@@ -1363,15 +1363,15 @@ fn step_view(
                 <details class=format!("action action-{status}") data-testid="chat-action" data-status=status.clone()
                     prop:open=opened.is_open(&key) on:toggle=opened.on_toggle(key.clone())>
                     <summary data-testid="chat-action-summary">{summary}</summary>
-                    <pre class="code" data-testid="chat-action-code" aria-label="The program">{card_lines(&code)}</pre>
+                    {crate::highlight::code_view(&code, card_lines, "The program", "chat-action-code")}
                     {refused.map(|why| view! { <p class="refused" data-testid="chat-action-refused">{why}</p> })}
                     {result.map(|result| view! {
                         {(!result.console.is_empty()).then(|| view! {
-                            <h4>"Console"</h4>
-                            <pre class="console" data-testid="chat-action-console">{card_lines(&result.console)}</pre>
+                            <h3>"Console"</h3>
+                            <pre class="console" tabindex="0" aria-label="Console" data-testid="chat-action-console">{card_lines(&result.console)}</pre>
                         })}
                         {(!result.calls.is_empty()).then(|| view! {
-                            <h4>"Calls"</h4>
+                            <h3>"Calls"</h3>
                             <table class="calls" data-testid="chat-action-calls">
                                 <thead><tr><th>"Tool"</th><th>"Outcome"</th><th>"ms"</th></tr></thead>
                                 <tbody>
@@ -1384,12 +1384,12 @@ fn step_view(
                             </table>
                         })}
                         {result.error.clone().map(|error| view! {
-                            <h4>"Error"</h4>
-                            <pre class="error" data-testid="chat-action-error">{card_lines(&error)}</pre>
+                            <h3>"Error"</h3>
+                            <pre class="error" tabindex="0" aria-label="Error" data-testid="chat-action-error">{card_lines(&error)}</pre>
                         })}
                         {result.value.clone().map(|value| view! {
-                            <h4>"Result"</h4>
-                            <pre class="value" data-testid="chat-action-result">{card_lines(&value)}</pre>
+                            <h3>"Result"</h3>
+                            <pre class="value" tabindex="0" aria-label="Result" data-testid="chat-action-result">{card_lines(&value)}</pre>
                         })}
                     })}
                     {children}

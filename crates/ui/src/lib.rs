@@ -54,6 +54,7 @@ mod data_panel;
 pub mod demo_tools;
 mod editor;
 mod files_panel;
+mod highlight;
 mod history_panel;
 mod markdown;
 mod memory_panel;
@@ -73,6 +74,7 @@ mod view_model;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use wasm_bindgen::JsCast as _;
 
 use std::cell::RefCell;
 use std::rc::Rc;
@@ -351,6 +353,31 @@ pub fn App() -> impl IntoView {
         router.route.track();
         drawer.set(false);
     });
+    // The drawer takes the focus on its first control when it opens, and gives it
+    // back to its toggle when it closes.
+    let toggle = NodeRef::<leptos::html::Button>::new();
+    Effect::new(move |was_open: Option<bool>| {
+        let open = drawer.get();
+        let document = web_sys::window().and_then(|window| window.document());
+        if open {
+            if let Some(first) = document
+                .and_then(|document| {
+                    document
+                        .query_selector("#conversations a, #conversations button")
+                        .ok()
+                        .flatten()
+                })
+                .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
+            {
+                let _ = first.focus();
+            }
+        } else if was_open == Some(true)
+            && let Some(toggle) = toggle.get_untracked()
+        {
+            let _ = toggle.focus();
+        }
+        open
+    });
     let on_escape = move |event: leptos::ev::KeyboardEvent| {
         if event.key() == "Escape" && drawer.get_untracked() {
             drawer.set(false);
@@ -363,7 +390,7 @@ pub fn App() -> impl IntoView {
             class:drawer-open=drawer on:keydown=on_escape>
             <a class="skip-link" href="#main">"Skip to content"</a>
             <header class="app-header">
-                <button type="button" class="icon drawer-toggle" data-testid="drawer-toggle" aria-controls="conversations"
+                <button type="button" class="icon drawer-toggle" data-testid="drawer-toggle" aria-controls="conversations" node_ref=toggle
                     aria-expanded=move || drawer.get().to_string() aria-label="Conversations"
                     hidden=showing("chat") on:click=move |_| drawer.update(|open| *open = !*open)>"\u{2630}"</button>
                 <h1><a href="#/chat" class="brand">"Kiln"</a></h1>
