@@ -46,6 +46,7 @@ function withStorage(kiln) {
     list: ({ limit } = {}) => op("threads.list")({ limit }),
     create: (firstMessage, { agent } = {}) => op("threads.create")({ first_message: firstMessage, agent }),
     open: (id) => op("threads.open")({ id }),
+    append: (id, role, text) => op("threads.append")({ id, role, text }),
     rename: (id, title) => op("threads.rename")({ id, title }),
     pin: (id, pinned = true) => op("threads.pin")({ id, pinned }),
     remove: (id) => op("threads.delete")({ id }),

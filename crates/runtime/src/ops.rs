@@ -99,6 +99,15 @@ struct CreateThreadArgs {
     agent: String,
 }
 
+/// `threads.append`: a message a page keeps in its own conversation.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct AppendArgs {
+    id: String,
+    role: String,
+    text: String,
+}
+
 /// `threads.rename`, `threads.pin`, `threads.truncate`, `threads.fork`: a
 /// thread and what changes.
 #[derive(Deserialize)]
@@ -269,6 +278,15 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
         "threads.open" => {
             let IdArgs { id } = args(request)?;
             to_value(&threads.open(&id).await?)
+        }
+        "threads.append" => {
+            let AppendArgs { id, role, text } = args(request)?;
+            let draft = kiln_store::threads::Draft {
+                role,
+                text,
+                ..kiln_store::threads::Draft::default()
+            };
+            to_value(&threads.append(&id, draft).await?)
         }
         "threads.rename" => {
             let ThreadArgs { id, title, .. } = args(request)?;

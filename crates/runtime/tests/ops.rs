@@ -271,6 +271,24 @@ fn a_conversations_thread_is_listed_opened_renamed_pinned_forked_and_deleted_wit
     assert_eq!(thread["title"], "What is the capital of Peru?");
     let opened = op(&workspace, "threads.open", json!({"id": id})).expect("opened");
     assert_eq!(opened["messages"], json!([]), "{opened}");
+    let said = op(
+        &workspace,
+        "threads.append",
+        json!({"id": id, "role": "user", "text": "Lima?"}),
+    )
+    .expect("appended");
+    assert_eq!(
+        (said["seq"].clone(), said["role"].clone()),
+        (json!(1), json!("user"))
+    );
+    let refused = op(
+        &workspace,
+        "threads.append",
+        json!({"id": id, "role": "robot", "text": "x"}),
+    )
+    .expect_err("a role checked");
+    assert!(refused.to_string().contains("robot"), "{refused}");
+    op(&workspace, "threads.truncate", json!({"id": id, "seq": 1})).expect("cut");
     assert_eq!(opened["context"], json!([]), "{opened}");
     let renamed = op(
         &workspace,

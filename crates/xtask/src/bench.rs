@@ -13,6 +13,9 @@
 //! first token through Kiln over that of a direct request to the same local
 //! model, natively and in Chromium (`playwright/bench/providers.mjs`); storage with
 //! 10,000 memories and 1,000 files in Chromium (`playwright/bench/storage.mjs`);
+//! conversations in Chromium: a thread's write per message, the app opening a
+//! thread of 1,000 messages and scrolling it, a reload from the service worker
+//! (`playwright/bench/threads.mjs`);
 //! Kiln's own model in Chromium beside wllama in the same page and llama.cpp
 //! natively, all on one thread: generation rate, first token, memory and
 //! download (`playwright/bench/model.mjs`, `servers/model_bench.py`);
@@ -85,6 +88,17 @@ pub fn run(root: &Path) -> Result<()> {
     );
     let mut node = Command::new("node");
     node.arg(root.join("playwright/bench/storage.mjs"))
+        .current_dir(root.join("playwright"))
+        .env("KILN_PKG", &pkg)
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .env("NODE_PATH", &node_modules);
+    run_checked(&mut node)?;
+
+    println!(
+        "conversations (headless Chromium: thread writes through the page API, the app opening a long thread, reloads from the service worker):"
+    );
+    let mut node = Command::new("node");
+    node.arg(root.join("playwright/bench/threads.mjs"))
         .current_dir(root.join("playwright"))
         .env("KILN_PKG", &pkg)
         .env("KILN_CHROMIUM", CHROMIUM)
