@@ -56,14 +56,42 @@ export async function launch() {
   };
 }
 
-/** Opens the app and waits until the Run button can be pressed. */
-export async function openApp(page) {
-  await page.goto(APP_URL);
-  await page.getByTestId("run-button").waitFor({ state: "visible" });
+/** Each view of the app, by its fragment (`#/memory`), and the element that shows it is open. */
+export const VIEWS = {
+  chat: "chat",
+  editor: "code-editor",
+  nodes: "nodes-panel",
+  memory: "memory-panel",
+  files: "files-panel",
+  history: "history-panel",
+  settings: "settings",
+};
+
+/**
+ * Opens the app and waits until it is ready: the chat (or `view`) is shown. A bare
+ * visit reopens the conversation this browser had open last; `#/chat` is a new one.
+ */
+export async function openApp(page, { url = APP_URL, view } = {}) {
+  await page.goto(view ? `${url}#/${view}` : url);
+  await page.getByTestId(VIEWS[view ?? "chat"]).waitFor({ state: "visible" });
 }
 
-/** Replaces the program, presses Run, and waits for the run to finish. */
+/**
+ * Shows `view`: unless it is on show already, goes there with the navigation, as a
+ * person does, and waits until it is shown. (The Chat link opens the chat view; which
+ * conversation it shows is the app's choice: a test that needs one says so.)
+ */
+export async function show(page, view) {
+  if (!Object.hasOwn(VIEWS, view)) throw new Error(`the app has no view \`${view}\``);
+  const landmark = page.getByTestId(VIEWS[view]);
+  if (await landmark.isVisible()) return;
+  await page.getByTestId(`nav-${view}`).click();
+  await landmark.waitFor({ state: "visible" });
+}
+
+/** Shows the program editor, replaces the program, presses Run, and waits for the run to finish. */
 export async function runProgram(page, code, { timeout = 30_000 } = {}) {
+  await show(page, "editor");
   await page.getByTestId("code-editor").fill(code);
   await page.getByTestId("run-button").click();
   await page.locator('[data-testid="run-status"]:not(.running)').waitFor({ timeout });

@@ -10,7 +10,7 @@ import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
-import { APP_URL, launch } from "../lib/browser.mjs";
+import { APP_URL, launch, openApp, show } from "../lib/browser.mjs";
 import { startSite } from "../lib/site.mjs";
 
 const LABEL = "In-browser SmolLM2 (135M)";
@@ -30,8 +30,7 @@ before(async () => {
   assert.equal(local.status, 404, "this spec needs an app with no local model announced");
   browser = await launch();
   await browser.page.setViewportSize({ width: 1100, height: 1000 });
-  await browser.page.goto(APP_URL);
-  await browser.page.getByTestId("chat").waitFor();
+  await openApp(browser.page);
 });
 after(async () => {
   await browser?.close();
@@ -98,7 +97,8 @@ test("a newcomer chats with the in-browser model, configuring nothing, and watch
       "For real work, add a provider with a key.",
   );
 
-  // The Providers panel lists it as built in: nothing to edit or remove, nothing configured.
+  // Settings' Providers panel lists it as built in: nothing to edit or remove, nothing configured.
+  await show(page, "settings");
   const panel = page.getByTestId("providers");
   assert.equal((await panel.locator("summary").textContent()).trim(), "Providers (none yet)");
   await panel.locator("summary").click();
@@ -108,6 +108,7 @@ test("a newcomer chats with the in-browser model, configuring nothing, and watch
   assert.equal(await page.getByTestId("provider-item").count(), 0);
   assert.equal(await page.getByTestId("provider-edit").count(), 0);
   await panel.locator("summary").click();
+  await show(page, "chat");
 
   await recordStatusLines(page);
   const reply = await send(page, "What is the capital of France?");
@@ -152,13 +153,20 @@ test("a newcomer chats with the in-browser model, configuring nothing, and watch
 test("Stop ends a long generation of the in-browser model, which then answers the next message", async () => {
   const { page, errors } = browser;
   await page.getByTestId("chat-clear").click();
+  await page.getByTestId("chat-welcome").waitFor();
   const reply = await send(page, "Write a long story about a dragon who learns to fly, at least 1000 words.");
+  const index = (await replies(page).count()) - 1;
   const text = reply.getByTestId("chat-reply-text").first();
   // The model is loaded already, and it kept its state after the agent's contract: it
   // reads only the new conversation's message. A failed turn fails at once.
   await text.or(page.getByTestId("chat-error")).first().waitFor({ timeout: 120_000 });
   await noError(page);
-  await page.waitForFunction((element) => element.textContent.length >= 40, await text.elementHandle(), { timeout: 120_000 });
+  // (The text is drawn again as it grows: no element of it is held.)
+  await page.waitForFunction(
+    (index) => (document.querySelectorAll('[data-testid="chat-assistant"]')[index]?.querySelector('[data-testid="chat-reply-text"]')?.textContent.length ?? 0) >= 40,
+    index,
+    { timeout: 120_000 },
+  );
   await page.getByTestId("chat-stop").click();
   await reply.getByTestId("chat-end").waitFor({ timeout: 30_000 });
   assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Stopped");
@@ -186,8 +194,7 @@ test("a download that breaks off is said in the chat; Retry downloads again, and
   try {
     const { page, errors } = fresh;
     site.cutAfter = 20_000_000;
-    await page.goto(site.url);
-    await page.getByTestId("chat").waitFor();
+    await openApp(page, { url: site.url });
     await page.getByTestId("chat-provider").locator("option").first().waitFor({ state: "attached" });
     await send(page, "What is 2 + 2?");
     const error = page.getByTestId("chat-error");
@@ -207,7 +214,8 @@ test("a download that breaks off is said in the chat; Retry downloads again, and
     assert.ok((await reply.getByTestId("chat-reply-text").allTextContents()).join("").trim().length > 0);
     assert.equal(site.weightRequests, 2);
 
-    // The Providers panel's built-in row deletes the kept files.
+    // Settings' Providers panel: the built-in row deletes the kept files.
+    await show(page, "settings");
     await page.getByTestId("providers").locator("summary").click();
     await page.getByTestId("provider-clear-model").click();
     await page.getByTestId("provider-status").filter({ hasText: "cached files were deleted" }).waitFor();

@@ -1,4 +1,4 @@
-// The Providers panel and the Chat box, as a person uses them: add a provider
+// The Providers panel (in Settings) and the Chat, as a person uses them: add a provider
 // of each kind (against aimock), test its connection, chat with streamed
 // replies, stop a reply, read an error with its hint, find the providers again
 // after a reload; the chat is the agent: the model writes a program that calls
@@ -9,7 +9,7 @@
 import assert from "node:assert/strict";
 import http from "node:http";
 import { after, before, test } from "node:test";
-import { APP_URL, launch } from "../lib/browser.mjs";
+import { APP_URL, launch, openApp, show } from "../lib/browser.mjs";
 import { freePort, startAimock, startLocalModel } from "../lib/servers.mjs";
 
 /**
@@ -44,12 +44,6 @@ async function serveApp(files) {
   };
 }
 
-async function openApp(page, url) {
-  await page.goto(url);
-  await page.getByTestId("chat").waitFor();
-  await page.getByTestId("run-button").waitFor({ state: "visible" });
-}
-
 let mock;
 let site;
 let browser;
@@ -57,7 +51,7 @@ before(async () => {
   mock = await startAimock();
   site = await serveApp({ "local-provider.json": null });
   browser = await launch();
-  await openApp(browser.page, site.url);
+  await openApp(browser.page, { url: site.url });
 });
 after(async () => {
   await browser?.close();
@@ -65,7 +59,9 @@ after(async () => {
   await mock?.stop();
 });
 
+/** Shows Settings with its Providers panel open. */
 async function openProviders(page) {
+  await show(page, "settings");
   const panel = page.getByTestId("providers");
   if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
 }
@@ -98,6 +94,51 @@ async function addProvider(page, provider) {
 }
 
 const replies = (page) => page.getByTestId("chat-assistant");
+
+/** "New chat": resolves once the new conversation's welcome is shown. */
+async function newChat(page) {
+  await page.getByTestId("chat-clear").click();
+  await page.getByTestId("chat-welcome").waitFor();
+  assert.equal(new URL(page.url()).hash, "#/chat");
+}
+
+/** The open conversation's id, from the URL (`#/chat/ID`). */
+function openThread(page) {
+  const id = new URL(page.url()).hash.match(/^#\/chat\/([\w-]+)$/)?.[1];
+  assert.ok(id, `no conversation is open at ${page.url()}`);
+  return id;
+}
+
+/**
+ * Back from another view to conversation `id`, as a person does: Chat, then the
+ * conversation's row in the list; resolves once its `count` replies are shown again.
+ */
+async function reopen(page, id, count) {
+  await show(page, "chat");
+  await page.locator(`[data-testid="thread"][data-thread="${id}"]`).getByTestId("thread-link").click();
+  await page.waitForFunction(
+    ([id, replies]) =>
+      location.hash === `#/chat/${id}` &&
+      document.querySelector('[data-testid="chat-opening"]') === null &&
+      document.querySelectorAll('[data-testid="chat-assistant"]').length === count,
+    [id, count],
+  );
+}
+
+/**
+ * Waits until reply `index` shows at least `length` characters of text (a streaming
+ * reply's text is drawn again as it grows, so no element of it is held).
+ */
+async function textReaches(page, index, length, options) {
+  await page.waitForFunction(
+    ([index, length]) => {
+      const reply = document.querySelectorAll('[data-testid="chat-assistant"]')[index];
+      return (reply?.querySelector('[data-testid="chat-reply-text"]')?.textContent.length ?? 0) >= length;
+    },
+    [index, length],
+    options,
+  );
+}
 
 /** Sends `text` with Enter; resolves to the new reply's locator once its turn has ended. */
 async function send(page, text, { waitForEnd = true } = {}) {
@@ -159,6 +200,7 @@ test("OpenAI-compatible: added through the panel, tested, and a reply streams wi
   assert.equal(await page.getByTestId("chat-model-note").count(), 0);
 
   // Send with the button: the focus goes back to the message box.
+  await show(page, "chat");
   await page.getByTestId("chat-input").fill("kiln-hello");
   await page.getByTestId("chat-send").click();
   const reply = replies(page).first();
@@ -200,20 +242,22 @@ test("OpenAI-compatible: added through the panel, tested, and a reply streams wi
 
 test("Anthropic and Ollama: the same, each with its own model", async () => {
   const { page, errors } = browser;
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   assert.equal(await replies(page).count(), 0);
   await addProvider(page, { ...ANTHROPIC, baseUrl: mock.url });
   assert.equal(await page.getByTestId("chat-provider").inputValue(), ANTHROPIC.name);
+  await show(page, "chat");
   assert.deepEqual(await replyParts(await send(page, "kiln-hello")), { text: "Hello from the mock.", stop: "Answered", usage: "12 in · 5 out tokens" });
   assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for claude-sonnet-4-5.");
   const anthropic = (await mock.journal()).at(-1);
   assert.equal(anthropic.path, "/v1/messages");
   assert.equal(anthropic.headers["x-api-key"], "[REDACTED]");
 
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   await addProvider(page, { ...OLLAMA, baseUrl: mock.url });
   const item = page.locator(`[data-testid="provider-item"][data-name="${OLLAMA.name}"]`);
   assert.match(await item.textContent(), /· no key/);
+  await show(page, "chat");
   // aimock's Ollama counts the prompt itself (Kiln's contract and the tool definitions).
   const ollama = await replyParts(await send(page, "kiln-hello"));
   assert.deepEqual([ollama.text, ollama.stop], ["Hello from the mock.", "Answered"]);
@@ -228,12 +272,12 @@ const SLOW_TEXT = "One two three four five six seven eight nine ten eleven twelv
 
 test("Stop cuts a streaming reply: the partial text stays, marked Stopped", async () => {
   const { page, errors } = browser;
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   await page.getByTestId("chat-provider").selectOption(OPENAI.name);
   const reply = await send(page, "kiln-slow", { waitForEnd: false });
   const text = reply.getByTestId("chat-reply-text");
   // A few chunks in (6 characters each, 50 ms apart), press Stop.
-  await page.waitForFunction((element) => element.textContent.length >= 12, await text.elementHandle());
+  await textReaches(page, (await replies(page).count()) - 1, 12);
   await page.getByTestId("chat-stop").click();
   await reply.getByTestId("chat-end").waitFor();
   const partial = await text.textContent();
@@ -257,7 +301,7 @@ test("Stop cuts a streaming reply: the partial text stays, marked Stopped", asyn
 
 test("a rejected key is an error in the conversation, with its hint", async () => {
   const { page, errors } = browser;
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   await page.getByTestId("chat-input").fill("kiln-401");
   await page.getByTestId("chat-input").press("Enter");
   const error = page.getByTestId("chat-error");
@@ -284,7 +328,7 @@ const chatCard = (page, testid) => page.getByTestId("chat-cards").getByTestId(te
 
 test("the chat is the agent: it writes a program that calls the app's tool, the person approves it in the thread, and it answers", async () => {
   const { page, errors } = browser;
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   await page.getByTestId("chat-provider").selectOption(OPENAI.name);
   const reply = await send(page, "kiln-app-sum: add 20 and 30 with the add tool, then double it", { waitForEnd: false });
   // execute_code is an execute tool: in the default mode the person is asked, in the thread.
@@ -324,7 +368,7 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
 
 test("the agent asks the person in the thread, and a Stop mid-action ends the turn and its action", async () => {
   const { page, errors } = browser;
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   const reply = await send(page, "kiln-app-ask", { waitForEnd: false });
   const ask = chatCard(page, "chat-ask");
   await ask.waitFor();
@@ -338,7 +382,7 @@ test("the agent asks the person in the thread, and a Stop mid-action ends the tu
   assert.match(await reply.getByTestId("chat-tool-call").textContent(), /^Called ask_user\(.*Which colour.*\) → .*blue/);
 
   // Allowed for the session, the next action runs without a card; Stop cuts it while it waits.
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   const waiting = await send(page, "kiln-app-wait", { waitForEnd: false });
   await chatCard(page, "allow-session").click();
   await waiting.getByTestId("chat-action").waitFor();
@@ -353,15 +397,17 @@ test("the agent asks the person in the thread, and a Stop mid-action ends the tu
   const roles = conversation((await mock.journal()).at(-1).body.messages).map((message) => message.role);
   assert.deepEqual(roles, ["user", "assistant", "tool", "user"]);
   assert.equal((await replyParts(replies(page).last())).text, "Hello from the mock.");
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   assert.deepEqual(errors, []);
 });
 
 test("plan mode: the agent makes a plan and it shows before anything runs; once the mode allows it, the approval card shows the plan and its tree runs live", async () => {
   const { page, errors } = browser;
+  await show(page, "settings");
   await page.getByTestId("tool-list").locator("summary").click();
   await page.getByTestId("permission-mode").selectOption("plan");
   await page.getByTestId("tool-list").locator("summary").click();
+  await show(page, "chat");
   const planned = await send(page, "kiln-plan-report: count the words of two phrases and add them");
   const card = planned.getByTestId("plan-card");
   await card.waitFor();
@@ -376,10 +422,14 @@ test("plan mode: the agent makes a plan and it shows before anything runs; once 
   assert.equal(await planned.getByTestId("plan-tree").count(), 0, "nothing ran");
   await page.getByTestId("chat").screenshot({ path: "/tmp/chat-plan-card.png" });
 
-  // The person changes the mode and asks to run it: one approval, for the plan.
+  // The person changes the mode in Settings, comes back to the conversation and asks
+  // to run it: one approval, for the plan.
+  const thread = openThread(page);
+  await show(page, "settings");
   await page.getByTestId("tool-list").locator("summary").click();
   await page.getByTestId("permission-mode").selectOption("default");
   await page.getByTestId("tool-list").locator("summary").click();
+  await reopen(page, thread, 1);
   const ran = await send(page, "kiln-plan-run", { waitForEnd: false });
   const approval = chatCard(page, "approval");
   await approval.waitFor();
@@ -406,7 +456,7 @@ test("plan mode: the agent makes a plan and it shows before anything runs; once 
   assert.match(await total.getByTestId("chat-action-code").textContent(), /tools\.read_shared\(\{keys: \['task:count_a', 'task:count_b'\]\}\)/);
   assert.equal((await replyParts(ran)).text, "Phrase one has 3 words and phrase two has 2: 5 words in all.");
   await page.getByTestId("chat").screenshot({ path: "/tmp/chat-plan-tree.png" });
-  await page.getByTestId("chat-clear").click();
+  await newChat(page);
   assert.deepEqual(errors, []);
 });
 
@@ -422,9 +472,12 @@ test("after a reload the providers are still there (the workspace's storage), by
   const keys = await page.getByTestId("provider-key-state").allTextContents();
   assert.deepEqual(keys, ["key set", "no key", "key set"]);
   assert.equal(await page.getByTestId("chat-provider").inputValue(), ANTHROPIC.name);
+  await show(page, "chat");
   assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for claude-sonnet-4-5.");
 
   // Editing keeps the key unless a new one is typed.
+  const thread = openThread(page);
+  await show(page, "settings");
   await page.getByRole("button", { name: `Edit ${ANTHROPIC.name}` }).click();
   assert.equal(await page.getByTestId("provider-name").inputValue(), ANTHROPIC.name);
   assert.equal(await page.getByTestId("provider-key").inputValue(), "");
@@ -444,6 +497,7 @@ test("after a reload the providers are still there (the workspace's storage), by
   const item = page.locator(`[data-testid="provider-item"][data-name="${ANTHROPIC.name}"]`);
   assert.match(await item.textContent(), /model claude-sonnet-4-5-20250929 · key set/);
   // aimock matches the model id as a prefix followed by a dated suffix.
+  await reopen(page, thread, 1);
   assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for claude-sonnet-4-5.");
 
   // Nothing is kept in localStorage any more (an earlier Kiln's list is imported once:
@@ -461,7 +515,7 @@ test("a newcomer chats with the local model that local-provider.json announces, 
   try {
     const { page, errors } = newcomer;
     await page.setViewportSize({ width: 1100, height: 900 });
-    await openApp(page, local.url);
+    await openApp(page, { url: local.url });
     await page.getByTestId("chat-provider").locator("option").first().waitFor({ state: "attached" });
     assert.equal(await page.getByTestId("chat-provider").inputValue(), "Local SmolLM2 (135M)");
     assert.equal(await page.getByTestId("chat-send").isEnabled(), true);
@@ -471,6 +525,7 @@ test("a newcomer chats with the local model that local-provider.json announces, 
     assert.equal(await page.getByTestId("provider-edit").count(), 0, "the local model is not edited");
     await page.getByTestId("providers").locator("summary").click();
 
+    await show(page, "chat");
     const reply = await send(page, "Say hi", { waitForEnd: false });
     // A small model may write code: each action it asks to run is approved, until the turn ends.
     const deadline = Date.now() + 240_000;

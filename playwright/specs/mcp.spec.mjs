@@ -2,7 +2,7 @@
 // reference server over Streamable HTTP with fetch, through the ladder.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { runProgram, useApp } from "../lib/browser.mjs";
+import { runProgram, show, useApp } from "../lib/browser.mjs";
 import { freePort, startEverything, startResuming } from "../lib/servers.mjs";
 
 const app = useApp();
@@ -127,6 +127,8 @@ test("in the app a person adds a server by URL, sees its tools, and approves, de
   const server = await startEverything();
   try {
     const { page, errors } = app();
+    // Settings holds the MCP servers and the tool list.
+    await show(page, "settings");
     await page.getByTestId("mcp-servers").locator("summary").click();
     // A server that is not there is named, with what to check.
     await page.getByTestId("mcp-name").fill("down");
@@ -146,6 +148,7 @@ test("in the app a person adds a server by URL, sees its tools, and approves, de
     const code = `const out = [];
 for (const b of [1, 2, 3]) { try { out.push(await tools.everything_get_sum({a: 1, b})) } catch (e) { out.push(e.code) } }
 return out;`;
+    await show(page, "editor");
     await page.getByTestId("code-editor").fill(code);
     await page.getByTestId("run-button").click();
     const card = page.getByTestId("approval");
@@ -182,6 +185,7 @@ return out;`;
     assert.equal(await card.count(), 0);
 
     // Plan mode refuses it; a blocked read tool is refused too.
+    await show(page, "settings");
     await page.getByTestId("permission-mode").selectOption("plan");
     await page.getByTestId("setting-echo").selectOption("block");
     await runProgram(page, `const out = [];
@@ -191,6 +195,7 @@ return out;`);
     const value = await page.getByTestId("result-value").textContent();
     assert.match(value, /"refused"/);
     assert.match(value, /the person has blocked echo for this agent/);
+    await show(page, "settings");
     await page.getByTestId("permission-mode").selectOption("default");
     await page.getByTestId("setting-echo").selectOption("");
     assert.deepEqual(errors, []);

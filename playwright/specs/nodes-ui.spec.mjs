@@ -9,7 +9,7 @@
 // node behind, and the focus goes back to the button that opened the dialog.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { useApp } from "../lib/browser.mjs";
+import { show, useApp } from "../lib/browser.mjs";
 import { useAimock } from "../lib/servers.mjs";
 
 const app = useApp();
@@ -20,7 +20,9 @@ async function shot(page, name) {
   if (SHOTS) await page.screenshot({ path: `${SHOTS}/${name}.png`, fullPage: false });
 }
 
+/** Adds the aimock provider in Settings' Providers panel. */
 async function addProvider(page) {
+  await show(page, "settings");
   const panel = page.getByTestId("providers");
   if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
   await page.getByTestId("provider-name").fill("aimock OpenAI");
@@ -64,7 +66,7 @@ async function payloadWith(page, needle) {
 test("write a node with AI, preview it, apply it, connect a second, run, reload, run again, undo", async () => {
   const { page, errors } = app();
   await addProvider(page);
-  await panel(page).scrollIntoViewIfNeeded();
+  await show(page, "nodes");
   assert.equal(await text(page.getByTestId("nodes-empty")), "No nodes yet. Write one with AI, or add an empty node and write its code.");
 
   await startWriting(page, "kiln-code-total: add up price times quantity over the order lines", "lines: list[{price: number, qty: integer}]");
@@ -140,8 +142,9 @@ test("write a node with AI, preview it, apply it, connect a second, run, reload,
   await card(page, classify).scrollIntoViewIfNeeded();
   await shot(page, "nodes-graph");
 
-  // Kept in the workspace: a reload finds both nodes, the edge and the sample.
+  // Kept in the workspace: a reload (of `#/nodes`) finds both nodes, the edge and the sample.
   await page.reload();
+  await panel(page).waitFor();
   await card(page, classify).waitFor();
   assert.equal(await input(page, classify, "n").getByTestId("connect-from").inputValue(), "total-the-order.total");
   assert.equal(await input(page, "total-the-order", "lines").getByTestId("sample").inputValue(), '[{"price":2.5,"qty":4},{"price":1,"qty":3}]');
@@ -156,6 +159,7 @@ test("write a node with AI, preview it, apply it, connect a second, run, reload,
   assert.equal(await page.getByTestId("node-card").count(), 1);
   // What Undo did is kept too.
   await page.reload();
+  await panel(page).waitFor();
   await card(page, "total-the-order").waitFor();
   assert.equal(await page.getByTestId("node-card").count(), 1);
   assert.deepEqual(errors, []);
@@ -163,6 +167,7 @@ test("write a node with AI, preview it, apply it, connect a second, run, reload,
 
 test("a failed generation, Cancel and Escape leave no node, and the focus goes back", async () => {
   const { page, errors } = app();
+  await show(page, "nodes");
   const before = await page.getByTestId("node-card").count();
   await startWriting(page, "kiln-code-never: total the lines");
   await page.getByTestId("author-generate").click();
@@ -189,6 +194,7 @@ test("a failed generation, Cancel and Escape leave no node, and the focus goes b
 
 test("Ask AI on a node: its inputs are the detected ones, its latest values the samples, and the same node back changes nothing", async () => {
   const { page, errors } = app();
+  await show(page, "nodes");
   await card(page, "total-the-order").getByTestId("node-ask-ai").click();
   await dialog(page).waitFor();
   assert.equal(await text(page.locator("#author-title")), "Ask AI about “Total the order”");
@@ -209,6 +215,7 @@ test("Ask AI on a node: its inputs are the detected ones, its latest values the 
 
 test("a node written by hand: saved as one change, fed from another, its output of the wrong type a warning on its card", async () => {
   const { page, errors } = app();
+  await show(page, "nodes");
   await page.getByTestId("node-add").click();
   const added = card(page, "new-node");
   await added.waitFor();

@@ -2,7 +2,7 @@
 // ends is stopped, and the next run works.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { runProgram, useApp } from "../lib/browser.mjs";
+import { VIEWS, runProgram, show, useApp } from "../lib/browser.mjs";
 
 const app = useApp();
 
@@ -45,6 +45,7 @@ test("stops a program that never ends, then runs the next one", async () => {
 
 test("Stop ends a running program at once, keeps what it printed, and the next run works", async () => {
   const { page } = app();
+  await show(page, "editor");
   await page.getByTestId("code-editor").fill("console.log('spinning'); while (true) {}");
   await page.getByTestId("run-button").click();
   await page.getByTestId("stop-run").waitFor();
@@ -63,21 +64,27 @@ test("Stop ends a running program at once, keeps what it printed, and the next r
 
 test("a permission change reaches a program already running: its next call decides by it", async () => {
   const { page } = app();
+  await show(page, "settings");
   await page.getByTestId("setting-echo").waitFor({ state: "attached" });
   await page.getByTestId("tool-list").locator("summary").click();
+  await show(page, "editor");
   await page.getByTestId("code-editor").fill(`const before = await tools.echo({n: 1}).then(() => "ran", (e) => e.message);
 await tools.ask({question: "Go on?"});
 const after = await tools.echo({n: 2}).then(() => "ran", (e) => e.message);
 return {before, after};`);
   await page.getByTestId("run-button").click();
-  // The program waits on the person; meanwhile the person blocks echo.
+  // The program waits on the person; meanwhile the person goes to Settings and
+  // blocks echo. The question stays on show there, above the view.
   await page.getByTestId("question").waitFor();
+  await show(page, "settings");
   await page.getByTestId("setting-echo").selectOption("block");
   await page.getByTestId("answer-yes").click();
+  await show(page, "editor");
   await page.locator('[data-testid="run-status"]:not(.running)').waitFor();
   const value = JSON.parse(await page.getByTestId("result-value").textContent());
   assert.equal(value.before, "ran");
   assert.match(value.after, /the person has blocked echo for this agent/);
+  await show(page, "settings");
   await page.getByTestId("setting-echo").selectOption("");
   await page.getByTestId("tool-list").locator("summary").click();
 });
@@ -86,7 +93,7 @@ test("the main thread stays free while a program makes 200 tool calls", async ()
   const { page } = app();
   // The page's own start-up (storage opening, the panels' first reads, the tool
   // list with the storage tools) is over before the watch begins.
-  await page.locator('[data-testid="memory-empty"], [data-testid="memory-item"]').first().waitFor();
+  await page.locator('[data-testid="memory-empty"], [data-testid="memory-item"]').first().waitFor({ state: "attached" });
   await page.getByTestId("tool-save_memory").waitFor({ state: "attached" });
   await page.evaluate(() => {
     window.longTasks = [];
@@ -106,6 +113,7 @@ test("the main thread stays free while a program makes 200 tool calls", async ()
 
 test("Ctrl+Enter in the editor runs the program", async () => {
   const { page } = app();
+  await show(page, "editor");
   await page.getByTestId("code-editor").fill('return "keyboard"');
   await page.getByTestId("code-editor").press("Control+Enter");
   await page.locator('[data-testid="run-status"].success').waitFor();
@@ -125,6 +133,13 @@ test("at a phone's width the page never scrolls sideways: wide tables scroll in 
   const { page } = app();
   const before = page.viewportSize();
   await page.setViewportSize({ width: 390, height: 844 });
+  // Every view, as the one stacked page held them all.
+  for (const view of Object.keys(VIEWS)) {
+    await show(page, view);
+    const widths = await page.evaluate(() => ({ page: document.documentElement.scrollWidth, viewport: document.documentElement.clientWidth }));
+    assert.ok(widths.page <= widths.viewport, `${view}: the page is ${widths.page} px wide in a ${widths.viewport} px viewport`);
+  }
+  await show(page, "settings");
   await page.getByTestId("setting-echo").waitFor({ state: "attached" });
   // Open whichever way an earlier test left it.
   await page.getByTestId("tool-list").evaluate((details) => {

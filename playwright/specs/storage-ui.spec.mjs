@@ -13,7 +13,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before, test } from "node:test";
 import { chromium } from "playwright-core";
-import { APP_URL, CHROMIUM_ARGS, launch, openApp, runProgram } from "../lib/browser.mjs";
+import { APP_URL, CHROMIUM_ARGS, launch, openApp, runProgram, show } from "../lib/browser.mjs";
 
 let browser;
 before(async () => {
@@ -27,18 +27,21 @@ after(async () => {
 
 /**
  * Opens the app and waits until the stored memories are listed (storage is open). The
- * mode is set to auto: the storage tools write, and the default mode would ask first.
+ * mode is set to auto in Settings: the storage tools write, and the default mode would
+ * ask first.
  */
 async function openStoredApp(page) {
   await openApp(page);
   await settled(page);
+  await show(page, "settings");
   await page.getByTestId("tool-list").locator("summary").click();
   await page.getByTestId("permission-mode").selectOption("auto");
   await page.getByTestId("tool-list").locator("summary").click();
 }
 
+/** Waits until the Memory view (shown or not) has listed what is stored. */
 async function settled(page) {
-  await page.locator('[data-testid="memory-empty"], [data-testid="memory-item"]').first().waitFor();
+  await page.locator('[data-testid="memory-empty"], [data-testid="memory-item"]').first().waitFor({ state: "attached" });
 }
 
 /**
@@ -58,7 +61,9 @@ const memory = (page, text) => page.locator('[data-testid="memory-item"]', { has
 const memoryTexts = (page) => page.getByTestId("memory-text").allTextContents();
 const fileNames = (page) => page.getByTestId("file-item").evaluateAll((rows) => rows.map((row) => row.dataset.name));
 
+/** Saves a memory from the Memory view. */
 async function saveMemory(page, text) {
+  await show(page, "memory");
   await page.getByTestId("memory-new").fill(text);
   await page.getByTestId("memory-save").click();
 }
@@ -79,38 +84,47 @@ test("a memory, an upload and a program's run are all found again after a reload
   await memory(page, "The kiln fires at 1200 degrees").waitFor();
   assert.equal(await page.getByTestId("memory-new").inputValue(), "", "the box empties once saved");
 
+  await show(page, "files");
   await page.getByTestId("files-upload").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello from an upload\n") });
   await page.locator('[data-testid="file-item"][data-name="notes.txt"]').waitFor();
   assert.match(await page.getByTestId("files-status").textContent(), /^Uploaded `notes\.txt` \(21 B\)\.$/);
 
   const status = await runProgram(page, PROGRAM);
   assert.match(status, /^Completed/, await page.getByTestId("result-panel").textContent());
-  // The run's memory, file and record show up without a reload (the change feed).
+  // The run's memory, file and record show up without a reload (the change feed; the
+  // views stay in the page while hidden, so going to one reads nothing again).
+  await show(page, "memory");
   await memory(page, "Programs remember too: the glaze needs three coats").waitFor();
-  await page.locator('[data-testid="file-item"][data-name="from-program.txt"]').waitFor();
-  await page.locator('[data-testid="history-item"][data-status="ok"]').first().waitFor();
-  assert.equal(await page.getByTestId("history-item").first().locator(".job-title").textContent(), PROGRAM_TITLE);
   // "Last run": the newest job's run memory.
   await page.locator('[data-testid="run-entry"][data-key="shared:summary"]').waitFor();
   assert.match(await page.getByTestId("last-run-job").textContent(), /^const saved = .* · finished · \d{4}-\d\d-\d\d \d\d:\d\d$/);
-
   await page.getByTestId("memory-panel").screenshot({ path: "/tmp/kiln-ui-memory.png" });
+  await show(page, "files");
+  await page.locator('[data-testid="file-item"][data-name="from-program.txt"]').waitFor();
   await page.getByTestId("files-panel").screenshot({ path: "/tmp/kiln-ui-files.png" });
+  await show(page, "history");
+  await page.locator('[data-testid="history-item"][data-status="ok"]').first().waitFor();
+  assert.equal(await page.getByTestId("history-item").first().locator(".job-title").textContent(), PROGRAM_TITLE);
 
   await page.reload();
   await openStoredApp(page);
   assert.deepEqual(await memoryTexts(page), ["Programs remember too: the glaze needs three coats", "The kiln fires at 1200 degrees"]);
+  await show(page, "files");
   await page.locator('[data-testid="file-item"][data-name="from-program.txt"]').waitFor();
   assert.deepEqual(await fileNames(page), ["from-program.txt", "notes.txt"]);
+  await show(page, "history");
   await page.locator('[data-testid="history-item"][data-status="ok"]').first().waitFor();
   assert.equal(await page.getByTestId("history-item").count(), 1);
 
   // Open things: a file's text, a run's input and output, a run memory value.
+  await show(page, "files");
   await page.getByRole("button", { name: "Open notes.txt" }).click();
   assert.equal(await page.getByTestId("file-text").textContent(), "hello from an upload\n");
+  await show(page, "history");
   await page.getByTestId("history-item").first().locator(".job-title").click();
   assert.equal(await page.getByTestId("history-input").textContent(), PROGRAM);
   assert.match(await page.getByTestId("history-output").textContent(), /m-\d{13}-/);
+  await show(page, "memory");
   await page.getByRole("button", { name: "Show the value of shared:summary" }).click();
   assert.equal(await page.getByTestId("run-entry-value").textContent(), JSON.stringify({ coats: 3 }, null, 2));
   const entry = await page.locator('[data-testid="run-entry"][data-key="shared:summary"]').textContent();
@@ -122,6 +136,7 @@ test("a memory, an upload and a program's run are all found again after a reload
   assert.deepEqual(await memoryTexts(page), ["Programs remember too: the glaze needs three coats"]);
   await page.getByTestId("memory-search").fill("");
   await page.waitForFunction(() => document.querySelectorAll('[data-testid="memory-item"]').length === 2);
+  await show(page, "history");
   await page.getByTestId("history-search").fill("glaze");
   await page.getByTestId("history-hit").first().waitFor();
   assert.equal(await page.getByTestId("history-hit").first().getAttribute("data-kind"), "job");
@@ -131,6 +146,7 @@ test("a memory, an upload and a program's run are all found again after a reload
   await page.getByTestId("history-item").first().waitFor();
 
   // Marks: helpful counts up, outdated badges the memory.
+  await show(page, "memory");
   const kiln = memory(page, "The kiln fires at 1200 degrees");
   await kiln.getByTestId("memory-helpful-button").click();
   await memory(page, "The kiln fires at 1200 degrees").getByTestId("memory-helpful").getByText("helpful once").waitFor();
@@ -138,6 +154,7 @@ test("a memory, an upload and a program's run are all found again after a reload
   await memory(page, "The kiln fires at 1200 degrees").getByTestId("memory-outdated").waitFor();
 
   // Folders: make one, go in, upload there, come back; a folder with a file is not deleted.
+  await show(page, "files");
   await page.getByTestId("files-folder-name").fill("glazes");
   await page.getByTestId("files-new-folder").click();
   await page.locator('[data-testid="file-item"][data-name="glazes"][data-kind="folder"]').waitFor();
@@ -170,8 +187,9 @@ test("a memory, an upload and a program's run are all found again after a reload
   await page.getByRole("button", { name: "Delete notes.txt" }).click();
   await page.locator('[data-testid="file-item"][data-name="notes.txt"]').waitFor({ state: "detached" });
 
-  await page.getByTestId("history-panel").screenshot({ path: "/tmp/kiln-ui-history.png" });
   await page.getByTestId("files-panel").screenshot({ path: "/tmp/kiln-ui-files-open.png" });
+  await show(page, "history");
+  await page.getByTestId("history-panel").screenshot({ path: "/tmp/kiln-ui-history.png" });
   assert.deepEqual(errors, []);
 });
 
@@ -179,17 +197,25 @@ test("two tabs: a memory saved in one appears in the other, and a delete there r
   const a = browser.page;
   const { page: b, errors } = await newTab();
   try {
+    // Each tab shows its Memory view.
+    await show(b, "memory");
+    await a.bringToFront();
     await saveMemory(a, "Seen in both tabs");
     await memory(b, "Seen in both tabs").waitFor({ timeout: 10_000 });
     await b.bringToFront();
     await memory(b, "Seen in both tabs").getByTestId("memory-delete").click();
     await memory(a, "Seen in both tabs").waitFor({ state: "detached", timeout: 10_000 });
     await a.bringToFront();
-    // A run in one tab shows in the other's history (and its Last run).
+    // A run in one tab shows in the other's history (and its Last run, in Memory).
     await runProgram(a, "// a second run\nreturn 6 * 7;");
+    await b.bringToFront();
+    await show(b, "history");
     await b.locator('[data-testid="history-item"]', { hasText: "return 6 * 7;" }).waitFor({ timeout: 10_000 });
+    await show(b, "memory");
     await b.getByTestId("last-run-job").getByText("return 6 * 7;").waitFor();
-    // A provider saved in one tab is listed in the other (the configuration's change feed).
+    // A provider saved in one tab (in Settings) is listed in the other (the configuration's change feed).
+    await a.bringToFront();
+    await show(a, "settings");
     await a.getByTestId("providers").locator("summary").click();
     await a.getByTestId("provider-name").fill("tab provider");
     await a.getByTestId("provider-kind").selectOption("ollama");
@@ -218,6 +244,7 @@ test("the permission mode, the brake and a tool's setting are kept: another tab 
       add: document.querySelector('[data-testid="setting-add"]').value,
     }));
   const wanted = { mode: "plan", brake: true, add: "ask" };
+  await show(page, "settings");
   await summary(page).click();
   await page.getByTestId("permission-mode").selectOption("plan");
   await page.getByTestId("brake").check();
@@ -241,6 +268,7 @@ test("the permission mode, the brake and a tool's setting are kept: another tab 
   assert.match(await page.getByTestId("run-error").textContent(), /file_write/);
 
   // Back to auto and no settings for the tests after this one.
+  await show(page, "settings");
   await summary(page).click();
   await page.getByTestId("permission-mode").selectOption("auto");
   await page.getByTestId("brake").uncheck();
@@ -253,6 +281,9 @@ test("an edit over a stale version is refused with the person's text kept; Reloa
   const a = browser.page;
   const { page: b, errors } = await newTab();
   try {
+    // Each tab shows its Memory view.
+    await show(b, "memory");
+    await a.bringToFront();
     await saveMemory(a, "Cone 6 is about 1220 degrees");
     const id = await memory(a, "Cone 6 is about 1220 degrees").getAttribute("data-id");
     await memory(b, "Cone 6 is about 1220 degrees").waitFor();
@@ -324,6 +355,7 @@ test("a used-up quota is named with its hint, keeps the typed text, and writes n
     await openStoredApp(first.page);
     await saveMemory(first.page, "Kept before the quota");
     await memory(first.page, "Kept before the quota").waitFor();
+    await show(first.page, "files");
     await first.page.getByTestId("files-upload").setInputFiles({ name: "small.txt", mimeType: "text/plain", buffer: Buffer.from("small") });
     await first.page.locator('[data-testid="file-item"][data-name="small.txt"]').waitFor();
     await first.context.close();
@@ -335,6 +367,7 @@ test("a used-up quota is named with its hint, keeps the typed text, and writes n
     await settled(page);
     await page.waitForFunction(() => document.querySelector('[data-testid="permission-mode"]').value === "auto");
     assert.deepEqual(await memoryTexts(page), ["Kept before the quota"]);
+    await show(page, "files");
     await page.locator('[data-testid="file-item"][data-name="small.txt"]').waitFor();
     const origin = new URL(APP_URL).origin;
     const cdp = await context.newCDPSession(page);
@@ -349,13 +382,14 @@ test("a used-up quota is named with its hint, keeps the typed text, and writes n
       assert.equal(await error.locator(".error-message").getAttribute("data-code"), "quota_exceeded");
       assert.match(await error.locator(".error-hint").textContent(), /^hint: delete old files or memories/);
       assert.equal(await page.getByTestId("memory-new").inputValue(), big, "the typed text stays");
+      await page.getByTestId("memory-panel").screenshot({ path: "/tmp/kiln-ui-quota.png" });
 
+      await show(page, "files");
       await page.getByTestId("files-upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2_000_000, 7) });
       const fileError = page.getByTestId("files-error");
       await fileError.waitFor();
       assert.match(await fileError.locator(".error-message").textContent(), /^`big\.bin` was not uploaded: .*the browser's storage quota for this site is used up.*; nothing was written$/);
       assert.match(await fileError.locator(".error-hint").textContent(), /^hint: delete old files or memories/);
-      await page.getByTestId("memory-panel").screenshot({ path: "/tmp/kiln-ui-quota.png" });
       await page.getByTestId("files-panel").screenshot({ path: "/tmp/kiln-ui-quota-files.png" });
     } finally {
       await cdp.send("Storage.overrideQuotaForOrigin", { origin });
@@ -363,6 +397,7 @@ test("a used-up quota is named with its hint, keeps the typed text, and writes n
     await page.reload();
     await openStoredApp(page);
     assert.deepEqual(await memoryTexts(page), ["Kept before the quota"]);
+    await show(page, "files");
     await page.locator('[data-testid="file-item"][data-name="small.txt"]').waitFor();
     assert.deepEqual(await fileNames(page), ["small.txt"], "no part of big.bin was kept");
     assert.deepEqual(errors, []);
@@ -398,6 +433,7 @@ test("blocked storage is a banner with its hint; programs still run, without the
     assert.equal(await banner.getAttribute("role"), "alert");
     assert.match(await banner.textContent(), /Memory, history and settings cannot be kept: storage is not available here \(.+\)/);
     assert.match(await banner.textContent(), /hint: private windows and blocked site data turn storage off/);
+    await show(page, "memory");
     await page.getByTestId("memory-unavailable").waitFor();
     const status = await runProgram(page, 'try { tools.save_memory; return "there"; } catch (error) { return error.name; }');
     assert.match(status, /^Completed/);
@@ -414,7 +450,7 @@ test("providers an earlier Kiln kept in localStorage are imported once, then the
   try {
     const { page, errors } = fresh;
     await openStoredApp(page);
-    await page.getByTestId("chat").waitFor();
+    await show(page, "chat");
     // Unreadable text is named, imports nothing, and stays until a provider is saved.
     await page.evaluate(() => localStorage.setItem("kiln.providers.v1", "{not json"));
     await page.reload();
@@ -437,6 +473,7 @@ test("providers an earlier Kiln kept in localStorage are imported once, then the
     await page.evaluate((text) => localStorage.setItem("kiln.providers.v1", text), JSON.stringify(legacy));
     await page.reload();
     await page.getByTestId("chat").waitFor();
+    await show(page, "settings");
     await page.getByTestId("providers").locator("summary").click();
     const names = await page.getByTestId("provider-item").evaluateAll((items) => items.map((item) => item.dataset.name));
     assert.deepEqual(names, ["old Ollama", "old OpenAI"]);
@@ -444,9 +481,11 @@ test("providers an earlier Kiln kept in localStorage are imported once, then the
     assert.equal(await page.getByTestId("chat-provider").inputValue(), "old Ollama");
     assert.equal(await page.evaluate(() => localStorage.getItem("kiln.providers.v1")), null);
     assert.ok(!(await page.content()).includes("sk-legacy-1234"), "the key is never shown");
-    // Kept in the store: a reload finds them without the old key.
+    // Kept in the store: a reload (of Settings) finds them without the old key. The chat
+    // is drawn, hidden, once the providers are read.
     await page.reload();
-    await page.getByTestId("chat").waitFor();
+    await page.getByTestId("settings").waitFor();
+    await page.getByTestId("chat").waitFor({ state: "attached" });
     assert.equal(await page.getByTestId("provider-item").count(), 2);
     assert.equal(await page.getByTestId("chat-provider").inputValue(), "old Ollama");
     assert.deepEqual(errors, []);

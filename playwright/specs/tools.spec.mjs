@@ -2,7 +2,7 @@
 // to the page and back, and the result panel lists the calls.
 import assert from "node:assert/strict";
 import { test } from "node:test";
-import { runProgram, useApp } from "../lib/browser.mjs";
+import { runProgram, show, useApp } from "../lib/browser.mjs";
 
 const app = useApp();
 
@@ -14,6 +14,8 @@ async function callRows(page) {
 
 test("the page lists the tools a program can call, with their category and setting", async () => {
   const { page } = app();
+  // Settings lists them.
+  await show(page, "settings");
   await page.getByTestId("tool-list").locator("summary").click();
   // The page's 5, and the workspace's 16 storage tools once storage is open;
   // no network until the person allows it.
@@ -26,7 +28,9 @@ test("the page lists the tools a program can call, with their category and setti
   await allowNetwork(page, new URL(page.url()).origin);
   await page.getByTestId("tool-list").locator("summary").filter({ hasText: "Tools and permissions (22 tools)" }).waitFor();
   assert.match(await page.getByTestId("tool-http_request").textContent(), /external.*builtin/);
+  // The reload opens Settings again (its URL).
   await page.reload();
+  await page.getByTestId("settings").waitFor();
   await page.getByTestId("tool-list").locator("summary").filter({ hasText: "(22 tools)" }).waitFor();
   assert.equal(await page.getByTestId("network-reach").inputValue(), "only");
   assert.equal(await page.getByTestId("network-origins").inputValue(), new URL(page.url()).origin);
@@ -110,6 +114,7 @@ test("a run stopped while a tool call is out leaves the page working", async () 
 
 test("a program asks the person, and the time they take counts as person wait", async () => {
   const { page } = app();
+  await show(page, "editor");
   await page.getByTestId("code-editor").fill('const r = await tools.ask({question: "Deploy to production?"});\nreturn r;');
   await page.getByTestId("run-button").click();
   await page.getByTestId("question").waitFor();
@@ -128,8 +133,10 @@ test("a program asks the person, and the time they take counts as person wait", 
 test("calls that ask at once wait in line, and allowing one for the session answers the rest", async () => {
   const { page } = app();
   const url = new URL("kiln.css", page.url()).href;
+  await show(page, "settings");
   await allowNetwork(page, new URL(page.url()).origin);
   await page.getByTestId("tool-list").locator("summary").filter({ hasText: "(22 tools)" }).waitFor();
+  await show(page, "editor");
   await page.getByTestId("code-editor").fill(
     `return await Promise.all([1, 2, 3].map((i) => tools.http_request({url: ${JSON.stringify(url)} + "?" + i}).then((r) => r.status)));`,
   );
