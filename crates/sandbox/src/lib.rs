@@ -361,7 +361,7 @@ impl Evaluation<'_> {
         let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
             Ok(script) => script,
             Err(error) => {
-                let message = program_position(&inspect::error_message(&error, context));
+                let message = program_position(&inspect::error_message(&error, context), code);
                 return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
             }
         };
@@ -477,8 +477,10 @@ fn engine_error(error: &JsError, context: &mut Context) -> Option<EngineError> {
     }
 }
 
-/// Rewrites Boa's `at line N, col M` for the wrapper's extra first line.
-fn program_position(message: &str) -> String {
+/// Rewrites Boa's `at line N, col M` for the wrapper's extra first line; an
+/// error Boa finds in the wrapper's closing line is the program ending before
+/// what it opened was closed, and is said so, at the program's own end.
+fn program_position(message: &str, code: &str) -> String {
     const MARK: &str = " at line ";
     let Some(start) = message.rfind(MARK) else {
         return message.to_owned();
@@ -488,13 +490,27 @@ fn program_position(message: &str) -> String {
         .bytes()
         .take_while(u8::is_ascii_digit)
         .count();
-    match message[digits_start..digits_start + digits_len].parse::<u64>() {
-        Ok(line) if line > 1 => format!(
+    let Ok(line) = message[digits_start..digits_start + digits_len].parse::<usize>() else {
+        return message.to_owned();
+    };
+    let lines = code.split('\n').count();
+    if line > lines + 1 {
+        let last = code.split('\n').next_back().unwrap_or("");
+        // Boa's own words name the wrapper's `)`, which the program never wrote.
+        let kind = message[..start].split(':').next().unwrap_or("SyntaxError");
+        return format!(
+            "{kind}: the program ends before something it opened (a `{{`, `(`, `[` or string) \
+             is closed, at line {lines}, col {}",
+            last.chars().count() + 1
+        );
+    }
+    if line > 1 {
+        return format!(
             "{}{}{}",
             &message[..digits_start],
             line - 1,
             &message[digits_start + digits_len..]
-        ),
-        _ => message.to_owned(),
+        );
     }
+    message.to_owned()
 }

@@ -45,6 +45,19 @@ fn a_syntax_error_names_the_line_of_the_program() {
     let report = futures::executor::block_on(run("return +* 1", &RunLimits::default()));
     let text = summary(&report);
     assert!(text.ends_with("at line 1, col 9"), "{text}");
+    // A program that ends with something open is told so, at its own end, not at
+    // a line of the wrapper it never wrote.
+    for (code, at) in [
+        ("return {", "at line 1, col 9"),
+        ("const a = [1,\n  2", "at line 2, col 4"),
+    ] {
+        let report = futures::executor::block_on(run(code, &RunLimits::default()));
+        let text = summary(&report);
+        assert!(
+            text.contains("the program ends before something it opened") && text.ends_with(at),
+            "{code:?}: {text}"
+        );
+    }
 }
 
 #[test]
