@@ -20,14 +20,20 @@ export const CHROMIUM_ARGS = [
 
 export const APP_URL = process.env.KILN_URL ?? "http://127.0.0.1:8080/";
 
-/** Launches a browser with a new profile; `close()` ends it and removes the profile. */
-export async function launch() {
+/**
+ * Launches a browser with a new profile; `close()` ends it and removes the profile.
+ * The app's service worker is blocked unless `serviceWorkers: "allow"`: a spec then
+ * sees every request its routes and servers answer, not the worker's cache (the
+ * offline spec and the bench allow it).
+ */
+export async function launch({ serviceWorkers = "block" } = {}) {
   let profile = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
   const start = () =>
     chromium.launchPersistentContext(profile, {
       executablePath: process.env.KILN_CHROMIUM ?? "/usr/bin/chromium",
       headless: true,
       args: CHROMIUM_ARGS,
+      serviceWorkers,
     });
   let context;
   try {

@@ -117,7 +117,7 @@ async function reopen(page, id, count) {
   await show(page, "chat");
   await page.locator(`[data-testid="thread"][data-thread="${id}"]`).getByTestId("thread-link").click();
   await page.waitForFunction(
-    ([id, replies]) =>
+    ([id, count]) =>
       location.hash === `#/chat/${id}` &&
       document.querySelector('[data-testid="chat-opening"]') === null &&
       document.querySelectorAll('[data-testid="chat-assistant"]').length === count,
@@ -335,7 +335,9 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
   const card = chatCard(page, "approval");
   await card.waitFor();
   assert.equal(await card.getByTestId("approval-title").textContent(), "Allow execute_code (call 1)?");
-  assert.match(await card.getByTestId("approval-args").textContent(), /await tools\.add\(\{a: 20, b: 30\}\)/);
+  // The program is shown as code, not as an escaped JSON string.
+  assert.match(await card.getByTestId("approval-program").textContent(), /await tools\.add\(\{a: 20, b: 30\}\)/);
+  assert.equal(await card.getByTestId("approval-args").count(), 0, "it has no other argument");
   await page.getByTestId("chat").screenshot({ path: "/tmp/chat-agent-approval.png" });
   await card.getByTestId("approve").click();
   await reply.getByTestId("chat-end").waitFor();

@@ -103,6 +103,12 @@ test("a conversation survives a reload step for step, and the next message conti
   const said = JSON.stringify(request.messages);
   assert.ok(said.includes("kiln-app-sum") && said.includes("sum is 50"), `the earlier turn was sent: ${said}`);
 
+  // Another view and back: the navigation's Chat returns to this conversation.
+  await show(page, "settings");
+  await page.getByTestId("nav-chat").click();
+  await page.waitForFunction((id) => location.hash === `#/chat/${id}`, id);
+  await replies(page).nth(1).getByTestId("chat-end").waitFor();
+
   // A bare visit (no fragment) opens the conversation this browser had open last.
   await page.goto(APP_URL);
   await replies(page).nth(1).getByTestId("chat-end").waitFor();

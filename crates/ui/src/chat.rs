@@ -792,7 +792,9 @@ impl Conversation {
                     remember_thread(Some(&id));
                     self.show(conversation);
                     // Drawn on the next frame: `cargo xtask bench` reads the time to it.
-                    request_animation_frame(|| crate::editor::performance_mark("kiln:thread-shown"));
+                    request_animation_frame(|| {
+                        crate::editor::performance_mark("kiln:thread-shown")
+                    });
                 }
                 Err(problem) => {
                     remember_thread(None);
@@ -895,17 +897,28 @@ pub(crate) fn Chat(
     // store is open), `#/chat` a new one; other views leave it as it is.
     Effect::new(move || {
         let route = router.route.get();
-        let ready = stores.with(Option::is_some);
         let Route::Chat(wanted) = route else {
             return;
         };
-        if wanted == chat.thread.get_untracked() {
-            return;
-        }
         match wanted {
-            Some(id) if ready => chat.open(id),
-            Some(_) => {}
+            // The store is waited for (and followed) only when a kept thread is wanted.
+            Some(id) => {
+                if chat
+                    .thread
+                    .with_untracked(|thread| thread.as_ref() != Some(&id))
+                    && stores.with(Option::is_some)
+                {
+                    chat.open(id);
+                }
+            }
+            // A new conversation; a New chat asked while an unkept one is on show
+            // (its store unavailable) starts afresh too.
             None => {
+                if chat.thread.with_untracked(Option::is_none)
+                    && chat.entries.with_untracked(Vec::is_empty)
+                {
+                    return;
+                }
                 chat.clear();
                 chat.show_draft();
                 remember_thread(None);

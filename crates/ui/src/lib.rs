@@ -397,8 +397,10 @@ pub fn App() -> impl IntoView {
                 <nav class="views" aria-label="Views" data-testid="views">
                     {route::VIEWS.iter().map(|(view, label)| {
                         let current = move || router.route.with(|route| route.view() == *view);
+                        // Chat goes back to the conversation it showed last.
+                        let href = move || if *view == "chat" { router.chat.with(route::Route::hash) } else { format!("#/{view}") };
                         view! {
-                            <a href=format!("#/{view}") data-testid=format!("nav-{view}")
+                            <a href=href data-testid=format!("nav-{view}")
                                 aria-current=move || current().then_some("page")>{*label}</a>
                         }
                     }).collect_view()}

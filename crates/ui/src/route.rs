@@ -87,6 +87,9 @@ impl Route {
 #[derive(Clone, Copy)]
 pub(crate) struct Router {
     pub(crate) route: RwSignal<Route>,
+    /// The conversation the chat view last showed: the navigation's Chat goes
+    /// back to it, not to a new one.
+    pub(crate) chat: RwSignal<Route>,
 }
 
 fn current_hash() -> String {
@@ -98,7 +101,20 @@ fn current_hash() -> String {
 impl Router {
     /// Reads the fragment now and follows its changes (links, Back, Forward).
     pub(crate) fn start() -> Self {
-        let route = RwSignal::new(Route::parse(&current_hash()));
+        let start = Route::parse(&current_hash());
+        let chat = RwSignal::new(match &start {
+            Route::Chat(_) => start.clone(),
+            _ => Route::Chat(None),
+        });
+        let route = RwSignal::new(start);
+        // Wherever the page goes, the chat's last place is kept.
+        Effect::new(move || {
+            route.with(|route| {
+                if matches!(route, Route::Chat(_)) && chat.with_untracked(|chat| chat != route) {
+                    chat.set(route.clone());
+                }
+            });
+        });
         if let Some(window) = web_sys::window() {
             let follow = Closure::<dyn Fn()>::new(move || {
                 let next = Route::parse(&current_hash());
@@ -111,7 +127,7 @@ impl Router {
             // The page's own listener lives as long as the page.
             follow.forget();
         }
-        Self { route }
+        Self { route, chat }
     }
 
     /// Goes to `route`: a new history entry, unless `replace` (a new
