@@ -159,20 +159,27 @@ fn write_service_worker(pkg: &Path) -> Result<()> {
         .map(|byte| format!("{byte:02x}"))
         .collect();
     let path = pkg.join("sw.js");
-    let template = std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
+    let template =
+        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
     let listed = files
         .iter()
         .map(|file| serde_json::Value::String(file.clone()).to_string())
         .collect::<Vec<_>>()
         .join(", ");
     if !template.contains("__KILN_BUILD__") || !template.contains("[\"__KILN_FILES__\"]") {
-        anyhow::bail!("{} has no __KILN_BUILD__ or [\"__KILN_FILES__\"] to fill in", path.display());
+        anyhow::bail!(
+            "{} has no __KILN_BUILD__ or [\"__KILN_FILES__\"] to fill in",
+            path.display()
+        );
     }
     let worker = template
         .replace("__KILN_BUILD__", &build)
         .replace("[\"__KILN_FILES__\"]", &format!("[{listed}]"));
     std::fs::write(&path, worker).with_context(|| format!("writing {}", path.display()))?;
-    eprintln!("xtask: service worker for build {build} keeps {} files", files.len());
+    eprintln!(
+        "xtask: service worker for build {build} keeps {} files",
+        files.len()
+    );
     Ok(())
 }
 
