@@ -100,7 +100,7 @@ test("a newcomer chats with the in-browser model, configuring nothing, and watch
   // Settings' Providers panel lists it as built in: nothing to edit or remove, nothing configured.
   await show(page, "settings");
   const panel = page.getByTestId("providers");
-  assert.equal((await panel.locator("summary").textContent()).trim(), "Providers (none yet)");
+  assert.equal((await panel.locator("summary").textContent()).trim(), "Providers (1)");
   await panel.locator("summary").click();
   const row = page.getByTestId("provider-builtin");
   assert.equal(await row.getAttribute("data-name"), LABEL);

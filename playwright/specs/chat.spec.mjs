@@ -175,7 +175,7 @@ test("with no provider and no local model, the chat uses the in-browser model, a
   await provider.locator("option").first().waitFor({ state: "attached" });
   assert.equal(await provider.inputValue(), "In-browser SmolLM2 (135M)");
   assert.equal(await page.getByTestId("chat-send").isDisabled(), false);
-  assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (none yet)");
+  assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (1)");
   // A provider that is not there: the error and its hint, and the model is typed instead.
   const said = await fillAndTest(page, { name: "down", kind: "openai", baseUrl: `http://127.0.0.1:${await freePort()}/v1` });
   assert.match(said, /^OpenAI-compatible at http:\/\/127\.0\.0\.1:\d+\/v1\/models: cannot reach it: .*hint: check the base URL and that the server is up/);
@@ -208,7 +208,7 @@ test("OpenAI-compatible: added through the panel, tested, and a reply streams wi
   assert.equal(await page.evaluate(() => document.activeElement?.id), "chat-input");
   assert.deepEqual(await replyParts(reply), { text: "Hello from the mock.", stop: "Answered", usage: "12 in · 5 out tokens" });
   assert.match(await reply.getByTestId("chat-end").textContent(), /^Answered · 12 in · 5 out tokens · gpt-4o-mini$/);
-  assert.match(await reply.getByTestId("chat-caps").textContent(), /^turn 1 of 50 · 17 of 1,500,000 tokens · \$0\.\d{4} of \$2\.00$/);
+  assert.match(await reply.getByTestId("chat-caps").textContent(), /^This reply: 1 of its 50 model calls · 17 of 1,500,000 tokens · \$0\.\d{4} of \$2\.00$/);
   assert.equal(await page.getByTestId("chat-user").first().locator(".text").textContent(), "kiln-hello");
   assert.equal(await page.getByTestId("chat-messages").getAttribute("aria-live"), "polite");
 
@@ -264,7 +264,7 @@ test("Anthropic and Ollama: the same, each with its own model", async () => {
   assert.match(ollama.usage, /^\d+ in · \d+ out tokens$/);
   assert.equal((await replyParts(await send(page, "kiln-which-model"))).text, "You asked for llama3.2.");
   assert.equal((await mock.journal()).at(-1).path, "/api/chat");
-  assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (3)");
+  assert.equal((await page.getByTestId("providers").locator("summary").textContent()).trim(), "Providers (4)");
   assert.deepEqual(errors, []);
 });
 
@@ -354,7 +354,7 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
   assert.equal(await action.getByTestId("chat-action-result").textContent(), "100");
   assert.deepEqual(await action.getByTestId("chat-action-calls").locator("tbody td:nth-child(-n+2)").allTextContents(), ["add", "ok"]);
   assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Answered");
-  assert.match(await reply.getByTestId("chat-caps").textContent(), /^turn 2 of 50 · [\d,]+ of 1,500,000 tokens · \$0\.\d{4} of \$2\.00$/);
+  assert.match(await reply.getByTestId("chat-caps").textContent(), /^This reply: 2 of its 50 model calls · [\d,]+ of 1,500,000 tokens · \$0\.\d{4} of \$2\.00$/);
   await page.getByTestId("chat").screenshot({ path: "/tmp/chat-agent.png" });
 
   // The observation went back to the model as the call's result.

@@ -103,6 +103,12 @@ test("a conversation survives a reload step for step, and the next message conti
   const said = JSON.stringify(request.messages);
   assert.ok(said.includes("kiln-app-sum") && said.includes("sum is 50"), `the earlier turn was sent: ${said}`);
 
+  // History's row of the turn opens its conversation.
+  await show(page, "history");
+  const link = page.getByTestId("history-item").first().getByTestId("history-open-thread");
+  assert.equal(await link.getAttribute("href"), `#/chat/${id}`);
+  await show(page, "chat");
+
   // Another view and back: the navigation's Chat returns to this conversation.
   await show(page, "settings");
   await page.getByTestId("nav-chat").click();

@@ -44,6 +44,7 @@ pub fn context_change(before: &[Message], after: &[Message]) -> Option<ContextCh
 /// One turn being kept in a thread.
 pub struct ThreadTurn {
     threads: Threads,
+    history: kiln_store::history::History,
     id: String,
     /// What the model read before the person's message.
     before: Vec<Message>,
@@ -74,6 +75,7 @@ impl ThreadTurn {
         };
         threads.append(id, Draft::user(text)).await?;
         Ok(Self {
+            history: threads.history(),
             threads,
             id: id.to_owned(),
             before: before.to_vec(),
@@ -127,6 +129,11 @@ impl ThreadTurn {
                 },
             )
             .await?;
+        // History opens the conversation from the turn's job; a link that cannot be
+        // written leaves only that.
+        if let Some(job) = &outcome.result.job_id {
+            let _ = self.history.link_thread(job, &self.id).await;
+        }
         Ok(next)
     }
 

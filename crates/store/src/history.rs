@@ -157,6 +157,7 @@ impl History {
             owner: start.owner,
             run_id: start.run_id,
             result: None,
+            thread: None,
             version: 0,
         };
         self.backend
@@ -209,6 +210,24 @@ impl History {
             .and_then(|c| c.version)
             .unwrap_or(job.version + 1);
         Ok(job)
+    }
+
+    /// Notes on job `id` the conversation it was kept in.
+    pub async fn link_thread(&self, id: &str, thread: &str) -> Result<(), StoreError> {
+        retry_on_conflict(APPEND_ATTEMPTS, || async move {
+            let mut job = self.job(id).await?;
+            job.thread = Some(thread.to_owned());
+            self.backend
+                .commit(vec![Op::put(
+                    Table::Jobs,
+                    id,
+                    stored_value(&job),
+                    Expect::Version(job.version),
+                )])
+                .await
+                .map(drop)
+        })
+        .await
     }
 
     /// Marks `interrupted` every job left `running` by an owner that is no

@@ -182,6 +182,12 @@ impl Threads {
         Self { backend }
     }
 
+    /// The history over the same store (its jobs and search).
+    #[must_use]
+    pub fn history(&self) -> History {
+        History::new(self.backend.clone())
+    }
+
     /// A new, empty thread titled after `first_message`.
     pub async fn create(&self, first_message: &str, agent: &str) -> Result<Thread, StoreError> {
         History::new(self.backend.clone())

@@ -86,6 +86,9 @@ pub struct Job {
     /// `late_results` after the process that ran it restarted gets it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub result: Option<serde_json::Value>,
+    /// The conversation an agent turn was kept in ([`Thread`]): History opens it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thread: Option<String>,
     #[serde(default)]
     pub version: u64,
 }

@@ -238,7 +238,8 @@ impl Caps {
         }
     }
 
-    /// `turn 2 of 50 · 1,234 of 1,500,000 tokens · $0.0012 of $2.00`.
+    /// `This reply: 2 of its 50 model calls · 1,234 of 1,500,000 tokens · $0.0012 of $2.00`:
+    /// each message's turn has these limits of its own, so the line names the reply.
     pub(crate) fn line(&self) -> String {
         let spend = if self.unpriced && self.spend == 0.0 {
             "unpriced".to_owned()
@@ -250,7 +251,7 @@ impl Caps {
             )
         };
         format!(
-            "turn {} of {} · {} of {} tokens · {} of ${:.2}",
+            "This reply: {} of its {} model calls · {} of {} tokens · {} of ${:.2}",
             self.turns,
             self.guards.max_turns,
             group_digits(self.tokens),
@@ -763,7 +764,7 @@ mod tests {
         );
         assert_eq!(
             view.caps.line(),
-            "turn 1 of 50 · 1,020 of 1,500,000 tokens · $0.0002 of $2.00"
+            "This reply: 1 of its 50 model calls · 1,020 of 1,500,000 tokens · $0.0002 of $2.00"
         );
         view.apply(AgentEvent::Done {
             result: agent_result(
@@ -777,7 +778,7 @@ mod tests {
         });
         assert_eq!(
             view.caps.line(),
-            "turn 2 of 50 · 1,234 of 1,500,000 tokens · $0.0021 of $2.00"
+            "This reply: 2 of its 50 model calls · 1,234 of 1,500,000 tokens · $0.0021 of $2.00"
         );
         let end = view.end.clone().expect("ended");
         assert_eq!((end.class, end.label.as_str()), ("answered", "Answered"));

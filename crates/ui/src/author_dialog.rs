@@ -464,7 +464,20 @@ where
             ),
         )),
         Generation::Failed { code, message, .. } => {
-            Some((false, format!("No node ({code}): {message}")))
+            // What to do next, by what went wrong.
+            let next = match code.as_str() {
+                "key_rejected" | "model_not_found" | "network" | "timeout" | "rate_limited"
+                | "server_error" => {
+                    "Check the provider (Settings, Providers), then Generate again."
+                }
+                "cancelled" => "Generate again when you are ready.",
+                _ => {
+                    "Generate again, say more exactly what the node takes and returns (or fill in the \
+                     inputs and an expected output below), or pick a stronger model for the chat (Settings, \
+                     Providers): it writes the code."
+                }
+            };
+            Some((false, format!("No node ({code}): {message} {next}")))
         }
     };
     let errors = move || match generation.get() {

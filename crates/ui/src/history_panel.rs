@@ -147,7 +147,10 @@ where
                     <button type="button" class="link job-title" aria-expanded=expanded
                         on:click=move |_| show(for_show.clone())>{job.title.clone()}</button>
                     <span class=format!("badge status-{}", job.status) data-testid="history-status">{status_label(&job.status).to_owned()}</span>
-                    <span class="hint">{format!(" {} · {}", local_time(job.started_ms), job.kind)}</span>
+                    <span class="hint">{format!(" {} · {}", local_time(job.started_ms), job_kind(&job.kind))}</span>
+                    {job.thread.clone().map(|thread| view! {
+                        " "<a href=format!("#/chat/{thread}") data-testid="history-open-thread">"Open the conversation"</a>
+                    })}
                     {detail(for_detail, shown)}
                 </li>
             }
@@ -176,15 +179,25 @@ where
                     {if is_job {
                         view! { <button type="button" class="link job-title" on:click=move |_| show(for_show.clone())>{title}</button> }.into_any()
                     } else {
-                        view! { <strong>{title}</strong> }.into_any()
+                        // Something said in a conversation: the hit opens it.
+                        view! { <a class="job-title" href=format!("#/chat/{for_show}") data-testid="history-open-thread">{title}</a> }.into_any()
                     }}
-                    <span class="hint">{format!(" {} · {} · {}", if is_job { "run" } else { "chat message" }, local_time(hit.created_ms), hit.agent)}</span>
+                    <span class="hint">{format!(" {} · {} · {}", if is_job { "run" } else { "conversation" }, local_time(hit.created_ms), hit.agent)}</span>
                     <p class="excerpt" data-testid="history-excerpt">{hit.excerpt.clone()}</p>
                     {is_job.then(|| detail(for_detail, shown))}
                 </li>
             }
         })
         .collect_view()
+}
+
+/// A job's kind as the list says it.
+fn job_kind(kind: &str) -> &str {
+    match kind {
+        "agent" => "agent turn",
+        "program" => "program",
+        other => other,
+    }
 }
 
 /// The input and output of job `id`, while it is the one on show.

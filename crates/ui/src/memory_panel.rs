@@ -435,12 +435,12 @@ fn NewMemory(durable: Durable) -> impl IntoView {
                     )
                     .await
                 {
-                    Ok(memory) => {
+                    Ok(_) => {
                         text.set(String::new());
                         durable.action_error.set(None);
-                        durable
-                            .status
-                            .set(Some(format!("Saved memory `{}`.", memory.id)));
+                        durable.status.set(Some(
+                            "Saved. The agent finds it when a question needs it.".to_owned(),
+                        ));
                     }
                     Err(failure) => {
                         durable.status.set(None);

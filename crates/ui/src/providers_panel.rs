@@ -331,11 +331,8 @@ pub(crate) fn ProvidersPanel(store: ProviderStore) -> impl IntoView {
     let form = Form::new(store);
     view! {
         <details class="providers" data-testid="providers">
-            // The in-browser model is always there: the count is of the ones configured.
-            <summary>{move || match store.entries().iter().filter(|entry| entry.origin != Origin::InBrowser).count() {
-                0 => "Providers (none yet)".to_owned(),
-                count => format!("Providers ({count})"),
-            }}</summary>
+            // The count is of the list it heads, the built-in model included.
+            <summary>{move || format!("Providers ({})", store.entries().len())}</summary>
             <ul class="provider-list" data-testid="provider-list">{move || provider_rows(form)}</ul>
             <ProviderFormView form=form />
             <p class="hint">
