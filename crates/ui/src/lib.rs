@@ -1,7 +1,7 @@
-//! Kiln's page: a program editor, a Run button and a result panel; below them the
-//! providers and a chat box, the code nodes (graphs of typed JavaScript bodies,
-//! written by hand or with AI), then what the workspace keeps: memory, files and
-//! history (`kiln-store`, opened once at start).
+//! Kiln's app, chat-first: the conversations on the left, the conversation in the
+//! middle, and the other views (the program editor, code nodes, memory, files,
+//! history, settings) each at its own URL, all over this tab's runtime worker and
+//! the workspace it keeps (`kiln-store`, opened once at start).
 //!
 //! Programs run in this tab's runtime worker (`runtime.rs`, the runtime
 //! protocol), which holds the ladder, the sandbox pool and the run's record;
@@ -40,6 +40,11 @@
 //!   and the change feed as one revision signal per panel.
 //! - `memory_panel`, `files_panel`, `history_panel`: the Memory, Files and History panels;
 //!   `storage_model`: what they say, as plain data and strings.
+//! - `route`: where the page is (the URL fragment) and the `Router` that follows it.
+//! - `threads_panel`: the conversations list: new, search, rename, pin, delete with Undo.
+//! - `markdown`: a reply's text as sanitized Markdown (pulldown-cmark's events to DOM).
+//! - `highlight`: a program shown as code (the approval card, action blocks).
+//! - `data_panel`: Settings' data: storage used, keep my data, export, import, delete.
 //! - `browser_tests`: the app's components in headless Chromium (`wasm-bindgen-test`).
 
 mod agent_view;
