@@ -116,3 +116,33 @@ test("at a phone's width no view is wider than the screen", async () => {
     await page.setViewportSize({ width: 1280, height: 800 });
   }
 });
+
+test("the keyboard reaches everything: Skip to content, `?` lists the shortcuts, `/` goes to the message box", async () => {
+  const { page } = browser;
+  // A fresh load (a fragment change alone keeps the page, and its focus).
+  await page.goto(`${new URL(page.url()).origin}/#/chat`);
+  await page.reload();
+  await page.getByTestId("chat-welcome").waitFor();
+  // The first Tab reaches the skip link, which takes the focus past the navigation.
+  await page.keyboard.press("Tab");
+  assert.equal(await page.evaluate(() => document.activeElement?.textContent), "Skip to content");
+  await page.keyboard.press("Enter");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "main");
+  assert.equal(new URL(page.url()).hash, "#/chat", "the skip link leaves the route as it was");
+  // `?` lists the shortcuts in a dialog; Escape closes it.
+  await page.keyboard.press("?");
+  const dialog = page.getByTestId("shortcuts");
+  await dialog.waitFor({ state: "visible" });
+  assert.match(await dialog.textContent(), /Go to the message box/);
+  assert.deepEqual(await violations(page), [], "with the shortcuts open");
+  await page.keyboard.press("Escape");
+  await dialog.waitFor({ state: "hidden" });
+  // `/` goes to the message box; typed there, `?` is a character, not a shortcut.
+  await page.keyboard.press("/");
+  assert.equal(await page.evaluate(() => document.activeElement?.id), "chat-input");
+  await page.keyboard.type("why?");
+  assert.equal(await page.getByTestId("chat-input").inputValue(), "why?");
+  assert.equal(await dialog.isVisible(), false);
+  await page.getByTestId("chat-input").fill("");
+});
+

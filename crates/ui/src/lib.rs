@@ -277,6 +277,21 @@ fn tool_rows(catalog: &Value) -> Vec<ToolRow> {
         .unwrap_or_default()
 }
 
+/// Whether the person is typing (a text field or an editable element has the
+/// focus), when a key is theirs and not a shortcut.
+fn typing() -> bool {
+    let Some(element) = web_sys::window()
+        .and_then(|window| window.document())
+        .and_then(|document| document.active_element())
+    else {
+        return false;
+    };
+    matches!(element.tag_name().as_str(), "INPUT" | "TEXTAREA" | "SELECT")
+        || element
+            .dyn_ref::<web_sys::HtmlElement>()
+            .is_some_and(web_sys::HtmlElement::is_content_editable)
+}
+
 /// The whole page.
 #[component]
 pub fn App() -> impl IntoView {
@@ -383,6 +398,32 @@ pub fn App() -> impl IntoView {
         }
         open
     });
+    // `?` lists the shortcuts; `/` goes to the message box. Neither while typing.
+    let shortcuts = NodeRef::<leptos::html::Dialog>::new();
+    let _keys = window_event_listener(leptos::ev::keydown, move |event| {
+        if event.ctrl_key() || event.meta_key() || event.alt_key() || typing() {
+            return;
+        }
+        match event.key().as_str() {
+            "?" => {
+                event.prevent_default();
+                if let Some(dialog) = shortcuts.get_untracked() {
+                    let _ = dialog.show_modal();
+                }
+            }
+            "/" if router.route.with_untracked(|route| route.view() == "chat") => {
+                event.prevent_default();
+                if let Some(field) = web_sys::window()
+                    .and_then(|window| window.document())
+                    .and_then(|document| document.get_element_by_id("chat-input"))
+                    .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    let _ = field.focus();
+                }
+            }
+            _ => {}
+        }
+    });
     let on_escape = move |event: leptos::ev::KeyboardEvent| {
         if event.key() == "Escape" && drawer.get_untracked() {
             drawer.set(false);
@@ -393,7 +434,17 @@ pub fn App() -> impl IntoView {
     view! {
         <div class="app" data-testid="app" class:chat-view=move || router.route.with(|route| route.view() == "chat")
             class:drawer-open=drawer on:keydown=on_escape>
-            <a class="skip-link" href="#main">"Skip to content"</a>
+            // The fragment is the route: the link moves the focus itself, leaving it be.
+            <a class="skip-link" href="#main" on:click=move |event| {
+                event.prevent_default();
+                if let Some(main) = web_sys::window()
+                    .and_then(|window| window.document())
+                    .and_then(|document| document.get_element_by_id("main"))
+                    .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
+                {
+                    let _ = main.focus();
+                }
+            }>"Skip to content"</a>
             <header class="app-header">
                 <button type="button" class="icon drawer-toggle" data-testid="drawer-toggle" aria-controls="conversations" node_ref=toggle
                     aria-expanded=move || drawer.get().to_string() aria-label="Conversations"
@@ -410,7 +461,22 @@ pub fn App() -> impl IntoView {
                         }
                     }).collect_view()}
                 </nav>
+                <button type="button" class="icon shortcuts-button" data-testid="shortcuts-button" aria-label="Keyboard shortcuts" title="Keyboard shortcuts (?)"
+                    on:click=move |_| if let Some(dialog) = shortcuts.get_untracked() { let _ = dialog.show_modal(); }>"?"</button>
             </header>
+            <dialog class="shortcuts" data-testid="shortcuts" aria-labelledby="shortcuts-title" node_ref=shortcuts>
+                <h2 id="shortcuts-title">"Keyboard shortcuts"</h2>
+                <dl>
+                    <dt><kbd>"?"</kbd></dt><dd>"This list"</dd>
+                    <dt><kbd>"/"</kbd></dt><dd>"Go to the message box"</dd>
+                    <dt><kbd>"Enter"</kbd></dt><dd>"Send the message (Shift+Enter starts a new line)"</dd>
+                    <dt><kbd>"Ctrl+Enter"</kbd></dt><dd>"Run the program (Program view)"</dd>
+                    <dt><kbd>"Enter"</kbd>" / "<kbd>"Esc"</kbd></dt><dd>"Approve / deny the call an approval card asks about"</dd>
+                    <dt><kbd>"Esc"</kbd></dt><dd>"Close this list, the conversations drawer, or an edit"</dd>
+                    <dt><kbd>"Tab"</kbd></dt><dd>"Move between controls; the first Tab reaches Skip to content"</dd>
+                </dl>
+                <form method="dialog"><button type="submit" data-testid="shortcuts-close">"Close"</button></form>
+            </dialog>
             <storage::StorageBanner storage=storage />
             <div class="layout">
                 <aside class="sidebar" id="conversations" hidden=showing("chat") aria-label="Conversations">
