@@ -245,13 +245,17 @@ test("kiln.run({signal}) cancels at once: the runaway guest's worker is ended, c
   // held on an approval that never comes provably never started: withdrawn.
   const runaway = await page.evaluate(async () => {
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 300);
     const started = performance.now();
     const result = await window.kiln.run({
       // The sleep lets the call reach the host (calls travel when the guest goes idle).
       code: "tools.write_it({}).catch(() => {}); await sleep(1); while (true) {}",
       tools: { write_it: { category: "write", input_schema: { type: "object" }, call: (args) => args } },
-      approve: () => new Promise(() => {}),
+      // Stopped once the call waits on its approval (a fixed timer raced a slow start:
+      // under load the call had not reached the host when the stop came).
+      approve: () => {
+        setTimeout(() => controller.abort(), 50);
+        return new Promise(() => {});
+      },
       signal: controller.signal,
     });
     return { result, ms: performance.now() - started };

@@ -62,7 +62,7 @@ async function send(page, text, n) {
 /** The conversation as shown: who said what, action blocks and end lines, in order. */
 async function transcript(page) {
   return page.getByTestId("chat-messages").evaluate((list) =>
-    [...list.children].map((item) => ({
+    [...list.children].filter((item) => item.dataset.testid).map((item) => ({
       who: item.dataset.testid,
       text: item.querySelector(".text, .markdown")?.textContent?.trim() ?? "",
       actions: [...item.querySelectorAll('[data-testid="chat-action-code"]')].map((code) => code.textContent),
@@ -230,4 +230,37 @@ test("editing a message forks the conversation; Regenerate asks for the last rep
   await page.waitForFunction((id) => location.hash === `#/chat/${id}`, original);
   await replies(page).first().getByTestId("chat-end").waitFor();
   assert.equal((await page.getByTestId("chat-user").first().textContent()).includes("kiln-hello"), true);
+});
+
+test("a long conversation opens on its last messages and draws the earlier ones when asked", async () => {
+  const { page } = browser;
+  // 130 messages written through the page API, in this browser's workspace.
+  const writer = await browser.context.newPage();
+  await writer.goto(new URL("kiln.js", page.url()).href);
+  const id = await writer.evaluate(async () => {
+    const { Kiln } = await import(new URL("kiln.js", location.href).href);
+    const kiln = await Kiln.load({ poolSize: 1 });
+    const thread = await kiln.threads.create("A long one");
+    for (let n = 0; n < 130; n++) await kiln.threads.append(thread.id, n % 2 ? "assistant" : "user", `message ${n}`);
+    return thread.id;
+  });
+  await writer.close();
+  await page.goto(new URL(`#/chat/${id}`, page.url()).href);
+  const drawn = () => page.locator('[data-testid="chat-user"], [data-testid="chat-assistant"], [data-testid="chat-error"]').count();
+  const earlier = page.getByTestId("chat-earlier");
+  await earlier.waitFor();
+  assert.equal(await drawn(), 60);
+  assert.equal((await earlier.textContent()).trim(), "Show earlier messages (70 more)");
+  assert.match(await page.getByTestId("chat-user").last().textContent(), /message 128/);
+  await earlier.click();
+  await page.waitForFunction(() => document.querySelectorAll('[data-testid="chat-user"], [data-testid="chat-assistant"]').length === 120);
+  // The drawn messages keep their place: the list is scrolled by what was added.
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  assert.ok(await page.getByTestId("chat-messages").evaluate((list) => list.scrollTop > 0), "the place is kept");
+  // The same button, from the keyboard, draws the rest; then it goes.
+  await earlier.focus();
+  await page.keyboard.press("Enter");
+  await earlier.waitFor({ state: "hidden" });
+  assert.equal(await drawn(), 130);
+  assert.match(await page.getByTestId("chat-user").first().textContent(), /message 0/);
 });

@@ -183,6 +183,8 @@ struct Conversation {
     streaming: RwSignal<bool>,
     /// A kept thread is being read.
     opening: RwSignal<bool>,
+    /// How many of the first entries are not drawn (yet).
+    hidden: RwSignal<usize>,
     /// The message being edited (its entry), and the edit.
     editing: RwSignal<Option<usize>>,
     edit: RwSignal<String>,
@@ -238,6 +240,7 @@ impl Conversation {
             input: RwSignal::new(String::new()),
             streaming: RwSignal::new(false),
             opening: RwSignal::new(false),
+            hidden: RwSignal::new(0),
             editing: RwSignal::new(None),
             edit: RwSignal::new(String::new()),
             drafts: StoredValue::new(std::collections::HashMap::new()),
@@ -254,6 +257,42 @@ impl Conversation {
 
     fn person(self) -> Option<Person> {
         self.page.with_value(|page| page.person.clone())
+    }
+
+    /// Shows `items` after what is shown, in one change of the list (a thread
+    /// reopened is drawn once, not once per message).
+    fn push_all(self, items: Vec<Item>) {
+        let first = self.next_id.get_value();
+        self.next_id.set_value(first + items.len());
+        self.entries.update(|entries| {
+            entries.extend(
+                items
+                    .into_iter()
+                    .enumerate()
+                    .map(|(n, item)| Entry { id: first + n, item }),
+            );
+        });
+    }
+
+    /// Draws `WINDOW` more of the earlier messages, keeping in view what the person
+    /// was reading.
+    fn show_earlier(self) {
+        let hidden = self.hidden.get_untracked();
+        if hidden == 0 {
+            return;
+        }
+        // What is below the top of the view stays where it is: its distance from the
+        // list's end is kept once the earlier messages are drawn above it.
+        let from_end = self
+            .list
+            .get_untracked()
+            .map(|list| list.scroll_height() - list.scroll_top());
+        self.hidden.set(hidden.saturating_sub(WINDOW));
+        request_animation_frame(move || {
+            if let (Some(list), Some(from_end)) = (self.list.get_untracked(), from_end) {
+                list.set_scroll_top(list.scroll_height() - from_end);
+            }
+        });
     }
 
     fn push(self, item: Item) -> usize {
@@ -481,9 +520,11 @@ impl Conversation {
         self.clear();
         self.thread.set(Some(kept.thread.id.clone()));
         let owner = self.owner.get_value();
-        for item in restored(kept.messages, owner.as_ref()) {
-            self.push(item);
-        }
+        let items = restored(kept.messages, owner.as_ref());
+        // A long thread opens on its last messages; the earlier ones are drawn when
+        // the person asks for them.
+        self.hidden.set(items.len().saturating_sub(WINDOW));
+        self.push_all(items);
         self.messages.set(kept.context);
         self.show_draft();
         self.scroll_soon();
@@ -734,6 +775,7 @@ impl Conversation {
         self.epoch.set_value(self.epoch.get_value() + 1);
         self.thread.set(None);
         self.opening.set(false);
+        self.hidden.set(0);
         self.streaming.set(false);
         self.messages.set(Vec::new());
         self.entries.set(Vec::new());
@@ -811,6 +853,10 @@ impl Conversation {
     }
 }
 
+/// How many messages of a reopened thread are drawn at first, and each time
+/// the person asks for the earlier ones.
+const WINDOW: usize = 60;
+
 /// The thread a bare visit reopens (`localStorage`), or none.
 pub(crate) fn remember_thread(id: Option<&str>) {
     let Some(storage) = web_sys::window().and_then(|window| window.local_storage().ok().flatten())
@@ -848,6 +894,10 @@ fn restored(messages: Vec<ThreadMessage>, owner: Option<&Owner>) -> Vec<Item> {
             _ => None,
         });
         let mut view = TurnView::new(Guards::default());
+        if message.events.is_empty() && !message.text.is_empty() {
+            // A message kept without a turn's steps (a page's `kiln.threads.append`).
+            view.steps.push(Step::Text(message.text.clone()));
+        }
         for event in message.events {
             view.apply(event);
         }
@@ -939,7 +989,15 @@ pub(crate) fn Chat(
             {move || (chat.entries.with(Vec::is_empty) && !chat.opening.get()).then(|| view! { <ChatWelcome chat=chat /> })}
             <ol class="chat-messages" data-testid="chat-messages" aria-live="polite" aria-label="Conversation" node_ref=chat.list
                 class:empty=move || chat.entries.with(Vec::is_empty) aria-busy=move || chat.opening.get().to_string()>
-                <For each=move || chat.entries.get() key=|entry| entry.id let:entry>
+                // One element while there is more to draw, so the focus stays on it.
+                <li class="earlier" hidden=move || chat.hidden.get() == 0>
+                    <button type="button" class="secondary small" data-testid="chat-earlier"
+                        on:click=move |_| chat.show_earlier()>{move || format!("Show earlier messages ({} more)", chat.hidden.get())}</button>
+                </li>
+                <For each=move || {
+                    let hidden = chat.hidden.get();
+                    chat.entries.with(|entries| entries[hidden.min(entries.len())..].to_vec())
+                } key=|entry| entry.id let:entry>
                     {entry_view(entry, chat)}
                 </For>
             </ol>

@@ -303,7 +303,7 @@ fn ThreadRow(
                 view! {
                     <a class="thread-link" href=href.clone() data-testid="thread-link"
                         aria-current=move || is_open.get().then_some("page")>
-                        {pinned.then(|| view! { <span class="pin-mark" aria-label="Pinned">"\u{1f4cc} "</span> })}
+                        {pinned.then(|| view! { <span class="pin-mark" aria-label="Pinned">"\u{2605} "</span> })}
                         {title.clone()}
                     </a>
                 }.into_any()
@@ -316,7 +316,7 @@ fn ThreadRow(
                     on:click=move |_| act("threads.pin", json!({"id": pin_id, "pinned": !pinned}))>
                     {if pinned { "\u{2605}" } else { "\u{2606}" }}</button>
                 <button type="button" class="icon danger" data-testid="thread-delete" aria-label=format!("Delete \u{201c}{}\u{201d}", thread.title)
-                    title="Delete" on:click=move |_| remove(thread.clone())>"\u{1f5d1}"</button>
+                    title="Delete" on:click=move |_| remove(thread.clone())>"\u{2715}"</button>
             </span>
         </li>
     }
