@@ -120,3 +120,23 @@ export function useApp() {
   });
   return () => browser;
 }
+
+/**
+ * Adds an OpenAI-compatible provider as a person does (Settings → Providers: test
+ * the connection, pick the model, save) and waits until it is saved.
+ */
+export async function addOpenAiProvider(page, { name, baseUrl, key, model }) {
+  await show(page, "settings");
+  const panel = page.getByTestId("providers");
+  if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
+  await page.getByTestId("provider-name").fill(name);
+  await page.getByTestId("provider-kind").selectOption("openai");
+  await page.getByTestId("provider-base-url").fill(baseUrl);
+  await page.getByTestId("provider-key").fill(key);
+  await page.getByTestId("provider-test").click();
+  await page.locator('[data-testid="provider-status"] .ok').waitFor();
+  await page.getByTestId("provider-model").selectOption(model);
+  await page.getByTestId("provider-save").click();
+  await page.getByTestId("provider-status").filter({ hasText: "Saved" }).waitFor();
+}
+

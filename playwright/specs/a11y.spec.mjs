@@ -5,7 +5,7 @@
 import assert from "node:assert/strict";
 import { createRequire } from "node:module";
 import { after, before, test } from "node:test";
-import { launch, openApp, show } from "../lib/browser.mjs";
+import { addOpenAiProvider, launch, openApp, show } from "../lib/browser.mjs";
 import { startAimock } from "../lib/servers.mjs";
 
 const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
@@ -59,18 +59,7 @@ test("no view has a serious or critical axe violation", async () => {
 
 test("a thread with an opened action block and an approval card has none either, nor once the turn ended", async () => {
   const { page } = browser;
-  await show(page, "settings");
-  const panel = page.getByTestId("providers");
-  if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
-  await page.getByTestId("provider-name").fill("mock");
-  await page.getByTestId("provider-kind").selectOption("openai");
-  await page.getByTestId("provider-base-url").fill(`${mock.url}/v1`);
-  await page.getByTestId("provider-key").fill("sk-a11y-test");
-  await page.getByTestId("provider-test").click();
-  await page.locator('[data-testid="provider-status"] .ok').waitFor();
-  await page.getByTestId("provider-model").selectOption("gpt-4o-mini");
-  await page.getByTestId("provider-save").click();
-  await page.getByTestId("provider-status").filter({ hasText: "Saved" }).waitFor();
+  await addOpenAiProvider(page, { name: "mock", baseUrl: `${mock.url}/v1`, key: "sk-a11y-test", model: "gpt-4o-mini" });
   await show(page, "chat");
   await page.getByTestId("thread-new").click();
   await page.getByTestId("chat-input").fill("kiln-app-sum");

@@ -6,7 +6,7 @@
 // message forks the conversation and Regenerate asks for the last reply again.
 import assert from "node:assert/strict";
 import { after, before, test } from "node:test";
-import { APP_URL, launch, openApp, show } from "../lib/browser.mjs";
+import { addOpenAiProvider, APP_URL, launch, openApp, show } from "../lib/browser.mjs";
 import { startAimock } from "../lib/servers.mjs";
 
 let mock;
@@ -17,18 +17,7 @@ before(async () => {
   const { page } = browser;
   await openApp(page);
   // The OpenAI-compatible mock, added as a person does (Settings → Providers).
-  await show(page, "settings");
-  const panel = page.getByTestId("providers");
-  if (!(await panel.evaluate((details) => details.open))) await panel.locator("summary").click();
-  await page.getByTestId("provider-name").fill("mock");
-  await page.getByTestId("provider-kind").selectOption("openai");
-  await page.getByTestId("provider-base-url").fill(`${mock.url}/v1`);
-  await page.getByTestId("provider-key").fill("sk-threads-test");
-  await page.getByTestId("provider-test").click();
-  await page.locator('[data-testid="provider-status"] .ok').waitFor();
-  await page.getByTestId("provider-model").selectOption("gpt-4o-mini");
-  await page.getByTestId("provider-save").click();
-  await page.getByTestId("provider-status").filter({ hasText: "Saved" }).waitFor();
+  await addOpenAiProvider(page, { name: "mock", baseUrl: `${mock.url}/v1`, key: "sk-threads-test", model: "gpt-4o-mini" });
 });
 after(async () => {
   await browser?.close();

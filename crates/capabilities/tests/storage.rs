@@ -358,8 +358,13 @@ fn search_history_finds_jobs_and_messages() {
     }))
     .unwrap();
     block_on(history.finish_job(&job.id, "ok", "sales were 42")).unwrap();
-    let thread = block_on(history.new_thread("planning", "helper")).unwrap();
-    block_on(history.append(&thread.id, "user", "when is the quarterly review?")).unwrap();
+    let threads = history.conversations();
+    let thread = block_on(threads.create("planning", "helper")).unwrap();
+    block_on(threads.append(
+        &thread.id,
+        kiln_store::threads::Draft::user("when is the quarterly review?"),
+    ))
+    .unwrap();
 
     let steps = [
         (

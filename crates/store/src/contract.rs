@@ -541,7 +541,7 @@ async fn run_memory(backend: Rc<dyn Backend>) {
 
 async fn history(backend: Rc<dyn Backend>) {
     let check = "history";
-    let history = History::new(backend);
+    let history = History::new(backend.clone());
     let job = ok(
         history
             .start_job(JobStart {
@@ -609,32 +609,42 @@ async fn history(backend: Rc<dyn Backend>) {
     let jobs = ok(history.jobs(10).await, check);
     assert_eq!(jobs.len(), 3, "{check}: jobs");
     assert_eq!(jobs[2].id, job.id, "{check}: newest first");
-    let thread = ok(history.new_thread("Travel", "bob").await, check);
+    let conversations = Threads::new(backend.clone());
+    let thread = ok(conversations.create("Travel", "bob").await, check);
     ok(
-        history
-            .append(&thread.id, "user", "Book a train to Lyon")
+        conversations
+            .append(&thread.id, Draft::said("user", "Book a train to Lyon"))
             .await,
         check,
     );
     let second = ok(
-        history
-            .append(&thread.id, "assistant", "The train to Lyon leaves at 9")
+        conversations
+            .append(
+                &thread.id,
+                Draft::said("assistant", "The train to Lyon leaves at 9"),
+            )
             .await,
         check,
     );
     assert_eq!(second.seq, 2, "{check}: sequence");
     assert_eq!(
-        err(history.append(&thread.id, "robot", "x").await, check).code(),
+        err(
+            conversations
+                .append(&thread.id, Draft::said("robot", "x"))
+                .await,
+            check
+        )
+        .code(),
         "invalid",
         "{check}: role"
     );
     assert_eq!(
-        ok(history.messages(&thread.id).await, check).len(),
+        ok(conversations.messages(&thread.id).await, check).len(),
         2,
         "{check}: messages"
     );
     assert_eq!(
-        ok(history.thread(&thread.id).await, check).n_messages,
+        ok(conversations.get(&thread.id).await, check).n_messages,
         2,
         "{check}: the thread counts them"
     );

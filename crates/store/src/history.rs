@@ -19,14 +19,14 @@ pub const MAX_JOB_TEXT_CHARS: usize = 64 * 1024;
 pub const MAX_MESSAGE_CHARS: usize = 256 * 1024;
 const APPEND_ATTEMPTS: usize = 8;
 
-fn keep(text: &str, limit: usize) -> String {
+pub(crate) fn keep(text: &str, limit: usize) -> String {
     match text.char_indices().nth(limit) {
         Some((cut, _)) => format!("{}… [cut at {limit} characters]", &text[..cut]),
         None => text.to_owned(),
     }
 }
 
-fn corrupt(what: &str, record: &Record, error: &serde_json::Error) -> StoreError {
+pub(crate) fn corrupt(what: &str, record: &Record, error: &serde_json::Error) -> StoreError {
     StoreError::Corrupt {
         place: format!("{what} `{}`", record.key),
         detail: error.to_string(),
@@ -111,7 +111,7 @@ fn job_from(record: Record) -> Result<Job, StoreError> {
     })
 }
 
-fn thread_from(record: Record) -> Result<Thread, StoreError> {
+pub(crate) fn thread_from(record: Record) -> Result<Thread, StoreError> {
     with_version("thread", record, |thread: &mut Thread, version| {
         thread.version = version
     })
@@ -302,6 +302,12 @@ impl History {
         }
     }
 
+    /// The conversations over the same store.
+    #[must_use]
+    pub fn conversations(&self) -> crate::threads::Threads {
+        crate::threads::Threads::new(self.backend.clone())
+    }
+
     pub async fn job(&self, id: &str) -> Result<Job, StoreError> {
         match self.backend.get(Table::Jobs, id).await? {
             Some(record) => job_from(record),
@@ -324,135 +330,6 @@ impl History {
             .await?
             .into_iter()
             .map(job_from)
-            .collect()
-    }
-
-    pub async fn new_thread(&self, title: &str, agent: &str) -> Result<Thread, StoreError> {
-        let now = unique_ms();
-        let mut thread = Thread {
-            id: format!("t-{now:013}-{}", random_suffix()),
-            title: keep(title, 200),
-            agent: if agent.is_empty() {
-                crate::durable::DEFAULT_AGENT.into()
-            } else {
-                agent.to_owned()
-            },
-            created_ms: now,
-            updated_ms: now,
-            n_messages: 0,
-            titled: false,
-            pinned: false,
-            provider: String::new(),
-            model: String::new(),
-            deleted_ms: None,
-            version: 0,
-        };
-        self.backend
-            .commit(vec![Op::put(
-                Table::Threads,
-                thread.id.clone(),
-                stored_value(&thread),
-                Expect::Absent,
-            )])
-            .await?;
-        thread.version = 1;
-        Ok(thread)
-    }
-
-    pub async fn thread(&self, id: &str) -> Result<Thread, StoreError> {
-        match self.backend.get(Table::Threads, id).await? {
-            Some(record) => thread_from(record),
-            None => Err(StoreError::NotFound {
-                what: "thread",
-                key: id.to_owned(),
-            }),
-        }
-    }
-
-    /// The most recently updated threads first.
-    pub async fn threads(&self, limit: usize) -> Result<Vec<Thread>, StoreError> {
-        let mut threads: Vec<Thread> = self
-            .backend
-            .scan(Table::Threads, Scan::default())
-            .await?
-            .into_iter()
-            .map(thread_from)
-            .collect::<Result<_, _>>()?;
-        threads.sort_by(|a, b| {
-            b.updated_ms
-                .cmp(&a.updated_ms)
-                .then_with(|| b.id.cmp(&a.id))
-        });
-        threads.truncate(limit);
-        Ok(threads)
-    }
-
-    /// Appends a message: the message and the thread's count change in one
-    /// transaction; a writer in another tab appending at once makes this
-    /// read again and take the next number.
-    pub async fn append(
-        &self,
-        thread_id: &str,
-        role: &str,
-        text: &str,
-    ) -> Result<ThreadMessage, StoreError> {
-        if !["user", "assistant", "tool", "system"].contains(&role) {
-            return Err(StoreError::Invalid(format!(
-                "message role `{role}` is not one of `user`, `assistant`, `tool`, `system`"
-            )));
-        }
-        retry_on_conflict(APPEND_ATTEMPTS, || async move {
-            let mut thread = self.thread(thread_id).await?;
-            let now = epoch_ms();
-            let message = ThreadMessage {
-                thread_id: thread_id.to_owned(),
-                seq: thread.n_messages + 1,
-                role: role.to_owned(),
-                text: keep(text, MAX_MESSAGE_CHARS),
-                created_ms: now,
-                events: Vec::new(),
-                context: None,
-                failure: None,
-                provider: String::new(),
-                model: String::new(),
-            };
-            let version = thread.version;
-            thread.n_messages = message.seq;
-            thread.updated_ms = now;
-            let ops = vec![
-                Op::put(
-                    Table::Threads,
-                    thread_id,
-                    stored_value(&thread),
-                    Expect::Version(version),
-                ),
-                Op::put(
-                    Table::Messages,
-                    format!("{thread_id}/{:010}", message.seq),
-                    stored_value(&message),
-                    Expect::Absent,
-                ),
-            ];
-            self.backend.commit(ops).await?;
-            Ok(message)
-        })
-        .await
-    }
-
-    pub async fn messages(&self, thread_id: &str) -> Result<Vec<ThreadMessage>, StoreError> {
-        let prefix = format!("{thread_id}/");
-        let scan = Scan {
-            prefix: &prefix,
-            ..Scan::default()
-        };
-        self.backend
-            .scan(Table::Messages, scan)
-            .await?
-            .into_iter()
-            .map(|record| {
-                serde_json::from_value(record.value.clone())
-                    .map_err(|error| corrupt("message", &record, &error))
-            })
             .collect()
     }
 
@@ -487,7 +364,7 @@ impl History {
             let message: ThreadMessage = serde_json::from_value(record.value.clone())
                 .map_err(|error| corrupt("message", &record, &error))?;
             if !titles.contains_key(&message.thread_id) {
-                let named = match self.thread(&message.thread_id).await {
+                let named = match self.conversations().get(&message.thread_id).await {
                     Ok(thread) => (thread.title, thread.agent),
                     Err(_) => (String::new(), String::new()),
                 };

@@ -13,9 +13,10 @@
 use std::rc::Rc;
 
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict, stored_value};
-use crate::clock::epoch_ms;
+use crate::clock::{epoch_ms, unique_ms};
 use crate::error::StoreError;
-use crate::history::{History, MAX_MESSAGE_CHARS};
+use crate::history::{History, MAX_MESSAGE_CHARS, corrupt, keep, thread_from};
+use crate::ids::random_suffix;
 pub use kiln_types::records::{ContextChange, Conversation, Thread, ThreadMessage, TurnFailure};
 
 /// The most of a thread's title kept, in characters.
@@ -44,8 +45,14 @@ impl Draft {
     /// The person's message.
     #[must_use]
     pub fn user(text: &str) -> Self {
+        Self::said("user", text)
+    }
+
+    /// `text`, said by `role` (`user`, `assistant`, `tool` or `system`).
+    #[must_use]
+    pub fn said(role: &str, text: &str) -> Self {
         Self {
-            role: "user".into(),
+            role: role.to_owned(),
             text: text.to_owned(),
             ..Self::default()
         }
@@ -62,31 +69,8 @@ fn message_key(thread_id: &str, seq: u64) -> String {
     format!("{thread_id}/{seq:010}")
 }
 
-fn corrupt(what: &str, record: &Record, error: &serde_json::Error) -> StoreError {
-    StoreError::Corrupt {
-        place: format!("{what} `{}`", record.key),
-        detail: error.to_string(),
-        hint: None,
-    }
-}
-
-fn thread_from(record: Record) -> Result<Thread, StoreError> {
-    let mut thread: Thread = serde_json::from_value(record.value.clone())
-        .map_err(|error| corrupt("thread", &record, &error))?;
-    thread.version = record.version;
-    Ok(thread)
-}
-
 fn message_from(record: &Record) -> Result<ThreadMessage, StoreError> {
     serde_json::from_value(record.value.clone()).map_err(|error| corrupt("message", record, &error))
-}
-
-/// `text` cut to `limit` characters, marked when cut.
-fn keep(text: &str, limit: usize) -> String {
-    match text.char_indices().nth(limit) {
-        Some((cut, _)) => format!("{}… [cut at {limit} characters]", &text[..cut]),
-        None => text.to_owned(),
-    }
 }
 
 /// A thread's title from its first message: its first line that is not
@@ -190,9 +174,40 @@ impl Threads {
 
     /// A new, empty thread titled after `first_message`.
     pub async fn create(&self, first_message: &str, agent: &str) -> Result<Thread, StoreError> {
-        History::new(self.backend.clone())
-            .new_thread(&title_of_message(first_message), agent)
-            .await
+        self.insert(&title_of_message(first_message), agent).await
+    }
+
+    /// A new, empty thread titled `title`.
+    async fn insert(&self, title: &str, agent: &str) -> Result<Thread, StoreError> {
+        let now = unique_ms();
+        let mut thread = Thread {
+            id: format!("t-{now:013}-{}", random_suffix()),
+            title: keep(title, MAX_TITLE_CHARS),
+            agent: if agent.is_empty() {
+                crate::durable::DEFAULT_AGENT.into()
+            } else {
+                agent.to_owned()
+            },
+            created_ms: now,
+            updated_ms: now,
+            n_messages: 0,
+            titled: false,
+            pinned: false,
+            provider: String::new(),
+            model: String::new(),
+            deleted_ms: None,
+            version: 0,
+        };
+        self.backend
+            .commit(vec![Op::put(
+                Table::Threads,
+                thread.id.clone(),
+                stored_value(&thread),
+                Expect::Absent,
+            )])
+            .await?;
+        thread.version = 1;
+        Ok(thread)
     }
 
     pub async fn get(&self, id: &str) -> Result<Thread, StoreError> {
@@ -242,7 +257,8 @@ impl Threads {
         })
     }
 
-    async fn messages(&self, id: &str) -> Result<Vec<ThreadMessage>, StoreError> {
+    /// The thread's messages, in order.
+    pub async fn messages(&self, id: &str) -> Result<Vec<ThreadMessage>, StoreError> {
         let prefix = format!("{id}/");
         let scan = Scan {
             prefix: &prefix,
@@ -473,9 +489,7 @@ impl Threads {
             .into_iter()
             .filter(|message| message.seq < before_seq)
             .collect();
-        let mut thread = History::new(self.backend.clone())
-            .new_thread(&original.title, &original.agent)
-            .await?;
+        let mut thread = self.insert(&original.title, &original.agent).await?;
         let version = thread.version;
         let now = epoch_ms();
         thread.titled = original.titled;

@@ -265,12 +265,10 @@ impl Conversation {
         let first = self.next_id.get_value();
         self.next_id.set_value(first + items.len());
         self.entries.update(|entries| {
-            entries.extend(
-                items
-                    .into_iter()
-                    .enumerate()
-                    .map(|(n, item)| Entry { id: first + n, item }),
-            );
+            entries.extend(items.into_iter().enumerate().map(|(n, item)| Entry {
+                id: first + n,
+                item,
+            }));
         });
     }
 
