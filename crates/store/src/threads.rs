@@ -180,24 +180,17 @@ impl Threads {
     /// A new, empty thread titled `title`.
     async fn insert(&self, title: &str, agent: &str) -> Result<Thread, StoreError> {
         let now = unique_ms();
-        let mut thread = Thread {
-            id: format!("t-{now:013}-{}", random_suffix()),
-            title: keep(title, MAX_TITLE_CHARS),
-            agent: if agent.is_empty() {
-                crate::durable::DEFAULT_AGENT.into()
-            } else {
-                agent.to_owned()
-            },
-            created_ms: now,
-            updated_ms: now,
-            n_messages: 0,
-            titled: false,
-            pinned: false,
-            provider: String::new(),
-            model: String::new(),
-            deleted_ms: None,
-            version: 0,
+        let agent = if agent.is_empty() {
+            crate::durable::DEFAULT_AGENT.into()
+        } else {
+            agent.to_owned()
         };
+        let mut thread = Thread::new(
+            format!("t-{now:013}-{}", random_suffix()),
+            keep(title, MAX_TITLE_CHARS),
+            agent,
+            now,
+        );
         self.backend
             .commit(vec![Op::put(
                 Table::Threads,

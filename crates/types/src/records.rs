@@ -139,6 +139,28 @@ pub struct Thread {
     pub version: u64,
 }
 
+impl Thread {
+    /// A new, empty thread made at `now_ms`: not pinned, titled from its first
+    /// message until the person renames it.
+    #[must_use]
+    pub fn new(id: String, title: String, agent: String, now_ms: u64) -> Self {
+        Self {
+            id,
+            title,
+            agent,
+            created_ms: now_ms,
+            updated_ms: now_ms,
+            n_messages: 0,
+            titled: false,
+            pinned: false,
+            provider: String::new(),
+            model: String::new(),
+            deleted_ms: None,
+            version: 0,
+        }
+    }
+}
+
 /// One message of a thread as the thread shows it and the model reads it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ThreadMessage {

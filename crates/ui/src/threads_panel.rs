@@ -328,18 +328,10 @@ mod tests {
 
     fn thread(id: &str, updated_ms: u64, pinned: bool, title: &str) -> Thread {
         Thread {
-            id: id.into(),
-            title: title.into(),
-            agent: "default".into(),
-            created_ms: updated_ms,
-            updated_ms,
             n_messages: 2,
-            titled: false,
             pinned,
-            provider: String::new(),
-            model: String::new(),
-            deleted_ms: None,
             version: 1,
+            ..Thread::new(id.into(), title.into(), "default".into(), updated_ms)
         }
     }
 

@@ -965,18 +965,11 @@ mod tests {
 
     fn thread(id: &str, title: &str, n_messages: u64, updated_ms: u64, pinned: bool) -> Thread {
         Thread {
-            id: id.into(),
-            title: title.into(),
-            agent: "cli".into(),
             created_ms: 0,
-            updated_ms,
             n_messages,
-            titled: false,
             pinned,
-            provider: String::new(),
-            model: String::new(),
-            deleted_ms: None,
             version: 1,
+            ..Thread::new(id.into(), title.into(), "cli".into(), updated_ms)
         }
     }
 
