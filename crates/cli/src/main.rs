@@ -20,10 +20,13 @@
 //! - `tree`: the execution tree a terminal shows while a plan runs, folded from the turn's
 //!   events.
 //! - `terminal`: text from a model, a tool or a program escaped for a person's terminal.
+//! - `out`: a command's output on standard output, where a reader that went away (`| head`)
+//!   ends it quietly instead of a panic.
 
 mod approve;
 mod commands;
 mod common;
+mod out;
 mod sandbox_process;
 mod terminal;
 mod tree;
@@ -135,7 +138,7 @@ fn main() -> ExitCode {
     }
     kiln_llm::native::install(default_model_dir());
     let cli = Cli::parse();
-    match cli.command {
+    let code = match cli.command {
         Command::Agent(command) => agent::run(&command),
         Command::Eval(command) => eval::run(&command),
         Command::Chat(args) => chat::run(&args),
@@ -159,5 +162,6 @@ fn main() -> ExitCode {
             };
             program::run(&file, &belt, &gate, key, model, output)
         }
-    }
+    };
+    out::status(code)
 }

@@ -1044,3 +1044,41 @@ fn interrupted(child: std::process::Child) -> (std::process::Output, serde_json:
     let json = serde_json::from_slice(&output.stdout).unwrap_or_default();
     (output, json)
 }
+
+/// `kiln ARGS | head`: a reader that goes away before the output is written
+/// (here, before anything is). Rust ignores SIGPIPE, so each write to the
+/// closed pipe fails with `BrokenPipe`, and `kiln` must take it as the reader
+/// leaving rather than panic: it ends quietly, with the command's own status.
+#[test]
+fn a_reader_that_goes_away_ends_the_output_quietly() {
+    // More than a pipe buffer (64 KiB) of output: 60,000 characters of
+    // console, in the text part and in the structured part, and the value.
+    let program = "console.log('y'.repeat(60000)); return 'x'.repeat(15000)";
+    let cases: [&[&str]; 3] = [
+        &["run", "-"],
+        &["run", "-", "--report"],
+        &["eval", "codeact", "--list"],
+    ];
+    for args in cases {
+        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+            .args(args)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        // The reader goes away at once: every write finds the pipe closed.
+        drop(child.stdout.take());
+        let mut stdin = child.stdin.take().unwrap();
+        // `eval --list` reads no input and may be gone already.
+        let _ = stdin.write_all(program.as_bytes());
+        drop(stdin);
+        let output = child.wait_with_output().unwrap();
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        let what = format!("kiln {}: {stderr}", args.join(" "));
+        assert!(!stderr.contains("panicked"), "{what}");
+        assert!(!stderr.contains("failed printing"), "{what}");
+        assert!(!stderr.contains("standard output"), "{what}");
+        assert_eq!(output.status.code(), Some(0), "{what}");
+    }
+}

@@ -408,7 +408,7 @@ impl Session {
                     }
                     _ => result.text.clone(),
                 };
-                println!("{}", crate::terminal::escaped(&shown));
+                crate::out::line(crate::terminal::escaped(&shown));
             }
             eprintln!(
                 "{who}: {} turn(s), {} action(s), {} input + {} output tokens, ${:.6}",
@@ -542,9 +542,7 @@ impl Printer {
 
     fn show(&mut self, event: &AgentEvent, json: bool) {
         if json {
-            let mut out = std::io::stdout().lock();
-            let _ = writeln!(out, "{}", serde_json::to_string(event).unwrap_or_default());
-            let _ = out.flush();
+            crate::out::line(serde_json::to_string(event).unwrap_or_default());
             return;
         }
         // Anything else printed while a plan's tree is on screen: the next

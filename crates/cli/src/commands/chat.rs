@@ -174,7 +174,7 @@ fn list_threads(args: &SessionArgs) -> ExitCode {
     };
     if args.json() {
         match serde_json::to_string_pretty(&threads) {
-            Ok(json) => println!("{json}"),
+            Ok(json) => crate::out::line(json),
             Err(error) => {
                 eprintln!("error: the threads could not be written as JSON: {error}");
                 return ExitCode::FAILURE;
@@ -186,7 +186,7 @@ fn list_threads(args: &SessionArgs) -> ExitCode {
         eprintln!("kiln chat: the store keeps no threads yet");
     }
     for line in thread_lines(&threads, None, kiln_clock::epoch_ms()) {
-        println!("{line}");
+        crate::out::line(line);
     }
     ExitCode::SUCCESS
 }

@@ -106,7 +106,10 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
     }
     if args.list {
         for case in &cases {
-            println!("{}\t{}\t{}", case.name, case.domain, case.objective);
+            crate::out::line(format_args!(
+                "{}\t{}\t{}",
+                case.name, case.domain, case.objective
+            ));
         }
         return ExitCode::SUCCESS;
     }
@@ -134,10 +137,9 @@ fn codeact(args: &CodeactArgs) -> ExitCode {
         Rc::new(crate::sandbox_process::ProcessRunner::default()),
         args.max_turns,
     ));
-    print!(
-        "{}",
-        crate::terminal::escaped(&kiln_evals::codeact::table(&results))
-    );
+    crate::out::text(crate::terminal::escaped(&kiln_evals::codeact::table(
+        &results,
+    )));
     ExitCode::SUCCESS
 }
 
@@ -182,7 +184,7 @@ fn suite<C>(
     if args.list {
         for case in &cases {
             let (name, objective) = named(case);
-            println!("{name}\t{objective}");
+            crate::out::line(format_args!("{name}\t{objective}"));
         }
         return ExitCode::SUCCESS;
     }
@@ -193,10 +195,7 @@ fn suite<C>(
             return ExitCode::from(2);
         }
     };
-    print!(
-        "{}",
-        crate::terminal::escaped(&run(&cases, provider, &model))
-    );
+    crate::out::text(crate::terminal::escaped(&run(&cases, provider, &model)));
     ExitCode::SUCCESS
 }
 

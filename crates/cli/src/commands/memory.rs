@@ -141,10 +141,8 @@ fn memories(store: &StoreArg) -> Result<DurableMemory> {
 /// Prints an answer (`serde_json::to_string` of it) as one line.
 fn print_json(json: serde_json::Result<String>) -> Result<()> {
     let line = json.context("the answer could not be written as JSON")?;
-    let mut stdout = std::io::stdout().lock();
-    writeln!(stdout, "{line}")
-        .and_then(|()| stdout.flush())
-        .context("could not write to standard output")
+    crate::out::line(line);
+    Ok(())
 }
 
 async fn execute(command: &MemoryCommand) -> Result<()> {

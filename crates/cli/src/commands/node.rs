@@ -133,10 +133,7 @@ fn refused(error: &anyhow::Error) -> ExitCode {
 }
 
 fn print(value: &impl serde::Serialize) {
-    println!(
-        "{}",
-        serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned())
-    );
+    crate::out::line(serde_json::to_string_pretty(value).unwrap_or_else(|_| "null".to_owned()));
 }
 
 /// `kiln node …`.
@@ -340,9 +337,9 @@ fn run_one(
 /// the terminal (JSON leaves C1 controls and bidirectional overrides raw).
 fn print_node_summary(run: &NodeRun) {
     let outputs = serde_json::to_string_pretty(&run.outputs).unwrap_or_default();
-    println!("Outputs:\n{}", escaped(&outputs));
+    crate::out::line(format_args!("Outputs:\n{}", escaped(&outputs)));
     if let Some(result) = &run.result {
-        println!("\n{}", escaped(&result.text()));
+        crate::out::line(format_args!("\n{}", escaped(&result.text())));
     }
 }
 

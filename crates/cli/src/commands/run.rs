@@ -372,7 +372,7 @@ fn print_report(run: &RunResult) -> ExitCode {
         "warnings": run.warnings,
         "catalog_digest": run.catalog_digest,
     });
-    println!("{json:#}");
+    crate::out::line(format_args!("{json:#}"));
     if matches!(run.report.outcome, kiln_types::RunOutcome::Failed(_)) {
         ExitCode::FAILURE
     } else {
@@ -384,7 +384,7 @@ fn print_report(run: &RunResult) -> ExitCode {
 /// returned value, the console, the calls and the warnings; what the program
 /// printed, returned or threw is escaped for the terminal.
 pub(crate) fn print_summary(result: &ToolResult) -> ExitCode {
-    println!("{}", escaped(&result.text()));
+    crate::out::line(escaped(&result.text()));
     if result.is_error {
         ExitCode::FAILURE
     } else {
@@ -394,7 +394,7 @@ pub(crate) fn print_summary(result: &ToolResult) -> ExitCode {
 
 fn print_result(result: &ToolResult) -> ExitCode {
     match serde_json::to_string_pretty(result) {
-        Ok(json) => println!("{json}"),
+        Ok(json) => crate::out::line(json),
         Err(error) => {
             eprintln!("error: the result could not be written as JSON: {error}");
             return ExitCode::FAILURE;
