@@ -1,5 +1,5 @@
 // Starts Debian's Chromium through playwright-core with a fresh profile, and opens the app.
-import { mkdtempSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { after, before } from "node:test";
@@ -25,9 +25,22 @@ export const APP_URL = process.env.KILN_URL ?? "http://127.0.0.1:8080/";
  * The app's service worker is blocked unless `serviceWorkers: "allow"`: a spec then
  * sees every request its routes and servers answer, not the worker's cache (the
  * offline spec and the bench allow it).
+ *
+ * Debian's Chromium blocks third-party cookies by default, and with them all storage of
+ * an iframe from another site. `thirdPartyStorage: true` starts it as Chrome's default
+ * profile is (third-party cookies allowed, such storage partitioned by top-level site),
+ * for the widget's specs.
  */
-export async function launch({ serviceWorkers = "block" } = {}) {
-  let profile = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
+export async function launch({ serviceWorkers = "block", thirdPartyStorage = false } = {}) {
+  const newProfile = () => {
+    const dir = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
+    if (thirdPartyStorage) {
+      mkdirSync(join(dir, "Default"));
+      writeFileSync(join(dir, "Default", "Preferences"), JSON.stringify({ profile: { cookie_controls_mode: 0 } }));
+    }
+    return dir;
+  };
+  let profile = newProfile();
   const start = () =>
     chromium.launchPersistentContext(profile, {
       executablePath: process.env.KILN_CHROMIUM ?? "/usr/bin/chromium",
@@ -45,7 +58,7 @@ export async function launch({ serviceWorkers = "block" } = {}) {
     if (!String(error.message).includes("signal=SIGSEGV")) throw error;
     console.error("kiln: chromium crashed while starting (SIGSEGV); starting it once more");
     rmSync(profile, { recursive: true, force: true });
-    profile = mkdtempSync(join(tmpdir(), "kiln-chromium-"));
+    profile = newProfile();
     context = await start();
   }
   const page = context.pages()[0] ?? (await context.newPage());

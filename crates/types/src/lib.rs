@@ -3,11 +3,13 @@
 //! Nothing here does I/O or knows an engine: these are plain values with serde
 //! derives, so the page, the workers and the CLI agree on them by construction.
 //!
-//! The three protocols, each a versioned envelope of JSON text:
+//! The four protocols, each a versioned envelope of JSON text:
 //!
 //! - [`protocol`]: the messages between a host page and a sandbox worker.
 //! - [`runtime`]: the messages between a page and its runtime worker.
 //! - [`model`]: the messages between the runtime worker and the model worker.
+//! - [`widget`]: the messages between a host page and the widget it embeds, and the
+//!   deployment's `widget.json`.
 //!
 //! What crosses them:
 //!
@@ -46,6 +48,7 @@ pub mod redacted;
 pub mod run;
 pub mod runtime;
 pub mod tool_result;
+pub mod widget;
 pub mod words;
 
 /// How bytes cross every JSON boundary (guest ⇄ host, worker ⇄ page, the

@@ -10,6 +10,25 @@ pub fn is_identifier(name: &str) -> bool {
         && chars.all(|c| c == '_' || c == '$' || c.is_alphanumeric())
 }
 
+/// `text` as a message quotes it: at most `max` characters (then `…`), control
+/// characters escaped, so a hostile name cannot fill or break the message.
+#[must_use]
+pub fn clip(text: &str, max: usize) -> String {
+    let mut out = String::new();
+    for (count, c) in text.chars().enumerate() {
+        if count == max {
+            out.push('\u{2026}');
+            break;
+        }
+        if c.is_control() {
+            out.extend(c.escape_default());
+        } else {
+            out.push(c);
+        }
+    }
+    out
+}
+
 /// `a string`, `a number`, `an object`, … as messages name a value's type.
 #[must_use]
 pub fn json_type(value: &Value) -> &'static str {

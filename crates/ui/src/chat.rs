@@ -45,6 +45,29 @@ use serde_json::{Value, json};
 /// when it is sent (a run request's fields, from the editor's settings).
 pub(crate) type Session = Rc<dyn Fn() -> Value>;
 
+/// A chat embedded in another page (the widget), where it differs from the app's.
+#[derive(Clone)]
+pub(crate) struct Embed {
+    /// Answers the turn's page tool calls (the host page's tools) in place of the
+    /// app's own.
+    pub(crate) tools: crate::PageTools,
+    /// What a new conversation shows, in place of the app's welcome.
+    pub(crate) greeting: Option<String>,
+    /// Told each finished reply: its text and the value `finish` gave.
+    pub(crate) on_reply: Rc<dyn Fn(&AgentResult)>,
+    /// Told each failed turn, in a sentence.
+    pub(crate) on_error: Rc<dyn Fn(&str)>,
+    /// A message sent from outside (the host page's `send`), taken as if typed.
+    pub(crate) inbox: RwSignal<Option<String>>,
+    /// A short-lived token for the site's endpoint (the list's `Local` row), asked
+    /// before each turn that uses it; `Err` says why there is none.
+    pub(crate) token: Option<TokenSource>,
+}
+
+/// Gives a short-lived token for the site's endpoint, or says why there is none.
+pub(crate) type TokenSource =
+    Rc<dyn Fn() -> futures::future::LocalBoxFuture<'static, Result<String, String>>>;
+
 /// Who answers the agent's `ask_user` in the chat: its question card, which
 /// takes a written answer.
 #[derive(Clone)]
@@ -171,6 +194,8 @@ struct Conversation {
     store: ProviderStore,
     stores: RwSignal<Option<Stores>, LocalStorage>,
     session: StoredValue<Session, LocalStorage>,
+    /// Set when the chat is embedded (the widget).
+    embed: StoredValue<Option<Embed>, LocalStorage>,
     /// Answers the turn's page tool calls, approvals and questions.
     page: StoredValue<Rc<AppPage>, LocalStorage>,
     cards: Cards,
@@ -215,11 +240,13 @@ impl Conversation {
         stores: RwSignal<Option<Stores>, LocalStorage>,
         session: StoredValue<Session, LocalStorage>,
         router: Router,
+        embed: Option<Embed>,
     ) -> Self {
         let (approval, set_approval) = signal(None::<ApprovalRequest>);
         let (waiting, set_waiting) = signal(0_usize);
         let (yes_no, set_yes_no) = signal(None::<String>);
         let page = AppPage {
+            tools: embed.as_ref().map(|embed| embed.tools.clone()),
             asker: Asker::new(set_yes_no),
             approver: PageApprover::new(set_approval, set_waiting),
             person: Some(Person::new()),
@@ -228,6 +255,7 @@ impl Conversation {
             store,
             stores,
             session,
+            embed: StoredValue::new_local(embed),
             page: StoredValue::new_local(Rc::new(page)),
             cards: Cards {
                 approval,
@@ -546,6 +574,10 @@ impl Conversation {
             return;
         };
         let provider = entry.provider;
+        let token = self
+            .embed
+            .with_value(|embed| embed.as_ref().and_then(|embed| embed.token.clone()))
+            .filter(|_| entry.origin == crate::chat_model::Origin::Local);
         let in_browser = provider.kind == ProviderKind::InProcess;
         let before = self.messages.get_untracked();
         self.messages
@@ -579,7 +611,18 @@ impl Conversation {
             if let Some(thread) = self.kept_thread(epoch, &text).await {
                 request["thread"] = thread.into();
             }
-            let end = self.turn(request, reply).await;
+            let end = match token {
+                None => self.turn(request, reply).await,
+                Some(token) => match token().await {
+                    Ok(token) => {
+                        request["provider"]["key"] = token.into();
+                        self.turn(request, reply).await
+                    }
+                    Err(why) => TurnEnd::Failed(Some(crate::storage::runtime_problem(format!(
+                        "the page gave no token for the site's model: {why}"
+                    )))),
+                },
+            };
             let following = self.at_end();
             if self.epoch.get_value() != epoch {
                 return;
@@ -618,6 +661,11 @@ impl Conversation {
                 }
                 TurnEnd::Ended(result, continued) => {
                     reply.update(|reply| reply.view.done(&result));
+                    self.embed.with_value(|embed| {
+                        if let Some(embed) = embed {
+                            (embed.on_reply)(&result);
+                        }
+                    });
                     if let Some(why) = &continued.not_kept {
                         self.push(Item::Error {
                             text: format!("This reply was not kept in the conversation: {why}"),
@@ -737,6 +785,13 @@ impl Conversation {
             reply.update(|reply| {
                 reply.broken = true;
                 reply.view.end = None;
+            });
+        }
+        if let Item::Error { text, .. } | Item::ModelError(ModelError { text, .. }) = &error {
+            self.embed.with_value(|embed| {
+                if let Some(embed) = embed {
+                    (embed.on_error)(text);
+                }
             });
         }
         self.push(error);
@@ -938,12 +993,17 @@ pub(crate) fn Chat(
     stores: RwSignal<Option<crate::storage::Stores>, LocalStorage>,
     session: StoredValue<Session, LocalStorage>,
     router: Router,
+    /// Set when the chat is embedded (the widget).
+    #[prop(optional)]
+    embed: Option<Embed>,
 ) -> impl IntoView {
-    let chat = Conversation::new(store, stores, session, router);
+    let greeting = embed.as_ref().map(|embed| embed.greeting.clone());
+    let inbox = embed.as_ref().map(|embed| embed.inbox);
+    let chat = Conversation::new(store, stores, session, router, embed);
     chat.follow_model();
     // The conversation follows the URL: `#/chat/ID` shows kept thread ID (once the
     // store is open), `#/chat` a new one; other views leave it as it is.
-    Effect::new(move || {
+    Effect::new(move |before: Option<()>| {
         let route = router.route.get();
         let Route::Chat(wanted) = route else {
             return;
@@ -962,8 +1022,11 @@ pub(crate) fn Chat(
             // A new conversation; a New chat asked while an unkept one is on show
             // (its store unavailable) starts afresh too.
             None => {
-                if chat.thread.with_untracked(Option::is_none)
-                    && chat.entries.with_untracked(Vec::is_empty)
+                // A new conversation is what a chat starts with: nothing to clear then
+                // (and a message sent from outside before this first run stays).
+                if before.is_none()
+                    || (chat.thread.with_untracked(Option::is_none)
+                        && chat.entries.with_untracked(Vec::is_empty))
                 {
                     return;
                 }
@@ -973,6 +1036,19 @@ pub(crate) fn Chat(
             }
         }
     });
+    // A message sent from outside goes as if typed, once a provider is there and no
+    // turn is running. Made after the route's effect, which runs first: its first run
+    // settles which conversation is on show, and must not clear a message sent meanwhile.
+    if let Some(inbox) = inbox {
+        Effect::new(move || {
+            let waiting = inbox.with(Option::is_some);
+            if waiting && !chat.streaming.get() && chat.store.current().is_some() {
+                if let Some(text) = inbox.try_update(Option::take).flatten() {
+                    chat.send_text(text);
+                }
+            }
+        });
+    }
     let cards = chat.cards;
     let approver = chat.page.with_value(|page| page.approver.clone());
     let asker = chat.page.with_value(|page| page.asker.clone());
@@ -984,7 +1060,14 @@ pub(crate) fn Chat(
                 <p class="chat-notice" data-testid="providers-notice" role="status">{notice}</p>
             })}
             <ChatBar chat=chat />
-            {move || (chat.entries.with(Vec::is_empty) && !chat.opening.get()).then(|| view! { <ChatWelcome chat=chat /> })}
+            {move || (chat.entries.with(Vec::is_empty) && !chat.opening.get()).then(|| match greeting.clone() {
+                None => view! { <ChatWelcome chat=chat /> }.into_any(),
+                Some(greeting) => view! {
+                    <div class="chat-welcome" data-testid="chat-welcome">
+                        <p class="welcome-title">{greeting.unwrap_or_else(|| "How can I help?".to_owned())}</p>
+                    </div>
+                }.into_any(),
+            })}
             <ol class="chat-messages" data-testid="chat-messages" aria-live="polite" aria-label="Conversation" node_ref=chat.list
                 class:empty=move || chat.entries.with(Vec::is_empty) aria-busy=move || chat.opening.get().to_string()>
                 // One element while there is more to draw, so the focus stays on it.

@@ -129,6 +129,7 @@ pub(crate) fn ProgramEditor(
         stop_early.set_value(false);
         let program = code.get_untracked();
         let page: Rc<dyn PageSide> = Rc::new(AppPage {
+            tools: None,
             asker: asker.clone(),
             approver: approver.clone(),
             person: None,

@@ -45,6 +45,8 @@
 //! - `markdown`: a reply's text as sanitized Markdown (pulldown-cmark's events to DOM).
 //! - `highlight`: a program shown as code (the approval card, action blocks).
 //! - `data_panel`: Settings' data: storage used, keep my data, export, import, delete.
+//! - `widget`: the embedded widget's page (`widget.html` in a host page's iframe): the
+//!   chat, compact, and the widget protocol with its host page.
 //! - `browser_tests`: the app's components in headless Chromium (`wasm-bindgen-test`).
 
 mod agent_view;
@@ -76,6 +78,7 @@ mod storage;
 mod storage_model;
 mod threads_panel;
 mod view_model;
+mod widget;
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -99,19 +102,27 @@ use crate::runtime::{PageCall, PageSide, Runtime};
 pub(crate) use cards::{ApprovalCard, QuestionCard};
 pub use editor::SAMPLE_PROGRAM;
 use editor::{ProgramEditor, ResultPanel, RunState, performance_mark};
+pub use widget::{Widget, is_widget_page};
 
 /// Where the sandbox worker's bootstrap is served, relative to the page.
-const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
+pub(crate) const SANDBOX_WORKER_URL: &str = "./workers/sandbox.js";
 
 /// Started sandbox workers the runtime worker keeps between runs.
-const POOL_SIZE: u32 = 2;
+pub(crate) const POOL_SIZE: u32 = 2;
 
 /// This tab's runtime worker, starting or started (or why it could not).
 pub(crate) type RuntimeStart = Shared<LocalBoxFuture<'static, Result<Rc<Runtime>, String>>>;
 
-/// What a run asks of the page, answered here: the app's own tools (the
-/// question tool among them) and the approval cards.
+/// Who answers a run's calls of the page's tools: the app's own ([`demo_tools`]) or,
+/// in the widget, the host page's.
+pub(crate) type PageTools =
+    Rc<dyn Fn(PageCall, Rc<dyn Fn(bool)>) -> LocalBoxFuture<'static, ToolReply>>;
+
+/// What a run asks of the page, answered here: the page's tools (the app's own,
+/// the question tool among them, unless `tools` says otherwise) and the approval cards.
 pub(crate) struct AppPage {
+    /// The page's tools when they are not the app's own.
+    pub(crate) tools: Option<PageTools>,
     pub(crate) asker: Asker,
     pub(crate) approver: PageApprover,
     /// Who answers an agent's `ask_user` (the chat's question card).
@@ -120,6 +131,9 @@ pub(crate) struct AppPage {
 
 impl PageSide for AppPage {
     fn call(&self, call: PageCall, held: Rc<dyn Fn(bool)>) -> LocalBoxFuture<'static, ToolReply> {
+        if let Some(tools) = &self.tools {
+            return tools(call, held);
+        }
         let asker = self.asker.clone();
         Box::pin(async move { demo_tools::call(&call.tool, call.args, &asker, held).await })
     }
@@ -334,9 +348,10 @@ pub fn App() -> impl IntoView {
     };
     sources.refresh_tools();
     let card_approver = approver.clone();
-    let providers = provider_store::ProviderStore::load(storage, runtime.clone());
+    let providers = provider_store::ProviderStore::load(storage, runtime.clone(), None);
     // Code node and graph runs answer page tools and approvals as the editor's runs do.
     let nodes_page: Rc<dyn PageSide> = Rc::new(AppPage {
+        tools: None,
         asker: asker.clone(),
         approver: approver.clone(),
         person: None,

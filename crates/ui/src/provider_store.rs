@@ -20,7 +20,7 @@ use std::rc::Rc;
 
 use crate::RuntimeStart;
 use crate::chat_model::{
-    KeyChange, LocalLook, ProviderEntry, STORAGE_KEY, SavedProvider, StoredProviders,
+    KeyChange, LocalLook, Origin, ProviderEntry, STORAGE_KEY, SavedProvider, StoredProviders,
     all_providers, parse_local_provider, selected_provider, sibling_url,
 };
 use crate::runtime::Runtime;
@@ -33,6 +33,30 @@ use serde_json::{Value, json};
 
 /// The file `cargo xtask serve` writes beside the page when it started the local model.
 const LOCAL_PROVIDER_FILE: &str = "local-provider.json";
+
+/// What an embedded chat (the widget) may offer, from its deployment's settings
+/// (`widget.json`): the app offers everything.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Reach {
+    /// Kiln's own model in this browser.
+    pub(crate) browser: bool,
+    /// The visitor's own providers and keys.
+    pub(crate) visitor: bool,
+    /// The site's endpoint, listed where the app lists the local model.
+    pub(crate) site: Option<SavedProvider>,
+    /// What the chat uses until the visitor picks.
+    pub(crate) first: Origin,
+}
+
+impl Reach {
+    fn offers(&self, origin: Origin) -> bool {
+        match origin {
+            Origin::Saved => self.visitor,
+            Origin::Local => self.site.is_some(),
+            Origin::InBrowser => self.browser,
+        }
+    }
+}
 
 /// The providers the page knows and the one the chat uses, shared by the panel and the chat.
 #[derive(Clone, Copy)]
@@ -53,13 +77,19 @@ pub(crate) struct ProviderStore {
     stores: RwSignal<Option<Stores>, LocalStorage>,
     /// This tab's runtime worker, which runs the turns and asks for model lists.
     runtime: StoredValue<RuntimeStart, LocalStorage>,
+    /// What an embedded chat may offer; `None` in the app.
+    reach: StoredValue<Option<Reach>>,
 }
 
 impl ProviderStore {
     /// Reads the stored list once storage is open (importing an earlier Kiln's
     /// `localStorage` list the first time), follows the configuration's changes, and starts
     /// looking for the local model.
-    pub(crate) fn load(storage: StorageSignals, runtime: RuntimeStart) -> Self {
+    pub(crate) fn load(
+        storage: StorageSignals,
+        runtime: RuntimeStart,
+        reach: Option<Reach>,
+    ) -> Self {
         let store = Self {
             saved: RwSignal::new(Vec::new()),
             local: RwSignal::new(LocalLook::Looking),
@@ -68,8 +98,15 @@ impl ProviderStore {
             loaded: RwSignal::new(false),
             stores: storage.stores,
             runtime: StoredValue::new_local(runtime),
+            reach: StoredValue::new(reach.clone()),
         };
-        store.look_for_local_model();
+        match reach {
+            None => store.look_for_local_model(),
+            Some(reach) => store.local.set(match reach.site {
+                Some(site) => LocalLook::Found(site),
+                None => LocalLook::Absent,
+            }),
+        }
         let imported = StoredValue::new(false);
         // The stored configuration, read again at each of its changes; the answer to an
         // older read is dropped by the resource.
@@ -132,14 +169,35 @@ impl ProviderStore {
     }
 
     pub(crate) fn entries(&self) -> Vec<ProviderEntry> {
-        self.saved
-            .with(|saved| self.local.with(|local| all_providers(saved, local)))
+        let mut entries = self
+            .saved
+            .with(|saved| self.local.with(|local| all_providers(saved, local)));
+        self.reach.with_value(|reach| {
+            if let Some(reach) = reach {
+                entries.retain(|entry| reach.offers(entry.origin));
+            }
+        });
+        entries
     }
 
     pub(crate) fn current(&self) -> Option<ProviderEntry> {
         let entries = self.entries();
-        self.picked
-            .with(|picked| selected_provider(&entries, picked.as_deref()).cloned())
+        let first = self
+            .reach
+            .with_value(|reach| reach.as_ref().map(|reach| reach.first));
+        self.picked.with(|picked| {
+            let picked = picked
+                .as_deref()
+                .filter(|name| entries.iter().any(|entry| entry.provider.name == *name));
+            match (picked, first) {
+                (None, Some(first)) => entries
+                    .iter()
+                    .find(|entry| entry.origin == first)
+                    .or_else(|| selected_provider(&entries, None))
+                    .cloned(),
+                _ => selected_provider(&entries, picked).cloned(),
+            }
+        })
     }
 
     /// This tab's runtime worker, once it has started.

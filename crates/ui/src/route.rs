@@ -90,6 +90,9 @@ pub(crate) struct Router {
     /// The conversation the chat view last showed: the navigation's Chat goes
     /// back to it, not to a new one.
     pub(crate) chat: RwSignal<Route>,
+    /// Whether the route is the page's fragment; an embedded chat's (the widget's) is
+    /// its own, so that it adds nothing to the host page's history.
+    follows_url: bool,
 }
 
 fn current_hash() -> String {
@@ -107,6 +110,11 @@ impl Router {
             _ => Route::Chat(None),
         });
         let route = RwSignal::new(start);
+        let router = Self {
+            route,
+            chat,
+            follows_url: true,
+        };
         // Wherever the page goes, the chat's last place is kept.
         Effect::new(move || {
             route.with(|route| {
@@ -127,14 +135,27 @@ impl Router {
             // The page's own listener lives as long as the page.
             follow.forget();
         }
-        Self { route, chat }
+        router
+    }
+
+    /// A route of its own, starting at `start`, that neither reads nor writes the URL.
+    pub(crate) fn detached(start: Route) -> Self {
+        Self {
+            route: RwSignal::new(start.clone()),
+            chat: RwSignal::new(start),
+            follows_url: false,
+        }
     }
 
     /// Goes to `route`: a new history entry, unless `replace` (a new
     /// thread getting its id is the same place, not a step Back can undo).
+    /// A detached router only moves its signal.
     pub(crate) fn go(self, route: Route, replace: bool) {
         let hash = route.hash();
         self.route.set(route);
+        if !self.follows_url {
+            return;
+        }
         let Some(window) = web_sys::window() else {
             return;
         };

@@ -53,7 +53,7 @@ fn run() -> Result<ExitCode> {
             // Stopped when this returns; when Ctrl+C ends xtask, it gets the
             // SIGINT too and its stdin closes, either of which stops it.
             let _model = serve::start_local_model(&root, options.model_port);
-            serve::serve_forever(&root.join("pkg"), options.port)?;
+            serve::serve_forever(&root, options.port)?;
             Ok(ExitCode::SUCCESS)
         }
         Some("build") => {

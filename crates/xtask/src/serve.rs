@@ -76,13 +76,39 @@ impl Drop for StaticServer {
     }
 }
 
-/// Serves `dir` until the process is interrupted.
-pub fn serve_forever(dir: &Path, port: u16) -> Result<()> {
-    let server = StaticServer::start(dir, port)?;
+/// Serves `pkg` until the process is interrupted, and beside it the embed demo
+/// (`embed/`: a shop page on another site that embeds Kiln's widget), written into
+/// `target/embed-demo/` for Kiln's origin and served from `http://localhost:PORT/`, so
+/// the two are different sites as a real embed's are.
+pub fn serve_forever(root: &Path, port: u16) -> Result<()> {
+    let server = StaticServer::start(&root.join("pkg"), port)?;
+    let demo_dir = root.join("target/embed-demo");
+    write_embed_demo(&root.join("embed"), &demo_dir, &server.url())?;
+    let demo = StaticServer::start(&demo_dir, 0)?;
     println!("Kiln is served at {}  (Ctrl+C stops it)", server.url());
+    println!(
+        "A page on another site embedding it: http://localhost:{}/",
+        demo.port
+    );
     loop {
         std::thread::park();
     }
+}
+
+/// Copies the embed demo's files from `from` into `to`, with `__KILN_ORIGIN__` replaced
+/// by the origin of `kiln_url`.
+pub fn write_embed_demo(from: &Path, to: &Path, kiln_url: &str) -> Result<()> {
+    let origin = kiln_url.trim_end_matches('/');
+    std::fs::create_dir_all(to).with_context(|| format!("creating {}", to.display()))?;
+    for entry in std::fs::read_dir(from).with_context(|| format!("reading {}", from.display()))? {
+        let path = entry?.path();
+        let text = std::fs::read_to_string(&path)
+            .with_context(|| format!("reading {}", path.display()))?;
+        let target = to.join(path.file_name().unwrap_or_default());
+        std::fs::write(&target, text.replace("__KILN_ORIGIN__", origin))
+            .with_context(|| format!("writing {}", target.display()))?;
+    }
+    Ok(())
 }
 
 /// Installs and starts the local model on 127.0.0.1:`port` (a free port when

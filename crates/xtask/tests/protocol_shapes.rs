@@ -1,5 +1,5 @@
 //! Each protocol's version moves when its shape does. A protocol file
-//! (`crates/types/src/{protocol,runtime,model}.rs`) records, on its version
+//! (`crates/types/src/{protocol,runtime,model,widget}.rs`) records, on its version
 //! constant, the hash of its message types and the version it was taken at
 //! (`/// Shape: 0x… at version N`). The hash is of the file's types as text
 //! (structs and enums with their `serde` attributes and fields; comments,
@@ -10,10 +10,11 @@
 use std::path::{Path, PathBuf};
 
 /// A protocol file and the name of its version constant.
-const PROTOCOLS: [(&str, &str); 3] = [
+const PROTOCOLS: [(&str, &str); 4] = [
     ("crates/types/src/protocol.rs", "PROTOCOL_VERSION"),
     ("crates/types/src/runtime.rs", "RUNTIME_PROTOCOL_VERSION"),
     ("crates/types/src/model.rs", "MODEL_PROTOCOL_VERSION"),
+    ("crates/types/src/widget.rs", "WIDGET_PROTOCOL_VERSION"),
 ];
 
 fn root() -> PathBuf {
