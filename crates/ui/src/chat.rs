@@ -1042,10 +1042,12 @@ pub(crate) fn Chat(
     if let Some(inbox) = inbox {
         Effect::new(move || {
             let waiting = inbox.with(Option::is_some);
-            if waiting && !chat.streaming.get() && chat.store.current().is_some() {
-                if let Some(text) = inbox.try_update(Option::take).flatten() {
-                    chat.send_text(text);
-                }
+            if waiting
+                && !chat.streaming.get()
+                && chat.store.current().is_some()
+                && let Some(text) = inbox.try_update(Option::take).flatten()
+            {
+                chat.send_text(text);
             }
         });
     }
