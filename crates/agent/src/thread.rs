@@ -1,6 +1,7 @@
 //! An agent turn kept in a thread (`kiln_store::threads`): the person's
 //! message as the turn starts, then what the turn showed (its events) and how
-//! it changed what the model reads next. The runtime worker and `kiln chat`
+//! it changed what the model reads next, with the turn's job linked to the
+//! thread. The runtime worker and `kiln chat`
 //! both record through this, so a thread reopened anywhere is the one the
 //! turn left.
 

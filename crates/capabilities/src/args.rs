@@ -6,6 +6,11 @@
 //! camelCase keys onto snake_case properties, a lone string onto the only
 //! required string field, a bare id onto the one required `*_id` key. Each
 //! applies only when exactly one target fits, so nothing is guessed.
+//!
+//! The validator is `boon`, chosen against `jsonschema` 0.61 measured the
+//! same way: a bare validator cdylib at `opt-level = "z"` + `wasm-opt -Oz` is
+//! 441,360 B gzipped with `boon` against 682,221 B. It ships in the runtime
+//! worker, off the page's critical path.
 
 use std::cell::RefCell;
 use std::collections::HashMap;

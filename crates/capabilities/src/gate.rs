@@ -11,6 +11,10 @@
 //! blocked. The brake drops auto-approval of code-execution tools and asks
 //! instead, outranking the agent's autonomy and the session allow-set, and
 //! releasing it restores the rules exactly (nothing is rewritten).
+//!
+//! Who answers when the ladder asks is the host's [`Approver`]: its person,
+//! [`Fixed`] (the same answer every time) or [`Headless`] (nobody: every
+//! question is answered "unavailable", naming the host).
 
 use std::cell::RefCell;
 use std::collections::BTreeSet;

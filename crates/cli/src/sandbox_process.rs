@@ -4,7 +4,8 @@
 //! must end without ending the caller (an agent's actions).
 //!
 //! **The child** (this binary with [`PROCESS_ENV`] set to the parent's pid)
-//! runs exactly one program. It sends its tool calls when the guest goes idle
+//! runs one program at a time, each in a fresh engine built while it waits
+//! for the program. It sends its tool calls when the guest goes idle
 //! and waits for each reply; its own watchdog thread ends the process when
 //! the guest's CPU time or the run's wall time passes its budget, and the
 //! memory hook when the heap does, each after sending `Lost` with the
@@ -17,7 +18,9 @@
 //! died without a report (a stack overflow aborts a process) into an `engine`
 //! failure that says so. A run that answers is reported as the child's report
 //! says, whole console included: the lines seen on the way are the parent's
-//! copy only for a run that ends without one.
+//! copy only for a run that ends without one. A child whose run answered
+//! waits for the next; one that was lost is ended, and [`ProcessRunner::warm`]
+//! keeps a few started ahead of the runs (`kiln mcp serve`).
 
 use std::cell::RefCell;
 use std::io::{BufRead as _, Write as _};

@@ -20,7 +20,9 @@
 //! - a status that is not 2xx is a [`Response`], not an error: the caller decides;
 //! - only `http` and `https` URLs are sent anywhere ([`HttpError::InvalidUrl`]);
 //! - nothing a peer sends can panic: every failure is an [`HttpError`] naming the URL;
-//! - a redirect is followed only when the request says [`Redirect::Follow`];
+//! - a redirect is followed only as the request's [`Redirect`] says: always ([`Redirect::Follow`]),
+//!   within the request's origin ([`Redirect::SameOrigin`], for credentialed requests; in the
+//!   browser, not at all), or never ([`Redirect::Stop`]: natively the `3xx` is handed back);
 //! - [`HttpClient::send_public`] reaches only public addresses ([`address`] says which are,
 //!   and what each platform can check).
 //!

@@ -1,6 +1,6 @@
 //! The run budget: one object per run, shared by every loop of the run (a chat turn, a
 //! sub-agent, a plan step), that admits or refuses each model turn against the run's USD
-//! cap, deadline and turn count, and records what was spent.
+//! cap, deadline, turn count and token total, and records what was spent.
 //!
 //! Spend admission is reserve-then-commit. The reference puts the reason as "the next
 //! call's cost is only known afterwards: $0.49 spent under a $0.50 cap still admits a $0.30

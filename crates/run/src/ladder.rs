@@ -10,6 +10,9 @@
 //! history), `model` and `classify` when the request names a model
 //! ([`crate::model_tools`]), and the request's MCP servers. Nothing else: a run's tools are
 //! exactly its whitelist.
+//!
+//! The gate takes the one mode rule: a request that names no mode gets
+//! `default` when a person can be asked, else `auto`.
 
 use std::rc::Rc;
 

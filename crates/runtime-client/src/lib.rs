@@ -1,6 +1,6 @@
 //! The one client of the runtime protocol ([`kiln_types::runtime`]): the
-//! app, the page API and (later) the widget start their runtime worker and
-//! speak to it through this crate, and only through it.
+//! app (the embedded widget's page included) and the page API start their
+//! runtime worker and speak to it through this crate, and only through it.
 //!
 //! - `client`: [`RuntimeClient`]: starts the worker, numbers each exchange,
 //!   sends it, hands its streamed events to its listener and settles its

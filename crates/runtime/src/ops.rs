@@ -1,7 +1,8 @@
 //! The workspace's storage operations, as every entrance that is not a
 //! program names them (`kiln.memory.save`, the app's panels): one verb
-//! (`memory.save`, `files.read`, `export`, …) with a JSON object of
-//! arguments, answered with JSON. The runtime worker serves them over the
+//! (`memory.save`, `files.read`, `export`, `threads.*` for the person's
+//! conversations, `workspace.clear` to delete everything, …) with a JSON
+//! object of arguments, answered with JSON. The runtime worker serves them over the
 //! runtime protocol; the arguments are read here, once, with unknown fields
 //! refused by name.
 

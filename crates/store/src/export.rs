@@ -1,6 +1,7 @@
 //! Everything in one JSON document and back. Keys stay out unless the person
 //! asks. An import reads and checks the whole document before it writes
-//! anything, then writes every record in one transaction.
+//! anything, then writes every record in one transaction. [`clear`] deletes
+//! everything instead.
 
 use std::collections::{BTreeMap, BTreeSet};
 
