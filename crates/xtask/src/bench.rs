@@ -15,7 +15,8 @@
 //! 10,000 memories and 1,000 files in Chromium (`playwright/bench/storage.mjs`);
 //! conversations in Chromium: a thread's write per message, the app opening a
 //! thread of 1,000 messages and scrolling it, a reload from the service worker
-//! (`playwright/bench/threads.mjs`);
+//! (`playwright/bench/threads.mjs`); the embedded widget's size, opening time, host
+//! long tasks and host-tool round trip (`playwright/bench/widget.mjs`);
 //! Kiln's own model in Chromium beside wllama in the same page and llama.cpp
 //! natively, all on one thread: generation rate, first token, memory and
 //! download (`playwright/bench/model.mjs`, `servers/model_bench.py`);
@@ -102,6 +103,18 @@ pub fn run(root: &Path) -> Result<()> {
         .current_dir(root.join("playwright"))
         .env("KILN_PKG", &pkg)
         .env("KILN_CHROMIUM", CHROMIUM)
+        .env("NODE_PATH", &node_modules);
+    run_checked(&mut node)?;
+
+    println!(
+        "the embedded widget (headless Chromium: Kiln on 127.0.0.1, the host page on localhost):"
+    );
+    let mut node = Command::new("node");
+    node.arg(root.join("playwright/bench/widget.mjs"))
+        .current_dir(root.join("playwright"))
+        .env("KILN_PKG", &pkg)
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .envs(servers.iter().cloned())
         .env("NODE_PATH", &node_modules);
     run_checked(&mut node)?;
 
