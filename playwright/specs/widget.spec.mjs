@@ -200,6 +200,32 @@ test("one tag on a strict-CSP host: nothing heavy until opened, a reply from the
   assert.deepEqual(consoleErrors, [], "the strict policies refused nothing");
 });
 
+test("the site's endpoint gets the host's short-lived token; newConversation, toggle and destroy", async () => {
+  const { page } = browser;
+  deploy({ providers: ["site"], site: siteModel() });
+  await page.goto(hostPage("token", `{open: true, getToken: async () => "tok-" + (++window.tokens)}`, "", undefined));
+  await page.evaluate(() => (window.tokens = 0));
+  const frame = await widgetFrame(page);
+  await hostSaw(page, "ready");
+  await say(frame, "kiln-widget-hello, with the site's token");
+  await replyText(frame, 0).filter({ hasText: "Hello from the site's model." }).waitFor();
+  const journal = await mock.journal();
+  const asked = journal.filter((entry) => JSON.stringify(entry.body ?? {}).includes("with the site's token"));
+  assert.ok(asked.length > 0 && asked.every((entry) => entry.headers.authorization === "[REDACTED]"), "the token went as the bearer key");
+  assert.equal(await page.evaluate(() => window.tokens), 1, "one token asked for the one reply");
+  // A new conversation on the host's word; toggle closes and opens; destroy removes it all.
+  await page.evaluate(() => widget.newConversation());
+  await frame.getByTestId("chat-welcome").waitFor();
+  assert.equal(await frame.getByTestId("chat-assistant").count(), 0);
+  await page.evaluate(() => widget.toggle());
+  await until(page, panelHidden);
+  await page.evaluate(() => widget.toggle());
+  await until(page, () => !document.querySelector("[data-kiln-widget]").shadowRoot.querySelector("#kiln-panel").hidden);
+  await page.evaluate(() => widget.destroy());
+  assert.equal(await page.evaluate(() => document.querySelector("[data-kiln-widget]")), null);
+  assert.equal(page.frames().length, 1, "the iframe is gone");
+});
+
 test("a host tool round trip: read-only runs without asking, a change asks, Deny refuses", async () => {
   const { page } = browser;
   deploy({ providers: ["site"], site: siteModel(), read_only_tools_run_without_asking: true });
@@ -386,6 +412,20 @@ test("the host page cannot read the widget's storage, and the visitor's key neve
     return { listed, opened, files };
   }, widgetDatabases);
   assert.deepEqual(hostLooks, { listed: [], opened: [], files: [] });
+});
+
+test("where the browser blocks third-party storage the widget still answers, and says it keeps nothing", async () => {
+  // Debian's Chromium as it starts by default: third-party cookies, and with them an
+  // embedded frame's storage, blocked.
+  await browser.close();
+  browser = await launch();
+  const { page } = browser;
+  deploy({ providers: ["site"], site: siteModel() });
+  await page.goto(hostPage("blocked", `{open: true}`));
+  const frame = await widgetFrame(page);
+  await frame.getByTestId("widget-note").filter({ hasText: "keeps nothing for chats embedded in other sites" }).waitFor();
+  await say(frame, "kiln-widget-hello");
+  await replyText(frame, 0).filter({ hasText: "Hello from the site's model." }).waitFor();
 });
 
 test("keyboard only: Tab to the launcher, open, type, approve with Enter, Esc; the phone-width panel", async () => {
