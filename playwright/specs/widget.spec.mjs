@@ -176,8 +176,12 @@ after(async () => {
 
 test("one tag on a strict-CSP host: nothing heavy until opened, a reply from the site's model, Esc closes", async () => {
   const { page } = browser;
-  deploy({ providers: ["site"], site: siteModel() });
-  await page.goto(hostPage("one-tag", `{title: "Shop helper", greeting: "Ask me anything."}`));
+  deploy({
+    providers: ["site"],
+    site: siteModel(),
+    agents: [{ name: "support", preamble: "You help visitors of a pottery shop (kiln-preamble-marker)." }],
+  });
+  await page.goto(hostPage("one-tag", `{title: "Shop helper", greeting: "Ask me anything.", agent: "support"}`));
   const launcher = page.getByTestId("kiln-launcher");
   await launcher.waitFor();
   assert.equal(await launcher.getAttribute("aria-expanded"), "false");
@@ -192,6 +196,12 @@ test("one tag on a strict-CSP host: nothing heavy until opened, a reply from the
   await replyText(frame, 0).filter({ hasText: "Hello from the site's model." }).waitFor();
   const message = await hostSaw(page, "message");
   assert.equal(message.detail.text, "Hello from the site's model.");
+  // The deployment's agent: its preamble before Kiln's contract, in the system message.
+  const sent = (await mock.journal()).filter((entry) => JSON.stringify(entry.body ?? {}).includes("kiln-widget-hello")).at(-1);
+  const system = sent.body.messages[0];
+  assert.equal(system.role, "system");
+  assert.ok(system.content.indexOf("kiln-preamble-marker") >= 0, "the preamble is sent");
+  assert.ok(system.content.indexOf("kiln-preamble-marker") < system.content.indexOf("execute_code"), "before the contract");
   // Esc in the panel closes it and the focus goes back to the launcher.
   await frame.getByTestId("chat-input").press("Escape");
   await until(page, panelHidden);
@@ -458,6 +468,26 @@ test("keyboard only: Tab to the launcher, open, type, approve with Enter, Esc; t
   } finally {
     await page.setViewportSize({ width: 1280, height: 720 });
   }
+});
+
+test("by default the widget's model is Kiln's own, in the visitor's browser: download progress, then a reply", async () => {
+  const { page } = browser;
+  deploy(null);
+  await page.goto(hostPage("own-model", `{open: true}`));
+  const frame = await widgetFrame(page);
+  await hostSaw(page, "ready", (detail) => detail.provider === "browser");
+  assert.equal(await frame.getByTestId("chat-provider").inputValue(), "In-browser SmolLM2 (135M)");
+  await say(frame, "What is the capital of France?");
+  const reply = frame.getByTestId("chat-assistant").first();
+  await reply.getByTestId("chat-model-status").filter({ hasText: /^Downloading the in-browser model: / }).waitFor({ timeout: 60_000 });
+  const deadline = Date.now() + 240_000;
+  while ((await frame.getByTestId("chat-stop").count()) > 0) {
+    assert.ok(Date.now() < deadline, "the in-browser model's turn did not end in 240 s");
+    await page.waitForTimeout(250);
+  }
+  assert.equal(await frame.getByTestId("chat-error").count(), 0, "the turn ended without an error");
+  const message = await hostSaw(page, "message");
+  assert.ok(message.detail.text.trim().length > 0, "the host got the reply's words");
 });
 
 test("widget.js is small and loading it adds no long task to the host page", async () => {
