@@ -55,6 +55,7 @@ const server = createServer((request, response) => {
     path === "/host.js"
       ? ["text/javascript", hostScript]
       : ["text/html", `<!doctype html><title>Host</title><script src="/host.js"></script><script src="${origin}/widget.js" async></script>`];
+  // The host's policy as the README publishes it (frame-src also lets the bench's echo frame in).
   response.writeHead(200, { "content-type": type, "content-security-policy": `script-src 'self' ${origin}; frame-src ${origin}` });
   response.end(body);
 });
@@ -121,6 +122,30 @@ try {
   }, CALLS);
   const host = median(hostGaps);
   const direct = median(pageGaps);
+  // The floor under the host tool's trip: a postMessage round trip between the host page
+  // and a frame of Kiln's origin (another site, so another process), echoing.
+  kiln.served["echo.html"] = `<!doctype html><script src="echo.js"></script>`;
+  kiln.served["echo.js"] = `addEventListener("message", (event) => event.source.postMessage(event.data, event.origin));`;
+  await page.goto(hostUrl);
+  const echoes = await page.evaluate(async ([origin, CALLS]) => {
+    const frame = document.createElement("iframe");
+    frame.src = `${origin}/echo.html`;
+    await new Promise((resolve) => {
+      frame.onload = resolve;
+      document.body.append(frame);
+    });
+    const times = [];
+    for (let n = 0; n < CALLS; n++) {
+      const t0 = performance.now();
+      await new Promise((resolve) => {
+        addEventListener("message", resolve, { once: true });
+        frame.contentWindow.postMessage(JSON.stringify({ n }), origin);
+      });
+      times.push(performance.now() - t0);
+    }
+    return times;
+  }, [origin, CALLS]);
+  print({ figure: "the floor: a postMessage round trip between the host and a frame of Kiln's origin (median ms)", value: round(median(echoes)) });
   print({
     figure: `host tool round trip through the widget vs a page tool through kiln.run (median ms per call of ${CALLS}; aim ≤ 1.5×)`,
     value: round(host),
