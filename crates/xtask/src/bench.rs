@@ -36,6 +36,25 @@ use crate::model;
 use crate::serve::StaticServer;
 use crate::tools::{self, CHROMIUM};
 
+/// `node playwright/bench/NAME.mjs` as every browser figure runs: from `playwright/`, with
+/// the built site, Chromium, the real servers and the npm packages.
+fn bench_script(
+    root: &Path,
+    name: &str,
+    pkg: &Path,
+    node_modules: &Path,
+    servers: &[(&str, std::ffi::OsString)],
+) -> Command {
+    let mut node = Command::new("node");
+    node.arg(root.join(format!("playwright/bench/{name}.mjs")))
+        .current_dir(root.join("playwright"))
+        .env("KILN_PKG", pkg)
+        .env("KILN_CHROMIUM", CHROMIUM)
+        .envs(servers.iter().cloned())
+        .env("NODE_PATH", node_modules);
+    node
+}
+
 pub fn run(root: &Path) -> Result<()> {
     tools::ensure_browser()?;
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
@@ -73,62 +92,34 @@ pub fn run(root: &Path) -> Result<()> {
 
     let server = StaticServer::start(&pkg, 0)?;
     println!("page figures (headless Chromium, {}):", server.url());
-    let mut node = Command::new("node");
-    node.arg(root.join("playwright/bench/page.mjs"))
-        .current_dir(root.join("playwright"))
-        .env("KILN_URL", server.url())
-        .env("KILN_PKG", &pkg)
-        .env("KILN_CHROMIUM", CHROMIUM)
-        .envs(servers.iter().cloned())
-        .env("NODE_PATH", &node_modules);
+    let mut node = bench_script(root, "page", &pkg, &node_modules, &servers);
+    node.env("KILN_URL", server.url());
     run_checked(&mut node)?;
     drop(server);
 
     println!(
         "storage (headless Chromium: IndexedDB + OPFS through the page API, beside raw IndexedDB):"
     );
-    let mut node = Command::new("node");
-    node.arg(root.join("playwright/bench/storage.mjs"))
-        .current_dir(root.join("playwright"))
-        .env("KILN_PKG", &pkg)
-        .env("KILN_CHROMIUM", CHROMIUM)
-        .env("NODE_PATH", &node_modules);
+    let mut node = bench_script(root, "storage", &pkg, &node_modules, &servers);
     run_checked(&mut node)?;
 
     println!(
         "conversations (headless Chromium: thread writes through the page API, the app opening a long thread, reloads from the service worker):"
     );
-    let mut node = Command::new("node");
-    node.arg(root.join("playwright/bench/threads.mjs"))
-        .current_dir(root.join("playwright"))
-        .env("KILN_PKG", &pkg)
-        .env("KILN_CHROMIUM", CHROMIUM)
-        .env("NODE_PATH", &node_modules);
+    let mut node = bench_script(root, "threads", &pkg, &node_modules, &servers);
     run_checked(&mut node)?;
 
     println!(
         "the embedded widget (headless Chromium: Kiln on 127.0.0.1, the host page on localhost):"
     );
-    let mut node = Command::new("node");
-    node.arg(root.join("playwright/bench/widget.mjs"))
-        .current_dir(root.join("playwright"))
-        .env("KILN_PKG", &pkg)
-        .env("KILN_CHROMIUM", CHROMIUM)
-        .envs(servers.iter().cloned())
-        .env("NODE_PATH", &node_modules);
+    let mut node = bench_script(root, "widget", &pkg, &node_modules, &servers);
     run_checked(&mut node)?;
 
     if model.is_some() {
         println!(
             "Kiln's own model beside wllama (same page) and llama.cpp natively, one thread, greedy:"
         );
-        let mut node = Command::new("node");
-        node.arg(root.join("playwright/bench/model.mjs"))
-            .current_dir(root.join("playwright"))
-            .env("KILN_PKG", &pkg)
-            .env("KILN_CHROMIUM", CHROMIUM)
-            .envs(servers.iter().cloned())
-            .env("NODE_PATH", &node_modules);
+        let mut node = bench_script(root, "model", &pkg, &node_modules, &servers);
         run_checked(&mut node)?;
     } else {
         println!("Kiln's own model: skipped, it could not be prepared (the reason is above)");
@@ -141,14 +132,8 @@ pub fn run(root: &Path) -> Result<()> {
             .current_dir(root),
     )?;
     println!("sandbox figures, Kiln beside quickjs-emscripten (ms, medians):");
-    let mut node = Command::new("node");
-    node.arg(root.join("playwright/bench/sandbox.mjs"))
-        .current_dir(root.join("playwright"))
-        .env("KILN_PKG", &pkg)
-        .env("KILN_CLI", root.join("target/release/kiln"))
-        .env("KILN_CHROMIUM", CHROMIUM)
-        .envs(servers.iter().cloned())
-        .env("NODE_PATH", &node_modules);
+    let mut node = bench_script(root, "sandbox", &pkg, &node_modules, &servers);
+    node.env("KILN_CLI", root.join("target/release/kiln"));
     run_checked(&mut node)?;
 
     let example = ExampleBench {
@@ -254,17 +239,17 @@ impl ExampleBench<'_> {
             ],
         )?;
         println!("{heading}");
-        let mut node = Command::new("node");
-        node.arg(self.root.join(format!("playwright/bench/{example}.mjs")))
-            .current_dir(self.root.join("playwright"))
-            .env("KILN_PKG", self.pkg)
-            .env(
-                bin_env,
-                self.root.join("target/release/examples").join(example),
-            )
-            .env("KILN_CHROMIUM", CHROMIUM)
-            .envs(self.servers.iter().cloned())
-            .env("NODE_PATH", self.node_modules);
+        let mut node = bench_script(
+            self.root,
+            example,
+            self.pkg,
+            self.node_modules,
+            self.servers,
+        );
+        node.env(
+            bin_env,
+            self.root.join("target/release/examples").join(example),
+        );
         run_checked(&mut node)
     }
 }
