@@ -236,6 +236,32 @@ test("the site's endpoint gets the host's short-lived token; newConversation, to
   assert.equal(page.frames().length, 1, "the iframe is gone");
 });
 
+test("inline mode: with a container the chat fills it at once, with no launcher", async () => {
+  const { page } = browser;
+  deploy({ providers: ["site"], site: siteModel() });
+  host.pages["/inline.html"] = [
+    "text/html",
+    `<!doctype html><title>Inline</title><h1>Help</h1><div id="help" style="width: 360px; height: 480px"></div>
+<script src="${kiln.origin}/widget.js" async></script><script src="/inline.js"></script>`,
+  ];
+  host.pages["/inline.js"] = [
+    "text/javascript",
+    `window.seen = {events: []};
+(function wait() {
+  if (!window.KilnWidget) return setTimeout(wait, 10);
+  KilnWidget.mount({container: "#help", title: "Help"}).then((widget) => widget.on("ready", (detail) => seen.events.push({name: "ready", detail})));
+})();`,
+  ];
+  await page.goto(`${host.url}/inline.html`);
+  const frame = await widgetFrame(page);
+  await hostSaw(page, "ready");
+  assert.equal(await page.getByTestId("kiln-launcher").count(), 0, "no launcher");
+  const box = await page.evaluate(() => document.querySelector("#help [data-kiln-widget]").shadowRoot.querySelector("iframe").getBoundingClientRect().toJSON());
+  assert.deepEqual([box.width, box.height], [360, 480]);
+  await say(frame, "kiln-widget-hello");
+  await replyText(frame, 0).filter({ hasText: "Hello from the site's model." }).waitFor();
+});
+
 test("a host tool round trip: read-only runs without asking, a change asks, Deny refuses", async () => {
   const { page } = browser;
   deploy({ providers: ["site"], site: siteModel(), read_only_tools_run_without_asking: true });
