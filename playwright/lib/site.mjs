@@ -3,7 +3,7 @@
 // while `cutAfter` is set, ends those responses after that many bytes: a
 // download that breaks off, for the in-browser model's specs. `served` maps a
 // path (`models/manifest.json`) to bytes answered in place of pkg/'s: a hostile
-// model folder.
+// model folder (`null`: a 404, whatever pkg/ holds).
 import { createReadStream, existsSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
@@ -17,6 +17,10 @@ export function startSite() {
   const site = { weightRequests: 0, cutAfter: null, served: {} };
   const server = createServer((request, response) => {
     const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^\/+/, "");
+    if (Object.hasOwn(site.served, path) && site.served[path] === null) {
+      response.writeHead(404).end();
+      return;
+    }
     if (Object.hasOwn(site.served, path)) {
       const body = Buffer.from(site.served[path]);
       response.writeHead(200, { "content-type": TYPES[extname(path)] ?? "application/octet-stream", "content-length": body.length });

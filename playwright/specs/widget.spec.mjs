@@ -94,10 +94,9 @@ function demoPage() {
 
 const siteModel = () => ({ base_url: `${mock.url}/v1`, model: "gpt-4o-mini" });
 
-/** Sets the deployment's widget.json (`null`: none, the defaults). */
+/** Sets the deployment's widget.json (`null`: none, the defaults, whatever pkg/ holds). */
 function deploy(settings) {
-  kiln.served["widget.json"] = settings === null ? undefined : JSON.stringify(settings);
-  if (settings === null) delete kiln.served["widget.json"];
+  kiln.served["widget.json"] = settings === null ? null : JSON.stringify(settings);
 }
 
 /** The widget's frame, once it is there. */

@@ -134,7 +134,8 @@ fn shell_files(pkg: &Path) -> Result<Vec<String>> {
             || file.starts_with("kiln_page")
             || file.starts_with("snippets/kiln-page-")
             || file.starts_with(&format!("{}/", model::SITE_FOLDER))
-            || file == "local-provider.json")
+            || file == "local-provider.json"
+            || file == "widget.json")
     });
     files.sort();
     Ok(files)

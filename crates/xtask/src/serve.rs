@@ -18,6 +18,8 @@ use crate::tools::{self, LocalModel};
 
 /// The file the app fetches at start to preconfigure the local model as a provider.
 const LOCAL_PROVIDER_FILE: &str = "local-provider.json";
+/// The widget's deployment settings, which `serve` points at the local model.
+const WIDGET_SETTINGS_FILE: &str = "widget.json";
 /// The model id the local model server answers to (`servers/local_model.py`).
 pub const LOCAL_MODEL_ID: &str = "smollm2-135m-instruct";
 /// How long the local model may take to load and listen.
@@ -127,7 +129,9 @@ fn serve_local_model(
     port: Option<u16>,
 ) -> Option<LocalModelServer> {
     let file = pkg.join(LOCAL_PROVIDER_FILE);
+    let widget = pkg.join(WIDGET_SETTINGS_FILE);
     let _ = std::fs::remove_file(&file);
+    let _ = std::fs::remove_file(&widget);
     let started = model.and_then(|model| {
         let port = match port {
             Some(port) if port != 0 => port,
@@ -140,6 +144,15 @@ fn serve_local_model(
             server.url()
         );
         std::fs::write(&file, json).with_context(|| format!("writing {}", file.display()))?;
+        // The embedded widget (and the embed demo) answers with it too, the in-browser model
+        // and a visitor's own key offered beside it.
+        let settings = format!(
+            "{{\"providers\": [\"site\", \"browser\", \"visitor\"], \"site\": {{\"name\": \
+             \"Local SmolLM2 (135M)\", \"base_url\": \"{}/v1\", \"model\": \"{LOCAL_MODEL_ID}\"}}}}\n",
+            server.url()
+        );
+        std::fs::write(&widget, settings)
+            .with_context(|| format!("writing {}", widget.display()))?;
         Ok(server)
     });
     match started {
@@ -456,13 +469,23 @@ mod tests {
                 r#"{{"name": "Local SmolLM2 (135M)", "kind": "openai", "base_url": "http://127.0.0.1:{port}/v1", "model": "smollm2-135m-instruct"}}"#
             )
         );
+        let widget: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(pkg.join(WIDGET_SETTINGS_FILE)).unwrap())
+                .unwrap();
+        assert_eq!(widget["providers"][0], "site");
+        assert_eq!(
+            widget["site"]["base_url"],
+            format!("http://127.0.0.1:{port}/v1")
+        );
         drop(server);
         assert!(get(port, "/health").is_err(), "stopped when dropped");
 
-        // A model that cannot be had: no file (a stale one is removed), no server.
+        // A model that cannot be had: no files (stale ones are removed), no server.
         std::fs::write(&file, "stale").unwrap();
+        std::fs::write(pkg.join(WIDGET_SETTINGS_FILE), "stale").unwrap();
         assert!(serve_local_model(Err(anyhow!("pip failed")), &pkg, None).is_none());
         assert!(!file.exists());
+        assert!(!pkg.join(WIDGET_SETTINGS_FILE).exists());
         std::fs::remove_dir_all(pkg).unwrap();
     }
 }
