@@ -378,6 +378,12 @@ kiln.addEventListener("load", () => post(JSON.stringify({v: 3001, msg: {type: "h
   await post(JSON.stringify({ v: 3001, msg: { type: "send", text: "kiln-widget-hello" } }));
   await until(page, () => seen.some((msg) => msg.type === "message" && msg.text === "Hello from the site's model."));
   assert.equal(await frame.getByTestId("chat-assistant").count(), 1);
+  // Two messages sent at once are both taken, in order, one turn after the other.
+  await post(JSON.stringify({ v: 3001, msg: { type: "send", text: "kiln-widget-hello, first" } }));
+  await post(JSON.stringify({ v: 3001, msg: { type: "send", text: "kiln-widget-hello, second" } }));
+  await until(page, () => seen.filter((msg) => msg.type === "message").length === 3);
+  const said = await frame.getByTestId("chat-user").locator(".text").allTextContents();
+  assert.deepEqual(said, ["kiln-widget-hello", "kiln-widget-hello, first", "kiln-widget-hello, second"]);
 });
 
 test("a host origin not in widget.json gets a widget that says so and does nothing else", async () => {
@@ -390,6 +396,12 @@ test("a host origin not in widget.json gets a widget that says so and does nothi
   await frame.getByTestId("widget-refused").waitFor();
   assert.equal(await frame.getByTestId("chat-input").count(), 0);
   assert.deepEqual(await frame.evaluate(async () => (await indexedDB.databases()).length), 0, "no store was opened");
+  // A widget.json that does not read serves no host either, and says what is wrong with it.
+  kiln.served["widget.json"] = `{"origins": ["*"], "provider": "site"}`;
+  await page.goto(hostPage("broken", `{open: true}`));
+  const broken = await hostSaw(page, "error", (detail) => detail.kind === "refused");
+  assert.match(broken.detail.message, /^This Kiln's settings are broken: widget.json: unknown field `provider`/);
+  await (await widgetFrame(page)).getByTestId("widget-refused").waitFor();
 });
 
 test("the host page cannot read the widget's storage, and the visitor's key never reaches the host", async () => {

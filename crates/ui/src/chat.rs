@@ -57,8 +57,9 @@ pub(crate) struct Embed {
     pub(crate) on_reply: Rc<dyn Fn(&AgentResult)>,
     /// Told each failed turn, in a sentence.
     pub(crate) on_error: Rc<dyn Fn(&str)>,
-    /// A message sent from outside (the host page's `send`), taken as if typed.
-    pub(crate) inbox: RwSignal<Option<String>>,
+    /// Messages sent from outside (the host page's `send`), each taken as if typed, in
+    /// order, when no turn is running.
+    pub(crate) inbox: RwSignal<std::collections::VecDeque<String>>,
     /// A short-lived token for the site's endpoint (the list's `Local` row), asked
     /// before each turn that uses it; `Err` says why there is none.
     pub(crate) token: Option<TokenSource>,
@@ -1041,11 +1042,13 @@ pub(crate) fn Chat(
     // settles which conversation is on show, and must not clear a message sent meanwhile.
     if let Some(inbox) = inbox {
         Effect::new(move || {
-            let waiting = inbox.with(Option::is_some);
+            let waiting = inbox.with(|inbox| !inbox.is_empty());
             if waiting
                 && !chat.streaming.get()
                 && chat.store.current().is_some()
-                && let Some(text) = inbox.try_update(Option::take).flatten()
+                && let Some(text) = inbox
+                    .try_update(std::collections::VecDeque::pop_front)
+                    .flatten()
             {
                 chat.send_text(text);
             }

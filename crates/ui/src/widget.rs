@@ -79,14 +79,15 @@ struct Host {
 
 /// What the message handler and the chat share.
 struct Bridge {
-    deployment: RefCell<Option<Deployment>>,
+    /// `widget.json` once read (`Err`: why it cannot be used).
+    deployment: RefCell<Option<Result<Deployment, String>>>,
     host: RefCell<Option<Host>>,
     phase: RwSignal<Phase>,
     tools: RwSignal<Vec<HostTool>>,
     calls: RefCell<HashMap<u64, oneshot::Sender<ToolReply>>>,
     tokens: RefCell<HashMap<u64, oneshot::Sender<Result<String, String>>>>,
     next: Cell<u64>,
-    inbox: RwSignal<Option<String>>,
+    inbox: RwSignal<std::collections::VecDeque<String>>,
     router: Router,
     /// Messages that came before `widget.json` was read.
     early: RefCell<Vec<web_sys::MessageEvent>>,
@@ -180,7 +181,8 @@ impl Bridge {
             }
         };
         let settled = match &*self.deployment.borrow() {
-            Some(deployment) if deployment.admits(&origin) => deployment.settle(&options),
+            Some(Ok(deployment)) if deployment.admits(&origin) => deployment.settle(&options),
+            Some(Err(problem)) => Err(problem.clone()),
             _ => Err(format!(
                 "this Kiln is not set up to be embedded on {origin}: its widget.json does not \
                  list that origin"
@@ -220,7 +222,7 @@ impl Bridge {
                         "`send` takes a message of 1 to {MAX_TEXT} characters"
                     ));
                 } else {
-                    self.inbox.set(Some(text));
+                    self.inbox.update(|inbox| inbox.push_back(text));
                 }
             }
             FromHost::NewConversation {} => self.router.go(Route::Chat(None), false),
@@ -446,7 +448,7 @@ pub fn Widget() -> impl IntoView {
         calls: RefCell::default(),
         tokens: RefCell::default(),
         next: Cell::new(0),
-        inbox: RwSignal::new(None),
+        inbox: RwSignal::new(std::collections::VecDeque::new()),
         router: Router::detached(start),
         early: RefCell::default(),
     });
@@ -511,17 +513,11 @@ fn listen(bridge: &Rc<Bridge>) {
     handler.forget();
     let bridge = bridge.clone();
     spawn_local(async move {
-        let deployment = match read_deployment().await {
-            Ok(deployment) => deployment,
-            Err(problem) => {
-                web_sys::console::error_1(&problem.clone().into());
-                bridge.phase.set(Phase::Refused(problem));
-                Deployment {
-                    origins: Vec::new(),
-                    ..Deployment::default()
-                }
-            }
-        };
+        // A broken widget.json serves no host: the host's `hello` is refused with its problem.
+        let deployment = read_deployment().await;
+        if let Err(problem) = &deployment {
+            web_sys::console::error_1(&problem.clone().into());
+        }
         *bridge.deployment.borrow_mut() = Some(deployment);
         let early: Vec<_> = bridge.early.borrow_mut().drain(..).collect();
         for event in early {
@@ -576,7 +572,12 @@ async fn read_deployment() -> Result<Deployment, String> {
 #[component]
 fn Panel(bridge: Rc<Bridge>, settled: Settled) -> impl IntoView {
     apply_theme(&settled);
-    let deployment = bridge.deployment.borrow().clone().unwrap_or_default();
+    let deployment = bridge
+        .deployment
+        .borrow()
+        .clone()
+        .and_then(Result::ok)
+        .unwrap_or_default();
     let starting: LocalBoxFuture<'static, Result<Rc<Runtime>, String>> = Box::pin(async {
         let runtime = Runtime::start(storage::WORKSPACE, SANDBOX_WORKER_URL, POOL_SIZE).await?;
         Ok(Rc::new(runtime))
