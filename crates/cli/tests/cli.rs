@@ -15,14 +15,19 @@ use std::process::{Command, Stdio};
 
 use serde_json::json;
 
-fn kiln(args: &[&str], stdin: Option<&str>) -> (i32, serde_json::Value, String) {
-    let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
+/// `kiln args` started with its three streams piped.
+fn spawn_kiln(args: &[&str]) -> std::process::Child {
+    Command::new(env!("CARGO_BIN_EXE_kiln"))
         .args(args)
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .unwrap();
+        .unwrap()
+}
+
+fn kiln(args: &[&str], stdin: Option<&str>) -> (i32, serde_json::Value, String) {
+    let mut child = spawn_kiln(args);
     if let Some(input) = stdin {
         child
             .stdin
@@ -790,9 +795,13 @@ fn ctrl_c_prints_the_cancelled_result_with_what_the_run_had() {
         "slow.json",
         r#"[{"name": "slow", "category": "read", "delay_ms": 60000}]"#,
     );
+    // `slow` goes out with the marker's write, in the same batch of calls: once the
+    // marker is there, `slow` has reached its tool (awaiting it only after the write
+    // raced Ctrl+C against the program reaching the call).
     let program = "console.log('before');\n\
+                   const slow = tools.slow({});\n\
                    await workspace.write('started.txt', 'yes');\n\
-                   await tools.slow({});\n\
+                   await slow;\n\
                    return 'never';";
     let mut command = Command::new(env!("CARGO_BIN_EXE_kiln"));
     command
@@ -830,7 +839,7 @@ fn ctrl_c_prints_the_cancelled_result_with_what_the_run_had() {
     // `slow` had reached its tool: what it did is unknown, never resent.
     assert_eq!(
         outcomes,
-        [("file_write", "ok"), ("slow", "outcome_unknown")]
+        [("slow", "outcome_unknown"), ("file_write", "ok")]
     );
     let _ = std::fs::remove_dir_all(&store);
 }
@@ -1060,13 +1069,7 @@ fn a_reader_that_goes_away_ends_the_output_quietly() {
         &["eval", "codeact", "--list"],
     ];
     for args in cases {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_kiln"))
-            .args(args)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
+        let mut child = spawn_kiln(args);
         // The reader goes away at once: every write finds the pipe closed.
         drop(child.stdout.take());
         let mut stdin = child.stdin.take().unwrap();
