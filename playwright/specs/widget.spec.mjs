@@ -318,6 +318,14 @@ test("a read-only host tool asks when widget.json does not let it run alone; the
   await card.getByTestId("approve").click();
   const finished = await hostSaw(page, "message", (detail) => detail.value?.in_cart === 2);
   assert.deepEqual(finished.detail.value, { in_cart: 2 });
+  // Unregistered, a tool leaves the agent's belt from the next turn: the contract the
+  // model reads names the one left.
+  await page.evaluate(() => widget.unregisterTool("add_to_cart"));
+  await say(frame, "kiln-widget-hello, after unregistering");
+  await hostSaw(page, "message", (detail) => detail.text === "Hello from the site's model.");
+  const sent = (await mock.journal()).filter((entry) => JSON.stringify(entry.body ?? {}).includes("after unregistering")).at(-1);
+  const contract = sent.body.messages[0].content;
+  assert.ok(contract.includes("host_read_product") && !contract.includes("host_add_to_cart"), contract.slice(0, 2000));
 });
 
 test("refusals: another window, an unknown call id, malformed and wrong-version messages; nothing else changes", async () => {
