@@ -291,6 +291,15 @@ fn tool_rows(catalog: &Value) -> Vec<ToolRow> {
         .unwrap_or_default()
 }
 
+/// Moves the focus to the element with id `id`; `false` when there is none.
+pub(crate) fn focus_element(id: &str) -> bool {
+    web_sys::window()
+        .and_then(|window| window.document())
+        .and_then(|document| document.get_element_by_id(id))
+        .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
+        .is_some_and(|element| element.focus().is_ok())
+}
+
 /// Whether the person is typing (a text field or an editable element has the
 /// focus), when a key is theirs and not a shortcut.
 fn typing() -> bool {
@@ -428,13 +437,7 @@ pub fn App() -> impl IntoView {
             }
             "/" if router.route.with_untracked(|route| route.view() == "chat") => {
                 event.prevent_default();
-                if let Some(field) = web_sys::window()
-                    .and_then(|window| window.document())
-                    .and_then(|document| document.get_element_by_id("chat-input"))
-                    .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
-                {
-                    let _ = field.focus();
-                }
+                focus_element("chat-input");
             }
             _ => {}
         }
@@ -452,13 +455,7 @@ pub fn App() -> impl IntoView {
             // The fragment is the route: the link moves the focus itself, leaving it be.
             <a class="skip-link" href="#main" on:click=move |event| {
                 event.prevent_default();
-                if let Some(main) = web_sys::window()
-                    .and_then(|window| window.document())
-                    .and_then(|document| document.get_element_by_id("main"))
-                    .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
-                {
-                    let _ = main.focus();
-                }
+                focus_element("main");
             }>"Skip to content"</a>
             <header class="app-header">
                 <button type="button" class="icon drawer-toggle" data-testid="drawer-toggle" aria-controls="conversations" node_ref=toggle

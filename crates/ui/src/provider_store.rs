@@ -347,7 +347,7 @@ impl ProviderStore {
             // No file (404, the usual case) says nothing. Nor does a host that answers every
             // path with the page itself: only something that looks like JSON is read.
             let mut found = LocalLook::Absent;
-            if let Some(text) = fetch_text(&url).await
+            if let Ok(Some(text)) = fetch_text(&url).await
                 && text.trim_start().starts_with('{')
             {
                 match parse_local_provider(&text) {
@@ -362,22 +362,26 @@ impl ProviderStore {
     }
 }
 
-/// The body of a `GET` of `url` when it answers 200, else nothing.
-async fn fetch_text(url: &str) -> Option<String> {
+/// The body of a `GET` of `url` (a file beside the page): `None` when it answers 404,
+/// `Err` naming why when it cannot be had otherwise.
+pub(crate) async fn fetch_text(url: &str) -> Result<Option<String>, String> {
     use wasm_bindgen::JsCast as _;
-    let window = web_sys::window()?;
+    let window = web_sys::window().ok_or("no window")?;
     let response = wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(url))
         .await
-        .ok()?
+        .map_err(|error| format!("could not be fetched: {}", crate::error_text(&error)))?
         .dyn_into::<web_sys::Response>()
-        .ok()?;
-    if response.status() != 200 {
-        return None;
+        .map_err(|_| "no response".to_owned())?;
+    match response.status() {
+        404 => return Ok(None),
+        200 => {}
+        status => return Err(format!("answered HTTP {status}")),
     }
-    let text = wasm_bindgen_futures::JsFuture::from(response.text().ok()?)
+    let body = response.text().map_err(|_| "no body".to_owned())?;
+    let text = wasm_bindgen_futures::JsFuture::from(body)
         .await
-        .ok()?;
-    text.as_string()
+        .map_err(|error| format!("its body could not be read: {}", crate::error_text(&error)))?;
+    Ok(text.as_string())
 }
 
 /// What the configuration holds for the chat.

@@ -39,7 +39,7 @@ use kiln_types::widget::{
 };
 
 use crate::chat::{Chat, Embed, Session};
-use crate::chat_model::{Origin, SavedProvider};
+use crate::chat_model::{Origin, SavedProvider, sibling_url};
 use crate::provider_store::{ProviderStore, Reach};
 use crate::route::{Route, Router};
 use crate::runtime::{PageCall, Runtime};
@@ -307,11 +307,7 @@ fn parent() -> Option<web_sys::Window> {
 
 /// Moves the focus to the message box; `false` when there is none (yet).
 fn focus_message_box() -> bool {
-    web_sys::window()
-        .and_then(|window| window.document())
-        .and_then(|document| document.get_element_by_id("chat-input"))
-        .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
-        .is_some_and(|field| field.focus().is_ok())
+    crate::focus_element("chat-input")
 }
 
 /// The panel was opened: the focus goes to the message box, once the chat has drawn it
@@ -432,10 +428,8 @@ fn apply_theme(settled: &Settled) {
 /// The widget's page.
 #[component]
 pub fn Widget() -> impl IntoView {
-    let start = match chat_start_route() {
-        Some(id) => Route::Chat(Some(id)),
-        None => Route::Chat(None),
-    };
+    // A returning visitor finds the conversation they had open last.
+    let start = Route::Chat(crate::chat::last_thread());
     let bridge = Rc::new(Bridge {
         deployment: RefCell::new(None),
         host: RefCell::new(None),
@@ -475,11 +469,6 @@ pub fn Widget() -> impl IntoView {
             }}
         </div>
     }
-}
-
-/// The conversation a returning visitor had open last in this widget.
-fn chat_start_route() -> Option<String> {
-    crate::chat::last_thread()
 }
 
 /// Reads `widget.json`, then takes over the host's messages from `widget-boot.js`.
@@ -529,43 +518,15 @@ fn listen(bridge: &Rc<Bridge>) {
 /// `widget.json` beside the page: the defaults when there is none (404), an error
 /// naming the problem when it does not read.
 async fn read_deployment() -> Result<Deployment, String> {
-    let window = web_sys::window().ok_or("no window")?;
-    let url = web_sys::Url::new_with_base(
-        DEPLOYMENT_FILE,
-        &window.location().href().unwrap_or_default(),
-    )
-    .map(|url| url.href())
-    .unwrap_or_else(|_| DEPLOYMENT_FILE.to_owned());
-    let response = wasm_bindgen_futures::JsFuture::from(window.fetch_with_str(&url))
-        .await
-        .map_err(|error| {
-            format!(
-                "{DEPLOYMENT_FILE} could not be fetched: {}",
-                crate::error_text(&error)
-            )
-        })?
-        .dyn_into::<web_sys::Response>()
-        .map_err(|_| format!("{DEPLOYMENT_FILE}: no response"))?;
-    if response.status() == 404 {
-        return Ok(Deployment::default());
+    let href = web_sys::window()
+        .and_then(|window| window.location().href().ok())
+        .unwrap_or_default();
+    match crate::provider_store::fetch_text(&sibling_url(&href, DEPLOYMENT_FILE)).await {
+        Ok(None) => Ok(Deployment::default()),
+        Ok(Some(text)) => Deployment::parse(&text)
+            .map_err(|problem| format!("This Kiln's settings are broken: {problem}")),
+        Err(problem) => Err(format!("{DEPLOYMENT_FILE}: {problem}")),
     }
-    if !response.ok() {
-        return Err(format!(
-            "{DEPLOYMENT_FILE} answered HTTP {}",
-            response.status()
-        ));
-    }
-    let text = wasm_bindgen_futures::JsFuture::from(
-        response
-            .text()
-            .map_err(|_| format!("{DEPLOYMENT_FILE}: no body"))?,
-    )
-    .await
-    .ok()
-    .and_then(|text| text.as_string())
-    .unwrap_or_default();
-    Deployment::parse(&text)
-        .map_err(|problem| format!("This Kiln's settings are broken: {problem}"))
 }
 
 /// The chat for a greeted host.
@@ -672,10 +633,15 @@ fn Panel(bridge: Rc<Bridge>, settled: Settled) -> impl IntoView {
     let session = StoredValue::new_local(session);
     let title = settled.title.clone();
     // What the bench times from the launcher's click: the chat drawn and usable.
-    Effect::new(move || {
-        if providers.loaded.get() {
+    Effect::new(move |marked: Option<bool>| {
+        if marked == Some(true) {
+            return true;
+        }
+        let loaded = providers.loaded.get();
+        if loaded {
             crate::editor::performance_mark("kiln:widget-interactive");
         }
+        loaded
     });
     let storage_note = RwSignal::new(
         local_storage()
