@@ -439,6 +439,20 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             config.remove_graph(&name, version).await?;
             Value::Null
         }
+        "agents.list" => to_value(&config.agents().await?),
+        "agents.get" => {
+            let SlugArgs { slug } = args(request)?;
+            match config.agent(&slug).await? {
+                Some(agent) => to_value(&agent),
+                None => return Err(bad_request(settings::no_agent(&config, &slug).await?)),
+            }
+        }
+        "agents.put" => json!({"version": settings::put_agent(&config, args(request)?).await?}),
+        "agents.remove" => {
+            let RemoveAgentArgs { slug, version } = args(request)?;
+            config.remove_agent(&slug, version).await?;
+            Value::Null
+        }
         "config.code_model" => {
             settings::set_code_model(&config, args(request)?).await?;
             Value::Null
@@ -470,5 +484,20 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
 #[serde(deny_unknown_fields)]
 struct RemoveGraphArgs {
     name: String,
+    version: u64,
+}
+
+/// `agents.get`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct SlugArgs {
+    slug: String,
+}
+
+/// `agents.remove`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveAgentArgs {
+    slug: String,
     version: u64,
 }

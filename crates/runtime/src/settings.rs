@@ -104,21 +104,16 @@ pub(crate) async fn set_permissions(config: &Config, args: PermissionArgs) -> Re
         .await?;
     }
     if let Some(autonomy) = &args.autonomy {
+        let autonomy: BTreeMap<String, Autonomy> = autonomy
+            .iter()
+            .filter_map(|(tool, setting)| Some((tool.clone(), setting.parse().ok()?)))
+            .collect();
         retry_on_conflict(ATTEMPTS, || async {
             let mut agent = config
-                .agents()
+                .agent(DEFAULT_AGENT)
                 .await?
-                .into_iter()
-                .find(|agent| agent.slug == DEFAULT_AGENT)
-                .unwrap_or_else(|| AgentRecord {
-                    slug: DEFAULT_AGENT.into(),
-                    name: "Default".into(),
-                    system_prompt: String::new(),
-                    model: String::new(),
-                    autonomy: BTreeMap::new(),
-                    version: 0,
-                });
-            agent.autonomy.clone_from(autonomy);
+                .unwrap_or_else(AgentRecord::default_agent);
+            agent.autonomy.clone_from(&autonomy);
             config.put_agent(&agent).await
         })
         .await?;
@@ -269,4 +264,44 @@ pub(crate) async fn set_code_model(config: &Config, args: CodeModelArgs) -> Resu
     })
     .await?;
     Ok(())
+}
+
+/// A sentence for an agent the workspace does not have, naming those it does.
+pub(crate) async fn no_agent(config: &Config, slug: &str) -> Result<String, StoreError> {
+    let slugs: Vec<String> = config
+        .agents()
+        .await?
+        .into_iter()
+        .map(|agent| format!("`{}`", agent.slug))
+        .collect();
+    Ok(format!(
+        "there is no agent `{slug}`; this workspace has {}",
+        slugs.join(", ")
+    ))
+}
+
+/// `agents.put`: an agent saved at its version (0: a new one), after its
+/// own checks and a check that the provider it names is kept.
+pub(crate) async fn put_agent(config: &Config, agent: AgentRecord) -> Result<u64, OpError> {
+    agent.check().map_err(bad)?;
+    if !agent.provider.is_empty() {
+        let kept = config.providers().await?;
+        if !kept.iter().any(|provider| provider.name == agent.provider) {
+            let names: Vec<String> = kept
+                .iter()
+                .map(|provider| format!("`{}`", provider.name))
+                .collect();
+            return Err(bad(format!(
+                "agent `{}`: there is no kept provider `{}`; {}",
+                agent.slug,
+                agent.provider,
+                if names.is_empty() {
+                    "add one in Settings → Providers first, or leave `provider` empty to use the chat's".to_owned()
+                } else {
+                    format!("the workspace keeps {}", names.join(", "))
+                }
+            )));
+        }
+    }
+    Ok(config.put_agent(&agent).await?)
 }

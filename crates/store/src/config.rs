@@ -10,7 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::error::StoreError;
-pub use kiln_types::records::{AgentRecord, GraphRecord, Network, Settings};
+pub use kiln_types::records::{AgentRecord, DEFAULT_AGENT, GraphRecord, Network, Settings};
 
 /// An API key as the configuration keeps it: the one redacting string,
 /// stored as the plain string.
@@ -32,22 +32,6 @@ pub struct ProviderRecord {
 }
 
 const SETTINGS_KEY: &str = "settings";
-
-fn check_slug(slug: &str) -> Result<(), StoreError> {
-    let good = !slug.is_empty()
-        && slug.len() <= 64
-        && slug
-            .chars()
-            .all(|c| c.is_ascii_lowercase() || c.is_ascii_digit() || c == '-')
-        && !slug.starts_with('-');
-    if good {
-        Ok(())
-    } else {
-        Err(StoreError::Invalid(format!(
-            "agent slug `{slug}` must be 1 to 64 of `a-z`, `0-9` and `-`, not starting with `-`"
-        )))
-    }
-}
 
 fn check_provider(provider: &ProviderRecord) -> Result<(), StoreError> {
     if provider.name.trim().is_empty() || provider.name.chars().count() > 100 {
@@ -84,18 +68,7 @@ fn check_settings(settings: &Settings) -> Result<(), StoreError> {
 }
 
 fn check_agent(agent: &AgentRecord) -> Result<(), StoreError> {
-    check_slug(&agent.slug)?;
-    if let Some((tool, setting)) = agent
-        .autonomy
-        .iter()
-        .find(|(_, setting)| !["auto", "ask", "block"].contains(&setting.as_str()))
-    {
-        return Err(StoreError::Invalid(format!(
-            "agent `{}`: autonomy `{setting}` for `{tool}` is not one of `auto`, `ask`, `block`",
-            agent.slug
-        )));
-    }
-    Ok(())
+    agent.check().map_err(StoreError::Invalid)
 }
 
 /// A record the configuration keeps under `<PREFIX><name>`, written at its
@@ -317,8 +290,29 @@ impl Config {
         self.remove::<ProviderRecord>(name, version).await
     }
 
+    /// Every agent: the default agent first (at version 0 until it is first
+    /// saved, so a new workspace has one), then the others by slug.
     pub async fn agents(&self) -> Result<Vec<AgentRecord>, StoreError> {
-        self.list().await
+        let mut agents: Vec<AgentRecord> = self.list().await?;
+        let default = match agents.iter().position(|agent| agent.slug == DEFAULT_AGENT) {
+            Some(at) => agents.remove(at),
+            None => AgentRecord::default_agent(),
+        };
+        agents.insert(0, default);
+        Ok(agents)
+    }
+
+    /// The agent `slug`, if the workspace has it (the default agent always).
+    pub async fn agent(&self, slug: &str) -> Result<Option<AgentRecord>, StoreError> {
+        match self
+            .backend
+            .get(Table::Config, &format!("{}{slug}", AgentRecord::PREFIX))
+            .await?
+        {
+            Some(record) => read(record, AgentRecord::set_version).map(Some),
+            None if slug == DEFAULT_AGENT => Ok(Some(AgentRecord::default_agent())),
+            None => Ok(None),
+        }
     }
 
     /// Saves an agent read at `agent.version` (0: a new one).
@@ -326,7 +320,13 @@ impl Config {
         self.put(agent).await
     }
 
+    /// Removes agent `slug` at `version`; the default agent stays (edit it instead).
     pub async fn remove_agent(&self, slug: &str, version: u64) -> Result<(), StoreError> {
+        if slug == DEFAULT_AGENT {
+            return Err(StoreError::Invalid(format!(
+                "the `{DEFAULT_AGENT}` agent cannot be removed: every workspace has it; edit it instead"
+            )));
+        }
         self.remove::<AgentRecord>(slug, version).await
     }
 

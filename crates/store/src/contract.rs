@@ -10,7 +10,7 @@ use std::rc::Rc;
 use serde_json::json;
 
 use crate::backend::{Backend, Change, Expect, Op, Scan, Table};
-use crate::config::{Config, ProviderRecord, Settings, StoredKey};
+use crate::config::{AgentRecord, Config, ProviderRecord, Settings, StoredKey};
 use crate::durable::{DurableMemory, Mark};
 use crate::error::StoreError;
 use crate::export::{self, ExportOptions};
@@ -1061,6 +1061,74 @@ async fn config(backend: Rc<dyn Backend>) {
     assert!(
         bad_mode.to_string().contains("`yolo`"),
         "{check}: bad mode named"
+    );
+    agents(&config).await;
+}
+
+/// Agent profiles: a new workspace has the default agent; an agent is saved,
+/// read back whole, edited at its version, refused by field, removed; the
+/// default agent cannot be removed.
+async fn agents(config: &Config) {
+    use kiln_types::permission::Autonomy;
+    use kiln_types::profile::{AgentRole, AgentServer};
+    let check = "agents";
+    let fresh = ok(config.agents().await, check);
+    assert_eq!(
+        fresh,
+        vec![AgentRecord::default_agent()],
+        "{check}: a new workspace has the default agent"
+    );
+    let mut ada = AgentRecord {
+        system_prompt: "You answer in French.".into(),
+        provider: "work".into(),
+        model: "gpt-4o".into(),
+        mcp: vec![AgentServer {
+            name: "docs".into(),
+            url: "https://docs.example/mcp".into(),
+        }],
+        autonomy: [("http_request".to_owned(), Autonomy::Block)].into(),
+        role: AgentRole::Orchestrator,
+        ..AgentRecord::new("ada", "Ada")
+    };
+    ada.version = ok(config.put_agent(&ada).await, check);
+    let read = ok(config.agent("ada").await, check);
+    assert_eq!(read.as_ref(), Some(&ada), "{check}: read back whole");
+    let mut stale = ada.clone();
+    ada.name = "Ada L.".into();
+    ada.version = ok(config.put_agent(&ada).await, check);
+    stale.name = "Ada X".into();
+    assert_eq!(
+        err(config.put_agent(&stale).await, check).code(),
+        "conflict",
+        "{check}: a stale edit is refused"
+    );
+    let bad = err(
+        config.put_agent(&AgentRecord::new("Bad Slug", "Bad")).await,
+        check,
+    );
+    assert!(
+        bad.to_string().contains("`Bad Slug`"),
+        "{check}: a bad slug named: {bad}"
+    );
+    let slugs: Vec<String> = ok(config.agents().await, check)
+        .into_iter()
+        .map(|agent| agent.slug)
+        .collect();
+    assert_eq!(
+        slugs,
+        ["default", "ada"],
+        "{check}: the default agent first, then by slug"
+    );
+    let kept_default = err(config.remove_agent("default", 1).await, check);
+    assert!(
+        kept_default.to_string().contains("cannot be removed"),
+        "{check}: {kept_default}"
+    );
+    ok(config.remove_agent("ada", ada.version).await, check);
+    assert_eq!(
+        ok(config.agent("ada").await, check),
+        None,
+        "{check}: removed"
     );
 }
 

@@ -29,6 +29,8 @@
 //! - [`node`]: code nodes as data, the slot type vocabulary, and graphs of nodes.
 //! - [`permission`]: the permission ladder's words as they cross to the page.
 //! - [`records`]: the records a workspace keeps, as they cross to the page.
+//! - [`profile`]: an agent profile: prompt, model, skills, servers, secrets,
+//!   autonomy, role, and the rules a record is held to.
 //! - [`redacted`]: [`Redacted`], the one redacting string, for keys and secrets.
 //! - [`cancel`]: the cancel switch of a run or a turn, one type for every layer.
 //! - [`words`]: small helpers every crate's messages and name checks share.
@@ -42,6 +44,7 @@ pub mod model;
 pub mod node;
 pub mod permission;
 pub mod plan;
+pub mod profile;
 pub mod protocol;
 pub mod records;
 pub mod redacted;

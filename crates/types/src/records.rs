@@ -6,7 +6,6 @@
 //! Every record carries its `version`, the compare-and-swap token a later
 //! edit or removal names.
 
-use std::collections::BTreeMap;
 use std::fmt;
 
 use serde::{Deserialize, Serialize};
@@ -333,23 +332,7 @@ pub struct Change {
     pub version: Option<u64>,
 }
 
-/// An agent, by its slug.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct AgentRecord {
-    pub slug: String,
-    pub name: String,
-    #[serde(default)]
-    pub system_prompt: String,
-    /// The provider name and model, `provider/model`.
-    #[serde(default)]
-    pub model: String,
-    /// Per-tool autonomy: tool name → `auto`, `ask` or `block` (the words of
-    /// the page API's `permission.autonomy`).
-    #[serde(default)]
-    pub autonomy: BTreeMap<String, String>,
-    #[serde(default)]
-    pub version: u64,
-}
+pub use crate::profile::AgentRecord;
 
 /// The workspace's settings.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

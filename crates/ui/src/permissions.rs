@@ -42,7 +42,7 @@ pub(crate) async fn load(stores: &Stores) -> Result<(Stored, ConfigView), Proble
                 agent
                     .autonomy
                     .iter()
-                    .map(|(tool, setting)| (tool.clone(), setting.parse().ok()))
+                    .map(|(tool, setting)| (tool.clone(), Some(*setting)))
                     .collect()
             })
             .unwrap_or_default(),
