@@ -9,8 +9,8 @@
 //! `main.rs` is the clap root and the dispatch; each command lives in
 //! `commands/` (`commands/mod.rs` names them), and what they share beside it:
 //!
-//! - `commands`: one module a command — `run`, `agent`, `chat`, `node` (and `kiln graph`),
-//!   `memory`, `eval`, `mcp` (with its `mcp_http` transport).
+//! - `commands`: one module a command — `run`, `agent`, `agents`, `chat`, `node` (and
+//!   `kiln graph`), `memory`, `eval`, `mcp` (with its `mcp_http` transport).
 //! - `common`: the flag groups every command flattens (the belt of tools, the gate, the
 //!   model programs ask) and the one reading of them into a run's request.
 //! - `sandbox_process`: a sandbox in a process of its own, speaking the sandbox protocol over
@@ -31,7 +31,7 @@ mod sandbox_process;
 mod terminal;
 mod tree;
 
-use commands::{agent, chat, eval, mcp, memory, node, run as program};
+use commands::{agent, agents, chat, eval, mcp, memory, node, run as program};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -84,6 +84,8 @@ enum Command {
     /// Agents that act by writing code: `kiln agent run "OBJECTIVE"`.
     #[command(subcommand)]
     Agent(agent::AgentCommand),
+    /// Agent profiles in an on-disk store: list, show, create, edit, remove.
+    Agents(agents::AgentsArgs),
     /// Evaluations against a real model: `kiln eval codeact`.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -140,6 +142,7 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let code = match cli.command {
         Command::Agent(command) => agent::run(&command),
+        Command::Agents(args) => agents::run(&args),
         Command::Eval(command) => eval::run(&command),
         Command::Chat(args) => chat::run(&args),
         Command::Node(command) => node::run_node_command(command),

@@ -2,6 +2,7 @@
 //!
 //! - `run`: `kiln run`, a program run through `kiln_run::run_program` in this process.
 //! - `agent`: `kiln agent run "OBJECTIVE"`, one agent turn of the CodeAct loop.
+//! - `agents`: `kiln agents list|show|create|edit|remove`, agent profiles in an on-disk store.
 //! - `chat`: `kiln chat`, an interactive session over the CodeAct loop, one turn a message.
 //! - `node`: `kiln node run|check|author` and `kiln graph run`: code nodes from a terminal.
 //! - `memory`: `kiln memory`, durable memories from a terminal in an on-disk store.
@@ -11,6 +12,7 @@
 //! - `mcp_http`: `kiln mcp serve --http PORT`, MCP's Streamable HTTP transport on 127.0.0.1.
 
 pub(crate) mod agent;
+pub(crate) mod agents;
 pub(crate) mod chat;
 pub(crate) mod eval;
 pub(crate) mod mcp;
