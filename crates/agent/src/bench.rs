@@ -55,6 +55,7 @@ pub fn request(provider: Rc<Scripted>, turns: u32) -> AgentRequest {
         budget: BudgetLimits::default(),
         direct: Vec::new(),
         compaction: Compaction::default(),
+        profile: None,
     }
 }
 
@@ -349,6 +350,7 @@ pub async fn plans(
         },
         direct: Vec::new(),
         compaction: Compaction::default(),
+        profile: None,
     };
     let setup = AgentSetup {
         environment: &job,

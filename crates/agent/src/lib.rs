@@ -7,6 +7,9 @@
 //!   direct tools, with its guards, compaction and `finish`; an entrance
 //!   supplies an [`AgentRequest`] (or a page's [`AgentSpec`]) and an
 //!   [`AgentSetup`] with its [`Person`] and [`Sink`].
+//! - `profile`: an agent profile applied to a job ([`Profiled`]): its
+//!   prompt, memories, autonomy and MCP servers, and the team an
+//!   orchestrator delegates to by slug ([`Member`]).
 //! - `subagent`: children of a turn (`run_subtask`, `run_search`,
 //!   background subtasks) over a [`Kin`], one budget shared downward.
 //! - `plan`: the plan builder, `execute_plan` over `kiln_run::dag` and the
@@ -41,6 +44,7 @@ pub mod bench;
 mod chat;
 mod codeact;
 mod plan;
+mod profile;
 mod subagent;
 mod thread;
 mod turn;
@@ -54,6 +58,9 @@ pub use codeact::request::AgentSpec;
 pub use codeact::tools::{Person, Sink, is_always_on};
 pub use codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 pub use plan::planner::{Planned, plan as create_plan};
+pub use profile::{
+    Connect, Member, Profiled, Team, load as load_profile, own_model, stricter,
+};
 pub use subagent::{Background, DEFAULT_CHILD_TURNS, Kin, MAX_DEPTH};
 pub use thread::{ThreadTurn, context_change, continuation};
 pub use turn::{TurnBudget, TurnRequest, new_budget};

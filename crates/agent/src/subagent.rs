@@ -49,9 +49,14 @@ use serde_json::{Value, json};
 use crate::codeact::history::Compaction;
 use kiln_run::SandboxRunner;
 
-/// A child's arguments as the delegation tools read them: the prompt, the
-/// output schema, the tools.
-type ChildArgs = (String, Option<Value>, Option<Vec<String>>);
+/// A child's arguments as the delegation tools read them.
+struct ChildArgs {
+    prompt: String,
+    output_schema: Option<Value>,
+    tools: Option<Vec<String>>,
+    /// A team member's slug.
+    agent: Option<String>,
+}
 use crate::codeact::tools::{Sink, builtin, failure};
 use crate::codeact::{Loop, Role};
 
@@ -112,6 +117,9 @@ pub struct Kin {
     /// The caller's system text: a preamble to every child's contract and
     /// to the planner's, never a replacement.
     pub preamble: Option<String>,
+    /// The agents this loop may hand work to by slug (empty unless it runs
+    /// as an orchestrator).
+    pub team: Rc<crate::profile::Team>,
 }
 
 /// What a child is asked to do.
@@ -132,6 +140,9 @@ pub(crate) struct ChildSpec {
     /// The child's id when the caller reserved one (a receipt names it);
     /// else the run's next.
     pub id: Option<String>,
+    /// The team member that does it, with its own prompt, model and
+    /// autonomy; `None`: a child of the caller's own kind.
+    pub agent: Option<Rc<crate::profile::Member>>,
 }
 
 /// How a child settled. Never a throw: a failure is an outcome.
@@ -276,14 +287,45 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         kiln_capabilities::builtin::add_run_memory(&mut base, storage);
     }
     let base = Rc::new(base);
+    // A team member works with its own prompt, model and autonomy (never looser
+    // than the caller's), on the caller's belt and budget.
+    let member = spec.agent.take();
+    let (provider, options, gate, preamble, team) = match &member {
+        Some(member) => (
+            member.provider.clone(),
+            member.options.clone(),
+            parent.gate.derived(|settings| {
+                crate::profile::tighten(&mut settings.autonomy, &member.profile)
+            }),
+            Some(member.profile.system_prompt.trim().to_owned()).filter(|text| !text.is_empty()),
+            Rc::new(parent.team.for_member(member)),
+        ),
+        None => (
+            parent.provider.clone(),
+            parent.options.clone(),
+            parent.gate.clone(),
+            parent.preamble.clone(),
+            parent.team.clone(),
+        ),
+    };
+    if let Some(member) = &member
+        && !member.profile.mcp.is_empty()
+    {
+        sink(AgentEvent::LogUpdate {
+            message: format!(
+                "agent `{}` works with this job's tools: its own MCP servers are mounted only in its own jobs",
+                member.profile.slug
+            ),
+        });
+    }
     let kin = Rc::new(Kin {
-        provider: parent.provider.clone(),
-        options: parent.options.clone(),
+        provider,
+        options,
         runner: parent.runner.clone(),
         clock: parent.clock.clone(),
         budget: parent.budget.clone(),
         base,
-        gate: parent.gate.clone(),
+        gate,
         secrets: parent.secrets.clone(),
         limits: parent.limits,
         entrance: parent.entrance.clone(),
@@ -302,7 +344,8 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         guards: parent.guards,
         child_turns: parent.child_turns,
         max_concurrent: parent.max_concurrent,
-        preamble: parent.preamble.clone(),
+        preamble: preamble.clone(),
+        team,
     });
     let guards = Guards {
         max_turns: parent.child_turns.min(parent.guards.max_turns),
@@ -316,12 +359,7 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         kin: kin.clone(),
         role: spec.role,
         messages: vec![Message::User { text: spec.prompt }],
-        preamble: parent
-            .preamble
-            .iter()
-            .cloned()
-            .chain(spec.preamble)
-            .collect(),
+        preamble: preamble.into_iter().chain(spec.preamble).collect(),
         output_schema,
         direct: Vec::new(),
         guards,
@@ -414,8 +452,9 @@ fn settle(
     }
 }
 
-fn child_args() -> Value {
-    json!({
+/// The delegation tools' arguments; `agent` only for a loop with a team.
+fn child_args(team: &crate::profile::Team) -> Value {
+    let mut schema = json!({
         "type": "object",
         "properties": {
             "prompt": {"type": "string", "description": "The whole task: the child sees nothing else."},
@@ -423,10 +462,33 @@ fn child_args() -> Value {
             "tools": {"type": "array", "items": {"type": "string"}}
         },
         "required": ["prompt"]
-    })
+    });
+    if !team.is_empty() {
+        schema["properties"]["agent"] = json!({
+            "type": "string",
+            "description": format!(
+                "A member of your team, by slug ({}): it does the part with its own instructions and model.",
+                team.slugs()
+            )
+        });
+    }
+    schema
 }
 
-/// Reads `{prompt, output_schema?, tools?}`.
+/// How the delegation tools' descriptions end: the program form, with
+/// `agent` when the loop has a team.
+fn program_form(method: &str, team: &crate::profile::Team) -> String {
+    if team.is_empty() {
+        format!("In a program: agents.{method}(prompt, {{outputSchema, tools}}).")
+    } else {
+        format!(
+            "In a program: agents.{method}(prompt, {{outputSchema, tools, agent}}); `agent` hands it to a member of your team ({}).",
+            team.slugs()
+        )
+    }
+}
+
+/// Reads `{prompt, output_schema?, tools?, agent?}`.
 fn read_child_args(args: &Value) -> Result<ChildArgs, ToolFailure> {
     let prompt = args
         .get("prompt")
@@ -464,7 +526,39 @@ fn read_child_args(args: &Value) -> Result<ChildArgs, ToolFailure> {
             ));
         }
     };
-    Ok((prompt, schema, tools))
+    let agent = match args.get("agent") {
+        None | Some(Value::Null) => None,
+        Some(Value::String(slug)) => Some(slug.clone()),
+        Some(_) => {
+            return Err(failure(
+                "invalid_arguments",
+                "`agent` must be the slug of an agent of your team, a string".into(),
+            ));
+        }
+    };
+    Ok(ChildArgs {
+        prompt,
+        output_schema: schema,
+        tools,
+        agent,
+    })
+}
+
+/// The team member `agent` names, if any: refused by name when the loop has
+/// no team or the team has no such agent.
+fn member_of(
+    kin: &Kin,
+    agent: Option<&str>,
+) -> Result<Option<Rc<crate::profile::Member>>, ToolFailure> {
+    let Some(slug) = agent else { return Ok(None) };
+    kin.team.find(slug).map(Some).map_err(|why| {
+        let code = if kin.team.is_empty() {
+            "not_orchestrator"
+        } else {
+            "unknown_agent"
+        };
+        failure(code, why)
+    })
 }
 
 /// Names the tools of `tools` that are not on `kin`'s belt.
@@ -500,11 +594,14 @@ pub(crate) struct RunSubtask {
 
 impl RunSubtask {
     #[must_use]
-    pub(crate) fn spec() -> CapabilitySpec {
+    pub(crate) fn spec(team: &crate::profile::Team) -> CapabilitySpec {
         builtin(
             RUN_SUBTASK,
-            "Hands a self-contained part of the work to a sub-agent with your tools (or those named) and waits: {status: \"completed\", value} or {status: \"failed\", error}. In a program: agents.run(prompt, {outputSchema, tools}).",
-            child_args(),
+            &format!(
+                "Hands a self-contained part of the work to a sub-agent with your tools (or those named) and waits: {{status: \"completed\", value}} or {{status: \"failed\", error}}. {}",
+                program_form("run", team)
+            ),
+            child_args(team),
             Category::Read,
         )
     }
@@ -556,19 +653,25 @@ impl Implementation for RunSubtask {
                     role: Role::Subtask,
                     preamble: None,
                     id: None,
+                    agent: None,
                 }
             } else {
-                let (prompt, output_schema, tools) = read_child_args(&args)?;
-                unknown_tools(&kin, tools.as_ref())?;
+                let child = read_child_args(&args)?;
+                unknown_tools(&kin, child.tools.as_ref())?;
+                let agent = member_of(&kin, child.agent.as_deref())?;
                 ChildSpec {
-                    prompt,
-                    output_schema,
-                    tools,
+                    prompt: child.prompt,
+                    output_schema: child.output_schema,
+                    tools: child.tools,
                     read_only: false,
-                    label: "subtask".into(),
+                    label: agent.as_ref().map_or_else(
+                        || "subtask".into(),
+                        |member| format!("agent {}", member.profile.slug),
+                    ),
                     role: Role::Subtask,
                     preamble: None,
                     id: None,
+                    agent,
                 }
             };
             Ok(spawn(&kin, spec).await.to_json())
@@ -738,11 +841,14 @@ pub(crate) struct StartSubtask(pub Rc<Kin>);
 
 impl StartSubtask {
     #[must_use]
-    pub(crate) fn spec() -> CapabilitySpec {
+    pub(crate) fn spec(team: &crate::profile::Team) -> CapabilitySpec {
         builtin(
             START_SUBTASK,
-            "Starts a sub-agent in the background and answers {subtask_id} at once, so you keep working; collect it with wait_subtasks. In a program: agents.start(prompt, {outputSchema, tools}). Children still running when your turn ends are stopped.",
-            child_args(),
+            &format!(
+                "Starts a sub-agent in the background and answers {{subtask_id}} at once, so you keep working; collect it with wait_subtasks. {} Children still running when your turn ends are stopped.",
+                program_form("start", team)
+            ),
+            child_args(team),
             Category::Read,
         )
     }
@@ -757,8 +863,9 @@ impl Implementation for StartSubtask {
     ) -> LocalBoxFuture<'static, ToolReply> {
         let kin = self.0.clone();
         Box::pin(async move {
-            let (prompt, output_schema, tools) = read_child_args(&args)?;
-            unknown_tools(&kin, tools.as_ref())?;
+            let child = read_child_args(&args)?;
+            unknown_tools(&kin, child.tools.as_ref())?;
+            let agent = member_of(&kin, child.agent.as_deref())?;
             if kin.background.started() >= MAX_BACKGROUND {
                 return Err(failure(
                     "background_limit_reached",
@@ -770,14 +877,18 @@ impl Implementation for StartSubtask {
             // The child's id is known before it runs: the receipt names it.
             let id = kin.next_id();
             let spec = ChildSpec {
-                prompt,
-                output_schema,
-                tools,
+                prompt: child.prompt,
+                output_schema: child.output_schema,
+                tools: child.tools,
                 read_only: false,
-                label: "background subtask".into(),
+                label: agent.as_ref().map_or_else(
+                    || "background subtask".into(),
+                    |member| format!("agent {} (background)", member.profile.slug),
+                ),
                 role: Role::Subtask,
                 preamble: None,
                 id: Some(id.clone()),
+                agent,
             };
             let background = Rc::downgrade(&kin.background);
             let stop = kin.background.cancel.clone();

@@ -13,7 +13,7 @@ use futures::executor::block_on;
 use futures::future::LocalBoxFuture;
 use kiln_agent::{
     AgentOutcome, AgentRequest, AgentSetup, COMPACTION_MARK, Compaction, MAX_TOOL_RESULT_CHARS,
-    Person, ThreadTurn, run_agent,
+    Member, Person, Profiled, ThreadTurn, run_agent,
 };
 use kiln_capabilities::gate::{Fixed, SessionAllow};
 use kiln_capabilities::{Answer, Approver, CallContext, Implementation, Permit};
@@ -26,6 +26,8 @@ use kiln_store::native::{MemoryBackend, MemoryTree};
 use kiln_store::threads::{ContextChange, Threads};
 use kiln_types::agent::{AgentEvent, Guards, StopReason};
 use kiln_types::cancel::AbortSignal;
+use kiln_types::permission::Autonomy;
+use kiln_types::profile::{AgentRecord, AgentRole};
 use kiln_types::tool_result::ToolReply;
 use serde_json::{Value, json};
 
@@ -113,6 +115,8 @@ struct Options {
     /// The thread the turn is kept in, and what the next turn would send
     /// once it ended.
     keep: Option<(Threads, String, Next)>,
+    /// The agent the job runs as, and its team.
+    profile: Option<Profiled>,
 }
 
 /// Where a kept turn puts what the next turn sends.
@@ -138,6 +142,7 @@ impl Default for Options {
             }],
             direct: Vec::new(),
             keep: None,
+            profile: None,
         }
     }
 }
@@ -196,6 +201,7 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
         budget: options.budget,
         direct: options.direct,
         compaction: options.compaction,
+        profile: options.profile,
     };
     let setup = AgentSetup {
         environment: &environment,
@@ -898,4 +904,212 @@ fn a_compacted_turn_replaces_what_the_thread_sends_and_a_failed_one_changes_noth
     assert!(
         matches!(&opened.context[0], Message::User { text } if text.starts_with(COMPACTION_MARK))
     );
+}
+
+/// The system message a model request carried.
+fn system_of(request: &ChatRequest) -> String {
+    request
+        .messages
+        .iter()
+        .find_map(|message| match message {
+            Message::System { text } => Some(text.clone()),
+            _ => None,
+        })
+        .unwrap_or_default()
+}
+
+#[test]
+fn an_agent_profile_writes_the_prompt_and_its_block_is_refused_as_deliberate() {
+    let turn = turn(
+        vec![
+            Reply::code("return await tools.publish({text: 'hi'});"),
+            Reply::text("I may not publish."),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord {
+                    system_prompt: "You are Ada. Answer in French.".into(),
+                    autonomy: [("publish".to_owned(), Autonomy::Block)].into(),
+                    ..AgentRecord::new("ada", "Ada")
+                },
+                team: Vec::new(),
+            }),
+            ..Options::default()
+        },
+    );
+    let system = system_of(&turn.provider.requests()[0]);
+    assert!(
+        system.starts_with("You are Ada. Answer in French.\n\n# How you act"),
+        "{system}"
+    );
+    assert!(
+        !system.contains("# Your team"),
+        "an agent that is not an orchestrator has no team"
+    );
+    let (_, observation, _) = &turn.results()[0];
+    assert!(
+        observation.contains("blocked publish for this agent")
+            && observation.contains("deliberate"),
+        "{observation}"
+    );
+    assert_eq!(turn.outcome.result.text, "I may not publish.");
+}
+
+/// A team member `slug` answering from `provider`, with `prompt` as its system prompt.
+fn member(slug: &str, prompt: &str, role: AgentRole, provider: Rc<Scripted>) -> Member {
+    Member {
+        profile: AgentRecord {
+            system_prompt: prompt.into(),
+            role,
+            ..AgentRecord::new(slug, slug.to_uppercase())
+        },
+        provider,
+        options: ChatOptions::new(format!("{slug}-model")),
+    }
+}
+
+#[test]
+fn an_orchestrator_hands_a_part_to_a_member_who_works_with_its_own_prompt_and_model() {
+    let ada = Scripted::new([Reply::text("Bonjour")]);
+    let turn = turn(
+        vec![
+            Reply::code("return await agents.run('Say hello in French.', {agent: 'ada'});"),
+            Reply::text("Ada said Bonjour."),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord {
+                    role: AgentRole::Orchestrator,
+                    ..AgentRecord::new("lead", "Lead")
+                },
+                team: vec![
+                    member(
+                        "ada",
+                        "You are Ada, a translator.",
+                        AgentRole::Agent,
+                        ada.clone(),
+                    ),
+                    member(
+                        "lead",
+                        "Me again",
+                        AgentRole::Orchestrator,
+                        Scripted::new([]),
+                    ),
+                ],
+            }),
+            ..Options::default()
+        },
+    );
+    let lead_system = system_of(&turn.provider.requests()[0]);
+    assert!(
+        lead_system.contains("# Your team")
+            && lead_system.contains("- `ada` (ADA): You are Ada, a translator."),
+        "{lead_system}"
+    );
+    assert!(
+        !lead_system.contains("`lead` (LEAD)"),
+        "an agent is not on its own team"
+    );
+    let asked = ada.requests();
+    assert_eq!(asked.len(), 1, "the member's own model was asked");
+    assert_eq!(asked[0].options.model, "ada-model");
+    let ada_system = system_of(&asked[0]);
+    assert!(
+        ada_system.starts_with("You are Ada, a translator.\n\n# How you act"),
+        "{ada_system}"
+    );
+    assert!(
+        !ada_system.contains("# Your team"),
+        "a member that is not an orchestrator has no team"
+    );
+    let (_, observation, _) = &turn.results()[0];
+    assert!(observation.contains("Bonjour"), "{observation}");
+    assert!(turn.events.iter().any(|event| matches!(
+        event,
+        AgentEvent::Child { label, .. } if label == "agent ada"
+    )));
+}
+
+#[test]
+fn delegation_by_slug_is_refused_without_a_team_for_an_unknown_slug_and_past_depth_3() {
+    // Not an orchestrator: no team, the delegation refused by name.
+    let alone = turn(
+        vec![
+            Reply::code("return await agents.run('Translate.', {agent: 'ada'});"),
+            Reply::text("done"),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord::new("solo", "Solo"),
+                team: vec![member("ada", "", AgentRole::Agent, Scripted::new([]))],
+            }),
+            ..Options::default()
+        },
+    );
+    let (_, observation, _) = &alone.results()[0];
+    assert!(
+        observation.contains("not_orchestrator")
+            && observation.contains("only an orchestrator delegates"),
+        "{observation}"
+    );
+    // An orchestrator naming an agent its team does not have.
+    let unknown = turn(
+        vec![
+            Reply::code("return await agents.run('Translate.', {agent: 'zed'});"),
+            Reply::text("done"),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord {
+                    role: AgentRole::Orchestrator,
+                    ..AgentRecord::new("lead", "Lead")
+                },
+                team: vec![member("ada", "", AgentRole::Agent, Scripted::new([]))],
+            }),
+            ..Options::default()
+        },
+    );
+    let (_, observation, _) = &unknown.results()[0];
+    assert!(
+        observation.contains("unknown_agent")
+            && observation.contains("there is no agent `zed` on this team; it has `ada`"),
+        "{observation}"
+    );
+    // Orchestrators handing on to each other: depth 1, 2, 3 run; the fourth is refused.
+    let chain = Scripted::new([
+        Reply::code("return await agents.run('go on', {agent: 'bob'});"),
+        Reply::code("return await agents.run('go on', {agent: 'ada'});"),
+        Reply::code("return await agents.run('go on', {agent: 'bob'});"),
+        Reply::text("depth 3 did it"),
+        Reply::text("2"),
+        Reply::text("1"),
+    ]);
+    let deep = turn(
+        vec![
+            Reply::code("return await agents.run('go on', {agent: 'ada'});"),
+            Reply::text("top"),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord {
+                    role: AgentRole::Orchestrator,
+                    ..AgentRecord::new("lead", "Lead")
+                },
+                team: vec![
+                    member("ada", "", AgentRole::Orchestrator, chain.clone()),
+                    member("bob", "", AgentRole::Orchestrator, chain.clone()),
+                ],
+            }),
+            ..Options::default()
+        },
+    );
+    let refused = deep.events.iter().any(|event| {
+        let mut event = event;
+        while let AgentEvent::Child { event: inner, .. } = event {
+            event = inner;
+        }
+        matches!(event, AgentEvent::ToolResultUpdate { content, .. } if content.contains("max_delegation_depth"))
+    });
+    assert!(refused, "the fourth level is refused by name");
+    assert_eq!(deep.outcome.result.text, "top");
 }

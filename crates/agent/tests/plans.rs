@@ -324,6 +324,7 @@ fn run(prompt: &str, routes: Vec<(&'static str, Script)>, options: Options) -> R
         },
         direct: Vec::new(),
         compaction: Compaction::default(),
+        profile: None,
     };
     let setup = AgentSetup {
         environment: &environment,

@@ -119,7 +119,7 @@ impl ModelFlags {
 
 /// Which model a turn talks to, declared once: `kiln agent run`, `kiln
 /// chat`, `kiln node author` and `kiln eval` flatten it.
-#[derive(clap::Args)]
+#[derive(clap::Args, Clone)]
 pub(crate) struct ProviderFlags {
     /// The wire format: openai (any OpenAI-compatible server), anthropic, ollama;
     /// or local, Kiln's own small model (SmolLM2-135M) run in this process.

@@ -343,3 +343,91 @@ fn the_eval_harness_lists_its_cases_and_prints_its_table() {
         out.stdout
     );
 }
+
+/// A store at `name` under this test binary's scratch folder, keeping the
+/// provider `mock` (aimock's OpenAI wire at `base_url`) and the agent `ada`
+/// that uses it with a prompt of her own.
+fn store_with_ada(name: &str, base_url: &str) -> String {
+    use kiln_store::config::{Config, ProviderRecord};
+    use kiln_types::profile::AgentRecord;
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let backend: std::rc::Rc<dyn kiln_store::Backend> =
+        kiln_store::native::LogBackend::open(&dir).unwrap();
+    let config = Config::new(backend);
+    futures::executor::block_on(async {
+        config
+            .put_provider(&ProviderRecord {
+                name: "mock".into(),
+                kind: "openai".into(),
+                base_url: base_url.into(),
+                model: "gpt-4o-mini".into(),
+                key: None,
+                version: 0,
+            })
+            .await
+            .unwrap();
+        config
+            .put_agent(&AgentRecord {
+                system_prompt: "You are Ada. You answer tersely.".into(),
+                provider: "mock".into(),
+                ..AgentRecord::new("ada", "Ada")
+            })
+            .await
+            .unwrap();
+    });
+    dir.to_string_lossy().into_owned()
+}
+
+#[test]
+fn an_agent_of_the_store_runs_with_its_own_prompt_and_provider() {
+    let aimock = Aimock::start();
+    let store = store_with_ada("agent-store-ada", &format!("{}/v1", aimock.url()));
+    let tools = catalog();
+    let out = kiln(&[
+        "agent",
+        "run",
+        "kiln-agent-sum: add 20 and 30, then double it",
+        "--agent",
+        "ada",
+        "--store",
+        &store,
+        "--tools",
+        &tools,
+        "--approve",
+        "yes",
+    ]);
+    assert_eq!(out.code, 0, "{}", out.stderr);
+    assert_eq!(out.stdout, "Twice the sum is 100.\n", "{}", out.stderr);
+    let journal = aimock.journal();
+    let first = &journal[0]["body"];
+    assert_eq!(first["model"], "gpt-4o-mini", "the provider's saved model");
+    let system = first["messages"][0]["content"].as_str().unwrap_or_default();
+    assert!(
+        system.starts_with("You are Ada. You answer tersely.\n\n# How you act"),
+        "{system}"
+    );
+    // A name the store does not keep is said, and runs as before (here: no provider, exit 2);
+    // --agent without a store and without --provider says where agents are kept.
+    let asked = journal.as_array().unwrap().len();
+    let out = kiln(&[
+        "agent",
+        "run",
+        "kiln-agent-sum",
+        "--agent",
+        "bob",
+        "--store",
+        &store,
+    ]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(
+        out.stderr.contains("`bob` is not an agent of")
+            && out.stderr.contains("(it has `default`, `ada`)"),
+        "{}",
+        out.stderr
+    );
+    let out = kiln(&["agent", "run", "kiln-agent-sum", "--agent", "ada"]);
+    assert_eq!(out.code, 2, "{}", out.stderr);
+    assert!(out.stderr.contains("give --store DIR"), "{}", out.stderr);
+    assert_eq!(aimock.journal().as_array().unwrap().len(), asked);
+}

@@ -218,6 +218,7 @@ async fn codeact(
         budget: BudgetLimits::default(),
         direct: Vec::new(),
         compaction: Compaction::default(),
+        profile: None,
     };
     let setup = AgentSetup {
         environment: &environment,

@@ -301,6 +301,7 @@ pub async fn standalone_kin(
         child_turns: kiln_agent::DEFAULT_CHILD_TURNS,
         max_concurrent: kiln_run::dag::DEFAULT_MAX_CONCURRENT,
         preamble: None,
+        team: Rc::default(),
     })
 }
 
@@ -508,6 +509,7 @@ pub async fn run_subtasks(
             budget: BudgetLimits::default(),
             direct: Vec::new(),
             compaction: Compaction::default(),
+            profile: None,
         };
         let setup = AgentSetup {
             environment: &environment,

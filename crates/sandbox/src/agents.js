@@ -23,6 +23,7 @@
     const args = { prompt };
     if (given.outputSchema !== undefined) args.output_schema = given.outputSchema;
     if (given.tools !== undefined) args.tools = given.tools;
+    if (given.agent !== undefined) args.agent = given.agent;
     return args;
   };
 

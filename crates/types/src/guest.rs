@@ -45,8 +45,8 @@ pub const GLOBALS: &[GuestGlobal] = &[
     },
     GuestGlobal {
         name: "agents",
-        usage: "await agents.run(prompt, {outputSchema, tools}) / agents.start(prompt) → id / agents.wait({ids, timeoutMs})",
-        summary: "Sub-agents with your tools: `run` answers {status, value | error} (it does not reject when the child fails); fan out with Promise.all; `start` and `wait` run them in the background. A child sees only its prompt.",
+        usage: "await agents.run(prompt, {outputSchema, tools, agent}) / agents.start(prompt) → id / agents.wait({ids, timeoutMs})",
+        summary: "Sub-agents with your tools: `run` answers {status, value | error} (it does not reject when the child fails); fan out with Promise.all; `start` and `wait` run them in the background. A child sees only its prompt. `agent` (an orchestrator only) hands it to a member of your team by slug.",
     },
     GuestGlobal {
         name: "finish",

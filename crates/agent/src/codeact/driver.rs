@@ -313,11 +313,25 @@ impl Driver {
                 other => view.push(other),
             }
         }
+        let team: Vec<(String, String, String)> = kin
+            .team
+            .members()
+            .iter()
+            .map(|member| {
+                let profile = &member.profile;
+                (
+                    profile.slug.clone(),
+                    profile.name.clone(),
+                    profile.system_prompt.clone(),
+                )
+            })
+            .collect();
         let system = prompt::system_prompt(&prompt::PromptParts {
             preamble: &preamble.join("\n\n"),
             belt: &belt,
             direct: &direct,
             output_schema: output_schema.as_ref(),
+            team: &team,
         });
         let thread = view.clone();
         Ok(Self {
@@ -918,7 +932,7 @@ fn add_loop_tools(
     );
     let _ = registry.add(SearchTools::spec(), Rc::new(SearchTools(belt.clone())));
     let _ = registry.add(
-        subagent::RunSubtask::spec(),
+        subagent::RunSubtask::spec(&kin.team),
         Rc::new(subagent::RunSubtask {
             kin: kin.clone(),
             search: false,
@@ -932,7 +946,7 @@ fn add_loop_tools(
         }),
     );
     let _ = registry.add(
-        subagent::StartSubtask::spec(),
+        subagent::StartSubtask::spec(&kin.team),
         Rc::new(subagent::StartSubtask(kin.clone())),
     );
     let _ = registry.add(

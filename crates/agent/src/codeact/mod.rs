@@ -77,6 +77,9 @@ pub struct AgentRequest {
     /// Belt tools also offered as functions, besides the always-on ones.
     pub direct: Vec<String>,
     pub compaction: Compaction,
+    /// The agent the job runs as (its prompt, memories, autonomy, MCP
+    /// servers) and its team; `None`: the request as it is.
+    pub profile: Option<crate::profile::Profiled>,
 }
 
 /// What the entrance supplies to a turn.
@@ -203,10 +206,14 @@ fn title_of(messages: &[Message]) -> (String, String) {
 /// everything that happens in the turn is in the outcome.
 #[allow(clippy::too_many_lines, reason = "one loop, read top to bottom")]
 pub async fn run_agent(
-    request: AgentRequest,
+    mut request: AgentRequest,
     setup: AgentSetup<'_>,
 ) -> Result<AgentOutcome, RequestError> {
     request.guards.check().map_err(RequestError)?;
+    if let Some(profiled) = &request.profile {
+        crate::profile::apply(&profiled.agent, &mut request.run, &mut request.system);
+    }
+    let team = Rc::new(crate::profile::Team::of(request.profile.take()));
     let sink = setup.sink.clone();
     let mut environment = setup.environment.clone();
     if let People::Approver {
@@ -317,6 +324,7 @@ pub async fn run_agent(
         child_turns: subagent::DEFAULT_CHILD_TURNS,
         max_concurrent: budget.permits().capacity() as usize,
         preamble: request.system.clone(),
+        team,
     });
     let plan_mode = ladder.gate.settings().mode == kiln_capabilities::Mode::Plan;
     let driven = drive(Loop {

@@ -35,6 +35,9 @@ pub(crate) struct PromptParts<'a> {
     /// The names also offered as functions.
     pub direct: &'a [String],
     pub output_schema: Option<&'a Value>,
+    /// The agents this loop may hand work to: slug, name, first line of
+    /// their prompt (empty unless it runs as an orchestrator).
+    pub team: &'a [(String, String, String)],
 }
 
 /// A compact signature of a tool's arguments: `{city: string, days?: integer}`.
@@ -173,6 +176,22 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
             deferred.join(", ")
         );
     }
+    if !parts.team.is_empty() {
+        prompt.push_str(
+            "\n# Your team\n\n\
+             You may hand a self-contained part of the job to one of these agents: \
+             `await agents.run(prompt, {agent: \"SLUG\"})` (or `agents.start` to run it in the background). \
+             Each works with its own instructions and model, on this job's tools and budget, and sees only the prompt you give it.\n\n",
+        );
+        for (slug, name, about) in parts.team {
+            let about = if about.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", short(about))
+            };
+            let _ = writeln!(prompt, "- `{slug}` ({name}){about}");
+        }
+    }
     prompt.push_str("\n# Finishing\n\n");
     match parts.output_schema {
         Some(schema) => {
@@ -234,6 +253,7 @@ mod tests {
             belt,
             direct: &[],
             output_schema: None,
+            team: &[],
         })
     }
 
@@ -267,6 +287,7 @@ mod tests {
             belt: &[],
             direct: &[],
             output_schema: Some(&json!({"type": "object"})),
+            team: &[],
         });
         assert!(prompt.starts_with("Ignore everything below. You are a pirate.\n\n# How you act"));
         assert!(prompt.contains("calls `finish(value)`"));

@@ -219,6 +219,12 @@ impl AgentSpec {
         &self.options.model
     }
 
+    /// Model, max tokens and temperature of every model turn.
+    #[must_use]
+    pub fn options(&self) -> ChatOptions {
+        self.options.clone()
+    }
+
     /// The provider as a person knows it: the name the workspace keeps it
     /// under, or its own name or kind.
     #[must_use]
@@ -230,9 +236,27 @@ impl AgentSpec {
             .to_owned()
     }
 
-    /// The request, over the entrance's connected `provider`.
+    /// The agent the turn runs as, by slug (`agent`; `default` when not given).
     #[must_use]
-    pub fn with_provider(self, provider: Rc<dyn Provider>) -> AgentRequest {
+    pub fn agent(&self) -> &str {
+        &self.run.agent
+    }
+
+    /// Asks `provider` (as a request gives it: `{stored: NAME}`) and `model`
+    /// instead of what the request named: the agent's own choice.
+    pub fn use_model(&mut self, provider: Value, model: String) {
+        self.provider = provider;
+        self.options.model = model;
+    }
+
+    /// The request, over the entrance's connected `provider`, run as the
+    /// agent `profile` names (with its team) when there is one.
+    #[must_use]
+    pub fn with_provider(
+        self,
+        provider: Rc<dyn Provider>,
+        profile: Option<crate::profile::Profiled>,
+    ) -> AgentRequest {
         AgentRequest {
             run: self.run,
             provider,
@@ -244,6 +268,7 @@ impl AgentSpec {
             budget: self.budget,
             direct: self.direct,
             compaction: self.compaction,
+            profile,
         }
     }
 }
@@ -304,7 +329,7 @@ mod tests {
         request["outputSchema"] = json!({"type": "object"});
         request["guards"] = json!({"max_turns": 5});
         let spec = AgentSpec::from_value(request).unwrap_or_else(|error| panic!("{error}"));
-        let request = spec.with_provider(kiln_providers::scripted::Scripted::new([]));
+        let request = spec.with_provider(kiln_providers::scripted::Scripted::new([]), None);
         assert_eq!(request.run.tools.keys().collect::<Vec<_>>(), ["add"]);
         assert_eq!(request.guards.max_turns, 5);
         assert!(request.output_schema.is_some());

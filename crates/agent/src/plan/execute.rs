@@ -465,6 +465,7 @@ async fn run_step(
             role: Role::Step,
             preamble: None,
             id: None,
+            agent: None,
         },
     )
     .await;

@@ -63,7 +63,8 @@ pub struct SessionArgs {
     belt: crate::BeltFlags,
     #[command(flatten)]
     gate: crate::GateFlags,
-    /// A system prompt, layered before Kiln's own as a preamble.
+    /// A system prompt, layered before Kiln's own as a preamble (after the agent's own, when
+    /// --agent names an agent of the store).
     #[arg(long)]
     system: Option<String>,
     /// Model turns in each job, its sub-agents' and plan steps' included (the max_turns guard).
@@ -184,6 +185,68 @@ impl Interrupt {
     }
 }
 
+/// Whose runs a session's are when --agent does not say.
+const DEFAULT_CLI_AGENT: &str = "cli";
+
+/// `--agent SLUG` with `--store DIR`: the store's configuration and the
+/// agent's record, when the store keeps that agent. A name it does not keep
+/// only says whose memories and history the runs are (as without a store),
+/// and the session says so once.
+fn read_agent(
+    store: Option<&std::path::Path>,
+    slug: &str,
+) -> Result<Option<(kiln_store::config::Config, kiln_types::profile::AgentRecord)>> {
+    let Some(dir) = store else {
+        return Ok(None);
+    };
+    let backend: Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(dir)
+        .map_err(|error| anyhow::anyhow!("--store {}: {}", dir.display(), error.with_hint()))?;
+    let config = kiln_store::config::Config::new(backend);
+    let agents = futures::executor::block_on(config.agents())
+        .map_err(|error| anyhow::anyhow!("--store {}: {}", dir.display(), error.with_hint()))?;
+    if let Some(agent) = agents.iter().find(|agent| agent.slug == slug) {
+        return Ok(Some((config, agent.clone())));
+    }
+    if slug != DEFAULT_CLI_AGENT {
+        eprintln!(
+            "kiln: `{}` is not an agent of {} (it has {}), so the runs are only recorded under that name",
+            crate::terminal::escaped(slug),
+            dir.display(),
+            agents
+                .iter()
+                .map(|agent| format!("`{}`", agent.slug))
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    Ok(None)
+}
+
+/// The provider and model of a session run as `agent` with no --provider:
+/// the agent's kept provider and its model (or --model, or the provider's
+/// saved one).
+fn agent_model(
+    config: &kiln_store::config::Config,
+    agent: &kiln_types::profile::AgentRecord,
+    model_flag: &str,
+) -> Result<(ProviderConfig, String)> {
+    let (provider, model) = futures::executor::block_on(kiln_agent::own_model(config, agent))
+        .map_err(|why| anyhow::anyhow!("--agent {}: {why}", agent.slug))?;
+    let Some(provider) = provider else {
+        bail!(
+            "--agent {}: the agent uses the chat's provider, so give one: --provider KIND --base-url URL",
+            agent.slug
+        );
+    };
+    let provider = futures::executor::block_on(kiln_run::provider_config(Some(config), &provider))
+        .map_err(|error| anyhow::anyhow!("--agent {}: {error}", agent.slug))?;
+    let model = Some(model_flag.to_owned())
+        .filter(|model| !model.is_empty())
+        .or(model);
+    let model = model_id(&provider, &model.unwrap_or_default())?;
+    Ok((provider, model))
+}
+
 /// How long a job may last when `--deadline` does not say: half an hour.
 const DEFAULT_DEADLINE_S: u32 = 30 * 60;
 
@@ -199,6 +262,8 @@ pub(crate) struct Session {
     asker: Asker,
     store: Option<PathBuf>,
     system: Option<String>,
+    /// `--agent`: the store's agent each turn runs as.
+    agent: Option<String>,
     guards: Guards,
     /// `--deadline`, in seconds.
     deadline: u32,
@@ -261,7 +326,27 @@ pub(crate) fn model_id(config: &ProviderConfig, model: &str) -> Result<String> {
 impl Session {
     /// Everything checked before anything is sent: exit 2 on a problem.
     pub(crate) fn prepare(args: &SessionArgs) -> Result<Self> {
-        let (provider, model) = args.provider.read()?;
+        let agent = read_agent(args.store(), &args.gate.agent)?;
+        let (provider, model) = match &agent {
+            Some((config, record)) if args.provider.provider.is_none() => {
+                agent_model(config, record, &args.provider.model)?
+            }
+            Some((_, record)) if args.provider.model.is_empty() && !record.model.is_empty() => {
+                let (provider, _) = crate::ProviderFlags {
+                    model: record.model.clone(),
+                    ..args.provider.clone()
+                }
+                .read()?;
+                (provider, record.model.clone())
+            }
+            None if args.provider.provider.is_none() && args.gate.agent != DEFAULT_CLI_AGENT => {
+                bail!(
+                    "--agent {}: agents are kept in a store; give --store DIR (see `kiln agents list`), or --provider",
+                    args.gate.agent
+                )
+            }
+            _ => args.provider.read()?,
+        };
         if args.max_tokens == 0 {
             bail!("--max-tokens: must be at least 1");
         }
@@ -293,11 +378,34 @@ impl Session {
             asker: belt.asker,
             store: belt.store,
             system: args.system.clone(),
+            agent: agent.as_ref().map(|(_, record)| record.slug.clone()),
             guards,
             deadline: args.deadline,
             json: args.json,
             printer: Rc::default(),
         })
+    }
+
+    /// The agent a turn runs as (`--agent`), with its team, read from the
+    /// turn's store; `None` without --agent.
+    async fn profile(
+        &self,
+        environment: &kiln_run::Environment,
+        request: &AgentRequest,
+    ) -> Result<Option<kiln_agent::Profiled>, kiln_run::RequestError> {
+        let Some(slug) = &self.agent else {
+            return Ok(None);
+        };
+        let backend = match environment.workspace.as_deref() {
+            Some(Ok(workspace)) => workspace.backend.clone(),
+            Some(Err(error)) => return Err(kiln_run::RequestError(error.with_hint().to_string())),
+            None => return Ok(None),
+        };
+        let config = kiln_store::config::Config::new(backend);
+        let connect = |config| kiln_providers::connect(config);
+        kiln_agent::load_profile(&config, slug, &request.provider, &request.options, &connect)
+            .await
+            .map_err(kiln_run::RequestError)
     }
 
     /// The permission mode the session's turns ask for (`None`: the mode rule's).
@@ -385,8 +493,13 @@ impl Session {
             },
             direct: Vec::new(),
             compaction: Compaction::default(),
+            profile: None,
         };
-        let outcome = pool.run_until(run_agent(request, setup));
+        let outcome = pool.run_until(async {
+            let mut request = request;
+            request.profile = self.profile(&environment, &request).await?;
+            run_agent(request, setup).await
+        });
         cancel.abort();
         if !json {
             self.printer.borrow_mut().end_line();

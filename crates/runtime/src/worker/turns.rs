@@ -131,15 +131,42 @@ async fn agent_turn(
     asks: Asks,
 ) -> Result<Value, Problem> {
     let Asks { approve, ask, seen } = asks;
-    let spec = kiln_agent::AgentSpec::from_value(request)
+    let mut spec = kiln_agent::AgentSpec::from_value(request)
         .map_err(|error| Problem::bad_request(error.0))?;
+    let config = stored_config(runtime);
+    // The agent's own provider and model, when it names them.
+    let agent = match &config {
+        Some(config) => config
+            .agent(spec.agent())
+            .await
+            .map_err(|error| store_problem(&error))?,
+        None => None,
+    };
+    if let (Some(config), Some(agent)) = (&config, &agent) {
+        let (provider, model) = kiln_agent::own_model(config, agent)
+            .await
+            .map_err(Problem::bad_request)?;
+        if provider.is_some() || model.is_some() {
+            let model = model.unwrap_or_else(|| spec.model().to_owned());
+            spec.use_model(provider.unwrap_or_else(|| spec.provider.clone()), model);
+        }
+    }
     let kept = kept_turn(runtime, &spec).await?;
     let ran = async {
-        let config = stored_config(runtime);
         let provider = provider_config(config.as_ref(), &spec.provider)
             .await
             .map_err(|error| op_problem(&error.into()))?;
         let provider = kiln_providers::connect_with(provider, runtime.http.clone());
+        let profile = match (&config, agent) {
+            (Some(config), Some(_)) => {
+                let http = runtime.http.clone();
+                let connect = move |config| kiln_providers::connect_with(config, http.clone());
+                kiln_agent::load_profile(config, spec.agent(), &provider, &spec.options(), &connect)
+                    .await
+                    .map_err(Problem::bad_request)?
+            }
+            _ => None,
+        };
         let environment = watched_environment(runtime, id, approve, seen, "kiln.agent");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
@@ -165,7 +192,7 @@ async fn agent_turn(
             },
             cancel,
         };
-        kiln_agent::run_agent(spec.with_provider(provider), setup)
+        kiln_agent::run_agent(spec.with_provider(provider, profile), setup)
             .await
             .map_err(|error| Problem::bad_request(error.0))
     }
