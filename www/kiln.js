@@ -8,7 +8,7 @@
 //
 // `result` is the tool-result/v1 object. See README.md, "Run programs from a page".
 // The workspace's stores (IndexedDB + OPFS) are `kiln.memory`, `kiln.files`,
-// `kiln.history`, `kiln.runMemory`, `kiln.config`, `kiln.agents`, `kiln.exportAll`,
+// `kiln.history`, `kiln.runMemory`, `kiln.config`, `kiln.agents`, `kiln.skills`, `kiln.exportAll`,
 // `kiln.importAll` and `kiln.onChange`; see README.md, "Storage". Code nodes are
 // `kiln.codeNode(spec).run(values)`, `kiln.graph({nodes, edges}).run(inputs)` and
 // `kiln.authorCode(request)`; see README.md, "Code nodes in a page".
@@ -61,6 +61,12 @@ function withStorage(kiln) {
     get: (slug) => op("agents.get")({ slug }),
     put: (agent) => op("agents.put")(agent),
     remove: (slug, version) => op("agents.remove")({ slug, version }),
+  };
+  kiln.skills = {
+    list: () => op("skills.list")({}),
+    get: (name) => op("skills.get")({ name }),
+    put: (skill, { replacing } = {}) => op("skills.put")({ skill, replacing }),
+    remove: (name, version) => op("skills.remove")({ name, version }),
   };
   kiln.exportAll = ({ includeKeys = false } = {}) => op("export")({ include_keys: includeKeys });
   kiln.importAll = (doc) => kiln.store("import", doc);

@@ -10,6 +10,8 @@
 //! - `profile`: an agent profile applied to a job ([`Profiled`]): its
 //!   prompt, memories, autonomy and MCP servers, and the team an
 //!   orchestrator delegates to by slug ([`Member`]).
+//! - `skills`: the skill catalog in a turn's prompt, `/name` bodies, and
+//!   the built-in tools an agent's assigned skills unlock.
 //! - `subagent`: children of a turn (`run_subtask`, `run_search`,
 //!   background subtasks) over a [`Kin`], one budget shared downward.
 //! - `plan`: the plan builder, `execute_plan` over `kiln_run::dag` and the
@@ -45,6 +47,7 @@ mod chat;
 mod codeact;
 mod plan;
 mod profile;
+mod skills;
 mod subagent;
 mod thread;
 mod turn;
@@ -58,9 +61,7 @@ pub use codeact::request::AgentSpec;
 pub use codeact::tools::{Person, Sink, is_always_on};
 pub use codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 pub use plan::planner::{Planned, plan as create_plan};
-pub use profile::{
-    Connect, Member, Profiled, Team, load as load_profile, own_model, stricter,
-};
+pub use profile::{Connect, Member, Profiled, Team, load as load_profile, own_model, stricter};
 pub use subagent::{Background, DEFAULT_CHILD_TURNS, Kin, MAX_DEPTH};
 pub use thread::{ThreadTurn, context_change, continuation};
 pub use turn::{TurnBudget, TurnRequest, new_budget};

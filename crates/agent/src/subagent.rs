@@ -364,6 +364,7 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         direct: Vec::new(),
         guards,
         compaction: Compaction::default(),
+        skills: String::new(),
     })
     .await;
     let driven = match driven {

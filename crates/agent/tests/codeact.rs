@@ -1113,3 +1113,97 @@ fn delegation_by_slug_is_refused_without_a_team_for_an_unknown_slug_and_past_dep
     assert!(refused, "the fourth level is refused by name");
     assert_eq!(deep.outcome.result.text, "top");
 }
+
+#[test]
+fn the_skill_catalog_is_in_the_prompt_and_a_slash_name_brings_its_body_without_keeping_it() {
+    let turn = turn(
+        vec![Reply::text("Tidied.")],
+        Options {
+            messages: vec![Message::User {
+                text: "Please /tidy-data the rows in src/tidy-data.csv".into(),
+            }],
+            ..Options::default()
+        },
+    );
+    let system = system_of(&turn.provider.requests()[0]);
+    assert!(system.contains("# Skills"), "{system}");
+    for name in ["big-jobs", "tidy-data", "web-research", "workspace-notes"] {
+        assert!(
+            system.contains(&format!("- `{name}`: ")),
+            "{name}: {system}"
+        );
+    }
+    assert!(
+        system.contains("### tidy-data\n\n# Tidy data in a program"),
+        "the invoked body: {system}"
+    );
+    assert!(
+        !system.contains("# Web research with"),
+        "only the invoked body"
+    );
+    assert!(
+        !system.contains("tools.http_request("),
+        "no skill assigned: no http_request"
+    );
+    assert!(
+        turn.outcome.thread.iter().all(|message| match message {
+            Message::System { text } | Message::User { text } => !text.contains("# Skills"),
+            _ => true,
+        }),
+        "the block is never kept in the thread"
+    );
+}
+
+#[test]
+fn skills_are_written_read_and_the_shipped_ones_refused_and_an_assigned_one_unlocks_its_tool() {
+    let turn = turn(
+        vec![
+            Reply::code(
+                "await tools.create_skill({name: 'packing', description: 'Pack for a trip.', body: 'Roll, do not fold.'});\n\
+                 const mine = await tools.load_skill({name: 'packing'});\n\
+                 const shipped = await tools.create_skill({name: 'web-research', description: 'x', body: 'y'}).catch((e) => e.message);\n\
+                 const listed = (await tools.list_skills({query: 'trip'})).map((s) => [s.name, s.system]);\n\
+                 return {body: mine.body, system: mine.system, shipped, listed};",
+            ),
+            Reply::text("done"),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord {
+                    skills: vec!["web-research".into()],
+                    ..AgentRecord::new("ada", "Ada")
+                },
+                team: Vec::new(),
+            }),
+            ..Options::default()
+        },
+    );
+    let run = turn
+        .events
+        .iter()
+        .find_map(|event| match event {
+            AgentEvent::ToolResultUpdate { run, .. } => run.clone(),
+            _ => None,
+        })
+        .unwrap();
+    let value = &run["value"];
+    assert_eq!(value["body"], "Roll, do not fold.");
+    assert_eq!(value["system"], false);
+    assert!(
+        value["shipped"]
+            .as_str()
+            .unwrap()
+            .contains("is a system skill that ships with Kiln"),
+        "{value}"
+    );
+    assert_eq!(value["listed"], json!([["packing", false]]));
+    let system = system_of(&turn.provider.requests()[0]);
+    assert!(
+        system.contains("- `web-research`: ") && system.contains("(assigned)"),
+        "{system}"
+    );
+    assert!(
+        system.contains("tools.http_request("),
+        "the assigned skill unlocks http_request: {system}"
+    );
+}

@@ -18,6 +18,7 @@ use crate::storage::{self, Storage};
 pub fn specs() -> Vec<CapabilitySpec> {
     let mut specs = vec![http_request::spec()];
     specs.extend(storage::table().into_iter().map(|(spec, _)| spec));
+    specs.extend(crate::skill_tools::specs());
     specs
 }
 

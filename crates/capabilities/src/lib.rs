@@ -33,6 +33,8 @@
 //! - [`memory_tools`]: the memory capabilities: the run's shared memory,
 //!   durable memory and `search_history`.
 //! - [`file_tools`]: the workspace file capabilities (`file_*`).
+//! - [`skill_tools`]: the skill capabilities (`list_skills`, `load_skill`,
+//!   `create_skill`, `update_skill`, `delete_skill`) an agent turn mounts.
 //! - [`scripted`]: scripted capabilities, catalog entries that say what
 //!   their tool answers (the CLI's `--tools CATALOG.json`, tests).
 //! - [`mcp`]: MCP servers' tools, mounted under each server's name.
@@ -57,6 +59,7 @@ pub mod memory_tools;
 pub mod registry;
 pub mod scripted;
 pub mod secrets;
+pub mod skill_tools;
 pub mod spec;
 pub mod storage;
 

@@ -274,6 +274,10 @@ fn every_builtin_has_a_spec_that_compiles_and_a_test_that_calls_it() {
         "default",
     );
     kiln_capabilities::builtin::add_storage(&mut registry, &storage);
+    let skills = Rc::new(kiln_store::skills::Skills::new(Some(
+        kiln_store::config::Config::new(kiln_store::native::MemoryBackend::new()),
+    )));
+    kiln_capabilities::skill_tools::add_skill_tools(&mut registry, &skills, true);
     assert!(registry.warnings().is_empty(), "{:?}", registry.warnings());
     // Each built-in's name must be called in one of this crate's or the CLI's
     // tests (compared without whitespace, so formatting cannot hide a call).

@@ -773,8 +773,11 @@ fn plan_mode_refuses_writes_at_the_gate_and_lets_reads_through() {
 }
 
 #[test]
-fn every_storage_spec_is_builtin_closed_and_categorised_by_what_it_does() {
+fn every_storage_and_skill_spec_is_builtin_closed_and_categorised_by_what_it_does() {
     let writes = [
+        "create_skill",
+        "update_skill",
+        "delete_skill",
         "share_result",
         "save_memory",
         "mark_memory_helpful",
@@ -789,7 +792,7 @@ fn every_storage_spec_is_builtin_closed_and_categorised_by_what_it_does() {
         .iter()
         .filter(|spec| spec.name != "http_request")
         .collect();
-    assert_eq!(storage.len(), 16);
+    assert_eq!(storage.len(), 21, "16 storage capabilities and 5 skill ones");
     for spec in storage {
         let expected = if writes.contains(&spec.name.as_str()) {
             kiln_capabilities::Category::Write
@@ -870,4 +873,106 @@ fn file_search_reads_within_its_budgets_and_says_where_it_stopped() {
         .call("file_search", json!({"pattern": "needle"}))
         .unwrap_err();
     assert_eq!(failure.code, "search_budget_exhausted");
+}
+
+#[test]
+fn skills_are_listed_loaded_written_and_the_shipped_ones_refused() {
+    let mut registry = Registry::new();
+    let skills = Rc::new(kiln_store::skills::Skills::new(Some(
+        kiln_store::config::Config::new(MemoryBackend::new()),
+    )));
+    kiln_capabilities::skill_tools::add_skill_tools(&mut registry, &skills, true);
+    let gate = Gate::headless(
+        "skills test",
+        GateSettings {
+            mode: Mode::Auto,
+            ..GateSettings::default()
+        },
+    )
+    .unwrap();
+    let tree = MemoryTree::new();
+    let ladder = Ladder {
+        dispatcher: Dispatcher::new(
+            Rc::new(registry),
+            Some(gate),
+            SecretScope::new(),
+            RunLimits::default(),
+            "skills test",
+        ),
+        storage: Storage::new(MemoryBackend::new(), tree.clone(), "run-1", "default"),
+        tree,
+        n_calls: Cell::new(0),
+    };
+    let problems = run_steps(
+        &ladder,
+        &[
+            (
+                "list_skills",
+                json!({"query": "web"}),
+                Holds(
+                    json!([{"name": "web-research", "system": true, "required_tools": ["http_request"]}]),
+                ),
+            ),
+            (
+                "load_skill",
+                json!({"name": "web-research"}),
+                Holds(json!({"name": "web-research", "system": true})),
+            ),
+            (
+                "load_skill",
+                json!({"name": "nope"}),
+                Fails(
+                    "not_found",
+                    "there is no skill `nope`; the skills are `big-jobs`",
+                ),
+            ),
+            (
+                "create_skill",
+                json!({"name": "packing", "description": "Pack for a trip.", "body": "Roll."}),
+                Holds(json!({"name": "packing", "version": 1})),
+            ),
+            (
+                "create_skill",
+                json!({"name": "tidy-data", "description": "Mine.", "body": "x"}),
+                Fails(
+                    "invalid",
+                    "`tidy-data` is a system skill that ships with Kiln",
+                ),
+            ),
+            (
+                "create_skill",
+                json!({"name": "Bad Name", "description": "x", "body": "x"}),
+                Fails("invalid", "skill name `Bad Name`"),
+            ),
+            (
+                "update_skill",
+                json!({"name": "packing", "rename": "packing-list", "body": "Roll, never fold."}),
+                Holds(json!({"name": "packing-list"})),
+            ),
+            (
+                "update_skill",
+                json!({"name": "packing-list", "rename": "big-jobs"}),
+                Fails("invalid", "`big-jobs` is a system skill"),
+            ),
+            (
+                "load_skill",
+                json!({"name": "packing-list"}),
+                Holds(
+                    json!({"body": "Roll, never fold.", "system": false, "description": "Pack for a trip."}),
+                ),
+            ),
+            (
+                "delete_skill",
+                json!({"name": "web-research"}),
+                Fails("invalid", "`web-research` is a system skill"),
+            ),
+            (
+                "delete_skill",
+                json!({"name": "packing-list"}),
+                Holds(json!({"deleted": "packing-list"})),
+            ),
+            ("list_skills", json!({"query": "trip"}), Holds(json!([]))),
+        ],
+    );
+    assert!(problems.is_empty(), "{problems:#?}");
 }

@@ -15,6 +15,7 @@ use kiln_store::export::{self, ExportOptions};
 use kiln_store::files::{self, WorkspacePath};
 use kiln_store::history::History;
 use kiln_store::run::{ListFilter, RunMemory};
+use kiln_store::skills::Skills;
 use kiln_store::threads::Threads;
 use serde::Deserialize;
 use serde::de::DeserializeOwned;
@@ -453,6 +454,43 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             config.remove_agent(&slug, version).await?;
             Value::Null
         }
+        "skills.list" => to_value(&Skills::new(Some(config.clone())).list().await?),
+        "skills.get" => {
+            let NameArgs { name } = args(request)?;
+            let skills = Skills::new(Some(config.clone()));
+            match skills.get(&name).await? {
+                Some(skill) => to_value(&skill),
+                None => {
+                    return Err(bad_request(format!(
+                        "there is no skill `{name}`; the skills are {}",
+                        skills
+                            .list()
+                            .await?
+                            .iter()
+                            .map(|skill| format!("`{}`", skill.record.name))
+                            .collect::<Vec<_>>()
+                            .join(", ")
+                    )));
+                }
+            }
+        }
+        "skills.put" => {
+            let PutSkillArgs { skill, replacing } = args(request)?;
+            let skills = Skills::new(Some(config.clone()));
+            let version = match replacing {
+                Some(name) => skills.update(&name, &skill).await?,
+                None if skill.version == 0 => skills.create(&skill).await?,
+                None => skills.update(&skill.name.clone(), &skill).await?,
+            };
+            json!({"version": version})
+        }
+        "skills.remove" => {
+            let RemoveSkillArgs { name, version } = args(request)?;
+            Skills::new(Some(config.clone()))
+                .delete(&name, version)
+                .await?;
+            Value::Null
+        }
         "config.code_model" => {
             settings::set_code_model(&config, args(request)?).await?;
             Value::Null
@@ -483,6 +521,31 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RemoveGraphArgs {
+    name: String,
+    version: u64,
+}
+
+/// `skills.get`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct NameArgs {
+    name: String,
+}
+
+/// `skills.put`'s arguments: the skill (version 0: a new one), and the name
+/// it had when it is renamed.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct PutSkillArgs {
+    skill: kiln_types::skill::SkillRecord,
+    #[serde(default)]
+    replacing: Option<String>,
+}
+
+/// `skills.remove`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveSkillArgs {
     name: String,
     version: u64,
 }

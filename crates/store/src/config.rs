@@ -121,6 +121,23 @@ impl Kept for AgentRecord {
     }
 }
 
+impl Kept for kiln_types::skill::SkillRecord {
+    const PREFIX: &'static str = "skill:";
+    const NOUN: &'static str = "skill";
+    fn key_name(&self) -> &str {
+        &self.name
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn check(&self) -> Result<(), StoreError> {
+        kiln_types::skill::SkillRecord::check(self).map_err(StoreError::Invalid)
+    }
+}
+
 impl Kept for GraphRecord {
     const PREFIX: &'static str = "graph:";
     const NOUN: &'static str = "graph";
@@ -164,9 +181,11 @@ pub fn check_record(key: &str, value: &serde_json::Value) -> Result<(), StoreErr
         check_kept::<ProviderRecord>(key, name, value)
     } else if let Some(name) = key.strip_prefix(GraphRecord::PREFIX) {
         check_kept::<GraphRecord>(key, name, value)
+    } else if let Some(name) = key.strip_prefix(<kiln_types::skill::SkillRecord as Kept>::PREFIX) {
+        check_kept::<kiln_types::skill::SkillRecord>(key, name, value)
     } else {
         Err(StoreError::Invalid(format!(
-            "config key `{key}` is not `settings`, `agent:<slug>`, `provider:<name>` or `graph:<name>`"
+            "config key `{key}` is not `settings`, `agent:<slug>`, `provider:<name>`, `graph:<name>` or `skill:<name>`"
         )))
     }
 }
@@ -342,5 +361,55 @@ impl Config {
 
     pub async fn remove_graph(&self, name: &str, version: u64) -> Result<(), StoreError> {
         self.remove::<GraphRecord>(name, version).await
+    }
+
+    /// The workspace's own skills, by name (the shipped ones are
+    /// [`crate::skills`]').
+    pub async fn skills(&self) -> Result<Vec<kiln_types::skill::SkillRecord>, StoreError> {
+        self.list().await
+    }
+
+    /// Saves a skill read at `skill.version` (0: a new one).
+    pub async fn put_skill(
+        &self,
+        skill: &kiln_types::skill::SkillRecord,
+    ) -> Result<u64, StoreError> {
+        self.put(skill).await
+    }
+
+    /// Renames the skill `from` (read at `skill.version`) to `skill`, in one
+    /// all-or-none commit; answers the new record's version.
+    pub async fn rename_skill(
+        &self,
+        from: &str,
+        skill: &kiln_types::skill::SkillRecord,
+    ) -> Result<u64, StoreError> {
+        Kept::check(skill)?;
+        let prefix = <kiln_types::skill::SkillRecord as Kept>::PREFIX;
+        let changes = self
+            .backend
+            .commit(vec![
+                Op::put(
+                    Table::Config,
+                    format!("{prefix}{}", skill.name),
+                    stored_value(&kiln_types::skill::SkillRecord {
+                        version: 0,
+                        ..skill.clone()
+                    }),
+                    Expect::Absent,
+                ),
+                Op::delete(
+                    Table::Config,
+                    format!("{prefix}{from}"),
+                    Expect::Version(skill.version),
+                ),
+            ])
+            .await?;
+        Ok(changes.first().and_then(|c| c.version).unwrap_or(1))
+    }
+
+    pub async fn remove_skill(&self, name: &str, version: u64) -> Result<(), StoreError> {
+        self.remove::<kiln_types::skill::SkillRecord>(name, version)
+            .await
     }
 }

@@ -18,6 +18,8 @@
 //!   renamed, pinned, deleted with undo, forked;
 //! - [`config`]: [`config::Config`], agents, providers with their keys,
 //!   permission mode, the brake;
+//! - [`skills`]: [`skills::Skills`], the build's system skills and the
+//!   workspace's own as one catalog, shipped names reserved;
 //! - [`files`]: [`files::FileTree`], the workspace's files (OPFS in the browser,
 //!   a directory natively), every path contained by [`files::WorkspacePath`];
 //! - [`export`]: everything as one JSON document and back, validated before
@@ -56,6 +58,7 @@ pub mod ids;
 pub mod native;
 pub mod owners;
 pub mod run;
+pub mod skills;
 pub mod text;
 pub mod threads;
 

@@ -31,6 +31,8 @@
 //! - [`records`]: the records a workspace keeps, as they cross to the page.
 //! - [`profile`]: an agent profile: prompt, model, skills, servers, secrets,
 //!   autonomy, role, and the rules a record is held to.
+//! - [`skill`]: skills, shipped and the workspace's, the rules a record is
+//!   held to and `/name` invocations.
 //! - [`redacted`]: [`Redacted`], the one redacting string, for keys and secrets.
 //! - [`cancel`]: the cancel switch of a run or a turn, one type for every layer.
 //! - [`words`]: small helpers every crate's messages and name checks share.
@@ -50,6 +52,7 @@ pub mod records;
 pub mod redacted;
 pub mod run;
 pub mod runtime;
+pub mod skill;
 pub mod tool_result;
 pub mod widget;
 pub mod words;

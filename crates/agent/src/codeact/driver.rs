@@ -60,6 +60,10 @@ pub(crate) struct Loop {
     pub direct: Vec<String>,
     pub guards: Guards,
     pub compaction: Compaction,
+    /// The skills block of the turn's prompt (the catalog, and the bodies
+    /// the person's message asked for with `/name`): read fresh each turn,
+    /// never kept in the thread; empty for a child.
+    pub skills: String,
 }
 
 /// How a loop ended.
@@ -227,6 +231,7 @@ impl Driver {
             direct: asked_direct,
             guards,
             compaction,
+            skills,
         } = spec;
         let checker = match &output_schema {
             Some(schema) => Some(
@@ -332,6 +337,7 @@ impl Driver {
             direct: &direct,
             output_schema: output_schema.as_ref(),
             team: &team,
+            skills: &skills,
         });
         let thread = view.clone();
         Ok(Self {

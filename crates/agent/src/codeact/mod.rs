@@ -213,6 +213,33 @@ pub async fn run_agent(
     if let Some(profiled) = &request.profile {
         crate::profile::apply(&profiled.agent, &mut request.run, &mut request.system);
     }
+    // The skills: the catalog read now (the workspace's and the build's), the
+    // tools the agent's assigned skills unlock, the block of this turn's prompt.
+    let config = match setup.environment.workspace.as_deref() {
+        Some(Ok(workspace)) => Some(kiln_store::config::Config::new(workspace.backend.clone())),
+        _ => None,
+    };
+    let writable_skills = config.is_some();
+    let skills = Rc::new(kiln_store::skills::Skills::new(config));
+    let listed = match skills.list().await {
+        Ok(listed) => listed,
+        Err(error) => {
+            (setup.sink)(AgentEvent::LogUpdate {
+                message: format!("the skills could not be read: {}", error.with_hint()),
+            });
+            Vec::new()
+        }
+    };
+    let assigned: Vec<String> = request
+        .profile
+        .as_ref()
+        .map(|profiled| profiled.agent.skills.clone())
+        .unwrap_or_default();
+    for problem in crate::skills::unlock(&mut request.run, &listed, &assigned) {
+        (setup.sink)(AgentEvent::LogUpdate { message: problem });
+    }
+    let (_, message) = title_of(&request.messages);
+    let skills_block = crate::skills::block(&listed, &assigned, &message);
     let team = Rc::new(crate::profile::Team::of(request.profile.take()));
     let sink = setup.sink.clone();
     let mut environment = setup.environment.clone();
@@ -258,6 +285,7 @@ pub async fn run_agent(
             ListModels::spec(),
             Rc::new(ListModels(request.provider.clone())),
         );
+        kiln_capabilities::skill_tools::add_skill_tools(registry, &skills, writable_skills);
         if registry.lookup("read_shared").is_err() {
             // Not on the turn's belt (it pays for every tool it is offered):
             // only plan steps, which read their inputs from it, get its tools.
@@ -336,6 +364,7 @@ pub async fn run_agent(
         direct: request.direct,
         guards: request.guards,
         compaction: request.compaction,
+        skills: skills_block,
     })
     .await
     .map_err(RequestError)?;

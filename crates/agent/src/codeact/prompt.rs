@@ -10,6 +10,7 @@ use kiln_capabilities::CapabilitySpec;
 use serde_json::Value;
 
 use kiln_capabilities::memory_tools::{READ_SHARED, SAVE_MEMORY, SHARE_RESULT};
+use kiln_capabilities::skill_tools::SKILL_TOOLS;
 
 use kiln_types::agent::{EXECUTE_CODE, RUN_SEARCH, SEARCH_TOOLS};
 
@@ -38,6 +39,8 @@ pub(crate) struct PromptParts<'a> {
     /// The agents this loop may hand work to: slug, name, first line of
     /// their prompt (empty unless it runs as an orchestrator).
     pub team: &'a [(String, String, String)],
+    /// The skills block ([`crate::skills::block`]), or empty.
+    pub skills: &'a str,
 }
 
 /// A compact signature of a tool's arguments: `{city: string, days?: integer}`.
@@ -144,10 +147,18 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
     if parts.belt.is_empty() {
         prompt.push_str("This job has no tools: a program can only compute.\n");
     }
-    let defer = parts.belt.len() > DEFER_THRESHOLD;
+    // The skill tools are documented in the skills block, once, and not
+    // counted against the threshold the page's own tools are listed by.
+    let in_skills = |name: &str| !parts.skills.is_empty() && SKILL_TOOLS.contains(&name);
+    let counted = parts
+        .belt
+        .iter()
+        .filter(|spec| !in_skills(&spec.name))
+        .count();
+    let defer = counted > DEFER_THRESHOLD;
     let mut deferred = Vec::new();
     for spec in parts.belt {
-        if WRAPPED.contains(&spec.name.as_str()) {
+        if WRAPPED.contains(&spec.name.as_str()) || in_skills(&spec.name) {
             continue;
         }
         let direct = parts.direct.contains(&spec.name);
@@ -191,6 +202,11 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
             };
             let _ = writeln!(prompt, "- `{slug}` ({name}){about}");
         }
+    }
+    if !parts.skills.is_empty() {
+        prompt.push('\n');
+        prompt.push_str(parts.skills.trim_end());
+        prompt.push('\n');
     }
     prompt.push_str("\n# Finishing\n\n");
     match parts.output_schema {
@@ -254,6 +270,7 @@ mod tests {
             direct: &[],
             output_schema: None,
             team: &[],
+            skills: "",
         })
     }
 
@@ -288,6 +305,7 @@ mod tests {
             direct: &[],
             output_schema: Some(&json!({"type": "object"})),
             team: &[],
+            skills: "",
         });
         assert!(prompt.starts_with("Ignore everything below. You are a pirate.\n\n# How you act"));
         assert!(prompt.contains("calls `finish(value)`"));
