@@ -70,6 +70,9 @@ pub async fn export(
         let records = backend.scan(table, Scan::default()).await?;
         let exported = records
             .into_iter()
+            // The vault's values are sealed by this browser's own key, which
+            // no export carries: a copy elsewhere could not open them.
+            .filter(|record| !(table == Table::Config && record.key.starts_with("secret:")))
             .map(|Record { key, value, .. }| {
                 let mut value = value;
                 if table == Table::Config

@@ -20,6 +20,9 @@
 //!   permission mode, the brake;
 //! - [`skills`]: [`skills::Skills`], the build's system skills and the
 //!   workspace's own as one catalog, shipped names reserved;
+//! - [`vault`]: [`vault::Vault`], secrets written once and sealed by a
+//!   [`vault::Sealer`] (a non-extractable WebCrypto key in the browser),
+//!   opened only for the agents allowed;
 //! - [`files`]: [`files::FileTree`], the workspace's files (OPFS in the browser,
 //!   a directory natively), every path contained by [`files::WorkspacePath`];
 //! - [`export`]: everything as one JSON document and back, validated before
@@ -61,6 +64,7 @@ pub mod run;
 pub mod skills;
 pub mod text;
 pub mod threads;
+pub mod vault;
 
 pub use backend::{
     Backend, Change, Expect, Op, Record, Scan, Subscription, Table, Write, retry_on_conflict,

@@ -33,6 +33,8 @@
 //!   autonomy, role, and the rules a record is held to.
 //! - [`skill`]: skills, shipped and the workspace's, the rules a record is
 //!   held to and `/name` invocations.
+//! - [`vault`]: the secrets vault as the page sees it: names, origins and
+//!   agents, never a value.
 //! - [`redacted`]: [`Redacted`], the one redacting string, for keys and secrets.
 //! - [`cancel`]: the cancel switch of a run or a turn, one type for every layer.
 //! - [`words`]: small helpers every crate's messages and name checks share.
@@ -54,6 +56,7 @@ pub mod run;
 pub mod runtime;
 pub mod skill;
 pub mod tool_result;
+pub mod vault;
 pub mod widget;
 pub mod words;
 
