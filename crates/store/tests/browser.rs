@@ -3,7 +3,8 @@
 //! handles race on one record, the change feed crosses handles (and shrugs
 //! off junk on its channel), schema 1 upgrades, a database deleted or
 //! upgraded underneath an open handle, a newer schema on disk, and an
-//! upgrade blocked by a connection that does not let go.
+//! upgrade blocked by a connection that does not let go. Then the vault's
+//! sealer: AES-GCM under a key script cannot read, kept per workspace.
 //!
 //! Run with `wasm-bindgen-test-runner` as the wasm32 runner (see `cargo xtask test`).
 
@@ -23,18 +24,24 @@
 use std::cell::RefCell;
 use std::rc::Rc;
 
+use base64::Engine as _;
+use base64::engine::general_purpose::STANDARD;
 use js_sys::{Function, Promise, Reflect};
 use kiln_store::backend::{Backend, Change, Expect, Op, Record, Table};
+use kiln_store::browser::sealer::{BrowserSealer, KEYS_DATABASE, KEYS_STORE};
 use kiln_store::browser::{IdbBackend, OpfsTree, channel_name, testing};
 use kiln_store::contract::{backend_suite, tree_suite};
+use kiln_store::vault::{Sealed, Sealer, Vault};
 use kiln_store::{SCHEMA_VERSION, StoreError};
+use kiln_types::Redacted;
+use kiln_types::vault::SecretPut;
 use serde_json::json;
 use wasm_bindgen::JsCast as _;
 use wasm_bindgen::JsValue;
 use wasm_bindgen::prelude::Closure;
 use wasm_bindgen_futures::JsFuture;
 use wasm_bindgen_test::{wasm_bindgen_test, wasm_bindgen_test_configure};
-use web_sys::{BroadcastChannel, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbRequest};
+use web_sys::{BroadcastChannel, CryptoKey, IdbDatabase, IdbFactory, IdbOpenDbRequest, IdbRequest};
 
 wasm_bindgen_test_configure!(run_in_browser);
 
@@ -435,4 +442,197 @@ async fn an_upgrade_blocked_by_another_connection_gives_up_after_5_s() {
     assert_eq!(found[0].len(), 1);
     drop(backend);
     IdbBackend::delete(&name).await.unwrap();
+}
+
+/// Whether `haystack` holds `needle` anywhere.
+fn holds(haystack: &[u8], needle: &[u8]) -> bool {
+    haystack
+        .windows(needle.len())
+        .any(|window| window == needle)
+}
+
+/// What the keys database holds for `workspace`, read past the sealer.
+async fn stored_key(workspace: &str) -> JsValue {
+    let db = raw_open(KEYS_DATABASE, 1).await;
+    let request = db
+        .transaction_with_str(KEYS_STORE)
+        .unwrap()
+        .object_store(KEYS_STORE)
+        .unwrap()
+        .get(&JsValue::from_str(workspace))
+        .unwrap();
+    let value = raw(&request).await.unwrap();
+    db.close();
+    value
+}
+
+/// An opening the sealer refuses: the message says so, the hint says what
+/// to do, and neither carries the value.
+fn assert_unopenable(refused: &StoreError, value: &str) {
+    let text = refused.with_hint().to_string();
+    assert_eq!(refused.code(), "corrupt", "{text}");
+    assert!(text.contains("cannot be opened here"), "{text}");
+    assert_eq!(refused.hint(), Some("set the secret again"), "{text}");
+    assert!(!text.contains(value), "{text}");
+}
+
+#[wasm_bindgen_test]
+async fn a_sealed_secret_opens_again_and_reads_as_noise() {
+    let workspace = unique("seal");
+    let sealer = BrowserSealer::open(&workspace).await.unwrap();
+    let plain = b"ghp_0123456789abcdefghijklmnopqrstuvwxyz".to_vec();
+    let once = sealer.seal(plain.clone()).await.unwrap();
+    let twice = sealer.seal(plain.clone()).await.unwrap();
+
+    assert_eq!(sealer.open(once.clone()).await.unwrap(), plain);
+    assert_eq!(sealer.open(twice.clone()).await.unwrap(), plain);
+    let nonce = STANDARD.decode(&once.nonce).unwrap();
+    let data = STANDARD.decode(&once.data).unwrap();
+    assert_eq!(nonce.len(), 12);
+    assert_eq!(data.len(), plain.len() + 16, "the ciphertext and its tag");
+    assert!(!holds(&data, &plain) && !holds(&data, b"ghp_"), "{data:?}");
+    assert!(!once.data.contains("ghp_"), "{once:?}");
+    assert_ne!(once.nonce, twice.nonce, "a fresh nonce for each value");
+    assert_ne!(once.data, twice.data);
+
+    let mut changed = data.clone();
+    changed[0] ^= 1;
+    let tampered = Sealed {
+        nonce: once.nonce.clone(),
+        data: STANDARD.encode(&changed),
+    };
+    assert_unopenable(&sealer.open(tampered).await.unwrap_err(), "ghp_");
+    let garbled = Sealed {
+        nonce: "not base64!".into(),
+        data: once.data,
+    };
+    assert_unopenable(&sealer.open(garbled).await.unwrap_err(), "ghp_");
+    BrowserSealer::forget(&workspace).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn the_vault_key_is_kept_where_script_cannot_read_it() {
+    let workspace = unique("key");
+    let _sealer = BrowserSealer::open(&workspace).await.unwrap();
+    let key: CryptoKey = stored_key(&workspace).await.dyn_into().unwrap();
+    assert!(!key.extractable(), "the stored key is not extractable");
+    let algorithm = key.algorithm().unwrap();
+    assert_eq!(
+        Reflect::get(&algorithm, &"name".into()).unwrap(),
+        JsValue::from_str("AES-GCM")
+    );
+    assert_eq!(
+        Reflect::get(&algorithm, &"length".into()).unwrap(),
+        JsValue::from_f64(256.0)
+    );
+    let crypto: web_sys::Crypto = Reflect::get(&js_sys::global(), &"crypto".into())
+        .unwrap()
+        .unchecked_into();
+    for format in ["raw", "jwk"] {
+        let exported = JsFuture::from(crypto.subtle().export_key(format, &key).unwrap()).await;
+        let refused = exported.unwrap_err();
+        assert_eq!(
+            refused.unchecked_ref::<web_sys::DomException>().name(),
+            "InvalidAccessError",
+            "exportKey({format}) is refused"
+        );
+    }
+    BrowserSealer::forget(&workspace).await.unwrap();
+    assert!(stored_key(&workspace).await.is_undefined(), "forgotten");
+}
+
+#[wasm_bindgen_test]
+async fn the_key_outlives_its_sealer_and_opens_nothing_of_another_workspace() {
+    let (workspace, other) = (unique("ws-a"), unique("ws-b"));
+    let value = "sk-live-outlives";
+    let sealed = {
+        let first = BrowserSealer::open(&workspace).await.unwrap();
+        first.seal(value.as_bytes().to_vec()).await.unwrap()
+    };
+    let again = BrowserSealer::open(&workspace).await.unwrap();
+    assert_eq!(
+        again.open(sealed.clone()).await.unwrap(),
+        value.as_bytes(),
+        "the key was kept"
+    );
+    let stranger = BrowserSealer::open(&other).await.unwrap();
+    assert_unopenable(&stranger.open(sealed.clone()).await.unwrap_err(), value);
+
+    // A forgotten key is gone for good: a new one opens nothing old.
+    BrowserSealer::forget(&workspace).await.unwrap();
+    let renewed = BrowserSealer::open(&workspace).await.unwrap();
+    assert_unopenable(&renewed.open(sealed).await.unwrap_err(), value);
+    BrowserSealer::forget(&workspace).await.unwrap();
+    BrowserSealer::forget(&other).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn two_sealers_making_the_first_key_at_once_end_with_one() {
+    let workspace = unique("two-tabs");
+    let (a, b) = futures::future::join(
+        BrowserSealer::open(&workspace),
+        BrowserSealer::open(&workspace),
+    )
+    .await;
+    let (a, b) = (a.unwrap(), b.unwrap());
+    let from_a = a.seal(b"from a".to_vec()).await.unwrap();
+    let from_b = b.seal(b"from b".to_vec()).await.unwrap();
+    assert_eq!(b.open(from_a).await.unwrap(), b"from a");
+    assert_eq!(a.open(from_b.clone()).await.unwrap(), b"from b");
+    let later = BrowserSealer::open(&workspace).await.unwrap();
+    assert_eq!(later.open(from_b).await.unwrap(), b"from b");
+    BrowserSealer::forget(&workspace).await.unwrap();
+}
+
+#[wasm_bindgen_test]
+async fn the_vault_stores_no_value_in_the_clear() {
+    let workspace = unique("vault");
+    let backend = IdbBackend::open(&workspace).await.unwrap();
+    let sealer = BrowserSealer::open(&workspace).await.unwrap();
+    let vault = Vault::new(backend.clone(), sealer);
+    let value = "ghp_vaultvalue0123456789";
+    let put = SecretPut {
+        name: "GITHUB_TOKEN".into(),
+        value: Some(Redacted::new(value)),
+        origins: vec!["https://api.github.com".into()],
+        agents: Vec::new(),
+        version: 0,
+    };
+    vault.put(&put, 1_000).await.unwrap();
+
+    let (opened, problems) = vault
+        .for_agent("ada", &["GITHUB_TOKEN".into()], 2_000)
+        .await
+        .unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    assert_eq!(opened.len(), 1);
+    assert_eq!(opened[0].value.expose(), value);
+
+    // Every stored byte of every table, read past the backend: not the
+    // value, nor the value merely encoded.
+    let encoded = STANDARD.encode(value);
+    let db = raw_open(&workspace, SCHEMA_VERSION).await;
+    let mut records = 0;
+    for table in Table::ALL {
+        let request = db
+            .transaction_with_str(table.name())
+            .unwrap()
+            .object_store(table.name())
+            .unwrap()
+            .get_all()
+            .unwrap();
+        let all: js_sys::Array = raw(&request).await.unwrap().unchecked_into();
+        for record in all.iter() {
+            records += 1;
+            let text = String::from(js_sys::JSON::stringify(&record).unwrap());
+            assert!(!text.contains(value), "{table}: {text}");
+            assert!(!text.contains("ghp_"), "{table}: {text}");
+            assert!(!text.contains(&encoded[..20]), "merely base64: {text}");
+        }
+    }
+    assert_eq!(records, 1, "the secret's one record was read");
+    db.close();
+    drop((vault, backend));
+    IdbBackend::delete(&workspace).await.unwrap();
+    BrowserSealer::forget(&workspace).await.unwrap();
 }

@@ -695,7 +695,7 @@ fn factory() -> Result<Factory, StoreError> {
 }
 
 /// The store's error for an open (or delete) of `name` that failed.
-fn open_error(name: &str, failure: &JsFailure) -> StoreError {
+pub(super) fn open_error(name: &str, failure: &JsFailure) -> StoreError {
     match failure.name.as_str() {
         "SecurityError" | "InvalidStateError" | "UnknownError" => StoreError::Unavailable {
             detail: format!("opening IndexedDB `{name}` failed: {failure}"),
