@@ -10,6 +10,8 @@
 //! - `profile`: an agent profile applied to a job ([`Profiled`]): its
 //!   prompt, memories, autonomy and MCP servers, and the team an
 //!   orchestrator delegates to by slug ([`Member`]).
+//! - `schedule`: when a schedule's occurrences fall ([`Cadence`]) and the
+//!   pass that fires what is due ([`run_due`]), claimed through the store.
 //! - `skills`: the skill catalog in a turn's prompt, `/name` bodies, and
 //!   the built-in tools an agent's assigned skills unlock.
 //! - `subagent`: children of a turn (`run_subtask`, `run_search`,
@@ -47,6 +49,7 @@ mod chat;
 mod codeact;
 mod plan;
 mod profile;
+mod schedule;
 mod skills;
 mod subagent;
 mod thread;
@@ -62,6 +65,9 @@ pub use codeact::tools::{Person, Sink, is_always_on};
 pub use codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 pub use plan::planner::{Planned, plan as create_plan};
 pub use profile::{Connect, Member, Profiled, Team, load as load_profile, own_model, stricter};
+pub use schedule::{
+    Cadence, Due, Fire, Fired, GRACE_MS, MAX_MISSED, Pass, claim_due, run_due, settle,
+};
 pub use subagent::{Background, DEFAULT_CHILD_TURNS, Kin, MAX_DEPTH};
 pub use thread::{ThreadTurn, context_change, continuation};
 pub use turn::{TurnBudget, TurnRequest, new_budget};

@@ -9,7 +9,7 @@
 //! `main.rs` is the clap root and the dispatch; each command lives in
 //! `commands/` (`commands/mod.rs` names them), and what they share beside it:
 //!
-//! - `commands`: one module a command — `run`, `agent`, `agents`, `chat`, `node` (and
+//! - `commands`: one module a command — `run`, `agent`, `agents`, `schedules`, `chat`, `node` (and
 //!   `kiln graph`), `memory`, `eval`, `mcp` (with its `mcp_http` transport).
 //! - `common`: the flag groups every command flattens (the belt of tools, the gate, the
 //!   model programs ask) and the one reading of them into a run's request.
@@ -31,7 +31,7 @@ mod sandbox_process;
 mod terminal;
 mod tree;
 
-use commands::{agent, agents, chat, eval, mcp, memory, node, run as program};
+use commands::{agent, agents, chat, eval, mcp, memory, node, run as program, schedules};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -86,6 +86,9 @@ enum Command {
     Agent(agent::AgentCommand),
     /// Agent profiles in an on-disk store: list, show, create, edit, remove.
     Agents(agents::AgentsArgs),
+    /// An agent's jobs on a cron expression: list, create, remove, and run-due, which runs
+    /// what is due once (for cron, a systemd timer or a Kubernetes CronJob to drive).
+    Schedules(schedules::SchedulesArgs),
     /// Evaluations against a real model: `kiln eval codeact`.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -143,6 +146,7 @@ fn main() -> ExitCode {
     let code = match cli.command {
         Command::Agent(command) => agent::run(&command),
         Command::Agents(args) => agents::run(&args),
+        Command::Schedules(args) => schedules::run(&args),
         Command::Eval(command) => eval::run(&command),
         Command::Chat(args) => chat::run(&args),
         Command::Node(command) => node::run_node_command(command),

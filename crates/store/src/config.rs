@@ -74,7 +74,7 @@ fn check_agent(agent: &AgentRecord) -> Result<(), StoreError> {
 /// A record the configuration keeps under `<PREFIX><name>`, written at its
 /// version: a provider, an agent, a graph. Listing, saving, removing and
 /// checking an imported one are written once over it.
-trait Kept: Serialize + serde::de::DeserializeOwned {
+pub(crate) trait Kept: Serialize + serde::de::DeserializeOwned {
     /// The key's prefix, `provider:`.
     const PREFIX: &'static str;
     /// What a message calls it: `provider`.
@@ -138,6 +138,41 @@ impl Kept for kiln_types::skill::SkillRecord {
     }
 }
 
+impl Kept for kiln_types::schedule::ScheduleRecord {
+    const PREFIX: &'static str = "schedule:";
+    const NOUN: &'static str = "schedule";
+    fn key_name(&self) -> &str {
+        &self.id
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn check(&self) -> Result<(), StoreError> {
+        kiln_types::schedule::ScheduleRecord::check(self).map_err(StoreError::Invalid)
+    }
+}
+
+impl Kept for kiln_types::schedule::Firing {
+    const PREFIX: &'static str = "firing:";
+    const NOUN: &'static str = "firing";
+    fn key_name(&self) -> &str {
+        // Checked against the key's schedule part by `check_record`.
+        &self.schedule
+    }
+    fn version(&self) -> u64 {
+        self.version
+    }
+    fn set_version(&mut self, version: u64) {
+        self.version = version;
+    }
+    fn check(&self) -> Result<(), StoreError> {
+        kiln_types::profile::check_slug(&self.schedule).map_err(StoreError::Invalid)
+    }
+}
+
 impl Kept for GraphRecord {
     const PREFIX: &'static str = "graph:";
     const NOUN: &'static str = "graph";
@@ -181,16 +216,23 @@ pub fn check_record(key: &str, value: &serde_json::Value) -> Result<(), StoreErr
         check_kept::<ProviderRecord>(key, name, value)
     } else if let Some(name) = key.strip_prefix(GraphRecord::PREFIX) {
         check_kept::<GraphRecord>(key, name, value)
+    } else if let Some(id) =
+        key.strip_prefix(<kiln_types::schedule::ScheduleRecord as Kept>::PREFIX)
+    {
+        check_kept::<kiln_types::schedule::ScheduleRecord>(key, id, value)
+    } else if let Some(rest) = key.strip_prefix(<kiln_types::schedule::Firing as Kept>::PREFIX) {
+        let schedule = rest.split(':').next().unwrap_or_default();
+        check_kept::<kiln_types::schedule::Firing>(key, schedule, value)
     } else if let Some(name) = key.strip_prefix(<kiln_types::skill::SkillRecord as Kept>::PREFIX) {
         check_kept::<kiln_types::skill::SkillRecord>(key, name, value)
     } else {
         Err(StoreError::Invalid(format!(
-            "config key `{key}` is not `settings`, `agent:<slug>`, `provider:<name>`, `graph:<name>` or `skill:<name>`"
+            "config key `{key}` is not `settings`, `agent:<slug>`, `provider:<name>`, `graph:<name>`, `skill:<name>`, `schedule:<id>` or `firing:<id>:<ms>`"
         )))
     }
 }
 
-fn read<T: serde::de::DeserializeOwned>(
+pub(crate) fn read<T: serde::de::DeserializeOwned>(
     record: Record,
     set: impl FnOnce(&mut T, u64),
 ) -> Result<T, StoreError> {
@@ -215,7 +257,7 @@ fn expect(version: u64) -> Expect {
 
 #[derive(Clone)]
 pub struct Config {
-    backend: Rc<dyn Backend>,
+    pub(crate) backend: Rc<dyn Backend>,
 }
 
 impl Config {
@@ -260,7 +302,7 @@ impl Config {
     }
 
     /// Every `R` kept, by key.
-    async fn list<R: Kept>(&self) -> Result<Vec<R>, StoreError> {
+    pub(crate) async fn list<R: Kept>(&self) -> Result<Vec<R>, StoreError> {
         let scan = Scan {
             prefix: R::PREFIX,
             ..Scan::default()
@@ -274,7 +316,7 @@ impl Config {
     }
 
     /// Saves `record` read at its version (0: a new one); answers the new version.
-    async fn put<R: Kept>(&self, record: &R) -> Result<u64, StoreError> {
+    pub(crate) async fn put<R: Kept>(&self, record: &R) -> Result<u64, StoreError> {
         record.check()?;
         self.commit_one(
             format!("{}{}", R::PREFIX, record.key_name()),
@@ -285,7 +327,7 @@ impl Config {
     }
 
     /// Removes the `R` named `name`, at `version`.
-    async fn remove<R: Kept>(&self, name: &str, version: u64) -> Result<(), StoreError> {
+    pub(crate) async fn remove<R: Kept>(&self, name: &str, version: u64) -> Result<(), StoreError> {
         self.backend
             .commit(vec![Op::delete(
                 Table::Config,

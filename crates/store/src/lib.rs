@@ -18,6 +18,8 @@
 //!   renamed, pinned, deleted with undo, forked;
 //! - [`config`]: [`config::Config`], agents, providers with their keys,
 //!   permission mode, the brake;
+//! - [`schedules`]: an agent's schedules and each occurrence's firing, claimed
+//!   by exactly one runner;
 //! - [`skills`]: [`skills::Skills`], the build's system skills and the
 //!   workspace's own as one catalog, shipped names reserved;
 //! - [`vault`]: [`vault::Vault`], secrets written once and sealed by a
@@ -61,6 +63,7 @@ pub mod ids;
 pub mod native;
 pub mod owners;
 pub mod run;
+pub mod schedules;
 pub mod skills;
 pub mod text;
 pub mod threads;

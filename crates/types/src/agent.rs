@@ -22,6 +22,8 @@ pub const ASK_USER: &str = "ask_user";
 pub use crate::permission::RETURN_RESULT;
 /// The models the turn's provider offers.
 pub const LIST_MODELS: &str = "list_models";
+/// The always-on tool that lists the agent's own schedules.
+pub const LIST_SCHEDULES: &str = "list_schedules";
 /// Finds the belt's tools by words of their name or description, for the
 /// tools the prompt lists by name only.
 pub const SEARCH_TOOLS: &str = "search_tools";

@@ -31,6 +31,7 @@
 //! - [`records`]: the records a workspace keeps, as they cross to the page.
 //! - [`profile`]: an agent profile: prompt, model, skills, servers, secrets,
 //!   autonomy, role, and the rules a record is held to.
+//! - [`schedule`]: an agent's job on a cron expression, and each firing.
 //! - [`skill`]: skills, shipped and the workspace's, the rules a record is
 //!   held to and `/name` invocations.
 //! - [`vault`]: the secrets vault as the page sees it: names, origins and
@@ -54,6 +55,7 @@ pub mod records;
 pub mod redacted;
 pub mod run;
 pub mod runtime;
+pub mod schedule;
 pub mod skill;
 pub mod tool_result;
 pub mod vault;

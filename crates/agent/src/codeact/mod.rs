@@ -220,6 +220,7 @@ pub async fn run_agent(
         _ => None,
     };
     let writable_skills = config.is_some();
+    let schedule_config = config.clone();
     let skills = Rc::new(kiln_store::skills::Skills::new(config));
     let listed = match skills.list().await {
         Ok(listed) => listed,
@@ -286,6 +287,13 @@ pub async fn run_agent(
             Rc::new(ListModels(request.provider.clone())),
         );
         kiln_capabilities::skill_tools::add_skill_tools(registry, &skills, writable_skills);
+        let _ = registry.add(
+            crate::schedule::ListSchedules::spec(),
+            Rc::new(crate::schedule::ListSchedules {
+                config: schedule_config.clone(),
+                agent: request.run.agent.clone(),
+            }),
+        );
         if registry.lookup("read_shared").is_err() {
             // Not on the turn's belt (it pays for every tool it is offered):
             // only plan steps, which read their inputs from it, get its tools.

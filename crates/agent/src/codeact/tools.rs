@@ -38,6 +38,8 @@ pub(crate) const ALWAYS_ON: &[&str] = &[
     ASK_USER,
     RETURN_RESULT,
     LIST_MODELS,
+    kiln_types::agent::LIST_SCHEDULES,
+    kiln_capabilities::skill_tools::LOAD_SKILL,
 ];
 
 /// Whether `name` is one of the always-on direct tools.

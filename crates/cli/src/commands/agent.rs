@@ -53,9 +53,9 @@ pub struct RunArgs {
     session: SessionArgs,
 }
 
-/// What every agent turn from the terminal works with: `kiln agent run`'s
-/// and `kiln chat`'s options.
-#[derive(clap::Args)]
+/// What every agent turn from the terminal works with: `kiln agent run`'s,
+/// `kiln chat`'s and `kiln schedules run-due`'s options.
+#[derive(clap::Args, Clone)]
 pub struct SessionArgs {
     #[command(flatten)]
     provider: crate::ProviderFlags,
@@ -94,6 +94,13 @@ impl SessionArgs {
     /// `--json`.
     pub(crate) fn json(&self) -> bool {
         self.json
+    }
+
+    /// These options with the runs as agent `slug` (a scheduled job's).
+    pub(crate) fn as_agent(&self, slug: &str) -> Self {
+        let mut args = self.clone();
+        slug.clone_into(&mut args.gate.agent);
+        args
     }
 }
 
