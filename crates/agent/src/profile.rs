@@ -161,6 +161,7 @@ pub(crate) fn apply(agent: &AgentRecord, run: &mut RunRequest, system: &mut Opti
                 name: server.name.clone(),
                 url: server.url.clone(),
                 category: Category::External,
+                headers: Vec::new(),
             });
         }
     }
@@ -314,6 +315,7 @@ mod tests {
             name: "docs".into(),
             url: "http://127.0.0.1:9/mcp".into(),
             category: Category::External,
+            headers: Vec::new(),
         });
         let mut system = None;
         apply(&agent, &mut run, &mut system);

@@ -32,7 +32,7 @@ use serde_json::{Map, Value, json};
 
 use crate::dispatch::{CallContext, Permit};
 use crate::registry::Implementation;
-use crate::secrets::SecretScope;
+use crate::secrets::{SecretScope, SecretTemplate};
 use crate::spec::{CapabilitySpec, Category, Source};
 
 pub const NAME: &str = "http_request";
@@ -339,29 +339,20 @@ fn refused(refusal: Refusal) -> ToolFailure {
     }
 }
 
-/// `${NAME}` in `template` replaced by the scoped secret NAME. A secret that
-/// names its origins goes only there; one that names none goes only where the
-/// run names its origins too ([`NetPolicy::Only`]): under
-/// [`NetPolicy::Public`] it is not sent at all, since "any public address"
-/// would be anywhere the program asks.
+/// `${NAME}` in `template` replaced by the scoped secret NAME
+/// ([`SecretTemplate`]). A secret that names its origins goes only there; one
+/// that names none goes only where the run names its origins too
+/// ([`NetPolicy::Only`]): under [`NetPolicy::Public`] it is not sent at all,
+/// since "any public address" would be anywhere the program asks.
 fn fill(
     template: &str,
     url: &str,
     policy: &NetPolicy,
     context: &CallContext,
 ) -> Result<String, ToolFailure> {
-    let mut out = String::new();
-    let mut rest = template;
-    while let Some(start) = rest.find("${") {
-        out.push_str(&rest[..start]);
-        let after = &rest[start + 2..];
-        let Some(end) = after.find('}') else {
-            return Err(failure(
-                "invalid_arguments",
-                "a secret header has `${` without a closing `}`".into(),
-            ));
-        };
-        let name = &after[..end];
+    let template = SecretTemplate::parse(template)
+        .map_err(|why| failure("invalid_arguments", format!("a secret header has {why}")))?;
+    template.fill(|name| {
         let secret = context
             .secret(name)
             .map_err(|why| failure("secret_unavailable", why))?;
@@ -382,11 +373,8 @@ fn fill(
                 ),
             ));
         }
-        out.push_str(secret.expose());
-        rest = &after[end + 1..];
-    }
-    out.push_str(rest);
-    Ok(out)
+        Ok(secret)
+    })
 }
 
 /// A response body as the program gets it: `scrubbed` (the run's secrets

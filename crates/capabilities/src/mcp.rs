@@ -8,6 +8,19 @@
 //! tools that map to one name are both made unavailable (the registry's
 //! duplicate rule) rather than one silently winning.
 //!
+//! **Headers from secrets.** A run may give a server headers whose values name
+//! the run's secrets (`{"Authorization": "Bearer ${DOCS_TOKEN}"}`, a
+//! [`SecretTemplate`]). They are filled when the server is mounted
+//! ([`connect`]) and sent on every exchange with it. A secret the run's scope
+//! does not hold, or one bound to origins that do not include the server's,
+//! refuses the server before anything is sent to it: a `tools_unavailable`
+//! warning naming the server, the header and the secret (never a value), and
+//! the run goes on without it. A secret bound to no origins may go: the run
+//! named the server and the header itself, not its program. The client keeps
+//! those secrets out of everything it answers ([`kiln_mcp::headers`]), and each
+//! call of the server's tools counts as sending them, so the dispatcher scrubs
+//! them from its answer whatever the program passed.
+//!
 //! A server that cannot be reached, or whose tool list cannot be read, is a
 //! `tools_unavailable` warning and the run goes on with its other tools; a
 //! tool whose input schema does not compile is `tool_entry_invalid`. MCP tools
@@ -20,13 +33,17 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use kiln_http::HttpClient;
-use kiln_mcp::{CallToolResult, McpClient, McpError, McpTool, ServerInfo};
+use kiln_mcp::{CallToolResult, Header, McpClient, McpError, McpTool, ServerInfo};
+use kiln_types::Redacted;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, Warning};
 use serde_json::{Value, json};
 
 use crate::dispatch::{CallContext, Permit};
 use crate::registry::{Implementation, Registry};
+use crate::secrets::{SecretScope, SecretTemplate};
 use crate::spec::{CapabilitySpec, Category, Source};
+
+pub use kiln_mcp::headers::{check_header_name, fits_header_value};
 
 /// The capability name of MCP tool `tool` on server `server`.
 #[must_use]
@@ -50,6 +67,9 @@ pub struct McpServer {
     pub info: ServerInfo,
     pub tools: Vec<McpTool>,
     pub category: Category,
+    /// The names of the run's secrets its headers carry: each call of its
+    /// tools counts as sending them.
+    pub secrets: Vec<String>,
 }
 
 impl std::fmt::Debug for McpServer {
@@ -62,14 +82,25 @@ impl std::fmt::Debug for McpServer {
     }
 }
 
-/// Connects to `url` (initialize, then the whole tool list).
+/// Connects to `url` (initialize, then the whole tool list), with no headers
+/// but the protocol's.
 pub async fn try_connect(
     name: &str,
     url: &str,
     category: Category,
     http: Rc<dyn HttpClient>,
 ) -> Result<McpServer, McpError> {
-    let client = Rc::new(McpClient::new(name, url, http));
+    open(McpClient::new(name, url, http), category, Vec::new()).await
+}
+
+/// Connects `client` (initialize, then the whole tool list); `secrets` names
+/// the run's secrets its headers carry.
+async fn open(
+    client: McpClient,
+    category: Category,
+    secrets: Vec<String>,
+) -> Result<McpServer, McpError> {
+    let client = Rc::new(client);
     let info = client.connect().await?;
     let tools = client.list_tools().await?;
     Ok(McpServer {
@@ -77,29 +108,112 @@ pub async fn try_connect(
         info,
         tools,
         category,
+        secrets,
     })
 }
 
-/// [`try_connect`] for a run: a failure is the `tools_unavailable` warning
-/// the run carries instead, and the run goes on with its other tools.
+/// [`try_connect`] for a run, with `headers` (name → [`SecretTemplate`])
+/// filled from the run's `secrets` and sent on every exchange. A header that
+/// cannot be filled refuses the server before anything is sent (see the
+/// module's doc); a server that does not answer is refused after. Either way
+/// the `tools_unavailable` warning is what the run carries instead, and it
+/// goes on with its other tools.
 pub async fn connect(
     name: &str,
     url: &str,
     category: Category,
+    headers: &[(String, String)],
+    secrets: &SecretScope,
     http: Rc<dyn HttpClient>,
 ) -> Result<McpServer, Box<Warning>> {
-    try_connect(name, url, category, http).await.map_err(|error| {
-        Box::new(Warning {
-            code: "tools_unavailable".into(),
-            message: format!(
-                "the tools of MCP server `{name}` are unavailable for this run (a retry may succeed): {error}"
-            ),
-            module: Some(format!("mcp:{name}")),
-            tool: None,
-            index: None,
-            reason: Some("unreachable".into()),
-        })
+    let filled = fill_headers(url, headers, secrets).map_err(|refusal| {
+        unavailable(
+            name,
+            &format!(": {}; nothing was sent to it", refusal.message),
+            refusal.reason,
+        )
+    })?;
+    let names = filled
+        .secrets
+        .iter()
+        .map(|(name, _)| name.clone())
+        .collect();
+    let client = McpClient::new(name, url, http)
+        .with_headers(filled.headers)
+        .with_secrets(filled.secrets);
+    open(client, category, names).await.map_err(|error| {
+        unavailable(
+            name,
+            &format!(" (a retry may succeed): {error}"),
+            "unreachable",
+        )
     })
+}
+
+/// The warning a run carries for server `name`, its message ending with `why`.
+fn unavailable(name: &str, why: &str, reason: &str) -> Box<Warning> {
+    Box::new(Warning {
+        code: "tools_unavailable".into(),
+        message: format!("the tools of MCP server `{name}` are unavailable for this run{why}"),
+        module: Some(format!("mcp:{name}")),
+        tool: None,
+        index: None,
+        reason: Some(reason.into()),
+    })
+}
+
+/// A server's headers, filled, and the secrets they were filled from.
+struct Filled {
+    headers: Vec<Header>,
+    secrets: Vec<(String, Redacted)>,
+}
+
+/// Why a server's headers could not be filled, and the warning's reason.
+struct HeaderRefusal {
+    message: String,
+    reason: &'static str,
+}
+
+/// `headers` filled from `scope` for the server at `url`: each secret must be
+/// in scope and may be sent to `url`.
+fn fill_headers(
+    url: &str,
+    headers: &[(String, String)],
+    scope: &SecretScope,
+) -> Result<Filled, HeaderRefusal> {
+    let mut filled = Filled {
+        headers: Vec::new(),
+        secrets: Vec::new(),
+    };
+    for (header, template) in headers {
+        let refuse = |why: String, reason| HeaderRefusal {
+            message: format!("its header `{header}` {why}"),
+            reason,
+        };
+        let template = SecretTemplate::parse(template)
+            .map_err(|why| refuse(format!("has {why}"), "invalid_header"))?;
+        let value = template.fill(|name| {
+            let secret = scope
+                .get(name)
+                .map_err(|why| refuse(format!("was not filled: {why}"), "secret_unavailable"))?;
+            secret.allows(url).map_err(|why| {
+                refuse(
+                    format!("was not filled with the secret `{name}`: {why}"),
+                    "secret_not_allowed",
+                )
+            })?;
+            if !filled.secrets.iter().any(|(known, _)| known == name) {
+                filled
+                    .secrets
+                    .push((name.to_owned(), Redacted::new(secret.expose())));
+            }
+            Ok(secret)
+        })?;
+        let header = Header::new(header.clone(), Redacted::new(value))
+            .map_err(|error| refuse(format!("cannot be sent: {error}"), "invalid_header"))?;
+        filled.headers.push(header);
+    }
+    Ok(filled)
 }
 
 /// Adds the server's tools to `registry`.
@@ -125,6 +239,7 @@ pub fn add_server(registry: &mut Registry, server: &McpServer) {
         let implementation = McpCall {
             client: server.client.clone(),
             tool: tool.name.clone(),
+            secrets: server.secrets.clone(),
         };
         // A schema that does not compile is already a warning in the registry.
         let _ = registry.add(spec, Rc::new(implementation));
@@ -134,6 +249,8 @@ pub fn add_server(registry: &mut Registry, server: &McpServer) {
 struct McpCall {
     client: Rc<McpClient>,
     tool: String,
+    /// The run's secrets the server's headers carry.
+    secrets: Vec<String>,
 }
 
 impl Implementation for McpCall {
@@ -145,6 +262,11 @@ impl Implementation for McpCall {
     ) -> LocalBoxFuture<'static, ToolReply> {
         let client = self.client.clone();
         let tool = self.tool.clone();
+        // Every exchange with the server sends them: what the call answers is
+        // scrubbed of them whatever the program passed (`SecretScope::for_reply`).
+        for name in &self.secrets {
+            let _in_scope = context.secret(name);
+        }
         Box::pin(async move {
             let named = format!("{} (call {})", context.tool, context.call_number);
             match client.call_tool(&tool, args).await {

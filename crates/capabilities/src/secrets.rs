@@ -2,7 +2,8 @@
 //! run's scope; guest code never sees one. Values never print: `Debug` and
 //! `Display` say `<redacted>`, and everything a call answers (results, errors,
 //! approval cards) is scrubbed of every value in scope before it leaves the
-//! dispatcher.
+//! dispatcher. A capability puts a secret into what it sends through a
+//! [`SecretTemplate`] (`Bearer ${API_KEY}`).
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -223,6 +224,90 @@ impl SecretScope {
             ),
             other => other,
         }
+    }
+}
+
+/// A text with `${NAME}` placeholders, each naming a secret of the run's scope
+/// (`Bearer ${API_KEY}`): `http_request`'s `secret_headers` and an MCP
+/// server's headers. The one reader of them: read once ([`Self::parse`]),
+/// filled where the text is sent ([`Self::fill`]), its secrets checked there
+/// by whoever sends it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SecretTemplate {
+    parts: Vec<TemplatePart>,
+}
+
+#[derive(Debug, Clone, PartialEq, Eq)]
+enum TemplatePart {
+    Text(String),
+    Secret(String),
+}
+
+impl SecretTemplate {
+    /// Reads `text`; anything but `${NAME}` is kept as written.
+    ///
+    /// # Errors
+    ///
+    /// A `${` without its closing `}`, or a `${}` that names nothing.
+    pub fn parse(text: &str) -> Result<Self, String> {
+        let mut parts = Vec::new();
+        let mut rest = text;
+        while let Some(start) = rest.find("${") {
+            if start > 0 {
+                parts.push(TemplatePart::Text(rest[..start].to_owned()));
+            }
+            let after = &rest[start + 2..];
+            let Some(end) = after.find('}') else {
+                return Err("`${` without a closing `}`".into());
+            };
+            let name = &after[..end];
+            if name.is_empty() {
+                return Err("`${}`, which names no secret (write `${NAME}`)".into());
+            }
+            parts.push(TemplatePart::Secret(name.to_owned()));
+            rest = &after[end + 1..];
+        }
+        if !rest.is_empty() {
+            parts.push(TemplatePart::Text(rest.to_owned()));
+        }
+        Ok(Self { parts })
+    }
+
+    /// The names of the secrets it uses, in order (a name used twice is here twice).
+    pub fn names(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|part| match part {
+            TemplatePart::Secret(name) => Some(name.as_str()),
+            TemplatePart::Text(_) => None,
+        })
+    }
+
+    /// The text written around the placeholders, for checks on it.
+    pub fn literal_parts(&self) -> impl Iterator<Item = &str> {
+        self.parts.iter().filter_map(|part| match part {
+            TemplatePart::Text(text) => Some(text.as_str()),
+            TemplatePart::Secret(_) => None,
+        })
+    }
+
+    /// The text with each `${NAME}` replaced by the value of the secret
+    /// `secret(NAME)` answers: the caller looks it up and checks it may go
+    /// where the text is sent.
+    ///
+    /// # Errors
+    ///
+    /// The first error `secret` gives.
+    pub fn fill<'s, E>(
+        &self,
+        mut secret: impl FnMut(&str) -> Result<&'s Secret, E>,
+    ) -> Result<String, E> {
+        let mut out = String::new();
+        for part in &self.parts {
+            match part {
+                TemplatePart::Text(text) => out.push_str(text),
+                TemplatePart::Secret(name) => out.push_str(secret(name)?.expose()),
+            }
+        }
+        Ok(out)
     }
 }
 

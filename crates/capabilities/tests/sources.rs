@@ -66,6 +66,8 @@ fn a_session_with_the_reference_server_through_the_ladder_survives_its_death() {
         "everything",
         &server.url(),
         Category::External,
+        &[],
+        &SecretScope::new(),
         http.clone(),
     ))
     .unwrap();
@@ -146,6 +148,8 @@ fn an_unreachable_server_is_tools_unavailable() {
         "gone",
         &url,
         Category::External,
+        &[],
+        &SecretScope::new(),
         kiln_http::default_client(),
     ))
     .unwrap_err();
@@ -186,6 +190,7 @@ fn a_tool_whose_schema_does_not_compile_is_tool_entry_invalid_and_clashing_names
             tool("fine", json!({"type": "object"})),
         ],
         category: Category::Read,
+        secrets: Vec::new(),
     };
     let mut registry = Registry::new();
     add_server(&mut registry, &server);
@@ -228,6 +233,7 @@ fn a_server_tool_named_like_a_builtin_is_dropped_and_the_builtin_kept() {
             annotations: None,
         }],
         category: Category::Read,
+        secrets: Vec::new(),
     };
     let storage = || {
         kiln_capabilities::Storage::new(

@@ -14,6 +14,9 @@ use kiln_http::{
 use serde::Deserialize;
 use serde_json::{Value, json};
 
+use kiln_types::Redacted;
+
+use crate::headers::{Header, Scrub};
 use crate::reply::{
     EventReader, Found, ReplyForm, RpcOutcome, ServerRequest, Step, excerpt, find_in_json,
 };
@@ -41,7 +44,8 @@ const PROTOCOL_VERSION_HEADER: &str = "MCP-Protocol-Version";
 /// connect first. A session the server forgot is opened again once, transparently. A
 /// request the server sends while answering is answered at once: `ping` with an empty
 /// result, anything else as a method the client does not offer, having declared no
-/// capability for it.
+/// capability for it. No extra header is sent ([`Self::with_headers`]), and no secret is
+/// looked for in what the server answers ([`Self::with_secrets`]).
 ///
 /// Single-threaded (`Rc`, `RefCell`): no borrow is held across an `.await`, so calls may
 /// interleave on one executor.
@@ -49,6 +53,10 @@ pub struct McpClient {
     name: String,
     url: String,
     http: Rc<dyn HttpClient>,
+    /// Sent on every exchange, after the protocol's own.
+    headers: Vec<Header>,
+    /// The secrets nothing the client answers carries.
+    scrub: Scrub,
     timeout_ms: u64,
     max_body_bytes: usize,
     session: RefCell<Option<Session>>,
@@ -90,6 +98,8 @@ impl fmt::Debug for McpClient {
         f.debug_struct("McpClient")
             .field("name", &self.name)
             .field("url", &shown_url(&self.url))
+            .field("headers", &self.headers)
+            .field("secrets", &self.scrub)
             .field("timeout_ms", &self.timeout_ms)
             .field("max_body_bytes", &self.max_body_bytes)
             .field("session", &self.session)
@@ -104,6 +114,8 @@ impl McpClient {
             name: name.into(),
             url: url.into(),
             http,
+            headers: Vec::new(),
+            scrub: Scrub::default(),
             timeout_ms: DEFAULT_TIMEOUT_MS,
             max_body_bytes: DEFAULT_MAX_BODY_BYTES,
             session: RefCell::new(None),
@@ -119,6 +131,27 @@ impl McpClient {
     #[must_use]
     pub fn with_session_stream(mut self, listens: bool) -> Self {
         self.listens = listens;
+        self
+    }
+
+    /// Headers sent on every exchange (the handshake, each call, the session's own stream, a
+    /// resumed stream, the closing DELETE), after the protocol's own: an `Authorization` the
+    /// server asks for, say. Default none. Each was checked when made ([`Header::new`]);
+    /// [`fmt::Debug`] shows their names only.
+    #[must_use]
+    pub fn with_headers(mut self, headers: Vec<Header>) -> Self {
+        self.headers = headers;
+        self
+    }
+
+    /// Secrets (name, value) nothing the client answers may carry: give those the headers
+    /// were filled from. A server may echo what it was sent, so each is replaced by
+    /// `[redacted:NAME]` in every result (a tool's, the tool list, the server's info) and in
+    /// every error's text before it leaves the client ([`crate::headers`] says how). Default
+    /// none.
+    #[must_use]
+    pub fn with_secrets(mut self, secrets: Vec<(String, Redacted)>) -> Self {
+        self.scrub = Scrub::new(secrets);
         self
     }
 
@@ -166,6 +199,13 @@ impl McpClient {
     /// Lifecycle §Version Negotiation: a revision we cannot speak is refused. Transports ›
     /// Session Management: the `Mcp-Session-Id` of the `initialize` reply is kept.
     pub async fn connect(&self) -> Result<ServerInfo, McpError> {
+        self.open_session()
+            .await
+            .map_err(|error| self.scrub.error(error))
+    }
+
+    /// [`Self::connect`], its errors not yet scrubbed.
+    async fn open_session(&self) -> Result<ServerInfo, McpError> {
         const METHOD: &str = "initialize";
         self.session.replace(None);
         self.session_stream.replace(None);
@@ -262,6 +302,12 @@ impl McpClient {
     /// followed for at most [`MAX_TOOL_PAGES`] pages, and a cursor seen before is refused
     /// (a server looping on its pages would otherwise keep us here).
     pub async fn list_tools(&self) -> Result<Vec<McpTool>, McpError> {
+        self.all_tools()
+            .await
+            .map_err(|error| self.scrub.error(error))
+    }
+
+    async fn all_tools(&self) -> Result<Vec<McpTool>, McpError> {
         const METHOD: &str = "tools/list";
         #[derive(Deserialize)]
         #[serde(rename_all = "camelCase")]
@@ -324,12 +370,13 @@ impl McpClient {
         const METHOD: &str = "tools/call";
         let result = self
             .request(METHOD, json!({ "name": name, "arguments": arguments }))
-            .await?;
+            .await
+            .map_err(|error| self.scrub.error(error))?;
         serde_json::from_value(result).map_err(|error| {
-            self.protocol(
+            self.scrub.error(self.protocol(
                 METHOD,
                 format!("the result for tool `{name}` is malformed: {error}"),
-            )
+            ))
         })
     }
 
@@ -338,6 +385,12 @@ impl McpClient {
     /// one that already forgot the session 404 (or 400, as the reference server does): all
     /// are fine. Without a session id there is nothing to send.
     pub async fn close(&self) -> Result<(), McpError> {
+        self.end_session()
+            .await
+            .map_err(|error| self.scrub.error(error))
+    }
+
+    async fn end_session(&self) -> Result<(), McpError> {
         const METHOD: &str = "DELETE";
         self.session_stream.replace(None);
         let Some(session) = self.session.replace(None) else {
@@ -371,7 +424,7 @@ impl McpClient {
         let session = match self.current_session() {
             Some(session) => session,
             None => {
-                self.connect().await?;
+                self.open_session().await?;
                 self.current_session().ok_or_else(|| self.session_lost())?
             }
         };
@@ -382,7 +435,7 @@ impl McpClient {
         // Another call on this thread may have opened a new session meanwhile: use it.
         let current = self.current_session();
         if current.is_none() || current.as_ref() == Some(&session) {
-            self.connect().await?;
+            self.open_session().await?;
         }
         let session = self.current_session().ok_or_else(|| self.session_lost())?;
         match self.attempt(method, &params, &session).await? {
@@ -509,7 +562,8 @@ impl McpClient {
         let mut resumed = 0;
         loop {
             let resume = match self.found(method, response, id, session).await? {
-                Found::Answer(RpcOutcome::Result(result)) => return Ok(result),
+                // What the server answers may echo what it was sent.
+                Found::Answer(RpcOutcome::Result(result)) => return Ok(self.scrub.value(result)),
                 Found::Answer(RpcOutcome::Error { code, message }) => {
                     return Err(McpError::Rpc {
                         server: self.name.clone(),
@@ -569,13 +623,16 @@ impl McpClient {
         }
     }
 
-    /// A request to the endpoint with the client's exchange timeout, cap and redirects.
+    /// A request to the endpoint with the client's exchange timeout, cap and extra headers
+    /// (after `headers`, the protocol's). Redirects are followed; with extra headers only
+    /// while they stay on the endpoint's origin, so the headers reach no other.
     fn http_request(
         &self,
         http_method: &str,
-        headers: Vec<(String, String)>,
+        mut headers: Vec<(String, String)>,
         body: Option<Vec<u8>>,
     ) -> Request {
+        headers.extend(self.headers.iter().map(Header::pair));
         Request {
             method: http_method.to_owned(),
             url: self.url.clone(),
@@ -583,7 +640,11 @@ impl McpClient {
             body,
             timeout_ms: self.timeout_ms,
             max_body_bytes: self.max_body_bytes,
-            redirect: kiln_http::Redirect::Follow,
+            redirect: if self.headers.is_empty() {
+                kiln_http::Redirect::Follow
+            } else {
+                kiln_http::Redirect::SameOrigin
+            },
         }
     }
 
@@ -745,8 +806,9 @@ impl McpClient {
             },
             // Our own headers and method: only a session id the platform refuses gets here.
             HttpError::InvalidRequest { message, .. } => self.protocol(method, message),
-            // Only `send_public` or `Redirect::Stop` refuse an address or a redirect, and
-            // requests here use neither; but say so plainly should that change.
+            // A redirect to another origin is refused when the client carries extra headers
+            // (`Redirect::SameOrigin`; in the browser any redirect then); `send_public` is
+            // never used here. Said plainly, as the server being out of reach.
             error @ (HttpError::AddressRefused { .. }
             | HttpError::Redirected { .. }
             | HttpError::CrossOriginRedirect { .. }) => McpError::Unreachable {

@@ -8,6 +8,9 @@
 //! session, listing tools (all pages) and calling them, and closing.
 //!
 //! - `client`: [`McpClient`], one server and one session, requests over Streamable HTTP.
+//! - [`headers`]: the headers a client sends beyond the protocol's own ([`Header`]: an
+//!   `Authorization` filled from a secret), and how their secrets are kept out of what it
+//!   answers.
 //! - `reply`: finding the JSON-RPC response to one request in its reply: pure parsing.
 //! - [`server`]: the transport-free half of an MCP server.
 //!
@@ -22,12 +25,17 @@
 //!
 //! **Invariant:** nothing a server sends can panic the client: every malformed reply is an
 //! [`McpError`] naming the server, the method and what was wrong.
+//!
+//! **Invariant:** a secret a client was given ([`McpClient::with_secrets`]) leaves it in no
+//! result and no error, whatever the server echoes; a header's value never prints.
 
 mod client;
+pub mod headers;
 mod reply;
 pub mod server;
 
 pub use client::McpClient;
+pub use headers::{Header, HeaderError};
 pub use kiln_http::shown_url;
 
 use serde::{Deserialize, Serialize};

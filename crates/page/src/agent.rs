@@ -9,7 +9,8 @@
 //!   options: {model: "gpt-4o-mini", max_tokens: 1024},
 //!   messages: [{role: "user", text: "Add 20 and 30, then double it"}],
 //!   tools: {add: {description, input_schema, category: "read", call: (args) => ({sum: args.a + args.b})}},
-//!   mcp: {everything: "http://127.0.0.1:3001/mcp"},   // optional, as for kiln.run
+//!   mcp: {everything: "http://127.0.0.1:3001/mcp"},   // optional, as for kiln.run (headers too)
+//!   secrets: {DOCS_TOKEN: "…"},                       // optional, as for kiln.run
 //!   builtins: ["http_request"], allow_net: [...],     // optional
 //!   permission: {mode: "default"}, approve: (request) => "approve",
 //!   ask: async (question) => prompt(question) ?? "",  // answers ask_user; without it, nobody can

@@ -44,12 +44,21 @@
 //!   `Kiln`). `request` is `{tool, callNumber, category, module, description,
 //!   args, reason, host}` with secrets redacted. Without it, nobody is asked:
 //!   a call that needs approval fails `consent_unavailable`.
-//! - `mcp: {name: url | {url, category?}}`: mounts an MCP server's tools
-//!   (Streamable HTTP) as `name_<tool>`.
+//! - `mcp: {name: url | {url, category?, headers?}}`: mounts an MCP server's
+//!   tools (Streamable HTTP) as `name_<tool>`. `headers: {Name: value}` (at
+//!   most 8) are sent on every exchange with the server, each `${NAME}` in a
+//!   value filled from the run's secret NAME when the server is mounted:
+//!   `{"Authorization": "Bearer ${DOCS_TOKEN}"}`. A secret the run does not
+//!   hold, or one bound to origins that leave the server out, keeps the
+//!   server off before anything is sent to it (a `tools_unavailable` warning
+//!   naming the server, the header and the secret); the program never sees
+//!   the value, and an echo of it in what the server answers comes back as
+//!   `[redacted:NAME]`.
 //! - `secrets: {NAME: value | {value, origins: [...]}}`: the run's secret
-//!   scope (`http_request`'s `secret_headers`); the program never sees a
-//!   value, a secret bound to origins is sent to no other, and one bound to
-//!   none only to the origins `allow_net` names.
+//!   scope (`http_request`'s `secret_headers`, `mcp`'s `headers`); the
+//!   program never sees a value, a secret bound to origins is sent to no
+//!   other, and one bound to none only to the origins `allow_net` names (or
+//!   to an MCP server whose `headers` name it).
 //!
 //! - `agent`: who the run's memories are saved for (default `default`).
 //! - `inputs: {name: value}`: written to the run memory as `input:<name>`

@@ -111,7 +111,8 @@ pub async fn assemble_job(
         .await
         .unzip();
     add_model(request, environment, &mut registry).await;
-    let servers = add_mcp(request, environment, &mut registry).await;
+    let secrets = secret_scope(request);
+    let servers = add_mcp(request, environment, &secrets, &mut registry).await;
     extra(&mut registry);
     let gate = match &environment.people {
         People::Gate(gate) => gate.clone(),
@@ -123,10 +124,6 @@ pub async fn assemble_job(
     };
     if let Some(made) = &environment.on_gate {
         made(gate.clone());
-    }
-    let mut secrets = SecretScope::new();
-    for (name, secret) in &request.secrets {
-        secrets.insert(name.clone(), secret.clone());
     }
     let registry = Rc::new(registry);
     let dispatcher = Dispatcher::new(
@@ -178,7 +175,7 @@ pub async fn catalog(
         None => {}
     }
     add_model(request, environment, &mut registry).await;
-    let servers = add_mcp(request, environment, &mut registry).await;
+    let servers = add_mcp(request, environment, &secret_scope(request), &mut registry).await;
     for server in servers {
         // Listed only: a run opens its own session.
         let _ = server.client.close().await;
@@ -278,11 +275,23 @@ async fn resolve_model(
     Ok((provider, model))
 }
 
-/// Connects the request's MCP servers and mounts their tools; a server that
-/// does not answer is the run's `tools_unavailable` warning.
+/// The request's secrets, as the run's scope.
+fn secret_scope(request: &RunRequest) -> SecretScope {
+    let mut secrets = SecretScope::new();
+    for (name, secret) in &request.secrets {
+        secrets.insert(name.clone(), secret.clone());
+    }
+    secrets
+}
+
+/// Connects the request's MCP servers, their headers filled from `secrets`,
+/// and mounts their tools; a server whose headers name a secret the scope
+/// does not hold, or one that may not go to it, or a server that does not
+/// answer, is the run's `tools_unavailable` warning.
 async fn add_mcp(
     request: &RunRequest,
     environment: &Environment,
+    secrets: &SecretScope,
     registry: &mut Registry,
 ) -> Vec<McpServer> {
     let mut servers = Vec::new();
@@ -291,6 +300,8 @@ async fn add_mcp(
             &mount.name,
             &mount.url,
             mount.category,
+            &mount.headers,
+            secrets,
             environment.http.clone(),
         )
         .await;

@@ -6,7 +6,9 @@
 //! ```json
 //! {"code": "return 1", "limits": {"js_cpu_ms": 2000}, "agent": "default",
 //!  "inputs": {"rows": [1, 2]}, "permission": {"mode": "default", "autonomy": {"add": "ask"}, "brake": false},
-//!  "mcp": {"everything": "http://127.0.0.1:3001/mcp"}, "secrets": {"API_KEY": {"value": "…", "origins": ["https://api.example.com"]}},
+//!  "mcp": {"everything": "http://127.0.0.1:3001/mcp",
+//!          "docs": {"url": "https://docs.example.com/mcp", "headers": {"Authorization": "Bearer ${DOCS_TOKEN}"}}},
+//!  "secrets": {"API_KEY": {"value": "…", "origins": ["https://api.example.com"]}, "DOCS_TOKEN": "…"},
 //!  "tools": {"echo": {"description": "…", "input_schema": {"type": "object"}, "category": "read"}},
 //!  "builtins": ["http_request"], "allow_net": ["http://127.0.0.1:8080"], "key": "report-2026-12-01",
 //!  "model": {"provider": {"kind": "openai", "base_url": "https://api.openai.com/v1", "key": "…"},
@@ -76,7 +78,19 @@ pub struct McpMount {
     pub name: String,
     pub url: String,
     pub category: Category,
+    /// Sent on every exchange with the server: a header's name and its value
+    /// as a template whose `${NAME}` placeholders name the run's secrets
+    /// (`("Authorization", "Bearer ${DOCS_TOKEN}")`), filled when the server
+    /// is mounted ([`kiln_capabilities::mcp::connect`]). The templates hold no
+    /// secret, so they print. At most 8.
+    pub headers: Vec<(String, String)>,
 }
+
+/// The most headers one MCP server is given.
+const MAX_MCP_HEADERS: usize = 8;
+
+/// What one `mcp` entry may be, for the messages that name it.
+const MCP_SHAPE: &str = "a URL string or {url, category?, headers?}";
 
 /// The model a run's programs may ask (`tools.model`, `tools.classify`):
 /// the provider given whole (`{kind, base_url, key?}`) or kept by the
@@ -464,10 +478,10 @@ fn category(value: Option<&Value>, field: &str) -> Result<Category, RequestError
     }
 }
 
-/// `mcp: {name: url | {url, category?}}`.
+/// `mcp: {name: url | {url, category?, headers?}}`.
 fn mcp(value: Value) -> Result<Vec<McpMount>, RequestError> {
     let Value::Object(servers) = value else {
-        return refuse("`mcp` must be an object {name: url | {url, category?}}");
+        return refuse("`mcp` must be an object {name: url | {url, category?, headers?}}");
     };
     let mut mounts = Vec::new();
     for (name, server) in servers {
@@ -476,15 +490,15 @@ fn mcp(value: Value) -> Result<Vec<McpMount>, RequestError> {
                 "`mcp.{name}`: a server name must be a JavaScript identifier, since it prefixes its tools' names"
             ));
         }
-        let (url, category) = match &server {
-            Value::String(url) => (url.clone(), Category::External),
+        let (url, category, headers) = match &server {
+            Value::String(url) => (url.clone(), Category::External, Vec::new()),
             Value::Object(fields) => {
                 if let Some(extra) = fields
                     .keys()
-                    .find(|key| !["url", "category"].contains(&key.as_str()))
+                    .find(|key| !["url", "category", "headers"].contains(&key.as_str()))
                 {
                     return refuse(format!(
-                        "`mcp.{name}.{extra}` is not a field; expected url or category"
+                        "`mcp.{name}.{extra}` is not a field; expected url, category or headers"
                     ));
                 }
                 let url = fields
@@ -492,13 +506,13 @@ fn mcp(value: Value) -> Result<Vec<McpMount>, RequestError> {
                     .and_then(Value::as_str)
                     .ok_or_else(|| RequestError(format!("`mcp.{name}.url` must be a string")))?;
                 let category = category(fields.get("category"), &format!("mcp.{name}.category"))?;
-                (url.to_owned(), category)
+                let headers = match fields.get("headers") {
+                    None | Some(Value::Null) => Vec::new(),
+                    Some(headers) => mcp_headers(headers, &format!("mcp.{name}.headers"))?,
+                };
+                (url.to_owned(), category, headers)
             }
-            _ => {
-                return refuse(format!(
-                    "`mcp.{name}` must be a URL string or {{url, category?}}"
-                ));
-            }
+            _ => return refuse(format!("`mcp.{name}` must be {MCP_SHAPE}")),
         };
         kiln_http::check_scheme(&url)
             .map_err(|error| RequestError(format!("`mcp.{name}`: {error}")))?;
@@ -506,9 +520,60 @@ fn mcp(value: Value) -> Result<Vec<McpMount>, RequestError> {
             name,
             url,
             category,
+            headers,
         });
     }
     Ok(mounts)
+}
+
+/// `headers: {Name: "… ${SECRET} …"}` of one MCP server (named `field`):
+/// names an MCP client may send, each once whatever its case, at most
+/// [`MAX_MCP_HEADERS`], values that are templates whose written text may
+/// stand in a header. Whether the secrets are in scope and may go to the
+/// server is for the mount to say.
+fn mcp_headers(value: &Value, field: &str) -> Result<Vec<(String, String)>, RequestError> {
+    let Value::Object(entries) = value else {
+        return refuse(format!(
+            "`{field}` must be an object {{Name: value}}, a value's `${{NAME}}` naming a secret: \
+             {{\"Authorization\": \"Bearer ${{DOCS_TOKEN}}\"}}"
+        ));
+    };
+    if entries.len() > MAX_MCP_HEADERS {
+        return refuse(format!(
+            "`{field}` has {} headers; a server is given at most {MAX_MCP_HEADERS}",
+            entries.len()
+        ));
+    }
+    let mut headers: Vec<(String, String)> = Vec::new();
+    for (name, template) in entries {
+        kiln_capabilities::mcp::check_header_name(name)
+            .map_err(|why| RequestError(format!("`{field}.{name}`: {why}")))?;
+        if let Some((first, _)) = headers
+            .iter()
+            .find(|(known, _)| known.eq_ignore_ascii_case(name))
+        {
+            return refuse(format!(
+                "`{field}.{name}`: the header is given twice (`{first}` and `{name}`)"
+            ));
+        }
+        let Value::String(template) = template else {
+            return refuse(format!(
+                "`{field}.{name}` must be a string, its `${{NAME}}` naming a secret"
+            ));
+        };
+        let parsed = kiln_capabilities::secrets::SecretTemplate::parse(template)
+            .map_err(|why| RequestError(format!("`{field}.{name}` has {why}")))?;
+        if !parsed
+            .literal_parts()
+            .all(kiln_capabilities::mcp::fits_header_value)
+        {
+            return refuse(format!(
+                "`{field}.{name}` holds a line break or another control character"
+            ));
+        }
+        headers.push((name.clone(), template.clone()));
+    }
+    Ok(headers)
 }
 
 /// `secrets: {NAME: value | {value, origins}}`.
@@ -683,6 +748,46 @@ mod tests {
                 "`mcp.a.category`:",
             ),
             (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": ["Authorization"]}}}"#,
+                "`mcp.a.headers` must be an object {Name: value}",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"X Key": "v"}}}}"#,
+                "`mcp.a.headers.X Key`: `X Key` is not a header name",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"Mcp-Session-Id": "v"}}}}"#,
+                "`mcp.a.headers.Mcp-Session-Id`: the MCP client sets the header `Mcp-Session-Id` itself",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"Cookie": "v"}}}}"#,
+                "`mcp.a.headers.Cookie`: a browser does not let a page set the header `Cookie`",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"X-A": "v", "x-a": "w"}}}}"#,
+                "`mcp.a.headers.x-a`: the header is given twice (`X-A` and `x-a`)",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"X-A": 1}}}}"#,
+                "`mcp.a.headers.X-A` must be a string",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"X-A": "Bearer ${T"}}}}"#,
+                "`mcp.a.headers.X-A` has `${` without a closing `}`",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"X-A": "${}"}}}}"#,
+                "`mcp.a.headers.X-A` has `${}`, which names no secret",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"X-A": "a\r\nX-B: b"}}}}"#,
+                "`mcp.a.headers.X-A` holds a line break",
+            ),
+            (
+                r#"{"code": "", "mcp": {"a": {"url": "http://x", "headers": {"A": "", "B": "", "C": "", "D": "", "E": "", "F": "", "G": "", "H": "", "I": ""}}}}"#,
+                "`mcp.a.headers` has 9 headers; a server is given at most 8",
+            ),
+            (
                 r#"{"code": "", "secrets": {"K": 1}}"#,
                 "`secrets.K` must be a string or {value, origins}",
             ),
@@ -731,7 +836,8 @@ mod tests {
             r#"{"code": "return 1", "limits": {"js_cpu_ms": 99999999, "tool_calls": 3},
                 "agent": "ada", "inputs": {"rows": [1]},
                 "permission": {"mode": "plan", "autonomy": {"zeta": "ask"}, "brake": true},
-                "mcp": {"everything": "http://127.0.0.1:3001/mcp", "other": {"url": "http://127.0.0.1:1/mcp", "category": "read"}},
+                "mcp": {"everything": "http://127.0.0.1:3001/mcp", "other": {"url": "http://127.0.0.1:1/mcp", "category": "read",
+                        "headers": {"Authorization": "Bearer ${K}", "X-Team": "kiln"}}},
                 "secrets": {"K": "v", "L": {"value": "w", "origins": ["https://api.example.com"]}},
                 "tools": {"zeta": {"description": "z", "category": "read"}, "alpha": {}},
                 "builtins": ["http_request"], "key": "k1"}"#,
@@ -743,6 +849,14 @@ mod tests {
         assert_eq!(request.mode, Some(Mode::Plan));
         assert!(request.brake);
         assert_eq!(request.mcp[1].category, Category::Read);
+        assert_eq!(request.mcp[0].headers, []);
+        assert_eq!(
+            request.mcp[1].headers,
+            [
+                ("Authorization".to_owned(), "Bearer ${K}".to_owned()),
+                ("X-Team".to_owned(), "kiln".to_owned())
+            ]
+        );
         assert_eq!(request.secrets.len(), 2);
         assert_eq!(request.tools.keys().collect::<Vec<_>>(), ["zeta", "alpha"]);
         assert_eq!(request.tools["alpha"].category, Category::External);

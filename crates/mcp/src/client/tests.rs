@@ -22,6 +22,7 @@ use futures::executor::block_on;
 use futures::future::{self, LocalBoxFuture};
 use futures::{FutureExt as _, StreamExt as _, stream};
 use kiln_http::{BodyStream, HttpClient, HttpError, Request, Response, StreamingResponse};
+use kiln_types::Redacted;
 use serde_json::{Value, json};
 
 use super::McpClient;
@@ -1053,4 +1054,85 @@ fn a_request_on_the_sessions_own_stream_is_answered_while_a_call_waits() {
         fake_body(&seen[4].request),
         json!({"jsonrpc": "2.0", "id": 0, "error": {"code": -32601, "message": "Kiln's MCP client does not offer `elicitation/create`: it declared no capability for it"}})
     );
+}
+
+/// The client of `url` sending `Authorization: Bearer <TOKEN>` from the secret `TOKEN`.
+fn authorized(url: &str) -> McpClient {
+    let header =
+        crate::Header::new("Authorization", Redacted::new(format!("Bearer {TOKEN}"))).unwrap();
+    McpClient::new("scripted", url, kiln_http::default_client())
+        .with_headers(vec![header])
+        .with_secrets(vec![("TOKEN".into(), Redacted::new(TOKEN))])
+}
+
+const TOKEN: &str = "tok-3f9a1c77e2";
+
+#[test]
+fn extra_headers_go_on_every_exchange_and_an_echo_of_the_secret_is_scrubbed() {
+    let mut answers = handshake(1, "s-1");
+    // The session's own stream (the GET), then the call, then the DELETE.
+    answers.push(answer("405 Method Not Allowed", "", "text/plain", ""));
+    answers.push(json_result(
+        2,
+        json!({"content": [{"type": "text", "text": format!("you sent Bearer {TOKEN}")}],
+               "structuredContent": {TOKEN: [TOKEN]}}),
+    ));
+    answers.push(answer("200 OK", "", "text/plain", ""));
+    let (url, server) = serve(answers);
+    let client = authorized(&url);
+    let shown = format!("{client:?}");
+    assert!(!shown.contains(TOKEN), "{shown}");
+    assert!(shown.contains("Authorization: <redacted>"), "{shown}");
+    block_on(client.connect()).unwrap();
+    let result = block_on(client.call_tool("echo", json!({}))).unwrap();
+    block_on(client.close()).unwrap();
+    let requests = server.join().unwrap();
+    let methods: Vec<&str> = requests
+        .iter()
+        .map(|request| request.split(' ').next().unwrap_or_default())
+        .collect();
+    assert_eq!(methods, ["POST", "POST", "GET", "POST", "DELETE"]);
+    for request in &requests {
+        let expected = format!("Bearer {TOKEN}");
+        assert_eq!(
+            header(request, "authorization"),
+            Some(expected.as_str()),
+            "{request}"
+        );
+    }
+    assert_eq!(
+        result.content,
+        [json!({"type": "text", "text": "you sent Bearer [redacted:TOKEN]"})]
+    );
+    assert_eq!(
+        result.structured_content,
+        Some(json!({"[redacted:TOKEN]": ["[redacted:TOKEN]"]}))
+    );
+}
+
+#[test]
+fn an_error_quoting_the_secret_is_scrubbed_even_where_its_excerpt_is_cut() {
+    let whole = format!("{{\"error\": \"invalid token Bearer {TOKEN}\"}}");
+    // An error quotes the first 300 characters: the token starts 4 before the cut.
+    let cut = format!("{}{TOKEN}", "x".repeat(296));
+    let rpc = json!({"jsonrpc": "2.0", "id": 1, "error": {"code": -32001, "message": format!("no {TOKEN}")}})
+        .to_string();
+    let cases = [
+        answer("401 Unauthorized", "", "application/json", &whole),
+        answer("401 Unauthorized", "", "text/plain", &cut),
+        answer("200 OK", "", "application/json", &rpc),
+    ];
+    for reply in cases {
+        let (url, server) = serve(vec![reply]);
+        let error = block_on(authorized(&url).connect())
+            .unwrap_err()
+            .to_string();
+        server.join().unwrap();
+        assert!(!error.contains(TOKEN), "{error}");
+        assert!(
+            !error.contains(&TOKEN[..4]),
+            "the token's start is left: {error}"
+        );
+        assert!(error.contains("[redacted:TOKEN]"), "{error}");
+    }
 }
