@@ -8,7 +8,7 @@
 //
 // `result` is the tool-result/v1 object. See README.md, "Run programs from a page".
 // The workspace's stores (IndexedDB + OPFS) are `kiln.memory`, `kiln.files`,
-// `kiln.history`, `kiln.runMemory`, `kiln.config`, `kiln.agents`, `kiln.skills`, `kiln.exportAll`,
+// `kiln.history`, `kiln.runMemory`, `kiln.config`, `kiln.agents`, `kiln.skills`, `kiln.schedules`, `kiln.secrets`, `kiln.exportAll`,
 // `kiln.importAll` and `kiln.onChange`; see README.md, "Storage". Code nodes are
 // `kiln.codeNode(spec).run(values)`, `kiln.graph({nodes, edges}).run(inputs)` and
 // `kiln.authorCode(request)`; see README.md, "Code nodes in a page".
@@ -67,6 +67,16 @@ function withStorage(kiln) {
     get: (name) => op("skills.get")({ name }),
     put: (skill, { replacing } = {}) => op("skills.put")({ skill, replacing }),
     remove: (name, version) => op("skills.remove")({ name, version }),
+  };
+  kiln.schedules = {
+    list: () => op("schedules.list")({}),
+    put: (schedule) => op("schedules.put")(schedule),
+    remove: (id, version) => op("schedules.remove")({ id, version }),
+  };
+  kiln.secrets = {
+    list: () => op("secrets.list")({}),
+    put: (secret) => op("secrets.put")(secret),
+    remove: (name, version) => op("secrets.remove")({ name, version }),
   };
   kiln.exportAll = ({ includeKeys = false } = {}) => op("export")({ include_keys: includeKeys });
   kiln.importAll = (doc) => kiln.store("import", doc);

@@ -491,6 +491,41 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
                 .await?;
             Value::Null
         }
+        "schedules.list" => {
+            let now = kiln_store::clock::epoch_ms();
+            let mut listed = Vec::new();
+            for schedule in config.schedules().await? {
+                let cadence = kiln_agent::Cadence::of(&schedule);
+                let firings = config.firings(&schedule.id).await?;
+                listed.push(json!({
+                    "schedule": schedule,
+                    "when": cadence.as_ref().map(kiln_agent::Cadence::describe).ok(),
+                    "problem": cadence.as_ref().err(),
+                    "next_ms": cadence.ok().and_then(|c| c.next_after(now.max(schedule.since_ms))),
+                    "firings": firings.into_iter().take(10).collect::<Vec<_>>(),
+                }));
+            }
+            Value::Array(listed)
+        }
+        "schedules.put" => {
+            let mut schedule: kiln_types::schedule::ScheduleRecord = args(request)?;
+            kiln_agent::Cadence::of(&schedule).map_err(OpError::BadRequest)?;
+            if config.agent(&schedule.agent).await?.is_none() {
+                return Err(bad_request(
+                    settings::no_agent(&config, &schedule.agent).await?,
+                ));
+            }
+            if schedule.version == 0 {
+                // Occurrences before it was made are not due.
+                schedule.since_ms = kiln_store::clock::epoch_ms();
+            }
+            json!({"version": config.put_schedule(&schedule).await?})
+        }
+        "schedules.remove" => {
+            let RemoveScheduleArgs { id, version } = args(request)?;
+            config.remove_schedule(&id, version).await?;
+            Value::Null
+        }
         "config.code_model" => {
             settings::set_code_model(&config, args(request)?).await?;
             Value::Null
@@ -525,6 +560,43 @@ struct RemoveGraphArgs {
     version: u64,
 }
 
+/// The vault's operations: `secrets.list` (names, origins, agents, when set
+/// and last used; never a value), `secrets.put` (a [`SecretPut`]: a value
+/// written once, or settings changed with the value kept) and
+/// `secrets.remove {name, version}`.
+///
+/// [`SecretPut`]: kiln_types::vault::SecretPut
+pub async fn vault_op(
+    vault: &kiln_store::vault::Vault,
+    op: &str,
+    request: &Value,
+) -> Result<Value, OpError> {
+    Ok(match op {
+        "secrets.list" => to_value(&vault.list().await?),
+        "secrets.put" => {
+            let change: kiln_types::vault::SecretPut = args(request)?;
+            change.check().map_err(OpError::BadRequest)?;
+            json!({"version": vault.put(&change, kiln_store::clock::epoch_ms()).await?})
+        }
+        "secrets.remove" => {
+            let RemoveSkillArgs { name, version } = args(request)?;
+            vault.remove(&name, version).await?;
+            Value::Null
+        }
+        other => {
+            return Err(bad_request(format!("`{other}` is not a vault operation")));
+        }
+    })
+}
+
+/// `schedules.remove`'s arguments.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct RemoveScheduleArgs {
+    id: String,
+    version: u64,
+}
+
 /// `skills.get`'s arguments.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -542,7 +614,7 @@ struct PutSkillArgs {
     replacing: Option<String>,
 }
 
-/// `skills.remove`'s arguments.
+/// `skills.remove`'s and `secrets.remove`'s arguments.
 #[derive(Deserialize)]
 #[serde(deny_unknown_fields)]
 struct RemoveSkillArgs {

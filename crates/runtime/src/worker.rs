@@ -93,6 +93,9 @@ struct Runtime {
     keyed: RefCell<HashMap<u64, String>>,
     /// Kiln's own model's worker, started by the first turn that asks for it.
     model: Rc<crate::model::ModelWorker>,
+    /// The workspace's secrets vault, sealed with this browser's key; the
+    /// problem when there is none (no workspace, no WebCrypto).
+    vault: Result<kiln_store::vault::Vault, StoreError>,
 }
 
 /// Where the person's answer to one `ask_user` question goes.
@@ -172,6 +175,12 @@ pub fn start() {
                 .adopt_history(&history, kiln_store::clock::epoch_ms())
                 .await;
         }
+        let vault = match workspace.as_ref() {
+            Ok(opened) => kiln_store::browser::sealer::BrowserSealer::open(&options.workspace)
+                .await
+                .map(|sealer| kiln_store::vault::Vault::new(opened.backend.clone(), sealer)),
+            Err(error) => Err(error.clone()),
+        };
         let model = crate::model::ModelWorker::new(Rc::new(|status| {
             post(&FromRuntime::ModelStatus {
                 status: status.clone(),
@@ -197,9 +206,14 @@ pub fn start() {
                 custody,
                 keyed: RefCell::default(),
                 model,
+                vault,
             }));
         });
         post(&FromRuntime::Ready { storage });
+        // Due schedules fire while this tab is open.
+        if let Some(runtime) = RUNTIME.with(|runtime| runtime.borrow().clone()) {
+            wasm_bindgen_futures::spawn_local(turns::schedules(runtime));
+        }
     });
 }
 
@@ -416,11 +430,20 @@ fn opened(runtime: &Runtime) -> Result<&Workspace, Problem> {
 }
 
 async fn store(runtime: Rc<Runtime>, id: u64, op: String, args: Value) {
-    let answered = match opened(&runtime) {
-        Ok(workspace) => store_op(workspace, &op, &args)
-            .await
-            .map_err(|error| op_problem(&error)),
-        Err(problem) => Err(problem),
+    let answered = if op.starts_with("secrets.") {
+        match &runtime.vault {
+            Ok(vault) => crate::ops::vault_op(vault, &op, &args)
+                .await
+                .map_err(|error| op_problem(&error)),
+            Err(error) => Err(store_problem(error)),
+        }
+    } else {
+        match opened(&runtime) {
+            Ok(workspace) => store_op(workspace, &op, &args)
+                .await
+                .map_err(|error| op_problem(&error)),
+            Err(problem) => Err(problem),
+        }
     };
     answer(id, answered);
 }

@@ -1,6 +1,11 @@
 //! Turns of a model: a streamed chat turn, an agent turn (the CodeAct loop),
 //! and a provider's model list.
 
+use std::cell::Cell;
+
+use futures::future::LocalBoxFuture;
+use kiln_types::schedule::ScheduleRecord;
+
 use super::*;
 
 /// The workspace's configuration, when its stores opened.
@@ -167,6 +172,31 @@ async fn agent_turn(
             }
             _ => None,
         };
+        // The vault's secrets this agent may use, each bound to its origins.
+        if let (Some(profiled), Ok(vault)) = (&profile, &runtime.vault) {
+            let (opened, problems) = vault
+                .for_agent(
+                    &profiled.agent.slug,
+                    &profiled.agent.secrets,
+                    kiln_store::clock::epoch_ms(),
+                )
+                .await
+                .map_err(|error| store_problem(&error))?;
+            spec.add_secrets(opened.into_iter().map(|secret| {
+                (
+                    secret.name,
+                    kiln_capabilities::Secret::for_origins(secret.value.expose(), secret.origins),
+                )
+            }));
+            for message in problems {
+                post(&FromRuntime::Event {
+                    id,
+                    event: ExchangeEvent::Agent(kiln_types::agent::AgentEvent::LogUpdate {
+                        message,
+                    }),
+                });
+            }
+        }
         let environment = watched_environment(runtime, id, approve, seen, "kiln.agent");
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
@@ -255,4 +285,118 @@ pub(super) async fn models(runtime: Rc<Runtime>, id: u64, provider: Value) {
     }
     .await;
     answer(id, answered);
+}
+
+/// Exchange ids of scheduled jobs: far above any the page numbers, so their
+/// events reach no page exchange and their cancel switches no page's.
+const SCHEDULED_IDS: u64 = 1 << 52;
+
+/// How often this worker looks for due schedules while its tab is open.
+const SCHEDULE_TICK_MS: u64 = 60_000;
+
+/// Fires the workspace's due schedules while this worker lives: a look
+/// every minute, each due occurrence claimed through the store (so of two
+/// tabs exactly one runs it) and run as its agent's job, headless: what
+/// would ask a person is refused, as in any job nobody watches.
+pub(super) async fn schedules(runtime: Rc<Runtime>) {
+    let runner = format!(
+        "tab-{:016x}",
+        u64::from_le_bytes(kiln_store::ids::random_bytes())
+    );
+    let next = Cell::new(SCHEDULED_IDS);
+    loop {
+        if let Some(config) = stored_config(&runtime) {
+            let fire = |schedule: ScheduleRecord| -> LocalBoxFuture<'_, kiln_agent::Fired> {
+                let id = next.get();
+                next.set(id + 1);
+                Box::pin(fire(runtime.clone(), config.clone(), id, schedule))
+            };
+            // A schedule that does not read is said where schedules are listed
+            // (`schedules.list`); the store failing now is tried again next minute.
+            let _ =
+                kiln_agent::run_due(&config, &runner, kiln_store::clock::epoch_ms(), &fire).await;
+        }
+        kiln_http::sleep(SCHEDULE_TICK_MS).await;
+    }
+}
+
+/// Runs one schedule's job as its agent: its own provider, else the one the
+/// workspace's chat has chosen.
+async fn fire(
+    runtime: Rc<Runtime>,
+    config: kiln_store::config::Config,
+    id: u64,
+    schedule: ScheduleRecord,
+) -> kiln_agent::Fired {
+    let failed = |summary: String| kiln_agent::Fired {
+        ok: false,
+        job_id: None,
+        summary,
+    };
+    let agent = match config.agent(&schedule.agent).await {
+        Ok(Some(agent)) => agent,
+        Ok(None) => {
+            return failed(format!(
+                "not started: there is no agent `{}` any more",
+                schedule.agent
+            ));
+        }
+        Err(error) => return failed(format!("not started: {}", error.with_hint())),
+    };
+    let (own, _) = match kiln_agent::own_model(&config, &agent).await {
+        Ok(chosen) => chosen,
+        Err(why) => return failed(format!("not started: {why}")),
+    };
+    let provider = match own {
+        Some(provider) => provider,
+        None => match config
+            .settings()
+            .await
+            .ok()
+            .and_then(|settings| settings.selected_provider)
+        {
+            Some(name) => json!({"stored": name}),
+            None => {
+                return failed(format!(
+                    "not started: agent `{}` has no provider of its own and the chat has none chosen",
+                    agent.slug
+                ));
+            }
+        },
+    };
+    let model = kiln_run::kept_model(Some(&config), &provider)
+        .await
+        .unwrap_or_default();
+    let request = json!({
+        "provider": provider,
+        "options": {"model": model, "max_tokens": 4096},
+        "messages": [{"role": "user", "text": schedule.prompt}],
+        "agent": agent.slug,
+    });
+    let asks = Asks {
+        approve: false,
+        ask: false,
+        seen: 0,
+    };
+    let answered = agent_turn(&runtime, id, request, asks).await;
+    settle(&runtime, id);
+    match answered {
+        Ok(value) => match serde_json::from_value::<kiln_types::agent::AgentResult>(value) {
+            Ok(result) => kiln_agent::Fired {
+                ok: result.stop.is_success(),
+                summary: if result.stop.is_success() {
+                    result.text
+                } else {
+                    format!(
+                        "{}: {}",
+                        result.stop.code.unwrap_or_else(|| "failed".into()),
+                        result.stop.message.unwrap_or_default()
+                    )
+                },
+                job_id: result.job_id,
+            },
+            Err(error) => failed(format!("the job's result did not read: {error}")),
+        },
+        Err(problem) => failed(problem.message),
+    }
 }
