@@ -64,7 +64,9 @@ pub use codeact::request::AgentSpec;
 pub use codeact::tools::{Person, Sink, is_always_on};
 pub use codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 pub use plan::planner::{Planned, plan as create_plan};
-pub use profile::{Connect, Member, Profiled, Team, load as load_profile, own_model, stricter};
+pub use profile::{
+    Connect, Member, Profiled, Team, load as load_profile, own_model, stricter, vault_secrets,
+};
 pub use schedule::{
     Cadence, Due, Fire, Fired, GRACE_MS, MAX_MISSED, Pass, claim_due, run_due, settle,
 };

@@ -252,6 +252,33 @@ pub async fn load(
     Ok(Some(Profiled { agent, team }))
 }
 
+/// The vault's secrets `agent` may use (those its profile names that the
+/// vault gives it), each bound to its origins, for the job's scope; and a
+/// sentence for each it names that it does not get.
+///
+/// # Errors
+///
+/// The store's or the sealer's failure.
+pub async fn vault_secrets(
+    vault: &kiln_store::vault::Vault,
+    agent: &AgentRecord,
+    now_ms: u64,
+) -> Result<(Vec<(String, kiln_capabilities::Secret)>, Vec<String>), kiln_store::StoreError> {
+    let (opened, problems) = vault.for_agent(&agent.slug, &agent.secrets, now_ms).await?;
+    Ok((
+        opened
+            .into_iter()
+            .map(|secret| {
+                (
+                    secret.name,
+                    kiln_capabilities::Secret::for_origins(secret.value.expose(), secret.origins),
+                )
+            })
+            .collect(),
+        problems,
+    ))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

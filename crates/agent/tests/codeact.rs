@@ -78,6 +78,8 @@ struct Turn {
     outcome: AgentOutcome,
     events: Vec<AgentEvent>,
     provider: Rc<Scripted>,
+    /// The workspace's store the turn wrote to.
+    backend: Rc<MemoryBackend>,
 }
 
 impl Turn {
@@ -117,6 +119,10 @@ struct Options {
     keep: Option<(Threads, String, Next)>,
     /// The agent the job runs as, and its team.
     profile: Option<Profiled>,
+    /// The workspace's store.
+    backend: Rc<MemoryBackend>,
+    /// Secrets put in the job's scope (a vault's, as a runtime gives them).
+    secrets: Vec<(String, kiln_capabilities::Secret)>,
 }
 
 /// Where a kept turn puts what the next turn sends.
@@ -143,6 +149,8 @@ impl Default for Options {
             direct: Vec::new(),
             keep: None,
             profile: None,
+            backend: MemoryBackend::new(),
+            secrets: Vec::new(),
         }
     }
 }
@@ -150,7 +158,7 @@ impl Default for Options {
 fn turn(replies: Vec<Reply>, options: Options) -> Turn {
     let cancel = AbortSignal::new();
     let workspace = Workspace {
-        backend: MemoryBackend::new(),
+        backend: options.backend.clone(),
         files: MemoryTree::new(),
         owners: Rc::new(kiln_store::owners::Solo::new()),
     };
@@ -191,7 +199,11 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
         None => sink,
     };
     let request = AgentRequest {
-        run: RunRequest::from_value(options.request).unwrap(),
+        run: {
+            let mut run = RunRequest::from_value(options.request).unwrap();
+            run.secrets.extend(options.secrets);
+            run
+        },
         provider: provider.clone(),
         options: ChatOptions::new(options.model),
         messages: options.messages,
@@ -224,6 +236,7 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
         outcome,
         events,
         provider,
+        backend: options.backend,
     }
 }
 
@@ -1206,4 +1219,120 @@ fn skills_are_written_read_and_the_shipped_ones_refused_and_an_assigned_one_unlo
         system.contains("tools.http_request("),
         "the assigned skill unlocks http_request: {system}"
     );
+}
+
+/// A loopback server that answers each request with the Authorization
+/// header it got (as a careless API echoing credentials would) and keeps
+/// what it saw.
+fn echoing_server() -> (String, std::sync::Arc<std::sync::Mutex<Vec<String>>>) {
+    use std::io::{BufRead as _, Write as _};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let origin = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let kept = seen.clone();
+    std::thread::spawn(move || {
+        for stream in listener.incoming() {
+            let Ok(mut stream) = stream else { continue };
+            let mut reader = std::io::BufReader::new(stream.try_clone().unwrap());
+            let mut auth = String::new();
+            loop {
+                let mut line = String::new();
+                if reader.read_line(&mut line).unwrap_or(0) == 0 || line == "\r\n" {
+                    break;
+                }
+                if let Some(value) = line.to_ascii_lowercase().strip_prefix("authorization:") {
+                    auth = line[line.len() - value.len()..].trim().to_owned();
+                }
+            }
+            kept.lock().unwrap().push(auth.clone());
+            let body = format!("you sent {auth}");
+            let _ = write!(
+                stream,
+                "HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: {}\r\nconnection: close\r\n\r\n{body}",
+                body.len()
+            );
+        }
+    });
+    (origin, seen)
+}
+
+#[test]
+fn a_vault_secret_reaches_its_origin_and_nothing_the_job_keeps_or_shows() {
+    use kiln_store::vault::{Vault, testing::TableSealer};
+    use kiln_types::vault::SecretPut;
+    const VALUE: &str = "ghp_vault_s3cret_1234";
+    let (origin, seen) = echoing_server();
+    let backend = MemoryBackend::new();
+    let vault = Vault::new(backend.clone(), TableSealer::new());
+    block_on(vault.put(
+        &SecretPut {
+            name: "GITHUB_TOKEN".into(),
+            value: Some(kiln_types::Redacted::new(VALUE)),
+            origins: vec![origin.clone()],
+            agents: vec!["ada".into()],
+            version: 0,
+        },
+        1,
+    ))
+    .unwrap();
+    let ada = AgentRecord {
+        secrets: vec!["GITHUB_TOKEN".into()],
+        ..AgentRecord::new("ada", "Ada")
+    };
+    let (secrets, problems) = block_on(kiln_agent::vault_secrets(&vault, &ada, 2)).unwrap();
+    assert!(problems.is_empty(), "{problems:?}");
+    // What a runtime does with them: the job's scope.
+    let mut request = json!({"code": "", "allow_net": [origin]});
+    request["tools"] = json!({});
+    let mut options = Options {
+        request,
+        backend: backend.clone(),
+        profile: Some(Profiled {
+            agent: ada,
+            team: Vec::new(),
+        }),
+        ..Options::default()
+    };
+    let program = format!(
+        "const r = await tools.http_request({{url: '{origin}/user', secret_headers: {{Authorization: 'Bearer ${{GITHUB_TOKEN}}'}}}}).catch((e) => ({{error: e.message}}));\n\
+         console.log(JSON.stringify(r)); return r;"
+    );
+    let replies = vec![
+        Reply::code(&program),
+        seeing(
+            |observation| assert!(!observation.contains(VALUE), "{observation}"),
+            Reply::text("Done."),
+        ),
+    ];
+    options.secrets = secrets;
+    let turn = turn(replies, options);
+    assert_eq!(
+        *seen.lock().unwrap(),
+        [format!("Bearer {VALUE}")],
+        "the secret reached its origin"
+    );
+    let shown = format!("{:?} {:?}", turn.events, turn.outcome.thread);
+    assert!(!shown.contains(VALUE), "events and thread: {shown}");
+    let stored = block_on(async {
+        let mut all = String::new();
+        for table in kiln_store::Table::ALL {
+            let records = kiln_store::Backend::scan(
+                &*turn.backend,
+                table,
+                kiln_store::backend::Scan::default(),
+            )
+            .await
+            .unwrap();
+            all.push_str(&format!("{records:?}"));
+        }
+        all
+    });
+    let jobs = block_on(kiln_store::Backend::scan(
+        &*turn.backend,
+        kiln_store::Table::Jobs,
+        kiln_store::backend::Scan::default(),
+    ))
+    .unwrap();
+    assert_eq!(jobs.len(), 1, "the job is in the history, and was searched");
+    assert!(!stored.contains(VALUE), "no stored byte holds the value");
 }

@@ -174,20 +174,11 @@ async fn agent_turn(
         };
         // The vault's secrets this agent may use, each bound to its origins.
         if let (Some(profiled), Ok(vault)) = (&profile, &runtime.vault) {
-            let (opened, problems) = vault
-                .for_agent(
-                    &profiled.agent.slug,
-                    &profiled.agent.secrets,
-                    kiln_store::clock::epoch_ms(),
-                )
-                .await
-                .map_err(|error| store_problem(&error))?;
-            spec.add_secrets(opened.into_iter().map(|secret| {
-                (
-                    secret.name,
-                    kiln_capabilities::Secret::for_origins(secret.value.expose(), secret.origins),
-                )
-            }));
+            let (secrets, problems) =
+                kiln_agent::vault_secrets(vault, &profiled.agent, kiln_store::clock::epoch_ms())
+                    .await
+                    .map_err(|error| store_problem(&error))?;
+            spec.add_secrets(secrets);
             for message in problems {
                 post(&FromRuntime::Event {
                     id,
