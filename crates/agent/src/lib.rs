@@ -14,6 +14,8 @@
 //!   pass that fires what is due ([`run_due`]), claimed through the store.
 //! - `skills`: the skill catalog in a turn's prompt, `/name` bodies, and
 //!   the built-in tools an agent's assigned skills unlock.
+//! - `docs`: `kiln_docs`, Kiln's own documentation (the README, the
+//!   manifest, the skills) searched offline.
 //! - `subagent`: children of a turn (`run_subtask`, `run_search`,
 //!   background subtasks) over a [`Kin`], one budget shared downward.
 //! - `plan`: the plan builder, `execute_plan` over `kiln_run::dag` and the
@@ -47,6 +49,7 @@
 pub mod bench;
 mod chat;
 mod codeact;
+mod docs;
 mod plan;
 mod profile;
 mod schedule;

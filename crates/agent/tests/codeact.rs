@@ -1336,3 +1336,40 @@ fn a_vault_secret_reaches_its_origin_and_nothing_the_job_keeps_or_shows() {
     assert_eq!(jobs.len(), 1, "the job is in the history, and was searched");
     assert!(!stored.contains(VALUE), "no stored byte holds the value");
 }
+
+#[test]
+fn kiln_docs_answers_from_kilns_own_documentation_offline() {
+    let turn = turn(
+        vec![
+            Reply::code(
+                "const hits = await tools.kiln_docs({query: 'schedules cron run-due', limit: 2});\n\
+                 return hits.map((hit) => hit.source);",
+            ),
+            Reply::text("Found it."),
+        ],
+        Options::default(),
+    );
+    let run = turn
+        .events
+        .iter()
+        .find_map(|event| match event {
+            AgentEvent::ToolResultUpdate { run, .. } => run.clone(),
+            _ => None,
+        })
+        .unwrap();
+    let sources = run["value"].as_array().unwrap();
+    assert!(
+        sources[0]
+            .as_str()
+            .unwrap()
+            .contains("Agent profiles, teams and skills"),
+        "{sources:?}"
+    );
+    assert!(
+        turn.provider.requests()[0]
+            .tools
+            .iter()
+            .any(|tool| tool.name == "kiln_docs"),
+        "always on: offered as a function"
+    );
+}

@@ -241,6 +241,7 @@ pub async fn run_agent(
     }
     let (_, message) = title_of(&request.messages);
     let skills_block = crate::skills::block(&listed, &assigned, &message);
+    let docs = Rc::new(crate::docs::sections(&listed));
     let team = Rc::new(crate::profile::Team::of(request.profile.take()));
     let sink = setup.sink.clone();
     let mut environment = setup.environment.clone();
@@ -287,6 +288,10 @@ pub async fn run_agent(
             Rc::new(ListModels(request.provider.clone())),
         );
         kiln_capabilities::skill_tools::add_skill_tools(registry, &skills, writable_skills);
+        let _ = registry.add(
+            crate::docs::KilnDocs::spec(),
+            Rc::new(crate::docs::KilnDocs(docs.clone())),
+        );
         let _ = registry.add(
             crate::schedule::ListSchedules::spec(),
             Rc::new(crate::schedule::ListSchedules {

@@ -147,13 +147,14 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
     if parts.belt.is_empty() {
         prompt.push_str("This job has no tools: a program can only compute.\n");
     }
-    // The skill tools are documented in the skills block, once, and not
-    // counted against the threshold the page's own tools are listed by.
+    // The threshold counts the tools this list describes: not the skill
+    // tools (the skills block documents them once) nor the direct ones
+    // (their function definitions do).
     let in_skills = |name: &str| !parts.skills.is_empty() && SKILL_TOOLS.contains(&name);
     let counted = parts
         .belt
         .iter()
-        .filter(|spec| !in_skills(&spec.name))
+        .filter(|spec| !in_skills(&spec.name) && !parts.direct.contains(&spec.name))
         .count();
     let defer = counted > DEFER_THRESHOLD;
     let mut deferred = Vec::new();

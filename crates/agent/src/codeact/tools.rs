@@ -40,6 +40,7 @@ pub(crate) const ALWAYS_ON: &[&str] = &[
     LIST_MODELS,
     kiln_types::agent::LIST_SCHEDULES,
     kiln_capabilities::skill_tools::LOAD_SKILL,
+    crate::docs::KILN_DOCS,
 ];
 
 /// Whether `name` is one of the always-on direct tools.
