@@ -55,7 +55,10 @@ function withStorage(kiln) {
     fork: (id, seq) => op("threads.fork")({ id, seq }),
   };
   kiln.runMemory = (runId) => op("run.list")(runId === undefined ? {} : { run_id: runId });
-  kiln.config = { get: () => op("config.get")({}) };
+  kiln.config = {
+    get: () => op("config.get")({}),
+    webSearch: (webSearch) => op("config.web_search")({ web_search: webSearch ?? null }),
+  };
   kiln.agents = {
     list: () => op("agents.list")({}),
     get: (slug) => op("agents.get")({ slug }),

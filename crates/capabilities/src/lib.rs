@@ -35,6 +35,8 @@
 //! - [`file_tools`]: the workspace file capabilities (`file_*`).
 //! - [`skill_tools`]: the skill capabilities (`list_skills`, `load_skill`,
 //!   `create_skill`, `update_skill`, `delete_skill`) an agent turn mounts.
+//! - [`web_search`]: `web_search` over the search API a workspace configured
+//!   (SearXNG, Brave, Tavily).
 //! - [`scripted`]: scripted capabilities, catalog entries that say what
 //!   their tool answers (the CLI's `--tools CATALOG.json`, tests).
 //! - [`mcp`]: MCP servers' tools, mounted under each server's name.
@@ -62,6 +64,7 @@ pub mod secrets;
 pub mod skill_tools;
 pub mod spec;
 pub mod storage;
+pub mod web_search;
 
 pub use dispatch::{CallContext, Dispatcher, HeldSignal, Permit, RunState};
 pub use gate::{Answer, ApprovalRequest, Approver, Autonomy, Decision, Gate, GateSettings, Mode};

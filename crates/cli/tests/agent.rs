@@ -431,3 +431,27 @@ fn an_agent_of_the_store_runs_with_its_own_prompt_and_provider() {
     assert!(out.stderr.contains("give --store DIR"), "{}", out.stderr);
     assert_eq!(aimock.journal().as_array().unwrap().len(), asked);
 }
+
+#[test]
+fn a_web_search_flag_that_does_not_hold_is_refused_before_anything_is_sent() {
+    let aimock = Aimock::start();
+    let base_url = format!("{}/v1", aimock.url());
+    let openai = ("openai", base_url.as_str(), "gpt-4o-mini");
+    for (extra, said) in [
+        (
+            &["--web-search", "bing"][..],
+            "expected searxng=URL, brave or tavily",
+        ),
+        (&["--web-search", "brave"][..], "brave needs its key"),
+        (&["--web-search", "searxng"][..], "searxng needs `base_url`"),
+        (
+            &["--web-search-key-env", "HOME"][..],
+            "give --web-search too",
+        ),
+    ] {
+        let out = agent(openai, "kiln-agent-sum", extra);
+        assert_eq!(out.code, 2, "{extra:?}: {}", out.stderr);
+        assert!(out.stderr.contains(said), "{extra:?}: {}", out.stderr);
+    }
+    assert_eq!(aimock.journal(), json!([]));
+}

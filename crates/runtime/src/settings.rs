@@ -305,3 +305,23 @@ pub(crate) async fn put_agent(config: &Config, agent: AgentRecord) -> Result<u64
     }
     Ok(config.put_agent(&agent).await?)
 }
+
+/// `config.web_search`: the search API agents' `web_search` asks (`null`:
+/// none, and no job has the tool).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct WebSearchArgs {
+    web_search: Option<kiln_types::search::WebSearch>,
+}
+
+pub(crate) async fn set_web_search(config: &Config, args: WebSearchArgs) -> Result<(), OpError> {
+    if let Some(search) = &args.web_search {
+        search.check().map_err(bad)?;
+    }
+    update_settings(config, |stored| {
+        stored.web_search.clone_from(&args.web_search);
+        true
+    })
+    .await?;
+    Ok(())
+}

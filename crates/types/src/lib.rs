@@ -32,6 +32,7 @@
 //! - [`profile`]: an agent profile: prompt, model, skills, servers, secrets,
 //!   autonomy, role, and the rules a record is held to.
 //! - [`schedule`]: an agent's job on a cron expression, and each firing.
+//! - [`search`]: the web search a workspace configures for `web_search`.
 //! - [`skill`]: skills, shipped and the workspace's, the rules a record is
 //!   held to and `/name` invocations.
 //! - [`vault`]: the secrets vault as the page sees it: names, origins and
@@ -56,6 +57,7 @@ pub mod redacted;
 pub mod run;
 pub mod runtime;
 pub mod schedule;
+pub mod search;
 pub mod skill;
 pub mod tool_result;
 pub mod vault;

@@ -353,6 +353,9 @@ pub struct Settings {
     /// the person says otherwise.
     #[serde(default)]
     pub network: Network,
+    /// The search API agents' `web_search` asks; no such tool until set.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub web_search: Option<crate::search::WebSearch>,
     #[serde(default)]
     pub version: u64,
 }
@@ -378,6 +381,7 @@ impl Default for Settings {
             selected_provider: None,
             code_model: None,
             network: Network::Off,
+            web_search: None,
             version: 0,
         }
     }

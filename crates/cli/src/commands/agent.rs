@@ -80,6 +80,13 @@ pub struct SessionArgs {
     /// Tokens the model may write per model call.
     #[arg(long, default_value_t = 4096)]
     max_tokens: u32,
+    /// Give agents `web_search` over this search API: `searxng=URL` (a SearXNG
+    /// instance's JSON API), `brave` or `tavily` (their key from --web-search-key-env).
+    #[arg(long, value_name = "API[=URL]")]
+    web_search: Option<String>,
+    /// The environment variable holding the search API's key (never the key itself).
+    #[arg(long, value_name = "VAR")]
+    web_search_key_env: Option<String>,
     /// Every event as one JSON line on stdout, each turn's last one `done`.
     #[arg(long)]
     json: bool,
@@ -254,6 +261,42 @@ fn agent_model(
     Ok((provider, model))
 }
 
+/// `--web-search API[=URL]` with `--web-search-key-env VAR`, checked.
+fn web_search(
+    given: Option<&str>,
+    key_env: Option<&str>,
+) -> Result<Option<(kiln_types::search::WebSearch, Option<kiln_types::Redacted>)>> {
+    use kiln_types::search::{SearchProvider, WebSearch};
+    let Some(given) = given else {
+        if key_env.is_some() {
+            bail!("--web-search-key-env: give --web-search too (brave or tavily)");
+        }
+        return Ok(None);
+    };
+    let (api, base_url) = given.split_once('=').unwrap_or((given, ""));
+    let provider = match api {
+        "searxng" => SearchProvider::Searxng,
+        "brave" => SearchProvider::Brave,
+        "tavily" => SearchProvider::Tavily,
+        other => bail!("--web-search {other}: expected searxng=URL, brave or tavily"),
+    };
+    let key = match key_env {
+        None => None,
+        Some(variable) => Some(kiln_types::Redacted::new(std::env::var(variable).map_err(|_| {
+            anyhow::anyhow!("--web-search-key-env {variable}: the environment variable is not set (or not UTF-8)")
+        })?)),
+    };
+    let search = WebSearch {
+        provider,
+        base_url: base_url.to_owned(),
+        key_secret: key.as_ref().map(|_| "WEB_SEARCH_KEY".to_owned()),
+    };
+    search
+        .check()
+        .map_err(|why| anyhow::anyhow!("--web-search: {why} (here: --web-search-key-env VAR)"))?;
+    Ok(Some((search, key)))
+}
+
 /// How long a job may last when `--deadline` does not say: half an hour.
 const DEFAULT_DEADLINE_S: u32 = 30 * 60;
 
@@ -276,6 +319,8 @@ pub(crate) struct Session {
     deadline: u32,
     pub(crate) json: bool,
     printer: Rc<RefCell<Printer>>,
+    /// `--web-search`, with its key.
+    web_search: Option<(kiln_types::search::WebSearch, Option<kiln_types::Redacted>)>,
 }
 
 /// `--provider KIND --base-url URL [--key-env VAR]`, checked.
@@ -390,6 +435,10 @@ impl Session {
             deadline: args.deadline,
             json: args.json,
             printer: Rc::default(),
+            web_search: web_search(
+                args.web_search.as_deref(),
+                args.web_search_key_env.as_deref(),
+            )?,
         })
     }
 
@@ -427,12 +476,30 @@ impl Session {
 
     /// Where the session's turns are assembled: its belt, its asker, its store.
     pub(crate) fn environment(&self, entrance: &str) -> kiln_run::Environment {
-        crate::commands::run::environment(
+        let mut environment = crate::commands::run::environment(
             entrance,
             self.catalog.clone(),
             self.asker,
             self.store.as_deref(),
-        )
+        );
+        if let Some((search, key)) = self.web_search.clone() {
+            let before = environment.own_tools.take();
+            let http = environment.http.clone();
+            environment.own_tools = Some(Rc::new(
+                move |registry: &mut kiln_capabilities::Registry| {
+                    if let Some(before) = &before {
+                        before(registry);
+                    }
+                    kiln_capabilities::web_search::add_web_search(
+                        registry,
+                        &http,
+                        &search,
+                        key.clone(),
+                    );
+                },
+            ));
+        }
+        environment
     }
 
     /// The store's folder (`--store DIR`), when the session has one.

@@ -80,7 +80,7 @@ enum SchedulesCommand {
         #[arg(long, default_value = "kiln")]
         runner: String,
         #[command(flatten)]
-        session: SessionArgs,
+        session: Box<SessionArgs>,
     },
 }
 

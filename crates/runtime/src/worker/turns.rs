@@ -188,7 +188,26 @@ async fn agent_turn(
                 });
             }
         }
-        let environment = watched_environment(runtime, id, approve, seen, "kiln.agent");
+        let mut environment = watched_environment(runtime, id, approve, seen, "kiln.agent");
+        if let Some(config) = &config
+            && let Some(search) = web_search(runtime, config, spec.agent(), id).await
+        {
+            let before = environment.own_tools.take();
+            let http = runtime.http.clone();
+            environment.own_tools = Some(Rc::new(
+                move |registry: &mut kiln_capabilities::Registry| {
+                    if let Some(before) = &before {
+                        before(registry);
+                    }
+                    kiln_capabilities::web_search::add_web_search(
+                        registry,
+                        &http,
+                        &search.0,
+                        search.1.clone(),
+                    );
+                },
+            ));
+        }
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
         let sink: kiln_agent::Sink = Rc::new(move |event| {
@@ -389,5 +408,60 @@ async fn fire(
             Err(error) => failed(format!("the job's result did not read: {error}")),
         },
         Err(problem) => failed(problem.message),
+    }
+}
+
+/// The workspace's web search for a job of `agent`, with its key from the
+/// vault, when one is configured and can be used; a note to the exchange
+/// when it is configured but cannot.
+async fn web_search(
+    runtime: &Runtime,
+    config: &kiln_store::config::Config,
+    agent: &str,
+    id: u64,
+) -> Option<(kiln_types::search::WebSearch, Option<kiln_types::Redacted>)> {
+    let note = |message: String| {
+        post(&FromRuntime::Event {
+            id,
+            event: ExchangeEvent::Agent(kiln_types::agent::AgentEvent::LogUpdate { message }),
+        });
+    };
+    let search = config.settings().await.ok()?.web_search?;
+    if let Err(why) = search.check() {
+        note(format!("web_search is off: {why}"));
+        return None;
+    }
+    let Some(name) = &search.key_secret else {
+        return Some((search, None));
+    };
+    let vault = match &runtime.vault {
+        Ok(vault) => vault,
+        Err(error) => {
+            note(format!(
+                "web_search is off: the vault is not open: {}",
+                error.with_hint()
+            ));
+            return None;
+        }
+    };
+    match vault
+        .for_agent(
+            agent,
+            std::slice::from_ref(name),
+            kiln_store::clock::epoch_ms(),
+        )
+        .await
+    {
+        Ok((mut opened, problems)) => match opened.pop() {
+            Some(secret) => Some((search, Some(secret.value))),
+            None => {
+                note(format!("web_search is off: {}", problems.join("; ")));
+                None
+            }
+        },
+        Err(error) => {
+            note(format!("web_search is off: {}", error.with_hint()));
+            None
+        }
     }
 }
