@@ -1373,3 +1373,41 @@ fn kiln_docs_answers_from_kilns_own_documentation_offline() {
         "always on: offered as a function"
     );
 }
+
+#[test]
+fn a_blocked_built_in_stays_on_the_belt_and_is_refused_as_deliberate() {
+    let turn = turn(
+        vec![
+            Reply::code("return await tools.save_memory({text: 'The sky is blue.'});"),
+            Reply::text("I was not allowed to save it."),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord {
+                    autonomy: [("save_memory".to_owned(), Autonomy::Block)].into(),
+                    ..AgentRecord::new("ada", "Ada")
+                },
+                team: Vec::new(),
+            }),
+            ..Options::default()
+        },
+    );
+    let first = &turn.provider.requests()[0];
+    assert!(
+        first.tools.iter().any(|tool| tool.name == "save_memory"),
+        "a blocked tool stays visible"
+    );
+    let (_, observation, _) = &turn.results()[0];
+    assert!(
+        observation.contains("blocked save_memory for this agent")
+            && observation.contains("The restriction is deliberate"),
+        "{observation}"
+    );
+    let memories = block_on(kiln_store::Backend::scan(
+        &*turn.backend,
+        kiln_store::Table::Memories,
+        kiln_store::backend::Scan::default(),
+    ))
+    .unwrap();
+    assert!(memories.is_empty(), "nothing was saved");
+}
