@@ -32,6 +32,8 @@
 //! - `providers_panel`: the Providers panel: the providers the chat can use and the form
 //!   that adds or edits one.
 //! - `agent_view`: an agent turn as the chat shows it, folded from its events.
+//! - `agents_panel`: the Agents view, the workspace's agent profiles and the form that
+//!   writes one.
 //! - `plan_tree`: how a turn's plans and sub-agents show in the chat.
 //! - `nodes_panel`: the Code nodes view, a graph of code nodes with typed handles;
 //!   `nodes_model`: that graph as data, its checked changes and undo history.
@@ -50,6 +52,7 @@
 //! - `browser_tests`: the app's components in headless Chromium (`wasm-bindgen-test`).
 
 mod agent_view;
+mod agents_panel;
 mod approval;
 mod author_dialog;
 #[cfg(all(test, target_arch = "wasm32"))]
@@ -358,6 +361,7 @@ pub fn App() -> impl IntoView {
     sources.refresh_tools();
     let card_approver = approver.clone();
     let providers = provider_store::ProviderStore::load(storage, runtime.clone(), None);
+    let agents = agents_panel::WorkspaceAgents::follow(storage);
     // Code node and graph runs answer page tools and approvals as the editor's runs do.
     let nodes_page: Rc<dyn PageSide> = Rc::new(AppPage {
         tools: None,
@@ -506,6 +510,9 @@ pub fn App() -> impl IntoView {
                         }>
                             <chat::Chat store=providers stores=storage.stores session=chat_session router=router />
                         </Show>
+                    </div>
+                    <div class="view-agents" hidden=showing("agents")>
+                        <agents_panel::AgentsPanel storage=storage agents=agents providers=providers tools=tools />
                     </div>
                     <div class="view-editor" hidden=showing("editor")>
                         <ProgramEditor sources=editor_sources.clone() gate=gate.clone() asker=asker approver=approver state=state

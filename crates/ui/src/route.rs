@@ -1,5 +1,5 @@
 //! Where the page is: the view and, for a conversation, its thread, kept in
-//! the URL's fragment (`#/chat/ID`, `#/nodes`, `#/settings`) so that a
+//! the URL's fragment (`#/chat/ID`, `#/agents`, `#/nodes`, `#/settings`) so that a
 //! reload, a bookmark or a link opens the same place and Back goes back. A
 //! fragment needs nothing of the host: the app stays a plain static site.
 
@@ -12,6 +12,8 @@ use wasm_bindgen::prelude::Closure;
 pub(crate) enum Route {
     /// The conversation: a kept thread, or a new one (`None`).
     Chat(Option<String>),
+    /// The workspace's agent profiles and their editor.
+    Agents,
     /// The program editor and its result.
     Editor,
     Nodes,
@@ -22,8 +24,9 @@ pub(crate) enum Route {
 }
 
 /// The views the navigation lists, in order: fragment, label.
-pub(crate) const VIEWS: [(&str, &str); 7] = [
+pub(crate) const VIEWS: [(&str, &str); 8] = [
     ("chat", "Chat"),
+    ("agents", "Agents"),
     ("editor", "Program"),
     ("nodes", "Code nodes"),
     ("memory", "Memory"),
@@ -49,6 +52,7 @@ impl Route {
         let path = hash.trim_start_matches('#').trim_start_matches('/');
         let mut parts = path.split('/');
         match (parts.next().unwrap_or(""), parts.next()) {
+            ("agents", _) => Self::Agents,
             ("editor", _) => Self::Editor,
             ("nodes", _) => Self::Nodes,
             ("memory", _) => Self::Memory,
@@ -73,6 +77,7 @@ impl Route {
     pub(crate) fn view(&self) -> &'static str {
         match self {
             Self::Chat(_) => "chat",
+            Self::Agents => "agents",
             Self::Editor => "editor",
             Self::Nodes => "nodes",
             Self::Memory => "memory",
@@ -188,6 +193,7 @@ mod tests {
             ("#/chat/<img src=x>", Route::Chat(None)),
             ("#/chat/a%2Fb", Route::Chat(None)),
             ("#/memory", Route::Memory),
+            ("#/agents", Route::Agents),
             ("#/settings/providers", Route::Settings),
             ("#/nodes/board", Route::Nodes),
             ("#/nowhere", Route::Chat(None)),
@@ -200,6 +206,7 @@ mod tests {
             Route::Chat(None),
             Route::Files,
             Route::Editor,
+            Route::Agents,
         ] {
             assert_eq!(Route::parse(&route.hash()), route, "round trip");
         }
