@@ -20,7 +20,7 @@ use std::collections::BTreeMap;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use kiln_types::permission::Autonomy;
 use kiln_types::profile::{AgentRecord, AgentRole, AgentServer, UNBLOCKABLE, UNBLOCKABLE_REASON};
@@ -253,6 +253,52 @@ pub(crate) fn tool_names(
         }
     }
     rows
+}
+
+/// The provider and model a reply is headed with: those `agent` names, where
+/// it names them (a provider without a model: that provider's saved model),
+/// else the chat's.
+pub(crate) fn reply_header(
+    agent: Option<&AgentRecord>,
+    chat_provider: &str,
+    chat_model: &str,
+    saved_model: impl Fn(&str) -> Option<String>,
+) -> (String, String) {
+    let Some(agent) = agent else {
+        return (chat_provider.to_owned(), chat_model.to_owned());
+    };
+    match (agent.provider.as_str(), agent.model.as_str()) {
+        ("", "") => (chat_provider.to_owned(), chat_model.to_owned()),
+        ("", model) => (chat_provider.to_owned(), model.to_owned()),
+        (provider, "") => (
+            provider.to_owned(),
+            saved_model(provider).unwrap_or_default(),
+        ),
+        (provider, model) => (provider.to_owned(), model.to_owned()),
+    }
+}
+
+/// Makes an agent turn's `request` one of agent `slug`. The page's own
+/// per-tool settings are the default agent's: another agent's turn carries
+/// none, and the runtime worker applies that agent's own.
+pub(crate) fn for_agent(request: &mut Value, slug: &str) {
+    request["agent"] = slug.into();
+    if slug != DEFAULT_AGENT
+        && let Some(permission) = request.get_mut("permission").and_then(Value::as_object_mut)
+    {
+        permission.insert("autonomy".to_owned(), json!({}));
+    }
+}
+
+/// The agent the chat goes on with when `wanted` was chosen: `wanted` while
+/// the list is not read yet or when the workspace has it, else the default
+/// agent (it was deleted, in another tab perhaps).
+pub(crate) fn settle_choice(wanted: &str, agents: &[AgentRecord], loaded: bool) -> String {
+    if !loaded || agents.iter().any(|agent| agent.slug == wanted) {
+        wanted.to_owned()
+    } else {
+        DEFAULT_AGENT.to_owned()
+    }
 }
 
 /// What an agent's row says under its name: its role, its provider and
@@ -1202,6 +1248,49 @@ mod tests {
     }
 
     #[test]
+    fn a_reply_is_headed_with_the_agents_own_provider_and_model() {
+        let saved = |name: &str| (name == "aimock").then(|| "gpt-4o".to_owned());
+        let header = |provider: &str, model: &str| {
+            let mut agent = AgentRecord::new("ada", "Ada");
+            agent.provider = provider.into();
+            agent.model = model.into();
+            reply_header(Some(&agent), "chat", "chat-model", saved)
+        };
+        let pair = |a: &str, b: &str| (a.to_owned(), b.to_owned());
+        assert_eq!(
+            reply_header(None, "chat", "chat-model", saved),
+            pair("chat", "chat-model")
+        );
+        assert_eq!(header("", ""), pair("chat", "chat-model"));
+        assert_eq!(header("", "small"), pair("chat", "small"));
+        assert_eq!(header("aimock", ""), pair("aimock", "gpt-4o"));
+        assert_eq!(
+            header("aimock", "gpt-4o-mini"),
+            pair("aimock", "gpt-4o-mini")
+        );
+        assert_eq!(header("gone", ""), pair("gone", ""));
+    }
+
+    #[test]
+    fn another_agents_turn_carries_its_slug_and_none_of_the_pages_tool_settings() {
+        let session = json!({
+            "agent": DEFAULT_AGENT,
+            "permission": {"mode": "default", "autonomy": {"echo": "auto"}, "brake": true},
+        });
+        let mut request = session.clone();
+        for_agent(&mut request, DEFAULT_AGENT);
+        assert_eq!(request, session);
+        for_agent(&mut request, "ada");
+        assert_eq!(
+            request,
+            json!({
+                "agent": "ada",
+                "permission": {"mode": "default", "autonomy": {}, "brake": true},
+            })
+        );
+    }
+
+    #[test]
     fn a_row_says_the_role_the_provider_and_model_and_the_servers() {
         let mut agent = AgentRecord::new("ada", "Ada");
         assert_eq!(summary(&agent), "Agent · the chat’s provider and model");
@@ -1223,5 +1312,14 @@ mod tests {
         );
         agent.provider.clear();
         assert!(summary(&agent).contains("the chat’s provider, model gpt-4o"));
+    }
+
+    #[test]
+    fn a_choice_of_an_agent_that_is_gone_falls_back_to_the_default() {
+        let agents = vec![AgentRecord::default_agent(), AgentRecord::new("ada", "Ada")];
+        assert_eq!(settle_choice("ada", &agents, true), "ada");
+        assert_eq!(settle_choice("gone", &agents, true), DEFAULT_AGENT);
+        // Until the list is read, a thread's agent is taken at its word.
+        assert_eq!(settle_choice("gone", &[], false), "gone");
     }
 }

@@ -7,6 +7,11 @@
 //! approvals and the agent's questions appear as cards in the thread; a line under the
 //! reply counts turns, tokens and spend against the job's guards.
 //!
+//! Beside the message box the person picks which of the workspace's agents answers
+//! (`agents_panel::WorkspaceAgents`, followed live): each turn names it, a kept thread
+//! remembers the agent it was made with, and a new conversation takes the one last
+//! picked in this tab.
+//!
 //! When nothing else is there the chat uses Kiln's own small model, run in this
 //! browser. While a turn waits on that model, the reply shows its download and loading
 //! (the runtime worker's `model_status`), and a failure to load it offers Retry and Clear
@@ -23,6 +28,7 @@ use std::cell::RefCell;
 use futures::channel::oneshot;
 
 use crate::agent_view::{Step, TurnView, provider_failure, shown};
+use crate::agents_panel::{WorkspaceAgents, for_agent, reply_header, settle_choice};
 use crate::approval::PageApprover;
 use crate::chat_model::{IN_BROWSER_NOTE, ModelLine, is_model_failure, usage_line};
 use crate::demo_tools::Asker;
@@ -36,7 +42,7 @@ use kiln_types::agent::{AgentEvent, AgentResult, Guards, StopReason};
 use kiln_types::chat::{ChatOptions, Message, ProviderKind};
 use kiln_types::model::ModelStatus;
 use kiln_types::permission::{ApprovalRequest, card_text};
-use kiln_types::records::{Conversation as Kept, Thread, ThreadMessage};
+use kiln_types::records::{Conversation as Kept, DEFAULT_AGENT, Thread, ThreadMessage};
 use kiln_types::runtime::{ExchangeEvent, Problem, Told};
 use serde_json::{Value, json};
 
@@ -231,6 +237,14 @@ struct Conversation {
     /// The chat's own reactive owner, which each reply's signal belongs to: a turn
     /// sent from a row of the list (Retry) must not die with that row.
     owner: StoredValue<Option<Owner>, LocalStorage>,
+    /// The workspace's agents, which the picker lists; `None` when embedded (the
+    /// widget's agent is its deployment's).
+    agents: Option<WorkspaceAgents>,
+    /// The agent the next turn goes to, by slug.
+    agent: RwSignal<String>,
+    /// The agents picked in this tab for kept threads since they were opened, by
+    /// thread id (a thread records the agent it was made with).
+    picked: StoredValue<std::collections::HashMap<String, String>>,
     textarea: NodeRef<leptos::html::Textarea>,
     list: NodeRef<leptos::html::Ol>,
 }
@@ -242,10 +256,12 @@ impl Conversation {
         session: StoredValue<Session, LocalStorage>,
         router: Router,
         embed: Option<Embed>,
+        agents: Option<WorkspaceAgents>,
     ) -> Self {
         let (approval, set_approval) = signal(None::<ApprovalRequest>);
         let (waiting, set_waiting) = signal(0_usize);
         let (yes_no, set_yes_no) = signal(None::<String>);
+        let embedded = embed.is_some();
         let page = AppPage {
             tools: embed.as_ref().map(|embed| embed.tools.clone()),
             asker: Asker::new(set_yes_no),
@@ -279,6 +295,13 @@ impl Conversation {
             thread: RwSignal::new(None),
             router,
             owner: StoredValue::new_local(Owner::current()),
+            agents: agents.filter(|_| !embedded),
+            agent: RwSignal::new(if embedded {
+                DEFAULT_AGENT.to_owned()
+            } else {
+                tab_agent()
+            }),
+            picked: StoredValue::new(std::collections::HashMap::new()),
             textarea: NodeRef::new(),
             list: NodeRef::new(),
         }
@@ -546,6 +569,14 @@ impl Conversation {
     fn show(self, kept: Kept) {
         self.clear();
         self.thread.set(Some(kept.thread.id.clone()));
+        // The agent picked for it in this tab, else the one it was made with.
+        let agent = self
+            .picked
+            .with_value(|picked| picked.get(&kept.thread.id).cloned())
+            .unwrap_or_else(|| kept.thread.agent.clone());
+        if self.agents.is_some() {
+            self.agent.set(agent);
+        }
         let owner = self.owner.get_value();
         let items = restored(kept.messages, owner.as_ref());
         // A long thread opens on its last messages; the earlier ones are drawn when
@@ -579,14 +610,29 @@ impl Conversation {
             .embed
             .with_value(|embed| embed.as_ref().and_then(|embed| embed.token.clone()))
             .filter(|_| entry.origin == crate::chat_model::Origin::Local);
-        let in_browser = provider.kind == ProviderKind::InProcess;
+        let slug = self.agent.get_untracked();
+        let agent = self.agents.and_then(|agents| agents.find(&slug));
+        // An agent that names its own provider or model is answered by them.
+        let (provider_name, model) =
+            reply_header(agent.as_ref(), &provider.name, &provider.model, |name| {
+                self.store.with_saved(|saved| {
+                    saved
+                        .iter()
+                        .find(|saved| saved.name == name)
+                        .map(|saved| saved.model.clone())
+                })
+            });
+        let own_provider = agent
+            .as_ref()
+            .is_some_and(|agent| !agent.provider.is_empty());
+        let in_browser = provider.kind == ProviderKind::InProcess && !own_provider;
         let before = self.messages.get_untracked();
         self.messages
             .update(|messages| messages.push(Message::User { text: text.clone() }));
         let user_id = self.push(Item::User(text.clone()));
         let reply = Reply {
-            provider: provider.name.clone(),
-            model: provider.model.clone(),
+            provider: provider_name,
+            model,
             in_browser,
             loading: None,
             view: TurnView::new(Guards::default()),
@@ -604,12 +650,13 @@ impl Conversation {
         request["provider"] = provider.wire();
         request["messages"] = json!(self.messages.get_untracked());
         request["options"] = json!(ChatOptions::new(provider.model.clone()));
+        for_agent(&mut request, &slug);
         self.focus_box();
         self.scroll_soon();
         spawn_local(async move {
             // The turn is kept in the thread on show, or a new one made with this
             // message; a store that fails does not stop the chat.
-            if let Some(thread) = self.kept_thread(epoch, &text).await {
+            if let Some(thread) = self.kept_thread(epoch, &text, &slug).await {
                 request["thread"] = thread.into();
             }
             let end = match token {
@@ -833,18 +880,38 @@ impl Conversation {
         self.streaming.set(false);
         self.messages.set(Vec::new());
         self.entries.set(Vec::new());
+        // A new conversation goes to the agent last picked in this tab.
+        if self.agents.is_some() {
+            self.agent.set(tab_agent());
+        }
+    }
+
+    /// The person picked agent `slug`: for the conversation on show, and for the
+    /// next new one in this tab.
+    fn pick_agent(self, slug: String) {
+        if let Some(thread) = self.thread.get_untracked() {
+            self.picked.update_value(|picked| {
+                picked.insert(thread, slug.clone());
+            });
+        }
+        remember_tab_agent(&slug);
+        self.agent.set(slug);
     }
 
     /// The kept thread this turn goes in: the one on show, or a new one titled after
-    /// `first`, which the URL then names. `None` when the store is unavailable or
-    /// refuses (the chat goes on unkept), or the conversation changed meanwhile.
-    async fn kept_thread(self, epoch: usize, first: &str) -> Option<String> {
+    /// `first` and recording `agent`, which the URL then names. `None` when the store
+    /// is unavailable or refuses (the chat goes on unkept), or the conversation changed
+    /// meanwhile.
+    async fn kept_thread(self, epoch: usize, first: &str, agent: &str) -> Option<String> {
         if let Some(thread) = self.thread.get_untracked() {
             return Some(thread);
         }
         let stores = self.stores.get_untracked()?;
         let made: Result<Thread, _> = stores
-            .op("threads.create", json!({"first_message": first}))
+            .op(
+                "threads.create",
+                json!({"first_message": first, "agent": agent}),
+            )
             .await;
         let thread = match made {
             Ok(thread) => thread,
@@ -932,6 +999,26 @@ pub(crate) fn last_thread() -> Option<String> {
 
 const LAST_THREAD: &str = "kiln:last-thread";
 
+/// The agent last picked in this tab (`sessionStorage`): a reload keeps it.
+const TAB_AGENT: &str = "kiln:agent";
+
+fn tab_agent() -> String {
+    web_sys::window()
+        .and_then(|window| window.session_storage().ok().flatten())
+        .and_then(|storage| storage.get_item(TAB_AGENT).ok().flatten())
+        .filter(|slug| kiln_types::profile::check_slug(slug).is_ok())
+        .unwrap_or_else(|| DEFAULT_AGENT.to_owned())
+}
+
+fn remember_tab_agent(slug: &str) {
+    if let Some(storage) =
+        web_sys::window().and_then(|window| window.session_storage().ok().flatten())
+    {
+        // A full sessionStorage costs the pick across a reload, nothing else.
+        let _ = storage.set_item(TAB_AGENT, slug);
+    }
+}
+
 /// A kept thread's messages as the chat shows them: the person's words, each
 /// agent turn folded from its events exactly as it streamed, and each failure.
 fn restored(messages: Vec<ThreadMessage>, owner: Option<&Owner>) -> Vec<Item> {
@@ -997,11 +1084,26 @@ pub(crate) fn Chat(
     /// Set when the chat is embedded (the widget).
     #[prop(optional)]
     embed: Option<Embed>,
+    /// The workspace's agents, for the agent picker (the app's chat).
+    #[prop(optional)]
+    agents: Option<WorkspaceAgents>,
 ) -> impl IntoView {
     let greeting = embed.as_ref().map(|embed| embed.greeting.clone());
     let inbox = embed.as_ref().map(|embed| embed.inbox);
-    let chat = Conversation::new(store, stores, session, router, embed);
+    let chat = Conversation::new(store, stores, session, router, embed, agents);
     chat.follow_model();
+    // An agent deleted (in another tab, say) while picked: the default agent answers.
+    if let Some(agents) = chat.agents {
+        Effect::new(move || {
+            let wanted = chat.agent.get();
+            let settled = agents
+                .list
+                .with(|list| settle_choice(&wanted, list, agents.loaded.get()));
+            if settled != wanted {
+                chat.agent.set(settled);
+            }
+        });
+    }
     // The conversation follows the URL: `#/chat/ID` shows kept thread ID (once the
     // store is open), `#/chat` a new one; other views leave it as it is.
     Effect::new(move |before: Option<()>| {
@@ -1225,6 +1327,7 @@ fn MessageBox(chat: Conversation) -> impl IntoView {
                 prop:value=chat.input on:input=move |event| chat.input.set(event_target_value(&event))
                 on:keydown=on_keydown></textarea>
             <div class="actions">
+                {chat.agents.map(|agents| view! { <AgentPicker chat=chat agents=agents /> })}
                 <button type="submit" data-testid="chat-send" disabled=move || chat.streaming.get() || no_provider()>"Send"</button>
                 {move || chat.streaming.get().then(|| view! {
                     <button type="button" class="secondary" data-testid="chat-stop" on:click=move |_| chat.stop()>"Stop"</button>
@@ -1234,6 +1337,60 @@ fn MessageBox(chat: Conversation) -> impl IntoView {
                 <p class="hint" data-testid="chat-model-note">{IN_BROWSER_NOTE}</p>
             })}
         </form>
+    }
+}
+
+/// Which of the workspace's agents answers: its badge and name; and, when it names
+/// its own provider or model, which.
+#[component]
+fn AgentPicker(chat: Conversation, agents: WorkspaceAgents) -> impl IntoView {
+    let options = move || {
+        let chosen = chat.agent.get();
+        let mut listed: Vec<(String, String)> = agents.list.with(|list| {
+            list.iter()
+                .map(|agent| {
+                    (
+                        agent.slug.clone(),
+                        format!("{} {}", agent.badge(), agent.name),
+                    )
+                })
+                .collect()
+        });
+        // Until the list is read: the agent a thread names, by its slug.
+        if !listed.iter().any(|(slug, _)| *slug == chosen) {
+            listed.push((chosen.clone(), chosen.clone()));
+        }
+        listed
+            .into_iter()
+            .map(|(slug, label)| {
+                let selected = slug == chosen;
+                view! { <option value=slug prop:selected=selected>{label}</option> }
+            })
+            .collect_view()
+    };
+    let own_model = move || {
+        let slug = chat.agent.get();
+        agents.list.with(|list| {
+            list.iter()
+                .find(|agent| agent.slug == slug)
+                .filter(|agent| !(agent.provider.is_empty() && agent.model.is_empty()))
+                .map(
+                    |agent| match (agent.provider.as_str(), agent.model.as_str()) {
+                        ("", model) => format!("model {model}"),
+                        (provider, "") => provider.to_owned(),
+                        (provider, model) => format!("{provider} · {model}"),
+                    },
+                )
+        })
+    };
+    view! {
+        <span class="chat-agent">
+            <label for="chat-agent">"Agent"</label>
+            <select id="chat-agent" data-testid="chat-agent" aria-describedby="chat-agent-model"
+                disabled=move || chat.streaming.get()
+                on:change=move |event| chat.pick_agent(event_target_value(&event))>{options}</select>
+            <span class="hint" id="chat-agent-model" data-testid="chat-agent-model">{move || own_model().map(|line| format!("uses {line}"))}</span>
+        </span>
     }
 }
 

@@ -33,7 +33,7 @@
 //!   that adds or edits one.
 //! - `agent_view`: an agent turn as the chat shows it, folded from its events.
 //! - `agents_panel`: the Agents view, the workspace's agent profiles and the form that
-//!   writes one.
+//!   writes one; the list the chat's agent picker reads too.
 //! - `plan_tree`: how a turn's plans and sub-agents show in the chat.
 //! - `nodes_panel`: the Code nodes view, a graph of code nodes with typed handles;
 //!   `nodes_model`: that graph as data, its checked changes and undo history.
@@ -508,7 +508,7 @@ pub fn App() -> impl IntoView {
                         <Show when=move || providers.loaded.get() fallback=|| view! {
                             <section class="chat" aria-busy="true"><h2>"Chat"</h2><p class="hint">"Reading the saved providers…"</p></section>
                         }>
-                            <chat::Chat store=providers stores=storage.stores session=chat_session router=router />
+                            <chat::Chat store=providers stores=storage.stores session=chat_session router=router agents=agents />
                         </Show>
                     </div>
                     <div class="view-agents" hidden=showing("agents")>
