@@ -58,6 +58,7 @@ function withStorage(kiln) {
   kiln.config = {
     get: () => op("config.get")({}),
     webSearch: (webSearch) => op("config.web_search")({ web_search: webSearch ?? null }),
+    teamChanges: (allow) => op("config.team_changes")({ allow: Boolean(allow) }),
   };
   kiln.agents = {
     list: () => op("agents.list")({}),

@@ -279,6 +279,80 @@ pub async fn vault_secrets(
     ))
 }
 
+/// `create_agent`: an agent adds another to the workspace (and so to its
+/// team). Mounted only when both gates are open (reference/003, "An agent
+/// does not recompose its own team"): the workspace allows team changes and
+/// this agent's profile has `may_change_team`. The new agent is a worker
+/// that may not change its own team, so the grant does not spread.
+pub(crate) struct CreateAgent {
+    pub config: kiln_store::config::Config,
+    /// Who made it, said in its record's name line.
+    pub by: String,
+}
+
+impl CreateAgent {
+    pub(crate) fn spec() -> kiln_capabilities::CapabilitySpec {
+        crate::codeact::tools::builtin(
+            CREATE_AGENT,
+            "Adds an agent to the workspace, and so to your team: {slug, name, system_prompt, avatar?}. It is a worker (not an orchestrator) and cannot change its own team. Answers {slug, version}.",
+            json!({
+                "type": "object",
+                "properties": {
+                    "slug": {"type": "string", "description": "`a-z`, `0-9`, `-`: the handle you delegate to."},
+                    "name": {"type": "string"},
+                    "system_prompt": {"type": "string", "description": "Its instructions, layered before Kiln's contract."},
+                    "avatar": {"type": "string"}
+                },
+                "required": ["slug", "name", "system_prompt"],
+                "additionalProperties": false
+            }),
+            kiln_capabilities::Category::Write,
+        )
+    }
+}
+
+/// The team-changing tool's name.
+pub(crate) const CREATE_AGENT: &str = "create_agent";
+
+impl kiln_capabilities::Implementation for CreateAgent {
+    fn call(
+        &self,
+        args: Value,
+        _: kiln_capabilities::CallContext,
+        _: kiln_capabilities::Permit,
+    ) -> futures::future::LocalBoxFuture<'static, kiln_types::tool_result::ToolReply> {
+        let config = self.config.clone();
+        let by = self.by.clone();
+        Box::pin(async move {
+            let text = |name: &str| {
+                args.get(name)
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned()
+            };
+            let agent = AgentRecord {
+                avatar: text("avatar"),
+                system_prompt: text("system_prompt"),
+                ..AgentRecord::new(text("slug"), text("name"))
+            };
+            agent
+                .check()
+                .map_err(|why| crate::codeact::tools::failure("invalid_arguments", why))?;
+            let version = config.put_agent(&agent).await.map_err(|error| {
+                if error.code() == "conflict" {
+                    crate::codeact::tools::failure(
+                        "agent_exists",
+                        format!("there is already an agent `{}`; delegate to it, or choose another slug", agent.slug),
+                    )
+                } else {
+                    kiln_capabilities::storage::store_failure(error)
+                }
+            })?;
+            Ok(json!({"slug": agent.slug, "version": version, "created_by": by}))
+        })
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

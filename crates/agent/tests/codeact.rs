@@ -1411,3 +1411,54 @@ fn a_blocked_built_in_stays_on_the_belt_and_is_refused_as_deliberate() {
     .unwrap();
     assert!(memories.is_empty(), "nothing was saved");
 }
+
+#[test]
+fn an_agent_adds_to_its_team_only_when_the_workspace_and_its_profile_both_allow_it() {
+    let lead = |may: bool| AgentRecord {
+        role: AgentRole::Orchestrator,
+        may_change_team: may,
+        ..AgentRecord::new("lead", "Lead")
+    };
+    let program = "return await tools.create_agent({slug: 'scout', name: 'Scout', system_prompt: 'You find things.'}).catch((e) => e.code);";
+    let run_with = |may: bool, allowed: bool| {
+        let backend = MemoryBackend::new();
+        if allowed {
+            let config = kiln_store::config::Config::new(backend.clone());
+            let mut settings = block_on(config.settings()).unwrap();
+            settings.allow_team_changes = true;
+            block_on(config.put_settings(&settings)).unwrap();
+        }
+        turn(
+            vec![Reply::code(program), Reply::text("done")],
+            Options {
+                backend,
+                profile: Some(Profiled {
+                    agent: lead(may),
+                    team: Vec::new(),
+                }),
+                ..Options::default()
+            },
+        )
+    };
+    for (may, allowed) in [(false, true), (true, false)] {
+        let turn = run_with(may, allowed);
+        let system = system_of(&turn.provider.requests()[0]);
+        assert!(
+            !system.contains("create_agent"),
+            "never offered: {may} {allowed}"
+        );
+        let (_, observation, _) = &turn.results()[0];
+        assert!(
+            observation.contains("tools.create_agent is not available"),
+            "{observation}"
+        );
+    }
+    let turn = run_with(true, true);
+    let (_, observation, _) = &turn.results()[0];
+    assert!(observation.contains("\"slug\": \"scout\""), "{observation}");
+    let config = kiln_store::config::Config::new(turn.backend.clone());
+    let scout = block_on(config.agent("scout")).unwrap().unwrap();
+    assert_eq!(scout.role, AgentRole::Agent);
+    assert!(!scout.may_change_team, "the grant does not spread");
+    assert_eq!(scout.system_prompt, "You find things.");
+}

@@ -401,6 +401,10 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             settings::set_permissions(&config, args(request)?).await?;
             Value::Null
         }
+        "config.team_changes" => {
+            settings::set_team_changes(&config, args(request)?).await?;
+            Value::Null
+        }
         "config.web_search" => {
             settings::set_web_search(&config, args(request)?).await?;
             Value::Null

@@ -325,3 +325,24 @@ pub(crate) async fn set_web_search(config: &Config, args: WebSearchArgs) -> Resu
     .await?;
     Ok(())
 }
+
+/// `config.team_changes`: whether agents whose profile has `may_change_team`
+/// may add agents (`create_agent`).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TeamChangesArgs {
+    allow: bool,
+}
+
+pub(crate) async fn set_team_changes(
+    config: &Config,
+    args: TeamChangesArgs,
+) -> Result<(), OpError> {
+    update_settings(config, |stored| {
+        let changed = stored.allow_team_changes != args.allow;
+        stored.allow_team_changes = args.allow;
+        changed
+    })
+    .await?;
+    Ok(())
+}

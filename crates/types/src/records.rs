@@ -353,6 +353,10 @@ pub struct Settings {
     /// the person says otherwise.
     #[serde(default)]
     pub network: Network,
+    /// Whether agents whose profile has `may_change_team` may add agents to
+    /// the workspace (`create_agent`): off until the person turns it on.
+    #[serde(default)]
+    pub allow_team_changes: bool,
     /// The search API agents' `web_search` asks; no such tool until set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub web_search: Option<crate::search::WebSearch>,
@@ -381,6 +385,7 @@ impl Default for Settings {
             selected_provider: None,
             code_model: None,
             network: Network::Off,
+            allow_team_changes: false,
             web_search: None,
             version: 0,
         }

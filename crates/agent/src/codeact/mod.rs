@@ -239,6 +239,15 @@ pub async fn run_agent(
     for problem in crate::skills::unlock(&mut request.run, &listed, &assigned) {
         (setup.sink)(AgentEvent::LogUpdate { message: problem });
     }
+    // Both gates of a team change: the workspace allows it, the agent may.
+    let team_changes = match (&schedule_config, &request.profile) {
+        (Some(config), Some(profiled)) if profiled.agent.may_change_team => config
+            .settings()
+            .await
+            .is_ok_and(|settings| settings.allow_team_changes)
+            .then(|| (config.clone(), profiled.agent.slug.clone())),
+        _ => None,
+    };
     let (_, message) = title_of(&request.messages);
     let skills_block = crate::skills::block(&listed, &assigned, &message);
     let docs = Rc::new(crate::docs::sections(&listed));
@@ -288,6 +297,15 @@ pub async fn run_agent(
             Rc::new(ListModels(request.provider.clone())),
         );
         kiln_capabilities::skill_tools::add_skill_tools(registry, &skills, writable_skills);
+        if let Some((config, by)) = &team_changes {
+            let _ = registry.add(
+                crate::profile::CreateAgent::spec(),
+                Rc::new(crate::profile::CreateAgent {
+                    config: config.clone(),
+                    by: by.clone(),
+                }),
+            );
+        }
         let _ = registry.add(
             crate::docs::KilnDocs::spec(),
             Rc::new(crate::docs::KilnDocs(docs.clone())),
