@@ -161,7 +161,13 @@ pub(crate) fn apply(agent: &AgentRecord, run: &mut RunRequest, system: &mut Opti
                 name: server.name.clone(),
                 url: server.url.clone(),
                 category: Category::External,
-                headers: Vec::new(),
+                // The token goes by reference: the ladder fills it from the
+                // job's secrets when it mounts the server.
+                headers: server
+                    .auth_secret
+                    .iter()
+                    .map(|secret| ("Authorization".to_owned(), format!("Bearer ${{{secret}}}")))
+                    .collect(),
             });
         }
     }
@@ -360,11 +366,12 @@ mod tests {
 
     #[test]
     fn the_agent_shapes_the_belt_and_cannot_be_loosened_by_the_request() {
-        let agent = AgentRecord {
+        let mut agent = AgentRecord {
             system_prompt: "You are Ada. Answer in French.".into(),
             mcp: vec![AgentServer {
                 name: "docs".into(),
                 url: "https://docs.example/mcp".into(),
+                auth_secret: None,
             }],
             autonomy: [
                 ("publish".to_owned(), Autonomy::Block),
@@ -400,6 +407,18 @@ mod tests {
         assert_eq!(run.autonomy["other"], Autonomy::Auto);
         assert_eq!(run.mcp.len(), 1);
         assert_eq!(run.mcp[0].name, "docs");
+        assert!(run.mcp[0].headers.is_empty());
+        // A server with a token: its header names the secret, never a value.
+        agent.mcp[0].auth_secret = Some("DOCS_TOKEN".into());
+        let mut run = RunRequest::new("");
+        apply(&agent, &mut run, &mut None);
+        assert_eq!(
+            run.mcp[0].headers,
+            [(
+                "Authorization".to_owned(),
+                "Bearer ${DOCS_TOKEN}".to_owned()
+            )]
+        );
     }
 
     #[test]
@@ -408,6 +427,7 @@ mod tests {
             mcp: vec![AgentServer {
                 name: "docs".into(),
                 url: "https://docs.example/mcp".into(),
+                auth_secret: None,
             }],
             ..AgentRecord::new("bob", "Bob")
         };

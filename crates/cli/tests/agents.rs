@@ -564,3 +564,66 @@ fn text_from_the_store_is_escaped_and_a_prompt_can_come_from_stdin() {
     refused(&output, 2, "at most 32000");
     assert_eq!(slugs(&store), ["default", "ada"]);
 }
+
+#[test]
+fn an_mcp_server_takes_its_token_from_a_secret_the_agent_names() {
+    let dir = temp_dir("mcp-auth");
+    let store = dir.join("store");
+    refused(
+        &agents(
+            &store,
+            &[
+                "create",
+                "ada",
+                "--name",
+                "Ada",
+                "--mcp",
+                "docs=https://docs.example/mcp",
+                "--mcp-auth",
+                "docs=DOCS_TOKEN",
+            ],
+        ),
+        2,
+        "sends the secret `DOCS_TOKEN`, which the agent's `secrets` does not name",
+    );
+    refused(
+        &agents(
+            &store,
+            &[
+                "create",
+                "ada",
+                "--name",
+                "Ada",
+                "--mcp-auth",
+                "wiki=DOCS_TOKEN",
+            ],
+        ),
+        2,
+        "the agent has no MCP server `wiki`",
+    );
+    ok(&agents(
+        &store,
+        &[
+            "create",
+            "ada",
+            "--name",
+            "Ada",
+            "--mcp",
+            "docs=https://docs.example/mcp",
+            "--secret",
+            "DOCS_TOKEN",
+            "--mcp-auth",
+            "docs=DOCS_TOKEN",
+        ],
+    ));
+    let ada = record(&store, "ada");
+    assert_eq!(ada["mcp"][0]["auth_secret"], "DOCS_TOKEN", "{ada}");
+    let shown = agents(&store, &["show", "ada"]);
+    assert!(
+        ok(&shown).contains("(Authorization from the secret DOCS_TOKEN)"),
+        "{}",
+        shown.stdout
+    );
+    ok(&agents(&store, &["edit", "ada", "--mcp-auth", "docs="]));
+    assert!(record(&store, "ada")["mcp"][0].get("auth_secret").is_none());
+}

@@ -1085,6 +1085,7 @@ async fn agents(config: &Config) {
         mcp: vec![AgentServer {
             name: "docs".into(),
             url: "https://docs.example/mcp".into(),
+            auth_secret: None,
         }],
         autonomy: [("http_request".to_owned(), Autonomy::Block)].into(),
         role: AgentRole::Orchestrator,

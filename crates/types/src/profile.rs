@@ -53,6 +53,11 @@ pub struct AgentServer {
     pub name: String,
     /// Its Streamable HTTP endpoint.
     pub url: String,
+    /// A vault secret sent as `Authorization: Bearer <value>` to this server
+    /// (the agent's profile must name the secret, and it must allow the
+    /// server's origin).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub auth_secret: Option<String>,
 }
 
 /// An agent, by its slug.
@@ -185,6 +190,16 @@ impl AgentRecord {
         let names: Vec<String> = self.mcp.iter().map(|server| server.name.clone()).collect();
         listed(who, "mcp", &names, check_server_name)?;
         for server in &self.mcp {
+            if let Some(secret) = &server.auth_secret {
+                check_secret_name(secret)
+                    .map_err(|why| format!("agent `{who}`: MCP server `{}`: {why}", server.name))?;
+                if !self.secrets.contains(secret) {
+                    return Err(format!(
+                        "agent `{who}`: MCP server `{}` sends the secret `{secret}`, which the agent's `secrets` does not name",
+                        server.name
+                    ));
+                }
+            }
             let url = server.url.trim();
             if !(url.starts_with("https://") || url.starts_with("http://")) || url.len() > 2048 {
                 return Err(format!(
@@ -359,6 +374,7 @@ mod tests {
                     mcp: vec![AgentServer {
                         name: "Docs".into(),
                         url: "https://docs.example/mcp".into(),
+                        auth_secret: None,
                     }],
                     ..base.clone()
                 },
@@ -369,6 +385,7 @@ mod tests {
                     mcp: vec![AgentServer {
                         name: "docs".into(),
                         url: "file:///etc/passwd".into(),
+                        auth_secret: None,
                     }],
                     ..base.clone()
                 },

@@ -216,6 +216,7 @@ impl Form {
                 .map(|(name, url)| AgentServer {
                     name: name.trim().to_owned(),
                     url: url.trim().to_owned(),
+                    auth_secret: None,
                 })
                 .collect(),
             secrets: self.secrets.clone(),
@@ -1175,7 +1176,8 @@ mod tests {
                 skills: vec!["web".into()],
                 mcp: vec![AgentServer {
                     name: "docs".into(),
-                    url: "http://127.0.0.1:3001/mcp".into()
+                    url: "http://127.0.0.1:3001/mcp".into(),
+                    auth_secret: None,
                 }],
                 secrets: vec!["DOCS_KEY".into()],
                 autonomy: [("file_write".to_owned(), Autonomy::Block)].into(),
@@ -1299,6 +1301,7 @@ mod tests {
         agent.mcp = vec![AgentServer {
             name: "docs".into(),
             url: "http://127.0.0.1:3001/mcp".into(),
+            auth_secret: None,
         }];
         assert_eq!(
             summary(&agent),

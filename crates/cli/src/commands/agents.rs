@@ -145,6 +145,11 @@ struct ProfileFlags {
     /// `NAME_<tool>`); repeat for more.
     #[arg(long = "mcp", value_name = "NAME=URL", value_parser = parse_server)]
     mcp: Vec<AgentServer>,
+    /// Send the secret SECRET to the MCP server NAME as `Authorization:
+    /// Bearer <value>` (the agent's secrets must name it; `--secret`); repeat
+    /// for more. An empty SECRET sends none.
+    #[arg(long = "mcp-auth", value_name = "NAME=SECRET", value_parser = parse_auth)]
+    mcp_auth: Vec<(String, String)>,
     /// One tool's autonomy: `auto` runs it without asking, `ask` asks,
     /// `block` refuses it (`return_result` cannot be blocked); a tool not set
     /// follows the permission mode. Repeat for more.
@@ -202,6 +207,12 @@ struct ToolSetting {
     autonomy: Autonomy,
 }
 
+fn parse_auth(text: &str) -> Result<(String, String), String> {
+    text.split_once('=')
+        .map(|(name, secret)| (name.to_owned(), secret.to_owned()))
+        .ok_or_else(|| "expected NAME=SECRET, as in `docs=DOCS_TOKEN`".into())
+}
+
 fn parse_server(text: &str) -> Result<AgentServer, String> {
     let Some((name, url)) = text.split_once('=') else {
         return Err("expected NAME=URL, as in `docs=https://docs.example/mcp`".into());
@@ -209,6 +220,7 @@ fn parse_server(text: &str) -> Result<AgentServer, String> {
     Ok(AgentServer {
         name: name.to_owned(),
         url: url.to_owned(),
+        auth_secret: None,
     })
 }
 
@@ -441,6 +453,7 @@ impl ProfileFlags {
             && self.role.is_none()
             && self.may_change_team.is_none()
             && self.mcp.is_empty()
+            && self.mcp_auth.is_empty()
             && self.tools.is_empty()
             && self.skills.is_empty()
             && self.secrets.is_empty()
@@ -473,6 +486,14 @@ impl ProfileFlags {
         agent.mcp.extend(self.mcp.iter().cloned());
         agent.skills.extend(self.skills.iter().cloned());
         agent.secrets.extend(self.secrets.iter().cloned());
+        for (name, secret) in &self.mcp_auth {
+            let Some(server) = agent.mcp.iter_mut().find(|server| &server.name == name) else {
+                return Err(AgentsError::Flag(format!(
+                    "--mcp-auth {name}={secret}: the agent has no MCP server `{name}`; add it with --mcp"
+                )));
+            };
+            server.auth_secret = Some(secret.clone()).filter(|secret| !secret.is_empty());
+        }
         for (index, setting) in self.tools.iter().enumerate() {
             if self.tools[..index]
                 .iter()
@@ -679,7 +700,13 @@ fn profile(agent: &AgentRecord) -> String {
             agent
                 .mcp
                 .iter()
-                .map(|server| format!("{:width$}  {}", server.name, server.url))
+                .map(|server| match &server.auth_secret {
+                    Some(secret) => format!(
+                        "{:width$}  {}  (Authorization from the secret {secret})",
+                        server.name, server.url
+                    ),
+                    None => format!("{:width$}  {}", server.name, server.url),
+                })
                 .collect()
         },
     ));
