@@ -792,7 +792,11 @@ fn every_storage_and_skill_spec_is_builtin_closed_and_categorised_by_what_it_doe
         .iter()
         .filter(|spec| spec.name != "http_request")
         .collect();
-    assert_eq!(storage.len(), 21, "16 storage capabilities and 5 skill ones");
+    assert_eq!(
+        storage.len(),
+        21,
+        "16 storage capabilities and 5 skill ones"
+    );
     for spec in storage {
         let expected = if writes.contains(&spec.name.as_str()) {
             kiln_capabilities::Category::Write

@@ -31,9 +31,7 @@ type Seen = Arc<Mutex<Vec<(String, String)>>>;
 
 /// A loopback server answering every request with `answer(request line,
 /// subscription token)` as `(status, body)`; keeps each request line and token.
-fn server(
-    answer: impl Fn(&str, &str) -> (u16, String) + Send + 'static,
-) -> (String, Seen) {
+fn server(answer: impl Fn(&str, &str) -> (u16, String) + Send + 'static) -> (String, Seen) {
     let listener = TcpListener::bind("127.0.0.1:0").unwrap();
     let root = format!("http://127.0.0.1:{}", listener.local_addr().unwrap().port());
     let seen = Arc::new(Mutex::new(Vec::new()));

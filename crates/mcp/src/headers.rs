@@ -1,6 +1,6 @@
 //! The headers a client sends beyond the protocol's own ([`Header`]: an
 //! `Authorization` filled from a secret, say), and what keeps their secrets
-//! out of everything the client answers ([`Scrub`]).
+//! out of everything the client answers (`Scrub`).
 //!
 //! A header is checked when it is made: its name is HTTP token characters
 //! (RFC 9110 §5.6.2) and neither one the client sets itself nor one `fetch`

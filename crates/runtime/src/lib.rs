@@ -26,7 +26,7 @@
 //! carries messages. The page's tools and its `approve` callback stay on the
 //! page: a call to one is a [`FromRuntime::ToolCall`] answered by
 //! [`ToRuntime::ToolReply`], a question an [`FromRuntime::Approve`] answered
-//! by [`ToRuntime::Answer`]. Storage operations are [`store_op`] (`ops`, editing `settings`), chat
+//! by [`ToRuntime::Answer`]. Storage operations are [`store_op`] (`ops`, editing `settings`; the vault's are [`vault_op`]), chat
 //! turns `kiln_providers::turn` over a request `kiln_agent::TurnRequest` reads;
 //! their events stream back under the exchange's id. The bench hooks
 //! ([`ToRuntime::Bench`]) are built only with the `bench` feature. The
@@ -46,4 +46,4 @@ mod worker;
 
 #[cfg(doc)]
 use kiln_types::runtime::{FromRuntime, RuntimeOptions, ToRuntime};
-pub use ops::{OpError, store_op};
+pub use ops::{OpError, store_op, vault_op};
