@@ -203,3 +203,46 @@ fn a_schedule_is_created_listed_and_removed_and_bad_values_are_refused_before_wr
     assert!(gone.stderr.contains("there is no schedule `morning`"));
     assert_eq!(requests(&aimock), 0, "nothing was sent to a model");
 }
+
+#[test]
+fn a_scheduled_job_a_guard_stops_fails_loud_with_its_code_in_the_firing_and_the_history() {
+    let aimock = Aimock::start();
+    let (dir, config) = store("schedules-guard", &format!("{}/v1", aimock.url()));
+    let now = kiln_store::clock::epoch_ms();
+    futures::executor::block_on(config.put_schedule(&ScheduleRecord {
+        id: "spin".into(),
+        agent: "ada".into(),
+        cron: "* * * * *".into(),
+        prompt: "kiln-agent-loop".into(),
+        time_zone: None,
+        enabled: true,
+        since_ms: now - 61_000,
+        version: 0,
+    }))
+    .unwrap();
+    drop(config);
+    let out = kiln(&["schedules", "run-due", "--store", &dir, "--max-turns", "2"]);
+    assert_eq!(out.code, 1, "a failed job fails the pass: {}", out.stderr);
+    assert!(
+        out.stdout.starts_with("spin: failed max_turns"),
+        "{}",
+        out.stdout
+    );
+    let listed = kiln(&["schedules", "list", "--store", &dir, "--json"]).json_ok();
+    let last = &listed[0]["last"];
+    assert_eq!(last["status"], "failed", "{listed}");
+    assert!(
+        last["summary"].as_str().unwrap().starts_with("max_turns"),
+        "{listed}"
+    );
+    let job_id = last["job_id"].as_str().unwrap().to_owned();
+    let backend: Rc<dyn kiln_store::Backend> =
+        kiln_store::native::LogBackend::open(std::path::Path::new(&dir)).unwrap();
+    let job = futures::executor::block_on(kiln_store::history::History::new(backend).job(&job_id))
+        .unwrap();
+    assert_eq!(job.status, "error", "{job:?}");
+    assert!(
+        job.output.contains("max_turns") || job.output.contains("turns"),
+        "{job:?}"
+    );
+}
