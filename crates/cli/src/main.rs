@@ -9,7 +9,7 @@
 //! `main.rs` is the clap root and the dispatch; each command lives in
 //! `commands/` (`commands/mod.rs` names them), and what they share beside it:
 //!
-//! - `commands`: one module a command — `run`, `agent`, `agents`, `schedules`, `chat`, `node` (and
+//! - `commands`: one module a command — `run`, `agent`, `agents`, `schedules`, `skills`, `chat`, `node` (and
 //!   `kiln graph`), `memory`, `eval`, `mcp` (with its `mcp_http` transport).
 //! - `common`: the flag groups every command flattens (the belt of tools, the gate, the
 //!   model programs ask) and the one reading of them into a run's request.
@@ -31,7 +31,7 @@ mod sandbox_process;
 mod terminal;
 mod tree;
 
-use commands::{agent, agents, chat, eval, mcp, memory, node, run as program, schedules};
+use commands::{agent, agents, chat, eval, mcp, memory, node, run as program, schedules, skills};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -89,6 +89,8 @@ enum Command {
     /// An agent's jobs on a cron expression: list, create, remove, and run-due, which runs
     /// what is due once (for cron, a systemd timer or a Kubernetes CronJob to drive).
     Schedules(schedules::SchedulesArgs),
+    /// The skill catalog: the system skills this build ships and the store's own.
+    Skills(skills::SkillsArgs),
     /// Evaluations against a real model: `kiln eval codeact`.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -147,6 +149,7 @@ fn main() -> ExitCode {
         Command::Agent(command) => agent::run(&command),
         Command::Agents(args) => agents::run(&args),
         Command::Schedules(args) => schedules::run(&args),
+        Command::Skills(args) => skills::run(&args),
         Command::Eval(command) => eval::run(&command),
         Command::Chat(args) => chat::run(&args),
         Command::Node(command) => node::run_node_command(command),

@@ -3,6 +3,8 @@
 //! - `run`: `kiln run`, a program run through `kiln_run::run_program` in this process.
 //! - `agent`: `kiln agent run "OBJECTIVE"`, one agent turn of the CodeAct loop.
 //! - `agents`: `kiln agents list|show|create|edit|remove`, agent profiles in an on-disk store.
+//! - `skills`: `kiln skills list|show|create|edit|remove`, the skill catalog (shipped and the
+//!   store's own).
 //! - `schedules`: `kiln schedules list|create|remove|run-due`, an agent's jobs on a cron
 //!   expression; `run-due` runs what is due once, for cron or a timer to drive.
 //! - `chat`: `kiln chat`, an interactive session over the CodeAct loop, one turn a message.
@@ -23,3 +25,4 @@ pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod run;
 pub(crate) mod schedules;
+pub(crate) mod skills;
