@@ -2,11 +2,6 @@
 //! without a store, the store's own created, edited, renamed and removed,
 //! and the shipped names refused.
 
-#![expect(
-    clippy::unwrap_used,
-    reason = "test helpers: a panic here is a failed test with its line"
-)]
-
 mod common;
 
 use common::{kiln, kiln_with};
