@@ -11,12 +11,13 @@ use futures::future::LocalBoxFuture;
 use kiln_http::{HttpClient, Redirect, Request};
 use kiln_types::Redacted;
 use kiln_types::search::{SearchProvider, WebSearch};
-use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
+use kiln_types::tool_result::ToolReply;
 use serde_json::{Value, json};
 
 use crate::dispatch::{CallContext, Permit};
 use crate::registry::{Implementation, Registry};
 use crate::spec::{CapabilitySpec, Category, Source};
+use crate::storage::failure;
 
 pub const WEB_SEARCH: &str = "web_search";
 
@@ -29,15 +30,6 @@ const MAX_SNIPPET: usize = 400;
 const TIMEOUT_MS: u64 = 15_000;
 /// The most bytes of an answer read.
 const MAX_BODY: usize = 2 * 1024 * 1024;
-
-fn failure(code: &str, message: String) -> ToolFailure {
-    ToolFailure {
-        code: code.into(),
-        message,
-        detail: None,
-        outcome: CallOutcome::Error,
-    }
-}
 
 /// `web_search`'s spec.
 #[must_use]

@@ -344,45 +344,15 @@ fn the_eval_harness_lists_its_cases_and_prints_its_table() {
     );
 }
 
-/// A store at `name` under this test binary's scratch folder, keeping the
-/// provider `mock` (aimock's OpenAI wire at `base_url`) and the agent `ada`
-/// that uses it with a prompt of her own.
-fn store_with_ada(name: &str, base_url: &str) -> String {
-    use kiln_store::config::{Config, ProviderRecord};
-    use kiln_types::profile::AgentRecord;
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    let backend: std::rc::Rc<dyn kiln_store::Backend> =
-        kiln_store::native::LogBackend::open(&dir).unwrap();
-    let config = Config::new(backend);
-    futures::executor::block_on(async {
-        config
-            .put_provider(&ProviderRecord {
-                name: "mock".into(),
-                kind: "openai".into(),
-                base_url: base_url.into(),
-                model: "gpt-4o-mini".into(),
-                key: None,
-                version: 0,
-            })
-            .await
-            .unwrap();
-        config
-            .put_agent(&AgentRecord {
-                system_prompt: "You are Ada. You answer tersely.".into(),
-                provider: "mock".into(),
-                ..AgentRecord::new("ada", "Ada")
-            })
-            .await
-            .unwrap();
-    });
-    dir.to_string_lossy().into_owned()
-}
-
 #[test]
 fn an_agent_of_the_store_runs_with_its_own_prompt_and_provider() {
     let aimock = Aimock::start();
-    let store = store_with_ada("agent-store-ada", &format!("{}/v1", aimock.url()));
+    let (store, config) = common::store_with_ada(
+        "agent-store-ada",
+        &format!("{}/v1", aimock.url()),
+        "You are Ada. You answer tersely.",
+    );
+    drop(config);
     let tools = catalog();
     let out = kiln(&[
         "agent",

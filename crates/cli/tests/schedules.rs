@@ -11,45 +11,17 @@
 
 mod common;
 
-use std::path::PathBuf;
 use std::rc::Rc;
 
 use common::kiln;
-use kiln_store::config::{Config, ProviderRecord};
+use kiln_store::config::Config;
 use kiln_testkit::Aimock;
-use kiln_types::profile::AgentRecord;
 use kiln_types::schedule::ScheduleRecord;
 use serde_json::Value;
 
-/// A fresh store at `name` keeping the provider `mock` (aimock's OpenAI
-/// wire) and the agent `ada` that uses it.
+/// A fresh store at `name` with the provider `mock` and the agent `ada`.
 fn store(name: &str, base_url: &str) -> (String, Config) {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
-    let _ = std::fs::remove_dir_all(&dir);
-    let backend: Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(&dir).unwrap();
-    let config = Config::new(backend);
-    futures::executor::block_on(async {
-        config
-            .put_provider(&ProviderRecord {
-                name: "mock".into(),
-                kind: "openai".into(),
-                base_url: base_url.into(),
-                model: "gpt-4o-mini".into(),
-                key: None,
-                version: 0,
-            })
-            .await
-            .unwrap();
-        config
-            .put_agent(&AgentRecord {
-                system_prompt: "You are Ada, the morning reporter.".into(),
-                provider: "mock".into(),
-                ..AgentRecord::new("ada", "Ada")
-            })
-            .await
-            .unwrap();
-    });
-    (dir.to_string_lossy().into_owned(), config)
+    common::store_with_ada(name, base_url, "You are Ada, the morning reporter.")
 }
 
 fn requests(aimock: &Aimock) -> usize {

@@ -90,3 +90,17 @@ pub struct Environment {
     /// applies from the run's next call).
     pub on_gate: Option<Rc<dyn Fn(Rc<Gate>)>>,
 }
+
+impl Environment {
+    /// Adds `more` to the entrance's own tools, after those it has (a tool
+    /// the entrance mounts only for some jobs: the configured web search).
+    pub fn add_own_tools(&mut self, more: impl Fn(&mut Registry) + 'static) {
+        let before = self.own_tools.take();
+        self.own_tools = Some(Rc::new(move |registry: &mut Registry| {
+            if let Some(before) = &before {
+                before(registry);
+            }
+            more(registry);
+        }));
+    }
+}

@@ -11,6 +11,8 @@ use serde::{Deserialize, Serialize};
 use crate::backend::{Backend, Expect, Op, Record, Scan, Table, stored_value};
 use crate::error::StoreError;
 pub use kiln_types::records::{AgentRecord, DEFAULT_AGENT, GraphRecord, Network, Settings};
+use kiln_types::schedule::{Firing, ScheduleRecord};
+use kiln_types::skill::SkillRecord;
 
 /// An API key as the configuration keeps it: the one redacting string,
 /// stored as the plain string.
@@ -87,108 +89,49 @@ pub(crate) trait Kept: Serialize + serde::de::DeserializeOwned {
     fn check(&self) -> Result<(), StoreError>;
 }
 
-impl Kept for ProviderRecord {
-    const PREFIX: &'static str = "provider:";
-    const NOUN: &'static str = "provider";
-    fn key_name(&self) -> &str {
-        &self.name
-    }
-    fn version(&self) -> u64 {
-        self.version
-    }
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn check(&self) -> Result<(), StoreError> {
-        check_provider(self)
-    }
+/// `impl Kept` for a record kept under `PREFIX<name field>`, checked by `check`.
+macro_rules! kept {
+    ($record:ty, $prefix:literal, $noun:literal, $name:ident, $check:expr) => {
+        impl Kept for $record {
+            const PREFIX: &'static str = $prefix;
+            const NOUN: &'static str = $noun;
+            fn key_name(&self) -> &str {
+                &self.$name
+            }
+            fn version(&self) -> u64 {
+                self.version
+            }
+            fn set_version(&mut self, version: u64) {
+                self.version = version;
+            }
+            fn check(&self) -> Result<(), StoreError> {
+                let check: fn(&Self) -> Result<(), StoreError> = $check;
+                check(self)
+            }
+        }
+    };
 }
 
-impl Kept for AgentRecord {
-    const PREFIX: &'static str = "agent:";
-    const NOUN: &'static str = "agent";
-    fn key_name(&self) -> &str {
-        &self.slug
-    }
-    fn version(&self) -> u64 {
-        self.version
-    }
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn check(&self) -> Result<(), StoreError> {
-        check_agent(self)
-    }
-}
-
-impl Kept for kiln_types::skill::SkillRecord {
-    const PREFIX: &'static str = "skill:";
-    const NOUN: &'static str = "skill";
-    fn key_name(&self) -> &str {
-        &self.name
-    }
-    fn version(&self) -> u64 {
-        self.version
-    }
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn check(&self) -> Result<(), StoreError> {
-        kiln_types::skill::SkillRecord::check(self).map_err(StoreError::Invalid)
-    }
-}
-
-impl Kept for kiln_types::schedule::ScheduleRecord {
-    const PREFIX: &'static str = "schedule:";
-    const NOUN: &'static str = "schedule";
-    fn key_name(&self) -> &str {
-        &self.id
-    }
-    fn version(&self) -> u64 {
-        self.version
-    }
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn check(&self) -> Result<(), StoreError> {
-        kiln_types::schedule::ScheduleRecord::check(self).map_err(StoreError::Invalid)
-    }
-}
-
-impl Kept for kiln_types::schedule::Firing {
-    const PREFIX: &'static str = "firing:";
-    const NOUN: &'static str = "firing";
-    fn key_name(&self) -> &str {
-        // Checked against the key's schedule part by `check_record`.
-        &self.schedule
-    }
-    fn version(&self) -> u64 {
-        self.version
-    }
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn check(&self) -> Result<(), StoreError> {
-        kiln_types::profile::check_slug(&self.schedule).map_err(StoreError::Invalid)
-    }
-}
-
-impl Kept for GraphRecord {
-    const PREFIX: &'static str = "graph:";
-    const NOUN: &'static str = "graph";
-    fn key_name(&self) -> &str {
-        &self.name
-    }
-    fn version(&self) -> u64 {
-        self.version
-    }
-    fn set_version(&mut self, version: u64) {
-        self.version = version;
-    }
-    fn check(&self) -> Result<(), StoreError> {
-        check_graph(self)
-    }
-}
+kept!(
+    ProviderRecord,
+    "provider:",
+    "provider",
+    name,
+    check_provider
+);
+kept!(AgentRecord, "agent:", "agent", slug, check_agent);
+kept!(GraphRecord, "graph:", "graph", name, check_graph);
+kept!(SkillRecord, "skill:", "skill", name, |skill| skill
+    .check()
+    .map_err(StoreError::Invalid));
+kept!(ScheduleRecord, "schedule:", "schedule", id, |schedule| {
+    schedule.check().map_err(StoreError::Invalid)
+});
+// A firing's key is `firing:<schedule>:<due ms>`: `check_record` holds its
+// schedule part to the record's, and `schedules` writes the keys.
+kept!(Firing, "firing:", "firing", schedule, |firing| {
+    kiln_types::profile::check_slug(&firing.schedule).map_err(StoreError::Invalid)
+});
 
 /// An imported record under `key`, which names it `name`: it reads as an
 /// `R`, holds that name, and passes `R`'s checks.
@@ -216,15 +159,13 @@ pub fn check_record(key: &str, value: &serde_json::Value) -> Result<(), StoreErr
         check_kept::<ProviderRecord>(key, name, value)
     } else if let Some(name) = key.strip_prefix(GraphRecord::PREFIX) {
         check_kept::<GraphRecord>(key, name, value)
-    } else if let Some(id) =
-        key.strip_prefix(<kiln_types::schedule::ScheduleRecord as Kept>::PREFIX)
-    {
-        check_kept::<kiln_types::schedule::ScheduleRecord>(key, id, value)
-    } else if let Some(rest) = key.strip_prefix(<kiln_types::schedule::Firing as Kept>::PREFIX) {
+    } else if let Some(id) = key.strip_prefix(<ScheduleRecord as Kept>::PREFIX) {
+        check_kept::<ScheduleRecord>(key, id, value)
+    } else if let Some(rest) = key.strip_prefix(<Firing as Kept>::PREFIX) {
         let schedule = rest.split(':').next().unwrap_or_default();
-        check_kept::<kiln_types::schedule::Firing>(key, schedule, value)
-    } else if let Some(name) = key.strip_prefix(<kiln_types::skill::SkillRecord as Kept>::PREFIX) {
-        check_kept::<kiln_types::skill::SkillRecord>(key, name, value)
+        check_kept::<Firing>(key, schedule, value)
+    } else if let Some(name) = key.strip_prefix(<SkillRecord as Kept>::PREFIX) {
+        check_kept::<SkillRecord>(key, name, value)
     } else {
         Err(StoreError::Invalid(format!(
             "config key `{key}` is not `settings`, `agent:<slug>`, `provider:<name>`, `graph:<name>`, `skill:<name>`, `schedule:<id>` or `firing:<id>:<ms>`"
@@ -407,34 +348,27 @@ impl Config {
 
     /// The workspace's own skills, by name (the shipped ones are
     /// [`crate::skills`]').
-    pub async fn skills(&self) -> Result<Vec<kiln_types::skill::SkillRecord>, StoreError> {
+    pub async fn skills(&self) -> Result<Vec<SkillRecord>, StoreError> {
         self.list().await
     }
 
     /// Saves a skill read at `skill.version` (0: a new one).
-    pub async fn put_skill(
-        &self,
-        skill: &kiln_types::skill::SkillRecord,
-    ) -> Result<u64, StoreError> {
+    pub async fn put_skill(&self, skill: &SkillRecord) -> Result<u64, StoreError> {
         self.put(skill).await
     }
 
     /// Renames the skill `from` (read at `skill.version`) to `skill`, in one
     /// all-or-none commit; answers the new record's version.
-    pub async fn rename_skill(
-        &self,
-        from: &str,
-        skill: &kiln_types::skill::SkillRecord,
-    ) -> Result<u64, StoreError> {
+    pub async fn rename_skill(&self, from: &str, skill: &SkillRecord) -> Result<u64, StoreError> {
         Kept::check(skill)?;
-        let prefix = <kiln_types::skill::SkillRecord as Kept>::PREFIX;
+        let prefix = <SkillRecord as Kept>::PREFIX;
         let changes = self
             .backend
             .commit(vec![
                 Op::put(
                     Table::Config,
                     format!("{prefix}{}", skill.name),
-                    stored_value(&kiln_types::skill::SkillRecord {
+                    stored_value(&SkillRecord {
                         version: 0,
                         ..skill.clone()
                     }),
@@ -451,7 +385,6 @@ impl Config {
     }
 
     pub async fn remove_skill(&self, name: &str, version: u64) -> Result<(), StoreError> {
-        self.remove::<kiln_types::skill::SkillRecord>(name, version)
-            .await
+        self.remove::<SkillRecord>(name, version).await
     }
 }

@@ -483,21 +483,15 @@ impl Session {
             self.store.as_deref(),
         );
         if let Some((search, key)) = self.web_search.clone() {
-            let before = environment.own_tools.take();
             let http = environment.http.clone();
-            environment.own_tools = Some(Rc::new(
-                move |registry: &mut kiln_capabilities::Registry| {
-                    if let Some(before) = &before {
-                        before(registry);
-                    }
-                    kiln_capabilities::web_search::add_web_search(
-                        registry,
-                        &http,
-                        &search,
-                        key.clone(),
-                    );
-                },
-            ));
+            environment.add_own_tools(move |registry| {
+                kiln_capabilities::web_search::add_web_search(
+                    registry,
+                    &http,
+                    &search,
+                    key.clone(),
+                );
+            });
         }
         environment
     }

@@ -110,3 +110,44 @@ impl Drop for HttpServer {
         let _ = self.child.wait();
     }
 }
+
+/// A fresh on-disk store at `name` under the test binary's scratch folder,
+/// keeping the provider `mock` (aimock's OpenAI wire at `base_url`, model
+/// `gpt-4o-mini`) and the agent `ada` that uses it with `prompt` as her
+/// system prompt. Answers its folder and its configuration (drop it before
+/// a `kiln` process writes the store).
+#[must_use]
+pub fn store_with_ada(
+    name: &str,
+    base_url: &str,
+    prompt: &str,
+) -> (String, kiln_store::config::Config) {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    let backend: std::rc::Rc<dyn kiln_store::Backend> = kiln_store::native::LogBackend::open(&dir)
+        .unwrap_or_else(|error| panic!("the store at {}: {error}", dir.display()));
+    let config = kiln_store::config::Config::new(backend);
+    let saved = futures::executor::block_on(async {
+        config
+            .put_provider(&kiln_store::config::ProviderRecord {
+                name: "mock".into(),
+                kind: "openai".into(),
+                base_url: base_url.into(),
+                model: "gpt-4o-mini".into(),
+                key: None,
+                version: 0,
+            })
+            .await?;
+        config
+            .put_agent(&kiln_types::profile::AgentRecord {
+                system_prompt: prompt.into(),
+                provider: "mock".into(),
+                ..kiln_types::profile::AgentRecord::new("ada", "Ada")
+            })
+            .await
+    });
+    if let Err(error) = saved {
+        panic!("seeding the store at {}: {error}", dir.display());
+    }
+    (dir.to_string_lossy().into_owned(), config)
+}

@@ -192,21 +192,15 @@ async fn agent_turn(
         if let Some(config) = &config
             && let Some(search) = web_search(runtime, config, spec.agent(), id).await
         {
-            let before = environment.own_tools.take();
             let http = runtime.http.clone();
-            environment.own_tools = Some(Rc::new(
-                move |registry: &mut kiln_capabilities::Registry| {
-                    if let Some(before) = &before {
-                        before(registry);
-                    }
-                    kiln_capabilities::web_search::add_web_search(
-                        registry,
-                        &http,
-                        &search.0,
-                        search.1.clone(),
-                    );
-                },
-            ));
+            environment.add_own_tools(move |registry| {
+                kiln_capabilities::web_search::add_web_search(
+                    registry,
+                    &http,
+                    &search.0,
+                    search.1.clone(),
+                );
+            });
         }
         let cancel = AbortSignal::new();
         runtime.runs.borrow_mut().insert(id, cancel.clone());
