@@ -359,6 +359,11 @@ async fn fire(
             .ok()
             .and_then(|settings| settings.selected_provider)
         {
+            // Kiln's own model, which the app offers without keeping it.
+            Some(name) if name == kiln_types::chat::IN_PROCESS_LABEL => json!({
+                "kind": kiln_types::chat::ProviderKind::InProcess.as_str(),
+                "base_url": kiln_types::chat::IN_PROCESS_MODELS,
+            }),
             Some(name) => json!({"stored": name}),
             None => {
                 return failed(format!(
@@ -368,9 +373,13 @@ async fn fire(
             }
         },
     };
-    let model = kiln_run::kept_model(Some(&config), &provider)
-        .await
-        .unwrap_or_default();
+    let model = match kiln_run::kept_model(Some(&config), &provider).await {
+        Some(model) => model,
+        None if provider.get("stored").is_none() => {
+            kiln_types::chat::IN_PROCESS_MODEL_ID.to_owned()
+        }
+        None => String::new(),
+    };
     let request = json!({
         "provider": provider,
         "options": {"model": model, "max_tokens": 4096},
