@@ -20,17 +20,21 @@ use std::collections::BTreeMap;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
+use serde::Deserialize;
 use serde_json::{Value, json};
 
 use kiln_types::permission::Autonomy;
 use kiln_types::profile::{AgentRecord, AgentRole, AgentServer, UNBLOCKABLE, UNBLOCKABLE_REASON};
 use kiln_types::records::DEFAULT_AGENT;
+use kiln_types::vault::SecretInfo;
 
 use crate::ToolRow;
 use crate::chat_model::Origin;
 use crate::provider_store::ProviderStore;
 use crate::storage::{StorageSignals, error_alert};
 use crate::storage_model::ErrorText;
+
+mod schedules;
 
 /// The longest slug (`kiln_types::profile::check_slug`).
 const MAX_SLUG: usize = 64;
@@ -144,12 +148,14 @@ pub(crate) struct Form {
     pub model: String,
     pub role: AgentRole,
     pub may_change_team: bool,
-    /// Each MCP server's name and URL, as typed; a row left empty is dropped.
-    pub mcp: Vec<(String, String)>,
+    /// Each MCP server's name, URL and the secret its `Authorization`
+    /// header comes from, as typed; a row with neither a name nor a URL is dropped.
+    pub mcp: Vec<AgentServer>,
     /// Each tool's setting; a tool left out follows the mode.
     pub autonomy: BTreeMap<String, Autonomy>,
-    /// Kept as they were read: the form does not edit them yet.
+    /// The skills assigned to it, in the order they were checked.
     pub skills: Vec<String>,
+    /// The vault's secrets its jobs may use, in the order they were checked.
     pub secrets: Vec<String>,
     /// The version the record was read at (0: a new one).
     pub version: u64,
@@ -176,11 +182,7 @@ impl Form {
             model: agent.model.clone(),
             role: agent.role,
             may_change_team: agent.may_change_team,
-            mcp: agent
-                .mcp
-                .iter()
-                .map(|server| (server.name.clone(), server.url.clone()))
-                .collect(),
+            mcp: agent.mcp.clone(),
             autonomy: agent.autonomy.clone(),
             skills: agent.skills.clone(),
             secrets: agent.secrets.clone(),
@@ -212,11 +214,16 @@ impl Form {
             mcp: self
                 .mcp
                 .iter()
-                .filter(|(name, url)| !(name.trim().is_empty() && url.trim().is_empty()))
-                .map(|(name, url)| AgentServer {
-                    name: name.trim().to_owned(),
-                    url: url.trim().to_owned(),
-                    auth_secret: None,
+                .filter(|server| !(server.name.trim().is_empty() && server.url.trim().is_empty()))
+                .map(|server| AgentServer {
+                    name: server.name.trim().to_owned(),
+                    url: server.url.trim().to_owned(),
+                    auth_secret: server
+                        .auth_secret
+                        .as_deref()
+                        .map(str::trim)
+                        .filter(|secret| !secret.is_empty())
+                        .map(str::to_owned),
                 })
                 .collect(),
             secrets: self.secrets.clone(),
@@ -302,8 +309,175 @@ pub(crate) fn settle_choice(wanted: &str, agents: &[AgentRecord], loaded: bool) 
     }
 }
 
+/// A skill as the form lists it: a line of `skills.list`.
+#[derive(Clone, Debug, PartialEq, Eq, Deserialize)]
+pub(crate) struct SkillInfo {
+    pub name: String,
+    #[serde(default)]
+    pub description: String,
+    /// Shipped with the build, read-only.
+    #[serde(default)]
+    pub system: bool,
+    /// The built-in tools it unlocks for the agents it is assigned to.
+    #[serde(default)]
+    pub required_tools: Vec<String>,
+}
+
+/// One line of the Skills checklist: a skill of the catalog, or one the
+/// agent is assigned that the catalog no longer has (`known` false).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SkillLine {
+    pub name: String,
+    pub description: String,
+    pub system: bool,
+    pub required_tools: Vec<String>,
+    pub known: bool,
+}
+
+/// The Skills checklist: the catalog's skills in its order, then those the
+/// agent is `assigned` that the catalog lacks, so that none is hidden.
+pub(crate) fn skill_lines(catalog: &[SkillInfo], assigned: &[String]) -> Vec<SkillLine> {
+    let mut lines: Vec<SkillLine> = catalog
+        .iter()
+        .map(|skill| SkillLine {
+            name: skill.name.clone(),
+            description: skill.description.clone(),
+            system: skill.system,
+            required_tools: skill.required_tools.clone(),
+            known: true,
+        })
+        .collect();
+    for name in assigned {
+        if !catalog.iter().any(|skill| &skill.name == name) {
+            lines.push(SkillLine {
+                name: name.clone(),
+                description: String::new(),
+                system: false,
+                required_tools: Vec::new(),
+                known: false,
+            });
+        }
+    }
+    lines
+}
+
+/// One line of the Secrets checklist: a secret of the vault (never its
+/// value), or one the agent names that the vault does not have.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct SecretLine {
+    pub name: String,
+    /// Where the vault sends it.
+    pub origins: Vec<String>,
+    /// The agents the vault lets use it; empty: any whose profile names it.
+    pub agents: Vec<String>,
+    pub known: bool,
+}
+
+/// The Secrets checklist: the vault's secrets in its order, then those the
+/// agent names that the vault lacks.
+pub(crate) fn secret_lines(vault: &[SecretInfo], named: &[String]) -> Vec<SecretLine> {
+    let mut lines: Vec<SecretLine> = vault
+        .iter()
+        .map(|secret| SecretLine {
+            name: secret.name.clone(),
+            origins: secret.origins.clone(),
+            agents: secret.agents.clone(),
+            known: true,
+        })
+        .collect();
+    for name in named {
+        if !vault.iter().any(|secret| &secret.name == name) {
+            lines.push(SecretLine {
+                name: name.clone(),
+                origins: Vec::new(),
+                agents: Vec::new(),
+                known: false,
+            });
+        }
+    }
+    lines
+}
+
+/// What a secret's line says under its name: where the vault sends it and,
+/// when the vault names the agents that may use it, whether agent `slug`
+/// is one of them.
+pub(crate) fn secret_reach(line: &SecretLine, slug: &str) -> String {
+    if !line.known {
+        return "Not in the vault: its jobs cannot get it. Uncheck it, or add it again in Settings → Secrets.".to_owned();
+    }
+    let mut said = format!("Sent only to {}.", line.origins.join(", "));
+    if !line.agents.is_empty() {
+        let agents = line.agents.join(", ");
+        if line.agents.iter().any(|agent| agent == slug) {
+            said.push_str(&format!(" The vault lets only {agents} use it."));
+        } else {
+            said.push_str(&format!(
+                " The vault lets only {agents} use it, not this agent: its jobs will not get it until the vault allows them."
+            ));
+        }
+    }
+    said
+}
+
+/// Adds `name` to `list` (at its end) or takes it out.
+pub(crate) fn set_listed(list: &mut Vec<String>, name: &str, on: bool) {
+    let listed = list.iter().any(|item| item == name);
+    if on && !listed {
+        list.push(name.to_owned());
+    } else if !on {
+        list.retain(|item| item != name);
+    }
+}
+
+/// The choices of an MCP server's "Authorization from secret": none, then
+/// the secrets the agent may use (`allowed`); a `current` one it may no
+/// longer use stays listed, said so, until the person changes it (saving
+/// refuses it in the record's words). Each is its value and its label.
+pub(crate) fn auth_options(allowed: &[String], current: &str) -> Vec<(String, String)> {
+    let mut options = vec![(String::new(), "None: no Authorization header".to_owned())];
+    options.extend(
+        allowed
+            .iter()
+            .map(|secret| (secret.clone(), secret.clone())),
+    );
+    if !current.is_empty() && !allowed.iter().any(|secret| secret == current) {
+        options.push((
+            current.to_owned(),
+            format!("{current} (not among the secrets checked above)"),
+        ));
+    }
+    options
+}
+
+/// `scheme://host[:port]` of an http(s) URL, lower-cased, as the vault
+/// writes a secret's origins; `None` when `url` is not one.
+pub(crate) fn origin_of(url: &str) -> Option<String> {
+    let url = url.trim();
+    let (scheme, rest) = url.split_once("://")?;
+    let scheme = scheme.to_ascii_lowercase();
+    if scheme != "http" && scheme != "https" {
+        return None;
+    }
+    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
+    let host = authority.rsplit('@').next().unwrap_or("");
+    (!host.is_empty()).then(|| format!("{scheme}://{}", host.to_ascii_lowercase()))
+}
+
+/// Why the server at `url` will not be given the secret `line` as its
+/// `Authorization`, when the vault does not send it to the server's origin.
+pub(crate) fn auth_problem(url: &str, line: &SecretLine) -> Option<String> {
+    let origin = origin_of(url)?;
+    (line.known && !line.origins.contains(&origin)).then(|| {
+        format!(
+            "The vault sends {} only to {}: add {origin} to it in Settings → Secrets, or this server will not be given it.",
+            line.name,
+            line.origins.join(", ")
+        )
+    })
+}
+
 /// What an agent's row says under its name: its role, its provider and
-/// model, its MCP servers.
+/// model, and how many skills, secrets and MCP servers it has.
 pub(crate) fn summary(agent: &AgentRecord) -> String {
     let role = match agent.role {
         AgentRole::Agent => "Agent",
@@ -315,12 +489,17 @@ pub(crate) fn summary(agent: &AgentRecord) -> String {
         (provider, "") => format!("{provider}, its saved model"),
         (provider, model) => format!("{provider}, model {model}"),
     };
-    let servers = match agent.mcp.len() {
+    let count = |n: usize, one: &str, many: &str| match n {
         0 => String::new(),
-        1 => " · 1 MCP server".to_owned(),
-        n => format!(" · {n} MCP servers"),
+        1 => format!(" · 1 {one}"),
+        n => format!(" · {n} {many}"),
     };
-    format!("{role} · {model}{servers}")
+    format!(
+        "{role} · {model}{}{}{}",
+        count(agent.skills.len(), "skill", "skills"),
+        count(agent.secrets.len(), "secret", "secrets"),
+        count(agent.mcp.len(), "MCP server", "MCP servers"),
+    )
 }
 
 /// The workspace's agents as the page holds them: read through the runtime
@@ -394,6 +573,8 @@ struct ServerRow {
     id: usize,
     name: String,
     url: String,
+    /// The secret its `Authorization` header comes from; empty: none.
+    auth_secret: String,
 }
 
 /// The form's fields as signals: loaded from a [`Form`], read back as one.
@@ -417,8 +598,10 @@ struct Editor {
     /// Tools added by name in this form (an MCP server's), listed even while
     /// they follow the mode.
     more_tools: RwSignal<Vec<String>>,
-    /// Skills, secrets and version, kept as read.
-    kept: StoredValue<(Vec<String>, Vec<String>, u64)>,
+    skills: RwSignal<Vec<String>>,
+    secrets: RwSignal<Vec<String>>,
+    /// The version the record was read at.
+    version: StoredValue<u64>,
 }
 
 impl Editor {
@@ -439,7 +622,9 @@ impl Editor {
             next_row: StoredValue::new(0),
             autonomy: RwSignal::new(BTreeMap::new()),
             more_tools: RwSignal::new(Vec::new()),
-            kept: StoredValue::new((Vec::new(), Vec::new(), 0)),
+            skills: RwSignal::new(Vec::new()),
+            secrets: RwSignal::new(Vec::new()),
+            version: StoredValue::new(0),
         }
     }
 
@@ -455,18 +640,18 @@ impl Editor {
         self.role.set(form.role);
         self.team.set(form.may_change_team);
         self.servers.set(Vec::new());
-        for (name, url) in form.mcp {
-            self.add_server(name, url);
+        for server in form.mcp {
+            self.add_server(server);
         }
         self.autonomy.set(form.autonomy);
         self.more_tools.set(Vec::new());
-        self.kept
-            .set_value((form.skills, form.secrets, form.version));
+        self.skills.set(form.skills);
+        self.secrets.set(form.secrets);
+        self.version.set_value(form.version);
         self.open.set(true);
     }
 
     fn read(self) -> Form {
-        let (skills, secrets, version) = self.kept.get_value();
         Form {
             editing: self.editing.get_untracked(),
             name: self.name.get_untracked(),
@@ -479,22 +664,33 @@ impl Editor {
             may_change_team: self.team.get_untracked(),
             mcp: self.servers.with_untracked(|rows| {
                 rows.iter()
-                    .map(|row| (row.name.clone(), row.url.clone()))
+                    .map(|row| AgentServer {
+                        name: row.name.clone(),
+                        url: row.url.clone(),
+                        auth_secret: Some(row.auth_secret.clone())
+                            .filter(|secret| !secret.is_empty()),
+                    })
                     .collect()
             }),
             autonomy: self.autonomy.get_untracked(),
-            skills,
-            secrets,
-            version,
+            skills: self.skills.get_untracked(),
+            secrets: self.secrets.get_untracked(),
+            version: self.version.get_value(),
         }
     }
 
     /// Adds an MCP server row; its id.
-    fn add_server(self, name: String, url: String) -> usize {
+    fn add_server(self, server: AgentServer) -> usize {
         let id = self.next_row.get_value();
         self.next_row.set_value(id + 1);
-        self.servers
-            .update(|rows| rows.push(ServerRow { id, name, url }));
+        self.servers.update(|rows| {
+            rows.push(ServerRow {
+                id,
+                name: server.name,
+                url: server.url,
+                auth_secret: server.auth_secret.unwrap_or_default(),
+            });
+        });
         id
     }
 
@@ -733,8 +929,12 @@ pub(crate) fn AgentsPanel(
             </div>
             {move || failure.get().map(|error| error_alert("agents-action-error", error))}
             <Show when=move || editor.open.get()>
-                <AgentForm editor=editor agents=agents providers=providers tools=tools saving=saving
+                <AgentForm storage=storage editor=editor agents=agents providers=providers tools=tools saving=saving
                     failure=form_failure on_save=save on_cancel=close_form />
+                {move || editor.editing.get().map(|slug| {
+                    let name = agents.find(&slug).map_or_else(|| slug.clone(), |agent| agent.name);
+                    view! { <schedules::AgentSchedules storage=storage agent=slug name=name /> }
+                })}
             </Show>
         </section>
     }
@@ -780,6 +980,7 @@ fn AgentRow(
 /// The form that writes one agent.
 #[component]
 fn AgentForm(
+    storage: StorageSignals,
     editor: Editor,
     agents: WorkspaceAgents,
     providers: ProviderStore,
@@ -790,6 +991,76 @@ fn AgentForm(
     on_cancel: impl Fn() + Copy + Send + Sync + 'static,
 ) -> impl IntoView {
     let editing = move || editor.editing.with(Option::is_some);
+    // The skills' catalog and the vault's secrets (names, never values), read
+    // when the form opens and again at each change of the configuration.
+    let skill_catalog = LocalResource::new(move || {
+        let stores = storage.stores.get();
+        storage.revisions.config.track();
+        async move {
+            let stores = stores?;
+            Some(stores.op::<Vec<SkillInfo>>("skills.list", json!({})).await)
+        }
+    });
+    let vault = LocalResource::new(move || {
+        let stores = storage.stores.get();
+        storage.revisions.config.track();
+        async move {
+            let stores = stores?;
+            Some(
+                stores
+                    .op::<Vec<SecretInfo>>("secrets.list", json!({}))
+                    .await,
+            )
+        }
+    });
+    let skill_rows = move || {
+        let catalog = match skill_catalog.get() {
+            Some(Some(Ok(catalog))) => catalog,
+            _ => Vec::new(),
+        };
+        editor
+            .skills
+            .with(|assigned| skill_lines(&catalog, assigned))
+    };
+    let secret_rows = move || {
+        let listed = match vault.get() {
+            Some(Some(Ok(listed))) => listed,
+            _ => Vec::new(),
+        };
+        editor.secrets.with(|named| secret_lines(&listed, named))
+    };
+    let skills_state = move || match skill_catalog.get() {
+        None => Some(view! { <p class="hint loading">"Reading the skills…"</p> }.into_any()),
+        Some(Some(Err(problem))) => Some(
+            error_alert(
+                "agent-skills-error",
+                ErrorText::with_prefix("The skills could not be read: ", &problem),
+            )
+            .into_any(),
+        ),
+        _ => None,
+    };
+    let secrets_state = move || {
+        match vault.get() {
+        None => Some(view! { <p class="hint loading">"Reading the vault…"</p> }.into_any()),
+        Some(Some(Err(problem))) => Some(
+            error_alert(
+                "agent-secrets-error",
+                ErrorText::with_prefix("The vault could not be read: ", &problem),
+            )
+            .into_any(),
+        ),
+        Some(Some(Ok(listed))) if listed.is_empty() => Some(
+            view! {
+                <p class="hint" data-testid="agent-secrets-none">"The vault has no secrets yet. Add one in "
+                    <a href="#/settings">"Settings → Secrets"</a>
+                    " (its value is written once and never shown again), then check it here."</p>
+            }
+            .into_any(),
+        ),
+        _ => None,
+    }
+    };
     let title = move || match editor.editing.get() {
         None => "New agent".to_owned(),
         Some(slug) => format!(
@@ -854,7 +1125,11 @@ fn AgentForm(
         agent.badge()
     };
     let add_server = move |_| {
-        let id = editor.add_server(String::new(), String::new());
+        let id = editor.add_server(AgentServer {
+            name: String::new(),
+            url: String::new(),
+            auth_secret: None,
+        });
         request_animation_frame(move || {
             crate::focus_element(&format!("agent-server-name-{id}"));
         });
@@ -975,17 +1250,111 @@ fn AgentForm(
                 <p id="agent-team-hint" class="hint">"Lets it add, attach or detach team members, where the workspace allows it. Off unless you turn it on."</p>
             </fieldset>
 
+            <fieldset class="agent-skills" data-testid="agent-skills">
+                <legend>"Skills"</legend>
+                <p class="hint" id="agent-skills-hint">"Every agent sees the catalog, one line per skill, and loads what it needs. A skill assigned here is marked as this agent’s, and it unlocks the built-in tools it names for this agent’s jobs."</p>
+                {skills_state}
+                <For each=skill_rows key=|line| line.clone() let:line>
+                    {
+                        let name = line.name.clone();
+                        let checked_name = name.clone();
+                        let checked = move || editor.skills.with(|assigned| assigned.contains(&checked_name));
+                        let toggled = name.clone();
+                        let on_change = move |event: leptos::ev::Event| {
+                            let on = event_target_checked(&event);
+                            editor.skills.update(|assigned| set_listed(assigned, &toggled, on));
+                        };
+                        let id = format!("agent-skill-{name}");
+                        let note_id = format!("agent-skill-note-{name}");
+                        let unlocks = (!line.required_tools.is_empty()).then(|| {
+                            let tools = line.required_tools.iter().enumerate().map(|(at, tool)| view! {
+                                {(at > 0).then_some(", ")}<code>{tool.clone()}</code>
+                            }).collect_view();
+                            view! { " Unlocks "{tools}"." }
+                        });
+                        view! {
+                            <div class="agent-check" data-testid="agent-skill-line" data-name=name.clone()>
+                                <label class="inline" for=id.clone()>
+                                    <input type="checkbox" id=id.clone() data-testid="agent-skill" data-name=name.clone()
+                                        aria-describedby=note_id.clone() prop:checked=checked on:change=on_change />
+                                    <code>{name.clone()}</code>
+                                    {line.system.then(|| view! { <span class="badge" data-testid="agent-skill-system" title="Shipped with Kiln, read-only">"system"</span> })}
+                                </label>
+                                <p class="hint" id=note_id data-testid="agent-skill-note">
+                                    {if line.known { line.description.clone() } else { "Not in the catalog any more: it unlocks nothing. Uncheck it.".to_owned() }}
+                                    {unlocks}
+                                </p>
+                            </div>
+                        }
+                    }
+                </For>
+            </fieldset>
+
+            <fieldset class="agent-secrets" data-testid="agent-secrets">
+                <legend>"Secrets"</legend>
+                <p class="hint">"The vault’s secrets this agent’s jobs may use, by name: a program passes one to "<code>"http_request"</code>" by reference, and an MCP server below can take one as its Authorization. The value never reaches the page, the model or the history. A secret that names its own agents in the vault goes only to those."</p>
+                {secrets_state}
+                <For each=secret_rows key=|line| line.clone() let:line>
+                    {
+                        let name = line.name.clone();
+                        let checked_name = name.clone();
+                        let checked = move || editor.secrets.with(|named| named.contains(&checked_name));
+                        let toggled = name.clone();
+                        let on_change = move |event: leptos::ev::Event| {
+                            let on = event_target_checked(&event);
+                            editor.secrets.update(|named| set_listed(named, &toggled, on));
+                        };
+                        let id = format!("agent-secret-{name}");
+                        let note_id = format!("agent-secret-note-{name}");
+                        let reach_line = line.clone();
+                        let reach = move || secret_reach(&reach_line, &editor.slug.get());
+                        view! {
+                            <div class="agent-check" data-testid="agent-secret-line" data-name=name.clone()>
+                                <label class="inline" for=id.clone()>
+                                    <input type="checkbox" id=id.clone() data-testid="agent-secret" data-name=name.clone()
+                                        aria-describedby=note_id.clone() prop:checked=checked on:change=on_change />
+                                    <code>{name.clone()}</code>
+                                </label>
+                                <p class="hint" id=note_id data-testid="agent-secret-note">{reach}</p>
+                            </div>
+                        }
+                    }
+                </For>
+            </fieldset>
+
             <fieldset class="agent-servers" data-testid="agent-servers">
                 <legend>"MCP servers"</legend>
-                <p class="hint">"Each job of this agent connects to these (Streamable HTTP). A server’s tools are named "<code>"name_tool"</code>"."</p>
+                <p class="hint">"Each job of this agent connects to these (Streamable HTTP). A server’s tools are named "<code>"name_tool"</code>". “Authorization from secret” sends "<code>"Authorization: Bearer …"</code>" with one of the secrets checked above; the vault must allow the server’s origin for it."</p>
                 <ul>
                     <For each=move || editor.servers.get() key=|row| row.id let:row>
                         {
                             let id = row.id;
                             let name = move || editor.servers.with(|rows| rows.iter().find(|row| row.id == id).map(|row| row.name.clone()).unwrap_or_default());
                             let url = move || editor.servers.with(|rows| rows.iter().find(|row| row.id == id).map(|row| row.url.clone()).unwrap_or_default());
+                            let auth = move || editor.servers.with(|rows| rows.iter().find(|row| row.id == id).map(|row| row.auth_secret.clone()).unwrap_or_default());
+                            let auth_choices = move || {
+                                let current = auth();
+                                editor.secrets.with(|allowed| auth_options(allowed, &current))
+                                    .into_iter()
+                                    .map(|(value, label)| {
+                                        let selected = value == current;
+                                        view! { <option value=value prop:selected=selected>{label}</option> }
+                                    })
+                                    .collect_view()
+                            };
+                            let auth_warning = move || {
+                                let chosen = auth();
+                                if chosen.is_empty() {
+                                    return None;
+                                }
+                                let line = secret_rows().into_iter().find(|line| line.name == chosen)?;
+                                let problem = auth_problem(&url(), &line)?;
+                                Some(view! { <p class="hint" data-testid="agent-server-auth-problem">{problem}</p> })
+                            };
+                            let auth_id = format!("agent-server-auth-{id}");
                             view! {
-                                <li class="agent-server" data-testid="agent-server">
+                                <li class="agent-server-item" data-testid="agent-server">
+                                  <div class="agent-server">
                                     <input id=format!("agent-server-name-{id}") data-testid="agent-server-name" type="text" autocomplete="off" spellcheck="false"
                                         placeholder="docs" aria-label=move || format!("Name of MCP server {}", position(id))
                                         prop:value=name on:input=move |event| editor.edit_server(id, |row| row.name = event_target_value(&event)) />
@@ -998,6 +1367,16 @@ fn AgentForm(
                                             editor.servers.update(|rows| rows.retain(|row| row.id != id));
                                             focus_soon("agent-server-add");
                                         }>"Remove"</button>
+                                  </div>
+                                  <div class="agent-server-auth">
+                                    <label class="inline" for=auth_id.clone()>"Authorization from secret"</label>
+                                    " "
+                                    <select id=auth_id data-testid="agent-server-auth"
+                                        on:change=move |event| editor.edit_server(id, |row| row.auth_secret = event_target_value(&event))>
+                                        {auth_choices}
+                                    </select>
+                                    {auth_warning}
+                                  </div>
                                 </li>
                             }
                         }
@@ -1089,6 +1468,14 @@ mod tests {
         slugs.iter().map(|slug| (*slug).to_owned()).collect()
     }
 
+    fn server(name: &str, url: &str, auth_secret: Option<&str>) -> AgentServer {
+        AgentServer {
+            name: name.into(),
+            url: url.into(),
+            auth_secret: auth_secret.map(str::to_owned),
+        }
+    }
+
     #[test]
     fn a_new_agents_slug_comes_from_its_name() {
         let long = "x".repeat(80);
@@ -1158,8 +1545,8 @@ mod tests {
         form.model = " gpt-4o-mini ".into();
         form.role = AgentRole::Orchestrator;
         form.mcp = vec![
-            ("docs".into(), " http://127.0.0.1:3001/mcp ".into()),
-            (" ".into(), String::new()),
+            server("docs", " http://127.0.0.1:3001/mcp ", None),
+            server(" ", "", Some(" ")),
         ];
         let record = form
             .to_record(&taken(&["default", "ada"]))
@@ -1188,7 +1575,7 @@ mod tests {
         );
         // What the record's own checks refuse is said in their words.
         let mut bad = form.clone();
-        bad.mcp = vec![("Docs".into(), "http://x/mcp".into())];
+        bad.mcp = vec![server("Docs", "http://x/mcp", None)];
         assert!(
             bad.to_record(&taken(&[]))
                 .unwrap_err()
@@ -1216,6 +1603,176 @@ mod tests {
                 .map(|record| record.version),
             Ok(0)
         );
+    }
+
+    #[test]
+    fn a_servers_authorization_secret_is_kept_through_the_form() {
+        let mut stored = AgentRecord::new("ada", "Ada");
+        stored.secrets = vec!["DOCS_TOKEN".into(), "OTHER".into()];
+        stored.skills = vec!["web-research".into()];
+        stored.mcp = vec![
+            AgentServer {
+                name: "docs".into(),
+                url: "http://127.0.0.1:3001/mcp".into(),
+                auth_secret: Some("DOCS_TOKEN".into()),
+            },
+            AgentServer {
+                name: "open".into(),
+                url: "http://127.0.0.1:3002/mcp".into(),
+                auth_secret: None,
+            },
+        ];
+        stored.version = 2;
+        let mut form = Form::of(&stored);
+        assert_eq!(
+            form.to_record(&taken(&["default", "ada"])),
+            Ok(stored.clone())
+        );
+        // Chosen in the form: trimmed; an empty choice is no header.
+        form.mcp[0].auth_secret = Some(" OTHER ".into());
+        form.mcp[1].auth_secret = Some(String::new());
+        let record = form.to_record(&taken(&[])).expect("a good form");
+        assert_eq!(record.mcp[0].auth_secret.as_deref(), Some("OTHER"));
+        assert_eq!(record.mcp[1].auth_secret, None);
+        // A secret the agent may not use is refused in the record's words.
+        form.secrets = vec!["DOCS_TOKEN".into()];
+        assert_eq!(
+            form.to_record(&taken(&[])).unwrap_err(),
+            "agent `ada`: MCP server `docs` sends the secret `OTHER`, which the agent's `secrets` does not name"
+        );
+    }
+
+    #[test]
+    fn the_checklists_list_the_catalog_then_what_only_the_agent_names() {
+        let skill = |name: &str, system: bool, tools: &[&str]| SkillInfo {
+            name: name.into(),
+            description: format!("{name} helps."),
+            system,
+            required_tools: tools.iter().map(|tool| (*tool).to_owned()).collect(),
+        };
+        let lines = skill_lines(
+            &[
+                skill("web-research", true, &["http_request"]),
+                skill("packing", false, &[]),
+            ],
+            &taken(&["gone", "packing"]),
+        );
+        let names: Vec<(&str, bool, bool)> = lines
+            .iter()
+            .map(|line| (line.name.as_str(), line.system, line.known))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("web-research", true, true),
+                ("packing", false, true),
+                ("gone", false, false)
+            ]
+        );
+        assert_eq!(lines[0].required_tools, ["http_request"]);
+
+        let secret = |name: &str, agents: &[&str]| SecretInfo {
+            name: name.into(),
+            origins: vec!["https://api.github.com".into(), "http://127.0.0.1:9".into()],
+            agents: agents.iter().map(|agent| (*agent).to_owned()).collect(),
+            set_ms: 1,
+            used_ms: None,
+            version: 1,
+        };
+        let lines = secret_lines(
+            &[
+                secret("GITHUB_TOKEN", &[]),
+                secret("DOCS_TOKEN", &["ada", "bob"]),
+            ],
+            &taken(&["OLD_KEY"]),
+        );
+        let known: Vec<(&str, bool)> = lines
+            .iter()
+            .map(|line| (line.name.as_str(), line.known))
+            .collect();
+        assert_eq!(
+            known,
+            [
+                ("GITHUB_TOKEN", true),
+                ("DOCS_TOKEN", true),
+                ("OLD_KEY", false)
+            ]
+        );
+        assert_eq!(
+            secret_reach(&lines[0], "ada"),
+            "Sent only to https://api.github.com, http://127.0.0.1:9."
+        );
+        assert_eq!(
+            secret_reach(&lines[1], "ada"),
+            "Sent only to https://api.github.com, http://127.0.0.1:9. The vault lets only ada, bob use it."
+        );
+        assert!(
+            secret_reach(&lines[1], "carol")
+                .ends_with("not this agent: its jobs will not get it until the vault allows them."),
+            "{}",
+            secret_reach(&lines[1], "carol")
+        );
+        assert!(secret_reach(&lines[2], "ada").starts_with("Not in the vault"));
+
+        // Checking keeps the order things were checked in; unchecking takes out.
+        let mut list = taken(&["a"]);
+        set_listed(&mut list, "b", true);
+        set_listed(&mut list, "a", true);
+        assert_eq!(list, ["a", "b"]);
+        set_listed(&mut list, "a", false);
+        set_listed(&mut list, "z", false);
+        assert_eq!(list, ["b"]);
+    }
+
+    #[test]
+    fn a_servers_authorization_offers_the_checked_secrets_and_says_a_wrong_origin() {
+        let pair = |value: &str, label: &str| (value.to_owned(), label.to_owned());
+        assert_eq!(
+            auth_options(&taken(&["DOCS_TOKEN"]), ""),
+            [
+                pair("", "None: no Authorization header"),
+                pair("DOCS_TOKEN", "DOCS_TOKEN")
+            ]
+        );
+        assert_eq!(
+            auth_options(&[], "DOCS_TOKEN")[1],
+            pair(
+                "DOCS_TOKEN",
+                "DOCS_TOKEN (not among the secrets checked above)"
+            )
+        );
+        let cases = [
+            ("http://127.0.0.1:3001/mcp", Some("http://127.0.0.1:3001")),
+            (
+                " HTTPS://Docs.Example.com/mcp?x=1 ",
+                Some("https://docs.example.com"),
+            ),
+            (
+                "https://user@host.example#top",
+                Some("https://host.example"),
+            ),
+            ("ftp://host/mcp", None),
+            ("docs.example.com/mcp", None),
+            ("https:///mcp", None),
+        ];
+        for (url, origin) in cases {
+            assert_eq!(origin_of(url).as_deref(), origin, "{url}");
+        }
+        let line = SecretLine {
+            name: "DOCS_TOKEN".into(),
+            origins: vec!["http://127.0.0.1:3001".into()],
+            agents: Vec::new(),
+            known: true,
+        };
+        assert_eq!(auth_problem("http://127.0.0.1:3001/mcp", &line), None);
+        assert_eq!(
+            auth_problem("http://127.0.0.1:4000/mcp", &line).as_deref(),
+            Some(
+                "The vault sends DOCS_TOKEN only to http://127.0.0.1:3001: add http://127.0.0.1:4000 to it in Settings → Secrets, or this server will not be given it."
+            )
+        );
+        // A URL still being typed says nothing yet.
+        assert_eq!(auth_problem("http://", &line), None);
     }
 
     #[test]
@@ -1315,6 +1872,12 @@ mod tests {
         );
         agent.provider.clear();
         assert!(summary(&agent).contains("the chat’s provider, model gpt-4o"));
+        agent.skills = vec!["web-research".into()];
+        agent.secrets = vec!["A".into(), "B".into()];
+        assert_eq!(
+            summary(&agent),
+            "Orchestrator · the chat’s provider, model gpt-4o · 1 skill · 2 secrets · 2 MCP servers"
+        );
     }
 
     #[test]
