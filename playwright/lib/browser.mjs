@@ -78,6 +78,8 @@ export async function launch({ serviceWorkers = "block", thirdPartyStorage = fal
 /** Each view of the app, by its fragment (`#/memory`), and the element that shows it is open. */
 export const VIEWS = {
   chat: "chat",
+  agents: "agents-panel",
+  skills: "skills-panel",
   editor: "code-editor",
   nodes: "nodes-panel",
   memory: "memory-panel",

@@ -9,7 +9,7 @@ import { addOpenAiProvider, launch, openApp, show } from "../lib/browser.mjs";
 import { startAimock } from "../lib/servers.mjs";
 
 const AXE = createRequire(import.meta.url).resolve("axe-core/axe.min.js");
-const VIEWS = ["chat", "editor", "nodes", "memory", "files", "history", "settings"];
+const VIEWS = ["chat", "agents", "skills", "editor", "nodes", "memory", "files", "history", "settings"];
 
 let mock;
 let browser;

@@ -1,7 +1,7 @@
 //! Kiln's app, chat-first: the conversations on the left, the conversation in the
-//! middle, and the other views (the program editor, code nodes, memory, files,
-//! history, settings) each at its own URL, all over this tab's runtime worker and
-//! the workspace it keeps (`kiln-store`, opened once at start).
+//! middle, and the other views (agents, skills, the program editor, code nodes,
+//! memory, files, history, settings) each at its own URL, all over this tab's
+//! runtime worker and the workspace it keeps (`kiln-store`, opened once at start).
 //!
 //! Programs run in this tab's runtime worker (`runtime.rs`, the runtime
 //! protocol), which holds the ladder, the sandbox pool and the run's record;
@@ -34,6 +34,8 @@
 //! - `agent_view`: an agent turn as the chat shows it, folded from its events.
 //! - `agents_panel`: the Agents view, the workspace's agent profiles and the form that
 //!   writes one; the list the chat's agent picker reads too.
+//! - `skills_panel`: the Skills view, the shipped skills and the workspace's own, read as
+//!   Markdown, and the form that writes one.
 //! - `plan_tree`: how a turn's plans and sub-agents show in the chat.
 //! - `nodes_panel`: the Code nodes view, a graph of code nodes with typed handles;
 //!   `nodes_model`: that graph as data, its checked changes and undo history.
@@ -77,6 +79,7 @@ mod providers_panel;
 mod route;
 mod runtime;
 mod settings_panel;
+mod skills_panel;
 mod storage;
 mod storage_model;
 mod threads_panel;
@@ -513,6 +516,9 @@ pub fn App() -> impl IntoView {
                     </div>
                     <div class="view-agents" hidden=showing("agents")>
                         <agents_panel::AgentsPanel storage=storage agents=agents providers=providers tools=tools />
+                    </div>
+                    <div class="view-skills" hidden=showing("skills")>
+                        <skills_panel::SkillsPanel storage=storage agents=agents />
                     </div>
                     <div class="view-editor" hidden=showing("editor")>
                         <ProgramEditor sources=editor_sources.clone() gate=gate.clone() asker=asker approver=approver state=state

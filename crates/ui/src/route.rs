@@ -1,5 +1,5 @@
 //! Where the page is: the view and, for a conversation, its thread, kept in
-//! the URL's fragment (`#/chat/ID`, `#/agents`, `#/nodes`, `#/settings`) so that a
+//! the URL's fragment (`#/chat/ID`, `#/agents`, `#/skills`, `#/settings`) so that a
 //! reload, a bookmark or a link opens the same place and Back goes back. A
 //! fragment needs nothing of the host: the app stays a plain static site.
 
@@ -14,6 +14,8 @@ pub(crate) enum Route {
     Chat(Option<String>),
     /// The workspace's agent profiles and their editor.
     Agents,
+    /// The workspace's skills, the shipped ones beside them, and their editor.
+    Skills,
     /// The program editor and its result.
     Editor,
     Nodes,
@@ -24,9 +26,10 @@ pub(crate) enum Route {
 }
 
 /// The views the navigation lists, in order: fragment, label.
-pub(crate) const VIEWS: [(&str, &str); 8] = [
+pub(crate) const VIEWS: [(&str, &str); 9] = [
     ("chat", "Chat"),
     ("agents", "Agents"),
+    ("skills", "Skills"),
     ("editor", "Program"),
     ("nodes", "Code nodes"),
     ("memory", "Memory"),
@@ -53,6 +56,7 @@ impl Route {
         let mut parts = path.split('/');
         match (parts.next().unwrap_or(""), parts.next()) {
             ("agents", _) => Self::Agents,
+            ("skills", _) => Self::Skills,
             ("editor", _) => Self::Editor,
             ("nodes", _) => Self::Nodes,
             ("memory", _) => Self::Memory,
@@ -78,6 +82,7 @@ impl Route {
         match self {
             Self::Chat(_) => "chat",
             Self::Agents => "agents",
+            Self::Skills => "skills",
             Self::Editor => "editor",
             Self::Nodes => "nodes",
             Self::Memory => "memory",
@@ -194,6 +199,8 @@ mod tests {
             ("#/chat/a%2Fb", Route::Chat(None)),
             ("#/memory", Route::Memory),
             ("#/agents", Route::Agents),
+            ("#/skills", Route::Skills),
+            ("#/skills/web-research", Route::Skills),
             ("#/settings/providers", Route::Settings),
             ("#/nodes/board", Route::Nodes),
             ("#/nowhere", Route::Chat(None)),
@@ -207,6 +214,7 @@ mod tests {
             Route::Files,
             Route::Editor,
             Route::Agents,
+            Route::Skills,
         ] {
             assert_eq!(Route::parse(&route.hash()), route, "round trip");
         }
