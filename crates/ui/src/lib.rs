@@ -18,8 +18,8 @@
 //! - [`demo_tools`]: the page's own tools (`echo`, `add`, `clock`, `wait`, `ask`), offered
 //!   to every run.
 //! - `editor`: the program editor with Run and Stop, and the result panel.
-//! - `settings_panel`: the settings every run carries: permissions, MCP servers, the
-//!   network.
+//! - `settings_panel`: the settings every run carries: permissions, MCP servers (kept as
+//!   the default agent's), the network; whether agents may change their team.
 //! - `cards`: the approval and question cards a run or a turn puts to the person.
 //! - `approval`: the page's approver: one approval card at a time, with Approve, Deny and
 //!   Allow for this session.
@@ -186,10 +186,12 @@ fn session_request(sources: &Sources, settings: &GateSettings) -> Value {
         .borrow()
         .iter()
         .map(|server| {
-            (
-                server.name.clone(),
-                json!({"url": server.url, "category": Category::External.as_str()}),
-            )
+            let mut mount = json!({"url": server.url, "category": Category::External.as_str()});
+            // The token goes by reference: the job's secrets fill it in.
+            if let Some(secret) = &server.auth_secret {
+                mount["headers"] = json!({"Authorization": format!("Bearer ${{{secret}}}")});
+            }
+            (server.name.clone(), mount)
         })
         .collect();
     let mut request = json!({
@@ -211,17 +213,20 @@ struct ToolRow {
     module: String,
 }
 
-/// An MCP server the person added: every run mounts it by name.
+/// An MCP server of the default agent's: every run mounts it by name.
 #[derive(Clone, Debug, PartialEq)]
 struct McpMount {
     name: String,
     url: String,
+    /// A vault secret sent as its `Authorization: Bearer` token.
+    auth_secret: Option<String>,
 }
 
 /// What a run is given besides the program: the MCP servers the person
-/// added and the network setting (the page's own tools and the storage tools
-/// are always there). Shared by the page's handlers (single-threaded), with
-/// the tool list, which the runtime worker draws up from the same request.
+/// added (the default agent's, read from the workspace) and the network
+/// setting (the page's own tools and the storage tools are always there).
+/// Shared by the page's handlers (single-threaded), with the tool list, which
+/// the runtime worker draws up from the same request.
 #[derive(Clone)]
 struct Sources {
     servers: Rc<RefCell<Vec<McpMount>>>,

@@ -1,13 +1,20 @@
 //! The Settings view ([`Settings`]): the providers the chat can use, and the
 //! settings a person gives every run: the permission mode, the auto-run brake
-//! and each tool's autonomy; the MCP servers added by URL; what programs may
-//! reach with `http_request`.
+//! and each tool's autonomy; the MCP servers added by URL, kept as the
+//! `default` agent's (so they come back after a reload); what programs may
+//! reach with `http_request`; whether agents may change their team.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
+use serde_json::{Value, json};
+
+use crate::storage::Stores;
+use crate::storage_model::ErrorText;
 use crate::{McpMount, RuntimeStart, Sources, ToolRow, permissions, storage};
 use kiln_types::permission::{Autonomy, Mode, RETURN_RESULT};
+use kiln_types::profile::{AgentRecord, AgentServer, check_server_name};
+use kiln_types::records::{ConfigView, DEFAULT_AGENT};
 use kiln_types::runtime::Problem;
 
 fn mode_from(value: &str) -> Mode {
@@ -156,24 +163,127 @@ pub(crate) fn Permissions(
     }
 }
 
-/// MCP servers the person added by URL; their tools join the list.
+/// The MCP servers every run of this page mounts: the `default` agent's.
+pub(crate) fn mounts(agent: &AgentRecord) -> Vec<McpMount> {
+    agent
+        .mcp
+        .iter()
+        .map(|server| McpMount {
+            name: server.name.clone(),
+            url: server.url.clone(),
+            auth_secret: server.auth_secret.clone(),
+        })
+        .collect()
+}
+
+/// `agent` with the server `name` at `url` added, everything else as it
+/// is, held to `AgentRecord::check`.
+///
+/// # Errors
+///
+/// A server of that name is there already, or the check's sentence.
+pub(crate) fn with_server(
+    agent: &AgentRecord,
+    name: &str,
+    url: &str,
+) -> Result<AgentRecord, String> {
+    if agent.mcp.iter().any(|server| server.name == name) {
+        return Err(format!("A server named `{name}` is already added."));
+    }
+    let mut changed = agent.clone();
+    changed.mcp.push(AgentServer {
+        name: name.to_owned(),
+        url: url.to_owned(),
+        auth_secret: None,
+    });
+    changed.check()?;
+    Ok(changed)
+}
+
+/// `agent` without the server `name`, everything else as it is.
+pub(crate) fn without_server(agent: &AgentRecord, name: &str) -> AgentRecord {
+    let mut changed = agent.clone();
+    changed.mcp.retain(|server| server.name != name);
+    changed
+}
+
+/// Changes the `default` agent with `change` and saves it at the version
+/// read; if another tab saved it meanwhile (`conflict`), reads it again and
+/// tries once more. Answers the agent as kept.
+async fn change_default_agent(
+    stores: &Stores,
+    change: impl Fn(&AgentRecord) -> Result<AgentRecord, String>,
+) -> Result<AgentRecord, ErrorText> {
+    let mut tries = 0;
+    loop {
+        tries += 1;
+        let agent: AgentRecord = stores
+            .op("agents.get", json!({"slug": DEFAULT_AGENT}))
+            .await
+            .map_err(|problem| {
+                ErrorText::with_prefix("the default agent could not be read: ", &problem)
+            })?;
+        let mut changed = change(&agent).map_err(ErrorText::plain)?;
+        match stores.op::<Value>("agents.put", json!(changed)).await {
+            Ok(answer) => {
+                changed.version = answer["version"].as_u64().unwrap_or(changed.version);
+                return Ok(changed);
+            }
+            Err(problem) if problem.code.as_deref() == Some("conflict") && tries < 2 => {}
+            Err(problem) => return Err(ErrorText::new(&problem)),
+        }
+    }
+}
+
+/// MCP servers the person added by URL, kept as the `default` agent's MCP
+/// servers (the Agents view shows them there too); their tools join the list.
 #[component]
-pub(crate) fn McpServers(sources: Sources) -> impl IntoView {
+pub(crate) fn McpServers(
+    sources: Sources,
+    tools: ReadSignal<Vec<ToolRow>>,
+    storage: storage::StorageSignals,
+) -> impl IntoView {
     let (name, set_name) = signal(String::from("everything"));
     let (url, set_url) = signal(String::new());
     let (status, set_status) = signal(None::<(bool, String)>);
-    let (listed, set_listed) = signal(Vec::<(String, String, usize)>::new());
-    // One server at a time: a second submit while connecting would add it twice.
+    let listed = RwSignal::new(Vec::<McpMount>::new());
+    // One change at a time: a second submit while connecting would add it twice.
     let (connecting, set_connecting) = signal(false);
     let sources = StoredValue::new_local(sources);
+    // Runs mount what is listed: the page's list follows the kept one.
+    let adopt = move |servers: Vec<McpMount>| {
+        listed.set(servers.clone());
+        sources.with_value(|sources| {
+            if *sources.servers.borrow() != servers {
+                *sources.servers.borrow_mut() = servers;
+                sources.refresh_tools();
+            }
+        });
+    };
+    // Read when storage opens and again when the configuration changes (the
+    // Agents view, another tab).
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            if let Ok(agent) = stores
+                .op::<AgentRecord>("agents.get", json!({"slug": DEFAULT_AGENT}))
+                .await
+            {
+                adopt(mounts(&agent));
+            }
+        });
+    });
     let add = move || {
         let name = name.get_untracked().trim().to_owned();
         let url = url.get_untracked().trim().to_owned();
-        if !kiln_types::words::is_identifier(&name) {
-            set_status.set(Some((false, format!("The server name `{name}` must be a JavaScript identifier (letters, digits, _), since it prefixes its tools' names."))));
+        if let Err(why) = check_server_name(&name) {
+            set_status.set(Some((false, format!("The {why}."))));
             return;
         }
-        if sources.with_value(|s| s.servers.borrow().iter().any(|server| server.name == name)) {
+        if listed.with_untracked(|listed| listed.iter().any(|server| server.name == name)) {
             set_status.set(Some((
                 false,
                 format!("A server named `{name}` is already added."),
@@ -208,20 +318,43 @@ pub(crate) fn McpServers(sources: Sources) -> impl IntoView {
             match connected.map_err(|problem| problem.message) {
                 Ok(answer) => {
                     let count = answer["tools"].as_array().map_or(0, Vec::len);
-                    set_status.set(Some((
-                        true,
-                        format!(
-                            "{name}: {} {} — {count} tools",
-                            answer["server"]["name"].as_str().unwrap_or_default(),
-                            answer["server"]["version"].as_str().unwrap_or_default()
-                        ),
-                    )));
-                    sources.servers.borrow_mut().push(McpMount {
-                        name: name.clone(),
-                        url: url.clone(),
-                    });
-                    set_listed.update(|listed| listed.push((name, url, count)));
-                    sources.refresh_tools();
+                    let found = format!(
+                        "{name}: {} {} — {count} tools",
+                        answer["server"]["name"].as_str().unwrap_or_default(),
+                        answer["server"]["version"].as_str().unwrap_or_default()
+                    );
+                    match storage.stores.get_untracked() {
+                        Some(stores) => {
+                            let kept = change_default_agent(&stores, |agent| {
+                                with_server(agent, &name, &url)
+                            })
+                            .await;
+                            match kept {
+                                Ok(agent) => {
+                                    set_status.set(Some((
+                                        true,
+                                        format!("{found}; kept in this workspace."),
+                                    )));
+                                    adopt(mounts(&agent));
+                                }
+                                Err(why) => set_status.set(Some((
+                                    false,
+                                    format!("{found}, but it was not kept: {}", why.sentence()),
+                                ))),
+                            }
+                        }
+                        // Without storage the page keeps it until it is reloaded.
+                        None => {
+                            let mut servers = listed.get_untracked();
+                            servers.push(McpMount {
+                                name,
+                                url,
+                                auth_secret: None,
+                            });
+                            set_status.set(Some((true, format!("{found}; until the page is reloaded (storage is not available)."))));
+                            adopt(servers);
+                        }
+                    }
                 }
                 Err(error) => set_status.set(Some((
                     false,
@@ -235,17 +368,47 @@ pub(crate) fn McpServers(sources: Sources) -> impl IntoView {
         });
     };
     let remove = move |name: String| {
-        let sources = sources.get_value();
-        sources
-            .servers
-            .borrow_mut()
-            .retain(|server| server.name != name);
-        set_listed.update(|listed| listed.retain(|(n, _, _)| *n != name));
-        sources.refresh_tools();
+        if connecting.get_untracked() {
+            return;
+        }
+        match storage.stores.get_untracked() {
+            Some(stores) => {
+                set_connecting.set(true);
+                spawn_local(async move {
+                    let kept =
+                        change_default_agent(&stores, |agent| Ok(without_server(agent, &name)))
+                            .await;
+                    match kept {
+                        Ok(agent) => {
+                            set_status.set(Some((true, format!("Removed `{name}`."))));
+                            adopt(mounts(&agent));
+                        }
+                        Err(why) => set_status.set(Some((
+                            false,
+                            format!("`{name}` was not removed: {}", why.sentence()),
+                        ))),
+                    }
+                    set_connecting.set(false);
+                });
+            }
+            None => {
+                let mut servers = listed.get_untracked();
+                servers.retain(|server| server.name != name);
+                adopt(servers);
+            }
+        }
+    };
+    let count = move |server: &str| {
+        let module = format!("mcp:{server}");
+        tools.with(|tools| tools.iter().filter(|tool| tool.module == module).count())
     };
     view! {
         <details class="mcp" data-testid="mcp-servers">
-            <summary>"MCP servers"</summary>
+            <summary>{move || match listed.with(Vec::len) {
+                0 => "MCP servers".to_owned(),
+                n => format!("MCP servers ({n})"),
+            }}</summary>
+            <p class="hint">"Every run and every turn of the default agent mounts these (Streamable HTTP); they are kept in this workspace as the default agent’s MCP servers (Agents → Kiln)."</p>
             <form class="mcp-form" on:submit=move |event| { event.prevent_default(); add(); }>
                 <label>"Name "<input data-testid="mcp-name" prop:value=name on:input=move |e| set_name.set(event_target_value(&e)) /></label>
                 <label>"URL "<input data-testid="mcp-url" type="url" placeholder="http://127.0.0.1:3001/mcp" prop:value=url on:input=move |e| set_url.set(event_target_value(&e)) /></label>
@@ -255,18 +418,80 @@ pub(crate) fn McpServers(sources: Sources) -> impl IntoView {
                 {move || status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{text}</span> })}
             </p>
             <ul>
-                {move || listed.get().into_iter().map(|(name, url, count)| {
-                    let label = format!("Remove {name}");
-                    let target = name.clone();
-                    view! {
-                        <li data-testid=format!("mcp-server-{name}")>
-                            <code>{name.clone()}</code>" at "{url}" — "{count}" tools "
-                            <button class="secondary small" aria-label=label on:click=move |_| remove(target.clone())>"Remove"</button>
-                        </li>
+                <For each=move || listed.get() key=|server| (server.name.clone(), server.url.clone(), server.auth_secret.clone()) let:server>
+                    {
+                        let label = format!("Remove {}", server.name);
+                        let target = server.name.clone();
+                        let counted = server.name.clone();
+                        let tools_line = move || match count(&counted) {
+                            0 => " — no tools listed now (is it running?) ".to_owned(),
+                            1 => " — 1 tool ".to_owned(),
+                            n => format!(" — {n} tools "),
+                        };
+                        view! {
+                            <li data-testid=format!("mcp-server-{}", server.name)>
+                                <code>{server.name.clone()}</code>" at "{server.url.clone()}
+                                {server.auth_secret.clone().map(|secret| format!(" (sends the secret {secret})"))}
+                                <span data-testid="mcp-server-tools">{tools_line}</span>
+                                <button type="button" class="secondary small" aria-label=label disabled=connecting
+                                    on:click=move |_| remove(target.clone())>"Remove"</button>
+                            </li>
+                        }
                     }
-                }).collect_view()}
+                </For>
             </ul>
         </details>
+    }
+}
+
+/// Whether agents whose profile says "may change its team" may add agents
+/// to the workspace (`create_agent`): off until the person turns it on.
+#[component]
+pub(crate) fn TeamChanges(storage: storage::StorageSignals) -> impl IntoView {
+    let allow = RwSignal::new(false);
+    let problem = RwSignal::new(None::<ErrorText>);
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            if let Ok(config) = stores.op::<ConfigView>("config.get", json!({})).await {
+                allow.set(config.settings.allow_team_changes);
+            }
+        });
+    });
+    let on_change = move |event: leptos::ev::Event| {
+        let wanted = event_target_checked(&event);
+        allow.set(wanted);
+        problem.set(None);
+        let Some(stores) = storage.stores.get_untracked() else {
+            allow.set(!wanted);
+            problem.set(Some(ErrorText::plain(
+                "Storage is not available: this setting cannot be kept.",
+            )));
+            return;
+        };
+        spawn_local(async move {
+            if let Err(why) = stores
+                .act("config.team_changes", json!({"allow": wanted}))
+                .await
+            {
+                allow.set(!wanted);
+                problem.set(Some(ErrorText::with_prefix("Not saved: ", &why)));
+            }
+        });
+    };
+    view! {
+        <div class="team-changes" data-testid="team-changes">
+            <label class="inline">
+                <input type="checkbox" data-testid="team-changes-allow" aria-describedby="team-changes-hint"
+                    prop:checked=allow on:change=on_change disabled=move || storage.stores.with(Option::is_none) />
+                "Agents marked ‘may change its team’ may add agents"
+            </label>
+            <p id="team-changes-hint" class="hint">"Off: no agent is offered create_agent, whatever its profile says. Each agent’s own setting is under Agents."</p>
+            {move || problem.get().map(|error| storage::error_alert("team-changes-error", error))}
+        </div>
     }
 }
 
@@ -372,8 +597,8 @@ pub(crate) fn NetworkSetting(sources: Sources, storage: storage::StorageSignals)
 }
 
 /// The Settings view: the providers the chat can use, the permissions every run
-/// carries (with the tools a run gets), the network, the MCP servers, and the
-/// workspace's data.
+/// carries (with the tools a run gets), the network, the MCP servers, team
+/// changes, and the workspace's data.
 #[component]
 pub(crate) fn Settings(
     sources: Sources,
@@ -389,8 +614,78 @@ pub(crate) fn Settings(
             <Permissions gate=gate tools=tools catalog=sources.catalog
                 runtime=sources.runtime.clone() storage=storage />
             <NetworkSetting sources=sources.clone() storage=storage />
-            <McpServers sources=sources />
+            <McpServers sources=sources tools=tools storage=storage />
+            <TeamChanges storage=storage />
             <crate::data_panel::DataSettings storage=storage />
         </section>
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn agent_with_everything() -> AgentRecord {
+        let mut agent = AgentRecord::default_agent();
+        agent.system_prompt = "Answer briefly.".into();
+        agent.provider = "mock".into();
+        agent.model = "gpt-4o-mini".into();
+        agent.skills = vec!["tidy-data".into()];
+        agent.secrets = vec!["DOCS_TOKEN".into()];
+        agent.autonomy.insert("echo".into(), Autonomy::Block);
+        agent.mcp.push(AgentServer {
+            name: "docs".into(),
+            url: "https://docs.example/mcp".into(),
+            auth_secret: Some("DOCS_TOKEN".into()),
+        });
+        agent.may_change_team = true;
+        agent.version = 7;
+        agent
+    }
+
+    #[test]
+    fn adding_a_server_keeps_every_other_field_of_the_agent() {
+        let agent = agent_with_everything();
+        let changed =
+            with_server(&agent, "everything", "http://127.0.0.1:3001/mcp").expect("added");
+        let mut expected = agent.clone();
+        expected.mcp.push(AgentServer {
+            name: "everything".into(),
+            url: "http://127.0.0.1:3001/mcp".into(),
+            auth_secret: None,
+        });
+        assert_eq!(
+            changed, expected,
+            "the version read is what the write expects"
+        );
+        let removed = without_server(&changed, "everything");
+        assert_eq!(removed, agent);
+        assert_eq!(without_server(&agent, "nowhere"), agent);
+    }
+
+    #[test]
+    fn a_server_is_refused_by_name_before_anything_is_written() {
+        let agent = agent_with_everything();
+        let twice = with_server(&agent, "docs", "https://other.example/mcp").unwrap_err();
+        assert_eq!(twice, "A server named `docs` is already added.");
+        let bad = with_server(&agent, "Everything", "http://127.0.0.1:3001/mcp").unwrap_err();
+        assert!(
+            bad.contains("server name `Everything` must be 1 to 32"),
+            "{bad}"
+        );
+    }
+
+    #[test]
+    fn runs_mount_the_default_agents_servers_with_their_secrets() {
+        let agent = agent_with_everything();
+        assert_eq!(
+            mounts(&agent),
+            [McpMount {
+                name: "docs".into(),
+                url: "https://docs.example/mcp".into(),
+                auth_secret: Some("DOCS_TOKEN".into()),
+            }]
+        );
+        assert!(mounts(&AgentRecord::default_agent()).is_empty());
     }
 }
