@@ -20,6 +20,8 @@
 //! - `editor`: the program editor with Run and Stop, and the result panel.
 //! - `settings_panel`: the settings every run carries: permissions, MCP servers (kept as
 //!   the default agent's), the network; whether agents may change their team.
+//! - `secrets_panel`: Settings' secrets vault (never a value shown or sent back) and the
+//!   web search agents' `web_search` asks.
 //! - `cards`: the approval and question cards a run or a turn puts to the person.
 //! - `approval`: the page's approver: one approval card at a time, with Approve, Deny and
 //!   Allow for this session.
@@ -78,6 +80,7 @@ mod provider_store;
 mod providers_panel;
 mod route;
 mod runtime;
+mod secrets_panel;
 mod settings_panel;
 mod skills_panel;
 mod storage;
@@ -539,7 +542,7 @@ pub fn App() -> impl IntoView {
                     <div class="view-files" hidden=showing("files")><files_panel::FilesPanel storage=storage /></div>
                     <div class="view-history" hidden=showing("history")><history_panel::HistoryPanel storage=storage /></div>
                     <div class="view-settings" hidden=showing("settings")>
-                        <settings_panel::Settings sources=sources gate=gate tools=tools storage=storage providers=providers />
+                        <settings_panel::Settings sources=sources gate=gate tools=tools storage=storage providers=providers agents=agents />
                     </div>
                 </main>
             </div>

@@ -2,13 +2,15 @@
 //! settings a person gives every run: the permission mode, the auto-run brake
 //! and each tool's autonomy; the MCP servers added by URL, kept as the
 //! `default` agent's (so they come back after a reload); what programs may
-//! reach with `http_request`; whether agents may change their team.
+//! reach with `http_request`; the secrets vault and web search
+//! (`secrets_panel`); whether agents may change their team.
 
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
 use serde_json::{Value, json};
 
+use crate::agents_panel::WorkspaceAgents;
 use crate::storage::Stores;
 use crate::storage_model::ErrorText;
 use crate::{McpMount, RuntimeStart, Sources, ToolRow, permissions, storage};
@@ -597,8 +599,8 @@ pub(crate) fn NetworkSetting(sources: Sources, storage: storage::StorageSignals)
 }
 
 /// The Settings view: the providers the chat can use, the permissions every run
-/// carries (with the tools a run gets), the network, the MCP servers, team
-/// changes, and the workspace's data.
+/// carries (with the tools a run gets), the network, the MCP servers, the
+/// secrets, web search, team changes, and the workspace's data.
 #[component]
 pub(crate) fn Settings(
     sources: Sources,
@@ -606,7 +608,9 @@ pub(crate) fn Settings(
     tools: ReadSignal<Vec<ToolRow>>,
     storage: storage::StorageSignals,
     providers: crate::provider_store::ProviderStore,
+    agents: WorkspaceAgents,
 ) -> impl IntoView {
+    let vault = crate::secrets_panel::vault_listing(storage);
     view! {
         <section class="settings" data-testid="settings" aria-labelledby="settings-title">
             <h2 id="settings-title">"Settings"</h2>
@@ -615,6 +619,8 @@ pub(crate) fn Settings(
                 runtime=sources.runtime.clone() storage=storage />
             <NetworkSetting sources=sources.clone() storage=storage />
             <McpServers sources=sources tools=tools storage=storage />
+            <crate::secrets_panel::SecretsSettings storage=storage agents=agents vault=vault />
+            <crate::secrets_panel::WebSearchSetting storage=storage vault=vault />
             <TeamChanges storage=storage />
             <crate::data_panel::DataSettings storage=storage />
         </section>
