@@ -287,14 +287,21 @@ pub(crate) fn reply_header(
 }
 
 /// Makes an agent turn's `request` one of agent `slug`. The page's own
-/// per-tool settings are the default agent's: another agent's turn carries
-/// none, and the runtime worker applies that agent's own.
+/// per-tool settings and MCP servers are the default agent's: another
+/// agent's turn carries none, and the runtime worker applies that agent's
+/// own.
 pub(crate) fn for_agent(request: &mut Value, slug: &str) {
     request["agent"] = slug.into();
-    if slug != DEFAULT_AGENT
-        && let Some(permission) = request.get_mut("permission").and_then(Value::as_object_mut)
-    {
+    if slug == DEFAULT_AGENT {
+        return;
+    }
+    if let Some(permission) = request.get_mut("permission").and_then(Value::as_object_mut) {
         permission.insert("autonomy".to_owned(), json!({}));
+    }
+    if let Some(object) = request.as_object_mut()
+        && object.contains_key("mcp")
+    {
+        object.insert("mcp".to_owned(), json!({}));
     }
 }
 
@@ -1831,10 +1838,11 @@ mod tests {
     }
 
     #[test]
-    fn another_agents_turn_carries_its_slug_and_none_of_the_pages_tool_settings() {
+    fn another_agents_turn_carries_its_slug_and_none_of_the_pages_tool_settings_or_servers() {
         let session = json!({
             "agent": DEFAULT_AGENT,
             "permission": {"mode": "default", "autonomy": {"echo": "auto"}, "brake": true},
+            "mcp": {"docs": {"url": "http://127.0.0.1:3001/mcp"}},
         });
         let mut request = session.clone();
         for_agent(&mut request, DEFAULT_AGENT);
@@ -1845,6 +1853,7 @@ mod tests {
             json!({
                 "agent": "ada",
                 "permission": {"mode": "default", "autonomy": {}, "brake": true},
+                "mcp": {},
             })
         );
     }

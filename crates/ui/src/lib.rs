@@ -35,7 +35,9 @@
 //!   that adds or edits one.
 //! - `agent_view`: an agent turn as the chat shows it, folded from its events.
 //! - `agents_panel`: the Agents view, the workspace's agent profiles and the form that
-//!   writes one; the list the chat's agent picker reads too.
+//!   writes one (its skills, secrets and MCP servers with their Authorization secret), and
+//!   under it the agent's schedules (`agents_panel::schedules`); the list the chat's agent
+//!   picker reads too.
 //! - `skills_panel`: the Skills view, the shipped skills and the workspace's own, read as
 //!   Markdown, and the form that writes one.
 //! - `plan_tree`: how a turn's plans and sub-agents show in the chat.
