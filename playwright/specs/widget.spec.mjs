@@ -419,7 +419,11 @@ test("the host page cannot read the widget's storage, and the visitor's key neve
   const frame = await widgetFrame(page);
   await hostSaw(page, "ready", (detail) => detail.provider === "visitor");
   const providers = frame.getByTestId("providers");
+  // The chat mounts above the panel once the providers are read: clicking the
+  // panel before that could land where the chat then pushes it (it did once in CI).
+  await frame.getByTestId("chat-input").waitFor();
   await providers.locator("summary").click();
+  await frame.locator('[data-testid="providers"][open]').waitFor();
   const key = "sk-widget-visitor-7f3a9c";
   await frame.getByTestId("provider-name").fill("My OpenAI");
   await frame.getByTestId("provider-kind").selectOption("openai");
