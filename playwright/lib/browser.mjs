@@ -93,8 +93,12 @@ export const VIEWS = {
  * visit reopens the conversation this browser had open last; `#/chat` is a new one.
  */
 export async function openApp(page, { url = APP_URL, view } = {}) {
-  await page.goto(view ? `${url}#/${view}` : url);
-  await page.getByTestId(VIEWS[view ?? "chat"]).waitFor({ state: "visible" });
+  // Ready is the view on show, not the document's "load": that waited on the
+  // whole page's fetches and passed its 30 s three times on a busy CI machine
+  // while the app itself was still coming up. A cold wasm compile there may
+  // take longer than 30 s; an app that never mounts still fails, by name.
+  await page.goto(view ? `${url}#/${view}` : url, { waitUntil: "domcontentloaded", timeout: 60_000 });
+  await page.getByTestId(VIEWS[view ?? "chat"]).waitFor({ state: "visible", timeout: 60_000 });
 }
 
 /**
