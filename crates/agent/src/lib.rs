@@ -68,7 +68,8 @@ pub use codeact::tools::{Person, Sink, is_always_on};
 pub use codeact::{AgentOutcome, AgentRequest, AgentSetup, run_agent};
 pub use plan::planner::{Planned, plan as create_plan};
 pub use profile::{
-    Connect, Member, Profiled, Team, load as load_profile, own_model, stricter, vault_secrets,
+    Bench, Connect, Member, Profiled, Team, load as load_profile, open_vault, own_model, stricter,
+    vault_secrets,
 };
 pub use schedule::{
     Cadence, Due, Fire, Fired, GRACE_MS, MAX_MISSED, Pass, claim_due, run_due, settle,

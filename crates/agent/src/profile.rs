@@ -10,34 +10,136 @@
 //!   cannot loosen what the agent's owner tightened.
 //! - MCP servers: the agent's are mounted beside the request's (a name the
 //!   request already mounts stays the request's).
+//! - The vault's secrets the agent may use join the job's scope.
 //! - The team: an orchestrator may hand parts of the job to the other
-//!   agents by slug ([`Member`]), each with its own prompt, model and
-//!   autonomy, under the job's one budget and depth gate. An agent that is
-//!   not an orchestrator has no team: the delegation tools take no `agent`.
+//!   agents by slug ([`Member`]), each with its own prompt, model, autonomy,
+//!   secrets and belt (made as it starts from the entrance's request,
+//!   [`Bench`]: its own skills' unlocks and MCP servers, not its caller's),
+//!   under the job's one budget and depth gate. An agent that is not an
+//!   orchestrator has no team: the delegation tools take no `agent`.
 
 use std::rc::Rc;
 
-use kiln_capabilities::Category;
+use kiln_capabilities::{Category, Registry, Secret, SecretScope, Source};
 use kiln_providers::{ChatOptions, Provider, ProviderConfig};
-use kiln_run::{McpMount, RunRequest, provider_config};
+use kiln_run::{Environment, McpMount, RunRequest, provider_config};
 use kiln_store::config::Config;
 use kiln_types::permission::Autonomy;
 use kiln_types::profile::{AgentRecord, AgentRole};
+use kiln_types::skill::Skill;
 use serde_json::{Value, json};
 
 /// Another agent of the workspace, ready to run as a sub-agent: its record,
-/// its connected provider and the options of its model calls.
+/// its connected provider, the options of its model calls and the vault's
+/// secrets it may use ([`open_vault`]).
 pub struct Member {
     pub profile: AgentRecord,
     pub provider: Rc<dyn Provider>,
     pub options: ChatOptions,
+    pub secrets: Vec<(String, Secret)>,
 }
 
-/// The agent a job runs as, and the team it may delegate to.
+/// The agent a job runs as, the vault's secrets it may use, and the team it
+/// may delegate to.
 pub struct Profiled {
     pub agent: AgentRecord,
+    pub secrets: Vec<(String, Secret)>,
     /// The workspace's other agents; only an orchestrator's are used.
     pub team: Vec<Member>,
+}
+
+/// What a team member's belt is made from (reference/003, "How a job
+/// runs": each job's whitelist is computed from its own agent): the
+/// entrance's request before any profile shaped it, the entrance's
+/// environment and the skills catalog the job read.
+pub struct Bench {
+    pub(crate) entrance: RunRequest,
+    pub(crate) environment: Environment,
+    pub(crate) listed: Vec<Skill>,
+}
+
+/// A team member's belt: its registry, the MCP sessions opened for it (closed
+/// when it ends), its secrets, the names its own profile brought, and a
+/// sentence for each thing it asked for and did not get.
+pub(crate) struct Belt {
+    pub registry: Registry,
+    pub servers: Vec<kiln_capabilities::mcp::McpServer>,
+    pub secrets: SecretScope,
+    pub own: Vec<String>,
+    pub problems: Vec<String>,
+}
+
+/// Adds `secrets` to `run`'s scope (the vault's, for its agent); a name the
+/// request itself gives keeps the request's.
+pub(crate) fn add_secrets(
+    run: &mut RunRequest,
+    secrets: impl IntoIterator<Item = (String, Secret)>,
+) {
+    for (name, secret) in secrets {
+        if !run.secrets.iter().any(|(given, _)| *given == name) {
+            run.secrets.push((name, secret));
+        }
+    }
+}
+
+/// The names on `registry` that `run`'s profile brought beyond `entrance`,
+/// the request it was shaped from: its MCP servers' tools, and
+/// `http_request` when only a skill of the agent unlocked it. A member's belt
+/// leaves them off and mounts its own.
+pub(crate) fn brought(registry: &Registry, entrance: &RunRequest, run: &RunRequest) -> Vec<String> {
+    let own_server = |server: &str| {
+        run.mcp.iter().any(|mount| mount.name == server)
+            && !entrance.mcp.iter().any(|mount| mount.name == server)
+    };
+    registry
+        .specs()
+        .filter(|spec| match &spec.source {
+            Source::Mcp { server, .. } => own_server(server),
+            Source::Builtin => {
+                spec.name == kiln_capabilities::http_request::NAME && entrance.net().is_none()
+            }
+            Source::Host { .. } => false,
+        })
+        .map(|spec| spec.name.clone())
+        .collect()
+}
+
+/// `member`'s belt over `base` (the caller's belt without the tools its own
+/// profile brought): the always-on tools and the entrance's stay; the tools
+/// `member`'s skills unlock and its MCP servers are mounted; its secrets are
+/// the entrance's and its own from the vault.
+pub(crate) async fn belt(bench: &Bench, member: &Member, mut base: Registry) -> Belt {
+    let mut run = bench.entrance.clone();
+    apply(&member.profile, &mut run, &mut None);
+    add_secrets(&mut run, member.secrets.iter().cloned());
+    let mut problems: Vec<String> =
+        crate::skills::unlock(&mut run, &bench.listed, &member.profile.skills)
+            .into_iter()
+            .map(|problem| format!("agent `{}`: {problem}", member.profile.slug))
+            .collect();
+    let secrets = kiln_run::secret_scope(&run);
+    let warned = base.warnings().len();
+    let servers = kiln_run::mount_beyond(
+        &run,
+        &bench.entrance,
+        &bench.environment,
+        &secrets,
+        &mut base,
+    )
+    .await;
+    problems.extend(
+        base.warnings()[warned..]
+            .iter()
+            .map(|warning| format!("agent `{}`: {}", member.profile.slug, warning.message)),
+    );
+    let own = brought(&base, &bench.entrance, &run);
+    Belt {
+        registry: base,
+        servers,
+        secrets,
+        own,
+        problems,
+    }
 }
 
 /// The team a loop may hand work to: the workspace's agents other than the
@@ -67,7 +169,7 @@ impl Team {
     /// The team of a job run as `profiled`'s agent.
     pub(crate) fn of(profiled: Option<Profiled>) -> Self {
         match profiled {
-            Some(Profiled { agent, team }) => Self::for_agent(
+            Some(Profiled { agent, team, .. }) => Self::for_agent(
                 Rc::new(team.into_iter().map(Rc::new).collect()),
                 &agent.slug,
                 agent.role,
@@ -252,10 +354,15 @@ pub async fn load(
                 profile,
                 provider,
                 options,
+                secrets: Vec::new(),
             });
         }
     }
-    Ok(Some(Profiled { agent, team }))
+    Ok(Some(Profiled {
+        agent,
+        secrets: Vec::new(),
+        team,
+    }))
 }
 
 /// The vault's secrets `agent` may use (those its profile names that the
@@ -283,6 +390,32 @@ pub async fn vault_secrets(
             .collect(),
         problems,
     ))
+}
+
+/// Opens the vault for `profiled`'s agent and each member of its team: the
+/// secrets each may use go into its `secrets`; answers a sentence for each
+/// secret one names and does not get.
+///
+/// # Errors
+///
+/// The store's or the sealer's failure.
+pub async fn open_vault(
+    profiled: &mut Profiled,
+    vault: &kiln_store::vault::Vault,
+    now_ms: u64,
+) -> Result<Vec<String>, kiln_store::StoreError> {
+    let (secrets, mut problems) = vault_secrets(vault, &profiled.agent, now_ms).await?;
+    profiled.secrets = secrets;
+    for member in &mut profiled.team {
+        let (secrets, more) = vault_secrets(vault, &member.profile, now_ms).await?;
+        member.secrets = secrets;
+        let slug = &member.profile.slug;
+        problems.extend(
+            more.into_iter()
+                .map(|problem| format!("agent `{slug}`: {problem}")),
+        );
+    }
+    Ok(problems)
 }
 
 /// `create_agent`: an agent adds another to the workspace (and so to its

@@ -120,6 +120,12 @@ pub struct Kin {
     /// The agents this loop may hand work to by slug (empty unless it runs
     /// as an orchestrator).
     pub team: Rc<crate::profile::Team>,
+    /// What a member's belt is made from; `None` without a team.
+    pub bench: Option<Rc<crate::profile::Bench>>,
+    /// The names on `base` this loop's agent's profile brought (its MCP
+    /// servers' tools, what its skills unlocked): a member's belt leaves them
+    /// off and mounts its own.
+    pub brought: Rc<Vec<String>>,
 }
 
 /// What a child is asked to do.
@@ -286,10 +292,26 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
     {
         kiln_capabilities::builtin::add_run_memory(&mut base, storage);
     }
-    let base = Rc::new(base);
-    // A team member works with its own prompt, model and autonomy (never looser
-    // than the caller's), on the caller's belt and budget.
+    // A team member works with its own prompt, model, autonomy (never looser
+    // than the caller's), tools and secrets, under the caller's budget.
     let member = spec.agent.take();
+    let (base, servers, secrets, brought) = match (&member, &parent.bench) {
+        (Some(member), Some(bench)) => {
+            let theirs = base.filtered(|spec_of| !parent.brought.contains(&spec_of.name));
+            let belt = crate::profile::belt(bench, member, theirs).await;
+            for message in belt.problems {
+                sink(AgentEvent::LogUpdate { message });
+            }
+            (belt.registry, belt.servers, belt.secrets, Rc::new(belt.own))
+        }
+        _ => (
+            base,
+            Vec::new(),
+            parent.secrets.clone(),
+            parent.brought.clone(),
+        ),
+    };
+    let base = Rc::new(base);
     let (provider, options, gate, preamble, team) = match &member {
         Some(member) => (
             member.provider.clone(),
@@ -308,16 +330,6 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
             parent.team.clone(),
         ),
     };
-    if let Some(member) = &member
-        && !member.profile.mcp.is_empty()
-    {
-        sink(AgentEvent::LogUpdate {
-            message: format!(
-                "agent `{}` works with this job's tools: its own MCP servers are mounted only in its own jobs",
-                member.profile.slug
-            ),
-        });
-    }
     let kin = Rc::new(Kin {
         provider,
         options,
@@ -326,7 +338,7 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         budget: parent.budget.clone(),
         base,
         gate,
-        secrets: parent.secrets.clone(),
+        secrets,
         limits: parent.limits,
         entrance: parent.entrance.clone(),
         random: parent.random.clone(),
@@ -346,6 +358,8 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         max_concurrent: parent.max_concurrent,
         preamble: preamble.clone(),
         team,
+        bench: parent.bench.clone(),
+        brought,
     });
     let guards = Guards {
         max_turns: parent.child_turns.min(parent.guards.max_turns),
@@ -367,6 +381,9 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         skills: String::new(),
     })
     .await;
+    for server in servers {
+        let _ = server.client.close().await;
+    }
     let driven = match driven {
         Ok(driven) => driven,
         Err(why) => {

@@ -945,6 +945,7 @@ fn an_agent_profile_writes_the_prompt_and_its_block_is_refused_as_deliberate() {
                     autonomy: [("publish".to_owned(), Autonomy::Block)].into(),
                     ..AgentRecord::new("ada", "Ada")
                 },
+                secrets: Vec::new(),
                 team: Vec::new(),
             }),
             ..Options::default()
@@ -978,6 +979,7 @@ fn member(slug: &str, prompt: &str, role: AgentRole, provider: Rc<Scripted>) -> 
         },
         provider,
         options: ChatOptions::new(format!("{slug}-model")),
+        secrets: Vec::new(),
     }
 }
 
@@ -995,6 +997,7 @@ fn an_orchestrator_hands_a_part_to_a_member_who_works_with_its_own_prompt_and_mo
                     role: AgentRole::Orchestrator,
                     ..AgentRecord::new("lead", "Lead")
                 },
+                secrets: Vec::new(),
                 team: vec![
                     member(
                         "ada",
@@ -1054,6 +1057,7 @@ fn delegation_by_slug_is_refused_without_a_team_for_an_unknown_slug_and_past_dep
         Options {
             profile: Some(Profiled {
                 agent: AgentRecord::new("solo", "Solo"),
+                secrets: Vec::new(),
                 team: vec![member("ada", "", AgentRole::Agent, Scripted::new([]))],
             }),
             ..Options::default()
@@ -1077,6 +1081,7 @@ fn delegation_by_slug_is_refused_without_a_team_for_an_unknown_slug_and_past_dep
                     role: AgentRole::Orchestrator,
                     ..AgentRecord::new("lead", "Lead")
                 },
+                secrets: Vec::new(),
                 team: vec![member("ada", "", AgentRole::Agent, Scripted::new([]))],
             }),
             ..Options::default()
@@ -1108,6 +1113,7 @@ fn delegation_by_slug_is_refused_without_a_team_for_an_unknown_slug_and_past_dep
                     role: AgentRole::Orchestrator,
                     ..AgentRecord::new("lead", "Lead")
                 },
+                secrets: Vec::new(),
                 team: vec![
                     member("ada", "", AgentRole::Orchestrator, chain.clone()),
                     member("bob", "", AgentRole::Orchestrator, chain.clone()),
@@ -1186,6 +1192,7 @@ fn skills_are_written_read_and_the_shipped_ones_refused_and_an_assigned_one_unlo
                     skills: vec!["web-research".into()],
                     ..AgentRecord::new("ada", "Ada")
                 },
+                secrets: Vec::new(),
                 team: Vec::new(),
             }),
             ..Options::default()
@@ -1218,6 +1225,71 @@ fn skills_are_written_read_and_the_shipped_ones_refused_and_an_assigned_one_unlo
     assert!(
         system.contains("tools.http_request("),
         "the assigned skill unlocks http_request: {system}"
+    );
+}
+
+#[test]
+fn a_member_works_with_its_own_tools_and_secrets_not_its_callers() {
+    use kiln_types::profile::AgentServer;
+    let server = kiln_testkit::EverythingServer::start();
+    let origin = format!("http://127.0.0.1:{}", server.port);
+    // Ada's MCP server takes her token, which only she holds; her program
+    // calls its echo tool.
+    let ada = Scripted::new([
+        Reply::code("return await tools.everything_echo({message: 'Bonjour'});"),
+        Reply::text("Bonjour"),
+    ]);
+    let mut member = member("ada", "You are Ada.", AgentRole::Agent, ada.clone());
+    member.profile.mcp = vec![AgentServer {
+        name: "everything".into(),
+        url: server.url(),
+        auth_secret: Some("ADA_TOKEN".into()),
+    }];
+    member.secrets = vec![(
+        "ADA_TOKEN".into(),
+        kiln_capabilities::Secret::for_origins("ada-t0ken", vec![origin]),
+    )];
+    // The lead's assigned skill unlocks `http_request`; Ada has no skills.
+    let turn = turn(
+        vec![
+            Reply::code("return await agents.run('Say hello.', {agent: 'ada'});"),
+            Reply::text("Ada said hello."),
+        ],
+        Options {
+            profile: Some(Profiled {
+                agent: AgentRecord {
+                    role: AgentRole::Orchestrator,
+                    skills: vec!["web-research".into()],
+                    ..AgentRecord::new("lead", "Lead")
+                },
+                secrets: Vec::new(),
+                team: vec![member],
+            }),
+            ..Options::default()
+        },
+    );
+    let lead_system = system_of(&turn.provider.requests()[0]);
+    assert!(lead_system.contains("tools.http_request("), "{lead_system}");
+    assert!(
+        !lead_system.contains("tools.everything_echo("),
+        "the member's server is not the lead's"
+    );
+    let ada_system = system_of(&ada.requests()[0]);
+    assert!(
+        ada_system.contains("tools.everything_echo("),
+        "the member's own server, its header filled from its own secret: {ada_system}"
+    );
+    assert!(
+        !ada_system.contains("tools.http_request("),
+        "what the lead's skill unlocked is not on the member's belt"
+    );
+    let (_, observation, _) = &turn.results()[0];
+    assert!(observation.contains("Bonjour"), "{observation}");
+    let shown = format!("{:?}", turn.events);
+    assert!(!shown.contains("ada-t0ken"), "{shown}");
+    assert!(
+        !shown.contains("tools_unavailable") && !shown.contains("ADA_TOKEN"),
+        "the member's server mounted without a warning: {shown}"
     );
 }
 
@@ -1289,6 +1361,7 @@ fn a_vault_secret_reaches_its_origin_and_nothing_the_job_keeps_or_shows() {
         backend: backend.clone(),
         profile: Some(Profiled {
             agent: ada,
+            secrets: Vec::new(),
             team: Vec::new(),
         }),
         ..Options::default()
@@ -1387,6 +1460,7 @@ fn a_blocked_built_in_stays_on_the_belt_and_is_refused_as_deliberate() {
                     autonomy: [("save_memory".to_owned(), Autonomy::Block)].into(),
                     ..AgentRecord::new("ada", "Ada")
                 },
+                secrets: Vec::new(),
                 team: Vec::new(),
             }),
             ..Options::default()
@@ -1434,6 +1508,7 @@ fn an_agent_adds_to_its_team_only_when_the_workspace_and_its_profile_both_allow_
                 backend,
                 profile: Some(Profiled {
                     agent: lead(may),
+                    secrets: Vec::new(),
                     team: Vec::new(),
                 }),
                 ..Options::default()

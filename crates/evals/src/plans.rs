@@ -302,6 +302,8 @@ pub async fn standalone_kin(
         max_concurrent: kiln_run::dag::DEFAULT_MAX_CONCURRENT,
         preamble: None,
         team: Rc::default(),
+        bench: None,
+        brought: Rc::default(),
     })
 }
 

@@ -221,6 +221,11 @@ fn add_named_sources(request: &RunRequest, environment: &Environment, registry: 
             )),
         }
     }
+    add_http(request, environment, registry);
+}
+
+/// `http_request`, when `request` asks for it.
+fn add_http(request: &RunRequest, environment: &Environment, registry: &mut Registry) {
     if let Some(policy) = request.net() {
         // Never the run's MCP servers directly: their tools go through the ladder.
         let endpoints: Vec<String> = request.mcp.iter().map(|mount| mount.url.clone()).collect();
@@ -231,6 +236,30 @@ fn add_named_sources(request: &RunRequest, environment: &Environment, registry: 
             &endpoints,
         );
     }
+}
+
+/// Mounts on `registry` what `request` asks for beyond `entrance`, the
+/// request it was shaped from: `http_request` when only `request` asks for
+/// it, and the MCP servers `entrance` does not mount, their headers filled
+/// from `secrets`. A team member's belt: the tools its own profile brings,
+/// beside the entrance's. Answers the sessions it opened, for the caller to
+/// close; a server that does not answer is `registry`'s warning.
+pub async fn mount_beyond(
+    request: &RunRequest,
+    entrance: &RunRequest,
+    environment: &Environment,
+    secrets: &SecretScope,
+    registry: &mut Registry,
+) -> Vec<McpServer> {
+    if entrance.net().is_none() {
+        add_http(request, environment, registry);
+    }
+    let mounts: Vec<&crate::request::McpMount> = request
+        .mcp
+        .iter()
+        .filter(|mount| !entrance.mcp.iter().any(|own| own.name == mount.name))
+        .collect();
+    connect_mounts(&mounts, environment, secrets, registry).await
 }
 
 /// Mounts `model` and `classify` over the provider the request names; one
@@ -276,7 +305,8 @@ async fn resolve_model(
 }
 
 /// The request's secrets, as the run's scope.
-fn secret_scope(request: &RunRequest) -> SecretScope {
+#[must_use]
+pub fn secret_scope(request: &RunRequest) -> SecretScope {
     let mut secrets = SecretScope::new();
     for (name, secret) in &request.secrets {
         secrets.insert(name.clone(), secret.clone());
@@ -294,8 +324,19 @@ async fn add_mcp(
     secrets: &SecretScope,
     registry: &mut Registry,
 ) -> Vec<McpServer> {
+    let mounts: Vec<&crate::request::McpMount> = request.mcp.iter().collect();
+    connect_mounts(&mounts, environment, secrets, registry).await
+}
+
+/// Connects `mounts` and mounts their tools, as [`add_mcp`] says.
+async fn connect_mounts(
+    mounts: &[&crate::request::McpMount],
+    environment: &Environment,
+    secrets: &SecretScope,
+    registry: &mut Registry,
+) -> Vec<McpServer> {
     let mut servers = Vec::new();
-    for mount in &request.mcp {
+    for mount in mounts {
         let connected = kiln_capabilities::mcp::connect(
             &mount.name,
             &mount.url,

@@ -58,7 +58,9 @@ pub use custody::{
     interrupted,
 };
 pub use environment::{Environment, OwnTools, People, ToolBridge, Workspace};
-pub use ladder::{Ladder, assemble, assemble_job, catalog, check_workspace_name};
+pub use ladder::{
+    Ladder, assemble, assemble_job, catalog, check_workspace_name, mount_beyond, secret_scope,
+};
 pub use model_tools::{CLASSIFY, MODEL, ModelBudget, ModelTools};
 pub use program::{ProgramRun, run_program};
 pub use provider::{PROVIDER_SHAPE, ProviderError, kept_model, provider_config};

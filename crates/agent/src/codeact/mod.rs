@@ -210,8 +210,12 @@ pub async fn run_agent(
     setup: AgentSetup<'_>,
 ) -> Result<AgentOutcome, RequestError> {
     request.guards.check().map_err(RequestError)?;
-    if let Some(profiled) = &request.profile {
+    // The entrance's request before the profile shapes it: a team member's
+    // belt is made from it, not from this agent's.
+    let entrance = request.profile.as_ref().map(|_| request.run.clone());
+    if let Some(profiled) = &mut request.profile {
         crate::profile::apply(&profiled.agent, &mut request.run, &mut request.system);
+        crate::profile::add_secrets(&mut request.run, std::mem::take(&mut profiled.secrets));
     }
     // The skills: the catalog read now (the workspace's and the build's), the
     // tools the agent's assigned skills unlock, the block of this turn's prompt.
@@ -331,6 +335,18 @@ pub async fn run_agent(
         }
     };
     let ladder = assemble_job(&request.run, &environment, &job, &extra).await?;
+    // What a member's belt is made from, when this agent has a team.
+    let (bench, brought) = match entrance {
+        Some(entrance) if !team.is_empty() => (
+            Some(Rc::new(crate::profile::Bench {
+                environment: environment.clone(),
+                listed: listed.clone(),
+                entrance: entrance.clone(),
+            })),
+            crate::profile::brought(&ladder.registry, &entrance, &request.run),
+        ),
+        _ => (None, Vec::new()),
+    };
     let own_memory = own_memory.take();
     let memory = ladder
         .run_memory
@@ -384,6 +400,8 @@ pub async fn run_agent(
         max_concurrent: budget.permits().capacity() as usize,
         preamble: request.system.clone(),
         team,
+        bench,
+        brought: Rc::new(brought),
     });
     let plan_mode = ladder.gate.settings().mode == kiln_capabilities::Mode::Plan;
     let driven = drive(Loop {

@@ -193,7 +193,7 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
             "\n# Your team\n\n\
              You may hand a self-contained part of the job to one of these agents: \
              `await agents.run(prompt, {agent: \"SLUG\"})` (or `agents.start` to run it in the background). \
-             Each works with its own instructions and model, on this job's tools and budget, and sees only the prompt you give it.\n\n",
+             Each works with its own instructions, model and tools under this job's budget, and sees only the prompt you give it.\n\n",
         );
         for (slug, name, about) in parts.team {
             let about = if about.is_empty() {

@@ -242,19 +242,6 @@ impl AgentSpec {
         &self.run.agent
     }
 
-    /// Adds `secrets` to the job's scope (the vault's, for its agent); a name
-    /// the request itself gives keeps the request's.
-    pub fn add_secrets(
-        &mut self,
-        secrets: impl IntoIterator<Item = (String, kiln_capabilities::Secret)>,
-    ) {
-        for (name, secret) in secrets {
-            if !self.run.secrets.iter().any(|(given, _)| *given == name) {
-                self.run.secrets.push((name, secret));
-            }
-        }
-    }
-
     /// Asks `provider` (as a request gives it: `{stored: NAME}`) and `model`
     /// instead of what the request named: the agent's own choice.
     pub fn use_model(&mut self, provider: Value, model: String) {

@@ -162,7 +162,7 @@ async fn agent_turn(
             .await
             .map_err(|error| op_problem(&error.into()))?;
         let provider = kiln_providers::connect_with(provider, runtime.http.clone());
-        let profile = match (&config, agent) {
+        let mut profile = match (&config, agent) {
             (Some(config), Some(_)) => {
                 let http = runtime.http.clone();
                 let connect = move |config| kiln_providers::connect_with(config, http.clone());
@@ -172,13 +172,12 @@ async fn agent_turn(
             }
             _ => None,
         };
-        // The vault's secrets this agent may use, each bound to its origins.
-        if let (Some(profiled), Ok(vault)) = (&profile, &runtime.vault) {
-            let (secrets, problems) =
-                kiln_agent::vault_secrets(vault, &profiled.agent, kiln_store::clock::epoch_ms())
-                    .await
-                    .map_err(|error| store_problem(&error))?;
-            spec.add_secrets(secrets);
+        // The vault's secrets this agent and each of its team may use, each
+        // bound to its origins.
+        if let (Some(profiled), Ok(vault)) = (&mut profile, &runtime.vault) {
+            let problems = kiln_agent::open_vault(profiled, vault, kiln_store::clock::epoch_ms())
+                .await
+                .map_err(|error| store_problem(&error))?;
             for message in problems {
                 post(&FromRuntime::Event {
                     id,
