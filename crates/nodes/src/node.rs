@@ -210,11 +210,7 @@ fn name_problem(direction: &str, name: &str) -> Option<String> {
             "{direction} `{name}` is a reserved word of JavaScript; choose another name"
         ));
     }
-    if kiln_types::guest::GLOBALS
-        .iter()
-        .any(|global| global.name == name)
-        || name.starts_with("__kiln")
-    {
+    if kiln_types::guest::global_names().contains(&name) || name.starts_with("__kiln") {
         return Some(format!(
             "{direction} `{name}` would hide Kiln's global `{name}`; choose another name"
         ));

@@ -44,6 +44,8 @@
 //! - `namespace`: the guest's tool namespaces (`workspace`, `agents`) written once: a
 //!   JavaScript factory per namespace, each method one call of one tool.
 //! - `sleep`: `sleep(ms)`, the guest's only way to wait on time, and `waitFor`.
+//! - [`stdlib`]: the guest's standard library: text, bytes, crypto, URLs,
+//!   `structuredClone`, `parallelMap`.
 
 pub mod agents;
 pub mod catalog;
@@ -55,6 +57,7 @@ mod hooks;
 mod inspect;
 mod namespace;
 mod sleep;
+pub mod stdlib;
 pub use kiln_jscheck::source_depth;
 pub mod server;
 pub mod tools;
@@ -190,6 +193,7 @@ impl Sandbox {
             bound_native_depth(&mut context)?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
+            stdlib::install(&mut context)?;
             finish::install(&mut context, &finished)?;
             let workspace = workspace::NAMESPACE.prepare(&mut context)?;
             let agents = agents::NAMESPACE.prepare(&mut context)?;

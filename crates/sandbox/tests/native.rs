@@ -35,6 +35,18 @@ fn programs_report_what_they_did() {
 }
 
 #[test]
+fn the_standard_library_answers_its_table() {
+    let failures: Vec<String> = cases::stdlib::STDLIB_CASES
+        .iter()
+        .filter_map(|(code, expected)| {
+            let report = futures::executor::block_on(run(code, &RunLimits::default()));
+            check(code, expected, &report).err()
+        })
+        .collect();
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
 fn a_syntax_error_names_the_line_of_the_program() {
     let report = futures::executor::block_on(run("let a = 1;\nlet = = 2;", &RunLimits::default()));
     let text = summary(&report);

@@ -36,6 +36,18 @@ async fn programs_report_what_they_did() {
 }
 
 #[wasm_bindgen_test]
+async fn the_standard_library_answers_its_table() {
+    let mut failures = Vec::new();
+    for (code, expected) in cases::stdlib::STDLIB_CASES {
+        let report = run(code, &RunLimits::default()).await;
+        if let Err(failure) = check(code, expected, &report) {
+            failures.push(failure);
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[wasm_bindgen_test]
 async fn a_run_measures_its_duration_with_the_worker_clock() {
     let report = run(
         "let s = 0; for (let i = 0; i < 100000; i++) s += i; return s",

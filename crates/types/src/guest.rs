@@ -9,6 +9,10 @@
 pub struct GuestGlobal {
     /// The global's name.
     pub name: &'static str,
+    /// The other globals this entry defines and describes with it
+    /// (`TextDecoder` beside `TextEncoder`).
+    #[serde(skip_serializing_if = "<[_]>::is_empty")]
+    pub also: &'static [&'static str],
     /// How a program uses it.
     pub usage: &'static str,
     /// What it does, in a sentence or two.
@@ -20,43 +24,91 @@ pub struct GuestGlobal {
 pub const GLOBALS: &[GuestGlobal] = &[
     GuestGlobal {
         name: "tools",
+        also: &[],
         usage: "await tools.NAME({...arguments})",
         summary: "Calls one of the run's tools through the permission ladder. Resolves to the tool's result; rejects with an Error whose `code` says why (`tool_unavailable`, `invalid_arguments`, `denied`, …) and whose `detail` has the tool's own details. Calls may run concurrently with Promise.all.",
     },
     GuestGlobal {
         name: "console",
+        also: &[],
         usage: "console.log(...values)  (also .info, .warn, .error, .debug)",
         summary: "Prints one line to the run's console output, which the result shows. The output has a budget; printing less is better.",
     },
     GuestGlobal {
         name: "sleep",
+        also: &[],
         usage: "await sleep(ms)",
         summary: "Waits `ms` milliseconds (an integer from 0 to 10000). Counts against the wall budget only.",
     },
     GuestGlobal {
         name: "waitFor",
+        also: &[],
         usage: "await waitFor(async () => condition, {timeout, interval})",
         summary: "Calls the condition until it returns a truthy value, which it resolves to; `timeout` at most 30000 ms (default 30000), `interval` at least 250 ms (default 500). Rejects when the time is up.",
     },
     GuestGlobal {
         name: "workspace",
+        also: &[],
         usage: "await workspace.read(path) / .write(path, text) / .list(dir) / .stat(path) / .mkdir(path) / .remove(path)",
         summary: "The run's workspace files, over the file tools (so each call is one tool call, through the same ladder). Present only when the run has the file tools.",
     },
     GuestGlobal {
         name: "agents",
+        also: &[],
         usage: "await agents.run(prompt, {outputSchema, tools, agent}) / agents.start(prompt) → id / agents.wait({ids, timeoutMs})",
         summary: "Sub-agents with your tools: `run` answers {status, value | error} (it does not reject when the child fails); fan out with Promise.all; `start` and `wait` run them in the background. A child sees only its prompt. `agent` (an orchestrator only) hands it to a member of your team by slug.",
     },
     GuestGlobal {
+        name: "TextEncoder",
+        also: &[
+            "TextDecoder",
+            "atob",
+            "btoa",
+            "toBase64",
+            "fromBase64",
+            "toHex",
+            "fromHex",
+        ],
+        usage: "new TextEncoder().encode(text) / new TextDecoder().decode(bytes); toBase64(bytes, {alphabet: \"base64url\", omitPadding}) / fromBase64(text) / toHex(bytes) / fromHex(text); atob / btoa",
+        summary: "UTF-8 text to a `Uint8Array` and back, and bytes to Base64 or hex text and back. At most 5,000,000 characters of text or 10 MiB of bytes a call.",
+    },
+    GuestGlobal {
+        name: "URL",
+        also: &["URLSearchParams"],
+        usage: "new URL(url, base?) / new URLSearchParams(query | {name: value} | pairs); url.searchParams",
+        summary: "WHATWG URLs: parse, resolve against a base, read and change parts; query strings read and written with their encoding.",
+    },
+    GuestGlobal {
+        name: "structuredClone",
+        also: &[],
+        usage: "structuredClone(value)",
+        summary: "A deep copy of plain data, arrays, `Map`, `Set`, `Date`, `RegExp` and typed arrays, cycles kept; at most 64 levels deep.",
+    },
+    GuestGlobal {
+        name: "crypto",
+        also: &[],
+        usage: "crypto.digest(\"SHA-256\", textOrBytes) / crypto.hmac(\"SHA-256\", key, data) / crypto.randomUUID() / crypto.getRandomValues(typedArray)",
+        summary: "Digests and HMACs (SHA-1, SHA-256, SHA-384, SHA-512) of a string's UTF-8 or of bytes, answered as a `Uint8Array` (`toHex` for text); random UUIDs; random bytes, 65,536 a call. `crypto.subtle.digest` answers a promise of an `ArrayBuffer`, as in a browser.",
+    },
+    GuestGlobal {
+        name: "parallelMap",
+        also: &[],
+        usage: "await parallelMap(items, async (item, index) => ..., concurrency?)",
+        summary: "Maps `items` with at most `concurrency` calls at once (default 5, at most 32), the results in the items' order; rejects with the first failure.",
+    },
+    GuestGlobal {
         name: "finish",
+        also: &[],
         usage: "finish(value)",
         summary: "Ends the run at once with `value` (JSON) as the result of the task. Nothing after it runs, not even a `finally`.",
     },
 ];
 
-/// The names of [`GLOBALS`], in order.
+/// The names of [`GLOBALS`] and the others each defines, in order.
 #[must_use]
 pub fn global_names() -> Vec<&'static str> {
-    GLOBALS.iter().map(|global| global.name).collect()
+    GLOBALS
+        .iter()
+        .flat_map(|global| std::iter::once(global.name).chain(global.also.iter().copied()))
+        .collect()
 }

@@ -106,7 +106,7 @@ pub const ABSENT: &[Absent] = &[
     },
     Absent {
         name: "require",
-        instead: "nothing: there are no modules or packages; write the code inline",
+        instead: "the globals listed above (text, bytes, crypto, URLs); there are no modules or packages",
     },
     Absent {
         name: "process",
@@ -115,18 +115,6 @@ pub const ABSENT: &[Absent] = &[
     Absent {
         name: "Intl",
         instead: "`Number.prototype.toFixed`, `String.prototype.padStart` and string building",
-    },
-    Absent {
-        name: "atob",
-        instead: "a `bytes` input, which arrives as a `Uint8Array`",
-    },
-    Absent {
-        name: "TextEncoder",
-        instead: "a `bytes` output: return a `Uint8Array`",
-    },
-    Absent {
-        name: "structuredClone",
-        instead: "`JSON.parse(JSON.stringify(value))`",
     },
 ];
 
@@ -286,7 +274,11 @@ impl Manifest {
     #[must_use]
     pub fn names(&self) -> Vec<&'static str> {
         let mut names: Vec<&'static str> = self.ecmascript.to_vec();
-        names.extend(self.globals.iter().map(|global| global.name));
+        names.extend(
+            self.globals
+                .iter()
+                .flat_map(|global| std::iter::once(global.name).chain(global.also.iter().copied())),
+        );
         names
     }
 

@@ -2,6 +2,7 @@
 //! and in wasm, and the helper that compares a report with its expectation.
 
 pub mod scripted;
+pub mod stdlib;
 
 use kiln_types::{RunOutcome, RunReport};
 

@@ -1,0 +1,165 @@
+//! The guest's standard library, case by case: ordinary inputs with golden
+//! outputs, errors named on bad input, and inputs past each limit. Run
+//! natively (`native.rs`) and in the sandbox worker's wasm (`wasm.rs`) alike.
+
+/// Programs and the summaries their runs must give.
+pub const STDLIB_CASES: &[(&str, &str)] = &[
+    // Digests and HMACs, bytes out; the algorithm's spelling is forgiving.
+    (
+        "return toHex(crypto.digest('SHA-256', 'abc'))",
+        r##"completed "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad""##,
+    ),
+    (
+        "return [toHex(crypto.digest('sha1', 'abc')), toHex(crypto.digest({name: 'SHA-384'}, new TextEncoder().encode('abc')))]",
+        r##"completed ["a9993e364706816aba3e25717850c26c9cd0d89d","cb00753f45a35e8bb5a03d699ac65007272c32ab0eded1631a8b605a43ff5bed8086072ba1e7cc2358baeca134c825a7"]"##,
+    ),
+    (
+        "return toHex(crypto.digest('SHA512', new Uint8Array([97, 98, 99]).buffer))",
+        r##"completed "ddaf35a193617abacc417349ae20413112e6fa4e89a97ea20a9eeee64b55d39a2192992a274fc1a836ba3c23a3feebbd454d4423643ce80e2a9ac94fa54ca49f""##,
+    ),
+    (
+        "return toHex(crypto.hmac('SHA-256', 'key', 'The quick brown fox jumps over the lazy dog'))",
+        r##"completed "f7bc83f430538424b13298e6aa6fb143ef4d59a14946175997479dbc2d1a3cd8""##,
+    ),
+    (
+        "const b = await crypto.subtle.digest('SHA-256', new TextEncoder().encode('abc')); return [b instanceof ArrayBuffer, toHex(new Uint8Array(b)).slice(0, 8)]",
+        r##"completed [true,"ba7816bf"]"##,
+    ),
+    (
+        "try { crypto.digest('MD5', 'abc') } catch (e) { return [e.name, e.message] }",
+        r##"completed ["TypeError","the algorithm must be one of \"SHA-1\", \"SHA-256\", \"SHA-384\", \"SHA-512\"; got MD5"]"##,
+    ),
+    (
+        "try { crypto.digest('SHA-256', 42) } catch (e) { return e.message }",
+        r##"completed "the data to digest must be a string or bytes (a Uint8Array, another typed array, a DataView or an ArrayBuffer); got a number""##,
+    ),
+    // A program that lies about its arrays' sizes before the library loads
+    // still meets the limit, inside the implementation.
+    (
+        "Object.defineProperty(Object.getPrototypeOf(Uint8Array.prototype), 'length', {get: () => 1}); try { return toHex(new ArrayBuffer(10 * 1024 * 1024 + 1)) } catch (e) { return [e.name, e.message] }",
+        r##"completed ["RangeError","the bytes are 10485761 bytes, more than the 10485760 bytes one call may take"]"##,
+    ),
+    // The library loads on first touch; a global written first keeps its value.
+    (
+        "crypto = 'mine'; return [crypto, typeof toHex, typeof globalThis.URL]",
+        r##"completed ["mine","function","function"]"##,
+    ),
+    // Text and bytes.
+    (
+        "const b = new TextEncoder().encode('héllo €'); return [b.length, Array.from(b.slice(0, 3)), new TextDecoder().decode(b)]",
+        r##"completed [10,[104,195,169],"héllo €"]"##,
+    ),
+    (
+        "return [new TextDecoder().decode(new Uint8Array([0x61, 0xff, 0x62])), new TextDecoder().encoding, new TextDecoder().decode()]",
+        r##"completed ["a�b","utf-8",""]"##,
+    ),
+    (
+        "return [btoa('hello'), atob('aGVs bG8=')]",
+        r##"completed ["aGVsbG8=","hello"]"##,
+    ),
+    (
+        "const errors = []; for (const call of [() => btoa('€'), () => atob('a')]) { try { call() } catch (e) { errors.push([e instanceof Error, e.name, e.message]) } } return errors",
+        r##"completed [[true,"InvalidCharacterError","The string to be encoded contains characters outside of the Latin1 range."],[true,"InvalidCharacterError","The string to be decoded is not correctly encoded."]]"##,
+    ),
+    (
+        "const b = new Uint8Array([251, 255]); return [toBase64(b), toBase64(b, {alphabet: 'base64url', omitPadding: true}), Array.from(fromBase64('+/8=')), Array.from(fromBase64('-_8', {alphabet: 'base64url'}))]",
+        r##"completed ["+/8=","-_8",[251,255],[251,255]]"##,
+    ),
+    (
+        "try { fromBase64('@@') } catch (e) { return [e.name, e.message.startsWith('fromBase64: the text is not base64')] }",
+        r##"completed ["SyntaxError",true]"##,
+    ),
+    (
+        "return [toHex(new Uint8Array([0, 15, 255])), Array.from(fromHex('00Ff10')), toHex(new Uint16Array([1]))]",
+        r##"completed ["000fff",[0,255,16],"0100"]"##,
+    ),
+    (
+        "const errors = []; for (const text of ['abc', '0g']) { try { fromHex(text) } catch (e) { errors.push(e.message) } } return errors",
+        r##"completed ["fromHex: the text has 3 characters; hex is two digits a byte","fromHex: `g` at position 1 is not a hex digit"]"##,
+    ),
+    (
+        "try { toHex([1, 2]) } catch (e) { return [e.name, e.message] }",
+        r##"completed ["TypeError","toHex's bytes must be bytes (a Uint8Array, another typed array, a DataView or an ArrayBuffer); got an array"]"##,
+    ),
+    // URLs.
+    (
+        "const u = new URL('../b?x=1#h', 'https://example.com/a/c'); return [u.href, u.host, u.pathname, u.search, u.hash, u.origin, String(u)]",
+        r##"completed ["https://example.com/b?x=1#h","example.com","/b","?x=1","#h","https://example.com","https://example.com/b?x=1#h"]"##,
+    ),
+    (
+        "try { new URL('not a url') } catch (e) { return e.name }",
+        r##"completed "TypeError""##,
+    ),
+    (
+        "const p = new URLSearchParams('?a=1&b=x+y&a=2&c=%E2%82%AC'); p.append('d', 'é &='); p.set('a', '3'); return [p.get('b'), p.getAll('a'), p.get('c'), p.has('zz'), p.get('zz'), p.toString(), [...p.keys()], p.size]",
+        r##"completed ["x y",["3"],"€",false,null,"a=3&b=x+y&c=%E2%82%AC&d=%C3%A9+%26%3D",["a","b","c","d"],4]"##,
+    ),
+    (
+        "const p = new URLSearchParams({z: 1, a: 2}); p.append('a', 1); p.sort(); const seen = []; p.forEach((v, k) => seen.push(k + v)); p.delete('z'); return [seen, p.toString(), String(new URLSearchParams([['x', 'y']])), Object.prototype.toString.call(p)]",
+        r##"completed [["a2","a1","z1"],"a=2&a=1","x=y","[object URLSearchParams]"]"##,
+    ),
+    (
+        "const u = new URL('https://x.org/p?q=1'); u.searchParams.append('r', 'two words'); return [u.href, u.searchParams.get('q')]",
+        r##"completed ["https://x.org/p?q=1&r=two+words","1"]"##,
+    ),
+    // structuredClone.
+    (
+        "const d = new Date(0); const v = {a: [1, {b: 2}], m: new Map([[1, 'x']]), s: new Set([1]), d, u: new Uint8Array([1, 2])}; const c = structuredClone(v); c.a[1].b = 3; return [v.a[1].b, c.m.get(1), c.s.has(1), c.d.getTime(), c.d !== d, Array.from(c.u)]",
+        r##"completed [2,"x",true,0,true,[1,2]]"##,
+    ),
+    (
+        "const o = {n: 1}; o.self = o; const c = structuredClone(o); return [c !== o, c.self === c]",
+        "completed [true,true]",
+    ),
+    (
+        "let v = {}; for (let i = 1; i < 64; i++) v = {v}; structuredClone(v); v = {v}; try { structuredClone(v) } catch (e) { return [e.name, e.message] }",
+        r##"completed ["RangeError","structuredClone: the value nests deeper than 64 levels, the most a value in a run may"]"##,
+    ),
+    (
+        "let v = []; for (let i = 0; i < 100000; i++) v = [v]; try { structuredClone(v) } catch (e) { return e.name }",
+        r##"completed "RangeError""##,
+    ),
+    // Randomness.
+    (
+        "const u = crypto.randomUUID(); return [/^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/.test(u), u !== crypto.randomUUID()]",
+        "completed [true,true]",
+    ),
+    (
+        "const a = new Uint32Array(8); const r = crypto.getRandomValues(a); return [r === a, a.some((x) => x !== 0), crypto.getRandomValues(new Uint8Array(65536)).length]",
+        "completed [true,true,65536]",
+    ),
+    (
+        "const errors = []; for (const make of [() => new Float64Array(2), () => new DataView(new ArrayBuffer(2)), () => [1], () => new Uint8Array(65537)]) { try { crypto.getRandomValues(make()) } catch (e) { errors.push(e.name + ': ' + e.message) } } return errors",
+        r##"completed ["TypeError: getRandomValues takes an integer typed array (Uint8Array, Int32Array, …)","TypeError: getRandomValues takes an integer typed array (Uint8Array, Int32Array, …)","TypeError: getRandomValues takes an integer typed array (Uint8Array, Int32Array, …)","RangeError: getRandomValues fills at most 65536 bytes a call; this array has 65537"]"##,
+    ),
+    // parallelMap.
+    (
+        "let active = 0, most = 0; const r = await parallelMap([1, 2, 3, 4, 5, 6, 7], async (n, i) => { active++; most = Math.max(most, active); await sleep(1); active--; return n * 10 + i; }, 3); return [r, most]",
+        "completed [[10,21,32,43,54,65,76],3]",
+    ),
+    (
+        "let calls = 0; try { await parallelMap([1, 2, 3, 4, 5, 6], async (n) => { calls++; await sleep(1); if (n === 2) throw new Error('two'); return n; }, 2) } catch (e) { return [e.message, calls < 6] }",
+        r##"completed ["two",true]"##,
+    ),
+    (
+        "return [await parallelMap([], (n) => n), await parallelMap(new Set(['a', 'b']), (s) => s.toUpperCase(), 100)]",
+        r##"completed [[],["A","B"]]"##,
+    ),
+    (
+        "const errors = []; for (const args of [[[1], 'no'], [[1], (n) => n, 0], [[1], (n) => n, 1.5]]) { try { await parallelMap(...args) } catch (e) { errors.push(e.name) } } return errors",
+        r##"completed ["TypeError","RangeError","RangeError"]"##,
+    ),
+    // The limits, each a catchable error naming itself; the run goes on.
+    (
+        "try { crypto.digest('SHA-256', 'x'.repeat(5000001)) } catch (e) { return [e.name, e.message] }",
+        r##"completed ["RangeError","the data to digest is 5000001 characters, more than the 5000000 characters one call may take"]"##,
+    ),
+    (
+        "try { toHex(new Uint8Array(10 * 1024 * 1024 + 1)) } catch (e) { return [e.name, e.message] }",
+        r##"completed ["RangeError","toHex's bytes is 10485761 bytes, more than the 10485760 bytes one call may take"]"##,
+    ),
+    (
+        "try { new TextEncoder().encode('x'.repeat(5000001)) } catch (e) { return e.name }",
+        r##"completed "RangeError""##,
+    ),
+];
