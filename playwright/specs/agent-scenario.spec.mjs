@@ -9,8 +9,9 @@
 // the token, the program's result came back, and the token is in no DOM and
 // no message the page received from its runtime worker; after a reload the
 // agent is all there. (b) A schedule that fires while tabs are open: made in
-// the agent's editor, fired once the minute turns, shown `ok` with its job
-// in History, and run once although two tabs were looking. Set
+// the agent's editor, fired once the minute turns, shown `ok` with a link
+// that opens its job in History (a link to a job the workspace lacks says
+// so), and run once although two tabs were looking. Set
 // KILN_SCREENSHOTS to a folder to keep pictures (desktop and 390 px wide).
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -319,13 +320,22 @@ test("an agent with a prompt, a skill, a vault secret and an MCP server behind a
  * minute from then: one started here does not look in the seconds after a
  * boundary, so a tab reloaded then is never killed while running the job.
  */
+/** Whether `locator`'s element is in the viewport and uncovered (by the sticky header, say). */
+function inView(locator) {
+  return locator.evaluate((element) => {
+    const box = element.getBoundingClientRect();
+    const hit = document.elementFromPoint(box.left + box.width / 2, box.top + box.height / 2);
+    return box.top >= 0 && box.bottom <= window.innerHeight && hit !== null && element.contains(hit);
+  });
+}
+
 async function awayFromTheMinute({ from = 5_000, to = 45_000 } = {}) {
   const phase = Date.now() % 60_000;
   if (phase < from) await sleep(from - phase);
   else if (phase > to) await sleep(60_000 - phase + from);
 }
 
-test("a schedule made in the agent's editor fires while tabs are open, once, and its job is in History", async () => {
+test("a schedule made in the agent's editor fires while tabs are open, once, and its link opens its job in History", async () => {
   const { page, context, errors } = browser;
   await awayFromTheMinute();
   await page.reload();
@@ -399,15 +409,69 @@ test("a schedule made in the agent's editor fires while tabs are open, once, and
     assert.equal((await asked("kiln-schedule-ping")).length, 1, "two tabs looked; one ran it");
     await screenshot(page, "schedules-fired");
 
-    // Its job is in History, with its answer.
+    // Its link opens its job in History: expanded, in view and focused, with its answer.
     const job = await firing.getByTestId("schedule-job").getAttribute("data-job");
     await firing.getByTestId("schedule-job").click();
     await page.getByTestId("history-panel").waitFor();
+    assert.equal(new URL(page.url()).hash, `#/history/${job}`);
     const item = page.locator(`[data-testid="history-item"][data-id="${job}"]`);
-    await item.waitFor();
+    await item.getByTestId("history-detail").waitFor();
     assert.equal(await item.getAttribute("data-status"), "ok");
-    await item.locator(".job-title").click();
-    assert.match(await page.getByTestId("history-output").textContent(), /Pong from the schedule\./);
+    assert.equal(await item.locator(".job-title").getAttribute("aria-expanded"), "true");
+    assert.match(await item.getByTestId("history-output").textContent(), /Pong from the schedule\./);
+    await page.waitForFunction(
+      (id) => document.activeElement?.closest('[data-testid="history-item"]')?.dataset.id === id,
+      job,
+    );
+    assert.ok(await inView(item.locator(".job-title")), "the job is scrolled into view");
+    assert.equal(await page.getByTestId("history-missing").count(), 0);
+    await screenshot(page, "history-job");
+    // A link to a job this workspace does not have says so, over the list.
+    const nowhere = "j-0000000000001-00000000";
+    await page.evaluate((id) => {
+      location.hash = `#/history/${id}`;
+    }, nowhere);
+    const missing = page.getByTestId("history-missing");
+    await missing.waitFor();
+    assert.equal(await missing.textContent(), `No job \`${nowhere}\` in this workspace's history.`);
+    assert.equal(await page.getByTestId("history-error").count(), 0);
+    await item.waitFor();
+    await screenshot(page, "history-missing");
+    // At a phone's width a followed link brings its job into view too.
+    const wide = page.viewportSize();
+    await page.setViewportSize({ width: 390, height: 844 });
+    try {
+      await page.evaluate(() => window.scrollTo(0, 0));
+      await page.evaluate((id) => {
+        location.hash = `#/history/${id}`;
+      }, job);
+      await item.getByTestId("history-detail").waitFor();
+      await page.waitForFunction(
+        (id) => document.activeElement?.closest('[data-testid="history-item"]')?.dataset.id === id,
+        job,
+      );
+      assert.ok(await inView(item.locator(".job-title")), "the job is scrolled into view at 390 px");
+      const width = await page.evaluate(() => document.documentElement.scrollWidth);
+      assert.ok(width <= 390, `History is ${width} px wide at 390`);
+      await screenshot(page, "history-job-390");
+    } finally {
+      await page.setViewportSize(wide);
+    }
+    // A linked job the list does not show (here, not a hit of the search typed) is listed above it.
+    await page.getByTestId("history-search").fill("docs");
+    await page.getByTestId("history-hit").first().waitFor();
+    assert.equal(await page.locator(`[data-testid="history-list"] [data-id="${job}"]`).count(), 0);
+    await page.evaluate(() => {
+      location.hash = "#/history";
+    });
+    await page.getByTestId("history-linked").waitFor({ state: "detached" });
+    await page.evaluate((id) => {
+      location.hash = `#/history/${id}`;
+    }, job);
+    const linked = page.getByTestId("history-linked").locator(`[data-testid="history-item"][data-id="${job}"]`);
+    await linked.getByTestId("history-detail").waitFor();
+    assert.match(await linked.getByTestId("history-output").textContent(), /Pong from the schedule\./);
+    await page.getByTestId("history-search").fill("");
 
     // At a phone's width the schedules fit.
     await editAgent(page, "pinger");

@@ -2,12 +2,19 @@
 //! status, time and kind; a click shows its input and output. A search box
 //! goes through `History::search` (jobs and chat messages, ranked). It
 //! follows the change feed, so a run in another tab shows up here.
+//!
+//! A link to a job (`#/history/ID`, a schedule firing's "Its job in
+//! History") opens it as a click does and brings it into view, listed above
+//! the others when it is not among them (older than the newest, or not a
+//! search's hit); a job the workspace does not have is said so.
 
 use leptos::prelude::*;
+use wasm_bindgen::JsCast as _;
 
 use kiln_types::records::{HistoryHit, Job};
 use serde_json::json;
 
+use crate::route::{Route, Router};
 use crate::storage::{Loaded, StorageSignals, error_alert, load_status, local_time};
 use crate::storage_model::{ErrorText, duration_label, status_label};
 
@@ -35,6 +42,54 @@ impl Listed {
             _ => None,
         }
     }
+
+    /// Whether job `id` is among those listed.
+    fn has_job(&self, id: &str) -> bool {
+        match self {
+            Listed::Jobs(jobs) => jobs.iter().any(|job| job.id == id),
+            Listed::Hits(_, hits) => hits.iter().any(|hit| hit.kind == "job" && hit.id == id),
+        }
+    }
+}
+
+/// The job a link names, as the history has it.
+#[derive(Clone, Debug, PartialEq)]
+enum Linked {
+    Found(Box<Job>),
+    /// The history has no job with this id.
+    Missing(String),
+}
+
+/// The line saying that the history has no job `id`.
+fn missing_line(id: &str) -> String {
+    format!("No job `{id}` in this workspace's history.")
+}
+
+/// Scrolls the title of job `id`'s row to the middle of the view (clear of
+/// the sticky header) and gives it the focus; whether the row is drawn.
+fn bring_into_view(id: &str) -> bool {
+    // `id` is a well-formed record id (`Route::parse`), safe in a selector.
+    let Some(title) = web_sys::window()
+        .and_then(|window| window.document())
+        .and_then(|document| {
+            document
+                .query_selector(&format!(".history-item[data-id=\"{id}\"] .job-title"))
+                .ok()
+                .flatten()
+        })
+        .and_then(|element| element.dyn_into::<web_sys::HtmlElement>().ok())
+    else {
+        return false;
+    };
+    let options = js_sys::Object::new();
+    let _ = js_sys::Reflect::set(&options, &"block".into(), &"center".into());
+    if let Ok(scroll) = js_sys::Reflect::get(&title, &"scrollIntoView".into())
+        .and_then(|scroll| scroll.dyn_into::<js_sys::Function>())
+    {
+        let _ = scroll.call1(&title, &options);
+    }
+    let _ = title.focus();
+    true
 }
 
 #[component]
@@ -92,11 +147,95 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
             *selected = (selected.as_deref() != Some(id.as_str())).then_some(id);
         });
     };
+    // The job the route names, and whether it is still to be brought into view.
+    let linked = RwSignal::new(None::<String>);
+    let to_bring = RwSignal::new(None::<String>);
+    if let Some(router) = use_context::<Router>() {
+        Effect::new(move || {
+            if let Route::History(id) = router.route.get() {
+                to_bring.set(id.clone());
+                linked.set(id);
+            }
+        });
+    }
+    let linked_job = LocalResource::new(move || {
+        let stores = storage.stores.get();
+        storage.revisions.jobs.track();
+        let id = linked.get();
+        async move {
+            let (Some(stores), Some(id)) = (stores, id) else {
+                return Ok(None);
+            };
+            match stores.op::<Job>("history.job", json!({"id": id})).await {
+                Ok(job) => Ok(Some(Linked::Found(Box::new(job)))),
+                Err(problem) if problem.code.as_deref() == Some("not_found") => {
+                    Ok(Some(Linked::Missing(id)))
+                }
+                Err(problem) => Err(ErrorText::with_prefix(
+                    &format!("Run `{id}` could not be read: "),
+                    &problem,
+                )),
+            }
+        }
+    });
+    // Once the history has it, the linked job is opened as a click opens it.
+    Effect::new(move || {
+        linked_job.with(|read| {
+            if let Some(Ok(Some(Linked::Found(job)))) = read
+                && to_bring.with_untracked(|id| id.as_deref() == Some(job.id.as_str()))
+            {
+                selected.set(Some(job.id.clone()));
+            }
+        });
+    });
+    // Once its row and its detail are drawn, it is brought into view, once.
+    Effect::new(move || {
+        let Some(id) = to_bring.get() else {
+            return;
+        };
+        let listed = listing.with(|listed| matches!(listed, Some(Ok(Some(_)))));
+        let open = shown.with(|shown| matches!(shown, Some(Ok(Some(job))) if job.id == id));
+        if listed && open {
+            request_animation_frame(move || {
+                if to_bring.with_untracked(|still| still.as_deref() == Some(id.as_str()))
+                    && bring_into_view(&id)
+                {
+                    to_bring.set(None);
+                }
+            });
+        }
+    });
     let rows = move || {
         listing.with(|listed| match listed {
             Some(Ok(Some(Listed::Jobs(jobs)))) => job_rows(jobs, selected, shown, show).into_any(),
             Some(Ok(Some(Listed::Hits(_, hits)))) => hit_rows(hits, shown, show).into_any(),
             _ => ().into_any(),
+        })
+    };
+    // The linked job, above the list when the list does not have it.
+    let linked_row = move || {
+        let job = linked_job.with(|read| match read {
+            Some(Ok(Some(Linked::Found(job)))) => Some(Job::clone(job)),
+            _ => None,
+        })?;
+        let unlisted = listing.with(|listed| match listed {
+            Some(Ok(Some(listed))) => !listed.has_job(&job.id),
+            _ => false,
+        });
+        unlisted.then(|| view! {
+            <ol class="history-list" data-testid="history-linked" aria-label="The job the link names">
+                {job_rows(std::slice::from_ref(&job), selected, shown, show)}
+            </ol>
+        })
+    };
+    let linked_line = move || {
+        linked_job.with(|read| match read {
+            Some(Ok(Some(Linked::Missing(id)))) => Some(
+                view! { <p class="hint" data-testid="history-missing" role="status">{missing_line(id)}</p> }
+                    .into_any(),
+            ),
+            Some(Err(error)) => Some(error_alert("history-error", error.clone()).into_any()),
+            _ => None,
         })
     };
     let unavailable = move || storage.settled.get() && storage.stores.with(Option::is_none);
@@ -107,6 +246,7 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
             {move || unavailable().then(|| view! {
                 <p class="hint" data-testid="history-unavailable">"Storage is not available, so runs are not kept (see the message at the top)."</p>
             })}
+            {linked_line}
             <div class="history-search">
                 <label for="history-search">"Search the history"</label>
                 <input id="history-search" type="search" data-testid="history-search" autocomplete="off"
@@ -118,6 +258,7 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
                 Some(Err(error)) => Some(error_alert("history-error", error.clone())),
                 _ => None,
             })}
+            {linked_row}
             <ol class="history-list" data-testid="history-list">{rows}</ol>
         </section>
     }

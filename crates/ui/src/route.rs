@@ -1,7 +1,8 @@
-//! Where the page is: the view and, for a conversation, its thread, kept in
-//! the URL's fragment (`#/chat/ID`, `#/agents`, `#/skills`, `#/settings`) so that a
-//! reload, a bookmark or a link opens the same place and Back goes back. A
-//! fragment needs nothing of the host: the app stays a plain static site.
+//! Where the page is: the view and, for a conversation, its thread (for
+//! History, the job it opens), kept in the URL's fragment (`#/chat/ID`,
+//! `#/history/ID`, `#/agents`, `#/skills`, `#/settings`) so that a reload, a
+//! bookmark or a link opens the same place and Back goes back. A fragment
+//! needs nothing of the host: the app stays a plain static site.
 
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
@@ -21,7 +22,8 @@ pub(crate) enum Route {
     Nodes,
     Memory,
     Files,
-    History,
+    /// The history of runs, with one job opened (`Some`) or none.
+    History(Option<String>),
     Settings,
 }
 
@@ -38,9 +40,9 @@ pub(crate) const VIEWS: [(&str, &str); 9] = [
     ("settings", "Settings"),
 ];
 
-/// The characters a thread id has (`t-<ms>-<hex>`), so that a fragment
-/// cannot carry anything else into a request.
-fn is_thread_id(id: &str) -> bool {
+/// The characters a thread or a job id has (`t-<ms>-<hex>`, `j-<ms>-<hex>`),
+/// so that a fragment cannot carry anything else into a request.
+fn is_record_id(id: &str) -> bool {
     !id.is_empty()
         && id.len() <= 64
         && id
@@ -49,8 +51,9 @@ fn is_thread_id(id: &str) -> bool {
 }
 
 impl Route {
-    /// The route a fragment names (`#/chat/t-1`, `#/memory`); anything it
-    /// does not know is the chat.
+    /// The route a fragment names (`#/chat/t-1`, `#/history/j-1`,
+    /// `#/memory`); anything it does not know is the chat, and an id that is
+    /// not one is dropped.
     pub(crate) fn parse(hash: &str) -> Self {
         let path = hash.trim_start_matches('#').trim_start_matches('/');
         let mut parts = path.split('/');
@@ -61,9 +64,10 @@ impl Route {
             ("nodes", _) => Self::Nodes,
             ("memory", _) => Self::Memory,
             ("files", _) => Self::Files,
-            ("history", _) => Self::History,
+            ("history", Some(id)) if is_record_id(id) => Self::History(Some(id.to_owned())),
+            ("history", _) => Self::History(None),
             ("settings", _) => Self::Settings,
-            ("chat", Some(id)) if is_thread_id(id) => Self::Chat(Some(id.to_owned())),
+            ("chat", Some(id)) if is_record_id(id) => Self::Chat(Some(id.to_owned())),
             _ => Self::Chat(None),
         }
     }
@@ -73,6 +77,7 @@ impl Route {
         match self {
             Self::Chat(Some(id)) => format!("#/chat/{id}"),
             Self::Chat(None) => "#/chat".to_owned(),
+            Self::History(Some(id)) => format!("#/history/{id}"),
             other => format!("#/{}", other.view()),
         }
     }
@@ -87,7 +92,7 @@ impl Route {
             Self::Nodes => "nodes",
             Self::Memory => "memory",
             Self::Files => "files",
-            Self::History => "history",
+            Self::History(_) => "history",
             Self::Settings => "settings",
         }
     }
@@ -112,7 +117,9 @@ fn current_hash() -> String {
 }
 
 impl Router {
-    /// Reads the fragment now and follows its changes (links, Back, Forward).
+    /// Reads the fragment now and follows its changes (links, Back, Forward),
+    /// and is the page's router for the views under it (`use_context`): the
+    /// History view opens the job the route names.
     pub(crate) fn start() -> Self {
         let start = Route::parse(&current_hash());
         let chat = RwSignal::new(match &start {
@@ -125,6 +132,7 @@ impl Router {
             chat,
             follows_url: true,
         };
+        provide_context(router);
         // Wherever the page goes, the chat's last place is kept.
         Effect::new(move || {
             route.with(|route| {
@@ -186,7 +194,8 @@ mod tests {
     use super::Route;
 
     #[test]
-    fn a_fragment_names_its_view_and_only_a_well_formed_thread() {
+    fn a_fragment_names_its_view_and_only_a_well_formed_thread_or_job() {
+        let too_long = format!("#/history/j-{}", "0".repeat(63));
         let cases = [
             ("", Route::Chat(None)),
             ("#/", Route::Chat(None)),
@@ -203,6 +212,15 @@ mod tests {
             ("#/skills/web-research", Route::Skills),
             ("#/settings/providers", Route::Settings),
             ("#/nodes/board", Route::Nodes),
+            ("#/history", Route::History(None)),
+            (
+                "#/history/j-1796599502052-f5b0d7e6",
+                Route::History(Some("j-1796599502052-f5b0d7e6".into())),
+            ),
+            ("#/history/<img src=x>", Route::History(None)),
+            ("#/history/a%2Fb", Route::History(None)),
+            ("#/history/\"],*", Route::History(None)),
+            (too_long.as_str(), Route::History(None)),
             ("#/nowhere", Route::Chat(None)),
         ];
         for (hash, route) in cases {
@@ -215,6 +233,8 @@ mod tests {
             Route::Editor,
             Route::Agents,
             Route::Skills,
+            Route::History(None),
+            Route::History(Some("j-1796599502052-f5b0d7e6".into())),
         ] {
             assert_eq!(Route::parse(&route.hash()), route, "round trip");
         }
