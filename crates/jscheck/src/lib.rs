@@ -1,5 +1,6 @@
-//! Static checks of a program's source, before anything runs it: how deep it
-//! nests ([`source_depth`]), whether it parses as the body of an async
+//! Static checks of a program's source, before anything runs it: the import
+//! declarations that open it ([`imports`]), how deep it nests
+//! ([`source_depth`]), whether it parses as the body of an async
 //! function ([`parse_body`]), and whether a code node's body gives every
 //! declared output on every return path it shows ([`output_paths`]).
 //!
@@ -8,6 +9,7 @@
 //! `kiln node check` with it, and the sandbox checks the depth with it before
 //! its own parse.
 
+pub mod imports;
 pub mod source_depth;
 
 use boa_ast::expression::literal::{ObjectLiteral, PropertyDefinition};
@@ -33,6 +35,8 @@ pub struct Body {
 /// The first syntax error, as one line naming where it is.
 pub fn parse_body(code: &str) -> Result<Body, String> {
     source_depth::check(code)?;
+    // The import declarations that open it are read apart; the rest is the body.
+    let code = &imports::blanked(code, &imports::leading(code)?);
     let (body, interner) = parse_function_body(code)?;
     // Boa's parser ends a function body at the first `}` it cannot match
     // (the one that would close the function) and leaves the rest unread.

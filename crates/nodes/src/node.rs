@@ -219,14 +219,21 @@ fn name_problem(direction: &str, name: &str) -> Option<String> {
 }
 
 /// Everything `submit_code` and `kiln node check` refuse: what is wrong with
-/// `node` as data (`problems`: its title, names, types, defaults and sizes), the
-/// body's syntax (Boa's parser), and every visible return path that does
-/// not give every declared output.
+/// `node` as data (`problems`: its title, names, types, defaults and sizes),
+/// its imports (only Kiln's modules and their exports), the body's syntax
+/// (Boa's parser), and every visible return path that does not give every
+/// declared output.
 #[must_use]
 pub fn check(node: &CodeNode) -> Vec<String> {
     let mut found = problems(node);
     if node.code.trim().is_empty() || node.code.len() > MAX_CODE_BYTES {
         return found;
+    }
+    // What the body imports must be Kiln's: the import is the declaration.
+    for import in kiln_jscheck::imports::leading(&node.code).unwrap_or_default() {
+        if let Err(why) = kiln_types::guest::check_import(&import.specifier, &import.names()) {
+            found.push(format!("line {}: {why}", import.line));
+        }
     }
     match kiln_jscheck::parse_body(&node.code) {
         Err(error) => found.push(format!("the code does not parse: {error}")),
@@ -319,7 +326,16 @@ fn type_words(ty: &SlotType) -> String {
 /// the type decides, never the value's shape.
 #[must_use]
 pub fn program(node: &CodeNode, filled: &Map<String, Value>) -> String {
-    let mut program = String::new();
+    // The body's import declarations open the program, where the sandbox
+    // reads them; the inputs and the body follow on the same line.
+    let head = kiln_jscheck::imports::leading(&node.code)
+        .ok()
+        .and_then(|imports| imports.last().map(|last| last.end))
+        .unwrap_or(0);
+    let mut program = node.code[..head].to_owned();
+    if head > 0 {
+        program.push(' ');
+    }
     if !node.inputs.is_empty() {
         let names: Vec<&str> = node.inputs.iter().map(|slot| slot.name.as_str()).collect();
         let values = string_literal(&Value::Object(filled.clone()));
@@ -338,7 +354,7 @@ pub fn program(node: &CodeNode, filled: &Map<String, Value>) -> String {
         program.push_str(&format!("const {{{}}} = {read}; ", names.join(", ")));
     }
     program.push_str("return await (async () => {");
-    program.push_str(&node.code);
+    program.push_str(&node.code[head..]);
     program.push_str("\n})();");
     program
 }

@@ -237,6 +237,11 @@ fn the_prompt_is_written_from_the_manifest_and_names_nothing_else() {
     for global in &manifest.globals {
         assert!(system.contains(global.usage), "{}", global.name);
     }
+    for module in manifest.modules {
+        for export in module.exports {
+            assert!(system.contains(export.usage), "{}", export.name);
+        }
+    }
     // The "Not here" list is the manifest's own; the rest may name only
     // what a run has.
     let start = system.find("Not here:").unwrap();

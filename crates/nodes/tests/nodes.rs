@@ -839,3 +839,47 @@ fn entrance_requests_are_read_by_name_with_a_nodes_limits_under_what_they_leave_
         "{named}"
     );
 }
+
+#[test]
+fn a_body_imports_kilns_modules_and_its_lines_stay_its_own() {
+    let links = node(json!({
+        "title": "Links from a CSV of pages",
+        "code": "import { parse } from \"kiln:csv\";\nimport * as html from \"kiln:html\";\nconst rows = parse(csv);\nconst links = rows.flatMap((row) => html.select(row.page, \"a\").map((a) => a.attributes.href));\nreturn { links, digest: toHex(crypto.digest(\"SHA-256\", links.join())) };",
+        "inputs": [{"name": "csv", "type": "string"}],
+        "outputs": [{"name": "links", "type": "list[string]"}, {"name": "digest", "type": "string"}]
+    }));
+    assert!(
+        kiln_nodes::check_node(&links).is_empty(),
+        "{:?}",
+        kiln_nodes::check_node(&links)
+    );
+    let ran = run(
+        &links,
+        json!({"csv": "name,page\nhome,\"<a href='/a'>A</a> <a href='/b'>B</a>\"\n"}),
+    );
+    assert_eq!(ran.error, None, "{:?}", ran.result);
+    assert_eq!(ran.outputs["links"], json!(["/a", "/b"]));
+    assert_eq!(ran.outputs["digest"].as_str().map(str::len), Some(64));
+    // What a body may not import is named before it runs; an error keeps the body's line.
+    let packages = node(json!({
+        "title": "Lodash",
+        "code": "import _ from \"lodash\";\nreturn { n: 1 };",
+        "outputs": [{"name": "n", "type": "integer"}]
+    }));
+    let problems = kiln_nodes::check_node(&packages);
+    assert!(
+        problems
+            .iter()
+            .any(|problem| problem
+                .starts_with("line 1: import_refused: `lodash` cannot be imported")),
+        "{problems:?}"
+    );
+    let thrown = node(json!({
+        "title": "Throws after imports",
+        "code": "import { parse } from \"kiln:csv\";\n\nthrow new Error(`bad ${parse('a\\n1').length}`);",
+        "inputs": [{"name": "n", "type": "integer"}],
+        "outputs": [{"name": "n", "type": "integer"}]
+    }));
+    let error = run(&thrown, json!({"n": 1})).error.unwrap();
+    assert!(error.message.contains("bad 1"), "{error:?}");
+}

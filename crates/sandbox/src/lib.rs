@@ -37,8 +37,11 @@
 //!   result.
 //! - `hooks`: the host hooks of a guest context: the host grants powers, the
 //!   default refuses.
+//! - `imports`: a program's `import … from "kiln:…"` declarations, rewritten
+//!   in place into calls of the run's importer.
 //! - `inspect`: guest values turned into text and JSON for the host, bounded
 //!   like the program.
+//! - [`modules`]: the `kiln:` modules a program imports.
 //! - [`server`]: the sandbox protocol's serving side, written once over a
 //!   [`server::Transport`] (stdio natively, `postMessage` in the worker).
 //! - `namespace`: the guest's tool namespaces (`workspace`, `agents`) written once: a
@@ -54,7 +57,9 @@ mod console;
 mod executor;
 mod finish;
 mod hooks;
+mod imports;
 mod inspect;
+pub mod modules;
 mod namespace;
 mod sleep;
 pub mod stdlib;
@@ -71,7 +76,9 @@ use boa_engine::builtins::promise::PromiseState;
 use boa_engine::error::{EngineError, RuntimeLimitError};
 use boa_engine::job::JobExecutor;
 use boa_engine::object::builtins::JsPromise;
-use boa_engine::{Context, JsError, JsObject, JsResult, JsValue, Script, Source, js_string};
+use boa_engine::{
+    Context, JsError, JsNativeError, JsObject, JsResult, JsValue, Script, Source, js_string,
+};
 use kiln_types::tool_result::Budget;
 use kiln_types::{RunError, RunErrorKind, RunLimits, RunOutcome, RunReport};
 
@@ -89,10 +96,11 @@ pub const ENGINE: &str = "boa 0.22";
 pub use sleep::MAX_SLEEP_MS;
 
 /// Guest code is placed inside this wrapper so that top-level `await` and `return`
-/// work. The body starts on the wrapper's second line; [`program_position`]
-/// turns positions in syntax errors back into the program's own.
-const WRAPPER_OPEN: &str = "(async function () {\n";
-const WRAPPER_CLOSE: &str = "\n})()";
+/// work; the run calls it with its importer (`imports`). The body starts on
+/// the wrapper's second line; [`program_position`] turns positions in syntax
+/// errors back into the program's own.
+const WRAPPER_OPEN: &str = "(async function (__kiln_import) {\n";
+const WRAPPER_CLOSE: &str = "\n})";
 
 /// Runs `code` to completion in a fresh context with no tools.
 pub async fn run(code: &str, limits: &RunLimits) -> RunReport {
@@ -361,16 +369,28 @@ impl Evaluation<'_> {
         if let Err(message) = source_depth::check(code) {
             return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
         }
+        let code = match imports::rewrite(code) {
+            Ok(code) => code,
+            Err(message) => {
+                return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
+            }
+        };
         let wrapped = format!("{WRAPPER_OPEN}{code}{WRAPPER_CLOSE}");
         let script = match Script::parse(Source::from_bytes(wrapped.as_bytes()), None, context) {
             Ok(script) => script,
             Err(error) => {
-                let message = program_position(&inspect::error_message(&error, context), code);
+                let message = program_position(&inspect::error_message(&error, context), &code);
                 return RunOutcome::Failed(RunError::new(RunErrorKind::Syntax, message));
             }
         };
         self.clock.starting();
-        let promise = match script.evaluate(context) {
+        let importer = modules::importer(context);
+        let promise = match script.evaluate(context).and_then(|program| {
+            let program = program.as_callable().ok_or_else(|| {
+                JsNativeError::typ().with_message("the program's wrapper is not a function")
+            })?;
+            program.call(&JsValue::undefined(), &[importer.into()], context)
+        }) {
             Ok(value) => value,
             Err(error) => return self.failed(&error, context),
         };

@@ -256,12 +256,16 @@ fn uint8_array(bytes: &[u8], context: &mut Context) -> JsResult<JsValue> {
     Ok(JsUint8Array::from_array_buffer(buffer, context)?.into())
 }
 
-fn argument(args: &[JsValue], index: usize) -> JsValue {
+pub(crate) fn argument(args: &[JsValue], index: usize) -> JsValue {
     args.get(index).cloned().unwrap_or_default()
 }
 
 /// Argument `index` as text, at most [`MAX_TEXT_CHARS`] UTF-16 units.
-fn string_argument(args: &[JsValue], index: usize, context: &mut Context) -> JsResult<String> {
+pub(crate) fn string_argument(
+    args: &[JsValue],
+    index: usize,
+    context: &mut Context,
+) -> JsResult<String> {
     let text = argument(args, index).to_string(context)?;
     if text.len() > MAX_TEXT_CHARS {
         return Err(JsNativeError::range()

@@ -112,3 +112,132 @@ pub fn global_names() -> Vec<&'static str> {
         .flat_map(|global| std::iter::once(global.name).chain(global.also.iter().copied()))
         .collect()
 }
+
+/// One export of a module a program imports.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct GuestExport {
+    pub name: &'static str,
+    /// How a program calls it.
+    pub usage: &'static str,
+    pub summary: &'static str,
+}
+
+/// A library a program imports by its `kiln:` specifier (reference/000,
+/// "Libraries are imports, never globals"): `import { parse } from
+/// "kiln:csv"`, `import * as csv from "kiln:csv"`, or its default export,
+/// the same namespace. The import is the declaration: a code node's body
+/// says what it needs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Serialize)]
+pub struct GuestModule {
+    pub specifier: &'static str,
+    pub summary: &'static str,
+    pub exports: &'static [GuestExport],
+}
+
+/// Every module a program may import, in the order a prompt lists them.
+pub const MODULES: &[GuestModule] = &[
+    GuestModule {
+        specifier: "kiln:csv",
+        summary: "CSV and other delimited text.",
+        exports: &[
+            GuestExport {
+                name: "parse",
+                usage: "parse(text, {header = true, delimiter = \",\", quote = \"\\\"\", trim = false, skipEmptyLines = true})",
+                summary: "Rows of the text: objects keyed by the first row when `header`, else arrays of strings. Quoted fields may hold delimiters and line breaks.",
+            },
+            GuestExport {
+                name: "stringify",
+                usage: "stringify(rows, {header, delimiter = \",\"})",
+                summary: "CSV text of `rows` (objects, whose keys make the header row unless `header: false`, or arrays), quoting where needed.",
+            },
+        ],
+    },
+    GuestModule {
+        specifier: "kiln:html",
+        summary: "HTML pages, parsed as a browser would.",
+        exports: &[
+            GuestExport {
+                name: "select",
+                usage: "select(html, cssSelector, {limit = 100})",
+                summary: "The elements matching the CSS selector, in document order, each `{text, html, attributes}` (at most `limit`, at most 1000).",
+            },
+            GuestExport {
+                name: "toMarkdown",
+                usage: "toMarkdown(html)",
+                summary: "The page's content as Markdown (headings, links, lists, emphasis, code), scripts and styles dropped.",
+            },
+        ],
+    },
+    GuestModule {
+        specifier: "kiln:markdown",
+        summary: "Markdown (CommonMark with tables, strikethrough and task lists).",
+        exports: &[GuestExport {
+            name: "toHtml",
+            usage: "toHtml(markdown, {allowHtml = false})",
+            summary: "The Markdown rendered to HTML; raw HTML in the Markdown is escaped unless `allowHtml`.",
+        }],
+    },
+];
+
+impl GuestModule {
+    /// Its line in a prompt: how to import every export, and what it is for.
+    #[must_use]
+    pub fn import_line(&self) -> String {
+        let names: Vec<&str> = self.exports.iter().map(|export| export.name).collect();
+        format!(
+            "- `import {{ {} }} from \"{}\"`: {}",
+            names.join(", "),
+            self.specifier,
+            self.summary
+        )
+    }
+}
+
+/// The module `specifier` names, if Kiln has it.
+#[must_use]
+pub fn module(specifier: &str) -> Option<&'static GuestModule> {
+    MODULES.iter().find(|module| module.specifier == specifier)
+}
+
+/// Refuses an import of `specifier` binding `names` that Kiln cannot serve:
+/// a specifier that is not `kiln:`, a module Kiln does not have, an export it
+/// lacks. Each sentence starts with the code `import_refused`.
+///
+/// # Errors
+///
+/// The sentence naming what was wrong and what there is.
+pub fn check_import(specifier: &str, names: &[&str]) -> Result<(), String> {
+    let known = || {
+        MODULES
+            .iter()
+            .map(|module| format!("`{}`", module.specifier))
+            .collect::<Vec<_>>()
+            .join(", ")
+    };
+    if !specifier.starts_with("kiln:") {
+        return Err(format!(
+            "import_refused: `{specifier}` cannot be imported: a program imports only Kiln's own modules ({}); there are no packages",
+            known()
+        ));
+    }
+    let Some(found) = module(specifier) else {
+        return Err(format!(
+            "import_refused: there is no module `{specifier}`; Kiln has {}",
+            known()
+        ));
+    };
+    for name in names {
+        if !found.exports.iter().any(|export| export.name == *name) {
+            return Err(format!(
+                "import_refused: `{specifier}` has no export `{name}`; it has {}",
+                found
+                    .exports
+                    .iter()
+                    .map(|export| format!("`{}`", export.name))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ));
+        }
+    }
+    Ok(())
+}

@@ -9,7 +9,7 @@
 
 use serde::Serialize;
 
-use crate::guest::{GLOBALS, GuestGlobal};
+use crate::guest::{GLOBALS, GuestGlobal, GuestModule, MODULES};
 use crate::run::RunLimits;
 
 /// The ECMAScript globals a run's context has (the engine's own, beside
@@ -106,7 +106,7 @@ pub const ABSENT: &[Absent] = &[
     },
     Absent {
         name: "require",
-        instead: "the globals listed above (text, bytes, crypto, URLs); there are no modules or packages",
+        instead: "`import { … } from \"kiln:…\"` at the top for Kiln's modules; there are no packages",
     },
     Absent {
         name: "process",
@@ -248,6 +248,8 @@ pub struct Manifest {
     pub language: &'static str,
     pub ecmascript: &'static [&'static str],
     pub globals: Vec<GuestGlobal>,
+    /// The modules a program imports (`import { parse } from "kiln:csv"`).
+    pub modules: &'static [GuestModule],
     pub absent: &'static [Absent],
     pub refused: &'static [Absent],
     pub budgets: Vec<BudgetEntry>,
@@ -261,6 +263,7 @@ pub fn manifest() -> Manifest {
         language: "JavaScript (ECMAScript 2024, strict where the program says so), run by the Boa engine in a sandbox with no host objects",
         ecmascript: ECMASCRIPT_GLOBALS,
         globals: GLOBALS.to_vec(),
+        modules: MODULES,
         absent: ABSENT,
         refused: REFUSED,
         budgets: budgets(),
@@ -282,6 +285,15 @@ impl Manifest {
         names
     }
 
+    /// The names the modules export: APIs a program has once it imports them.
+    #[must_use]
+    pub fn exports(&self) -> Vec<&'static str> {
+        self.modules
+            .iter()
+            .flat_map(|module| module.exports.iter().map(|export| export.name))
+            .collect()
+    }
+
     /// The help text of a code node's body, in Markdown: what the body may
     /// use and its budgets.
     #[must_use]
@@ -296,6 +308,14 @@ impl Manifest {
         text.push_str("## Globals beside ECMAScript's\n\n");
         for global in &self.globals {
             text.push_str(&format!("- `{}`: {}\n", global.usage, global.summary));
+        }
+        text.push_str("\n## Modules\n\nImported at the top of the body (`import { parse } from \"kiln:csv\"`, or `import * as csv from \"kiln:csv\"`):\n\n");
+        for module in self.modules {
+            text.push_str(&module.import_line());
+            text.push('\n');
+            for export in module.exports {
+                text.push_str(&format!("  - `{}`: {}\n", export.usage, export.summary));
+            }
         }
         text.push_str("\n## Not here\n\n");
         for absent in self.absent.iter().chain(self.refused) {

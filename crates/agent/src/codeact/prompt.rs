@@ -140,8 +140,12 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
     for global in kiln_types::guest::GLOBALS {
         let _ = writeln!(prompt, "- `{}`: {}", global.usage, global.summary);
     }
+    prompt.push_str("\nModules, imported at the top of a program:\n");
+    for module in kiln_types::guest::MODULES {
+        let _ = writeln!(prompt, "{}", module.import_line());
+    }
     prompt.push_str(
-        "\nNothing else: no `fetch`, no timers but `sleep`, no `require` or `import`, no `eval`.\n",
+        "\nNothing else: no `fetch`, no timers but `sleep`, no packages, `require` or `import()`, no `eval`.\n",
     );
     prompt.push_str("\n# Tools on `tools`\n\n");
     if parts.belt.is_empty() {

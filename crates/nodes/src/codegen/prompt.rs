@@ -46,6 +46,13 @@ pub fn system(manifest: &Manifest) -> String {
     for global in &manifest.globals {
         let _ = writeln!(text, "- `{}`: {}", global.usage, global.summary);
     }
+    text.push_str("\nModules, imported at the top of the body:\n");
+    for module in manifest.modules {
+        let _ = writeln!(text, "{}", module.import_line());
+        for export in module.exports {
+            let _ = writeln!(text, "  - `{}`: {}", export.usage, export.summary);
+        }
+    }
     text.push_str("\nNot here:\n");
     for absent in manifest.absent.iter().chain(manifest.refused) {
         let _ = writeln!(text, "- `{}`: use {}", absent.name, absent.instead);
@@ -134,6 +141,7 @@ pub fn unknown_apis(text: &str, manifest: &Manifest) -> Vec<String> {
         "this",
         "new",
         "typeof",
+        "import",
     ];
     const SUBMISSION: &[&str] = &[
         "submit_code",
@@ -154,7 +162,8 @@ pub fn unknown_apis(text: &str, manifest: &Manifest) -> Vec<String> {
         "required",
         "camelCase",
     ];
-    let names = manifest.names();
+    let mut names = manifest.names();
+    names.extend(manifest.exports());
     let types: Vec<&str> = kiln_types::node::PLAIN_TYPES.to_vec();
     let budgets: Vec<&str> = manifest.budgets.iter().map(|budget| budget.name).collect();
     let mut unknown = Vec::new();

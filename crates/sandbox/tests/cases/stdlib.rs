@@ -162,4 +162,63 @@ pub const STDLIB_CASES: &[(&str, &str)] = &[
         "try { new TextEncoder().encode('x'.repeat(5000001)) } catch (e) { return e.name }",
         r##"completed "RangeError""##,
     ),
+    // Modules a program imports.
+    (
+        "import { parse, stringify } from \"kiln:csv\";\nconst rows = parse('name,age\\n\"Lovelace, Ada\",36\\nBob,\\n'); return [rows, stringify(rows)]",
+        r##"completed [[{"name":"Lovelace, Ada","age":"36"},{"name":"Bob","age":""}],"name,age\n\"Lovelace, Ada\",36\nBob,\n"]"##,
+    ),
+    (
+        "import * as csv from 'kiln:csv'\nimport tsv from 'kiln:csv'\nreturn [csv.parse('a;b\\n1;2', {header: false, delimiter: ';'}), tsv.parse('a,a,b\\n1,2\\n1,2,3,4'), csv === tsv, Object.isFrozen(csv)]",
+        r##"completed [[["a","b"],["1","2"]],[{"a":"1","a_1":"2","b":null},{"a":"1","a_1":"2","b":"3","_extra":["4"]}],true,true]"##,
+    ),
+    (
+        "import { stringify } from 'kiln:csv';\nreturn [stringify([{a: 1, b: 'x'}, {b: 'y\"z', c: null}], {delimiter: '\\t'}), stringify([[1, 2], ['a,b', true]]), stringify([{a: 1}], {header: false})]",
+        r##"completed ["a\tb\tc\n1\tx\t\n\t\"y\"\"z\"\t\n","1,2\n\"a,b\",true\n","1\n"]"##,
+    ),
+    (
+        "import { parse } from 'kiln:csv';\nconst errors = []; for (const options of [{delimiter: ';;'}, {header: 'yes'}, 7]) { try { parse('a', options) } catch (e) { errors.push(e.message) } } return errors",
+        r##"completed ["`delimiter` must be one ASCII character, such as \",\" or \"\\t\"; got \";;\"","`header` must be true or false; got \"yes\"","the options must be an object; got 7"]"##,
+    ),
+    (
+        "import { select, toMarkdown } from 'kiln:html';\nconst page = '<html><body><h1>Title</h1><ul><li><a href=\"/a\" class=\"x\">One</a></li><li><a href=\"/b\">Two  <b>2</b></a></li></ul><script>evil()</script></body></html>';\nreturn [select(page, 'li a'), select(page, 'a', {limit: 1}).length, toMarkdown(page)]",
+        r##"completed [[{"tag":"a","text":"One","html":"<a class=\"x\" href=\"/a\">One</a>","attributes":{"class":"x","href":"/a"}},{"tag":"a","text":"Two 2","html":"<a href=\"/b\">Two  <b>2</b></a>","attributes":{"href":"/b"}}],1,"# Title\n\n- [One](/a)\n- [Two **2**](/b)"]"##,
+    ),
+    (
+        "import { select } from 'kiln:html';\nconst errors = []; for (const [css, options] of [['a[', {}], ['a', {limit: 0}], ['a', {limit: 1001}]]) { try { select('<a></a>', css, options) } catch (e) { errors.push(e.name) } } return errors",
+        r##"completed ["SyntaxError","RangeError","RangeError"]"##,
+    ),
+    (
+        "import { toHtml } from 'kiln:markdown';\nreturn [toHtml('# Hi\\n\\n*a* ~~b~~ <i>raw</i>\\n\\n| x |\\n| - |\\n| 1 |'), toHtml('<b>ok</b>', {allowHtml: true})]",
+        r##"completed ["<h1>Hi</h1>\n<p><em>a</em> <del>b</del> &lt;i&gt;raw&lt;/i&gt;</p>\n<table><thead><tr><th>x</th></tr></thead><tbody>\n<tr><td>1</td></tr>\n</tbody></table>\n","<p><b>ok</b></p>\n"]"##,
+    ),
+    // What a program may not import is refused by name before anything runs.
+    (
+        "import _ from 'lodash';\nreturn 1",
+        "syntax import_refused: `lodash` cannot be imported: a program imports only Kiln's own modules (`kiln:csv`, `kiln:html`, `kiln:markdown`); there are no packages (line 1)",
+    ),
+    (
+        "import { parsed } from 'kiln:csv';\nreturn 1",
+        "syntax import_refused: `kiln:csv` has no export `parsed`; it has `parse`, `stringify` (line 1)",
+    ),
+    (
+        "const m = await import('kiln:csv').catch((e) => e.name); return m",
+        r##"completed "TypeError""##,
+    ),
+    (
+        "return 1;\nimport { parse } from 'kiln:csv';",
+        "syntax",
+    ),
+    // Hostile inputs end in their limits and errors; the run goes on.
+    (
+        "import { parse } from 'kiln:csv';\ntry { parse('a,b\\n'.repeat(1300000)) } catch (e) { return [e.name, e.message] }",
+        r##"completed ["RangeError","the text is 5200000 characters, more than the 5000000 characters one call may take"]"##,
+    ),
+    (
+        "import { select, toMarkdown } from 'kiln:html';\nconst deep = '<div>'.repeat(512) + 'x'; const errors = []; for (const page of ['<div>'.repeat(100000), '<b><i>'.repeat(300)]) { try { select(page, 'span div') } catch (e) { errors.push(e.message) } } return [select(deep, 'div div div', {limit: 2}).length, toMarkdown(deep), select('<p>'.repeat(5000) + '<li>'.repeat(5000), 'li', {limit: 1000}).length, errors]",
+        r##"completed [2,"x",1000,["kiln:html select: the page nests elements 100000 levels deep, more than the 512 a page may (browsers stop there too)","kiln:html select: the page nests elements 600 levels deep, more than the 512 a page may (browsers stop there too)"]]"##,
+    ),
+    (
+        "import { select } from 'kiln:html';\nconst page = '<ul>' + '<li><a href=\"#\">x</a></li>'.repeat(150000) + '</ul>'; return [select(page, 'li > a', {limit: 1000}).length, select(page, 'span a').length]",
+        r##"completed [1000,0]"##,
+    ),
 ];
