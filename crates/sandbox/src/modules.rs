@@ -2,7 +2,8 @@
 //! well-kept Rust crate compiled into the sandbox, identical natively and in
 //! the browser: `kiln:csv` (the `csv` crate), `kiln:html` (`scraper`, the
 //! html5ever parser and Servo's selector engine, and a Markdown writer over
-//! its tree), `kiln:markdown` (`pulldown-cmark`).
+//! its tree), `kiln:markdown` (`pulldown-cmark`), `kiln:yaml`
+//! (`serde_norway`, serde_yaml's maintained fork), `kiln:diff` (`similar`).
 //!
 //! The run's importer (`imports` rewrites declarations into calls of it)
 //! builds a module's namespace the first time the run imports it and keeps
@@ -61,6 +62,15 @@ fn namespace(specifier: &str, context: &mut Context) -> JsResult<JsObject> {
             ),
         ],
         "kiln:markdown" => &[("toHtml", NativeFunction::from_fn_ptr(markdown_to_html), 2)],
+        "kiln:yaml" => &[
+            ("parse", NativeFunction::from_fn_ptr(yaml_parse), 1),
+            ("stringify", NativeFunction::from_fn_ptr(yaml_stringify), 1),
+        ],
+        "kiln:diff" => &[
+            ("lines", NativeFunction::from_fn_ptr(diff_lines), 2),
+            ("words", NativeFunction::from_fn_ptr(diff_words), 2),
+            ("unified", NativeFunction::from_fn_ptr(diff_unified), 3),
+        ],
         _ => {
             return Err(JsNativeError::typ()
                 .with_message(format!("there is no module `{specifier}`"))
@@ -596,4 +606,146 @@ fn markdown_to_html(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsR
     let mut html = String::with_capacity(markdown.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, parser);
     Ok(JsString::from(html).into())
+}
+
+/// `parse(text)`: YAML to plain data.
+fn yaml_parse(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let text = string_argument(args, 0, context)?;
+    let value: Value = serde_norway::from_str(&text).map_err(|error| {
+        JsNativeError::syntax().with_message(format!("kiln:yaml parse: {error}"))
+    })?;
+    kiln_types::check_depth(&value).map_err(|why| {
+        JsNativeError::range().with_message(format!("kiln:yaml parse: the document {why}"))
+    })?;
+    to_js(&value, context)
+}
+
+/// `stringify(value)`: plain data to YAML.
+fn yaml_stringify(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let value = crate::inspect::to_json(&argument(args, 0), context)?;
+    let text = serde_norway::to_string(&value).map_err(|error| {
+        JsNativeError::typ().with_message(format!("kiln:yaml stringify: {error}"))
+    })?;
+    Ok(JsString::from(text).into())
+}
+
+/// The most lines, or words, either side of a diff may have: the work grows
+/// with the tokens times the differences.
+pub const MAX_DIFF_TOKENS: usize = 20_000;
+
+/// The two texts of a diff, each within the text bound and [`MAX_DIFF_TOKENS`]
+/// `unit`s, as `count` counts them.
+fn diff_texts(
+    args: &[JsValue],
+    context: &mut Context,
+    what: &str,
+    unit: &str,
+    count: fn(&str) -> usize,
+) -> JsResult<(String, String)> {
+    let before = string_argument(args, 0, context)?;
+    let after = string_argument(args, 1, context)?;
+    for (side, text) in [("before", &before), ("after", &after)] {
+        let tokens = count(text);
+        if tokens > MAX_DIFF_TOKENS {
+            return Err(JsNativeError::range()
+                .with_message(format!(
+                    "kiln:diff {what}: the {side} text has {tokens} {unit}, more than the {MAX_DIFF_TOKENS} a diff compares"
+                ))
+                .into());
+        }
+    }
+    Ok((before, after))
+}
+
+fn count_lines(text: &str) -> usize {
+    text.lines().count()
+}
+
+fn count_words(text: &str) -> usize {
+    text.split_whitespace().count()
+}
+
+/// A diff's changes grouped into runs: `{value, added, removed, count}`.
+fn runs<'a>(changes: impl Iterator<Item = (similar::ChangeTag, &'a str)>) -> Value {
+    let mut runs: Vec<(similar::ChangeTag, String, usize)> = Vec::new();
+    for (tag, value) in changes {
+        match runs.last_mut() {
+            Some((last, text, count)) if *last == tag => {
+                text.push_str(value);
+                *count += 1;
+            }
+            _ => runs.push((tag, value.to_owned(), 1)),
+        }
+    }
+    Value::Array(
+        runs.into_iter()
+            .map(|(tag, value, count)| {
+                json!({
+                    "value": value,
+                    "added": tag == similar::ChangeTag::Insert,
+                    "removed": tag == similar::ChangeTag::Delete,
+                    "count": count,
+                })
+            })
+            .collect(),
+    )
+}
+
+/// `lines(before, after)`.
+fn diff_lines(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let (before, after) = diff_texts(args, context, "lines", "lines", count_lines)?;
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    let changes = diff
+        .iter_all_changes()
+        .map(|change| (change.tag(), change.value()));
+    to_js(&runs(changes), context)
+}
+
+/// `words(before, after)`.
+fn diff_words(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let (before, after) = diff_texts(args, context, "words", "words", count_words)?;
+    let diff = similar::TextDiff::from_words(&before, &after);
+    let changes = diff
+        .iter_all_changes()
+        .map(|change| (change.tag(), change.value()));
+    to_js(&runs(changes), context)
+}
+
+/// `unified(before, after, {context, from, to})`.
+fn diff_unified(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let (before, after) = diff_texts(args, context, "unified", "lines", count_lines)?;
+    let options = options(args, 2, context)?;
+    let radius = match options.get("context") {
+        None | Some(Value::Null) => 3,
+        Some(Value::Number(number)) => number
+            .as_u64()
+            .filter(|radius| *radius <= 1000)
+            .and_then(|radius| usize::try_from(radius).ok())
+            .ok_or_else(|| {
+                JsNativeError::range().with_message(format!(
+                    "kiln:diff unified: `context` is a number of lines from 0 to 1000; got {number}"
+                ))
+            })?,
+        Some(other) => {
+            return Err(JsNativeError::typ()
+                .with_message(format!(
+                    "kiln:diff unified: `context` is a number; got {other}"
+                ))
+                .into());
+        }
+    };
+    if before == after {
+        return Ok(JsString::from("").into());
+    }
+    let name = |key: &str, default: &str| match options.get(key) {
+        Some(Value::String(name)) => name.clone(),
+        _ => default.to_owned(),
+    };
+    let diff = similar::TextDiff::from_lines(&before, &after);
+    let text = diff
+        .unified_diff()
+        .context_radius(radius)
+        .header(&name("from", "before"), &name("to", "after"))
+        .to_string();
+    Ok(JsString::from(text).into())
 }

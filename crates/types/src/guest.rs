@@ -177,6 +177,43 @@ pub const MODULES: &[GuestModule] = &[
             summary: "The Markdown rendered to HTML; raw HTML in the Markdown is escaped unless `allowHtml`.",
         }],
     },
+    GuestModule {
+        specifier: "kiln:yaml",
+        summary: "YAML documents.",
+        exports: &[
+            GuestExport {
+                name: "parse",
+                usage: "parse(text)",
+                summary: "The document as plain data (mapping keys are strings); an alias that would expand without bound is refused.",
+            },
+            GuestExport {
+                name: "stringify",
+                usage: "stringify(value)",
+                summary: "YAML text of plain data.",
+            },
+        ],
+    },
+    GuestModule {
+        specifier: "kiln:diff",
+        summary: "Differences between two texts.",
+        exports: &[
+            GuestExport {
+                name: "lines",
+                usage: "lines(before, after)",
+                summary: "The texts compared line by line: `[{value, added, removed, count}]`, unchanged parts included, in order.",
+            },
+            GuestExport {
+                name: "words",
+                usage: "words(before, after)",
+                summary: "The same, word by word (white space kept with its word).",
+            },
+            GuestExport {
+                name: "unified",
+                usage: "unified(before, after, {context = 3, from = \"before\", to = \"after\"})",
+                summary: "A unified diff (`---`, `+++`, `@@` hunks), as `diff -u` prints it; empty when the texts are the same.",
+            },
+        ],
+    },
 ];
 
 impl GuestModule {

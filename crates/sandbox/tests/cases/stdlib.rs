@@ -194,7 +194,7 @@ pub const STDLIB_CASES: &[(&str, &str)] = &[
     // What a program may not import is refused by name before anything runs.
     (
         "import _ from 'lodash';\nreturn 1",
-        "syntax import_refused: `lodash` cannot be imported: a program imports only Kiln's own modules (`kiln:csv`, `kiln:html`, `kiln:markdown`); there are no packages (line 1)",
+        "syntax import_refused: `lodash` cannot be imported: a program imports only Kiln's own modules (`kiln:csv`, `kiln:html`, `kiln:markdown`, `kiln:yaml`, `kiln:diff`); there are no packages (line 1)",
     ),
     (
         "import { parsed } from 'kiln:csv';\nreturn 1",
@@ -220,5 +220,21 @@ pub const STDLIB_CASES: &[(&str, &str)] = &[
     (
         "import { select } from 'kiln:html';\nconst page = '<ul>' + '<li><a href=\"#\">x</a></li>'.repeat(150000) + '</ul>'; return [select(page, 'li > a', {limit: 1000}).length, select(page, 'span a').length]",
         r##"completed [1000,0]"##,
+    ),
+    (
+        "import { parse, stringify } from 'kiln:yaml';\nconst doc = parse('name: Ada\\nlangs: [en, fr]\\nborn: 1815\\nnested:\\n  ok: true\\n  none: ~\\n'); return [doc, stringify({a: [1, 'two'], b: {c: null}})]",
+        r##"completed [{"name":"Ada","langs":["en","fr"],"born":1815,"nested":{"ok":true,"none":null}},"a:\n- 1\n- two\nb:\n  c: null\n"]"##,
+    ),
+    (
+        "import { parse } from 'kiln:yaml';\nconst errors = []; let bomb = 'a0: &a0 [\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\",\"lol\"]\\n'; for (let i = 1; i < 10; i++) bomb += `a${i}: &a${i} [${Array(9).fill('*a' + (i - 1)).join(',')}]\\n`; for (const text of [bomb, '[' .repeat(100000), 'a: [1, 2', '{' + '\"a\": {'.repeat(70) + '}'.repeat(71)]) { try { parse(text) } catch (e) { errors.push(e.name + ': ' + e.message.slice(0, 50)) } } return errors",
+        r##"completed ["SyntaxError: kiln:yaml parse: repetition limit exceeded","SyntaxError: kiln:yaml parse: recursion limit exceeded at line ","SyntaxError: kiln:yaml parse: did not find expected ',' or ']' ","RangeError: kiln:yaml parse: the document is nested 71 levels "]"##,
+    ),
+    (
+        "import { lines, words, unified } from 'kiln:diff';\nconst a = 'one\\ntwo\\nthree\\n', b = 'one\\n2\\nthree\\nfour\\n'; return [lines(a, b), words('the quick fox', 'the slow fox'), unified(a, b, {from: 'a.txt', to: 'b.txt'}), unified(a, a)]",
+        r##"completed [[{"value":"one\n","added":false,"removed":false,"count":1},{"value":"two\n","added":false,"removed":true,"count":1},{"value":"2\n","added":true,"removed":false,"count":1},{"value":"three\n","added":false,"removed":false,"count":1},{"value":"four\n","added":true,"removed":false,"count":1}],[{"value":"the ","added":false,"removed":false,"count":2},{"value":"quick","added":false,"removed":true,"count":1},{"value":"slow","added":true,"removed":false,"count":1},{"value":" fox","added":false,"removed":false,"count":2}],"--- a.txt\n+++ b.txt\n@@ -1,3 +1,4 @@\n one\n-two\n+2\n three\n+four\n",""]"##,
+    ),
+    (
+        "import { lines, unified } from 'kiln:diff';\nconst big = 'x\\n'.repeat(2500000); const errors = []; for (const call of [() => lines(big, big), () => unified('a', 'b', {context: -1}), () => lines('a\\n'.repeat(20001), '')]) { try { call() } catch (e) { errors.push(e.message) } } return errors",
+        r##"completed ["kiln:diff lines: the before text has 2500000 lines, more than the 20000 a diff compares","kiln:diff unified: `context` is a number of lines from 0 to 1000; got -1","kiln:diff lines: the before text has 20001 lines, more than the 20000 a diff compares"]"##,
     ),
 ];
