@@ -30,6 +30,9 @@ use kiln_types::vault::SecretInfo;
 
 use crate::ToolRow;
 use crate::chat_model::Origin;
+use crate::panel::{
+    PanelNames, PanelState, Undoable, config_read, copy_slug, escape_cancels, focus_soon,
+};
 use crate::provider_store::ProviderStore;
 use crate::storage::{StorageSignals, error_alert};
 use crate::storage_model::ErrorText;
@@ -102,32 +105,13 @@ pub(crate) fn slug_from_name(name: &str) -> String {
     }
 }
 
-/// The first of `BASE-copy`, `BASE-copy-2`, `BASE-copy-3`, … that no agent
-/// in `taken` has, `BASE` cut to leave room for the ending.
-pub(crate) fn free_slug(base: &str, taken: &[String]) -> String {
-    let mut n = 1_usize;
-    loop {
-        let ending = if n == 1 {
-            "-copy".to_owned()
-        } else {
-            format!("-copy-{n}")
-        };
-        let stem: String = base.chars().take(MAX_SLUG - ending.len()).collect();
-        let slug = format!("{}{ending}", stem.trim_end_matches('-'));
-        if !taken.contains(&slug) {
-            return slug;
-        }
-        n += 1;
-    }
-}
-
 /// A copy of `agent` to save as a new one: named `NAME (copy)` (the name cut
 /// to leave room), with a free slug, everything else as it is.
 pub(crate) fn duplicate(agent: &AgentRecord, taken: &[String]) -> AgentRecord {
     let room = MAX_NAME - COPY.chars().count();
     let name: String = agent.name.trim().chars().take(room).collect();
     AgentRecord {
-        slug: free_slug(&agent.slug, taken),
+        slug: copy_slug(&agent.slug, taken),
         name: format!("{}{COPY}", name.trim_end()),
         version: 0,
         ..agent.clone()
@@ -530,34 +514,19 @@ impl WorkspaceAgents {
             loaded: RwSignal::new(false),
             problem: RwSignal::new(None),
         };
-        // The answer to an older read is dropped by the resource.
-        let read = LocalResource::new(move || {
-            let stores = storage.stores.get();
-            storage.revisions.config.track();
-            async move {
-                let stores = stores?;
-                Some(
-                    stores
-                        .op::<Vec<AgentRecord>>("agents.list", json!({}))
-                        .await
-                        .map_err(|problem| {
-                            ErrorText::with_prefix("The agents could not be read: ", &problem)
-                        }),
-                )
+        let read = config_read::<Vec<AgentRecord>>(
+            storage,
+            "agents.list",
+            "The agents could not be read: ",
+        );
+        Effect::new(move || match read.get() {
+            Some(Ok(Some(list))) => {
+                agents.list.set(list);
+                agents.problem.set(None);
+                agents.loaded.set(true);
             }
-        });
-        Effect::new(move || {
-            let Some(Some(read)) = read.get() else {
-                return;
-            };
-            match read {
-                Ok(list) => {
-                    agents.list.set(list);
-                    agents.problem.set(None);
-                    agents.loaded.set(true);
-                }
-                Err(problem) => agents.problem.set(Some(problem)),
-            }
+            Some(Err(problem)) => agents.problem.set(Some(problem)),
+            _ => {}
         });
         agents
     }
@@ -587,7 +556,6 @@ struct ServerRow {
 /// The form's fields as signals: loaded from a [`Form`], read back as one.
 #[derive(Clone, Copy)]
 struct Editor {
-    open: RwSignal<bool>,
     editing: RwSignal<Option<String>>,
     name: RwSignal<String>,
     slug: RwSignal<String>,
@@ -614,7 +582,6 @@ struct Editor {
 impl Editor {
     fn new() -> Self {
         Self {
-            open: RwSignal::new(false),
             editing: RwSignal::new(None),
             name: RwSignal::new(String::new()),
             slug: RwSignal::new(String::new()),
@@ -655,7 +622,6 @@ impl Editor {
         self.skills.set(form.skills);
         self.secrets.set(form.secrets);
         self.version.set_value(form.version);
-        self.open.set(true);
     }
 
     fn read(self) -> Form {
@@ -722,11 +688,32 @@ impl Editor {
     }
 }
 
-/// Focuses the element `id` on the next frame (once it is drawn).
-fn focus_soon(id: &'static str) {
-    request_animation_frame(move || {
-        crate::focus_element(id);
-    });
+impl Undoable for AgentRecord {
+    const UNDO: &'static str = "agent-undo";
+    const AFTER_UNDO: &'static str = "agent-new";
+
+    fn remove_op(&self) -> (&'static str, Value) {
+        (
+            "agents.remove",
+            json!({"slug": self.slug, "version": self.version}),
+        )
+    }
+
+    fn restore_op(&self) -> (&'static str, Value) {
+        let record = AgentRecord {
+            version: 0,
+            ..self.clone()
+        };
+        ("agents.put", json!(record))
+    }
+
+    fn key(&self) -> &str {
+        &self.slug
+    }
+
+    fn title(&self) -> String {
+        format!("{} (`{}`)", self.name, self.slug)
+    }
 }
 
 /// The Agents view: the list, and the form that writes one agent.
@@ -739,65 +726,40 @@ pub(crate) fn AgentsPanel(
     tools: ReadSignal<Vec<ToolRow>>,
 ) -> impl IntoView {
     let editor = Editor::new();
-    // What the last action did, read out politely; with Undo after a delete.
-    let status = RwSignal::new(None::<String>);
-    let deleted = RwSignal::new(None::<AgentRecord>);
-    // Why an action on the list, or the form, failed: an alert.
-    let failure = RwSignal::new(None::<ErrorText>);
-    let form_failure = RwSignal::new(None::<ErrorText>);
-    let saving = RwSignal::new(false);
-    let say = move |text: String| {
-        failure.set(None);
-        deleted.set(None);
-        status.set(Some(text));
-    };
-    let unavailable = || {
-        ErrorText::plain(
-            "Storage is not available: agents cannot be kept until it is. Reload the page to try again.",
-        )
-    };
+    let panel = PanelState::<AgentRecord>::new(PanelNames {
+        status: "agents-status",
+        action_error: "agents-action-error",
+        unavailable: "Storage is not available: agents cannot be kept until it is. Reload the page to try again.",
+    });
     let open_form = move |form: Form| {
-        form_failure.set(None);
         editor.load(form);
-        focus_soon("agent-name");
+        panel.open_form("agent-name");
     };
     let close_form = move || {
-        editor.open.set(false);
-        form_failure.set(None);
+        panel.close_form();
         focus_soon("agent-new");
     };
     let save = move || {
-        if saving.get_untracked() {
-            return;
-        }
         let form = editor.read();
-        let record = match form.to_record(&agents.slugs()) {
-            Ok(record) => record,
-            Err(why) => {
-                form_failure.set(Some(ErrorText::plain(why)));
-                return;
-            }
-        };
-        let Some(stores) = storage.stores.get_untracked() else {
-            form_failure.set(Some(unavailable()));
+        let Some((stores, record)) = panel.begin_save(storage, || form.to_record(&agents.slugs()))
+        else {
             return;
         };
-        saving.set(true);
-        form_failure.set(None);
         spawn_local(async move {
-            let put = stores.act("agents.put", json!(record)).await;
-            saving.set(false);
-            match put {
+            match panel
+                .finish_save(stores.act("agents.put", json!(record)))
+                .await
+            {
                 Ok(()) => {
-                    say(format!("Saved {} (`{}`).", record.name, record.slug));
+                    panel.say(format!("Saved {} (`{}`).", record.name, record.slug));
                     close_form();
                 }
                 Err(problem) if problem.code.as_deref() == Some("conflict") => {
                     if form.editing.is_none() {
-                        form_failure.set(Some(ErrorText::plain(format!(
+                        panel.form_failed(ErrorText::plain(format!(
                             "There is already an agent `{}` (saved meanwhile, in another tab perhaps): choose another slug.",
                             record.slug
-                        ))));
+                        )));
                         return;
                     }
                     // Another tab saved it since it was read: show what is kept now.
@@ -807,94 +769,44 @@ pub(crate) fn AgentsPanel(
                     {
                         Ok(kept) => {
                             editor.load(Form::of(&kept));
-                            form_failure.set(Some(ErrorText::plain(format!(
+                            panel.form_failed(ErrorText::plain(format!(
                                 "`{}` was changed in another tab after you opened it, so your changes were not saved. The form now shows what is kept: make your changes again, then save.",
                                 record.slug
-                            ))));
+                            )));
                         }
-                        Err(problem) => form_failure.set(Some(ErrorText::with_prefix(
+                        Err(problem) => panel.form_failed(ErrorText::with_prefix(
                             "Not saved: it was changed elsewhere and could not be read again: ",
                             &problem,
-                        ))),
+                        )),
                     }
                 }
                 Err(problem) => {
-                    form_failure.set(Some(ErrorText::with_prefix("Not saved: ", &problem)));
+                    panel.form_failed(ErrorText::with_prefix("Not saved: ", &problem));
                 }
             }
         });
     };
     let copy = move |agent: AgentRecord| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            failure.set(Some(unavailable()));
+        let Some(stores) = panel.stores(storage) else {
             return;
         };
         let record = duplicate(&agent, &agents.slugs());
         spawn_local(async move {
             match stores.act("agents.put", json!(record)).await {
-                Ok(()) => say(format!(
+                Ok(()) => panel.say(format!(
                     "Duplicated {} as {} (`{}`).",
                     agent.name, record.name, record.slug
                 )),
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
+                Err(problem) => panel.failed(ErrorText::with_prefix(
                     &format!("`{}` was not duplicated: ", agent.slug),
                     &problem,
-                ))),
+                )),
             }
         });
     };
     let remove = move |agent: AgentRecord| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            failure.set(Some(unavailable()));
-            return;
-        };
-        spawn_local(async move {
-            let removed = stores
-                .act(
-                    "agents.remove",
-                    json!({"slug": agent.slug, "version": agent.version}),
-                )
-                .await;
-            match removed {
-                Ok(()) => {
-                    if editor.open.get_untracked()
-                        && editor.editing.get_untracked().as_deref() == Some(agent.slug.as_str())
-                    {
-                        editor.open.set(false);
-                    }
-                    say(format!("Deleted {} (`{}`).", agent.name, agent.slug));
-                    deleted.set(Some(agent));
-                    // Its row is gone, and the focus with it: Undo has it now.
-                    focus_soon("agent-undo");
-                }
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
-                    &format!("`{}` was not deleted: ", agent.slug),
-                    &problem,
-                ))),
-            }
-        });
-    };
-    let undo = move || {
-        let Some(agent) = deleted.get_untracked() else {
-            return;
-        };
-        let Some(stores) = storage.stores.get_untracked() else {
-            failure.set(Some(unavailable()));
-            return;
-        };
-        let record = AgentRecord {
-            version: 0,
-            ..agent
-        };
-        spawn_local(async move {
-            match stores.act("agents.put", json!(record)).await {
-                Ok(()) => say(format!("{} (`{}`) is back.", record.name, record.slug)),
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
-                    &format!("`{}` was not brought back: ", record.slug),
-                    &problem,
-                ))),
-            }
-            focus_soon("agent-new");
+        panel.remove(storage, agent, move |agent| {
+            editor.editing.get_untracked().as_deref() == Some(agent.slug.as_str())
         });
     };
     let state_line = move || {
@@ -928,16 +840,10 @@ pub(crate) fn AgentsPanel(
                         on_copy=copy on_delete=remove />
                 </For>
             </ul>
-            <div class="agents-status" data-testid="agents-status" role="status" aria-live="polite">
-                {move || status.get().map(|text| view! { <span>{text}</span> })}
-                {move || deleted.get().is_some().then(|| view! {
-                    " "<button type="button" class="secondary small" id="agent-undo" data-testid="agent-undo" on:click=move |_| undo()>"Undo"</button>
-                })}
-            </div>
-            {move || failure.get().map(|error| error_alert("agents-action-error", error))}
-            <Show when=move || editor.open.get()>
-                <AgentForm storage=storage editor=editor agents=agents providers=providers tools=tools saving=saving
-                    failure=form_failure on_save=save on_cancel=close_form />
+            {panel.status_line_with_undo(storage)}
+            <Show when=move || panel.form_open.get()>
+                <AgentForm storage=storage editor=editor agents=agents providers=providers tools=tools saving=panel.saving
+                    failure=panel.form_failure on_save=save on_cancel=close_form />
                 {move || editor.editing.get().map(|slug| {
                     let name = agents.find(&slug).map_or_else(|| slug.clone(), |agent| agent.name);
                     view! { <schedules::AgentSchedules storage=storage agent=slug name=name /> }
@@ -984,6 +890,41 @@ fn AgentRow(
     }
 }
 
+/// One line of a checklist of the form (`kind` `skill` or `secret`, which
+/// names its ids): the checkbox that puts `name` in `list` or takes it out,
+/// the name with `badge` after it, and the note under it (`children`).
+#[component]
+fn CheckLine(
+    kind: &'static str,
+    name: String,
+    list: RwSignal<Vec<String>>,
+    badge: Option<AnyView>,
+    children: Children,
+) -> impl IntoView {
+    let checked = {
+        let name = name.clone();
+        move || list.with(|listed| listed.contains(&name))
+    };
+    let toggled = name.clone();
+    let on_change = move |event: leptos::ev::Event| {
+        let on = event_target_checked(&event);
+        list.update(|listed| set_listed(listed, &toggled, on));
+    };
+    let id = format!("agent-{kind}-{name}");
+    let note_id = format!("agent-{kind}-note-{name}");
+    view! {
+        <div class="agent-check" data-testid=format!("agent-{kind}-line") data-name=name.clone()>
+            <label class="inline" for=id.clone()>
+                <input type="checkbox" id=id.clone() data-testid=format!("agent-{kind}") data-name=name.clone()
+                    aria-describedby=note_id.clone() prop:checked=checked on:change=on_change />
+                <code>{name.clone()}</code>
+                {badge}
+            </label>
+            <p class="hint" id=note_id data-testid=format!("agent-{kind}-note")>{children()}</p>
+        </div>
+    }
+}
+
 /// The form that writes one agent.
 #[component]
 fn AgentForm(
@@ -1000,29 +941,13 @@ fn AgentForm(
     let editing = move || editor.editing.with(Option::is_some);
     // The skills' catalog and the vault's secrets (names, never values), read
     // when the form opens and again at each change of the configuration.
-    let skill_catalog = LocalResource::new(move || {
-        let stores = storage.stores.get();
-        storage.revisions.config.track();
-        async move {
-            let stores = stores?;
-            Some(stores.op::<Vec<SkillInfo>>("skills.list", json!({})).await)
-        }
-    });
-    let vault = LocalResource::new(move || {
-        let stores = storage.stores.get();
-        storage.revisions.config.track();
-        async move {
-            let stores = stores?;
-            Some(
-                stores
-                    .op::<Vec<SecretInfo>>("secrets.list", json!({}))
-                    .await,
-            )
-        }
-    });
+    let skill_catalog =
+        config_read::<Vec<SkillInfo>>(storage, "skills.list", "The skills could not be read: ");
+    let vault =
+        config_read::<Vec<SecretInfo>>(storage, "secrets.list", "The vault could not be read: ");
     let skill_rows = move || {
         let catalog = match skill_catalog.get() {
-            Some(Some(Ok(catalog))) => catalog,
+            Some(Ok(Some(catalog))) => catalog,
             _ => Vec::new(),
         };
         editor
@@ -1031,33 +956,21 @@ fn AgentForm(
     };
     let secret_rows = move || {
         let listed = match vault.get() {
-            Some(Some(Ok(listed))) => listed,
+            Some(Ok(Some(listed))) => listed,
             _ => Vec::new(),
         };
         editor.secrets.with(|named| secret_lines(&listed, named))
     };
     let skills_state = move || match skill_catalog.get() {
         None => Some(view! { <p class="hint loading">"Reading the skills…"</p> }.into_any()),
-        Some(Some(Err(problem))) => Some(
-            error_alert(
-                "agent-skills-error",
-                ErrorText::with_prefix("The skills could not be read: ", &problem),
-            )
-            .into_any(),
-        ),
+        Some(Err(error)) => Some(error_alert("agent-skills-error", error).into_any()),
         _ => None,
     };
     let secrets_state = move || {
         match vault.get() {
         None => Some(view! { <p class="hint loading">"Reading the vault…"</p> }.into_any()),
-        Some(Some(Err(problem))) => Some(
-            error_alert(
-                "agent-secrets-error",
-                ErrorText::with_prefix("The vault could not be read: ", &problem),
-            )
-            .into_any(),
-        ),
-        Some(Some(Ok(listed))) if listed.is_empty() => Some(
+        Some(Err(error)) => Some(error_alert("agent-secrets-error", error).into_any()),
+        Some(Ok(Some(listed))) if listed.is_empty() => Some(
             view! {
                 <p class="hint" data-testid="agent-secrets-none">"The vault has no secrets yet. Add one in "
                     <a href="#/settings">"Settings → Secrets"</a>
@@ -1184,15 +1097,9 @@ fn AgentForm(
         }
         another.set(String::new());
     };
-    let on_escape = move |event: KeyboardEvent| {
-        if event.key() == "Escape" {
-            event.prevent_default();
-            on_cancel();
-        }
-    };
     view! {
         <form class="agent-form" data-testid="agent-form" aria-labelledby="agent-form-title" novalidate
-            on:submit=move |event| { event.prevent_default(); on_save(); } on:keydown=on_escape>
+            on:submit=move |event| { event.prevent_default(); on_save(); } on:keydown=escape_cancels(on_cancel)>
             <h3 id="agent-form-title">{title}</h3>
             <div class="agent-fields">
                 <label for="agent-name">"Name"</label>
@@ -1263,35 +1170,20 @@ fn AgentForm(
                 {skills_state}
                 <For each=skill_rows key=|line| line.clone() let:line>
                     {
-                        let name = line.name.clone();
-                        let checked_name = name.clone();
-                        let checked = move || editor.skills.with(|assigned| assigned.contains(&checked_name));
-                        let toggled = name.clone();
-                        let on_change = move |event: leptos::ev::Event| {
-                            let on = event_target_checked(&event);
-                            editor.skills.update(|assigned| set_listed(assigned, &toggled, on));
-                        };
-                        let id = format!("agent-skill-{name}");
-                        let note_id = format!("agent-skill-note-{name}");
                         let unlocks = (!line.required_tools.is_empty()).then(|| {
                             let tools = line.required_tools.iter().enumerate().map(|(at, tool)| view! {
                                 {(at > 0).then_some(", ")}<code>{tool.clone()}</code>
                             }).collect_view();
                             view! { " Unlocks "{tools}"." }
                         });
+                        let badge = line.system.then(|| view! {
+                            <span class="badge" data-testid="agent-skill-system" title="Shipped with Kiln, read-only">"system"</span>
+                        }.into_any());
                         view! {
-                            <div class="agent-check" data-testid="agent-skill-line" data-name=name.clone()>
-                                <label class="inline" for=id.clone()>
-                                    <input type="checkbox" id=id.clone() data-testid="agent-skill" data-name=name.clone()
-                                        aria-describedby=note_id.clone() prop:checked=checked on:change=on_change />
-                                    <code>{name.clone()}</code>
-                                    {line.system.then(|| view! { <span class="badge" data-testid="agent-skill-system" title="Shipped with Kiln, read-only">"system"</span> })}
-                                </label>
-                                <p class="hint" id=note_id data-testid="agent-skill-note">
-                                    {if line.known { line.description.clone() } else { "Not in the catalog any more: it unlocks nothing. Uncheck it.".to_owned() }}
-                                    {unlocks}
-                                </p>
-                            </div>
+                            <CheckLine kind="skill" name=line.name.clone() list=editor.skills badge=badge>
+                                {if line.known { line.description.clone() } else { "Not in the catalog any more: it unlocks nothing. Uncheck it.".to_owned() }}
+                                {unlocks}
+                            </CheckLine>
                         }
                     }
                 </For>
@@ -1304,27 +1196,8 @@ fn AgentForm(
                 <For each=secret_rows key=|line| line.clone() let:line>
                     {
                         let name = line.name.clone();
-                        let checked_name = name.clone();
-                        let checked = move || editor.secrets.with(|named| named.contains(&checked_name));
-                        let toggled = name.clone();
-                        let on_change = move |event: leptos::ev::Event| {
-                            let on = event_target_checked(&event);
-                            editor.secrets.update(|named| set_listed(named, &toggled, on));
-                        };
-                        let id = format!("agent-secret-{name}");
-                        let note_id = format!("agent-secret-note-{name}");
-                        let reach_line = line.clone();
-                        let reach = move || secret_reach(&reach_line, &editor.slug.get());
-                        view! {
-                            <div class="agent-check" data-testid="agent-secret-line" data-name=name.clone()>
-                                <label class="inline" for=id.clone()>
-                                    <input type="checkbox" id=id.clone() data-testid="agent-secret" data-name=name.clone()
-                                        aria-describedby=note_id.clone() prop:checked=checked on:change=on_change />
-                                    <code>{name.clone()}</code>
-                                </label>
-                                <p class="hint" id=note_id data-testid="agent-secret-note">{reach}</p>
-                            </div>
-                        }
+                        let reach = move || secret_reach(&line, &editor.slug.get());
+                        view! { <CheckLine kind="secret" name=name list=editor.secrets badge=None>{reach}</CheckLine> }
                     }
                 </For>
             </fieldset>

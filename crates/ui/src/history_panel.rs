@@ -52,14 +52,6 @@ impl Listed {
     }
 }
 
-/// The job a link names, as the history has it.
-#[derive(Clone, Debug, PartialEq)]
-enum Linked {
-    Found(Box<Job>),
-    /// The history has no job with this id.
-    Missing(String),
-}
-
 /// The line saying that the history has no job `id`.
 fn missing_line(id: &str) -> String {
     format!("No job `{id}` in this workspace's history.")
@@ -124,24 +116,7 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
             listed.map(Some).map_err(|failure| ErrorText::new(&failure))
         }
     });
-    // The job on show follows its record (a running one finishes).
-    let shown = LocalResource::new(move || {
-        let stores = storage.stores.get();
-        storage.revisions.jobs.track();
-        let id = selected.get();
-        async move {
-            let (Some(stores), Some(id)) = (stores, id) else {
-                return Ok(None);
-            };
-            stores
-                .op::<Job>("history.job", json!({"id": id}))
-                .await
-                .map(Some)
-                .map_err(|failure| {
-                    ErrorText::with_prefix(&format!("Run `{id}` could not be read: "), &failure)
-                })
-        }
-    });
+    let shown = job_read(storage, selected);
     let show = move |id: String| {
         selected.update(|selected| {
             *selected = (selected.as_deref() != Some(id.as_str())).then_some(id);
@@ -158,30 +133,11 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
             }
         });
     }
-    let linked_job = LocalResource::new(move || {
-        let stores = storage.stores.get();
-        storage.revisions.jobs.track();
-        let id = linked.get();
-        async move {
-            let (Some(stores), Some(id)) = (stores, id) else {
-                return Ok(None);
-            };
-            match stores.op::<Job>("history.job", json!({"id": id})).await {
-                Ok(job) => Ok(Some(Linked::Found(Box::new(job)))),
-                Err(problem) if problem.code.as_deref() == Some("not_found") => {
-                    Ok(Some(Linked::Missing(id)))
-                }
-                Err(problem) => Err(ErrorText::with_prefix(
-                    &format!("Run `{id}` could not be read: "),
-                    &problem,
-                )),
-            }
-        }
-    });
+    let linked_job = job_read(storage, linked);
     // Once the history has it, the linked job is opened as a click opens it.
     Effect::new(move || {
         linked_job.with(|read| {
-            if let Some(Ok(Some(Linked::Found(job)))) = read
+            if let Some(Ok(Some(job))) = read
                 && to_bring.with_untracked(|id| id.as_deref() == Some(job.id.as_str()))
             {
                 selected.set(Some(job.id.clone()));
@@ -215,7 +171,7 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
     // The linked job, above the list when the list does not have it.
     let linked_row = move || {
         let job = linked_job.with(|read| match read {
-            Some(Ok(Some(Linked::Found(job)))) => Some(Job::clone(job)),
+            Some(Ok(Some(job))) => Some(job.clone()),
             _ => None,
         })?;
         let unlisted = listing.with(|listed| match listed {
@@ -230,10 +186,10 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
     };
     let linked_line = move || {
         linked_job.with(|read| match read {
-            Some(Ok(Some(Linked::Missing(id)))) => Some(
-                view! { <p class="hint" data-testid="history-missing" role="status">{missing_line(id)}</p> }
-                    .into_any(),
-            ),
+            Some(Err(error)) if error.code == "not_found" => {
+                let id = linked.get().unwrap_or_default();
+                Some(view! { <p class="hint" data-testid="history-missing" role="status">{missing_line(&id)}</p> }.into_any())
+            }
             Some(Err(error)) => Some(error_alert("history-error", error.clone()).into_any()),
             _ => None,
         })
@@ -262,6 +218,28 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
             <ol class="history-list" data-testid="history-list">{rows}</ol>
         </section>
     }
+}
+
+/// Job `id` (a signal) as the history has it, read again as the jobs change
+/// (a running one finishes); `None` without storage or an id.
+fn job_read(storage: StorageSignals, id: RwSignal<Option<String>>) -> LocalResource<Loaded<Job>> {
+    LocalResource::new(move || {
+        let stores = storage.stores.get();
+        storage.revisions.jobs.track();
+        let id = id.get();
+        async move {
+            let (Some(stores), Some(id)) = (stores, id) else {
+                return Ok(None);
+            };
+            stores
+                .op::<Job>("history.job", json!({"id": id}))
+                .await
+                .map(Some)
+                .map_err(|failure| {
+                    ErrorText::with_prefix(&format!("Run `{id}` could not be read: "), &failure)
+                })
+        }
+    })
 }
 
 /// The jobs, newest first, each a button that shows its input and output.

@@ -40,6 +40,9 @@
 //!   picker reads too.
 //! - `skills_panel`: the Skills view, the shipped skills and the workspace's own, read as
 //!   Markdown, and the form that writes one.
+//! - `panel`: what the Agents and Skills views, an agent's schedules and Settings' secrets
+//!   share: the status line (with Undo after a delete), the alerts, the form's open and
+//!   saving state, and the storage check before a write.
 //! - `plan_tree`: how a turn's plans and sub-agents show in the chat.
 //! - `nodes_panel`: the Code nodes view, a graph of code nodes with typed handles;
 //!   `nodes_model`: that graph as data, its checked changes and undo history.
@@ -76,6 +79,7 @@ mod markdown;
 mod memory_panel;
 mod nodes_model;
 mod nodes_panel;
+mod panel;
 mod permissions;
 mod plan_tree;
 mod provider_store;

@@ -23,26 +23,12 @@ use kiln_types::search::{SearchProvider, WebSearch};
 use kiln_types::vault::{SecretInfo, SecretPut};
 
 use crate::agents_panel::WorkspaceAgents;
+use crate::panel::{PanelNames, PanelState, config_read, escape_cancels, focus_soon, typed_list};
 use crate::storage::{Loaded, StorageSignals, error_alert, local_time};
 use crate::storage_model::ErrorText;
 
 /// What the section says about where values are kept.
 pub(crate) const SEALED: &str = "Values are sealed in this browser with a key no script can read; they go only to the origins listed, and only to agents whose profile names them.";
-
-/// The origins as the person types them: one a line (commas or spaces
-/// between work too), each once.
-pub(crate) fn parse_origins(text: &str) -> Vec<String> {
-    let mut origins: Vec<String> = Vec::new();
-    for origin in text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|origin| !origin.is_empty())
-    {
-        if !origins.iter().any(|known| known == origin) {
-            origins.push(origin.to_owned());
-        }
-    }
-    origins
-}
 
 /// The secret form's fields as plain data.
 #[derive(Clone, PartialEq, Eq)]
@@ -111,7 +97,7 @@ impl SecretForm {
         }
         let mut args = json!({
             "name": name,
-            "origins": parse_origins(&self.origins),
+            "origins": typed_list(&self.origins),
             "agents": self.agents,
             "version": self.editing.unwrap_or(0),
         });
@@ -145,22 +131,7 @@ pub(crate) fn used_line(used_ms: Option<u64>, time: impl Fn(u64) -> String) -> S
 /// The secrets of the vault, read once storage is open and again at each
 /// change of the configuration (the vault is kept there).
 pub(crate) fn vault_listing(storage: StorageSignals) -> LocalResource<Loaded<Vec<SecretInfo>>> {
-    LocalResource::new(move || {
-        let stores = storage.stores.get();
-        storage.revisions.config.track();
-        async move {
-            let Some(stores) = stores else {
-                return Ok(None);
-            };
-            stores
-                .op::<Vec<SecretInfo>>("secrets.list", json!({}))
-                .await
-                .map(Some)
-                .map_err(|problem| {
-                    ErrorText::with_prefix("The secrets could not be read: ", &problem)
-                })
-        }
-    })
+    config_read(storage, "secrets.list", "The secrets could not be read: ")
 }
 
 /// The secrets listed, or none while they are not read.
@@ -176,7 +147,6 @@ fn listed(vault: LocalResource<Loaded<Vec<SecretInfo>>>) -> Vec<SecretInfo> {
 /// The form's fields as signals.
 #[derive(Clone, Copy)]
 struct Editor {
-    open: RwSignal<bool>,
     editing: RwSignal<Option<u64>>,
     name: RwSignal<String>,
     /// Whether a value is to be written (a new secret, or "Replace value").
@@ -189,7 +159,6 @@ struct Editor {
 impl Editor {
     fn new() -> Self {
         Self {
-            open: RwSignal::new(false),
             editing: RwSignal::new(None),
             name: RwSignal::new(String::new()),
             replacing: RwSignal::new(false),
@@ -206,7 +175,6 @@ impl Editor {
         self.value.set(form.value.unwrap_or_default());
         self.origins.set(form.origins);
         self.agents.set(form.agents);
-        self.open.set(true);
     }
 
     fn read(self) -> SecretForm {
@@ -222,11 +190,10 @@ impl Editor {
         }
     }
 
-    /// Forgets the value typed: the field shows nothing, and the form closes.
+    /// Forgets the value typed: the field shows nothing.
     fn forget(self) {
         self.value.set(String::new());
         self.replacing.set(false);
-        self.open.set(false);
     }
 }
 
@@ -238,10 +205,11 @@ pub(crate) fn SecretsSettings(
     vault: LocalResource<Loaded<Vec<SecretInfo>>>,
 ) -> impl IntoView {
     let editor = Editor::new();
-    let status = RwSignal::new(None::<String>);
-    let failure = RwSignal::new(None::<ErrorText>);
-    let form_failure = RwSignal::new(None::<ErrorText>);
-    let saving = RwSignal::new(false);
+    let panel = PanelState::<()>::new(PanelNames {
+        status: "secrets-status",
+        action_error: "secrets-action-error",
+        unavailable: "Storage is not available: secrets cannot be kept until it is.",
+    });
     // The secret whose Remove waits for the person's yes.
     let confirming = RwSignal::new(None::<String>);
     let names = move || {
@@ -251,60 +219,39 @@ pub(crate) fn SecretsSettings(
         })
     };
     let open_form = move |form: SecretForm| {
-        form_failure.set(None);
         confirming.set(None);
         editor.load(form);
-        request_animation_frame(|| {
-            crate::focus_element("secret-name");
-        });
+        panel.open_form("secret-name");
     };
     let close_form = move || {
         editor.forget();
-        form_failure.set(None);
+        panel.close_form();
     };
     let save = move || {
-        if saving.get_untracked() {
-            return;
-        }
         let form = editor.read();
-        let args = match form.to_put(&names()) {
-            Ok(args) => args,
-            Err(why) => {
-                form_failure.set(Some(ErrorText::plain(why)));
-                return;
-            }
-        };
-        let Some(stores) = storage.stores.get_untracked() else {
-            form_failure.set(Some(ErrorText::plain(
-                "Storage is not available: secrets cannot be kept until it is.",
-            )));
+        let Some((stores, args)) = panel.begin_save(storage, || form.to_put(&names())) else {
             return;
         };
-        saving.set(true);
-        form_failure.set(None);
         let name = form.name.trim().to_owned();
         let wrote_value = form.value.is_some();
         drop(form);
         spawn_local(async move {
-            let saved = stores.act("secrets.put", args).await;
-            saving.set(false);
-            match saved {
+            match panel.finish_save(stores.act("secrets.put", args)).await {
                 Ok(()) => {
                     close_form();
-                    failure.set(None);
-                    status.set(Some(if wrote_value {
+                    panel.say(if wrote_value {
                         format!("Saved `{name}`: its value is sealed and will not be shown again.")
                     } else {
                         format!("Saved `{name}`; its value is unchanged.")
-                    }));
+                    });
                 }
                 Err(problem) if problem.code.as_deref() == Some("conflict") => {
-                    form_failure.set(Some(ErrorText::plain(format!(
+                    panel.form_failed(ErrorText::plain(format!(
                         "`{name}` was changed meanwhile (in another tab perhaps), so this was not saved. Cancel, then edit it again."
-                    ))));
+                    )));
                 }
                 Err(problem) => {
-                    form_failure.set(Some(ErrorText::with_prefix("Not saved: ", &problem)));
+                    panel.form_failed(ErrorText::with_prefix("Not saved: ", &problem));
                 }
             }
         });
@@ -323,16 +270,13 @@ pub(crate) fn SecretsSettings(
             confirming.set(None);
             match removed {
                 Ok(()) => {
-                    failure.set(None);
-                    status.set(Some(format!("Removed `{}`.", secret.name)));
-                    request_animation_frame(|| {
-                        crate::focus_element("secret-add");
-                    });
+                    panel.say(format!("Removed `{}`.", secret.name));
+                    focus_soon("secret-add");
                 }
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
+                Err(problem) => panel.failed(ErrorText::with_prefix(
                     &format!("`{}` was not removed: ", secret.name),
                     &problem,
-                ))),
+                )),
             }
         });
     };
@@ -367,15 +311,12 @@ pub(crate) fn SecretsSettings(
                         on_edit=move |secret: SecretInfo| open_form(SecretForm::of(&secret)) on_remove=remove />
                 </For>
             </ul>
-            <div class="agents-status" data-testid="secrets-status" role="status" aria-live="polite">
-                {move || status.get().map(|text| view! { <span>{text}</span> })}
-            </div>
-            {move || failure.get().map(|error| error_alert("secrets-action-error", error))}
-            <Show when=move || editor.open.get() fallback=move || view! {
+            {panel.status_line()}
+            <Show when=move || panel.form_open.get() fallback=move || view! {
                 <button type="button" id="secret-add" data-testid="secret-add" disabled=move || storage.stores.with(Option::is_none)
                     on:click=move |_| open_form(SecretForm::new_secret())>"Add secret"</button>
             }>
-                <SecretFormView editor=editor agents=agents saving=saving failure=form_failure on_save=save on_cancel=close_form />
+                <SecretFormView editor=editor agents=agents saving=panel.saving failure=panel.form_failure on_save=save on_cancel=close_form />
             </Show>
         </details>
     }
@@ -476,15 +417,9 @@ fn SecretFormView(
             }
         });
     };
-    let on_escape = move |event: leptos::ev::KeyboardEvent| {
-        if event.key() == "Escape" {
-            event.prevent_default();
-            on_cancel();
-        }
-    };
     view! {
         <form class="agent-form secret-form" data-testid="secret-form" aria-labelledby="secret-form-title" novalidate autocomplete="off"
-            on:submit=move |event| { event.prevent_default(); on_save(); } on:keydown=on_escape>
+            on:submit=move |event| { event.prevent_default(); on_save(); } on:keydown=escape_cancels(on_cancel)>
             <h3 id="secret-form-title">{title}</h3>
             <div class="agent-fields">
                 <label for="secret-name">"Name"</label>
@@ -504,7 +439,7 @@ fn SecretFormView(
                                 on:click=move |_| {
                                     editor.value.set(String::new());
                                     editor.replacing.set(true);
-                                    request_animation_frame(|| { crate::focus_element("secret-value"); });
+                                    focus_soon("secret-value");
                                 }>"Replace value"</button>
                         </p>
                     }>
@@ -794,15 +729,6 @@ mod tests {
             used_ms: None,
             version: 3,
         }
-    }
-
-    #[test]
-    fn origins_are_one_a_line_each_once() {
-        assert_eq!(
-            parse_origins(" https://a.example\n\nhttps://b.example/ , https://a.example\r\n"),
-            ["https://a.example", "https://b.example/"]
-        );
-        assert!(parse_origins("\n \n").is_empty());
     }
 
     #[test]

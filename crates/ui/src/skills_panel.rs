@@ -10,10 +10,10 @@
 //! holds the record to `SkillRecord::check` (the form checks it first, in
 //! the same words) and refuses a shipped name with its own sentence. The
 //! list is read again at each change of the configuration (another tab's
-//! too). The plain logic (the tools typed as a list, a copy's free name, a
-//! form to its `skills.put`) is apart and tested natively.
+//! too). The plain logic (a form to its `skills.put`, what a row says) is
+//! apart and tested natively; the tools typed as a list and a copy's free
+//! name are `panel`'s.
 
-use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{Value, json};
@@ -21,45 +21,12 @@ use serde_json::{Value, json};
 use kiln_types::skill::{MAX_DESCRIPTION, Skill, SkillRecord};
 
 use crate::agents_panel::WorkspaceAgents;
+use crate::panel::{
+    PanelNames, PanelState, Undoable, config_read, copy_slug, escape_cancels, focus_soon,
+    typed_list,
+};
 use crate::storage::{StorageSignals, error_alert, load_status};
 use crate::storage_model::ErrorText;
-
-/// The longest skill name (`kiln_types::profile::check_slug`).
-const MAX_NAME: usize = 64;
-
-/// The tools as the person types them (commas or white space between), each
-/// once, in the order typed.
-pub(crate) fn parse_tools(text: &str) -> Vec<String> {
-    let mut tools: Vec<String> = Vec::new();
-    for tool in text
-        .split(|c: char| c == ',' || c.is_whitespace())
-        .filter(|tool| !tool.is_empty())
-    {
-        if !tools.iter().any(|known| known == tool) {
-            tools.push(tool.to_owned());
-        }
-    }
-    tools
-}
-
-/// The first of `NAME-copy`, `NAME-copy-2`, `NAME-copy-3`, … that no skill
-/// in `taken` has, `NAME` cut to leave room for the ending.
-pub(crate) fn copy_name(name: &str, taken: &[String]) -> String {
-    let mut n = 1_usize;
-    loop {
-        let ending = if n == 1 {
-            "-copy".to_owned()
-        } else {
-            format!("-copy-{n}")
-        };
-        let stem: String = name.chars().take(MAX_NAME - ending.len()).collect();
-        let candidate = format!("{}{ending}", stem.trim_end_matches('-'));
-        if !taken.contains(&candidate) {
-            return candidate;
-        }
-        n += 1;
-    }
-}
 
 /// The skill form's fields as plain data.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -124,7 +91,7 @@ impl SkillForm {
         Self {
             editing: None,
             copied_from: Some(record.name.clone()),
-            name: copy_name(&record.name, taken),
+            name: copy_slug(&record.name, taken),
             ..Self::of(record)
         }
     }
@@ -149,7 +116,7 @@ impl SkillForm {
             name: name.clone(),
             description: self.description.trim().to_owned(),
             body: self.body.trim_end().to_owned(),
-            required_tools: parse_tools(&self.tools),
+            required_tools: typed_list(&self.tools),
             version: self.editing.as_ref().map_or(0, |(_, version)| *version),
         };
         skill.check()?;
@@ -186,7 +153,6 @@ fn assigned_to(agents: &[kiln_types::profile::AgentRecord], name: &str) -> Vec<S
 /// The form's fields as signals: loaded from a [`SkillForm`], read back as one.
 #[derive(Clone, Copy)]
 struct Editor {
-    open: RwSignal<bool>,
     editing: RwSignal<Option<(String, u64)>>,
     copied_from: RwSignal<Option<String>>,
     name: RwSignal<String>,
@@ -198,7 +164,6 @@ struct Editor {
 impl Editor {
     fn new() -> Self {
         Self {
-            open: RwSignal::new(false),
             editing: RwSignal::new(None),
             copied_from: RwSignal::new(None),
             name: RwSignal::new(String::new()),
@@ -215,7 +180,6 @@ impl Editor {
         self.description.set(form.description);
         self.body.set(form.body);
         self.tools.set(form.tools);
-        self.open.set(true);
     }
 
     fn read(self) -> SkillForm {
@@ -230,32 +194,35 @@ impl Editor {
     }
 }
 
-/// Focuses the element `id` on the next frame (once it is drawn).
-fn focus_soon(id: &'static str) {
-    request_animation_frame(move || {
-        crate::focus_element(id);
-    });
+impl Undoable for SkillRecord {
+    const UNDO: &'static str = "skill-undo";
+    const AFTER_UNDO: &'static str = "skill-new";
+
+    fn remove_op(&self) -> (&'static str, Value) {
+        (
+            "skills.remove",
+            json!({"name": self.name, "version": self.version}),
+        )
+    }
+
+    fn restore_op(&self) -> (&'static str, Value) {
+        let skill = SkillRecord {
+            version: 0,
+            ..self.clone()
+        };
+        ("skills.put", json!({"skill": skill}))
+    }
+
+    fn key(&self) -> &str {
+        &self.name
+    }
 }
 
 /// The Skills view: the catalog, a skill opened to read, and the form.
 #[component]
 pub(crate) fn SkillsPanel(storage: StorageSignals, agents: WorkspaceAgents) -> impl IntoView {
-    let listing = LocalResource::new(move || {
-        let stores = storage.stores.get();
-        storage.revisions.config.track();
-        async move {
-            let Some(stores) = stores else {
-                return Ok(None);
-            };
-            stores
-                .op::<Vec<Skill>>("skills.list", json!({}))
-                .await
-                .map(Some)
-                .map_err(|problem| {
-                    ErrorText::with_prefix("The skills could not be read: ", &problem)
-                })
-        }
-    });
+    let listing =
+        config_read::<Vec<Skill>>(storage, "skills.list", "The skills could not be read: ");
     // The catalog as last read, for the rows and the form's checks.
     let skills = move || {
         listing
@@ -287,56 +254,32 @@ pub(crate) fn SkillsPanel(storage: StorageSignals, agents: WorkspaceAgents) -> i
     let editor = Editor::new();
     // The skill whose body is shown.
     let opened = RwSignal::new(None::<String>);
-    let status = RwSignal::new(None::<String>);
-    let deleted = RwSignal::new(None::<SkillRecord>);
-    let failure = RwSignal::new(None::<ErrorText>);
-    let form_failure = RwSignal::new(None::<ErrorText>);
-    let saving = RwSignal::new(false);
-    let say = move |text: String| {
-        failure.set(None);
-        deleted.set(None);
-        status.set(Some(text));
-    };
-    let unavailable = || {
-        ErrorText::plain(
-            "Storage is not available: skills cannot be kept until it is. Reload the page to try again.",
-        )
-    };
+    let panel = PanelState::<SkillRecord>::new(PanelNames {
+        status: "skills-status",
+        action_error: "skills-action-error",
+        unavailable: "Storage is not available: skills cannot be kept until it is. Reload the page to try again.",
+    });
     let open_form = move |form: SkillForm| {
-        form_failure.set(None);
         editor.load(form);
-        focus_soon("skill-name");
+        panel.open_form("skill-name");
     };
     let close_form = move || {
-        editor.open.set(false);
-        form_failure.set(None);
+        panel.close_form();
         focus_soon("skill-new");
     };
     let save = move || {
-        if saving.get_untracked() {
-            return;
-        }
         let form = editor.read();
-        let put = match form.to_put(&own_names()) {
-            Ok(put) => put,
-            Err(why) => {
-                form_failure.set(Some(ErrorText::plain(why)));
-                return;
-            }
-        };
-        let Some(stores) = storage.stores.get_untracked() else {
-            form_failure.set(Some(unavailable()));
+        let Some((stores, put)) = panel.begin_save(storage, || form.to_put(&own_names())) else {
             return;
         };
-        saving.set(true);
-        form_failure.set(None);
         spawn_local(async move {
-            let saved = stores.act("skills.put", put.args()).await;
-            saving.set(false);
-            match saved {
+            match panel
+                .finish_save(stores.act("skills.put", put.args()))
+                .await
+            {
                 Ok(()) => {
                     let name = &put.skill.name;
-                    say(match &put.replacing {
+                    panel.say(match &put.replacing {
                         Some(old) => format!("Saved `{old}` as `{name}`."),
                         None => format!("Saved `{name}`."),
                     });
@@ -348,73 +291,24 @@ pub(crate) fn SkillsPanel(storage: StorageSignals, agents: WorkspaceAgents) -> i
                 Err(problem)
                     if problem.code.as_deref() == Some("conflict") && put.skill.version > 0 =>
                 {
-                    form_failure.set(Some(ErrorText::plain(format!(
+                    panel.form_failed(ErrorText::plain(format!(
                         "`{}` was changed in another tab after you opened it, so your changes were not saved. Cancel, open it again, and make your changes there.",
                         put.replacing.as_deref().unwrap_or(&put.skill.name)
-                    ))));
+                    )));
                 }
                 Err(problem) => {
-                    form_failure.set(Some(ErrorText::with_prefix("Not saved: ", &problem)));
+                    panel.form_failed(ErrorText::with_prefix("Not saved: ", &problem));
                 }
             }
         });
     };
     let remove = move |skill: SkillRecord| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            failure.set(Some(unavailable()));
-            return;
-        };
-        spawn_local(async move {
-            let removed = stores
-                .act(
-                    "skills.remove",
-                    json!({"name": skill.name, "version": skill.version}),
-                )
-                .await;
-            match removed {
-                Ok(()) => {
-                    if editor.open.get_untracked()
-                        && editor.editing.with_untracked(|editing| {
-                            editing
-                                .as_ref()
-                                .is_some_and(|(name, _)| *name == skill.name)
-                        })
-                    {
-                        editor.open.set(false);
-                    }
-                    say(format!("Deleted `{}`.", skill.name));
-                    deleted.set(Some(skill));
-                    // Its row is gone, and the focus with it: Undo has it now.
-                    focus_soon("skill-undo");
-                }
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
-                    &format!("`{}` was not deleted: ", skill.name),
-                    &problem,
-                ))),
-            }
-        });
-    };
-    let undo = move || {
-        let Some(skill) = deleted.get_untracked() else {
-            return;
-        };
-        let Some(stores) = storage.stores.get_untracked() else {
-            failure.set(Some(unavailable()));
-            return;
-        };
-        let skill = SkillRecord {
-            version: 0,
-            ..skill
-        };
-        spawn_local(async move {
-            match stores.act("skills.put", json!({"skill": skill})).await {
-                Ok(()) => say(format!("`{}` is back.", skill.name)),
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
-                    &format!("`{}` was not brought back: ", skill.name),
-                    &problem,
-                ))),
-            }
-            focus_soon("skill-new");
+        panel.remove(storage, skill, move |skill| {
+            editor.editing.with_untracked(|editing| {
+                editing
+                    .as_ref()
+                    .is_some_and(|(name, _)| *name == skill.name)
+            })
         });
     };
     let toggle = move |name: String| {
@@ -456,15 +350,9 @@ pub(crate) fn SkillsPanel(storage: StorageSignals, agents: WorkspaceAgents) -> i
                     }
                 </For>
             </ul>
-            <div class="agents-status" data-testid="skills-status" role="status" aria-live="polite">
-                {move || status.get().map(|text| view! { <span>{text}</span> })}
-                {move || deleted.get().is_some().then(|| view! {
-                    " "<button type="button" class="secondary small" id="skill-undo" data-testid="skill-undo" on:click=move |_| undo()>"Undo"</button>
-                })}
-            </div>
-            {move || failure.get().map(|error| error_alert("skills-action-error", error))}
-            <Show when=move || editor.open.get()>
-                <SkillFormView editor=editor saving=saving failure=form_failure on_save=save on_cancel=close_form />
+            {panel.status_line_with_undo(storage)}
+            <Show when=move || panel.form_open.get()>
+                <SkillFormView editor=editor saving=panel.saving failure=panel.form_failure on_save=save on_cancel=close_form />
             </Show>
         </section>
     }
@@ -561,15 +449,9 @@ fn SkillFormView(
                 .is_some_and(|(old, _)| editor.name.with(|name| name.trim() != old))
         })
     };
-    let on_escape = move |event: KeyboardEvent| {
-        if event.key() == "Escape" {
-            event.prevent_default();
-            on_cancel();
-        }
-    };
     view! {
         <form class="agent-form skill-form" data-testid="skill-form" aria-labelledby="skill-form-title" novalidate
-            on:submit=move |event| { event.prevent_default(); on_save(); } on:keydown=on_escape>
+            on:submit=move |event| { event.prevent_default(); on_save(); } on:keydown=escape_cancels(on_cancel)>
             <h3 id="skill-form-title">{title}</h3>
             <div class="agent-fields">
                 <label for="skill-name">"Name"</label>
@@ -632,44 +514,6 @@ mod tests {
             required_tools: vec!["http_request".into()],
             version,
         }
-    }
-
-    #[test]
-    fn the_tools_typed_are_a_list_each_once() {
-        let cases: [(&str, &[&str]); 5] = [
-            ("", &[]),
-            ("http_request", &["http_request"]),
-            (
-                " http_request,  web_search ",
-                &["http_request", "web_search"],
-            ),
-            ("a b,,c\nb", &["a", "b", "c"]),
-            (",", &[]),
-        ];
-        for (typed, tools) in cases {
-            assert_eq!(parse_tools(typed), names(tools), "{typed:?}");
-        }
-    }
-
-    #[test]
-    fn a_copy_takes_the_first_free_name_and_stays_a_name() {
-        assert_eq!(copy_name("tidy-data", &[]), "tidy-data-copy");
-        assert_eq!(
-            copy_name("tidy-data", &names(&["tidy-data-copy"])),
-            "tidy-data-copy-2"
-        );
-        assert_eq!(
-            copy_name("tidy-data", &names(&["tidy-data-copy", "tidy-data-copy-2"])),
-            "tidy-data-copy-3"
-        );
-        let long = "a".repeat(64);
-        let copied = copy_name(&long, &[]);
-        assert_eq!(copied.len(), 64);
-        assert!(copied.ends_with("-copy"));
-        assert_eq!(kiln_types::profile::check_slug(&copied), Ok(()));
-        // A cut that would end on a dash does not double it.
-        let dashed = format!("{}-b", "a".repeat(58));
-        assert_eq!(copy_name(&dashed, &[]), format!("{}-copy", "a".repeat(58)));
     }
 
     #[test]

@@ -22,6 +22,7 @@ use serde_json::json;
 use kiln_types::runtime::Problem;
 use kiln_types::schedule::{Firing, FiringStatus, ScheduleRecord};
 
+use crate::panel::{PanelNames, PanelState, config_read, focus_soon};
 use crate::storage::{StorageSignals, Stores, error_alert, local_time};
 use crate::storage_model::ErrorText;
 
@@ -251,48 +252,29 @@ pub(crate) fn AgentSchedules(
     name: String,
 ) -> impl IntoView {
     let agent = StoredValue::new(agent);
-    let read = LocalResource::new(move || {
-        let stores = storage.stores.get();
-        storage.revisions.config.track();
-        async move {
-            let stores = stores?;
-            Some(
-                stores
-                    .op::<Vec<ScheduleView>>("schedules.list", json!({}))
-                    .await,
-            )
-        }
-    });
+    let read = config_read::<Vec<ScheduleView>>(
+        storage,
+        "schedules.list",
+        "The schedules could not be read: ",
+    );
     let all = move || match read.get() {
-        Some(Some(Ok(all))) => all,
+        Some(Ok(Some(all))) => all,
         _ => Vec::new(),
     };
     let mine = Memo::new(move |_| agent.with_value(|agent| of_agent(&all(), agent)));
-    // What the last action did, read out politely; why one failed, an alert.
-    let status = RwSignal::new(None::<String>);
-    let failure = RwSignal::new(None::<ErrorText>);
-    let form_failure = RwSignal::new(None::<ErrorText>);
-    let adding = RwSignal::new(false);
+    let panel = PanelState::<()>::new(PanelNames {
+        status: "schedules-status",
+        action_error: "schedules-action-error",
+        unavailable: "Storage is not available: schedules cannot be kept until it is. Reload the page to try again.",
+    });
     let id = RwSignal::new(String::new());
     let cron = RwSignal::new(String::new());
     let prompt = RwSignal::new(String::new());
     let zone = RwSignal::new(browser_zone());
     let enabled = RwSignal::new(true);
     let zones = known_zones();
-    let unavailable = || {
-        ErrorText::plain(
-            "Storage is not available: schedules cannot be kept until it is. Reload the page to try again.",
-        )
-    };
-    let say = move |text: String| {
-        failure.set(None);
-        status.set(Some(text));
-    };
 
     let add = move || {
-        if adding.get_untracked() {
-            return;
-        }
         let form = ScheduleForm {
             id: id.get_untracked(),
             cron: cron.get_untracked(),
@@ -301,40 +283,29 @@ pub(crate) fn AgentSchedules(
             enabled: enabled.get_untracked(),
         };
         let taken: Vec<String> = all().into_iter().map(|view| view.schedule.id).collect();
-        let record = match form.to_record(&agent.get_value(), &taken) {
-            Ok(record) => record,
-            Err(why) => {
-                form_failure.set(Some(ErrorText::plain(why)));
-                return;
-            }
-        };
-        let Some(stores) = storage.stores.get_untracked() else {
-            form_failure.set(Some(unavailable()));
+        let Some((stores, record)) =
+            panel.begin_save(storage, || form.to_record(&agent.get_value(), &taken))
+        else {
             return;
         };
-        adding.set(true);
-        form_failure.set(None);
         spawn_local(async move {
-            let put = stores.act("schedules.put", json!(record)).await;
-            adding.set(false);
-            match put {
+            match panel.finish_save(stores.act("schedules.put", json!(record))).await {
                 Ok(()) => {
-                    say(format!("Added the schedule `{}`.", record.id));
+                    panel.say(format!("Added the schedule `{}`.", record.id));
                     id.set(String::new());
                     cron.set(String::new());
                     prompt.set(String::new());
                 }
-                Err(problem) if is_conflict(&problem) => form_failure.set(Some(ErrorText::plain(format!(
+                Err(problem) if is_conflict(&problem) => panel.form_failed(ErrorText::plain(format!(
                     "There is already a schedule `{}` (added meanwhile, in another tab perhaps): choose another id.",
                     record.id
-                )))),
-                Err(problem) => form_failure.set(Some(ErrorText::with_prefix("Not added: ", &problem))),
+                ))),
+                Err(problem) => panel.form_failed(ErrorText::with_prefix("Not added: ", &problem)),
             }
         });
     };
     let switch = move |id: String, on: bool| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            failure.set(Some(unavailable()));
+        let Some(stores) = panel.stores(storage) else {
             return;
         };
         spawn_local(async move {
@@ -346,54 +317,45 @@ pub(crate) fn AgentSchedules(
             )
             .await;
             match changed {
-                Ok(true) => say(format!(
+                Ok(true) => panel.say(format!(
                     "The schedule `{id}` is {}.",
                     if on { "on" } else { "off" }
                 )),
-                Ok(false) => failure.set(Some(ErrorText::plain(format!(
+                Ok(false) => panel.failed(ErrorText::plain(format!(
                     "The schedule `{id}` is gone (removed in another tab perhaps)."
-                )))),
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
+                ))),
+                Err(problem) => panel.failed(ErrorText::with_prefix(
                     &format!(
                         "The schedule `{id}` was not switched {}: ",
                         if on { "on" } else { "off" }
                     ),
                     &problem,
-                ))),
+                )),
             }
         });
     };
     let remove = move |id: String| {
-        let Some(stores) = storage.stores.get_untracked() else {
-            failure.set(Some(unavailable()));
+        let Some(stores) = panel.stores(storage) else {
             return;
         };
         spawn_local(async move {
             match change_kept(&stores, &id, |_| None, true).await {
                 Ok(_) => {
-                    say(format!("Removed the schedule `{id}` and its firings."));
-                    request_animation_frame(|| {
-                        crate::focus_element("schedule-id");
-                    });
+                    panel.say(format!("Removed the schedule `{id}` and its firings."));
+                    focus_soon("schedule-id");
                 }
-                Err(problem) => failure.set(Some(ErrorText::with_prefix(
+                Err(problem) => panel.failed(ErrorText::with_prefix(
                     &format!("The schedule `{id}` was not removed: "),
                     &problem,
-                ))),
+                )),
             }
         });
     };
     let state_line = move || match read.get() {
         None => Some(view! { <p class="hint loading">"Reading the schedules…"</p> }.into_any()),
-        Some(None) => Some(error_alert("schedules-error", unavailable()).into_any()),
-        Some(Some(Err(problem))) => Some(
-            error_alert(
-                "schedules-error",
-                ErrorText::with_prefix("The schedules could not be read: ", &problem),
-            )
-            .into_any(),
-        ),
-        Some(Some(Ok(_))) => mine.with(Vec::is_empty).then(|| {
+        Some(Ok(None)) => Some(error_alert("schedules-error", panel.unavailable()).into_any()),
+        Some(Err(error)) => Some(error_alert("schedules-error", error).into_any()),
+        Some(Ok(Some(_))) => mine.with(Vec::is_empty).then(|| {
             view! { <p class="hint" data-testid="schedules-none">"No schedules yet."</p> }
                 .into_any()
         }),
@@ -412,10 +374,7 @@ pub(crate) fn AgentSchedules(
                     </For>
                 </ul>
             </Show>
-            <div class="agents-status" data-testid="schedules-status" role="status" aria-live="polite">
-                {move || status.get().map(|text| view! { <span>{text}</span> })}
-            </div>
-            {move || failure.get().map(|error| error_alert("schedules-action-error", error))}
+            {panel.status_line()}
             <form class="schedule-new" data-testid="schedule-form" aria-labelledby="schedule-new-title" novalidate
                 on:submit=move |event| { event.prevent_default(); add(); }>
                 <fieldset>
@@ -457,10 +416,10 @@ pub(crate) fn AgentSchedules(
                     </div>
                     <label class="inline"><input type="checkbox" data-testid="schedule-enabled" prop:checked=enabled
                         on:change=move |event| enabled.set(event_target_checked(&event)) />"On"</label>
-                    {move || form_failure.get().map(|error| error_alert("schedule-form-error", error))}
+                    {move || panel.form_failure.get().map(|error| error_alert("schedule-form-error", error))}
                     <div class="actions">
-                        <button type="submit" class="secondary" data-testid="schedule-add" disabled=adding>
-                            {move || if adding.get() { "Adding…" } else { "Add the schedule" }}
+                        <button type="submit" class="secondary" data-testid="schedule-add" disabled=panel.saving>
+                            {move || if panel.saving.get() { "Adding…" } else { "Add the schedule" }}
                         </button>
                     </div>
                 </fieldset>
