@@ -186,3 +186,30 @@ test("authorCode rejects with no_valid_submission and the last reasons; the payl
   const noModel = await inPage(`return await kiln.authorPayload({ ...args.request, model: undefined });`, { request });
   assert.equal(noModel.thrown.code, "no_model");
 });
+
+test("a graph whose nodes import kiln:csv and kiln:html parses, selects and hashes without a hand-written parser", async () => {
+  const ran = await inPage(`
+    const pages = {
+      title: "Pages from a CSV",
+      code: "import { parse } from \\"kiln:csv\\";\\nreturn { pages: parse(csv).map((row) => row.html) };",
+      inputs: [{ name: "csv", type: "string" }],
+      outputs: [{ name: "pages", type: "list[string]" }],
+    };
+    const links = {
+      title: "Links and their digest",
+      code: "import * as html from \\"kiln:html\\";\\nconst hrefs = pages.flatMap((page) => html.select(page, \\"a[href]\\").map((a) => a.attributes.href));\\nreturn { hrefs, digest: toHex(crypto.digest(\\"SHA-256\\", hrefs.join(\\"\\\\n\\"))) };",
+      inputs: [{ name: "pages", type: "list[string]" }],
+      outputs: [{ name: "hrefs", type: "list[string]" }, { name: "digest", type: "string" }],
+    };
+    const refused = await kiln.codeNode({ ...links, code: "import _ from \\"lodash\\";\\nreturn { hrefs: [], digest: '' };" })
+      .run({ pages: [] }).then((run) => run.error, (error) => ({ thrown: error.message }));
+    const graph = kiln.graph({ nodes: [{ id: "pages", ...pages }, { id: "links", ...links }], edges: [{ from: "pages.pages", to: "links.pages" }] });
+    const csv = 'name,html\\nhome,"<a href=""/a"">A</a> <p>no link</p>"\\nabout,"<nav><a href=""/b"">B</a><a>none</a></nav>"\\n';
+    return { result: await graph.run({ pages: { csv } }), refused };`);
+  assert.equal(ran.result.status, "completed", JSON.stringify(ran.result));
+  const links = ran.result.nodes.find((node) => node.id === "links");
+  assert.deepEqual(links.outputs.hrefs, ["/a", "/b"]);
+  // sha256("/a\n/b"), as `sha256sum` prints it.
+  assert.equal(links.outputs.digest, "920e1136383360910a2165ba206599598de8a189ac35cf7666aaedb717000e76");
+  assert.match(JSON.stringify(ran.refused), /`lodash` cannot be imported/);
+});

@@ -245,3 +245,55 @@ test("a node written by hand: saved as one change, fed from another, its output 
   await card(page, "new-node").locator("h3", { hasText: "New node" }).waitFor();
   assert.deepEqual(errors, []);
 });
+
+test("a graph in the app whose node imports kiln:csv and kiln:html: the links of a CSV of pages, with their digest", async () => {
+  const { page, errors } = app();
+  await show(page, "nodes");
+  await page.getByTestId("graph-new-name").fill("Links");
+  await page.getByTestId("graph-new").click();
+  await page.getByTestId("nodes-empty").waitFor();
+  // One node gives the CSV; the next imports Kiln's modules to read it.
+  const write = async (id, title, inputs, outputs, code) => {
+    await page.getByTestId("node-add").click();
+    const added = card(page, id);
+    await added.waitFor();
+    await added.getByTestId("node-edit").click();
+    await added.getByTestId("edit-title").fill(title);
+    await added.getByTestId("edit-inputs").fill(inputs);
+    await added.getByTestId("edit-outputs").fill(outputs);
+    await added.getByTestId("edit-code").fill(code);
+    await added.getByTestId("edit-save").click();
+    await page.getByTestId("nodes-status").filter({ hasText: `Saved \`${id}\`.` }).waitFor();
+  };
+  await write(
+    "new-node",
+    "Pages",
+    "",
+    "csv: string",
+    'return { csv: \'name,html\\nhome,"<a href=""/a"">A</a>"\\nabout,"<nav><a href=""/b"">B</a></nav>"\\n\' };',
+  );
+  await write(
+    "new-node-2",
+    "Links",
+    "csv: string",
+    "links: list[string]\ndigest: string",
+    'import { parse } from "kiln:csv";\nimport { select } from "kiln:html";\nconst links = parse(csv).flatMap((row) => select(row.html, "a[href]").map((a) => a.attributes.href));\nconsole.log(`${links.length} links`);\nreturn { links, digest: toHex(crypto.digest("SHA-256", links.join("\\n"))) };',
+  );
+  await input(page, "new-node-2", "csv").getByTestId("connect-from").selectOption("new-node.csv");
+  await page.getByTestId("graph-run").click();
+  await page.getByTestId("nodes-status").filter({ hasText: "The graph ran" }).waitFor();
+  assert.deepEqual(JSON.parse(await text(output(page, "new-node-2", "links"))), ["/a", "/b"]);
+  assert.equal(JSON.parse(await text(output(page, "new-node-2", "digest"))), "920e1136383360910a2165ba206599598de8a189ac35cf7666aaedb717000e76");
+  assert.equal(await text(card(page, "new-node-2").getByTestId("node-console")), "2 links");
+  await card(page, "new-node-2").scrollIntoViewIfNeeded();
+  await shot(page, "nodes-imports");
+  // An import Kiln cannot serve fails the node before its body runs, named by line.
+  await card(page, "new-node-2").getByTestId("node-edit").click();
+  await card(page, "new-node-2").getByTestId("edit-code").fill('import _ from "lodash";\nreturn { links: [], digest: "" };');
+  await card(page, "new-node-2").getByTestId("edit-save").click();
+  await page.getByTestId("nodes-status").filter({ hasText: "Saved `new-node-2`." }).waitFor();
+  await page.getByTestId("graph-run").click();
+  await card(page, "new-node-2").getByTestId("node-error").waitFor();
+  assert.match(await text(card(page, "new-node-2").getByTestId("node-error")), /import_refused: `lodash` cannot be imported.*\(line 1\)/);
+  assert.deepEqual(errors, []);
+});
