@@ -20,26 +20,27 @@
     return tool(args);
   };
   const object = (value) => (value !== null && typeof value === "object" ? value : {});
+  // The file tools' own shapes and names (snake_case, as every tool
+  // answers): `stat` is `file_stat`'s, `list` is `file_list`'s `entries`.
   const stat = (reply) => {
     const found = object(reply);
     return {
+      path: found.path,
       exists: found.exists === true,
+      is_file: found.is_file === true,
+      is_dir: found.is_dir === true,
       size: typeof found.size === "number" ? found.size : 0,
-      isDirectory: found.is_dir === true,
-      isFile: found.is_file === true,
-      modifiedMs: typeof found.modified_ms === "number" ? found.modified_ms : null,
+      modified_ms: typeof found.modified_ms === "number" ? found.modified_ms : null,
     };
   };
   const entry = (reply) => {
     const found = object(reply);
-    const isDirectory = found.is_dir === true;
     return {
       name: found.name,
       path: found.path,
-      isDirectory,
-      isFile: !isDirectory,
+      is_dir: found.is_dir === true,
       size: typeof found.size === "number" ? found.size : 0,
-      modifiedMs: typeof found.modified_ms === "number" ? found.modified_ms : null,
+      modified_ms: typeof found.modified_ms === "number" ? found.modified_ms : null,
     };
   };
 

@@ -2,9 +2,10 @@
 //! thin layer over the file capabilities.
 //!
 //! `workspace.read(path)` → the text, `write(path, content)` → a stat,
-//! `list(path = "")` → entries, `stat(path)` →
-//! `{exists, size, isDirectory, isFile, modifiedMs}` (a missing path is
-//! `exists: false`, not a rejection), `mkdir(path)` and `remove(path)` (one
+//! `list(path = "")` → `file_list`'s entries `[{name, path, is_dir, size,
+//! modified_ms}]`, `stat(path)` → `file_stat`'s `{path, exists, is_file,
+//! is_dir, size, modified_ms}` (a missing path is `exists: false`, not a
+//! rejection): one shape per concept, the tools' own, with their names, `mkdir(path)` and `remove(path)` (one
 //! file or one empty folder). Each method is exactly one call of one tool
 //! (`file_read`, `file_write`, `file_list`, `file_stat`, `file_mkdir`,
 //! `file_remove`) through the same function `tools.<name>` uses, so it goes

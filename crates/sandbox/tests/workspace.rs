@@ -144,11 +144,11 @@ fn programs_write_read_list_stat_make_and_remove_files() {
         const gone = await workspace.stat("empty/deeper");
         const made = await workspace.mkdir("made");
         return {
-            written: [written.exists, written.isFile, written.size, typeof written.modifiedMs],
+            written: [written.exists, written.is_file, written.size, typeof written.modified_ms, written.path],
             text,
-            root: root.map((entry) => [entry.name, entry.isDirectory, entry.isFile]),
-            notes: notes.map((entry) => [entry.path, entry.size, typeof entry.modifiedMs]),
-            stat: [stat.exists, stat.isFile, stat.isDirectory, stat.size],
+            root: root.map((entry) => [entry.name, entry.is_dir, Object.keys(entry).join()]),
+            notes: notes.map((entry) => [entry.path, entry.size, typeof entry.modified_ms]),
+            stat: [stat.exists, stat.is_file, stat.is_dir, stat.size],
             missing,
             removed: removed === undefined,
             gone: gone.exists,
@@ -161,12 +161,12 @@ fn programs_write_read_list_stat_make_and_remove_files() {
         format!(
             "completed {}",
             json!({
-                "written": [true, true, 5, "number"],
+                "written": [true, true, 5, "number", "notes/a.txt"],
                 "text": "hello",
-                "root": [["empty", true, false], ["notes", true, false]],
+                "root": [["empty", true, "name,path,is_dir,size,modified_ms"], ["notes", true, "name,path,is_dir,size,modified_ms"]],
                 "notes": [["notes/a.txt", 5, "number"]],
                 "stat": [true, true, false, 5],
-                "missing": {"exists": false, "size": 0, "isDirectory": false, "isFile": false, "modifiedMs": null},
+                "missing": {"path": "notes/b.txt", "exists": false, "is_file": false, "is_dir": false, "size": 0, "modified_ms": null},
                 "removed": true,
                 "gone": false,
                 "made": true,

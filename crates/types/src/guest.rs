@@ -50,7 +50,7 @@ pub const GLOBALS: &[GuestGlobal] = &[
         name: "workspace",
         also: &[],
         usage: "await workspace.read(path) / .write(path, text) / .list(dir) / .stat(path) / .mkdir(path) / .remove(path)",
-        summary: "The run's workspace files, over the file tools (so each call is one tool call, through the same ladder). Present only when the run has the file tools.",
+        summary: "The run's workspace files, over the file tools (so each call is one tool call, through the same ladder), answering their shapes: `list` → `[{name, path, is_dir, size, modified_ms}]`, `stat` and `write` → `{path, exists, is_file, is_dir, size, modified_ms}`. Present only when the run has the file tools.",
     },
     GuestGlobal {
         name: "agents",
