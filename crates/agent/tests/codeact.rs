@@ -771,7 +771,7 @@ fn past_the_threshold_tools_are_listed_by_name_and_found_in_the_sandbox() {
     let turn = turn(
         vec![
             Reply::code(
-                "const found = await tools.search_tools({query: 'number 17'}); return found.map((t) => t.name)",
+                "const found = await tools.search_tools({query: 'number 17'}); return found.map((t) => t.declaration)",
             ),
             Reply::text("Found it."),
         ],
@@ -785,7 +785,11 @@ fn past_the_threshold_tools_are_listed_by_name_and_found_in_the_sandbox() {
     };
     assert!(text.contains("by name only: tool_0, tool_1,"), "{text}");
     assert!(!text.contains("Tool number 3."));
-    assert!(turn.results()[0].1.contains("tool_17"));
+    let found = &turn.results()[0].1;
+    assert!(
+        found.contains(r#""/** Tool number 17. */\ndeclare function tool_17(args?: {\n  [key: string]: unknown;\n}): Promise<unknown>;""#),
+        "each found tool as TypeScript: {found}"
+    );
 }
 
 #[test]

@@ -119,9 +119,18 @@ pub(crate) fn install(
         .into_iter()
         .map(|name| (JsString::from(name), tool_function(name, context)))
         .collect();
+    let describe = !admission.tools.contains_key(DESCRIBE);
     let mut target = ObjectInitializer::new(context);
     for (name, function) in functions {
         target.property(name, function, Attribute::ENUMERABLE);
+    }
+    // Not a tool: not enumerable, and a tool of that name keeps it.
+    if describe {
+        target.function(
+            NativeFunction::from_fn_ptr(describe_tool),
+            js_string!("describe"),
+            1,
+        );
     }
     let target = target.build();
     target.set_prototype(None);
@@ -133,6 +142,41 @@ pub(crate) fn install(
         .build(context)?;
     context.register_global_property(js_string!("tools"), proxy, Attribute::empty())?;
     Ok(state)
+}
+
+/// `tools.describe(name)`'s name.
+const DESCRIBE: &str = "describe";
+
+/// `tools.describe(name)`: the tool's TypeScript declaration, written from its
+/// schema ([`kiln_types::declaration`]).
+fn describe_tool(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+    let name = args
+        .first()
+        .cloned()
+        .unwrap_or_default()
+        .to_string(context)?
+        .to_std_string_lossy();
+    let Some(state) = context.get_data::<SharedRunTools>().cloned() else {
+        return Err(JsNativeError::typ()
+            .with_message("tools.describe: this run has no tools")
+            .into());
+    };
+    let admission = &state.0.admission;
+    match admission.tools.get(&name) {
+        Some(entry) => Ok(JsString::from(kiln_types::declaration::declaration(
+            &entry.name,
+            &entry.description,
+            &entry.input_schema,
+            None,
+        ))
+        .into()),
+        None => Err(JsNativeError::typ()
+            .with_message(format!(
+                "tools.describe: this run has no tool `{name}`; it has {}",
+                admission.exposed_names().join(", ")
+            ))
+            .into()),
+    }
 }
 
 /// The guest function that calls the tool `name`: what `tools.<name>` reads,

@@ -25,8 +25,8 @@ pub const GLOBALS: &[GuestGlobal] = &[
     GuestGlobal {
         name: "tools",
         also: &[],
-        usage: "await tools.NAME({...arguments})",
-        summary: "Calls one of the run's tools through the permission ladder. Resolves to the tool's result; rejects with an Error whose `code` says why (`tool_unavailable`, `invalid_arguments`, `denied`, …) and whose `detail` has the tool's own details. Calls may run concurrently with Promise.all.",
+        usage: "await tools.NAME({...arguments}); tools.describe(NAME)",
+        summary: "Calls one of the run's tools through the permission ladder. Resolves to the tool's result; rejects with an Error whose `code` says why (`tool_unavailable`, `invalid_arguments`, `denied`, …) and whose `detail` has the tool's own details. Calls may run concurrently with Promise.all. `tools.describe(NAME)` answers the tool's TypeScript declaration.",
     },
     GuestGlobal {
         name: "console",

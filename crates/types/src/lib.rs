@@ -19,6 +19,7 @@
 //!   size bound.
 //! - [`guest`]: every global Kiln defines in a sandbox run, as data, for prompts and
 //!   help texts to be written from.
+//! - [`declaration`]: a tool as a TypeScript declaration, from its JSON Schema.
 //! - [`manifest`]: the capability manifest: what a program or a code node's body
 //!   may use, and the budgets with their defaults and ceilings.
 //! - [`chat`]: a chat turn as it crosses to the page: the provider it asks, what it
@@ -44,6 +45,7 @@
 pub mod agent;
 pub mod cancel;
 pub mod chat;
+pub mod declaration;
 pub mod guest;
 pub mod manifest;
 pub mod model;

@@ -319,7 +319,7 @@ impl SearchTools {
     pub(crate) fn spec() -> CapabilitySpec {
         builtin(
             SEARCH_TOOLS,
-            "Finds the job's tools whose name or description contains every word of `query` (case-insensitive; an empty query lists all), answering [{name, description, input_schema}].",
+            "Finds the job's tools whose name or description contains every word of `query` (case-insensitive; an empty query lists all), answering [{name, declaration}]: each tool as a TypeScript declaration, its description a doc comment.",
             json!({
                 "type": "object",
                 "properties": {
@@ -363,8 +363,12 @@ impl Implementation for SearchTools {
             .map(|spec| {
                 json!({
                     "name": spec.name,
-                    "description": spec.description,
-                    "input_schema": spec.input_schema,
+                    "declaration": kiln_types::declaration::declaration(
+                        &spec.name,
+                        &spec.description,
+                        &spec.input_schema,
+                        Some(&spec.result),
+                    ),
                 })
             })
             .collect();

@@ -287,6 +287,15 @@ pub const TOOL_CATALOG: &str = r#"[
 
 /// Programs against [`TOOL_CATALOG`] and what they must report, calls included.
 pub const TOOL_CASES: &[(&str, &str)] = &[
+    // `tools.describe(name)`: the tool as TypeScript; not itself a tool.
+    (
+        "return [tools.describe('echo'), Object.keys(tools).includes('describe')]",
+        r#"completed ["/** Echoes its arguments */\ndeclare function echo(args?: {\n  [key: string]: unknown;\n}): Promise<unknown>;",false]"#,
+    ),
+    (
+        "try { tools.describe('nope') } catch (e) { return e.message.startsWith('tools.describe: this run has no tool `nope`; it has ') }",
+        "completed true",
+    ),
     (
         "return await tools.echo({text: 'hi', n: [1, 2]})",
         r#"completed {"text":"hi","n":[1,2]} [echo ok]"#,

@@ -204,10 +204,7 @@ pub const STDLIB_CASES: &[(&str, &str)] = &[
         "const m = await import('kiln:csv').catch((e) => e.name); return m",
         r##"completed "TypeError""##,
     ),
-    (
-        "return 1;\nimport { parse } from 'kiln:csv';",
-        "syntax",
-    ),
+    ("return 1;\nimport { parse } from 'kiln:csv';", "syntax"),
     // Hostile inputs end in their limits and errors; the run goes on.
     (
         "import { parse } from 'kiln:csv';\ntry { parse('a,b\\n'.repeat(1300000)) } catch (e) { return [e.name, e.message] }",
