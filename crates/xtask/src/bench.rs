@@ -131,6 +131,12 @@ pub fn run(root: &Path) -> Result<()> {
             .args(["build", "--release", "--package", "kiln-cli"])
             .current_dir(root),
     )?;
+    println!(
+        "the guest's standard library beside the JavaScript libraries the reference bridges (headless Chromium, ms a call, medians; speed = peer ÷ Kiln):"
+    );
+    let mut node = bench_script(root, "stdlib", &pkg, &node_modules, &servers);
+    run_checked(&mut node)?;
+
     println!("sandbox figures, Kiln beside quickjs-emscripten (ms, medians):");
     let mut node = bench_script(root, "sandbox", &pkg, &node_modules, &servers);
     node.env("KILN_CLI", root.join("target/release/kiln"));
