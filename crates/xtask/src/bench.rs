@@ -16,7 +16,9 @@
 //! conversations in Chromium: a thread's write per message, the app opening a
 //! thread of 1,000 messages and scrolling it, a reload from the service worker
 //! (`playwright/bench/threads.mjs`); the embedded widget's size, opening time, host
-//! long tasks and host-tool round trip (`playwright/bench/widget.mjs`);
+//! long tasks and host-tool round trip (`playwright/bench/widget.mjs`); the
+//! guest's `kiln:` modules and `crypto.digest` beside papaparse, cheerio,
+//! js-yaml, marked, diff and WebCrypto (`playwright/bench/stdlib.mjs`);
 //! Kiln's own model in Chromium beside wllama in the same page and llama.cpp
 //! natively, all on one thread: generation rate, first token, memory and
 //! download (`playwright/bench/model.mjs`, `servers/model_bench.py`);
