@@ -14,6 +14,7 @@
 use std::fmt::Write as _;
 
 use boa_engine::object::ObjectInitializer;
+use boa_engine::object::builtins::JsArray;
 use boa_engine::property::Attribute;
 use boa_engine::{Context, JsNativeError, JsObject, JsResult, JsString, JsValue, NativeFunction};
 use serde_json::{Map, Value, json};
@@ -173,22 +174,32 @@ fn csv_parse(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
         }
         keys.push(key);
     }
-    let objects: Vec<Value> = rows
-        .map(|row| {
-            let mut object = Map::new();
-            for (index, key) in keys.iter().enumerate() {
-                object.insert(
-                    key.clone(),
-                    row.get(index).map_or(Value::Null, |cell| json!(cell)),
-                );
-            }
-            if row.len() > keys.len() {
-                object.insert("_extra".into(), json!(row[keys.len()..]));
-            }
-            Value::Object(object)
-        })
+    // Built straight into the engine's objects, each key made once: going
+    // through JSON values first cost about half the time of a parse.
+    let keys: Vec<JsString> = keys
+        .iter()
+        .map(|key| JsString::from(key.as_str()))
         .collect();
-    to_js(&Value::Array(objects), context)
+    let extra = JsString::from("_extra");
+    let mut objects = Vec::new();
+    for row in rows {
+        let object = JsObject::with_object_proto(context.intrinsics());
+        for (index, key) in keys.iter().enumerate() {
+            let cell: JsValue = row
+                .get(index)
+                .map_or_else(JsValue::null, |cell| JsString::from(cell.as_str()).into());
+            object.create_data_property_or_throw(key.clone(), cell, context)?;
+        }
+        if row.len() > keys.len() {
+            let cells = row[keys.len()..]
+                .iter()
+                .map(|cell| JsString::from(cell.as_str()).into());
+            let cells = JsArray::from_iter(cells, context);
+            object.create_data_property_or_throw(extra.clone(), cells, context)?;
+        }
+        objects.push(JsValue::from(object));
+    }
+    Ok(JsArray::from_iter(objects, context).into())
 }
 
 /// A cell as CSV text: strings as they are, `null` empty, anything else its JSON.
