@@ -14,9 +14,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { build } from "esbuild";
 import { launch } from "../lib/browser.mjs";
 import { serveIsolated } from "../lib/serve.mjs";
+import { bundle } from "./peer/build.mjs";
 
 const RUNS = Number(process.env.KILN_BENCH_RUNS ?? 5);
 
@@ -72,16 +72,7 @@ const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.l
 const round = (ms) => Math.round(ms * 1000) / 1000;
 
 const peers = mkdtempSync(join(tmpdir(), "kiln-stdlib-peers-"));
-await build({
-  entryPoints: [fileURLToPath(new URL("peer/stdlib-peers.src.mjs", import.meta.url))],
-  outfile: join(peers, "stdlib-peers.mjs"),
-  bundle: true,
-  format: "esm",
-  platform: "browser",
-  target: "es2022",
-  minify: true,
-  logLevel: "warning",
-});
+await bundle(fileURLToPath(new URL("peer/stdlib-peers.src.mjs", import.meta.url)), join(peers, "stdlib-peers.mjs"));
 const server = await serveIsolated([process.env.KILN_PKG, peers]);
 const browser = await launch();
 try {

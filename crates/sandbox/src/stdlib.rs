@@ -15,7 +15,7 @@
 //! - `parallelMap(items, fn, concurrency)`.
 //!
 //! Each global is a placeholder until a program first touches one; then the
-//! whole library loads ([`NAMES`]), in the program's own time.
+//! whole library loads ([`names`]), in the program's own time.
 //!
 //! The limits live inside the implementations (`stdlib.js` captures what it
 //! guards): text at most [`MAX_TEXT_CHARS`] and bytes at most
@@ -44,22 +44,23 @@ pub const MAX_BYTES: usize = 10 << 20;
 /// The library's JavaScript half.
 const STDLIB: &str = include_str!("stdlib.js");
 
-/// The globals the library defines.
-pub const NAMES: &[&str] = &[
+/// The entries of `kiln_types::guest::GLOBALS` the library defines, each
+/// with the names it lists beside it.
+const ENTRIES: [&str; 5] = [
     "TextEncoder",
-    "TextDecoder",
-    "atob",
-    "btoa",
-    "toBase64",
-    "fromBase64",
-    "toHex",
-    "fromHex",
     "URL",
-    "URLSearchParams",
     "structuredClone",
     "crypto",
     "parallelMap",
 ];
+
+/// The globals the library defines, as the guest table lists them.
+pub fn names() -> impl Iterator<Item = &'static str> {
+    kiln_types::guest::GLOBALS
+        .iter()
+        .filter(|global| ENTRIES.contains(&global.name))
+        .flat_map(|global| std::iter::once(global.name).chain(global.also.iter().copied()))
+}
 
 /// Where the library's globals live once loaded.
 type Shelf = JsObject;
@@ -76,7 +77,7 @@ type Shelf = JsObject;
 pub(crate) fn install(context: &mut Context) -> JsResult<()> {
     let global = context.global_object();
     let lib: Shelf = JsObject::with_null_proto();
-    for &name in NAMES {
+    for name in names() {
         let get = NativeFunction::from_copy_closure_with_captures(
             move |_, _, lib: &Shelf, context| {
                 load(lib, context)?;
@@ -202,7 +203,7 @@ fn load(lib: &Shelf, context: &mut Context) -> JsResult<()> {
     let made = made.as_object().ok_or_else(|| {
         JsNativeError::typ().with_message("the standard library's definition made no object")
     })?;
-    for &name in NAMES {
+    for name in names() {
         let key = JsString::from(name);
         let value = made.get(key.clone(), context)?;
         lib.create_data_property_or_throw(key, value, context)?;

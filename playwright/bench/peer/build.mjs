@@ -5,10 +5,10 @@ import { build } from "esbuild";
 
 const SOURCE = fileURLToPath(new URL("worker.src.mjs", import.meta.url));
 
-/** Writes the bundled peer worker to `outFile`. */
-export async function buildPeerWorker(outFile) {
+/** Bundles `entry` and what it imports into one browser module at `outFile`. */
+export async function bundle(entry, outFile) {
   await build({
-    entryPoints: [SOURCE],
+    entryPoints: [entry],
     outfile: outFile,
     bundle: true,
     format: "esm",
@@ -18,6 +18,11 @@ export async function buildPeerWorker(outFile) {
     minify: true,
     logLevel: "warning",
   });
+}
+
+/** Writes the bundled peer worker to `outFile`. */
+export async function buildPeerWorker(outFile) {
+  await bundle(SOURCE, outFile);
 }
 
 if (process.argv[1] === fileURLToPath(import.meta.url)) {
