@@ -194,6 +194,22 @@ pub const MODULES: &[GuestModule] = &[
         ],
     },
     GuestModule {
+        specifier: "kiln:xml",
+        summary: "XML documents as plain data.",
+        exports: &[
+            GuestExport {
+                name: "parse",
+                usage: "parse(xml, {attributePrefix = \"@\", textKey = \"#text\"})",
+                summary: "`{root: …}`: an element with only text is its text, attributes are `@name`, text beside children is `#text`, a repeated element is a list. Only XML's own entities are read.",
+            },
+            GuestExport {
+                name: "stringify",
+                usage: "stringify({root: …}, {attributePrefix, textKey})",
+                summary: "XML text of data shaped as `parse` answers it.",
+            },
+        ],
+    },
+    GuestModule {
         specifier: "kiln:diff",
         summary: "Differences between two texts.",
         exports: &[
