@@ -1,0 +1,150 @@
+//! The modules a program imports (`kiln_types::guest::MODULES`), each over a
+//! well-kept Rust crate compiled into the sandbox, identical natively and in
+//! the browser: `kiln:csv` (the `csv` crate), `kiln:html` (`scraper`, the
+//! html5ever parser and Servo's selector engine, and a Markdown writer over
+//! its tree), `kiln:markdown` (`pulldown-cmark`), `kiln:yaml`
+//! (`serde_norway`, serde_yaml's maintained fork), `kiln:xml` (`quick-xml`),
+//! `kiln:diff` (`similar`).
+//!
+//! The run's importer (`imports` rewrites declarations into calls of it)
+//! builds a module's namespace the first time the run imports it and keeps
+//! it for the run. Every export takes text through the standard library's
+//! bound ([`crate::stdlib::MAX_TEXT_CHARS`]) and answers plain data; bad
+//! input is a catchable error naming what was wrong.
+
+use boa_engine::object::ObjectInitializer;
+use boa_engine::property::Attribute;
+use boa_engine::{Context, JsNativeError, JsObject, JsResult, JsString, JsValue, NativeFunction};
+use serde_json::{Map, Value};
+
+use crate::stdlib::{argument, string_argument};
+
+mod csv;
+mod diff;
+mod html;
+mod markdown;
+mod xml;
+mod yaml;
+
+pub use diff::MAX_DIFF_TOKENS;
+pub use html::{DEFAULT_SELECT, MAX_HTML_DEPTH, MAX_SELECT};
+
+/// The run's importer: `__kiln_import(specifier)` answers the module's
+/// namespace, made once per run.
+pub(crate) fn importer(context: &mut Context) -> JsObject {
+    let cache = JsObject::with_null_proto();
+    NativeFunction::from_copy_closure_with_captures(
+        |_, args, cache: &JsObject, context| {
+            let specifier = string_argument(args, 0, context)?;
+            let key = JsString::from(specifier.as_str());
+            if cache.has_own_property(key.clone(), context)? {
+                return cache.get(key, context);
+            }
+            let namespace = namespace(&specifier, context)?;
+            cache.create_data_property_or_throw(key, namespace.clone(), context)?;
+            Ok(namespace.into())
+        },
+        cache,
+    )
+    .to_js_function(context.realm())
+    .into()
+}
+
+/// A module's namespace: a frozen object of its exports.
+fn namespace(specifier: &str, context: &mut Context) -> JsResult<JsObject> {
+    let exports: &[(&str, NativeFunction, usize)] = match specifier {
+        "kiln:csv" => &[
+            ("parse", NativeFunction::from_fn_ptr(csv::parse), 2),
+            ("stringify", NativeFunction::from_fn_ptr(csv::stringify), 2),
+        ],
+        "kiln:html" => &[
+            ("select", NativeFunction::from_fn_ptr(html::select), 3),
+            (
+                "toMarkdown",
+                NativeFunction::from_fn_ptr(html::to_markdown),
+                1,
+            ),
+        ],
+        "kiln:markdown" => &[("toHtml", NativeFunction::from_fn_ptr(markdown::to_html), 2)],
+        "kiln:yaml" => &[
+            ("parse", NativeFunction::from_fn_ptr(yaml::parse), 1),
+            ("stringify", NativeFunction::from_fn_ptr(yaml::stringify), 1),
+        ],
+        "kiln:xml" => &[
+            ("parse", NativeFunction::from_fn_ptr(xml::parse), 2),
+            ("stringify", NativeFunction::from_fn_ptr(xml::stringify), 2),
+        ],
+        "kiln:diff" => &[
+            ("lines", NativeFunction::from_fn_ptr(diff::lines), 2),
+            ("words", NativeFunction::from_fn_ptr(diff::words), 2),
+            ("unified", NativeFunction::from_fn_ptr(diff::unified), 3),
+        ],
+        _ => {
+            return Err(JsNativeError::typ()
+                .with_message(format!("there is no module `{specifier}`"))
+                .into());
+        }
+    };
+    let mut object = ObjectInitializer::new(context);
+    for (name, function, length) in exports {
+        object.function(function.clone(), JsString::from(*name), *length);
+    }
+    object.property(
+        boa_engine::JsSymbol::to_string_tag(),
+        JsString::from("Module"),
+        Attribute::empty(),
+    );
+    let object = object.build();
+    object.set_integrity_level(boa_engine::object::IntegrityLevel::Frozen, context)?;
+    Ok(object)
+}
+
+/// Argument `index` as JSON (an options object; `{}` when absent).
+fn options(args: &[JsValue], index: usize, context: &mut Context) -> JsResult<Map<String, Value>> {
+    let value = argument(args, index);
+    if value.is_undefined() || value.is_null() {
+        return Ok(Map::new());
+    }
+    match crate::inspect::to_json(&value, context)? {
+        Value::Object(map) => Ok(map),
+        other => Err(JsNativeError::typ()
+            .with_message(format!("the options must be an object; got {other}"))
+            .into()),
+    }
+}
+
+fn flag(options: &Map<String, Value>, name: &str, default: bool) -> JsResult<bool> {
+    match options.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::Bool(value)) => Ok(*value),
+        Some(other) => Err(JsNativeError::typ()
+            .with_message(format!("`{name}` must be true or false; got {other}"))
+            .into()),
+    }
+}
+
+/// A one-character option (`delimiter`, `quote`) as its byte.
+fn byte(options: &Map<String, Value>, name: &str, default: u8) -> JsResult<u8> {
+    match options.get(name) {
+        None | Some(Value::Null) => Ok(default),
+        Some(Value::String(text)) if text.len() == 1 && text.is_ascii() => Ok(text.as_bytes()[0]),
+        Some(other) => Err(JsNativeError::typ()
+            .with_message(format!(
+                "`{name}` must be one ASCII character, such as \",\" or \"\\t\"; got {other}"
+            ))
+            .into()),
+    }
+}
+
+fn to_js(value: &Value, context: &mut Context) -> JsResult<JsValue> {
+    JsValue::from_json(value, context)
+}
+
+/// A cell as CSV text: strings as they are, `null` empty, anything else its JSON.
+pub(super) fn cell(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        Value::Null => String::new(),
+        other => other.to_string(),
+    }
+}
