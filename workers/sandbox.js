@@ -4,5 +4,5 @@ import init from "../kiln_sandbox_worker.js";
 
 init().catch((error) => {
   // The host reads this as a failed start and says so on the page.
-  self.postMessage(JSON.stringify({ v: 2, msg: { type: "rejected", problem: `the sandbox wasm failed to load: ${error}` } }));
+  self.postMessage(JSON.stringify({ v: 3, msg: { type: "rejected", problem: `the sandbox wasm failed to load: ${error}` } }));
 });

@@ -106,7 +106,7 @@ async function measurePingPong(page) {
         worker.onmessage = (event) => resolve(event.data);
         worker.postMessage(message);
       });
-    const message = JSON.stringify({ v: 2, msg: { type: "tool_reply", run_id: 1, call_number: 1, reply: { Ok: { i: 1 } } } });
+    const message = JSON.stringify({ v: 3, msg: { type: "tool_reply", run_id: 1, call_number: 1, reply: { Ok: { i: 1 } } } });
     for (let i = 0; i < 50; i++) await roundTrip(message);
     const samples = [];
     for (let run = 0; run < 5; run++) {
@@ -129,7 +129,7 @@ async function measureTopology(page) {
   return page.evaluate(async () => {
     const runtime = `
       const echo = URL.createObjectURL(new Blob(["onmessage = (e) => postMessage(e.data);"], { type: "text/javascript" }));
-      const message = JSON.stringify({ v: 2, msg: { type: "tool_reply", run_id: 1, call_number: 1, reply: { Ok: { i: 1 } } } });
+      const message = JSON.stringify({ v: 3, msg: { type: "tool_reply", run_id: 1, call_number: 1, reply: { Ok: { i: 1 } } } });
       async function trips(send, listen) {
         const roundTrip = () => new Promise((resolve) => { listen(resolve); send(message); });
         for (let i = 0; i < 50; i++) await roundTrip();

@@ -44,6 +44,21 @@ async function inPage(body, args = {}) {
   );
 }
 
+test("a node's progress reaches the page's onEvent as it runs, clamped and spaced", async () => {
+  const ran = await inPage(
+    `const events = [];
+     const ran = await kiln.codeNode({ title: "Steps", outputs: [{ name: "n", type: "integer" }],
+       code: "progress(-3, 'start'); progress(50, 'dropped: too soon'); await sleep(150); progress(150, 'x'.repeat(600)); return { n: 2 };" })
+       .run({}, { onEvent: (event) => events.push(event) });
+     return { events, outputs: ran.outputs };`,
+  );
+  assert.deepEqual(ran.outputs, { n: 2 });
+  assert.deepEqual(ran.events, [
+    { type: "progress", percent: 0, message: "start" },
+    { type: "progress", percent: 100, message: "x".repeat(500) },
+  ]);
+});
+
 test("a node runs on its values and returns each output by name, with its console and run result", async () => {
   const ran = await inPage(
     `return await kiln.codeNode(args.spec).run({ items: [{ price: 2.5, qty: 4 }, { price: 1, qty: 3 }] });`,

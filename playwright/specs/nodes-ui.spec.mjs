@@ -297,3 +297,30 @@ test("a graph in the app whose node imports kiln:csv and kiln:html: the links of
   assert.match(await text(card(page, "new-node-2").getByTestId("node-error")), /import_refused: `lodash` cannot be imported.*\(line 1\)/);
   assert.deepEqual(errors, []);
 });
+
+test("a long node's progress shows on its card while it runs, and goes when its result comes", async () => {
+  const { page, errors } = app();
+  await show(page, "nodes");
+  await page.getByTestId("graph-new-name").fill("Slow");
+  await page.getByTestId("graph-new").click();
+  await page.getByTestId("nodes-empty").waitFor();
+  await page.getByTestId("node-add").click();
+  const added = card(page, "new-node");
+  await added.waitFor();
+  await added.getByTestId("node-edit").click();
+  await added.getByTestId("edit-title").fill("Four steps");
+  await added.getByTestId("edit-outputs").fill("done: boolean");
+  await added.getByTestId("edit-code").fill("for (const step of [1, 2, 3, 4]) {\n  progress(step * 20, `step ${step} of 4`);\n  await sleep(400);\n}\nreturn { done: true };");
+  await added.getByTestId("edit-save").click();
+  await page.getByTestId("nodes-status").filter({ hasText: "Saved `new-node`." }).waitFor();
+  await page.getByTestId("graph-run").click();
+  const progress = added.getByTestId("node-progress");
+  await progress.filter({ hasText: "% · step" }).waitFor();
+  await progress.filter({ hasText: "80% · step 4 of 4" }).waitFor();
+  assert.equal(await progress.locator("progress").getAttribute("value"), "80");
+  await shot(page, "nodes-progress");
+  await page.getByTestId("nodes-status").filter({ hasText: "The graph ran" }).waitFor();
+  assert.equal(await progress.count(), 0);
+  assert.equal(await text(output(page, "new-node", "done")), "true");
+  assert.deepEqual(errors, []);
+});

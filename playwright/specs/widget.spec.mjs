@@ -365,8 +365,9 @@ kiln.addEventListener("load", () => post(JSON.stringify({v: 3001, msg: {type: "h
   assert.match((await rejected(1))[0], /call 999 was ignored: the widget is not waiting for such a call/);
   await post("not json");
   assert.match((await rejected(2))[1], /not a Kiln protocol message/);
-  await post(JSON.stringify({ v: 2, msg: { type: "open" } }));
-  assert.match((await rejected(3))[2], /protocol version `2` is not the expected `3001`/);
+  const stale = 3000;
+  await post(JSON.stringify({ v: stale, msg: { type: "open" } }));
+  assert.match((await rejected(3))[2], /protocol version `3000` is not the expected `3001`/);
   await post(JSON.stringify({ v: 3001, msg: { type: "launch" } }));
   assert.match((await rejected(4))[3], /unknown variant `launch`/);
   await post({ type: "open" });

@@ -176,6 +176,7 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
         workspace: Some(Rc::new(Ok(workspace))),
         random: Rc::new(|| [7; 8]),
         on_gate: None,
+        on_progress: None,
     };
     let provider = Scripted::new(replies);
     let events = Rc::new(RefCell::new(Vec::new()));

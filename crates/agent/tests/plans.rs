@@ -300,6 +300,7 @@ fn run(prompt: &str, routes: Vec<(&'static str, Script)>, options: Options) -> R
         workspace: Some(Rc::new(Ok(workspace))),
         random: Rc::new(|| [7; 8]),
         on_gate: None,
+        on_progress: None,
     };
     let provider = Routed::new(routes);
     let events = Rc::new(RefCell::new(Vec::new()));

@@ -9,7 +9,7 @@ use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
 use kiln_types::protocol::CallRequest;
-use kiln_types::run::RunLimits;
+use kiln_types::run::{Progress, RunLimits};
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, Warning};
 use serde_json::Value;
 
@@ -61,6 +61,9 @@ impl CallContext {
 /// Told the number of each call as it reaches its implementation.
 pub type StartObserver = Rc<dyn Fn(u32)>;
 
+/// Told each progress report the program makes (`progress(percent, message)`).
+pub type ProgressObserver = Rc<dyn Fn(&Progress)>;
+
 /// Per-run counters capabilities share (the fetch budget), and which calls
 /// reached their implementation: a run cancelled while a call is still in the
 /// ladder (waiting on an approval, say) reports it `cancelled` (never sent),
@@ -72,6 +75,7 @@ pub struct RunState {
     /// Calls waiting on the person's consent now (an approval asked).
     consent: RefCell<BTreeSet<u32>>,
     on_start: RefCell<Option<StartObserver>>,
+    on_progress: RefCell<Option<ProgressObserver>>,
 }
 
 impl std::fmt::Debug for RunState {
@@ -93,6 +97,7 @@ impl RunState {
             started: RefCell::default(),
             consent: RefCell::default(),
             on_start: RefCell::default(),
+            on_progress: RefCell::default(),
         }
     }
 
@@ -120,6 +125,20 @@ impl RunState {
         let observer = self.on_start.borrow().clone();
         if let Some(observer) = observer {
             observer(call_number);
+        }
+    }
+
+    /// Tells `observer` each progress report the run's program makes (the
+    /// entrance shows it: a code node's card, the CLI's line).
+    pub fn on_progress(&self, observer: ProgressObserver) {
+        *self.on_progress.borrow_mut() = Some(observer);
+    }
+
+    /// The program reported `progress`: its runner hands it on here.
+    pub fn progress(&self, progress: &Progress) {
+        let observer = self.on_progress.borrow().clone();
+        if let Some(observer) = observer {
+            observer(progress);
         }
     }
 

@@ -66,7 +66,7 @@ pub mod spec;
 pub mod storage;
 pub mod web_search;
 
-pub use dispatch::{CallContext, Dispatcher, HeldSignal, Permit, RunState};
+pub use dispatch::{CallContext, Dispatcher, HeldSignal, Permit, ProgressObserver, RunState};
 pub use gate::{Answer, ApprovalRequest, Approver, Autonomy, Decision, Gate, GateSettings, Mode};
 pub use http_request::NetPolicy;
 pub use registry::{Entry, Implementation, Registry};

@@ -563,6 +563,7 @@ impl SandboxRunner for ProcessRunner {
                                 break Ending::Answered(RunResult { report, warnings, catalog_digest });
                             }
                             Ok(FromSandbox::Console { lines, dropped, .. }) => seen.printed(lines, dropped),
+                            Ok(FromSandbox::Progress { progress, .. }) => tools.run_state().progress(&progress),
                             Ok(FromSandbox::Idle { calls, .. }) => {
                                 for request in calls {
                                     let call_number = request.call_number;

@@ -34,9 +34,47 @@ pub(crate) fn escaped(text: &str) -> String {
     shown
 }
 
+/// A program's progress report as the CLI prints it on stderr:
+/// `kiln: node `a` 42% · reading rows` (the message escaped like a card's,
+/// line breaks too, so it stays one line).
+#[must_use]
+pub(crate) fn progress_line(node: Option<&str>, progress: &kiln_types::Progress) -> String {
+    let mut line = String::from("kiln: ");
+    if let Some(node) = node {
+        line.push_str(&format!("node `{}` ", card_text(node)));
+    }
+    line.push_str(&format!("{:.0}%", progress.percent));
+    if let Some(message) = &progress.message {
+        line.push_str(" · ");
+        line.push_str(&card_text(message));
+    }
+    line
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_progress_line_is_one_line_with_what_acts_shown() {
+        let progress = kiln_types::Progress {
+            percent: 41.6,
+            message: Some("rows\n\u{1b}[2Jdone".into()),
+        };
+        let line = progress_line(Some("parse"), &progress);
+        assert!(line.starts_with("kiln: node `parse` 42% · rows"), "{line}");
+        assert!(!line.contains('\n') && !line.contains('\u{1b}'), "{line}");
+        assert_eq!(
+            progress_line(
+                None,
+                &kiln_types::Progress {
+                    percent: 100.0,
+                    message: None
+                }
+            ),
+            "kiln: 100%"
+        );
+    }
 
     /// A character a terminal acts on rather than shows (a line break and a
     /// tab are layout).

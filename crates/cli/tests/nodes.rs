@@ -1,7 +1,7 @@
 //! `kiln node run|check|author` and `kiln graph run` from a terminal: a
 //! node's outputs as JSON, a refused value (exit 2) naming the slot, the
 //! check's reasons (exit 1), a graph's nodes in order with their outputs and
-//! console, a graph refused at build naming the slot, and a node written
+//! console and progress, a graph refused at build naming the slot, and a node written
 //! against aimock's `kiln-code-*` fixtures and then run.
 
 #![expect(
@@ -34,7 +34,7 @@ fn write(dir: &Path, name: &str, value: &Value) -> String {
 fn total_node() -> Value {
     json!({
         "title": "Total the order",
-        "code": "let total = 0;\nfor (const line of lines) total += line.price * line.qty;\nconsole.log(`${lines.length} lines`);\nreturn { total: total * (1 - discount), count: lines.length };",
+        "code": "progress(10, 'totalling');\nlet total = 0;\nfor (const line of lines) total += line.price * line.qty;\nconsole.log(`${lines.length} lines`);\nreturn { total: total * (1 - discount), count: lines.length };",
         "inputs": [{"name": "lines", "type": "list[{price: number, qty: integer}]"}, {"name": "discount", "type": "number", "default": 0}],
         "outputs": [{"name": "total", "type": "number"}, {"name": "count", "type": "integer"}]
     })
@@ -55,6 +55,12 @@ fn node_run_prints_the_outputs_and_refuses_a_value_naming_the_slot() {
     assert_eq!(run["outputs"], json!({"total": 5.5, "count": 2}));
     assert_eq!(run["console"][0]["text"], "2 lines");
     assert_eq!(run["result"]["structuredContent"]["status"], "completed");
+    // The body's progress, on stderr as it reports.
+    assert!(
+        out.stderr.contains("kiln: 10% · totalling\n"),
+        "{}",
+        out.stderr
+    );
     let bad = write(
         &dir,
         "bad.json",
@@ -119,7 +125,7 @@ fn graph_run_runs_the_nodes_in_order_and_a_bad_edge_is_refused_by_name() {
          "inputs": [{"name": "n", "type": "integer"}], "outputs": [{"name": "lines", "type": "list[{price: number, qty: integer}]"}]},
         {"id": "label", "title": "Label", "code": "console.log('labelling', total);\nreturn { text: `Total: ${total.toFixed(2)}` };",
          "inputs": [{"name": "total", "type": "number"}], "outputs": [{"name": "text", "type": "string"}]},
-        {"id": "total", "title": "Total", "code": "let total = 0;\nfor (const line of lines) total += line.price * line.qty;\nreturn { total };",
+        {"id": "total", "title": "Total", "code": "progress(50, 'adding');\nlet total = 0;\nfor (const line of lines) total += line.price * line.qty;\nreturn { total };",
          "inputs": [{"name": "lines", "type": "list[{price: number, qty: integer}]"}], "outputs": [{"name": "total", "type": "number"}]}
     ], "edges": [{"from": "order.lines", "to": "total.lines"}, {"from": "total.total", "to": "label.total"}]});
     let graph = write(&dir, "graph.json", &spec);
@@ -137,6 +143,11 @@ fn graph_run_runs_the_nodes_in_order_and_a_bad_edge_is_refused_by_name() {
     assert_eq!(ids, ["order", "total", "label"]);
     assert_eq!(run["nodes"][2]["outputs"]["text"], "Total: 12.00");
     assert_eq!(run["nodes"][2]["console"][0]["text"], "labelling 12");
+    assert!(
+        out.stderr.contains("kiln: node `total` 50% · adding\n"),
+        "{}",
+        out.stderr
+    );
     let mut bad = spec.clone();
     bad["edges"][1]["to"] = json!("label.text");
     let bad = write(&dir, "bad.json", &bad);

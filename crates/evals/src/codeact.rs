@@ -182,6 +182,7 @@ pub(crate) fn table_environment(tools: Vec<EvalTool>, seed: u8) -> Environment {
         workspace: None,
         random: Rc::new(move || [seed; 8]),
         on_gate: None,
+        on_progress: None,
     }
 }
 

@@ -300,6 +300,7 @@ fn environment() -> Environment {
         workspace: None,
         random: Rc::new(|| [4; 8]),
         on_gate: None,
+        on_progress: None,
     }
 }
 

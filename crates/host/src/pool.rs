@@ -135,6 +135,7 @@ impl SandboxWorker {
                     FromSandbox::Report { .. }
                     | FromSandbox::Idle { .. }
                     | FromSandbox::Console { .. }
+                    | FromSandbox::Progress { .. }
                     | FromSandbox::Lost { .. },
                 )),
                 _,
@@ -370,6 +371,10 @@ impl SandboxPool {
                     console.lines.extend(lines);
                     console.dropped = dropped;
                 }
+                Some(Event::Message(FromSandbox::Progress {
+                    run_id: id,
+                    progress,
+                })) if id == run_id => tools.run_state().progress(&progress),
                 Some(Event::Message(FromSandbox::Idle {
                     run_id: id,
                     calls: requests,
@@ -393,6 +398,7 @@ impl SandboxPool {
                     FromSandbox::Report { .. }
                     | FromSandbox::Idle { .. }
                     | FromSandbox::Console { .. }
+                    | FromSandbox::Progress { .. }
                     | FromSandbox::Lost { .. }
                     | FromSandbox::Ready,
                 )) => {}

@@ -335,6 +335,7 @@ async fn graph_run(
         environment,
         runner,
         cancel: &cancel,
+        on_progress: None,
     };
     let started = Instant::now();
     let ran = run_graph(

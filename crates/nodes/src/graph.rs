@@ -9,8 +9,10 @@
 
 use std::cell::RefCell;
 use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use futures::future::FutureExt as _;
+use kiln_types::Progress;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{
     CodeNode, Edge, Ended, GraphNode, GraphSpec, NodeReport, NodeRun, SlotRef, connection_refusal,
@@ -349,13 +351,19 @@ pub(crate) fn check_inputs(graph: &Graph, inputs: &Map<String, Value>) -> Result
     }
 }
 
+/// Told, with the node's id, each progress report a node's body makes.
+pub type NodeProgress = Rc<dyn Fn(&str, &Progress)>;
+
 /// What an entrance runs a graph with.
-#[derive(Clone, Copy)]
+#[derive(Clone)]
 pub struct Setup<'a> {
     pub environment: &'a Environment,
     pub runner: &'a dyn SandboxRunner,
     /// Thrown: the running nodes stop and the rest settle `aborted`.
     pub cancel: &'a AbortSignal,
+    /// Where the nodes' progress reports go (the environment's own
+    /// observer, which cannot tell the nodes apart, is not told).
+    pub on_progress: Option<NodeProgress>,
 }
 
 /// Runs `graph` on `inputs` (`{node: {slot: value}}`), each node as
@@ -381,6 +389,7 @@ pub async fn run_graph(
         environment,
         runner,
         cancel,
+        on_progress,
     } = setup;
     let runs: RefCell<BTreeMap<String, NodeRun>> = RefCell::new(BTreeMap::new());
     let outputs: RefCell<BTreeMap<String, Map<String, Value>>> = RefCell::new(BTreeMap::new());
@@ -409,15 +418,20 @@ pub async fn run_graph(
             let cancel = cancel.clone();
             let id = id.to_owned();
             let runs = &runs;
+            let mut environment = environment.clone();
+            environment.on_progress = on_progress.clone().map(|tell| {
+                let id = id.clone();
+                Rc::new(move |progress: &Progress| tell(&id, progress)) as Rc<dyn Fn(&Progress)>
+            });
             async move {
                 let Some(node) = node else {
                     return Settled::Failed(format!("no node `{id}`"));
                 };
-                let run = match run_node(&node, &values, request, environment, runner, cancel).await
-                {
-                    Ok(run) => run,
-                    Err(refused) => NodeRun::refused("refused", &[refused.0]),
-                };
+                let run =
+                    match run_node(&node, &values, request, &environment, runner, cancel).await {
+                        Ok(run) => run,
+                        Err(refused) => NodeRun::refused("refused", &[refused.0]),
+                    };
                 let how = match &run.error {
                     None => Settled::Completed(Value::Object(run.outputs.clone())),
                     Some(failure) if failure.code == "cancelled" => Settled::Aborted,

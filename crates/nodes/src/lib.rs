@@ -40,7 +40,8 @@ pub use codegen::{
     resolve_model,
 };
 pub use graph::{
-    Graph, GraphRequest, GraphRun, Setup as GraphSetup, build as build_graph, run_graph,
+    Graph, GraphRequest, GraphRun, NodeProgress, Setup as GraphSetup, build as build_graph,
+    run_graph,
 };
 pub use node::{
     MAX_CODE_BYTES, NodeRequest, check as check_node, default_limits as default_node_limits,

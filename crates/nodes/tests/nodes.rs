@@ -48,6 +48,7 @@ fn environment() -> Environment {
         workspace: Some(Rc::new(Ok(workspace))),
         random: Rc::new(|| [7; 8]),
         on_gate: None,
+        on_progress: None,
     }
 }
 
@@ -572,6 +573,7 @@ fn run_graph(graph: &Graph, inputs: Value) -> (GraphRun, Vec<String>) {
             environment: &environment(),
             runner: &InProcess,
             cancel: &AbortSignal::new(),
+            on_progress: None,
         },
         4,
         |report| {
@@ -582,6 +584,78 @@ fn run_graph(graph: &Graph, inputs: Value) -> (GraphRun, Vec<String>) {
     ))
     .unwrap();
     (run, order.into_inner())
+}
+
+#[test]
+fn a_nodes_progress_reaches_its_entrance_named_by_node() {
+    let graph = graph(json!({
+        "nodes": [
+            {"id": "count", "title": "Count", "code": "progress(50, 'half way');\nreturn { n: 1 };",
+             "outputs": [{"name": "n", "type": "integer"}]}
+        ],
+        "edges": []
+    }))
+    .unwrap();
+    // (node, percent, message) as each report came.
+    type Told = Vec<(String, f64, Option<String>)>;
+    let told: Rc<RefCell<Told>> = Rc::default();
+    // The environment's own observer cannot tell nodes apart: a graph run
+    // tells the graph's.
+    let mut environment = environment();
+    environment.on_progress = Some(Rc::new(|_: &kiln_types::Progress| {
+        panic!("a graph's node told the environment's observer")
+    }));
+    let run = block_on(kiln_nodes::run_graph(
+        &graph,
+        &Map::new(),
+        &node_run_request(),
+        GraphSetup {
+            environment: &environment,
+            runner: &InProcess,
+            cancel: &AbortSignal::new(),
+            on_progress: Some(Rc::new({
+                let told = told.clone();
+                move |node: &str, progress: &kiln_types::Progress| {
+                    told.borrow_mut().push((
+                        node.to_owned(),
+                        progress.percent,
+                        progress.message.clone(),
+                    ));
+                }
+            })),
+        },
+        4,
+        |_| {},
+    ))
+    .unwrap();
+    assert_eq!(run.status, Ended::Completed, "{run:?}");
+    assert_eq!(
+        *told.borrow(),
+        [("count".to_owned(), 50.0, Some("half way".to_owned()))]
+    );
+    // One node's run tells the environment's observer.
+    let node: CodeNode = serde_json::from_value(json!({
+        "title": "Ticks", "code": "progress(120);\nreturn { n: 2 };",
+        "outputs": [{"name": "n", "type": "integer"}]
+    }))
+    .unwrap();
+    let seen: Rc<RefCell<Vec<f64>>> = Rc::default();
+    let mut environment = self::environment();
+    environment.on_progress = Some(Rc::new({
+        let seen = seen.clone();
+        move |progress: &kiln_types::Progress| seen.borrow_mut().push(progress.percent)
+    }));
+    let ran = block_on(kiln_nodes::run_node(
+        &node,
+        &Map::new(),
+        node_run_request(),
+        &environment,
+        &InProcess,
+        AbortSignal::new(),
+    ))
+    .unwrap();
+    assert!(ran.error.is_none(), "{ran:?}");
+    assert_eq!(*seen.borrow(), [100.0]);
 }
 
 #[test]
@@ -630,6 +704,7 @@ fn a_graph_runs_in_dependency_order_passing_outputs_to_inputs() {
             environment: &environment(),
             runner: &InProcess,
             cancel: &AbortSignal::new(),
+            on_progress: None,
         },
         4,
         |_| {},
@@ -779,6 +854,7 @@ fn independent_nodes_run_at_once() {
             environment: &environment,
             runner: &InProcess,
             cancel: &AbortSignal::new(),
+            on_progress: None,
         },
         4,
         |_| {},

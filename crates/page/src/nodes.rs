@@ -10,12 +10,14 @@
 //!   inputs: [{name: "items", type: "list[{price: number, qty: integer}]"}],
 //!   outputs: [{name: "total", type: "number"}],
 //! });
-//! const run = await total.run({items: [{price: 2.5, qty: 4}]}, {tools, approve, signal});
+//! const run = await total.run({items: [{price: 2.5, qty: 4}]}, {tools, approve, signal,
+//!   onEvent: ({type, percent, message}) => {}});  // the body's progress(percent, message)
 //! // {outputs: {total: 10}, warnings, console, duration_ms, error?, result, job_id?}
 //!
 //! const graph = kiln.graph({nodes: [{id: "a", ...spec}, {id: "b", ...other}],
 //!                           edges: [{from: "a.total", to: "b.amount"}]});
-//! const ran = await graph.run({a: {items}}, {onEvent: (report) => {}, max_concurrent: 4});
+//! const ran = await graph.run({a: {items}}, {onEvent: (event) => {}, max_concurrent: 4});
+//! // events: {type: "node", ...report} as each node settles, {type: "progress", node, percent, message?}
 //! // {status, nodes: [{id, status, outputs, console, duration_ms, error?, …}]}
 //!
 //! const written = await kiln.authorCode({instruction, inputs, expectedOutput, code?,
@@ -45,8 +47,9 @@ fn node_error(what: &str, message: &str) -> JsValue {
 #[wasm_bindgen]
 impl Kiln {
     /// Runs one code node: `{node, values, tools?, limits?, permission?,
-    /// approve?, mcp?, secrets?, builtins?, allow_net?, agent?, signal?}`
-    /// (what `codeNode(spec).run(values, options)` sends).
+    /// approve?, mcp?, secrets?, builtins?, allow_net?, agent?, signal?,
+    /// onEvent?}` (what `codeNode(spec).run(values, options)` sends);
+    /// `onEvent` sees the body's progress reports.
     #[wasm_bindgen(js_name = runNode)]
     pub fn run_node(&self, request: JsValue) -> Promise {
         self.start_nodes(request, false)
@@ -54,7 +57,8 @@ impl Kiln {
 
     /// Runs a graph: `{nodes, edges, inputs, max_concurrent?, onEvent?, ...}`
     /// with a node run's options (what `graph(spec).run(inputs, options)`
-    /// sends); `onEvent` sees each node's report as it settles.
+    /// sends); `onEvent` sees each node's report as it settles and the
+    /// nodes' progress reports.
     #[wasm_bindgen(js_name = runGraph)]
     pub fn run_graph(&self, request: JsValue) -> Promise {
         self.start_nodes(request, true)

@@ -83,7 +83,8 @@ impl PageSide for JsPage {
 }
 
 /// An exchange's event as the page's `onEvent` sees it: an agent's or a
-/// chat's event as it is, a node's report with `type: "node"`, the model's
+/// chat's event as it is, a node's report with `type: "node"`, a program's
+/// progress as `{type: "progress", node?, percent, message?}`, the model's
 /// loading with `type: "model_status"`.
 pub(crate) fn event_json(event: ExchangeEvent) -> Value {
     let tagged = |value: Value, kind: &str| {
@@ -98,6 +99,16 @@ pub(crate) fn event_json(event: ExchangeEvent) -> Value {
         ExchangeEvent::Chat(event) => serde_json::to_value(event).unwrap_or(Value::Null),
         ExchangeEvent::Node(report) => {
             tagged(serde_json::to_value(report).unwrap_or(Value::Null), "node")
+        }
+        ExchangeEvent::Progress { node, progress } => {
+            let mut value = tagged(
+                serde_json::to_value(progress).unwrap_or(Value::Null),
+                "progress",
+            );
+            if let (Some(node), Some(object)) = (node, value.as_object_mut()) {
+                object.insert("node".into(), Value::from(node));
+            }
+            value
         }
         ExchangeEvent::ModelStatus(status) => tagged(
             serde_json::to_value(status).unwrap_or(Value::Null),

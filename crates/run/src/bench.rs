@@ -126,5 +126,6 @@ pub fn environment(tools: Value, http: Rc<dyn kiln_http::HttpClient>) -> Environ
         workspace: None,
         random: Rc::new(|| [1; 8]),
         on_gate: None,
+        on_progress: None,
     }
 }

@@ -7,7 +7,7 @@
 use std::rc::Rc;
 
 use kiln_capabilities::gate::SessionAllow;
-use kiln_capabilities::{Approver, Gate, Implementation, Registry};
+use kiln_capabilities::{Approver, Gate, Implementation, ProgressObserver, Registry};
 use kiln_http::HttpClient;
 use kiln_store::StoreError;
 use kiln_store::backend::Backend;
@@ -89,6 +89,9 @@ pub struct Environment {
     /// its settings while the run goes on (the app's tools panel: a new mode
     /// applies from the run's next call).
     pub on_gate: Option<Rc<dyn Fn(Rc<Gate>)>>,
+    /// Told each progress report a run's program makes
+    /// (`progress(percent, message)`), as it makes it: the entrance shows it.
+    pub on_progress: Option<ProgressObserver>,
 }
 
 impl Environment {

@@ -44,6 +44,9 @@ pub async fn run_program(
     let run_id = RunId::for_request(&request, environment.random.as_ref());
     let ladder = assemble(&request, environment).await?;
     let dispatcher = ladder.dispatcher.clone();
+    if let Some(observer) = &environment.on_progress {
+        dispatcher.run_state().on_progress(observer.clone());
+    }
     let mut run = runner
         .run(
             request.code,

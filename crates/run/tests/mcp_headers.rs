@@ -208,6 +208,7 @@ fn setup() -> Setup {
             workspace: Some(Rc::new(Ok(workspace))),
             random: Rc::new(|| [7; 8]),
             on_gate: None,
+            on_progress: None,
         },
         backend,
     }

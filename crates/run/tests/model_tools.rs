@@ -38,6 +38,7 @@ fn environment(approver: Rc<dyn Approver>) -> Environment {
         workspace: None,
         random: Rc::new(|| [7; 8]),
         on_gate: None,
+        on_progress: None,
     }
 }
 

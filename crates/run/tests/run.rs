@@ -97,6 +97,7 @@ fn setup(approver: Rc<dyn Approver>) -> Setup {
             workspace: Some(Rc::new(Ok(workspace))),
             random: Rc::new(|| [7; 8]),
             on_gate: None,
+            on_progress: None,
         },
         backend,
         calls,

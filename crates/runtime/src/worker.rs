@@ -40,7 +40,7 @@ use kiln_types::runtime::{
     ExchangeEvent, FromRuntime, Problem, RunAnswer, RuntimeOptions, ToRuntime, Told, decode, encode,
 };
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply, ToolResult, error_result};
-use kiln_types::{RunLimits, RunResult};
+use kiln_types::{Progress, RunLimits, RunResult};
 use serde_json::{Value, json};
 use wasm_bindgen::JsCast;
 use wasm_bindgen::prelude::*;
@@ -499,6 +499,15 @@ fn watched_environment(
             runtime.gates.borrow_mut().insert(id, gate);
         }
     }));
+    environment.on_progress = Some(Rc::new(move |progress: &Progress| {
+        post(&FromRuntime::Event {
+            id,
+            event: ExchangeEvent::Progress {
+                node: None,
+                progress: progress.clone(),
+            },
+        });
+    }));
     environment
 }
 
@@ -540,6 +549,7 @@ fn environment(runtime: &Rc<Runtime>, id: u64, approve: bool) -> Environment {
         workspace: Some(runtime.workspace.clone()),
         random: Rc::new(kiln_store::ids::random_bytes),
         on_gate: None,
+        on_progress: None,
     }
 }
 

@@ -583,3 +583,15 @@ fn json_number(number: f64) -> serde_json::Value {
             .map_or(serde_json::Value::Null, serde_json::Value::Number)
     }
 }
+
+/// `value` as an error message shows what it was given: a string quoted and
+/// named so (`the string "10"`), anything else as JavaScript writes it.
+pub(crate) fn shown(value: &JsValue, context: &mut Context) -> String {
+    match value.as_string() {
+        Some(text) => format!("the string {:?}", text.to_std_string_escaped()),
+        None => value
+            .to_string(context)
+            .map(|text| text.to_std_string_escaped())
+            .unwrap_or_default(),
+    }
+}

@@ -44,6 +44,8 @@
 //! - [`modules`]: the `kiln:` modules a program imports.
 //! - [`server`]: the sandbox protocol's serving side, written once over a
 //!   [`server::Transport`] (stdio natively, `postMessage` in the worker).
+//! - `progress`: `progress(percent, message)`, a long program's reports of
+//!   how far it has come, sent to the host as it makes them, rate-limited.
 //! - `namespace`: the guest's tool namespaces (`workspace`, `agents`) written once: a
 //!   JavaScript factory per namespace, each method one call of one tool.
 //! - `sleep`: `sleep(ms)`, the guest's only way to wait on time, and `waitFor`.
@@ -61,6 +63,7 @@ mod imports;
 mod inspect;
 pub mod modules;
 mod namespace;
+mod progress;
 mod sleep;
 pub mod stdlib;
 pub use kiln_jscheck::source_depth;
@@ -135,6 +138,8 @@ pub struct Sandbox {
     context: Context,
     executor: Rc<HostJobExecutor>,
     console: ConsoleBuffer,
+    /// Where the run's `progress` reports go.
+    progress: progress::ProgressReports,
     /// Makes the run's `workspace` (when its catalog has file tools).
     workspace: Factory,
     /// Makes the run's `agents` (when its catalog has the delegation tools).
@@ -190,6 +195,7 @@ impl Sandbox {
         let started = clock::Moment::now();
         let executor = Rc::new(HostJobExecutor::default());
         let console = ConsoleBuffer::new(0);
+        let progress = progress::ProgressReports::default();
         let finished = finish::Finished::default();
         let built = (|| {
             let mut context = Context::builder()
@@ -201,6 +207,7 @@ impl Sandbox {
             bound_native_depth(&mut context)?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
+            progress::install(&mut context, progress.clone())?;
             stdlib::install(&mut context)?;
             finish::install(&mut context, &finished)?;
             let workspace = workspace::NAMESPACE.prepare(&mut context)?;
@@ -212,6 +219,7 @@ impl Sandbox {
                 context,
                 executor,
                 console,
+                progress,
                 workspace,
                 agents,
                 finished,
@@ -249,6 +257,7 @@ impl Sandbox {
             mut context,
             executor,
             console,
+            progress,
             workspace,
             agents,
             finished,
@@ -260,6 +269,7 @@ impl Sandbox {
             gauge,
         ));
         console.start(limits.console_bytes, host.clone());
+        progress.start(host.clone());
         executor.attach(clock.clone(), host.clone(), console.clone());
         context.insert_data(clock.clone());
         let installed = tools::install(

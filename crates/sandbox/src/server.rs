@@ -24,7 +24,7 @@ use futures::future::LocalBoxFuture;
 use kiln_types::protocol::{CallRequest, FromSandbox, ToSandbox, decode};
 use kiln_types::tool_result::Warning;
 use kiln_types::tool_result::{CallOutcome, ToolFailure, ToolReply};
-use kiln_types::{ConsoleLine, RunLimits, RunReport};
+use kiln_types::{ConsoleLine, Progress, RunLimits, RunReport};
 
 use crate::catalog::Admission;
 use crate::clock::{IdleState, PersonSignal};
@@ -220,6 +220,13 @@ impl ToolHost for ServedHost {
             run_id: self.run_id,
             lines: lines.to_vec(),
             dropped,
+        });
+    }
+
+    fn progress(&self, progress: &Progress) {
+        self.server.send(&FromSandbox::Progress {
+            run_id: self.run_id,
+            progress: progress.clone(),
         });
     }
 }

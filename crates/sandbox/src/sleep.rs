@@ -45,13 +45,7 @@ fn sleep(_this: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<J
         .as_number()
         .filter(|ms| ms.fract() == 0.0 && (0.0..=MAX_SLEEP_MS).contains(ms));
     let Some(ms) = valid else {
-        let shown = match ms.as_string() {
-            Some(text) => format!("the string {:?}", text.to_std_string_escaped()),
-            None => ms
-                .to_string(context)
-                .map(|text| text.to_std_string_escaped())
-                .unwrap_or_default(),
-        };
+        let shown = crate::inspect::shown(&ms, context);
         return Err(JsNativeError::range()
             .with_message(format!(
                 "sleep(ms) takes an integer number of milliseconds from 0 to 10000; got {shown}"

@@ -22,9 +22,9 @@ use boa_engine::{
     js_string,
 };
 use futures::future::LocalBoxFuture;
-use kiln_types::ConsoleLine;
 use kiln_types::tool_result::{Budget, CallOutcome, CallSummary};
 pub use kiln_types::tool_result::{ToolFailure, ToolReply};
+use kiln_types::{ConsoleLine, Progress};
 use serde_json::Value;
 
 use crate::catalog::Admission;
@@ -56,6 +56,10 @@ pub trait ToolHost {
     /// never goes idle, so a host that ends the run from outside still has
     /// its output.
     fn console(&self, _lines: &[ConsoleLine], _dropped: usize) {}
+
+    /// The guest reported how far it has come (`progress`), already clamped,
+    /// cut and rate-limited. Called as it reports, like [`ToolHost::console`].
+    fn progress(&self, _progress: &Progress) {}
 }
 
 /// A host with no tools: every call is refused (admission exposes none anyway).

@@ -47,6 +47,20 @@ fn the_standard_library_answers_its_table() {
 }
 
 #[test]
+fn progress_reaches_the_host_clamped_cut_and_spaced() {
+    let catalog = serde_json::json!([]);
+    let admission = Rc::new(Admission::admit(&catalog, "scripted").unwrap());
+    let host = Rc::new(ScriptedTools::from_catalog(&catalog).unwrap());
+    let report = futures::executor::block_on(run_with_tools(
+        cases::PROGRESS_PROGRAM,
+        &RunLimits::default(),
+        admission,
+        host.clone(),
+    ));
+    cases::check_progress(&report, &host.reported()).unwrap();
+}
+
+#[test]
 fn a_syntax_error_names_the_line_of_the_program() {
     let report = futures::executor::block_on(run("let a = 1;\nlet = = 2;", &RunLimits::default()));
     let text = summary(&report);

@@ -48,6 +48,21 @@ async fn the_standard_library_answers_its_table() {
 }
 
 #[wasm_bindgen_test]
+async fn progress_reaches_the_host_clamped_cut_and_spaced() {
+    let catalog = serde_json::json!([]);
+    let admission = Rc::new(Admission::admit(&catalog, "scripted").unwrap());
+    let host = Rc::new(ScriptedTools::from_catalog(&catalog).unwrap());
+    let report = run_with_tools(
+        cases::PROGRESS_PROGRAM,
+        &RunLimits::default(),
+        admission,
+        host.clone(),
+    )
+    .await;
+    cases::check_progress(&report, &host.reported()).unwrap();
+}
+
+#[wasm_bindgen_test]
 async fn a_run_measures_its_duration_with_the_worker_clock() {
     let report = run(
         "let s = 0; for (let i = 0; i < 100000; i++) s += i; return s",

@@ -97,6 +97,12 @@ pub const GLOBALS: &[GuestGlobal] = &[
         summary: "Maps `items` with at most `concurrency` calls at once (default 5, at most 32), the results in the items' order; rejects with the first failure.",
     },
     GuestGlobal {
+        name: "progress",
+        also: &[],
+        usage: "progress(percent, message?)",
+        summary: "Tells the person watching how far a long program has come (0 to 100, with an optional short message). Returns at once; reports closer than 100 ms apart, or past 1000 in a run, are dropped.",
+    },
+    GuestGlobal {
         name: "finish",
         also: &[],
         usage: "finish(value)",

@@ -114,7 +114,9 @@ pub fn check_depth(value: &serde_json::Value) -> Result<(), String> {
 
 pub use redacted::Redacted;
 pub use run::{
-    ConsoleLevel, ConsoleLine, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport, RunResult,
+    ConsoleLevel, ConsoleLine, MAX_PROGRESS_MESSAGE_CHARS, MAX_PROGRESS_REPORTS,
+    PROGRESS_INTERVAL_MS, Progress, RunError, RunErrorKind, RunLimits, RunOutcome, RunReport,
+    RunResult,
 };
 
 #[cfg(test)]

@@ -6,13 +6,13 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::run::{ConsoleLine, RunError, RunLimits, RunReport};
+use crate::run::{ConsoleLine, Progress, RunError, RunLimits, RunReport};
 use crate::tool_result::{ToolReply, Warning};
 
 /// Bumped whenever a message changes shape.
-/// Shape: 0xd72ff414e3f5625a at version 2 (the hash of this file's message types; the
+/// Shape: 0x6d658744781bf283 at version 3 (the hash of this file's message types; the
 /// tidy test `protocol_shapes` fails when they change and this version does not).
-pub const PROTOCOL_VERSION: u32 = 2;
+pub const PROTOCOL_VERSION: u32 = 3;
 
 /// Every message on the wire: the protocol version and one message.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -92,6 +92,9 @@ pub enum FromSandbox {
         lines: Vec<ConsoleLine>,
         dropped: usize,
     },
+    /// The guest reported how far it has come (`progress(percent, message)`),
+    /// sent as it reports, like [`FromSandbox::Console`].
+    Progress { run_id: u64, progress: Progress },
     /// The outcome of the run with this id, with admission's warnings and digest.
     Report {
         run_id: u64,

@@ -329,6 +329,27 @@ impl ConsoleLevel {
     }
 }
 
+/// The most characters of a progress message; the rest is cut.
+pub const MAX_PROGRESS_MESSAGE_CHARS: usize = 500;
+/// The least time between two progress reports a run sends; one sooner is
+/// dropped.
+pub const PROGRESS_INTERVAL_MS: f64 = 100.0;
+/// The most progress reports one run sends; later ones are dropped.
+pub const MAX_PROGRESS_REPORTS: u32 = 1000;
+
+/// How far a long program says it has come (`progress(percent, message)`):
+/// fire-and-forget, already clamped and cut by the sandbox, at most one per
+/// [`PROGRESS_INTERVAL_MS`] and [`MAX_PROGRESS_REPORTS`] a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Progress {
+    /// From 0 to 100.
+    pub percent: f64,
+    /// At most [`MAX_PROGRESS_MESSAGE_CHARS`] characters.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub message: Option<String>,
+}
+
 impl RunReport {
     /// The `tool-result/v1` summary of this run.
     ///

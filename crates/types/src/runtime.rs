@@ -34,9 +34,9 @@ use crate::tool_result::Warning;
 /// Bumped whenever a runtime message changes shape. It starts past the
 /// sandbox protocol's numbers, so a message of one protocol sent down the
 /// other's channel is refused by its version, never misread.
-/// Shape: 0x1e3f4c7165fe3102 at version 1002 (the hash of this file's message types; the
+/// Shape: 0x8b422c79c117a98d at version 1003 (the hash of this file's message types; the
 /// tidy test `protocol_shapes` fails when they change and this version does not).
-pub const RUNTIME_PROTOCOL_VERSION: u32 = 1002;
+pub const RUNTIME_PROTOCOL_VERSION: u32 = 1003;
 
 /// What a runtime worker serves, given as its `name` when the page starts it
 /// (so it is there before the first message, which could otherwise arrive
@@ -345,6 +345,13 @@ pub enum ExchangeEvent {
     Chat(crate::chat::Event),
     /// A node of a graph run ([`ToRuntime::Graph`]) settled.
     Node(NodeReport),
+    /// A run's program said how far it has come (`progress(percent,
+    /// message)`): `node` names the graph's node whose body it is.
+    Progress {
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        node: Option<String>,
+        progress: crate::run::Progress,
+    },
     /// Where loading Kiln's own model stands. The worker broadcasts it
     /// ([`FromRuntime::ModelStatus`]); a client hands it to each exchange
     /// waiting, so the turn that waits on the model can show it.
@@ -601,16 +608,16 @@ mod tests {
     fn other_versions_and_malformed_messages_are_refused_by_name() {
         let sandbox_message = crate::protocol::encode(crate::protocol::FromSandbox::Ready);
         let cases = [
-            (r#"{"v":1003,"msg":{"type":"cancel","id":1}}"#, "`1003`"),
+            (r#"{"v":1002,"msg":{"type":"cancel","id":1}}"#, "`1002`"),
             ("{", "not a Kiln protocol message"),
-            (r#"{"v":1002,"msg":{"type":"fly"}}"#, "fly"),
-            (r#"{"v":1002,"msg":{"type":"cancel"}}"#, "id"),
+            (r#"{"v":1003,"msg":{"type":"fly"}}"#, "fly"),
+            (r#"{"v":1003,"msg":{"type":"cancel"}}"#, "id"),
             (
-                r#"{"v":1002,"msg":{"type":"answer","ask":1,"approval":{"answer":"maybe"}}}"#,
+                r#"{"v":1003,"msg":{"type":"answer","ask":1,"approval":{"answer":"maybe"}}}"#,
                 "maybe",
             ),
             (
-                r#"{"v":1002,"msg":{"type":"budget","budget":1,"limits":{"max_dollars":1}}}"#,
+                r#"{"v":1003,"msg":{"type":"budget","budget":1,"limits":{"max_dollars":1}}}"#,
                 "max_dollars",
             ),
         ];
@@ -620,7 +627,7 @@ mod tests {
         }
         // A sandbox message is not a runtime message, and the other way round.
         let refused = decode::<FromRuntime>(&sandbox_message).expect_err("a sandbox message");
-        assert!(refused.to_string().contains("`1002`"), "{refused}");
+        assert!(refused.to_string().contains("`1003`"), "{refused}");
         let runtime_message = encode(FromRuntime::Ready { storage: None });
         assert!(crate::protocol::decode::<crate::protocol::FromSandbox>(&runtime_message).is_err());
     }

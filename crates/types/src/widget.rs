@@ -588,9 +588,9 @@ mod tests {
         };
         assert_eq!(decode::<ToHost>(&encode(&call)), Ok(call));
         assert_eq!(
-            decode::<FromHost>(r#"{"v":1002,"msg":{"type":"open"}}"#),
+            decode::<FromHost>(r#"{"v":1003,"msg":{"type":"open"}}"#),
             Err(DecodeError::Version {
-                found: 1002,
+                found: 1003,
                 expected: WIDGET_PROTOCOL_VERSION
             })
         );

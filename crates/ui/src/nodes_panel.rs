@@ -18,6 +18,7 @@ use leptos::task::spawn_local;
 use serde_json::{Map, Value, json};
 use wasm_bindgen::JsCast as _;
 
+use kiln_types::Progress;
 use kiln_types::node::{CodeNode, GraphNode, SlotRef};
 use kiln_types::records::GraphRecord;
 use kiln_types::runtime::{ExchangeEvent, Problem, ToRuntime};
@@ -59,6 +60,9 @@ pub(crate) struct Nodes {
     /// Each node's last report (`{status, outputs, warnings, console,
     /// duration_ms, error?}`), by id.
     pub results: RwSignal<HashMap<String, Value>>,
+    /// The last progress each running node's body reported, by id, until
+    /// its report comes.
+    progress: RwSignal<HashMap<String, Progress>>,
     /// The graph run going on: its exchange, for Stop.
     running: RwSignal<Option<u64>>,
     saving: StoredValue<SaveQueue>,
@@ -257,6 +261,7 @@ impl Nodes {
         request["edges"] = json!(sheet.edges);
         request["inputs"] = Value::Object(sheet.run_inputs());
         self.results.set(HashMap::new());
+        self.progress.set(HashMap::new());
         self.status.set(Some((true, "Running the graph…".into())));
         let runtime = self.runtime.get_value();
         let page = self.page.get_value();
@@ -266,14 +271,24 @@ impl Nodes {
         spawn_local(async move {
             let answer = match runtime.await {
                 Ok(runtime) => {
-                    let on_event: Listener = Rc::new(move |event: ExchangeEvent| {
-                        if let ExchangeEvent::Node(report) = event {
+                    let on_event: Listener = Rc::new(move |event: ExchangeEvent| match event {
+                        ExchangeEvent::Node(report) => {
                             let id = report.id.clone();
+                            self.progress.update(|progress| {
+                                progress.remove(&id);
+                            });
                             let report = serde_json::to_value(report).unwrap_or(Value::Null);
                             self.results.update(|results| {
                                 results.insert(id, report);
                             });
                         }
+                        ExchangeEvent::Progress {
+                            node: Some(id),
+                            progress,
+                        } => self.progress.update(|reported| {
+                            reported.insert(id, progress);
+                        }),
+                        _ => {}
                     });
                     let (id, answered) = runtime.exchange(
                         |id| ToRuntime::Graph {
@@ -294,6 +309,7 @@ impl Nodes {
                 Err(problem) => Err(Problem::bad_request(problem)),
             };
             self.running.set(None);
+            self.progress.set(HashMap::new());
             match answer {
                 Ok(ran) => {
                     if let Some(nodes) = ran["nodes"].as_array() {
@@ -389,6 +405,7 @@ pub(crate) fn NodesPanel(
         save_error: RwSignal::new(None),
         refusal: RwSignal::new(None),
         results: RwSignal::new(HashMap::new()),
+        progress: RwSignal::new(HashMap::new()),
         running: RwSignal::new(None),
         saving: StoredValue::new(SaveQueue::default()),
         dialog: RwSignal::new(None),
@@ -523,6 +540,8 @@ where
     let editing = RwSignal::new(false);
     let id = StoredValue::new(id);
     let result = move || id.with_value(|id| nodes.results.with(|results| results.get(id).cloned()));
+    let progress =
+        move || id.with_value(|id| nodes.progress.with(|progress| progress.get(id).cloned()));
     let inputs = node
         .inputs
         .iter()
@@ -599,6 +618,7 @@ where
                 <summary>{format!("Code ({lines} line{})", if lines == 1 { "" } else { "s" })}</summary>
                 <pre data-testid="node-code">{code}</pre>
             </details>
+            {move || progress().map(progress_view)}
             {move || result().map(result_view)}
             <div class="actions">
                 <button type="button" class="secondary" data-testid="node-ask-ai" on:click=move |event| open(event, Target::Edit(id.get_value()))>"Ask AI"</button>
@@ -738,6 +758,21 @@ fn InputHandle(nodes: Nodes, to: SlotRef, ty: kiln_types::node::SlotType) -> imp
             {move || sample_error.get().map(|error| view! { <p class="failure" role="alert" data-testid="sample-error">{error}</p> })}
             {move || refusal().map(|reason| view! { <p class="failure" role="alert" data-testid="connect-refusal">{reason}</p> })}
         </li>
+    }
+}
+
+/// How far a running node's body says it has come.
+fn progress_view(progress: Progress) -> impl IntoView {
+    let percent = progress.percent.round();
+    let text = match progress.message {
+        Some(message) => format!("{percent:.0}% · {message}"),
+        None => format!("{percent:.0}%"),
+    };
+    view! {
+        <div class="node-progress" data-testid="node-progress">
+            <progress max="100" value=percent aria-label="Progress"></progress>
+            <span>{text}</span>
+        </div>
     }
 }
 

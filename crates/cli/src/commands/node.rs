@@ -12,6 +12,7 @@
 
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::rc::Rc;
 
 use anyhow::{Context as _, Result, bail};
 use kiln_nodes::{
@@ -224,6 +225,9 @@ pub fn run_graph_command(command: GraphCommand) -> ExitCode {
                 environment: &environment,
                 runner: &crate::sandbox_process::ProcessRunner::default(),
                 cancel: &cancel,
+                on_progress: Some(Rc::new(|node: &str, progress: &kiln_types::Progress| {
+                    eprintln!("{}", crate::terminal::progress_line(Some(node), progress));
+                })),
             },
             max_concurrent,
             |report| {

@@ -362,6 +362,9 @@ pub(crate) fn environment(
         workspace: store.map(|dir| Rc::new(open_store(dir))),
         random: Rc::new(kiln_store::ids::random_bytes),
         on_gate: None,
+        on_progress: Some(Rc::new(|progress: &kiln_types::Progress| {
+            eprintln!("{}", crate::terminal::progress_line(None, progress));
+        })),
     }
 }
 

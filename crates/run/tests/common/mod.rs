@@ -14,7 +14,7 @@ use kiln_sandbox::tools::{ToolCall, ToolHost};
 use kiln_types::cancel::AbortSignal;
 use kiln_types::protocol::CallRequest;
 use kiln_types::tool_result::ToolReply;
-use kiln_types::{RunError, RunLimits, RunReport, RunResult};
+use kiln_types::{Progress, RunError, RunLimits, RunReport, RunResult};
 
 /// The sandbox in this process, every call up the run's ladder.
 pub struct InProcess;
@@ -32,6 +32,10 @@ impl ToolHost for Ladder {
             },
             held,
         )
+    }
+
+    fn progress(&self, progress: &Progress) {
+        self.0.run_state().progress(progress);
     }
 }
 

@@ -55,6 +55,15 @@ pub(super) async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve
                 environment: &environment,
                 runner: &runner,
                 cancel: &cancel,
+                on_progress: Some(Rc::new(move |node: &str, progress: &Progress| {
+                    post(&FromRuntime::Event {
+                        id,
+                        event: ExchangeEvent::Progress {
+                            node: Some(node.to_owned()),
+                            progress: progress.clone(),
+                        },
+                    });
+                })),
             },
             request.max_concurrent,
             |report| {

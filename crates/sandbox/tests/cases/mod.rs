@@ -561,3 +561,48 @@ pub fn deep_cases() -> Vec<(String, String)> {
     }
     cases
 }
+
+/// A program that reports progress too soon, out of range, too long, in a
+/// loop, and wrongly; [`check_progress`] reads what reached the host.
+pub const PROGRESS_PROGRAM: &str = r"
+const start = Date.now();
+progress(-5, 'starting');
+progress(50, 'too soon');
+while (Date.now() - start < 120) {}
+progress(250, 'x'.repeat(600));
+let calls = 0;
+while (Date.now() - start < 450) { progress(42); calls++ }
+let error;
+try { progress('half') } catch (e) { error = `${e.name}: ${e.message}` }
+return [calls > 10, error]
+";
+
+/// What [`PROGRESS_PROGRAM`]'s run and its reports must be.
+pub fn check_progress(report: &RunReport, reported: &[kiln_types::Progress]) -> Result<(), String> {
+    let expected = r#"completed [true,"TypeError: progress(percent, message) takes a number from 0 to 100 as `percent`; got the string \"half\""]"#;
+    let summary = summary(report);
+    if summary != expected {
+        return Err(format!("the run: {summary}"));
+    }
+    let shown: Vec<(f64, Option<usize>)> = reported
+        .iter()
+        .map(|progress| {
+            (
+                progress.percent,
+                progress.message.as_ref().map(|text| text.chars().count()),
+            )
+        })
+        .collect();
+    let (first, rest) = reported.split_first().ok_or("no report reached the host")?;
+    let ok = first.percent == 0.0
+        && first.message.as_deref() == Some("starting")
+        && rest.first().is_some_and(|cut| cut.percent == 100.0 && cut.message.as_deref() == Some("x".repeat(500).as_str()))
+        // One at most every 100 ms: from 120 ms to 450 ms, three at most.
+        && (2..=4).contains(&rest.len())
+        && rest[1..].iter().all(|later| later.percent == 42.0 && later.message.is_none());
+    if ok {
+        Ok(())
+    } else {
+        Err(format!("the reports (percent, message length): {shown:?}"))
+    }
+}

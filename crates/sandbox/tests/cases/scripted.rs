@@ -10,9 +10,12 @@
 //! (how long, before that, the call is held on a person, as an approval would
 //! hold it; at most 60,000).
 
+use std::cell::RefCell;
 use std::collections::BTreeMap;
+use std::rc::Rc;
 
 use futures::future::LocalBoxFuture;
+use kiln_types::Progress;
 use kiln_types::tool_result::CallOutcome;
 use serde_json::Value;
 
@@ -30,10 +33,11 @@ struct Script {
     person_wait_ms: u64,
 }
 
-/// Serves scripted catalog entries.
+/// Serves scripted catalog entries, and keeps the progress the guest reports.
 #[derive(Debug, Clone, Default)]
 pub struct ScriptedTools {
     scripts: BTreeMap<String, Script>,
+    progress: Rc<RefCell<Vec<Progress>>>,
 }
 
 impl ScriptedTools {
@@ -73,11 +77,23 @@ impl ScriptedTools {
                 },
             );
         }
-        Ok(Self { scripts })
+        Ok(Self {
+            scripts,
+            progress: Rc::default(),
+        })
+    }
+
+    /// The progress reports the host was given, in order.
+    pub fn reported(&self) -> Vec<Progress> {
+        self.progress.borrow().clone()
     }
 }
 
 impl ToolHost for ScriptedTools {
+    fn progress(&self, progress: &Progress) {
+        self.progress.borrow_mut().push(progress.clone());
+    }
+
     fn call(&self, call: ToolCall, person: PersonSignal) -> LocalBoxFuture<'static, ToolReply> {
         let script = self.scripts.get(&call.tool).cloned();
         Box::pin(async move {
