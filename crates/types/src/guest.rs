@@ -236,6 +236,27 @@ pub const MODULES: &[GuestModule] = &[
             },
         ],
     },
+    GuestModule {
+        specifier: "kiln:zip",
+        summary: "Zip archives in memory, bytes in and out (deflate; an archive at most 10 MiB a call, at most 50 MiB unzipped a run).",
+        exports: &[
+            GuestExport {
+                name: "list",
+                usage: "list(bytes)",
+                summary: "The archive's entries: `[{name, size, compressedSize, isDirectory, modified}]`, `modified` an ISO 8601 local time or null.",
+            },
+            GuestExport {
+                name: "read",
+                usage: "read(bytes, name, {text = false})",
+                summary: "The entry's bytes as a `Uint8Array`, or its UTF-8 text when `text`; a missing name is an error listing names there are.",
+            },
+            GuestExport {
+                name: "write",
+                usage: "write({name: stringOrBytes} or [{name, data}], {level = 6})",
+                summary: "A new archive as a `Uint8Array` (`level` 0 stores, 1-9 deflates); a name ending in `/` is a directory; absolute or `..` names are refused.",
+            },
+        ],
+    },
 ];
 
 impl GuestModule {

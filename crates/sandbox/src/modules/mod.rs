@@ -4,7 +4,8 @@
 //! html5ever parser and Servo's selector engine, and a Markdown writer over
 //! its tree), `kiln:markdown` (`pulldown-cmark`), `kiln:yaml`
 //! (`serde_norway`, serde_yaml's maintained fork), `kiln:xml` (`quick-xml`),
-//! `kiln:diff` (`similar`).
+//! `kiln:diff` (`similar`), `kiln:zip` (`zip`, deflate only, through
+//! `flate2`'s pure-Rust backend).
 //!
 //! The run's importer (`imports` rewrites declarations into calls of it)
 //! builds a module's namespace the first time the run imports it and keeps
@@ -25,7 +26,9 @@ mod html;
 mod markdown;
 mod xml;
 mod yaml;
+mod zip;
 
+pub use self::zip::MAX_UNZIP_BYTES;
 pub use diff::MAX_DIFF_TOKENS;
 pub use html::{DEFAULT_SELECT, MAX_HTML_DEPTH, MAX_SELECT};
 
@@ -78,6 +81,11 @@ fn namespace(specifier: &str, context: &mut Context) -> JsResult<JsObject> {
             ("lines", NativeFunction::from_fn_ptr(diff::lines), 2),
             ("words", NativeFunction::from_fn_ptr(diff::words), 2),
             ("unified", NativeFunction::from_fn_ptr(diff::unified), 3),
+        ],
+        "kiln:zip" => &[
+            ("list", NativeFunction::from_fn_ptr(zip::list), 1),
+            ("read", NativeFunction::from_fn_ptr(zip::read), 3),
+            ("write", NativeFunction::from_fn_ptr(zip::write), 2),
         ],
         _ => {
             return Err(JsNativeError::typ()

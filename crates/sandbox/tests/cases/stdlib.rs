@@ -191,10 +191,53 @@ pub const STDLIB_CASES: &[(&str, &str)] = &[
         "import { toHtml } from 'kiln:markdown';\nreturn [toHtml('# Hi\\n\\n*a* ~~b~~ <i>raw</i>\\n\\n| x |\\n| - |\\n| 1 |'), toHtml('<b>ok</b>', {allowHtml: true})]",
         r##"completed ["<h1>Hi</h1>\n<p><em>a</em> <del>b</del> &lt;i&gt;raw&lt;/i&gt;</p>\n<table><thead><tr><th>x</th></tr></thead><tbody>\n<tr><td>1</td></tr>\n</tbody></table>\n","<p><b>ok</b></p>\n"]"##,
     ),
+    // kiln:zip: archives written and read back, in memory.
+    (
+        "import { list, read, write } from 'kiln:zip';\nconst z = write([{name: 'notes/a.txt', data: 'héllo'}, {name: 'notes/'}, {name: 'b.bin', data: new Uint16Array([1, 258]).buffer}, {name: 'c.bin', data: new DataView(new Uint8Array([7, 8, 9]).buffer, 1)}], {level: 9});\nreturn [list(z), read(z, 'notes/a.txt', {text: true}), Array.from(read(z, 'b.bin')), Array.from(read(z.buffer, 'c.bin')), read(z, 'notes/').length, list(write({}))]",
+        r##"completed [[{"name":"notes/a.txt","size":6,"compressedSize":8,"isDirectory":false,"modified":"1980-01-01T00:00:00"},{"name":"notes/","size":0,"compressedSize":0,"isDirectory":true,"modified":"1980-01-01T00:00:00"},{"name":"b.bin","size":4,"compressedSize":6,"isDirectory":false,"modified":"1980-01-01T00:00:00"},{"name":"c.bin","size":2,"compressedSize":4,"isDirectory":false,"modified":"1980-01-01T00:00:00"}],"héllo",[1,0,2,1],[8,9],0,[]]"##,
+    ),
+    (
+        "import { list, read, write } from 'kiln:zip';\nconst z = write({'a.txt': 'hello', 'dir/': null, 'dir/b.bin': new Uint8Array([1, 2, 3])}); const stored = write({x: 'x'.repeat(1000)}, {level: 0});\nreturn [z.length, toHex(z.slice(0, 4)), list(z).map((e) => [e.name, e.size, e.isDirectory]), read(z, 'a.txt', {text: true}), Array.from(read(z, 'dir/b.bin')), list(stored)[0].compressedSize]",
+        r##"completed [298,"504b0304",[["a.txt",5,false],["dir/",0,true],["dir/b.bin",3,false]],"hello",[1,2,3],1000]"##,
+    ),
+    (
+        "import { list, read, write } from 'kiln:zip';\nconst errors = []; for (const call of [() => list(new Uint8Array(100)), () => list('abc'), () => read(write({}), 'a'), () => read(write({a: '1', b: '2', c: '3', d: '4', e: '5', f: '6', g: '7'}), 'z.txt'), () => write('a'), () => write({a: 5}), () => write([{data: 'x'}]), () => write([{name: 'a', data: 'x'}, {name: 'a', data: 'y'}]), () => write({'x/': 'data'}), () => write({a: 'x'}, {level: 10}), () => write({a: 'x'}, {level: 'fast'})]) { try { call() } catch (e) { errors.push(e.name + ': ' + e.message) } } return errors",
+        r##"completed ["SyntaxError: kiln:zip list: the bytes are not a zip archive: invalid Zip archive: Could not find EOCD","TypeError: kiln:zip list takes the archive as bytes (a Uint8Array, another typed array, a DataView or an ArrayBuffer); got string","Error: kiln:zip read: the archive has no entry `a`; it is empty","Error: kiln:zip read: the archive has no entry `z.txt`; it has `a`, `b`, `c`, `d`, `e` and 2 more","TypeError: kiln:zip write takes an object {name: data} or an array [{name, data}], each data a string or bytes","TypeError: kiln:zip write: the data of `a` must be a string or bytes (a Uint8Array, another typed array, a DataView or an ArrayBuffer); got number","TypeError: kiln:zip write: entry 0 has no string `name`","TypeError: kiln:zip write: the entry `a` is given twice","TypeError: kiln:zip write: `x/` is a directory (its name ends in `/`) and holds no data","RangeError: kiln:zip write: `level` is a whole number from 0 (stored) to 9 (smallest); got 10","TypeError: kiln:zip write: `level` is a number from 0 to 9; got \"fast\""]"##,
+    ),
+    // Names that would land outside the folder an archive is unpacked into
+    // are refused by name.
+    (
+        "import { write } from 'kiln:zip';\nconst errors = []; for (const name of ['../x', 'a/../../x', 'a\\\\..\\\\b', '/etc/passwd', '\\\\x', 'C:/x', '']) { try { write({[name]: 'a'}) } catch (e) { errors.push(e.message) } } return errors",
+        r##"completed ["kiln:zip write: the entry name `../x` has a `..` component, which escapes the archive; names are relative paths such as `docs/a.txt`","kiln:zip write: the entry name `a/../../x` has a `..` component, which escapes the archive; names are relative paths such as `docs/a.txt`","kiln:zip write: the entry name `a\\..\\b` has a `..` component, which escapes the archive; names are relative paths such as `docs/a.txt`","kiln:zip write: the entry name `/etc/passwd` is an absolute path; names are relative paths such as `docs/a.txt`","kiln:zip write: the entry name `\\x` is an absolute path; names are relative paths such as `docs/a.txt`","kiln:zip write: the entry name `C:/x` starts with a drive letter; names are relative paths such as `docs/a.txt`","kiln:zip write: the entry name `` is empty; names are relative paths such as `docs/a.txt`"]"##,
+    ),
+    // The bytes bound, on what is read and on what is written.
+    (
+        "import { read, write } from 'kiln:zip';\nconst errors = []; for (const call of [() => read(new Uint8Array(11 << 20), 'a'), () => write({a: new Uint8Array(6 << 20), b: new Uint8Array(5 << 20)}), () => write({a: 'x'.repeat(5000001)})]) { try { call() } catch (e) { errors.push(e.name + ': ' + e.message) } } return errors",
+        r##"completed ["RangeError: kiln:zip read: the archive is 11534336 bytes, more than the 10485760 bytes one call may take","RangeError: kiln:zip write: the entries come to more than the 10485760 bytes one call may take (at `b`, 5242880 bytes)","RangeError: kiln:zip write: `a` is 5000001 characters, more than the 5000000 characters one call may take"]"##,
+    ),
+    // A zip bomb: one 400 KB entry, built here by hand (a literal zero, then
+    // back-references of 258 bytes, 13 bits each) and declaring 4 GB, would
+    // inflate to 63 MB; it ends at the run's inflation bound, counted as the
+    // bytes come out, and the archive still lists.
+    (
+        "import { list, read } from 'kiln:zip';\nconst bits = []; const put = (v, n) => { for (let i = 0; i < n; i++) bits.push((v >> i) & 1) }; const code = (v, n) => { for (let i = n - 1; i >= 0; i--) bits.push((v >> i) & 1) };\nput(1, 1); put(1, 2); code(0x30, 8); for (let i = 0; i < 16; i++) { code(0xc5, 8); code(0, 5) }\nconst L = 400000, z = new Uint8Array(30 + 1 + L + 46 + 1 + 22), v = new DataView(z.buffer), d = z.subarray(31, 31 + L);\nfor (let i = 0; i < 27; i++) { let b = 0; for (let j = 0; j < 8; j++) b |= bits[i * 8 + j] << j; d[i] = b }\nfor (let n = 27; n < L;) { const q = Math.floor((n - 2) / 13) * 13; d.copyWithin(2 + q, 2, 2 + q); n = 2 + 2 * q }\nconst header = (at, central) => { v.setUint32(at, central ? 0x02014b50 : 0x04034b50, true); const o = central ? at + 4 : at + 2; if (central) v.setUint16(o, 20, true); v.setUint16(o + 2, 20, true); v.setUint16(o + 6, 8, true); v.setUint16(o + 10, 0x21, true); v.setUint32(o + 16, L, true); v.setUint32(o + 20, 4e9, true); v.setUint16(o + 24, 1, true); z[central ? at + 46 : at + 30] = 97 };\nheader(0, false); header(31 + L, true);\nconst e = 31 + L + 47; v.setUint32(e, 0x06054b50, true); v.setUint16(e + 8, 1, true); v.setUint16(e + 10, 1, true); v.setUint32(e + 12, 47, true); v.setUint32(e + 16, 31 + L, true);\ntry { return read(z, 'a').length } catch (e) { return [list(z), e.name, e.message] }",
+        r##"completed [[{"name":"a","size":4000000000,"compressedSize":400000,"isDirectory":false,"modified":"1980-01-01T00:00:00"}],"RangeError","kiln:zip read: inflating `a` would pass the 52428800 bytes a run may inflate"]"##,
+    ),
+    // The bound is the run's, not the call's: honest entries read again and
+    // again end there too, in the middle of an entry; an empty one still reads.
+    (
+        "import { list, read, write } from 'kiln:zip';\nconst y = write({b: new Uint8Array(4 << 20)}), z = write({a: new Uint8Array(10 << 20)}); const sizes = [read(y, 'b').length];\ntry { for (;;) sizes.push(read(z, 'a').length) } catch (e) { return [sizes, e.name, e.message, read(write({empty: ''}), 'empty').length] }",
+        r##"completed [[4194304,10485760,10485760,10485760,10485760],"RangeError","kiln:zip read: inflating `a` would pass the 52428800 bytes a run may inflate",0]"##,
+    ),
+    // The next run has its whole allowance again.
+    (
+        "import { read, write } from 'kiln:zip';\nconst z = write({a: new Uint8Array(10 << 20)}); let total = 0; for (let i = 0; i < 5; i++) total += read(z, 'a').length; return total",
+        "completed 52428800",
+    ),
     // What a program may not import is refused by name before anything runs.
     (
         "import _ from 'lodash';\nreturn 1",
-        "syntax import_refused: `lodash` cannot be imported: a program imports only Kiln's own modules (`kiln:csv`, `kiln:html`, `kiln:markdown`, `kiln:yaml`, `kiln:xml`, `kiln:diff`); there are no packages (line 1)",
+        "syntax import_refused: `lodash` cannot be imported: a program imports only Kiln's own modules (`kiln:csv`, `kiln:html`, `kiln:markdown`, `kiln:yaml`, `kiln:xml`, `kiln:diff`, `kiln:zip`); there are no packages (line 1)",
     ),
     (
         "import { parsed } from 'kiln:csv';\nreturn 1",
