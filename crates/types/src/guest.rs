@@ -257,6 +257,52 @@ pub const MODULES: &[GuestModule] = &[
             },
         ],
     },
+    GuestModule {
+        specifier: "kiln:dates",
+        summary: "Dates in IANA time zones. A date is a `Date`, epoch milliseconds, or ISO 8601 text (`\"2026-03-08\"`, `\"2026-03-08T14:30:00Z\"`, `\"2026-03-08T09:30:00-04:00[America/New_York]\"`); answers are that last form, so the zone carries on. `zone` (default the text's own, else \"UTC\") is where a date is shown and where text without an offset is read.",
+        exports: &[
+            GuestExport {
+                name: "parse",
+                usage: "parse(text, {zone, format})",
+                summary: "The date in `text`, ISO 8601 or read by a strftime `format` such as \"%d/%m/%Y %H:%M\".",
+            },
+            GuestExport {
+                name: "format",
+                usage: "format(date, pattern, {zone})",
+                summary: "The date as strftime text (`%Y-%m-%d %H:%M %Z`, `%A %-d %B`; English names), or the answer form without a pattern.",
+            },
+            GuestExport {
+                name: "add",
+                usage: "add(date, {years, months, weeks, days, hours, minutes, seconds, milliseconds}, {zone})",
+                summary: "The date moved by whole amounts (negative to go back): days and longer on the zone's calendar (a day across a DST change is 23 or 25 hours; Jan 31 + 1 month is Feb 28 or 29), hours and shorter exact.",
+            },
+            GuestExport {
+                name: "difference",
+                usage: "difference(a, b, {unit = \"days\", zone})",
+                summary: "`a - b` as a number of whole `unit`s (years, months, weeks, days, hours, minutes, seconds, milliseconds), truncated toward zero.",
+            },
+            GuestExport {
+                name: "startOf",
+                usage: "startOf(date, unit, {zone})",
+                summary: "The first instant of the year, month, week (from Monday), day, hour, minute or second the date falls in.",
+            },
+            GuestExport {
+                name: "endOf",
+                usage: "endOf(date, unit, {zone})",
+                summary: "The last millisecond of that unit.",
+            },
+            GuestExport {
+                name: "toZone",
+                usage: "toZone(date, zone)",
+                summary: "The same instant shown in `zone` (\"Asia/Tokyo\", \"+05:30\").",
+            },
+            GuestExport {
+                name: "toDate",
+                usage: "toDate(date)",
+                summary: "The same instant as a JavaScript `Date`.",
+            },
+        ],
+    },
 ];
 
 impl GuestModule {

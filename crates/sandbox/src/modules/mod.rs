@@ -5,7 +5,8 @@
 //! its tree), `kiln:markdown` (`pulldown-cmark`), `kiln:yaml`
 //! (`serde_norway`, serde_yaml's maintained fork), `kiln:xml` (`quick-xml`),
 //! `kiln:diff` (`similar`), `kiln:zip` (`zip`, deflate only, through
-//! `flate2`'s pure-Rust backend).
+//! `flate2`'s pure-Rust backend), `kiln:dates` (`jiff`, its IANA zone
+//! database compiled in).
 //!
 //! The run's importer (`imports` rewrites declarations into calls of it)
 //! builds a module's namespace the first time the run imports it and keeps
@@ -21,6 +22,7 @@ use serde_json::{Map, Value};
 use crate::stdlib::{argument, string_argument};
 
 mod csv;
+mod dates;
 mod diff;
 mod html;
 mod markdown;
@@ -86,6 +88,20 @@ fn namespace(specifier: &str, context: &mut Context) -> JsResult<JsObject> {
             ("list", NativeFunction::from_fn_ptr(zip::list), 1),
             ("read", NativeFunction::from_fn_ptr(zip::read), 3),
             ("write", NativeFunction::from_fn_ptr(zip::write), 2),
+        ],
+        "kiln:dates" => &[
+            ("parse", NativeFunction::from_fn_ptr(dates::parse), 2),
+            ("format", NativeFunction::from_fn_ptr(dates::format), 3),
+            ("add", NativeFunction::from_fn_ptr(dates::add), 3),
+            (
+                "difference",
+                NativeFunction::from_fn_ptr(dates::difference),
+                3,
+            ),
+            ("startOf", NativeFunction::from_fn_ptr(dates::start_of), 3),
+            ("endOf", NativeFunction::from_fn_ptr(dates::end_of), 3),
+            ("toZone", NativeFunction::from_fn_ptr(dates::to_zone), 2),
+            ("toDate", NativeFunction::from_fn_ptr(dates::to_date), 1),
         ],
         _ => {
             return Err(JsNativeError::typ()
