@@ -1,6 +1,7 @@
 //! `kiln eval code-gen` (reference/004, "Eval"): the CodePlanner
-//! ([`kiln_nodes::author`]) over cases of eight shapes — reshape,
-//! merge, compute, extract, split, format, validate, seed — each asked for
+//! ([`kiln_nodes::author`]) over cases of nine shapes — reshape,
+//! merge, compute, extract, split, format, validate, seed, and library (a
+//! job the guest's standard library or a `kiln:` module does) — each asked for
 //! the way a person would ask, then the accepted node run in the real
 //! sandbox ([`kiln_nodes::run_node`]) on held-out inputs that never reach
 //! the prompt, its outputs compared with the exact ones (numbers by value,
@@ -53,11 +54,14 @@ pub enum Shape {
     Validate,
     /// A node with no inputs that makes data.
     Seed,
+    /// A job the standard library or a `kiln:` module does (a quoted CSV,
+    /// an HTML page, a digest), which a node should not write by hand.
+    Library,
 }
 
 impl Shape {
     /// Every shape, in the order the table shows them.
-    pub const ALL: [Self; 8] = [
+    pub const ALL: [Self; 9] = [
         Self::Reshape,
         Self::Merge,
         Self::Compute,
@@ -66,6 +70,7 @@ impl Shape {
         Self::Format,
         Self::Validate,
         Self::Seed,
+        Self::Library,
     ];
 
     #[must_use]
@@ -79,6 +84,7 @@ impl Shape {
             Self::Format => "format",
             Self::Validate => "validate",
             Self::Seed => "seed",
+            Self::Library => "library",
         }
     }
 }
