@@ -35,6 +35,8 @@
 //!   and sent to the host line by line as the guest prints.
 //! - `finish`: `finish(value)`, which ends the run at once with `value` as its
 //!   result.
+//! - `format`: the guest's `format` global, numbers, dates, relative times and
+//!   lists for a locale: the worker's own `Intl` in the browser, ICU4X natively.
 //! - `hooks`: the host hooks of a guest context: the host grants powers, the
 //!   default refuses.
 //! - `imports`: a program's `import … from "kiln:…"` declarations, rewritten
@@ -58,6 +60,7 @@ pub mod clock;
 mod console;
 mod executor;
 mod finish;
+mod format;
 mod hooks;
 mod imports;
 mod inspect;

@@ -53,6 +53,7 @@
   lib.TextEncoder = TextEncoder;
   lib.TextDecoder = TextDecoder;
   lib.URL = NativeURL;
+  lib.format = freeze(raw.format);
 
   // Defines `name` on `object` as a method that is not enumerable, as the
   // platform's are.

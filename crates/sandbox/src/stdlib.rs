@@ -12,6 +12,8 @@
 //!   [`kiln_types::MAX_VALUE_DEPTH`] before the engine recurses.
 //! - `crypto`: `randomUUID`, `getRandomValues` (64 KiB a call), `digest` and
 //!   `hmac` for SHA-1/256/384/512 (RustCrypto), and `subtle.digest`.
+//! - `format`: numbers, dates, relative times and lists for a locale
+//!   ([`crate::format`]).
 //! - `parallelMap(items, fn, concurrency)`.
 //!
 //! Each global is a placeholder until a program first touches one; then the
@@ -46,11 +48,12 @@ const STDLIB: &str = include_str!("stdlib.js");
 
 /// The entries of `kiln_types::guest::GLOBALS` the library defines, each
 /// with the names it lists beside it.
-const ENTRIES: [&str; 5] = [
+const ENTRIES: [&str; 6] = [
     "TextEncoder",
     "URL",
     "structuredClone",
     "crypto",
+    "format",
     "parallelMap",
 ];
 
@@ -161,6 +164,7 @@ fn load(lib: &Shelf, context: &mut Context) -> JsResult<()> {
             class::<boa_runtime::text::TextDecoder>(context)?,
         ),
         ("URL", class::<boa_runtime::url::Url>(context)?),
+        ("format", crate::format::object(context).into()),
     ] {
         raw.create_data_property_or_throw(JsString::from(name), constructor, context)?;
     }

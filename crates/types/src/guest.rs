@@ -91,6 +91,12 @@ pub const GLOBALS: &[GuestGlobal] = &[
         summary: "Digests and HMACs (SHA-1, SHA-256, SHA-384, SHA-512) of a string's UTF-8 or of bytes, answered as a `Uint8Array` (`toHex` for text); random UUIDs; random bytes, 65,536 a call. `crypto.subtle.digest` answers a promise of an `ArrayBuffer`, as in a browser.",
     },
     GuestGlobal {
+        name: "format",
+        also: &[],
+        usage: "format.number(1234.5, {locale: \"de\", style: \"currency\", currency: \"EUR\"}) / format.date(date, {locale, timeZone, dateStyle, timeStyle}) / format.relativeTime(-1, \"day\", {locale, numeric: \"auto\"}) / format.list([\"a\", \"b\"], {locale, type: \"disjunction\"})",
+        summary: "Numbers (decimal, percent, currency; fraction digits, grouping), dates (`dateStyle` full|long|medium|short, `timeStyle` medium|short, an IANA `timeZone`), relative times and lists, as `Intl` writes them for a locale (default \"en\", UTC). The only locale-aware formatting a run has.",
+    },
+    GuestGlobal {
         name: "parallelMap",
         also: &[],
         usage: "await parallelMap(items, async (item, index) => ..., concurrency?)",

@@ -114,7 +114,7 @@ pub const ABSENT: &[Absent] = &[
     },
     Absent {
         name: "Intl",
-        instead: "`Number.prototype.toFixed`, `String.prototype.padStart` and string building",
+        instead: "`format.number`, `format.date`, `format.relativeTime` and `format.list` (`toLocaleString` is not locale-aware)",
     },
 ];
 

@@ -34,8 +34,8 @@ use icu_provider::prelude::*;
 use writeable::Writeable;
 
 use super::options::{
-    DateOptions, Length, ListKind, ListOptions, NumberOptions, NumberStyle, RelativeTimeOptions,
-    TimeUnit, Width,
+    DateOptions, Grouping, Length, ListKind, ListOptions, NumberOptions, NumberStyle,
+    RelativeTimeOptions, TimeUnit, Width,
 };
 
 /// `value` as `new Intl.NumberFormat(locale, {style, currency,
@@ -49,13 +49,13 @@ pub(crate) fn number(value: f64, options: &NumberOptions) -> Result<String, Stri
     };
     let digits = FractionDigits::resolve(options, currency.as_ref());
     let symbols = Symbols {
-        always_group: options.use_grouping,
+        always_group: options.grouping == Grouping::Always,
     };
     let mut decimal_options = DecimalFormatterOptions::default();
-    decimal_options.grouping_strategy = Some(if options.use_grouping {
-        GroupingStrategy::Auto
-    } else {
-        GroupingStrategy::Never
+    decimal_options.grouping_strategy = Some(match options.grouping {
+        Grouping::Auto | Grouping::Always => GroupingStrategy::Auto,
+        Grouping::Min2 => GroupingStrategy::Min2,
+        Grouping::Never => GroupingStrategy::Never,
     });
     let formatter = DecimalFormatter::try_new_unstable(&symbols, (&locale).into(), decimal_options)
         .map_err(|error| no_data("numbers", &options.locale, &error))?;
@@ -525,13 +525,7 @@ impl DataProvider<DecimalDigitsV1> for Symbols {
 /// (`+05:30`), from the zone database compiled into the binary, the one
 /// `kiln:dates` reads, so that every host agrees.
 fn time_zone(name: &str) -> Result<jiff::tz::TimeZone, String> {
-    jiff::fmt::temporal::DateTimeParser::new()
-        .parse_time_zone_with(&jiff::tz::TimeZoneDatabase::bundled(), name)
-        .map_err(|_| {
-            format!(
-                "no time zone `{name}`; a zone is an IANA name such as \"America/New_York\" or \"UTC\", or an offset such as \"+05:30\""
-            )
-        })
+    crate::modules::zone_named(name).ok_or_else(|| crate::modules::no_zone(name))
 }
 
 /// The wall-clock date and time in `zone` at `epoch_ms`.
@@ -1191,9 +1185,12 @@ mod tests {
                     },
                     minimum_fraction_digits: digits("minimumFractionDigits"),
                     maximum_fraction_digits: digits("maximumFractionDigits"),
-                    use_grouping: options["useGrouping"]
-                        .as_bool()
-                        .expect("useGrouping, always given"),
+                    grouping: match &options["useGrouping"] {
+                        Value::Bool(true) => Grouping::Always,
+                        Value::Bool(false) => Grouping::Never,
+                        Value::String(text) if text == "min2" => Grouping::Min2,
+                        _ => Grouping::Auto,
+                    },
                 },
             ),
             "DateTimeFormat" => {

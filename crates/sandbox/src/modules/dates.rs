@@ -63,11 +63,11 @@ const BOUNDARY_UNITS: [&str; 7] = ["year", "month", "week", "day", "hour", "minu
 pub(super) fn parse(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
     let text = string_argument(args, 0, context)?;
     let options = options(args, 1, context)?;
-    let zone = zone_option(&options, "parse")?;
+    let zone = zone_option(&options, "kiln:dates parse")?;
     let zoned = match options.get("format") {
-        None | Some(Value::Null) => from_text(&text, zone.as_ref(), "parse")?,
+        None | Some(Value::Null) => from_text(&text, zone.as_ref(), "kiln:dates parse")?,
         Some(Value::String(format)) => {
-            check_pattern(format, "parse")?;
+            check_pattern(format, "kiln:dates parse")?;
             from_pattern(&text, format, zone.as_ref())?
         }
         Some(other) => {
@@ -85,14 +85,14 @@ pub(super) fn parse(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsR
 /// pattern.
 pub(super) fn format(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
     let options = options(args, 2, context)?;
-    let zone = zone_option(&options, "format")?;
-    let zoned = date_argument(args, 0, zone.as_ref(), "format", context)?;
+    let zone = zone_option(&options, "kiln:dates format")?;
+    let zoned = date_argument(args, 0, zone.as_ref(), "kiln:dates format", context)?;
     let pattern = argument(args, 1);
     if pattern.is_undefined() || pattern.is_null() {
         return Ok(answer(&zoned));
     }
     let pattern = string_argument(args, 1, context)?;
-    check_pattern(&pattern, "format")?;
+    check_pattern(&pattern, "kiln:dates format")?;
     let text = strtime::format(pattern.as_bytes(), &zoned).map_err(|error| {
         JsNativeError::syntax().with_message(format!(
             "kiln:dates format: cannot format with `{pattern}`: {error}"
@@ -108,8 +108,8 @@ pub(super) fn format(_: &JsValue, args: &[JsValue], context: &mut Context) -> Js
 pub(super) fn add(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
     let amounts = options(args, 1, context)?;
     let options = options(args, 2, context)?;
-    let zone = zone_option(&options, "add")?;
-    let zoned = date_argument(args, 0, zone.as_ref(), "add", context)?;
+    let zone = zone_option(&options, "kiln:dates add")?;
+    let zoned = date_argument(args, 0, zone.as_ref(), "kiln:dates add", context)?;
     let mut amount = [0_i64; 8];
     for (key, value) in &amounts {
         let Some(index) = SPAN_UNITS.iter().position(|unit| unit == key) else {
@@ -178,15 +178,23 @@ pub(super) fn difference(
     context: &mut Context,
 ) -> JsResult<JsValue> {
     let options = options(args, 2, context)?;
-    let zone = zone_option(&options, "difference")?;
-    let a = date_argument(args, 0, zone.as_ref(), "difference", context)?;
+    let zone = zone_option(&options, "kiln:dates difference")?;
+    let a = date_argument(args, 0, zone.as_ref(), "kiln:dates difference", context)?;
     // `b` in `a`'s zone, whose calendar counts the days.
-    let b = date_argument(args, 1, Some(a.time_zone()), "difference", context)?;
+    let b = date_argument(
+        args,
+        1,
+        Some(a.time_zone()),
+        "kiln:dates difference",
+        context,
+    )?;
     let unit = match options.get("unit") {
         None | Some(Value::Null) => "days".to_owned(),
         Some(Value::String(unit)) => unit.clone(),
         Some(other) => {
-            return Err(unknown_unit(&other.to_string(), "difference", &SPAN_UNITS).into());
+            return Err(
+                unknown_unit(&other.to_string(), "kiln:dates difference", &SPAN_UNITS).into(),
+            );
         }
     };
     let exact = a.duration_since(&b);
@@ -201,7 +209,7 @@ pub(super) fn difference(
                 "months" => Unit::Month,
                 "weeks" => Unit::Week,
                 "days" => Unit::Day,
-                _ => return Err(unknown_unit(&unit, "difference", &SPAN_UNITS).into()),
+                _ => return Err(unknown_unit(&unit, "kiln:dates difference", &SPAN_UNITS).into()),
             };
             let span = a
                 .since(
@@ -231,7 +239,7 @@ pub(super) fn difference(
 /// `startOf(date, unit, {zone})`: the first instant of the year, month, week
 /// (from Monday), day, hour, minute or second `date` falls in.
 pub(super) fn start_of(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
-    let (zoned, unit) = boundary_arguments(args, "startOf", context)?;
+    let (zoned, unit) = boundary_arguments(args, "kiln:dates startOf", context)?;
     Ok(answer(
         &start(&zoned, unit).map_err(|error| boundary_error("startOf", &error))?,
     ))
@@ -239,7 +247,7 @@ pub(super) fn start_of(_: &JsValue, args: &[JsValue], context: &mut Context) -> 
 
 /// `endOf(date, unit, {zone})`: the last millisecond of that unit.
 pub(super) fn end_of(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
-    let (zoned, unit) = boundary_arguments(args, "endOf", context)?;
+    let (zoned, unit) = boundary_arguments(args, "kiln:dates endOf", context)?;
     let end = (|| {
         let first = start(&zoned, unit)?;
         let next = match unit {
@@ -260,15 +268,15 @@ pub(super) fn end_of(_: &JsValue, args: &[JsValue], context: &mut Context) -> Js
 /// `toZone(date, zone)`: the same instant in `zone`.
 pub(super) fn to_zone(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
     let name = string_argument(args, 1, context)?;
-    let zone = time_zone(&name, "toZone")?;
-    let zoned = date_argument(args, 0, Some(&zone), "toZone", context)?;
+    let zone = time_zone(&name, "kiln:dates toZone")?;
+    let zoned = date_argument(args, 0, Some(&zone), "kiln:dates toZone", context)?;
     Ok(answer(&zoned))
 }
 
 /// `toDate(date)`: a JavaScript `Date` of the same instant (to the
 /// millisecond).
 pub(super) fn to_date(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
-    let zoned = date_argument(args, 0, None, "toDate", context)?;
+    let zoned = date_argument(args, 0, None, "kiln:dates toDate", context)?;
     #[expect(
         clippy::cast_precision_loss,
         reason = "epoch milliseconds of years -9999 to 9999 are below 2^53, exact in a number"
@@ -286,7 +294,7 @@ fn answer(zoned: &ZonedDateTime) -> JsValue {
 }
 
 /// Argument `index` as a date (see the module's doc for `zone`).
-fn date_argument(
+pub(crate) fn date_argument(
     args: &[JsValue],
     index: usize,
     zone: Option<&TimeZone>,
@@ -301,7 +309,7 @@ fn date_argument(
         let time = date.get_time(context)?.to_number(context)?;
         if time.is_nan() {
             return Err(JsNativeError::range()
-                .with_message(format!("kiln:dates {what}: the Date is an Invalid Date"))
+                .with_message(format!("{what}: the Date is an Invalid Date"))
                 .into());
         }
         return from_milliseconds(time, zone, what);
@@ -315,7 +323,7 @@ fn date_argument(
     }
     Err(JsNativeError::typ()
         .with_message(format!(
-            "kiln:dates {what} takes a date as a Date, epoch milliseconds or ISO 8601 text such as \"2026-03-08T09:30:00Z\"; got {}",
+            "{what} takes a date as a Date, epoch milliseconds or ISO 8601 text such as \"2026-03-08T09:30:00Z\"; got {}",
             value.type_of()
         ))
         .into())
@@ -329,7 +337,7 @@ fn from_milliseconds(
 ) -> JsResult<ZonedDateTime> {
     let outside = || {
         JsNativeError::range().with_message(format!(
-            "kiln:dates {what}: {milliseconds} milliseconds is outside the years -9999 to 9999 a date may have"
+            "{what}: {milliseconds} milliseconds is outside the years -9999 to 9999 a date may have"
         ))
     };
     // About 2.5e14 milliseconds reach the year 9999: anything past 1e16 is
@@ -352,7 +360,7 @@ fn from_text(text: &str, zone: Option<&TimeZone>, what: &str) -> JsResult<ZonedD
     let text = text.trim();
     let unreadable = |error: jiff::Error| {
         JsNativeError::syntax().with_message(format!(
-            "kiln:dates {what}: `{text}` is not an ISO 8601 date such as \"2026-03-08\", \"2026-03-08T09:30:00Z\" or \"2026-03-08T09:30:00-04:00[America/New_York]\": {error}"
+            "{what}: `{text}` is not an ISO 8601 date such as \"2026-03-08\", \"2026-03-08T09:30:00Z\" or \"2026-03-08T09:30:00-04:00[America/New_York]\": {error}"
         ))
     };
     if text.contains('[') {
@@ -371,7 +379,7 @@ fn from_text(text: &str, zone: Option<&TimeZone>, what: &str) -> JsResult<ZonedD
     let civil: DateTime = PARSER.parse_datetime(text).map_err(unreadable)?;
     civil.to_zoned_datetime(zone).map_err(|error| {
         JsNativeError::range()
-            .with_message(format!("kiln:dates {what}: `{text}`: {error}"))
+            .with_message(format!("{what}: `{text}`: {error}"))
             .into()
     })
 }
@@ -409,7 +417,7 @@ fn zone_option(options: &Map<String, Value>, what: &str) -> JsResult<Option<Time
         Some(Value::String(name)) => time_zone(name, what).map(Some),
         Some(other) => Err(JsNativeError::typ()
             .with_message(format!(
-                "kiln:dates {what}: `zone` is a time zone's name such as \"America/New_York\"; got {other}"
+                "{what}: `zone` is a time zone's name such as \"America/New_York\"; got {other}"
             ))
             .into()),
     }
@@ -417,14 +425,25 @@ fn zone_option(options: &Map<String, Value>, what: &str) -> JsResult<Option<Time
 
 /// The zone `name`: an IANA name (`Europe/Berlin`, `UTC`) or a fixed offset
 /// (`+05:30`).
-fn time_zone(name: &str, what: &str) -> JsResult<TimeZone> {
-    PARSER.parse_time_zone_with(&database(), name.trim()).map_err(|_| {
+pub(crate) fn time_zone(name: &str, what: &str) -> JsResult<TimeZone> {
+    zone_named(name).ok_or_else(|| {
         JsNativeError::range()
-            .with_message(format!(
-                "kiln:dates {what}: no time zone `{name}`; a zone is an IANA name such as \"America/New_York\", \"Europe/Berlin\" or \"UTC\", or an offset such as \"+05:30\""
-            ))
+            .with_message(format!("{what}: {}", no_zone(name)))
             .into()
     })
+}
+
+/// The zone `name`, from the database compiled in: what `kiln:dates` and
+/// `format.date` read on every host.
+pub(crate) fn zone_named(name: &str) -> Option<TimeZone> {
+    PARSER.parse_time_zone_with(&database(), name.trim()).ok()
+}
+
+/// Why there is no zone `name`.
+pub(crate) fn no_zone(name: &str) -> String {
+    format!(
+        "no time zone `{name}`; a zone is an IANA name such as \"America/New_York\", \"Europe/Berlin\" or \"UTC\", or an offset such as \"+05:30\""
+    )
 }
 
 fn check_pattern(pattern: &str, what: &str) -> JsResult<()> {
@@ -432,7 +451,7 @@ fn check_pattern(pattern: &str, what: &str) -> JsResult<()> {
     if length > MAX_PATTERN_CHARS {
         return Err(JsNativeError::range()
             .with_message(format!(
-                "kiln:dates {what}: the pattern is {length} characters, more than the {MAX_PATTERN_CHARS} a pattern may have"
+                "{what}: the pattern is {length} characters, more than the {MAX_PATTERN_CHARS} a pattern may have"
             ))
             .into());
     }
@@ -484,7 +503,7 @@ fn plural(unit: &str) -> &str {
 
 fn unknown_unit(unit: &str, what: &str, units: &[&str]) -> JsNativeError {
     JsNativeError::range().with_message(format!(
-        "kiln:dates {what}: no unit `{unit}`; the units are {}",
+        "{what}: no unit `{unit}`; the units are {}",
         units.join(", ")
     ))
 }
@@ -534,5 +553,5 @@ fn start(zoned: &ZonedDateTime, unit: Unit) -> Result<ZonedDateTime, jiff::Error
 }
 
 fn boundary_error(what: &str, error: &jiff::Error) -> JsNativeError {
-    JsNativeError::range().with_message(format!("kiln:dates {what}: {error}"))
+    JsNativeError::range().with_message(format!("{what}: {error}"))
 }

@@ -31,6 +31,10 @@ mod yaml;
 mod zip;
 
 pub use self::zip::MAX_UNZIP_BYTES;
+pub(crate) use dates::{date_argument, time_zone};
+/// For `format.date`'s ICU4X backend, which reads the same zones.
+#[cfg(not(target_arch = "wasm32"))]
+pub(crate) use dates::{no_zone, zone_named};
 pub use diff::MAX_DIFF_TOKENS;
 pub use html::{DEFAULT_SELECT, MAX_HTML_DEPTH, MAX_SELECT};
 

@@ -323,4 +323,31 @@ pub const STDLIB_CASES: &[(&str, &str)] = &[
         "import { parse, stringify } from 'kiln:xml';\nconst errors = []; for (const text of ['<!DOCTYPE lolz [<!ENTITY lol \"lol\"><!ENTITY lol2 \"&lol;&lol;\">]><lolz>&lol2;</lolz>', '<a>'.repeat(100) + '</a>'.repeat(100), '<a><b></a>', '<a>']) { try { parse(text) } catch (e) { errors.push(e.name) } } for (const value of [[1], {'bad name': 1}]) { try { stringify(value) } catch (e) { errors.push(e.message) } } return errors",
         r##"completed ["SyntaxError","RangeError","SyntaxError","SyntaxError","kiln:xml stringify takes an object, its one key the root element: {note: {...}}","kiln:xml stringify: `bad name` is not an element name"]"##,
     ),
+    // Locale-aware formatting, each golden output what Chromium's `Intl`
+    // gives for the same call (the browser backend is that `Intl`; natively
+    // ICU4X must give the same text, its spaces included).
+    (
+        "return [format.number(1234.5), format.number(1234.5, {locale: 'de'}), format.number(0.256, {style: 'percent'}), format.number(-1234.567, {locale: 'fr', maximumFractionDigits: 1}), format.number(1234.5, {style: 'currency', currency: 'usd'}), format.number(1234.5, {locale: 'ja', style: 'currency', currency: 'JPY'}), format.number(1234.5, {locale: 'es', style: 'currency', currency: 'EUR'}), format.number(1234567.891, {locale: 'zh', useGrouping: false, minimumFractionDigits: 2, maximumFractionDigits: 2})]",
+        "completed [\"1,234.5\",\"1.234,5\",\"26%\",\"-1\u{202f}234,6\",\"$1,234.50\",\"￥1,235\",\"1234,50\u{a0}€\",\"1234567.89\"]",
+    ),
+    (
+        "return [format.number(1234.5, {locale: 'es', useGrouping: true}), format.number(12345.5, {locale: 'es', useGrouping: 'min2'}), format.number(1234.5, {useGrouping: 'min2'}), format.number(1234.5, {useGrouping: false})]",
+        r##"completed ["1.234,5","12.345,5","1234.5","1234.5"]"##,
+    ),
+    (
+        "const d = Date.UTC(2026, 11, 7, 15, 4, 5);\nreturn [format.date(d), format.date(d, {locale: 'de', dateStyle: 'full', timeZone: 'Europe/Berlin'}), format.date(new Date(d), {locale: 'fr', dateStyle: 'long', timeStyle: 'short', timeZone: 'Europe/Paris'}), format.date('2026-12-07T15:04:05Z', {locale: 'ja', dateStyle: 'medium', timeStyle: 'medium', timeZone: 'Asia/Tokyo'}), format.date('2026-03-08T09:30:00-04:00[America/New_York]', {timeStyle: 'short', timeZone: 'America/New_York'}), format.date(d, {locale: 'zh', dateStyle: 'short'}), format.date('2026-07-01T00:00', {locale: 'es', dateStyle: 'long', timeZone: 'America/Mexico_City'})]",
+        "completed [\"Dec 7, 2026\",\"Montag, 7. Dezember 2026\",\"7 décembre 2026 à 16:04\",\"2026/12/08 0:04:05\",\"9:30 AM\",\"2026/12/7\",\"1 de julio de 2026\"]",
+    ),
+    (
+        "return [format.relativeTime(-1, 'day', {numeric: 'auto'}), format.relativeTime(2, 'days'), format.relativeTime(-3, 'month', {locale: 'de'}), format.relativeTime(1, 'year', {locale: 'fr', numeric: 'auto'}), format.relativeTime(-5, 'minute', {locale: 'ja', style: 'short'}), format.relativeTime(1.5, 'hour', {locale: 'es'}), format.relativeTime(0, 'day', {locale: 'zh', numeric: 'auto'})]",
+        "completed [\"yesterday\",\"in 2 days\",\"vor 3 Monaten\",\"l’année prochaine\",\"5 分前\",\"dentro de 1,5 horas\",\"今天\"]",
+    ),
+    (
+        "return [format.list(['a', 'b', 'c']), format.list(['a', 'b'], {type: 'disjunction'}), format.list(['Äpfel', 'Birnen', 'Kirschen'], {locale: 'de'}), format.list(['a', 'b', 'c'], {locale: 'es', type: 'disjunction'}), format.list(['x', 'y', 'z'], {locale: 'ja'}), format.list(['1', '2', '3'], {locale: 'zh', type: 'unit', style: 'narrow'}), format.list([]), format.list(['solo'])]",
+        "completed [\"a, b, and c\",\"a or b\",\"Äpfel, Birnen und Kirschen\",\"a, b o c\",\"x、y、z\",\"123\",\"\",\"solo\"]",
+    ),
+    (
+        "const errors = [];\nfor (const call of [() => format.number('1'), () => format.number(1, {style: 'currency'}), () => format.number(1, {locale: 'not a tag'}), () => format.number(1, {minimumFractionDigits: 3, maximumFractionDigits: 1}), () => format.date(0, {timeZone: 'Mars/Olympus'}), () => format.date(0, {timeStyle: 'full'}), () => format.relativeTime(1, 'fortnight'), () => format.list([1])]) { try { call(); errors.push('no error') } catch (e) { errors.push(`${e.name}: ${e.message}`) } }\nreturn errors",
+        "completed [\"TypeError: format.number: takes a number to format; got the string \\\"1\\\"\",\"TypeError: format.number: `style: \\\"currency\\\"` needs `currency`, an ISO 4217 code such as \\\"EUR\\\"\",\"RangeError: format.number: `locale` must be a language tag such as \\\"en\\\", \\\"de-CH\\\" or \\\"zh-Hans\\\"; got \\\"not a tag\\\"\",\"RangeError: format.number: `minimumFractionDigits` (3) is more than `maximumFractionDigits` (1)\",\"RangeError: format.date: no time zone `Mars/Olympus`; a zone is an IANA name such as \\\"America/New_York\\\", \\\"Europe/Berlin\\\" or \\\"UTC\\\", or an offset such as \\\"+05:30\\\"\",\"RangeError: format.date: `timeStyle` must be one of \\\"medium\\\", \\\"short\\\"; got \\\"full\\\"\",\"RangeError: format.relativeTime: the unit must be one of \\\"year\\\", \\\"quarter\\\", \\\"month\\\", \\\"week\\\", \\\"day\\\", \\\"hour\\\", \\\"minute\\\", \\\"second\\\"; got \\\"fortnight\\\"\",\"TypeError: format.list: item 0 is a number, not a string\"]",
+    ),
 ];
