@@ -310,7 +310,9 @@ test("a long node's progress shows on its card while it runs, and goes when its 
   await added.getByTestId("node-edit").click();
   await added.getByTestId("edit-title").fill("Four steps");
   await added.getByTestId("edit-outputs").fill("done: boolean");
-  await added.getByTestId("edit-code").fill("for (const step of [1, 2, 3, 4]) {\n  progress(step * 20, `step ${step} of 4`);\n  await sleep(400);\n}\nreturn { done: true };");
+  // The last step stays on screen for two seconds: long enough to read it
+  // however slow the machine.
+  await added.getByTestId("edit-code").fill("for (const step of [1, 2, 3, 4]) {\n  progress(step * 20, `step ${step} of 4`);\n  await sleep(step === 4 ? 2000 : 300);\n}\nreturn { done: true };");
   await added.getByTestId("edit-save").click();
   await page.getByTestId("nodes-status").filter({ hasText: "Saved `new-node`." }).waitFor();
   await page.getByTestId("graph-run").click();
