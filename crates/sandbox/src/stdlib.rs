@@ -12,8 +12,8 @@
 //!   [`kiln_types::MAX_VALUE_DEPTH`] before the engine recurses.
 //! - `crypto`: `randomUUID`, `getRandomValues` (64 KiB a call), `digest` and
 //!   `hmac` for SHA-1/256/384/512 (RustCrypto), and `subtle.digest`.
-//! - `format`: numbers, dates, relative times and lists for a locale
-//!   ([`crate::format`]).
+//! - `format`: numbers, dates, relative times and lists for a locale (the
+//!   `format` module).
 //! - `parallelMap(items, fn, concurrency)`.
 //!
 //! Each global is a placeholder until a program first touches one; then the

@@ -75,7 +75,7 @@ pub(crate) fn number(value: f64, options: &NumberOptions) -> Result<String, Stri
         NumberStyle::Percent => ("percent", None),
         NumberStyle::Currency(code) => ("currency", Some(JsValue::from(code.as_str()))),
     };
-    let digits = |digits: Option<u8>| digits.map(|digits| JsValue::from(digits));
+    let digits = |digits: Option<u8>| digits.map(JsValue::from);
     let made = formatter(
         "NumberFormat",
         &options.locale,
