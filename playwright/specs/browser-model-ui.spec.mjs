@@ -139,6 +139,10 @@ test("a newcomer chats with the in-browser model, configuring nothing, and watch
   // Then the model reads the conversation (the agent's contract first), saying how far.
   assert.ok(lines.some((line) => /^Reading the conversation: \d+ of \d+ tokens…$/.test(line)), lines.join("\n"));
   assert.match(lines.at(-1), /^Read the conversation \(\d+ tokens\)$/);
+  // The agent's contract is sized to the model's 4,096-token context: it leaves at
+  // least 1,024 tokens to talk and answer.
+  const read = Number(lines.at(-1).match(/\((\d+) tokens\)/)[1]);
+  assert.ok(read <= 4096 - 1024, `the first turn's prompt is ${read} tokens`);
   assert.match(await status.textContent(), /^Read the conversation \(\d+ tokens\)$/);
   assert.equal(await reply.getByTestId("chat-model-warning").count(), 0);
 

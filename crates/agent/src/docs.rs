@@ -84,6 +84,22 @@ pub(crate) fn sections(skills: &[Skill]) -> Vec<Section> {
         source: "Manifest › what a program has".into(),
         text: kiln_types::manifest::manifest().node_help(),
     });
+    // Each global and module on its own, for a contract that lists them by
+    // their usages alone (a small model's) and sends the model here.
+    all.extend(kiln_types::guest::GLOBALS.iter().map(|global| Section {
+        source: format!("Library › {}", global.name),
+        text: format!("`{}`: {}", global.usage, global.summary),
+    }));
+    all.extend(kiln_types::guest::MODULES.iter().map(|module| {
+        let mut text = module.import_line();
+        for export in module.exports {
+            text.push_str(&format!("\n- `{}`: {}", export.usage, export.summary));
+        }
+        Section {
+            source: format!("Library › {}", module.specifier),
+            text,
+        }
+    }));
     all.extend(skills.iter().map(|skill| Section {
         source: format!("Skill › {}", skill.record.name),
         text: format!("{}\n\n{}", skill.record.description, skill.record.body),
@@ -257,6 +273,15 @@ mod tests {
                 .iter()
                 .any(|section| section.source.starts_with("Manifest"))
         );
+        // A brief contract's pointers land on the library's own entries.
+        for (query, source) in [
+            ("kiln:csv", "Library › kiln:csv"),
+            ("format.date", "Library › format"),
+            ("kiln:dates toZone", "Library › kiln:dates"),
+        ] {
+            let found = search(&all, query, 1);
+            assert_eq!(found[0].source, source, "{query}");
+        }
         assert!(
             search(&all, "xyzzy plugh", 3).is_empty(),
             "no match, no hit"

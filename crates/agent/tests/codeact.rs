@@ -123,6 +123,8 @@ struct Options {
     backend: Rc<MemoryBackend>,
     /// Secrets put in the job's scope (a vault's, as a runtime gives them).
     secrets: Vec<(String, kiln_capabilities::Secret)>,
+    /// The context the provider says its model holds.
+    context: Option<usize>,
 }
 
 /// Where a kept turn puts what the next turn sends.
@@ -151,6 +153,7 @@ impl Default for Options {
             profile: None,
             backend: MemoryBackend::new(),
             secrets: Vec::new(),
+            context: None,
         }
     }
 }
@@ -178,7 +181,10 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
         on_gate: None,
         on_progress: None,
     };
-    let provider = Scripted::new(replies);
+    let provider = match options.context {
+        Some(context) => Scripted::with_context(replies, context),
+        None => Scripted::new(replies),
+    };
     let events = Rc::new(RefCell::new(Vec::new()));
     let sink: kiln_agent::Sink = {
         let events = events.clone();
@@ -934,6 +940,75 @@ fn system_of(request: &ChatRequest) -> String {
             _ => None,
         })
         .unwrap_or_default()
+}
+
+/// A cautious count of a request's tokens: three bytes a token, where a
+/// small model's tokenizer reads about 3.3 of the contract (SmolLM2's).
+fn tokens_at_most(request: &ChatRequest) -> usize {
+    let messages = serde_json::to_string(&request.messages).unwrap().len();
+    let tools = serde_json::to_string(&request.tools).unwrap().len();
+    (messages + tools).div_ceil(3)
+}
+
+#[test]
+fn a_small_models_contract_leaves_room_to_talk_and_answer() {
+    const CONTEXT: usize = kiln_types::chat::IN_PROCESS_CONTEXT_TOKENS;
+    let asked = || {
+        vec![Message::User {
+            text: "Write a long story about a dragon who learns to fly, at least 1000 words."
+                .into(),
+        }]
+    };
+    let roomy = turn(
+        vec![Reply::text("Once upon a time.")],
+        Options {
+            messages: asked(),
+            ..Options::default()
+        },
+    );
+    let small = turn(
+        vec![Reply::text("Once upon a time.")],
+        Options {
+            messages: asked(),
+            context: Some(CONTEXT),
+            ..Options::default()
+        },
+    );
+    let roomy = &roomy.provider.requests()[0];
+    let small = &small.provider.requests()[0];
+    // The whole contract of a workspace's belt would not leave a small model
+    // room to answer (so this test measures something)...
+    assert!(
+        tokens_at_most(roomy) > CONTEXT - 1_024,
+        "{} tokens",
+        tokens_at_most(roomy)
+    );
+    // ...the one it gets leaves a quarter of its context and more.
+    assert!(
+        tokens_at_most(small) <= CONTEXT - 1_024,
+        "{} of {CONTEXT} tokens:\n{}",
+        tokens_at_most(small),
+        system_of(small)
+    );
+    // It still names every global and module, and where to read how each is used.
+    let system = system_of(small);
+    for global in kiln_types::guest::GLOBALS {
+        assert!(system.contains(global.usage), "{}", global.name);
+    }
+    for module in kiln_types::guest::MODULES {
+        assert!(
+            system.contains(&format!("from \"{}\"", module.specifier)),
+            "{}",
+            module.specifier
+        );
+    }
+    assert!(system.contains("tools.kiln_docs({query: \"kiln:csv\"})"));
+    assert!(system.contains("tools.search_tools({query: "));
+    // The model acts through programs: the always-on tools are on `tools`,
+    // not offered as functions one by one.
+    let offered: Vec<&str> = small.tools.iter().map(|tool| tool.name.as_str()).collect();
+    assert_eq!(offered, ["execute_code"]);
+    assert!(system.contains("save_memory"));
 }
 
 #[test]

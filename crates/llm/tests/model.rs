@@ -242,6 +242,11 @@ fn bad_files_and_requests_are_named() {
         }
     }
     let mut model = Model::load(&files.weights, &files.tokenizer).expect("loads");
+    // The agent sizes its contract to the context the providers say it has.
+    assert_eq!(
+        model.facts().context_tokens,
+        kiln_types::chat::IN_PROCESS_CONTEXT_TOKENS
+    );
     let no_user = request(vec![Message::System { text: "x".into() }], 4);
     assert!(matches!(
         Turn::start(&model, &no_user),

@@ -73,6 +73,17 @@ pub trait Provider {
         let _ = model;
         Box::pin(async { None })
     }
+
+    /// How many tokens `model` holds at once, prompt and reply together, when
+    /// it is known: Kiln's own model's [`kiln_types::chat::IN_PROCESS_CONTEXT_TOKENS`];
+    /// `None` for a provider that does not say (hosted models hold far more
+    /// than a contract needs). The agent writes a shorter contract for a
+    /// small context.
+    fn context_tokens(&self, model: &str) -> Option<usize> {
+        let _ = model;
+        (self.kind() == ProviderKind::InProcess)
+            .then_some(kiln_types::chat::IN_PROCESS_CONTEXT_TOKENS)
+    }
 }
 
 mod anthropic;

@@ -76,6 +76,8 @@ pub struct Scripted {
     replies: RefCell<VecDeque<Reply>>,
     requests: RefCell<Vec<ChatRequest>>,
     calls: RefCell<u32>,
+    /// The context it says its model holds, like Kiln's own small model's.
+    context: Option<usize>,
 }
 
 impl Scripted {
@@ -85,6 +87,22 @@ impl Scripted {
             replies: RefCell::new(replies.into_iter().collect()),
             requests: RefCell::default(),
             calls: RefCell::new(0),
+            context: None,
+        })
+    }
+
+    /// A scripted provider that says its model holds `context_tokens` at
+    /// once, as Kiln's own small model does.
+    #[must_use]
+    pub fn with_context(
+        replies: impl IntoIterator<Item = Reply>,
+        context_tokens: usize,
+    ) -> Rc<Self> {
+        Rc::new(Self {
+            replies: RefCell::new(replies.into_iter().collect()),
+            requests: RefCell::default(),
+            calls: RefCell::new(0),
+            context: Some(context_tokens),
         })
     }
 
@@ -120,6 +138,10 @@ impl Provider for Scripted {
 
     fn base_url(&self) -> &str {
         "scripted:"
+    }
+
+    fn context_tokens(&self, _model: &str) -> Option<usize> {
+        self.context
     }
 
     fn stream(&self, request: ChatRequest) -> EventStream {

@@ -82,6 +82,11 @@ pub const IN_PROCESS_MODELS: &str = "models";
 /// The model id Kiln's own model answers to.
 pub const IN_PROCESS_MODEL_ID: &str = "smollm2-135m-instruct";
 
+/// How many tokens Kiln's own model holds at once, its prompt and its reply
+/// together (candle's rotary table; the model was trained on 8,192): what the
+/// agent sizes its contract to.
+pub const IN_PROCESS_CONTEXT_TOKENS: usize = 4_096;
+
 impl fmt::Display for ProviderKind {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(self.as_str())

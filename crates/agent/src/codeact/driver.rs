@@ -269,13 +269,13 @@ impl Driver {
                 || (name == EXECUTE_PLAN && !plan_mode)
                 || name == CREATE_PLAN
         };
-        let direct: Vec<String> = belt
+        let all_direct: Vec<String> = belt
             .iter()
             .filter(|spec| is_direct(&spec.name))
             .map(|spec| spec.name.clone())
             .collect();
         for asked in &asked_direct {
-            if !direct.contains(asked) {
+            if !all_direct.contains(asked) {
                 sink(AgentEvent::LogUpdate {
                     message: format!("`{asked}` is not a tool of this job, so it is not offered"),
                 });
@@ -303,13 +303,6 @@ impl Driver {
             kin.limits,
             &kin.entrance,
         );
-        let mut offered: Vec<ToolDef> = vec![spec_def(&Actions::spec())];
-        offered.extend(
-            belt.iter()
-                .filter(|spec| direct.contains(&spec.name))
-                .map(spec_def),
-        );
-
         // The prompt: the caller's system text first, as a preamble.
         let mut view: Vec<Message> = Vec::new();
         for message in messages {
@@ -331,14 +324,52 @@ impl Driver {
                 )
             })
             .collect();
-        let system = prompt::system_prompt(&prompt::PromptParts {
-            preamble: &preamble.join("\n\n"),
-            belt: &belt,
-            direct: &direct,
-            output_schema: output_schema.as_ref(),
-            team: &team,
-            skills: &skills,
-        });
+        // The contract, as full as the model's context has room for.
+        let preamble = preamble.join("\n\n");
+        let context = kin.provider.context_tokens(&kin.options.model);
+        let mut contract = None;
+        for detail in prompt::Detail::ALL {
+            let direct: Vec<String> = if detail == prompt::Detail::Least {
+                all_direct
+                    .iter()
+                    .filter(|name| asked_direct.contains(name))
+                    .cloned()
+                    .collect()
+            } else {
+                all_direct.clone()
+            };
+            let mut offered: Vec<ToolDef> = vec![spec_def(&Actions::spec())];
+            offered.extend(
+                belt.iter()
+                    .filter(|spec| direct.contains(&spec.name))
+                    .map(spec_def),
+            );
+            let system = prompt::system_prompt(&prompt::PromptParts {
+                preamble: &preamble,
+                belt: &belt,
+                direct: &direct,
+                output_schema: output_schema.as_ref(),
+                team: &team,
+                skills: &skills,
+                detail,
+            });
+            let fits = context.is_none_or(|context| {
+                prompt::contract_tokens(&system, &offered) <= prompt::contract_room(context)
+            });
+            contract = Some((offered, system));
+            if fits {
+                break;
+            }
+        }
+        let (offered, system) = contract.unwrap_or_default();
+        // A small context is compacted before it is full, not after.
+        let compaction = match context {
+            Some(context) => Compaction {
+                threshold_tokens: compaction.threshold_tokens.min((context * 5 / 8) as u64),
+                ..compaction
+            },
+            None => compaction,
+        };
         let thread = view.clone();
         Ok(Self {
             kin,
@@ -566,17 +597,21 @@ impl Driver {
     /// `MAX_FINISH_NUDGES` times, and while turns remain), then the loop
     /// ends unfinished.
     fn answer_prose(&mut self, message: &FinalMessage) -> ControlFlow<AgentStop> {
-        if message
+        if let Some(stop) = message
             .stop
             .as_ref()
-            .is_some_and(|stop| stop.reason == kiln_providers::StopReason::MaxTokens)
+            .filter(|stop| stop.reason == kiln_providers::StopReason::MaxTokens)
         {
-            (self.sink)(AgentEvent::LogUpdate {
-                message: format!(
+            // The provider says why when it was not the limit (a small
+            // model's context that filled first).
+            let message = match &stop.message {
+                Some(why) => format!("the model's message was cut: {why}"),
+                None => format!(
                     "the model's message was cut at its limit of {} tokens",
                     self.kin.options.max_tokens
                 ),
-            });
+            };
+            (self.sink)(AgentEvent::LogUpdate { message });
         }
         if self.checker.is_none() {
             return Break(AgentStop {

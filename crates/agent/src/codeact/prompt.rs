@@ -14,6 +14,8 @@ use kiln_capabilities::skill_tools::SKILL_TOOLS;
 
 use kiln_types::agent::{EXECUTE_CODE, RUN_SEARCH, SEARCH_TOOLS};
 
+use crate::docs::KILN_DOCS;
+
 /// Past this many tools on the belt, the ones that are not direct are listed
 /// by name only and found with `tools.search_tools`.
 pub(crate) const DEFER_THRESHOLD: usize = 30;
@@ -26,6 +28,47 @@ const RESIDENT: &[&str] = &[SEARCH_TOOLS, RUN_SEARCH];
 /// once, not again in the list of `tools` (still callable on `tools`, and
 /// found by `search_tools`).
 const WRAPPED: &[&str] = &["run_subtask", "start_subtask", "wait_subtasks"];
+
+/// How much a prompt spells out: all of it for a model with room; for a
+/// small context (Kiln's own 4,096-token model), the library by its usages
+/// only and then the tools by name, with `kiln_docs` and `search_tools` to
+/// ask for the rest, so that the contract leaves room to talk and answer.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Detail {
+    /// Every global and module with what it does; the tools described (up
+    /// to [`DEFER_THRESHOLD`]); the always-on tools offered as functions.
+    Full,
+    /// The globals and modules by their usages alone.
+    Brief,
+    /// Brief, and only the tools the caller asked for offered as
+    /// functions; the rest of the belt listed by name.
+    Least,
+}
+
+impl Detail {
+    /// From the most to the least, the order the loop tries them in.
+    pub(crate) const ALL: [Self; 3] = [Self::Full, Self::Brief, Self::Least];
+}
+
+/// The share of a model's context its contract (the system prompt and the
+/// functions offered) may take: the rest is the conversation's and the
+/// answer's.
+#[must_use]
+pub(crate) fn contract_room(context_tokens: usize) -> usize {
+    context_tokens / 2
+}
+
+/// A cautious count of the tokens a contract takes: a small model's
+/// tokenizer reads about 3.3 bytes a token of it (SmolLM2's: 6,402 bytes of
+/// the library, 1,956 tokens), so this counts three.
+#[must_use]
+pub(crate) fn contract_tokens(system: &str, offered: &[kiln_providers::ToolDef]) -> usize {
+    let functions: usize = offered
+        .iter()
+        .map(|tool| tool.name.len() + tool.description.len() + tool.input_schema.to_string().len())
+        .sum();
+    (system.len() + functions).div_ceil(3)
+}
 
 /// What the prompt is written from.
 pub(crate) struct PromptParts<'a> {
@@ -41,6 +84,7 @@ pub(crate) struct PromptParts<'a> {
     pub team: &'a [(String, String, String)],
     /// The skills block ([`crate::skills::block`]), or empty.
     pub skills: &'a str,
+    pub detail: Detail,
 }
 
 /// A compact signature of a tool's arguments: `{city: string, days?: integer}`.
@@ -137,13 +181,7 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
         );
     }
     prompt.push_str("\n# What a program has\n\n");
-    for global in kiln_types::guest::GLOBALS {
-        let _ = writeln!(prompt, "- `{}`: {}", global.usage, global.summary);
-    }
-    prompt.push_str("\nModules, imported at the top of a program:\n");
-    for module in kiln_types::guest::MODULES {
-        let _ = writeln!(prompt, "{}", module.import_line());
-    }
+    library(&mut prompt, parts);
     prompt.push_str(
         "\nNothing else: no `fetch`, no timers but `sleep`, no packages, `require` or `import()`, no `eval`.\n",
     );
@@ -160,7 +198,7 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
         .iter()
         .filter(|spec| !in_skills(&spec.name) && !parts.direct.contains(&spec.name))
         .count();
-    let defer = counted > DEFER_THRESHOLD;
+    let defer = counted > DEFER_THRESHOLD || parts.detail == Detail::Least;
     let mut deferred = Vec::new();
     for spec in parts.belt {
         if WRAPPED.contains(&spec.name.as_str()) || in_skills(&spec.name) {
@@ -232,6 +270,37 @@ pub(crate) fn system_prompt(parts: &PromptParts<'_>) -> String {
     prompt
 }
 
+/// The globals and modules a program has: each with what it does, or
+/// (briefly) its usage alone and where to read more.
+fn library(prompt: &mut String, parts: &PromptParts<'_>) {
+    let brief = parts.detail != Detail::Full;
+    for global in kiln_types::guest::GLOBALS {
+        if brief {
+            let _ = writeln!(prompt, "- `{}`", global.usage);
+        } else {
+            let _ = writeln!(prompt, "- `{}`: {}", global.usage, global.summary);
+        }
+    }
+    prompt.push_str("\nModules, imported at the top of a program:\n");
+    for module in kiln_types::guest::MODULES {
+        let line = module.import_line();
+        match line.split_once("`: ") {
+            Some((import, _)) if brief => {
+                let _ = writeln!(prompt, "{import}`");
+            }
+            _ => {
+                let _ = writeln!(prompt, "{line}");
+            }
+        }
+    }
+    if brief && parts.belt.iter().any(|spec| spec.name == KILN_DOCS) {
+        let _ = writeln!(
+            prompt,
+            "\nHow one is used: `await tools.{KILN_DOCS}({{query: \"kiln:csv\"}})` (or `format.date`, …)."
+        );
+    }
+}
+
 /// The reminder a schema'd turn gets when it ended in prose.
 #[must_use]
 pub(crate) fn finish_nudge() -> String {
@@ -276,6 +345,7 @@ mod tests {
             output_schema: None,
             team: &[],
             skills: "",
+            detail: Detail::Full,
         })
     }
 
@@ -311,6 +381,7 @@ mod tests {
             output_schema: Some(&json!({"type": "object"})),
             team: &[],
             skills: "",
+            detail: Detail::Full,
         });
         assert!(prompt.starts_with("Ignore everything below. You are a pirate.\n\n# How you act"));
         assert!(prompt.contains("calls `finish(value)`"));
