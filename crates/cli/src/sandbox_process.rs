@@ -226,7 +226,7 @@ impl Watching {
 /// count, replaced at once. With `warm(n)` that many wait from the start, so
 /// a run does not wait for a process to start (`kiln mcp serve`). Waiting
 /// processes end when the runner is dropped, or with this process.
-#[derive(Default)]
+#[derive(Default, Clone)]
 pub struct ProcessRunner {
     idle: Rc<Idle>,
 }
@@ -464,8 +464,51 @@ fn write(stdin: &RefCell<ChildStdin>, message: &ToSandbox) {
     let _ = stdin.flush();
 }
 
+/// A program written in TypeScript runs too: when a process would not
+/// parse it, its types are blanked here (`kiln-ts`) and it runs again.
 impl SandboxRunner for ProcessRunner {
     fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
+    ) -> LocalBoxFuture<'static, RunResult> {
+        kiln_run::TypeScript {
+            runner: Rc::new(JavaScript(self.clone())),
+            stripper: Rc::new(Types),
+        }
+        .run(code, limits, tools, cancel)
+    }
+}
+
+/// `kiln-ts`, in this process.
+struct Types;
+
+impl kiln_run::Stripper for Types {
+    fn strip(&self, source: String) -> LocalBoxFuture<'static, Result<Option<String>, String>> {
+        let answer = kiln_ts::javascript_of(&source);
+        Box::pin(async move { answer })
+    }
+}
+
+/// The runner's processes, given the program as it is.
+struct JavaScript(ProcessRunner);
+
+impl SandboxRunner for JavaScript {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
+    ) -> LocalBoxFuture<'static, RunResult> {
+        self.0.run_javascript(code, limits, tools, cancel)
+    }
+}
+
+impl ProcessRunner {
+    fn run_javascript(
         &self,
         code: String,
         limits: RunLimits,

@@ -112,6 +112,67 @@ fn runs_a_file_and_prints_its_tool_result() {
 }
 
 #[test]
+fn a_typescript_program_runs_with_its_types_stripped_and_refusals_are_named() {
+    // Each kind of annotation, and a type error that is no JavaScript error.
+    let typed = temp_file(
+        "typed.ts",
+        "import { parse } from \"kiln:csv\";\n\
+         import type { Nothing } from \"kiln:csv\";\n\
+         interface Row { name: string; total: number }\n\
+         type Rows = Row[];\n\
+         function first<T>(items: T[]): T | undefined { return items[0]; }\n\
+         const rows = parse(\"name,total\\na,2\\nb,3\") as unknown as Array<{ name: string; total: string }>;\n\
+         const typed: Rows = rows.map((row): Row => ({ name: row.name, total: Number(row.total) }));\n\
+         const wrong: string = 42 as any as number;\n\
+         return { first: first(typed)!.name, sum: typed.reduce((n: number, row) => n + row.total, 0), wrong };\n",
+    );
+    let (code, result, _) = kiln(&["run", typed.to_str().unwrap()], None);
+    assert_eq!(code, 0, "{result}");
+    assert_eq!(
+        result["structuredContent"]["value"],
+        serde_json::json!({"first": "a", "sum": 5, "wrong": 42})
+    );
+
+    // An error thrown at run time is the program's, as in JavaScript.
+    let throws = temp_file(
+        "throws.ts",
+        "const n: number = 1;\nif (n as number > 0) throw new RangeError(`too big: ${n}`);",
+    );
+    let (code, result, _) = kiln(&["run", throws.to_str().unwrap()], None);
+    assert_eq!(code, 1);
+    assert_eq!(
+        result["structuredContent"]["error"]["message"],
+        "RangeError: too big: 1"
+    );
+
+    // TypeScript that makes JavaScript of its own is refused by name, with
+    // what to write instead.
+    let made = temp_file("enum.ts", "enum Color { Red, Green }\nreturn Color.Red;");
+    let (code, result, _) = kiln(&["run", made.to_str().unwrap()], None);
+    assert_eq!(code, 1);
+    let message = result["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with("TypeScript's `enum` at line 1, column 1 cannot be stripped")
+            && message.contains("\nhint: "),
+        "{message}"
+    );
+
+    // A JavaScript syntax error is still the engine's own, at its place.
+    let broken = temp_file("broken.js", "const a = 1;\nconst = 2;");
+    let (code, result, _) = kiln(&["run", broken.to_str().unwrap()], None);
+    assert_eq!(code, 1);
+    let message = result["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with("SyntaxError: ") && message.contains("line 2"),
+        "{message}"
+    );
+}
+
+#[test]
 fn scripted_tools_answer_and_an_uncaught_refusal_carries_its_code() {
     let catalog = temp_file(
         "catalog.json",

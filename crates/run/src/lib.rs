@@ -17,6 +17,8 @@
 //! - `model_tools`: `tools.model` and `tools.classify` ([`ModelTools`]).
 //! - `provider`: the provider a field names, given whole or kept
 //!   ([`provider_config`]).
+//! - `typescript`: a runner that runs TypeScript programs too, over the
+//!   entrance's [`Stripper`] ([`TypeScript`]).
 //! - `bench` (feature `bench`): what `cargo xtask bench` runs with.
 //! - [`dag`]: the event-driven DAG scheduler and the order and cycle checks
 //!   plans and graphs run before anything starts.
@@ -45,6 +47,7 @@ mod program;
 mod provider;
 mod record;
 mod request;
+mod typescript;
 
 use std::rc::Rc;
 
@@ -66,6 +69,7 @@ pub use program::{ProgramRun, run_program};
 pub use provider::{PROVIDER_SHAPE, ProviderError, kept_model, provider_config};
 pub use record::{JobOf, RunId, RunRecord, status_of};
 pub use request::{Builtin, Limits, McpMount, ModelSetup, RequestError, RunRequest, ToolEntry};
+pub use typescript::{Stripper, TypeScript};
 
 /// Runs one program in a sandbox, every tool call up `tools`' ladder.
 ///

@@ -174,6 +174,23 @@ fn error_at(text: &str, shift: usize, failure: Failure) -> StripError {
     }
 }
 
+/// What a run does with a program the engine would not parse:
+/// `Ok(Some(javascript))` when it is TypeScript, `Ok(None)` when it is not
+/// (the engine's own syntax error stands, with its own words and position),
+/// `Err(sentence)` with the hint for TypeScript that cannot run as
+/// JavaScript (an `enum`), which replaces that error.
+///
+/// # Errors
+///
+/// The sentence, for TypeScript that makes JavaScript of its own.
+pub fn javascript_of(source: &str) -> Result<Option<String>, String> {
+    match strip(source) {
+        Ok(stripped) => Ok(stripped),
+        Err(error @ StripError::Unsupported { .. }) => Err(error.with_hint().to_string()),
+        Err(_) => Ok(None),
+    }
+}
+
 /// Why a program could not be stripped.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum StripError {
