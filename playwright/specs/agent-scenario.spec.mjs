@@ -329,6 +329,36 @@ function inView(locator) {
   });
 }
 
+/**
+ * Reloads `page` to its DOMContentLoaded; if that does not come in 60 s, the
+ * error names the requests of the new document that had not finished and the
+ * page's last console lines (a reload once hung this long in CI and could not be
+ * made to again: the next one should say where it waited).
+ */
+async function reloadSaying(page) {
+  const pending = new Map();
+  const consoled = [];
+  const started = (request) => pending.set(request, `${request.method()} ${request.url()} (${request.resourceType()})`);
+  const ended = (request) => pending.delete(request);
+  const logged = (message) => consoled.push(`${message.type()}: ${message.text()}`.slice(0, 300));
+  page.on("request", started);
+  page.on("requestfinished", ended);
+  page.on("requestfailed", ended);
+  page.on("console", logged);
+  try {
+    await page.reload({ waitUntil: "domcontentloaded", timeout: 60_000 });
+  } catch (error) {
+    await screenshot(page, "reload-hung").catch(() => {});
+    error.message += `\nnot finished: ${[...pending.values()].join(" | ") || "nothing"}\nconsole: ${consoled.slice(-10).join(" | ") || "nothing"}`;
+    throw error;
+  } finally {
+    page.off("request", started);
+    page.off("requestfinished", ended);
+    page.off("requestfailed", ended);
+    page.off("console", logged);
+  }
+}
+
 async function awayFromTheMinute({ from = 5_000, to = 45_000 } = {}) {
   const phase = Date.now() % 60_000;
   if (phase < from) await sleep(from - phase);
@@ -394,8 +424,8 @@ test("a schedule made in the agent's editor fires while tabs are open, once, and
     // loading the app at once on a busy two-core machine passed the default
     // 30 s "load" wait once in CI. Both new workers still look within the
     // occurrence's grace; the store lets only one of them run it.
-    await page.reload({ waitUntil: "domcontentloaded", timeout: 60_000 });
-    await second.reload({ waitUntil: "domcontentloaded", timeout: 60_000 });
+    await reloadSaying(page);
+    await reloadSaying(second);
     await editAgent(page, "pinger");
     const firing = ping.locator('[data-testid="schedule-firing"][data-status="ok"]');
     await firing.waitFor({ timeout: 30_000 });
