@@ -41,6 +41,45 @@ test("a page runs a program against its own tools and gets tool-result/v1", asyn
   assert.match(result.content[0].text, /^completed · \d+ ms · 1 calls · person wait 0 ms\n\nReturn value:\n\{\n  "answer": 42,/);
 });
 
+test("a program written in TypeScript runs with its types stripped, and only such a program loads the stripper", async () => {
+  const { page } = app();
+  const fetched = [];
+  const seen = (request) => {
+    if (new URL(request.url()).pathname.endsWith("/kiln_ts_bg.wasm")) fetched.push(request.url());
+  };
+  page.on("request", seen);
+  try {
+    const plain = await run({ code: "const rows = [1, 2, 3];\nreturn rows.map((n) => n * 2);" });
+    assert.deepEqual(plain.structuredContent.value, [2, 4, 6]);
+    assert.deepEqual(fetched, [], "plain JavaScript loads no stripper");
+
+    const typed = await run({
+      code: `import { parse } from "kiln:csv";
+interface Row { name: string; total: number }
+type Rows = Row[];
+function first<T>(items: T[]): T | undefined { return items[0]; }
+const rows: Rows = (parse("name,total\\na,2\\nb,3") as Array<{ name: string; total: string }>).map((row): Row => ({ name: row.name, total: Number(row.total) }));
+const wrong: string = 42 as any as number;
+return { first: first(rows)!.name, sum: rows.reduce((n: number, row) => n + row.total, 0), wrong };`,
+    });
+    assert.equal(typed.isError, undefined, JSON.stringify(typed.structuredContent.error));
+    assert.deepEqual(typed.structuredContent.value, { first: "a", sum: 5, wrong: 42 });
+    assert.equal(fetched.length, 1, fetched.join(", "));
+
+    // TypeScript that makes JavaScript of its own is refused by name, with what to write instead.
+    const made = await run({ code: "enum Color { Red, Green }\nreturn Color.Red;" });
+    assert.equal(made.errorCode, "syntax");
+    assert.match(made.structuredContent.error.message, /^TypeScript's `enum` at line 1, column 1 cannot be stripped: it makes JavaScript of its own\nhint: /);
+    // A JavaScript syntax error is still the engine's own, at its place; the stripper is kept.
+    const broken = await run({ code: "const a = 1;\nconst = 2;" });
+    assert.equal(broken.errorCode, "syntax");
+    assert.match(broken.structuredContent.error.message, /^SyntaxError: .*line 2/);
+    assert.equal(fetched.length, 1, fetched.join(", "));
+  } finally {
+    page.off("request", seen);
+  }
+});
+
 test("an uncaught tool rejection carries the tool's code and names the call", async () => {
   const result = await run(
     { code: "await tools.browse({});" },

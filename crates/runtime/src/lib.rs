@@ -12,6 +12,8 @@
 //!   change blindly.
 //! - `model`: Kiln's own model in the browser: the model worker, a nested worker
 //!   started at the first turn that asks for it, and the provider over it.
+//! - `typescript`: the stripper of TypeScript programs, a wasm of its own
+//!   (`pkg/kiln_ts.js`) imported the first time a program needs it.
 //! - `bench`: the figures `cargo xtask bench` reads from inside the worker (only
 //!   with the `bench` feature).
 //!
@@ -41,6 +43,8 @@ mod bench;
 mod model;
 mod ops;
 mod settings;
+#[cfg(target_arch = "wasm32")]
+mod typescript;
 #[cfg(target_arch = "wasm32")]
 mod worker;
 

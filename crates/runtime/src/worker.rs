@@ -612,10 +612,31 @@ async fn mcp_connect(runtime: Rc<Runtime>, id: u64, name: String, url: String) {
     });
 }
 
-/// The worker's pool as the agent layer's sandbox runner.
+/// The worker's pool as the agent layer's sandbox runner. A program written
+/// in TypeScript runs too: when a sandbox would not parse it, its types are
+/// blanked by `kiln_ts.js` (loaded then) and it runs again.
 pub(crate) struct PoolRunner(pub(crate) SandboxPool);
 
 impl SandboxRunner for PoolRunner {
+    fn run(
+        &self,
+        code: String,
+        limits: RunLimits,
+        tools: Rc<Dispatcher>,
+        cancel: AbortSignal,
+    ) -> LocalBoxFuture<'static, RunResult> {
+        kiln_run::TypeScript {
+            runner: Rc::new(JavaScript(self.0.clone())),
+            stripper: Rc::new(crate::typescript::LoadedOnNeed),
+        }
+        .run(code, limits, tools, cancel)
+    }
+}
+
+/// The pool, given the program as it is.
+struct JavaScript(SandboxPool);
+
+impl SandboxRunner for JavaScript {
     fn run(
         &self,
         code: String,

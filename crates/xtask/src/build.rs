@@ -38,7 +38,7 @@ pub enum Site {
     Bench,
 }
 
-pub const MODULES: [WasmModule; 5] = [
+pub const MODULES: [WasmModule; 6] = [
     WasmModule {
         package: "kiln-sandbox-worker",
         bin: None,
@@ -74,6 +74,16 @@ pub const MODULES: [WasmModule; 5] = [
         artifact: "kiln_model_worker",
         out_name: "kiln_model_worker",
         wasm_opt_level: "-O3",
+        bench_features: None,
+    },
+    WasmModule {
+        // TypeScript's stripper, loaded by the runtime worker on first need.
+        package: "kiln-ts-wasm",
+        bin: None,
+        profile: "wasm-ui",
+        artifact: "kiln_ts_wasm",
+        out_name: "kiln_ts",
+        wasm_opt_level: "-Oz",
         bench_features: None,
     },
     WasmModule {
