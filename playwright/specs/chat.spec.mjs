@@ -368,6 +368,30 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
   assert.deepEqual(errors, []);
 });
 
+test("a program's progress shows on its running action until its result comes", async () => {
+  const { page, errors } = browser;
+  await newChat(page);
+  const reply = await send(page, "kiln-app-progress", { waitForEnd: false });
+  const action = reply.getByTestId("chat-action");
+  const summary = action.getByTestId("chat-action-summary");
+  // Approved if this session still asks before a program runs.
+  const deadline = Date.now() + 30_000;
+  while (!/% · /.test((await summary.textContent().catch(() => "")) ?? "")) {
+    assert.ok(Date.now() < deadline, "the action never showed its progress");
+    const card = chatCard(page, "approval");
+    if (await card.isVisible()) await card.getByTestId("approve").click();
+    else await page.waitForTimeout(100);
+  }
+  assert.equal(await summary.textContent(), "Action 1 · running… 60% · reading the rows");
+  assert.equal(await action.getByTestId("chat-action-progress").getAttribute("value"), "60");
+  await page.getByTestId("chat").screenshot({ path: "/tmp/chat-progress.png" });
+  await reply.getByTestId("chat-end").waitFor();
+  assert.match(await summary.textContent(), /^Action 1 · completed · no tool calls · \d+ ms$/);
+  assert.equal(await action.getByTestId("chat-action-progress").count(), 0);
+  assert.equal((await replyParts(reply)).text, "Read them all.");
+  assert.deepEqual(errors, []);
+});
+
 test("the agent asks the person in the thread, and a Stop mid-action ends the turn and its action", async () => {
   const { page, errors } = browser;
   await newChat(page);

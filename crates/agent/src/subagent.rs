@@ -112,6 +112,9 @@ pub struct Kin {
     pub guards: Guards,
     /// Model turns each child may take.
     pub child_turns: u32,
+    /// Told each progress report of this loop's programs (and its
+    /// children's): the entrance shows it on the running action.
+    pub on_progress: Option<kiln_capabilities::ProgressObserver>,
     /// The concurrency bound of one plan's tasks and one task's steps.
     pub max_concurrent: usize,
     /// The caller's system text: a preamble to every child's contract and
@@ -355,6 +358,7 @@ pub(crate) async fn spawn(parent: &Rc<Kin>, mut spec: ChildSpec) -> ChildOutcome
         current_call: RefCell::new(String::new()),
         guards: parent.guards,
         child_turns: parent.child_turns,
+        on_progress: parent.on_progress.clone(),
         max_concurrent: parent.max_concurrent,
         preamble: preamble.clone(),
         team,

@@ -125,6 +125,8 @@ struct Options {
     secrets: Vec<(String, kiln_capabilities::Secret)>,
     /// The context the provider says its model holds.
     context: Option<usize>,
+    /// What the entrance is told of the programs' progress.
+    progress: Option<kiln_capabilities::ProgressObserver>,
 }
 
 /// Where a kept turn puts what the next turn sends.
@@ -154,6 +156,7 @@ impl Default for Options {
             backend: MemoryBackend::new(),
             secrets: Vec::new(),
             context: None,
+            progress: None,
         }
     }
 }
@@ -179,7 +182,7 @@ fn turn(replies: Vec<Reply>, options: Options) -> Turn {
         workspace: Some(Rc::new(Ok(workspace))),
         random: Rc::new(|| [7; 8]),
         on_gate: None,
-        on_progress: None,
+        on_progress: options.progress.clone(),
     };
     let provider = match options.context {
         Some(context) => Scripted::with_context(replies, context),
@@ -312,6 +315,32 @@ fn code_runs_its_observation_goes_back_and_the_model_answers() {
     assert_eq!(first.tools[0].name, "execute_code");
     assert!(first.tools.iter().any(|tool| tool.name == "return_result"));
     assert!(!first.tools.iter().any(|tool| tool.name == "echo"));
+}
+
+#[test]
+fn an_actions_progress_reaches_the_entrance_as_the_program_reports_it() {
+    let seen = Rc::new(RefCell::new(Vec::new()));
+    let observer: kiln_capabilities::ProgressObserver = {
+        let seen = seen.clone();
+        Rc::new(move |progress: &kiln_types::Progress| {
+            seen.borrow_mut()
+                .push((progress.percent, progress.message.clone()));
+        })
+    };
+    turn(
+        vec![
+            Reply::code("progress(40, 'reading'); await sleep(150); progress(250); return 1"),
+            Reply::text("Done."),
+        ],
+        Options {
+            progress: Some(observer),
+            ..Options::default()
+        },
+    );
+    assert_eq!(
+        *seen.borrow(),
+        [(40.0, Some("reading".to_owned())), (100.0, None)]
+    );
 }
 
 #[test]

@@ -344,6 +344,9 @@ pub(crate) struct TurnView {
     /// The loops this turn spawned (its sub-agents, its plans' steps), each
     /// nesting its own.
     pub children: Vec<ChildTurn>,
+    /// The running action's last progress report (`progress(percent,
+    /// message)` in its program), until its result comes.
+    pub progress: Option<kiln_types::Progress>,
 }
 
 impl TurnView {
@@ -355,7 +358,13 @@ impl TurnView {
             model: None,
             usage: Usage::default(),
             children: Vec::new(),
+            progress: None,
         }
+    }
+
+    /// The running action's program reported how far it has come.
+    pub(crate) fn progressed(&mut self, progress: kiln_types::Progress) {
+        self.progress = Some(progress);
     }
 
     /// The children spawned by the call `call_id`.
@@ -539,6 +548,7 @@ impl TurnView {
     }
 
     fn answer(&mut self, id: &str, content: String, is_error: bool, run: Option<&Value>) {
+        self.progress = None;
         for step in self.steps.iter_mut().rev() {
             match step {
                 Step::Action {
@@ -582,6 +592,7 @@ impl TurnView {
 
     /// The turn's end: the totals the result gives replace the running ones.
     pub(crate) fn done(&mut self, result: &AgentResult) {
+        self.progress = None;
         self.caps.turns = result.turns;
         self.caps.tokens = result.usage.input_tokens + result.usage.output_tokens;
         self.caps.spend = result.spend;

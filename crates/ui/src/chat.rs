@@ -745,9 +745,18 @@ impl Conversation {
     /// Runs the agent turn `request` in the runtime worker, `reply` following its events.
     async fn turn(self, request: Value, reply: RwSignal<Reply>) -> TurnEnd {
         let on_event = Rc::new(move |event: ExchangeEvent| {
-            // The model's loading shows through the chat's own status line.
-            let ExchangeEvent::Agent(event) = event else {
-                return;
+            // The model's loading shows through the chat's own status line;
+            // a program's progress on its running action.
+            let event = match event {
+                ExchangeEvent::Agent(event) => event,
+                ExchangeEvent::Progress {
+                    node: None,
+                    progress,
+                } => {
+                    reply.update(|reply| reply.view.progressed(progress));
+                    return;
+                }
+                _ => return,
             };
             let following = self.at_end();
             reply.update(|reply| reply.view.apply(event));
@@ -1667,8 +1676,21 @@ fn step_view(
                 }
                 (None, Some(why)) if why.starts_with("stopped") => format!("Action {number} · stopped"),
                 (None, Some(_)) => format!("Action {number} · not run"),
-                (None, None) => format!("Action {number} · running…"),
+                (None, None) => match &turn.progress {
+                    Some(progress) => format!(
+                        "Action {number} · running… {:.0}%{}",
+                        progress.percent,
+                        progress.message.as_ref().map(|message| format!(" · {message}")).unwrap_or_default()
+                    ),
+                    None => format!("Action {number} · running…"),
+                },
             };
+            let bar = (result.is_none() && refused.is_none())
+                .then(|| turn.progress.as_ref().map(|progress| progress.percent))
+                .flatten()
+                .map(|percent| view! {
+                    <progress max="100" value=percent aria-label="How far the program has come" data-testid="chat-action-progress"></progress>
+                });
             let status = match (&result, &refused) {
                 (Some(result), _) => result.status.clone(),
                 (None, Some(why)) if why.starts_with("stopped") => "cancelled".to_owned(),
@@ -1678,7 +1700,7 @@ fn step_view(
             view! {
                 <details class=format!("action action-{status}") data-testid="chat-action" data-status=status.clone()
                     prop:open=opened.is_open(&key) on:toggle=opened.on_toggle(key.clone())>
-                    <summary data-testid="chat-action-summary">{summary}</summary>
+                    <summary data-testid="chat-action-summary">{summary}{bar}</summary>
                     {crate::highlight::code_view(&code, card_lines, "The program", "chat-action-code")}
                     {refused.map(|why| view! { <p class="refused" data-testid="chat-action-refused">{why}</p> })}
                     {result.map(|result| view! {

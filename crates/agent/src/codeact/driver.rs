@@ -259,6 +259,7 @@ impl Driver {
             random: kin.random.clone(),
             done: RefCell::default(),
             warned: std::cell::Cell::new(kin.me.is_some()),
+            on_progress: kin.on_progress.clone(),
         });
         // The model's side: the belt's direct tools and `execute_code`.
         let plan_mode = role == (Role::Turn { plan_mode: true });

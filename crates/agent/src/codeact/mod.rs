@@ -397,6 +397,7 @@ pub async fn run_agent(
         current_call: RefCell::new(String::new()),
         guards: request.guards,
         child_turns: subagent::DEFAULT_CHILD_TURNS,
+        on_progress: environment.on_progress.clone(),
         max_concurrent: budget.permits().capacity() as usize,
         preamble: request.system.clone(),
         team,

@@ -111,6 +111,8 @@ pub(crate) struct Actions {
     pub done: RefCell<BTreeMap<u32, Action>>,
     /// The ladder's warnings go with the first action only.
     pub warned: Cell<bool>,
+    /// Told each progress report of an action's program.
+    pub on_progress: Option<kiln_capabilities::ProgressObserver>,
 }
 
 impl Actions {
@@ -156,6 +158,9 @@ impl Implementation for ExecuteCode {
                 actions.limits,
                 &actions.entrance,
             ));
+            if let Some(observer) = &actions.on_progress {
+                dispatcher.run_state().on_progress(observer.clone());
+            }
             let mut run = actions
                 .runner
                 .run(
