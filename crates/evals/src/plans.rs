@@ -299,6 +299,7 @@ pub async fn standalone_kin(
         current_call: RefCell::new(String::new()),
         guards: Guards::default(),
         child_turns: kiln_agent::DEFAULT_CHILD_TURNS,
+        on_progress: None,
         max_concurrent: kiln_run::dag::DEFAULT_MAX_CONCURRENT,
         preamble: None,
         team: Rc::default(),
