@@ -480,6 +480,10 @@ impl SandboxRunner for ProcessRunner {
         }
         .run(code, limits, tools, cancel)
     }
+
+    fn stripper(&self) -> Option<Rc<dyn kiln_run::Stripper>> {
+        Some(Rc::new(Types))
+    }
 }
 
 /// `kiln-ts`, in this process.

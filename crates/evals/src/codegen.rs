@@ -454,8 +454,15 @@ pub async fn run_codegen(
                 continue;
             }
         };
-        let authored =
-            kiln_nodes::author(provider, model, &request, clock, &AbortSignal::new()).await;
+        let authored = kiln_nodes::author(
+            provider,
+            model,
+            &request,
+            runner.stripper(),
+            clock,
+            &AbortSignal::new(),
+        )
+        .await;
         let telemetry = authored.telemetry;
         result.rounds = telemetry.rounds;
         result.input_tokens = telemetry.input_tokens;

@@ -44,6 +44,7 @@ pub use graph::{
     run_graph,
 };
 pub use node::{
-    MAX_CODE_BYTES, NodeRequest, check as check_node, default_limits as default_node_limits,
-    fill as fill_inputs, program as node_program, request as node_run_request, run_node,
+    MAX_CODE_BYTES, NodeRequest, check as check_node, check_typed as check_node_typed,
+    default_limits as default_node_limits, fill as fill_inputs, program as node_program,
+    request as node_run_request, run_node,
 };

@@ -8,6 +8,7 @@
 //! does not match its declared type.
 
 use std::collections::BTreeSet;
+use std::rc::Rc;
 
 use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{CodeNode, NodeFailure, NodeRun, SlotType, describe, repeated};
@@ -15,7 +16,7 @@ use kiln_types::words::is_identifier;
 use kiln_types::{RunLimits, RunOutcome, check_depth};
 use serde_json::{Map, Value, json};
 
-use kiln_run::{Environment, SandboxRunner, run_program};
+use kiln_run::{Environment, SandboxRunner, Stripper, run_program};
 use kiln_run::{Limits, RequestError, RunRequest};
 
 /// The longest title, in characters.
@@ -218,6 +219,43 @@ fn name_problem(direction: &str, name: &str) -> Option<String> {
     None
 }
 
+/// How [`check`]'s reason for a body that does not parse begins.
+const DOES_NOT_PARSE: &str = "the code does not parse: ";
+
+/// [`check`], reading a body that does not parse as JavaScript the way
+/// `stripper` (the runner's, [`SandboxRunner::stripper`]) reads TypeScript:
+/// a body with types is checked as the JavaScript that will run, and
+/// TypeScript that cannot run as JavaScript is refused with its own reason.
+pub async fn check_typed(node: &CodeNode, stripper: Option<Rc<dyn Stripper>>) -> Vec<String> {
+    let found = check(node);
+    let Some(stripper) = stripper else {
+        return found;
+    };
+    if !found
+        .iter()
+        .any(|reason| reason.starts_with(DOES_NOT_PARSE))
+    {
+        return found;
+    }
+    match stripper.strip(node.code.clone()).await {
+        Ok(Some(javascript)) => check(&CodeNode {
+            code: javascript,
+            ..node.clone()
+        }),
+        Ok(None) => found,
+        Err(sentence) => found
+            .into_iter()
+            .map(|reason| {
+                if reason.starts_with(DOES_NOT_PARSE) {
+                    format!("{DOES_NOT_PARSE}{sentence}")
+                } else {
+                    reason
+                }
+            })
+            .collect(),
+    }
+}
+
 /// Everything `submit_code` and `kiln node check` refuse: what is wrong with
 /// `node` as data (`problems`: its title, names, types, defaults and sizes),
 /// its imports (only Kiln's modules and their exports), the body's syntax
@@ -236,7 +274,7 @@ pub fn check(node: &CodeNode) -> Vec<String> {
         }
     }
     match kiln_jscheck::parse_body(&node.code) {
-        Err(error) => found.push(format!("the code does not parse: {error}")),
+        Err(error) => found.push(format!("{DOES_NOT_PARSE}{error}")),
         Ok(body) => {
             let outputs: Vec<&str> = node.outputs.iter().map(|slot| slot.name.as_str()).collect();
             for issue in kiln_jscheck::output_paths(&body, &outputs) {

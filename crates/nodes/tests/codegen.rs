@@ -53,6 +53,7 @@ fn author(aimock: &Aimock, kind: ProviderKind, request: &CodeRequest) -> Authore
         &provider(aimock, kind),
         model(kind),
         request,
+        None,
         &SystemClock,
         &AbortSignal::new(),
     ))
@@ -174,6 +175,7 @@ fn an_unreachable_provider_and_a_stop_are_typed_failures() {
         &gone,
         "gpt-4o-mini",
         &request("kiln-code-total"),
+        None,
         &SystemClock,
         &AbortSignal::new(),
     ));
@@ -184,6 +186,7 @@ fn an_unreachable_provider_and_a_stop_are_typed_failures() {
         &provider(&aimock, ProviderKind::OpenAi),
         "gpt-4o-mini",
         &request("kiln-code-total"),
+        None,
         &SystemClock,
         &stopped,
     ));
@@ -326,6 +329,59 @@ fn the_provider_is_asked_which_models_call_tools_until_one_may() {
     );
 }
 
+/// `kiln-ts`, as the CLI's runner reads a program with it.
+struct Types;
+
+impl kiln_run::Stripper for Types {
+    fn strip(
+        &self,
+        source: String,
+    ) -> futures::future::LocalBoxFuture<'static, Result<Option<String>, String>> {
+        let answer = kiln_ts::javascript_of(&source);
+        Box::pin(async move { answer })
+    }
+}
+
+#[test]
+fn a_body_in_typescript_is_checked_as_the_javascript_that_runs() {
+    let asked = request("anything");
+    let node = |code: &str| {
+        json!({
+            "title": "Total", "summary": "Adds the prices.",
+            "code": code,
+            "inputs": [{"name": "n", "type": "number"}],
+            "outputs": [{"name": "total", "type": "number"}]
+        })
+    };
+    let typed = node(
+        "interface Line { price: number }\nconst lines: Line[] = [{ price: 2 }, { price: 3 }];\nlet total: number = 0;\nfor (const line of lines) total += line.price;\nreturn { total } as { total: number };",
+    );
+    let stripper = || Some(std::rc::Rc::new(Types) as std::rc::Rc<dyn kiln_run::Stripper>);
+    let accepted = block_on(check_submission(&typed, &asked, stripper())).unwrap();
+    assert!(
+        accepted.node().code.starts_with("interface Line"),
+        "kept as written"
+    );
+    // Its return paths are read from the stripped body: a path without the
+    // output is still found.
+    let partial = node("const k: number = n;\nif (k > 0) return { total: k };\nreturn {};");
+    let reasons = block_on(check_submission(&partial, &asked, stripper())).unwrap_err();
+    assert!(reasons[0].contains("gives no `total`"), "{reasons:?}");
+    // TypeScript that makes code of its own is refused in its own words.
+    let made = node("enum Kind { A }\nreturn { total: Kind.A };");
+    let reasons = block_on(check_submission(&made, &asked, stripper())).unwrap_err();
+    assert!(
+        reasons[0].starts_with("the code does not parse: TypeScript's `enum` at line 1, column 1"),
+        "{reasons:?}"
+    );
+    // A runner that reads no TypeScript refuses the typed body as before.
+    let reasons = block_on(check_submission(&typed, &asked, None)).unwrap_err();
+    assert!(
+        reasons[0].starts_with("the code does not parse: "),
+        "{reasons:?}"
+    );
+}
+
 #[test]
 fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
     let mut asked = request("anything");
@@ -337,7 +393,7 @@ fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
         "inputs": [{"name": "x", "type": "string"}],
         "outputs": [{"name": "labels", "type": "string"}]
     });
-    let reasons = check_submission(&args, &asked).unwrap_err();
+    let reasons = block_on(check_submission(&args, &asked, None)).unwrap_err();
     assert_eq!(
         reasons,
         vec![
@@ -346,7 +402,12 @@ fn a_submission_must_keep_the_connected_inputs_and_the_expected_output() {
             "the node must give the expected output `label` (string)",
         ]
     );
-    let prose = check_submission(&json!({"code": "return {}"}), &asked).unwrap_err();
+    let prose = block_on(check_submission(
+        &json!({"code": "return {}"}),
+        &asked,
+        None,
+    ))
+    .unwrap_err();
     assert!(
         prose[0].starts_with("the arguments are not {title, summary, code"),
         "{prose:?}"

@@ -87,4 +87,11 @@ pub trait SandboxRunner {
         tools: Rc<Dispatcher>,
         cancel: AbortSignal,
     ) -> LocalBoxFuture<'static, RunResult>;
+
+    /// How this runner reads a program written in TypeScript, when it does
+    /// ([`TypeScript`]): what checks a program before any run (a code
+    /// node's) use to read it the same way.
+    fn stripper(&self) -> Option<Rc<dyn Stripper>> {
+        None
+    }
 }

@@ -63,6 +63,10 @@ impl SandboxRunner for TypeScript {
             }
         })
     }
+
+    fn stripper(&self) -> Option<Rc<dyn Stripper>> {
+        Some(self.stripper.clone())
+    }
 }
 
 /// The sandbox refused the program before any of it ran.

@@ -631,6 +631,10 @@ impl SandboxRunner for PoolRunner {
         }
         .run(code, limits, tools, cancel)
     }
+
+    fn stripper(&self) -> Option<Rc<dyn kiln_run::Stripper>> {
+        Some(Rc::new(crate::typescript::LoadedOnNeed))
+    }
 }
 
 /// The pool, given the program as it is.

@@ -1,5 +1,5 @@
 //! `kiln node run|check|author` and `kiln graph run`: code nodes from a
-//! terminal, through `kiln_nodes`' `check_node`, `run_node`, `run_graph` and
+//! terminal, through `kiln_nodes`' `check_node_typed`, `run_node`, `run_graph` and
 //! `author` — the same checks, runs and CodePlanner as the
 //! page and the app. Bodies run in sandbox processes
 //! ([`crate::sandbox_process::ProcessRunner`]), so a graph's independent
@@ -16,9 +16,10 @@ use std::rc::Rc;
 
 use anyhow::{Context as _, Result, bail};
 use kiln_nodes::{
-    CodeRequest, GraphSetup, authored_answer, build_graph, check_node, default_node_limits,
+    CodeRequest, GraphSetup, authored_answer, build_graph, check_node_typed, default_node_limits,
     pick_model, run_graph, run_node,
 };
+use kiln_run::SandboxRunner as _;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::node::{CodeNode, Ended, GraphSpec, InputSlot, NodeRun, OutputSlot, SlotType};
 use serde_json::{Map, Value, json};
@@ -163,7 +164,11 @@ pub fn run_node_command(command: NodeCommand) -> ExitCode {
         NodeCommand::Check { node } => match read_node(&node) {
             Err(error) => refused(&error),
             Ok(node) => {
-                let reasons = check_node(&node);
+                // A body in TypeScript is checked as the JavaScript that runs.
+                let reasons = futures::executor::block_on(check_node_typed(
+                    &node,
+                    crate::sandbox_process::ProcessRunner::default().stripper(),
+                ));
                 print(&json!({"valid": reasons.is_empty(), "errors": reasons}));
                 for reason in &reasons {
                     eprintln!("kiln: {}", escaped(reason));
@@ -420,6 +425,7 @@ fn author(args: &AuthorArgs) -> ExitCode {
         &*provider,
         &model,
         &request,
+        crate::sandbox_process::ProcessRunner::default().stripper(),
         &kiln_http::SystemClock,
         &AbortSignal::new(),
     ));

@@ -11,8 +11,11 @@
 
 pub(crate) mod prompt;
 
+use std::rc::Rc;
+
 use kiln_http::Clock;
 use kiln_providers::{ChatRequest, FinalMessage, Message, Provider, ToolDef};
+use kiln_run::Stripper;
 use kiln_types::cancel::AbortSignal;
 use kiln_types::chat::{ChatOptions, StopReason, ToolChoice};
 use kiln_types::node::{CodeNode, InputSlot, OutputSlot};
@@ -181,13 +184,17 @@ pub(crate) fn submit_code_tool() -> ToolDef {
 /// # Errors
 ///
 /// Every reason, each a sentence the model can act on.
-pub fn check_submission(args: &Value, request: &CodeRequest) -> Result<Submission, Vec<String>> {
+pub async fn check_submission(
+    args: &Value,
+    request: &CodeRequest,
+    stripper: Option<Rc<dyn Stripper>>,
+) -> Result<Submission, Vec<String>> {
     let submission: Submission = serde_json::from_value(args.clone()).map_err(|error| {
         vec![format!(
             "the arguments are not {{title, summary, code, inputs: [{{name, type, description?, default?, required?}}], outputs: [{{name, type, description?}}]}}: {error}"
         )]
     })?;
-    let mut reasons = node::check(&submission.node());
+    let mut reasons = node::check_typed(&submission.node(), stripper).await;
     let summary = submission.summary.trim().chars().count();
     if summary == 0 {
         reasons.push("the summary is empty; say in one sentence what the node does".to_owned());
@@ -371,11 +378,13 @@ pub async fn pick_model(
 
 /// Writes a node for `request` with `provider`'s `model`: at most
 /// [`MAX_ROUNDS`] model turns, each offered `submit_code` only (and told to
-/// call it), the first accepted call the result.
+/// call it), the first accepted call the result. A body written in
+/// TypeScript is checked as `stripper` (the runner's) will run it.
 pub async fn author(
     provider: &dyn Provider,
     model: &str,
     request: &CodeRequest,
+    stripper: Option<Rc<dyn Stripper>>,
     clock: &dyn Clock,
     cancel: &AbortSignal,
 ) -> Authored {
@@ -388,11 +397,19 @@ pub async fn author(
     let prices = kiln_providers::cost::PriceCatalog::builtin();
     let price = prices.price(model);
     let mut cost = price.map(|_| 0.0);
-    let result = rounds(provider, model, request, cancel, &mut telemetry, |usage| {
-        if let (Some(price), Some(total)) = (price, cost.as_mut()) {
-            *total += price.cost_usd(usage);
-        }
-    })
+    let result = rounds(
+        provider,
+        model,
+        request,
+        stripper,
+        cancel,
+        &mut telemetry,
+        |usage| {
+            if let (Some(price), Some(total)) = (price, cost.as_mut()) {
+                *total += price.cost_usd(usage);
+            }
+        },
+    )
     .await;
     telemetry.cost_usd = cost;
     telemetry.duration_ms = clock.now_ms() - started;
@@ -404,6 +421,7 @@ async fn rounds(
     provider: &dyn Provider,
     model: &str,
     request: &CodeRequest,
+    stripper: Option<Rc<dyn Stripper>>,
     cancel: &AbortSignal,
     telemetry: &mut Telemetry,
     mut spend: impl FnMut(kiln_types::chat::Usage),
@@ -469,7 +487,7 @@ async fn rounds(
             let verdict = if accepted.is_some() {
                 Err(vec!["a node was already accepted in this turn".to_owned()])
             } else if call.name == SUBMIT_CODE {
-                check_submission(&call.arguments, request)
+                check_submission(&call.arguments, request, stripper.clone()).await
             } else {
                 Err(vec![format!(
                     "there is no tool `{}`; call `submit_code`",

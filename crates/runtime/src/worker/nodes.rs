@@ -130,6 +130,7 @@ pub(super) async fn author_code(runtime: Rc<Runtime>, id: u64, request: Value, p
             &*provider,
             &model,
             &spec.request,
+            PoolRunner(runtime.pool.clone()).stripper(),
             &kiln_http::SystemClock,
             &cancel,
         )
