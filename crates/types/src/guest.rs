@@ -312,16 +312,22 @@ pub const MODULES: &[GuestModule] = &[
 ];
 
 impl GuestModule {
+    /// The declaration that imports every export:
+    /// `import { parse, stringify } from "kiln:csv"`.
+    #[must_use]
+    pub fn import(&self) -> String {
+        let names: Vec<&str> = self.exports.iter().map(|export| export.name).collect();
+        format!(
+            "import {{ {} }} from \"{}\"",
+            names.join(", "),
+            self.specifier
+        )
+    }
+
     /// Its line in a prompt: how to import every export, and what it is for.
     #[must_use]
     pub fn import_line(&self) -> String {
-        let names: Vec<&str> = self.exports.iter().map(|export| export.name).collect();
-        format!(
-            "- `import {{ {} }} from \"{}\"`: {}",
-            names.join(", "),
-            self.specifier,
-            self.summary
-        )
+        format!("- `{}`: {}", self.import(), self.summary)
     }
 }
 

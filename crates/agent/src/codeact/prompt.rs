@@ -283,14 +283,10 @@ fn library(prompt: &mut String, parts: &PromptParts<'_>) {
     }
     prompt.push_str("\nModules, imported at the top of a program:\n");
     for module in kiln_types::guest::MODULES {
-        let line = module.import_line();
-        match line.split_once("`: ") {
-            Some((import, _)) if brief => {
-                let _ = writeln!(prompt, "{import}`");
-            }
-            _ => {
-                let _ = writeln!(prompt, "{line}");
-            }
+        if brief {
+            let _ = writeln!(prompt, "- `{}`", module.import());
+        } else {
+            let _ = writeln!(prompt, "{}", module.import_line());
         }
     }
     if brief && parts.belt.iter().any(|spec| spec.name == KILN_DOCS) {
