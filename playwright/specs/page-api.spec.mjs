@@ -74,6 +74,10 @@ return { first: first(rows)!.name, sum: rows.reduce((n: number, row) => n + row.
     const broken = await run({ code: "const a = 1;\nconst = 2;" });
     assert.equal(broken.errorCode, "syntax");
     assert.match(broken.structuredContent.error.message, /^SyntaxError: .*line 2/);
+    // TypeScript's own syntax error is named where it is, not at its first annotation.
+    const typedBroken = await run({ code: "const a: number = 1;\nconst b = a + 1;\nconst c = ;\nreturn c;" });
+    assert.equal(typedBroken.errorCode, "syntax");
+    assert.match(typedBroken.structuredContent.error.message, /^SyntaxError: .* at line 3, column 11$/);
     assert.equal(fetched.length, 1, fetched.join(", "));
   } finally {
     page.off("request", seen);

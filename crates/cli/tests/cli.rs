@@ -170,6 +170,23 @@ fn a_typescript_program_runs_with_its_types_stripped_and_refusals_are_named() {
         message.starts_with("SyntaxError: ") && message.contains("line 2"),
         "{message}"
     );
+
+    // TypeScript's own syntax error is named where it is, not at the first
+    // annotation, where the engine stopped.
+    let typed_broken = temp_file(
+        "broken.ts",
+        "const a: number = 1;\nconst b = a + 1;\nconst c = ;\nreturn c;",
+    );
+    let (code, result, _) = kiln(&["run", typed_broken.to_str().unwrap()], None);
+    assert_eq!(code, 1);
+    assert_eq!(result["errorCode"], "syntax", "{result}");
+    let message = result["structuredContent"]["error"]["message"]
+        .as_str()
+        .unwrap();
+    assert!(
+        message.starts_with("SyntaxError: ") && message.ends_with("at line 3, column 11"),
+        "{message}"
+    );
 }
 
 #[test]

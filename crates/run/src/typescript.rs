@@ -22,8 +22,9 @@ pub trait Stripper {
     /// `Ok(Some(javascript))` with every type replaced by white space;
     /// `Ok(None)` when `source` is not TypeScript either (then the engine's
     /// own syntax error stands); `Err(sentence)` for TypeScript that cannot
-    /// run as JavaScript (an `enum`), the sentence with its hint, which
-    /// replaces the syntax error.
+    /// run as JavaScript (an `enum`), the sentence with its hint, or for
+    /// TypeScript whose syntax error lies past its first annotation (where the
+    /// engine stopped), which replaces the engine's syntax error.
     fn strip(&self, source: String) -> LocalBoxFuture<'static, Result<Option<String>, String>>;
 }
 

@@ -178,17 +178,43 @@ fn error_at(text: &str, shift: usize, failure: Failure) -> StripError {
 /// `Ok(Some(javascript))` when it is TypeScript, `Ok(None)` when it is not
 /// (the engine's own syntax error stands, with its own words and position),
 /// `Err(sentence)` with the hint for TypeScript that cannot run as
-/// JavaScript (an `enum`), which replaces that error.
+/// JavaScript (an `enum`), which replaces that error, and `Err(sentence)` for
+/// a syntax error in a TypeScript program: one that TypeScript's parser
+/// finds later than JavaScript's, whose first complaint is the program's
+/// first annotation, not its mistake.
 ///
 /// # Errors
 ///
-/// The sentence, for TypeScript that makes JavaScript of its own.
+/// The sentence, for TypeScript that makes JavaScript of its own, or for
+/// TypeScript with a syntax error past its first annotation.
 pub fn javascript_of(source: &str) -> Result<Option<String>, String> {
     match strip(source) {
         Ok(stripped) => Ok(stripped),
         Err(error @ StripError::Unsupported { .. }) => Err(error.with_hint().to_string()),
+        Err(error @ StripError::Syntax { line, column, .. })
+            if javascript_fails_before(source, Position { line, column }) =>
+        {
+            Err(error.to_string())
+        }
         Err(_) => Ok(None),
     }
+}
+
+/// Whether JavaScript's parser fails on `source` before `at`, where
+/// TypeScript's did: then the program is TypeScript up to there.
+fn javascript_fails_before(source: &str, at: Position) -> bool {
+    let outline = outline::read(source);
+    let head = &source[..outline.imports_end];
+    let body = javascript_body(source, &outline);
+    let failed = match plain::first_refusal(head, &body) {
+        Some(plain::Refusal::Head(offset)) => Position::of(head, offset),
+        Some(plain::Refusal::Body(offset)) => {
+            let text = &body[OPEN.len()..body.len() - CLOSE.len()];
+            Position::of(text, offset.saturating_sub(OPEN.len()))
+        }
+        None => return false,
+    };
+    (failed.line, failed.column) < (at.line, at.column)
 }
 
 /// Why a program could not be stripped.

@@ -12,7 +12,7 @@
 
 use std::path::{Path, PathBuf};
 
-use kiln_ts::{MAX_SOURCE_CHARS, StripError, Unsupported, strip};
+use kiln_ts::{MAX_SOURCE_CHARS, StripError, Unsupported, javascript_of, strip};
 
 /// (kind, TypeScript, the JavaScript `strip` answers).
 const STRIPPED: &[(&str, &str, &str)] = &[
@@ -277,6 +277,25 @@ fn syntax_that_is_neither_typescript_nor_javascript_is_named_where_it_is() {
             ..
         })
     ));
+}
+
+#[test]
+fn a_typescript_programs_syntax_error_is_named_where_it_is_not_at_its_first_annotation() {
+    // JavaScript's parser stops at the annotation on line 1; the mistake is on line 3.
+    let error = javascript_of("const a: number = 1;\nconst b = a + 1;\nconst c = ;\nreturn c;")
+        .expect_err("a syntax error past the annotation");
+    assert!(error.starts_with("SyntaxError: "), "{error}");
+    assert!(error.ends_with("at line 3, column 11"), "{error}");
+    // Past a generic function and an interface.
+    let error = javascript_of(
+        "interface Row { a: number }\nfunction first<T>(items: T[]): T { return items[0]; }\nreturn first<Row>([{ a: 1 }]).a +;",
+    )
+    .expect_err("a syntax error past the generics");
+    assert!(error.contains("at line 3, column "), "{error}");
+    // A JavaScript program's syntax error stays the engine's to report.
+    assert_eq!(javascript_of("const a = 1;\nconst = 2;"), Ok(None));
+    // As does one that comes before any TypeScript.
+    assert_eq!(javascript_of("const = 2;\nlet a: number = 1;"), Ok(None));
 }
 
 #[test]
