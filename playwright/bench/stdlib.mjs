@@ -10,6 +10,11 @@
 // times, less the same program without the calls, over N (both from the
 // report's duration, medians of RUNS). The peer runs on the page's main
 // thread on data made by the same generator, timed with performance.now().
+//
+// First, what loading the library's own wasm costs (`kiln_modules.js`, which
+// the sandbox worker instantiates before the first program importing
+// kiln:html, kiln:markdown, kiln:diff or kiln:zip): a fresh worker's first
+// such run beside its next, both timed on the page from request to report.
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -90,6 +95,17 @@ try {
         if (report.outcome.status !== "completed") throw new Error(`${code.slice(0, 200)}: ${JSON.stringify(report.outcome)}`);
         return report.duration_ms;
       };
+      const wall = async (code) => {
+        const t0 = performance.now();
+        await duration(code);
+        return performance.now() - t0;
+      };
+      await wall("return 1;");
+      const plain = await wall("return 1;");
+      const importing = 'import { toHtml } from "kiln:markdown";\nreturn toHtml("*x*");';
+      const first = await wall(importing);
+      const next = await wall(importing);
+      const load = { plain, first, next };
       const out = [];
       for (const { figure, data, kiln: [imports, call], peer, n } of CASES) {
         const base = `${imports}\n${data}\nreturn 0;`;
@@ -117,11 +133,20 @@ try {
         const peerMs = median(await run(peers));
         out.push({ figure, kilnMs, peerMs });
       }
-      return out;
+      return { out, load };
     },
     { CASES, RUNS },
   );
-  for (const { figure, kilnMs, peerMs } of figures) {
+  const { load } = figures;
+  console.log(
+    JSON.stringify({
+      figure: "a worker's first run importing kiln:markdown (loads kiln_modules.js) / its next such run / a run importing nothing (ms, request to report)",
+      first_ms: round(load.first),
+      next_ms: round(load.next),
+      plain_ms: round(load.plain),
+    }),
+  );
+  for (const { figure, kilnMs, peerMs } of figures.out) {
     console.log(JSON.stringify({ figure, kiln_ms: round(kilnMs), peer_ms: round(peerMs), speed: Math.round((peerMs / kilnMs) * 100) / 100 }));
   }
 } finally {

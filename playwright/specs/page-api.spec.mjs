@@ -84,6 +84,73 @@ return { first: first(rows)!.name, sum: rows.reduce((n: number, row) => n + row.
   }
 });
 
+test("kiln:html, kiln:markdown, kiln:diff and kiln:zip run in the library's own wasm, which only a program importing one loads", async () => {
+  const { page } = app();
+  const fetched = [];
+  const seen = (request) => {
+    if (new URL(request.url()).pathname.endsWith("/kiln_modules_bg.wasm")) fetched.push(request.url());
+  };
+  page.on("request", seen);
+  try {
+    const plain = await run({ code: 'import { parse } from "kiln:csv";\nreturn parse("a\\n1");' });
+    assert.deepEqual(plain.structuredContent.value, [{ a: "1" }]);
+    assert.deepEqual(fetched, [], "a program importing only kiln:csv loads no library wasm");
+
+    const result = await run({
+      code: `import { select, toMarkdown } from "kiln:html";
+import { toHtml } from "kiln:markdown";
+import * as diff from "kiln:diff";
+import zip from "kiln:zip";
+const links = select('<ul><li><a href="/a">A</a></li><li><a href="/b">B b</a></li></ul>', "a", { limit: 1 });
+const archive = zip.write({ "notes/a.txt": "héllo", "bytes.bin": new Uint8Array([0, 255]), "empty/": "" });
+let missing;
+try { zip.read(archive, "nope.txt"); } catch (error) { missing = error.name + ": " + error.message; }
+let badSelector;
+try { select("<p></p>", "p[[", {}); } catch (error) { badSelector = error.name; }
+return {
+  links,
+  markdown: toMarkdown("<h1>Title</h1><p>Some <b>bold</b> text</p>"),
+  html: toHtml("# Hi\\n\\n<script>x</script>"),
+  unified: diff.unified("a\\nb\\n", "a\\nc\\n"),
+  words: diff.words("one two", "one three").length,
+  entries: zip.list(archive).map((entry) => [entry.name, entry.size, entry.isDirectory]),
+  text: zip.read(archive, "notes/a.txt", { text: true }),
+  bytes: Array.from(zip.read(archive, "bytes.bin")),
+  missing,
+  badSelector,
+};`,
+    });
+    assert.equal(result.isError, undefined, JSON.stringify(result.structuredContent.error));
+    const value = result.structuredContent.value;
+    assert.deepEqual(value.links, [{ tag: "a", text: "A", html: '<a href="/a">A</a>', attributes: { href: "/a" } }]);
+    assert.equal(value.markdown, "# Title\n\nSome **bold** text");
+    assert.equal(value.html, "<h1>Hi</h1>\n&lt;script&gt;x&lt;/script&gt;");
+    assert.equal(value.unified, "--- before\n+++ after\n@@ -1,2 +1,2 @@\n a\n-b\n+c\n");
+    assert.ok(value.words >= 3, String(value.words));
+    assert.deepEqual(value.entries, [["notes/a.txt", 6, false], ["bytes.bin", 2, false], ["empty/", 0, true]]);
+    assert.equal(value.text, "héllo");
+    assert.deepEqual(value.bytes, [0, 255]);
+    assert.match(value.missing, /^Error: kiln:zip read: the archive has no entry `nope.txt`; it has `notes\/a.txt`/);
+    assert.equal(value.badSelector, "SyntaxError");
+    assert.ok(fetched.length >= 1, "the library wasm was fetched for a program importing it");
+
+    // A zip bomb ends at the run's inflation bound, across the crossing, and the next run is whole.
+    const bomb = await run({
+      code: `import { write, read } from "kiln:zip";
+const archive = write({ "zeros.bin": "0".repeat(4_000_000) }, { level: 9 });
+let reads = 0;
+try { for (;;) { read(archive, "zeros.bin"); reads += 1; } } catch (error) { return { reads, error: error.name + ": " + error.message }; }`,
+    });
+    assert.equal(bomb.isError, undefined, JSON.stringify(bomb.structuredContent.error));
+    assert.equal(bomb.structuredContent.value.reads, 13);
+    assert.match(bomb.structuredContent.value.error, /^RangeError: kiln:zip read: inflating `zeros.bin` would pass the 52428800 bytes a run may inflate/);
+    const next = await run({ code: 'import { toHtml } from "kiln:markdown";\nreturn toHtml("*ok*");' });
+    assert.equal(next.structuredContent.value, "<p><em>ok</em></p>\n");
+  } finally {
+    page.off("request", seen);
+  }
+});
+
 test("an uncaught tool rejection carries the tool's code and names the call", async () => {
   const result = await run(
     { code: "await tools.browse({});" },

@@ -31,6 +31,12 @@ pub fn set_limit(bytes: usize) {
     LIMIT.store(bytes, Ordering::SeqCst);
 }
 
+/// The limit in force now.
+#[must_use]
+pub fn limit() -> usize {
+    LIMIT.load(Ordering::SeqCst)
+}
+
 /// Bytes in use now.
 #[must_use]
 pub fn in_use() -> usize {

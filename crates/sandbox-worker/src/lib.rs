@@ -134,6 +134,11 @@ fn on_message(event: &MessageEvent) {
     // The budget counts the worker's whole heap, context included.
     kiln_alloc::set_limit(usize::try_from(limits.memory_bytes).unwrap_or(usize::MAX));
     wasm_bindgen_futures::spawn_local(async move {
+        if kiln_sandbox::modules::imports_library(&code) {
+            // Once per worker; a load that failed is tried again by the next
+            // such run, and this one's import says why.
+            let _ = wasm_bindgen_futures::JsFuture::from(load_library()).await;
+        }
         let server = SERVER.with(Rc::clone);
         let warnings = admission.warnings.clone();
         let catalog_digest = admission.digest();
@@ -161,6 +166,30 @@ fn on_message(event: &MessageEvent) {
         // After the report is out: the host is not kept waiting for it.
         prepare_next();
     });
+}
+
+#[wasm_bindgen(inline_js = r#"
+let loading;
+// Loads the library's wasm (`kiln_modules.js` beside the app, for this
+// worker's `workers/sandbox.js`) into `globalThis.__kilnLibrary`, where the
+// sandbox's module exports find it; on failure says why in
+// `globalThis.__kilnLibraryError`. Settles either way.
+export function load_library() {
+  if (globalThis.__kilnLibrary) return Promise.resolve();
+  loading ??= import(new URL("../kiln_modules.js", self.location.href).href).then(async (module) => {
+    await module.default();
+    globalThis.__kilnLibrary = module;
+    globalThis.__kilnLibraryError = undefined;
+  }).catch((error) => {
+    globalThis.__kilnLibraryError = String(error);
+  }).finally(() => {
+    loading = undefined;
+  });
+  return loading;
+}
+"#)]
+extern "C" {
+    fn load_library() -> js_sys::Promise;
 }
 
 /// The memory budget ran out: tell the host now, since the wasm aborts as soon

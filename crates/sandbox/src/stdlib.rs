@@ -255,7 +255,7 @@ fn with_bytes<R>(
 }
 
 /// A new `Uint8Array` holding `bytes`.
-fn uint8_array(bytes: &[u8], context: &mut Context) -> JsResult<JsValue> {
+pub(crate) fn uint8_array(bytes: &[u8], context: &mut Context) -> JsResult<JsValue> {
     let block = AlignedVec::from_iter(0, bytes.iter().copied());
     let buffer = JsArrayBuffer::from_byte_block(block, context)?;
     Ok(JsUint8Array::from_array_buffer(buffer, context)?.into())

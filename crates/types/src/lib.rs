@@ -19,6 +19,8 @@
 //!   size bound.
 //! - [`guest`]: every global Kiln defines in a sandbox run, as data, for prompts and
 //!   help texts to be written from.
+//! - [`library`]: a call into the library modules that run outside the engine,
+//!   and its reply, with the byte frame they cross a wasm boundary as.
 //! - [`declaration`]: a tool as a TypeScript declaration, from its JSON Schema.
 //! - [`manifest`]: the capability manifest: what a program or a code node's body
 //!   may use, and the budgets with their defaults and ceilings.
@@ -47,6 +49,7 @@ pub mod cancel;
 pub mod chat;
 pub mod declaration;
 pub mod guest;
+pub mod library;
 pub mod manifest;
 pub mod model;
 pub mod node;

@@ -38,7 +38,7 @@ pub enum Site {
     Bench,
 }
 
-pub const MODULES: [WasmModule; 6] = [
+pub const MODULES: [WasmModule; 7] = [
     WasmModule {
         package: "kiln-sandbox-worker",
         bin: None,
@@ -73,6 +73,18 @@ pub const MODULES: [WasmModule; 6] = [
         profile: "release",
         artifact: "kiln_model_worker",
         out_name: "kiln_model_worker",
+        wasm_opt_level: "-O3",
+        bench_features: None,
+    },
+    WasmModule {
+        // The library modules outside the engine (kiln:html, kiln:markdown, kiln:diff,
+        // kiln:zip), loaded by the sandbox worker before the first run that imports one:
+        // speed, like the sandbox (a call is guest time, measured against JS peers).
+        package: "kiln-modules-wasm",
+        bin: None,
+        profile: "release",
+        artifact: "kiln_modules_wasm",
+        out_name: "kiln_modules",
         wasm_opt_level: "-O3",
         bench_features: None,
     },

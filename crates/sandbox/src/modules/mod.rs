@@ -1,12 +1,11 @@
 //! The modules a program imports (`kiln_types::guest::MODULES`), each over a
-//! well-kept Rust crate compiled into the sandbox, identical natively and in
-//! the browser: `kiln:csv` (the `csv` crate), `kiln:html` (`scraper`, the
-//! html5ever parser and Servo's selector engine, and a Markdown writer over
-//! its tree), `kiln:markdown` (`pulldown-cmark`), `kiln:yaml`
-//! (`serde_norway`, serde_yaml's maintained fork), `kiln:xml` (`quick-xml`),
-//! `kiln:diff` (`similar`), `kiln:zip` (`zip`, deflate only, through
-//! `flate2`'s pure-Rust backend), `kiln:dates` (`jiff`, its IANA zone
-//! database compiled in).
+//! well-kept Rust crate, identical natively and in the browser. Compiled into
+//! the sandbox, building their answers straight into the engine's objects:
+//! `kiln:csv` (the `csv` crate), `kiln:yaml` (`serde_norway`, serde_yaml's
+//! maintained fork), `kiln:xml` (`quick-xml`), `kiln:dates` (`jiff`, its IANA
+//! zone database compiled in). Outside the engine, in `kiln-modules`
+//! (`library`: linked natively, the sandbox worker's second wasm instance in
+//! the browser): `kiln:html`, `kiln:markdown`, `kiln:diff`, `kiln:zip`.
 //!
 //! The run's importer (`imports` rewrites declarations into calls of it)
 //! builds a module's namespace the first time the run imports it and keeps
@@ -23,20 +22,28 @@ use crate::stdlib::{argument, string_argument};
 
 mod csv;
 mod dates;
-mod diff;
-mod html;
-mod markdown;
+mod library;
 mod xml;
 mod yaml;
-mod zip;
 
-pub use self::zip::MAX_UNZIP_BYTES;
 pub(crate) use dates::{date_argument, time_zone};
 /// For `format.date`'s ICU4X backend, which reads the same zones.
 #[cfg(not(target_arch = "wasm32"))]
 pub(crate) use dates::{no_zone, zone_named};
-pub use diff::MAX_DIFF_TOKENS;
-pub use html::{DEFAULT_SELECT, MAX_HTML_DEPTH, MAX_SELECT};
+pub use kiln_modules::{
+    DEFAULT_SELECT, MAX_DIFF_TOKENS, MAX_HTML_DEPTH, MAX_SELECT, MAX_UNZIP_BYTES,
+};
+
+/// Whether `code` begins by importing a module of the library that runs
+/// outside the engine (`kiln-modules`), which the sandbox worker then loads
+/// before the run.
+pub fn imports_library(code: &str) -> bool {
+    kiln_jscheck::imports::leading(code).is_ok_and(|imports| {
+        imports
+            .iter()
+            .any(|import| kiln_modules::answers_for(&import.specifier))
+    })
+}
 
 /// The run's importer: `__kiln_import(specifier)` answers the module's
 /// namespace, made once per run.
@@ -61,20 +68,28 @@ pub(crate) fn importer(context: &mut Context) -> JsObject {
 
 /// A module's namespace: a frozen object of its exports.
 fn namespace(specifier: &str, context: &mut Context) -> JsResult<JsObject> {
+    if let Some(specifier) = kiln_modules::SPECIFIERS
+        .iter()
+        .find(|known| **known == specifier)
+        && let Some(exports) = library::exports(specifier)
+    {
+        let functions: Vec<(&str, NativeFunction, usize)> = exports
+            .iter()
+            .map(|(export, params)| {
+                let (export, params) = (*export, *params);
+                let function = NativeFunction::from_copy_closure(move |_, args, context| {
+                    library::call_export(specifier, export, params, args, context)
+                });
+                (export, function, params.len())
+            })
+            .collect();
+        return frozen(&functions, context);
+    }
     let exports: &[(&str, NativeFunction, usize)] = match specifier {
         "kiln:csv" => &[
             ("parse", NativeFunction::from_fn_ptr(csv::parse), 2),
             ("stringify", NativeFunction::from_fn_ptr(csv::stringify), 2),
         ],
-        "kiln:html" => &[
-            ("select", NativeFunction::from_fn_ptr(html::select), 3),
-            (
-                "toMarkdown",
-                NativeFunction::from_fn_ptr(html::to_markdown),
-                1,
-            ),
-        ],
-        "kiln:markdown" => &[("toHtml", NativeFunction::from_fn_ptr(markdown::to_html), 2)],
         "kiln:yaml" => &[
             ("parse", NativeFunction::from_fn_ptr(yaml::parse), 1),
             ("stringify", NativeFunction::from_fn_ptr(yaml::stringify), 1),
@@ -82,16 +97,6 @@ fn namespace(specifier: &str, context: &mut Context) -> JsResult<JsObject> {
         "kiln:xml" => &[
             ("parse", NativeFunction::from_fn_ptr(xml::parse), 2),
             ("stringify", NativeFunction::from_fn_ptr(xml::stringify), 2),
-        ],
-        "kiln:diff" => &[
-            ("lines", NativeFunction::from_fn_ptr(diff::lines), 2),
-            ("words", NativeFunction::from_fn_ptr(diff::words), 2),
-            ("unified", NativeFunction::from_fn_ptr(diff::unified), 3),
-        ],
-        "kiln:zip" => &[
-            ("list", NativeFunction::from_fn_ptr(zip::list), 1),
-            ("read", NativeFunction::from_fn_ptr(zip::read), 3),
-            ("write", NativeFunction::from_fn_ptr(zip::write), 2),
         ],
         "kiln:dates" => &[
             ("parse", NativeFunction::from_fn_ptr(dates::parse), 2),
@@ -113,6 +118,11 @@ fn namespace(specifier: &str, context: &mut Context) -> JsResult<JsObject> {
                 .into());
         }
     };
+    frozen(exports, context)
+}
+
+/// A frozen namespace object of `exports`, tagged `Module`.
+fn frozen(exports: &[(&str, NativeFunction, usize)], context: &mut Context) -> JsResult<JsObject> {
     let mut object = ObjectInitializer::new(context);
     for (name, function, length) in exports {
         object.function(function.clone(), JsString::from(*name), *length);

@@ -3,11 +3,8 @@
 
 use std::fmt::Write as _;
 
-use boa_engine::{Context, JsNativeError, JsResult, JsString, JsValue};
+use kiln_types::library::{Answer, Failure, LibraryCall};
 use serde_json::{Map, Value, json};
-
-use super::{options, to_js};
-use crate::stdlib::string_argument;
 
 /// The most elements `select` answers.
 pub const MAX_SELECT: usize = 1000;
@@ -79,23 +76,21 @@ fn nesting(html: &str) -> usize {
 }
 
 /// `html` parsed, or a `RangeError` when it nests past [`MAX_HTML_DEPTH`].
-fn parse_page(html: &str, what: &str) -> JsResult<scraper::Html> {
+fn parse_page(html: &str, what: &str) -> Result<scraper::Html, Failure> {
     let depth = nesting(html);
     if depth > MAX_HTML_DEPTH {
-        return Err(JsNativeError::range()
-            .with_message(format!(
-                "kiln:html {what}: the page nests elements {depth} levels deep, more than the {MAX_HTML_DEPTH} a page may (browsers stop there too)"
-            ))
-            .into());
+        return Err(Failure::range(format!(
+            "kiln:html {what}: the page nests elements {depth} levels deep, more than the {MAX_HTML_DEPTH} a page may (browsers stop there too)"
+        )));
     }
     Ok(scraper::Html::parse_document(html))
 }
 
 /// `select(html, selector, {limit})`.
-pub(super) fn select(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
-    let html = string_argument(args, 0, context)?;
-    let css = string_argument(args, 1, context)?;
-    let options = options(args, 2, context)?;
+pub(super) fn select(call: &LibraryCall) -> Result<Answer, Failure> {
+    let html = call.text(0);
+    let css = call.text(1);
+    let options = call.options(2);
     let limit = match options.get("limit") {
         None | Some(Value::Null) => DEFAULT_SELECT,
         Some(Value::Number(number)) => match number.as_u64() {
@@ -103,27 +98,23 @@ pub(super) fn select(_: &JsValue, args: &[JsValue], context: &mut Context) -> Js
                 usize::try_from(limit).unwrap_or(MAX_SELECT)
             }
             _ => {
-                return Err(JsNativeError::range()
-                    .with_message(format!(
-                        "kiln:html select: `limit` is an integer from 1 to {MAX_SELECT}; got {number}"
-                    ))
-                    .into());
+                return Err(Failure::range(format!(
+                    "kiln:html select: `limit` is an integer from 1 to {MAX_SELECT}; got {number}"
+                )));
             }
         },
         Some(other) => {
-            return Err(JsNativeError::typ()
-                .with_message(format!(
-                    "kiln:html select: `limit` is a number; got {other}"
-                ))
-                .into());
+            return Err(Failure::type_error(format!(
+                "kiln:html select: `limit` is a number; got {other}"
+            )));
         }
     };
-    let selector = scraper::Selector::parse(&css).map_err(|error| {
-        JsNativeError::syntax().with_message(format!(
+    let selector = scraper::Selector::parse(css).map_err(|error| {
+        Failure::syntax(format!(
             "kiln:html select: `{css}` is not a CSS selector: {error}"
         ))
     })?;
-    let document = parse_page(&html, "select")?;
+    let document = parse_page(html, "select")?;
     let matches: Vec<Value> = document
         .select(&selector)
         .take(limit)
@@ -141,20 +132,15 @@ pub(super) fn select(_: &JsValue, args: &[JsValue], context: &mut Context) -> Js
             })
         })
         .collect();
-    to_js(&Value::Array(matches), context)
+    Ok(Answer::Json(Value::Array(matches)))
 }
 
 /// `toMarkdown(html)`.
-pub(super) fn to_markdown(
-    _: &JsValue,
-    args: &[JsValue],
-    context: &mut Context,
-) -> JsResult<JsValue> {
-    let html = string_argument(args, 0, context)?;
-    let document = parse_page(&html, "toMarkdown")?;
+pub(super) fn to_markdown(call: &LibraryCall) -> Result<Answer, Failure> {
+    let document = parse_page(call.text(0), "toMarkdown")?;
     let mut writer = Markdown::default();
     writer.children(document.tree.root(), 0);
-    Ok(JsString::from(writer.finish()).into())
+    Ok(Answer::Text(writer.finish()))
 }
 
 /// Elements whose content is not the page's text.

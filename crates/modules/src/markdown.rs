@@ -1,17 +1,16 @@
 //! `kiln:markdown`: CommonMark to HTML over `pulldown-cmark`.
 
-use boa_engine::{Context, JsResult, JsString, JsValue};
+use kiln_types::library::{Answer, Failure, LibraryCall};
 
-use super::{flag, options};
-use crate::stdlib::string_argument;
+use super::flag;
 
 /// `toHtml(markdown, {allowHtml})`.
-pub(super) fn to_html(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
+pub(super) fn to_html(call: &LibraryCall) -> Result<Answer, Failure> {
     use pulldown_cmark::{Event, Options, Parser};
-    let markdown = string_argument(args, 0, context)?;
-    let allow_html = flag(&options(args, 1, context)?, "allowHtml", false)?;
+    let markdown = call.text(0);
+    let allow_html = flag(&call.options(1), "allowHtml", false)?;
     let parser = Parser::new_ext(
-        &markdown,
+        markdown,
         Options::ENABLE_TABLES | Options::ENABLE_STRIKETHROUGH | Options::ENABLE_TASKLISTS,
     )
     .map(|event| match event {
@@ -21,5 +20,5 @@ pub(super) fn to_html(_: &JsValue, args: &[JsValue], context: &mut Context) -> J
     });
     let mut html = String::with_capacity(markdown.len() * 3 / 2);
     pulldown_cmark::html::push_html(&mut html, parser);
-    Ok(JsString::from(html).into())
+    Ok(Answer::Text(html))
 }

@@ -1,10 +1,9 @@
 //! `kiln:diff`: line, word and unified diffs over `similar`.
 
-use boa_engine::{Context, JsNativeError, JsResult, JsString, JsValue};
+use kiln_types::library::{Answer, Failure, LibraryCall};
 use serde_json::{Value, json};
 
-use super::{options, to_js};
-use crate::stdlib::string_argument;
+use super::json as to_json;
 
 /// The most lines, or words, either side of a diff may have: the work grows
 /// with the tokens times the differences.
@@ -12,23 +11,20 @@ pub const MAX_DIFF_TOKENS: usize = 20_000;
 
 /// The two texts of a diff, each within the text bound and [`MAX_DIFF_TOKENS`]
 /// `unit`s, as `count` counts them.
-fn diff_texts(
-    args: &[JsValue],
-    context: &mut Context,
+fn diff_texts<'a>(
+    call: &'a LibraryCall,
     what: &str,
     unit: &str,
     count: fn(&str) -> usize,
-) -> JsResult<(String, String)> {
-    let before = string_argument(args, 0, context)?;
-    let after = string_argument(args, 1, context)?;
-    for (side, text) in [("before", &before), ("after", &after)] {
+) -> Result<(&'a str, &'a str), Failure> {
+    let before = call.text(0);
+    let after = call.text(1);
+    for (side, text) in [("before", before), ("after", after)] {
         let tokens = count(text);
         if tokens > MAX_DIFF_TOKENS {
-            return Err(JsNativeError::range()
-                .with_message(format!(
-                    "kiln:diff {what}: the {side} text has {tokens} {unit}, more than the {MAX_DIFF_TOKENS} a diff compares"
-                ))
-                .into());
+            return Err(Failure::range(format!(
+                "kiln:diff {what}: the {side} text has {tokens} {unit}, more than the {MAX_DIFF_TOKENS} a diff compares"
+            )));
         }
     }
     Ok((before, after))
@@ -69,29 +65,29 @@ fn runs<'a>(changes: impl Iterator<Item = (similar::ChangeTag, &'a str)>) -> Val
 }
 
 /// `lines(before, after)`.
-pub(super) fn lines(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
-    let (before, after) = diff_texts(args, context, "lines", "lines", count_lines)?;
-    let diff = similar::TextDiff::from_lines(&before, &after);
+pub(super) fn lines(call: &LibraryCall) -> Result<Answer, Failure> {
+    let (before, after) = diff_texts(call, "lines", "lines", count_lines)?;
+    let diff = similar::TextDiff::from_lines(before, after);
     let changes = diff
         .iter_all_changes()
         .map(|change| (change.tag(), change.value()));
-    to_js(&runs(changes), context)
+    to_json(runs(changes))
 }
 
 /// `words(before, after)`.
-pub(super) fn words(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
-    let (before, after) = diff_texts(args, context, "words", "words", count_words)?;
-    let diff = similar::TextDiff::from_words(&before, &after);
+pub(super) fn words(call: &LibraryCall) -> Result<Answer, Failure> {
+    let (before, after) = diff_texts(call, "words", "words", count_words)?;
+    let diff = similar::TextDiff::from_words(before, after);
     let changes = diff
         .iter_all_changes()
         .map(|change| (change.tag(), change.value()));
-    to_js(&runs(changes), context)
+    to_json(runs(changes))
 }
 
 /// `unified(before, after, {context, from, to})`.
-pub(super) fn unified(_: &JsValue, args: &[JsValue], context: &mut Context) -> JsResult<JsValue> {
-    let (before, after) = diff_texts(args, context, "unified", "lines", count_lines)?;
-    let options = options(args, 2, context)?;
+pub(super) fn unified(call: &LibraryCall) -> Result<Answer, Failure> {
+    let (before, after) = diff_texts(call, "unified", "lines", count_lines)?;
+    let options = call.options(2);
     let radius = match options.get("context") {
         None | Some(Value::Null) => 3,
         Some(Value::Number(number)) => number
@@ -99,30 +95,28 @@ pub(super) fn unified(_: &JsValue, args: &[JsValue], context: &mut Context) -> J
             .filter(|radius| *radius <= 1000)
             .and_then(|radius| usize::try_from(radius).ok())
             .ok_or_else(|| {
-                JsNativeError::range().with_message(format!(
+                Failure::range(format!(
                     "kiln:diff unified: `context` is a number of lines from 0 to 1000; got {number}"
                 ))
             })?,
         Some(other) => {
-            return Err(JsNativeError::typ()
-                .with_message(format!(
-                    "kiln:diff unified: `context` is a number; got {other}"
-                ))
-                .into());
+            return Err(Failure::type_error(format!(
+                "kiln:diff unified: `context` is a number; got {other}"
+            )));
         }
     };
     if before == after {
-        return Ok(JsString::from("").into());
+        return Ok(Answer::Text(String::new()));
     }
     let name = |key: &str, default: &str| match options.get(key) {
         Some(Value::String(name)) => name.clone(),
         _ => default.to_owned(),
     };
-    let diff = similar::TextDiff::from_lines(&before, &after);
+    let diff = similar::TextDiff::from_lines(before, after);
     let text = diff
         .unified_diff()
         .context_radius(radius)
         .header(&name("from", "before"), &name("to", "after"))
         .to_string();
-    Ok(JsString::from(text).into())
+    Ok(Answer::Text(text))
 }
