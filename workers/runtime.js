@@ -5,5 +5,5 @@ import init from "../kiln_runtime.js";
 
 init().catch((error) => {
   // The page reads this as a failed start and says so.
-  self.postMessage(JSON.stringify({ v: 1003, msg: { type: "rejected", problem: `the runtime wasm failed to load: ${error}` } }));
+  self.postMessage(JSON.stringify({ v: 1004, msg: { type: "rejected", problem: `the runtime wasm failed to load: ${error}` } }));
 });

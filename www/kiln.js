@@ -88,7 +88,8 @@ function withStorage(kiln) {
 }
 
 /**
- * Gives the runtime's code nodes their handles: `codeNode(spec).run(values, options)`,
+ * Gives the runtime's code nodes their handles: `codeNode(spec).run(values, options)`
+ * and `.check()` (the problems that would stop it, `[]` when none),
  * `graph({nodes, edges}).run(inputs, options)` (options: a run's `tools`, `limits`,
  * `permission`, `approve`, `mcp`, `secrets`, `builtins`, `allow_net`, `agent`, `signal`;
  * a graph's also `onEvent` and `max_concurrent`). See README.md, "Code nodes in a page".
@@ -97,6 +98,7 @@ function withNodes(kiln) {
   kiln.codeNode = (spec) => ({
     spec,
     run: (values = {}, options = {}) => kiln.runNode({ ...options, node: spec, values }),
+    check: () => kiln.checkNode(spec),
   });
   kiln.graph = ({ nodes, edges = [] } = {}) => ({
     nodes,

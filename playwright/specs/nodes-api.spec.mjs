@@ -75,6 +75,23 @@ test("a node runs on its values and returns each output by name, with its consol
   assert.ok(ran.duration_ms >= 0);
 });
 
+test("check() reads a node as it would run without running it: [] for a good one, each problem by line for another, TypeScript as the JavaScript that runs", async () => {
+  const checked = await inPage(
+    `const typed = { ...args.spec, code: "interface Item { price: number; qty: number }\\nconst rows: Item[] = items;\\nif (rows.length === 0) return { total: 0 };\\nreturn { total: rows.reduce((s: number, i) => s + i.price * i.qty, 0), count: rows.length };" };
+     return {
+       good: await kiln.codeNode(args.spec).check(),
+       typed: await kiln.codeNode(typed).check(),
+       imports: await kiln.codeNode({ ...args.spec, code: 'import { chunk } from "lodash";\\nreturn { total: 0, count: 0 };' }).check(),
+     };`,
+    { spec: TOTAL },
+  );
+  assert.deepEqual(checked.good, []);
+  assert.equal(checked.typed.length, 1, JSON.stringify(checked.typed));
+  assert.match(checked.typed[0], /gives no `count`/);
+  assert.equal(checked.imports.length, 1, JSON.stringify(checked.imports));
+  assert.match(checked.imports[0], /^line 1: import_refused: `lodash` cannot be imported/);
+});
+
 test("a wrong value is refused naming the slot, the type and what came; a mistyped output is a warning", async () => {
   const refused = await inPage(`return await kiln.codeNode(args.spec).run({ items: [{ price: "2", qty: 1 }] });`, { spec: TOTAL });
   assert.equal(refused.error.code, "invalid_inputs");

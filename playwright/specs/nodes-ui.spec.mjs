@@ -291,7 +291,11 @@ test("a graph in the app whose node imports kiln:csv and kiln:html: the links of
   await card(page, "new-node-2").getByTestId("node-edit").click();
   await card(page, "new-node-2").getByTestId("edit-code").fill('import _ from "lodash";\nreturn { links: [], digest: "" };');
   await card(page, "new-node-2").getByTestId("edit-save").click();
-  await page.getByTestId("nodes-status").filter({ hasText: "Saved `new-node-2`." }).waitFor();
+  // Save checks the node as it would run, and says what is wrong before any run.
+  await page.getByTestId("nodes-status").filter({ hasText: "It will not run as written" }).waitFor();
+  assert.match(await text(page.getByTestId("nodes-status")), /^Saved `new-node-2`\. It will not run as written: line 1: .*`lodash`.*\.$/);
+  assert.equal(await page.getByTestId("nodes-status").locator(".failure").count(), 1);
+  await shot(page, "nodes-check");
   await page.getByTestId("graph-run").click();
   await card(page, "new-node-2").getByTestId("node-error").waitFor();
   assert.match(await text(card(page, "new-node-2").getByTestId("node-error")), /import_refused: `lodash` cannot be imported.*\(line 1\)/);

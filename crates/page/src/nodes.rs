@@ -10,6 +10,7 @@
 //!   inputs: [{name: "items", type: "list[{price: number, qty: integer}]"}],
 //!   outputs: [{name: "total", type: "number"}],
 //! });
+//! const problems = await total.check();  // [] when it would run; else each a sentence
 //! const run = await total.run({items: [{price: 2.5, qty: 4}]}, {tools, approve, signal,
 //!   onEvent: ({type, percent, message}) => {}});  // the body's progress(percent, message)
 //! // {outputs: {total: 10}, warnings, console, duration_ms, error?, result, job_id?}
@@ -62,6 +63,37 @@ impl Kiln {
     #[wasm_bindgen(js_name = runGraph)]
     pub fn run_graph(&self, request: JsValue) -> Promise {
         self.start_nodes(request, true)
+    }
+
+    /// Checks a code node as it would run, without running it (what
+    /// `codeNode(spec).check()` sends): resolves to the problems, each a
+    /// sentence (its slots, its imports, whether its body parses as
+    /// JavaScript or TypeScript, every output on every return path), `[]`
+    /// when it would run.
+    #[wasm_bindgen(js_name = checkNode)]
+    pub fn check_node(&self, node: JsValue) -> Promise {
+        const WHAT: &str = "kiln.codeNode().check";
+        let sent = (|| {
+            let text = crate::to_json_text(&node)
+                .map_err(|problem| node_error(WHAT, &format!("the node {problem}")))?;
+            let node: Value = serde_json::from_str(&text)
+                .map_err(|error| node_error(WHAT, &format!("the node is not JSON: {error}")))?;
+            Ok::<_, JsValue>(self.runtime.call(
+                move |id| ToRuntime::CheckNode { id, node },
+                None,
+                None,
+            ))
+        })();
+        wasm_bindgen_futures::future_to_promise(async move {
+            match sent?.await {
+                Ok(Ok(value)) => Ok(from_json_text(&value["problems"].to_string())),
+                Ok(Err(problem)) => Err(rejection(WHAT, &problem)),
+                Err(_) => Err(node_error(
+                    WHAT,
+                    "the runtime worker went away during the check",
+                )),
+            }
+        })
     }
 
     /// Writes a code node with a model; see the module docs.

@@ -51,7 +51,7 @@ mod page;
 mod runs;
 mod turns;
 
-use nodes::{author_code, graph, node};
+use nodes::{author_code, check_node, graph, node};
 use page::{PageApprover, PagePerson, PageTools};
 use runs::{kept_run, run};
 use turns::{Asks, agent, chat, models, stored_config};
@@ -320,6 +320,9 @@ fn on_message(message: ToRuntime) {
         } => {
             let seen = runtime.permission.borrow().0;
             wasm_bindgen_futures::spawn_local(graph(runtime, id, request, approve, seen));
+        }
+        ToRuntime::CheckNode { id, node } => {
+            wasm_bindgen_futures::spawn_local(check_node(runtime, id, node));
         }
         ToRuntime::AuthorCode {
             id,

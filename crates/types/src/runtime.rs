@@ -34,9 +34,9 @@ use crate::tool_result::Warning;
 /// Bumped whenever a runtime message changes shape. It starts past the
 /// sandbox protocol's numbers, so a message of one protocol sent down the
 /// other's channel is refused by its version, never misread.
-/// Shape: 0x8b422c79c117a98d at version 1003 (the hash of this file's message types; the
+/// Shape: 0xe65dd9fff1ccefa4 at version 1004 (the hash of this file's message types; the
 /// tidy test `protocol_shapes` fails when they change and this version does not).
-pub const RUNTIME_PROTOCOL_VERSION: u32 = 1003;
+pub const RUNTIME_PROTOCOL_VERSION: u32 = 1004;
 
 /// What a runtime worker serves, given as its `name` when the page starts it
 /// (so it is there before the first message, which could otherwise arrive
@@ -174,6 +174,12 @@ pub enum ToRuntime {
         #[serde(default)]
         approve: bool,
     },
+    /// Checks a code node as it would run, without running it: its slots,
+    /// its imports, whether its body (JavaScript or TypeScript) parses and
+    /// gives every output on every return path (`kiln_nodes::check_node_typed`).
+    /// `node` is a `CodeNode`; the answer is [`FromRuntime::Done`] with
+    /// `{problems: [sentence]}`, empty when it would run.
+    CheckNode { id: u64, node: Value },
     /// Writes a code node with a model (the CodePlanner): `request` is
     /// `kiln.authorCode`'s, read by `kiln_nodes::AuthorSpec`. The
     /// answer is `{node, summary, telemetry}` or `{error: {code, message,
@@ -464,6 +470,10 @@ mod tests {
                 request: serde_json::json!({"nodes": []}),
                 approve: true,
             },
+            ToRuntime::CheckNode {
+                id: 13,
+                node: serde_json::json!({"code": "return {}", "outputs": []}),
+            },
             ToRuntime::AuthorCode {
                 id: 12,
                 request: serde_json::json!({"instruction": "x"}),
@@ -610,14 +620,14 @@ mod tests {
         let cases = [
             (r#"{"v":1002,"msg":{"type":"cancel","id":1}}"#, "`1002`"),
             ("{", "not a Kiln protocol message"),
-            (r#"{"v":1003,"msg":{"type":"fly"}}"#, "fly"),
-            (r#"{"v":1003,"msg":{"type":"cancel"}}"#, "id"),
+            (r#"{"v":1004,"msg":{"type":"fly"}}"#, "fly"),
+            (r#"{"v":1004,"msg":{"type":"cancel"}}"#, "id"),
             (
-                r#"{"v":1003,"msg":{"type":"answer","ask":1,"approval":{"answer":"maybe"}}}"#,
+                r#"{"v":1004,"msg":{"type":"answer","ask":1,"approval":{"answer":"maybe"}}}"#,
                 "maybe",
             ),
             (
-                r#"{"v":1003,"msg":{"type":"budget","budget":1,"limits":{"max_dollars":1}}}"#,
+                r#"{"v":1004,"msg":{"type":"budget","budget":1,"limits":{"max_dollars":1}}}"#,
                 "max_dollars",
             ),
         ];
@@ -627,7 +637,7 @@ mod tests {
         }
         // A sandbox message is not a runtime message, and the other way round.
         let refused = decode::<FromRuntime>(&sandbox_message).expect_err("a sandbox message");
-        assert!(refused.to_string().contains("`1003`"), "{refused}");
+        assert!(refused.to_string().contains("`1004`"), "{refused}");
         let runtime_message = encode(FromRuntime::Ready { storage: None });
         assert!(crate::protocol::decode::<crate::protocol::FromSandbox>(&runtime_message).is_err());
     }

@@ -247,6 +247,45 @@ impl Nodes {
         self.refusal.set(None);
     }
 
+    /// Checks a node just saved as it would run (the runtime's
+    /// `kiln_nodes::check_node_typed`: its imports, whether its body parses,
+    /// every output on every path) and, when something is wrong, says so
+    /// after `saved` (the status it left), unless the status has moved on.
+    fn check(self, node: CodeNode, saved: String) {
+        let runtime = self.runtime.get_value();
+        spawn_local(async move {
+            let Ok(runtime) = runtime.await else {
+                return;
+            };
+            let node = serde_json::to_value(&node).unwrap_or(Value::Null);
+            let answered = runtime.call(move |id| ToRuntime::CheckNode { id, node });
+            let Ok(Ok(answer)) = answered.await else {
+                return;
+            };
+            let problems: Vec<String> = answer["problems"]
+                .as_array()
+                .map(|problems| {
+                    problems
+                        .iter()
+                        .filter_map(|problem| problem.as_str().map(str::to_owned))
+                        .collect()
+                })
+                .unwrap_or_default();
+            if problems.is_empty()
+                || self.status.get_untracked().map(|(_, text)| text) != Some(saved.clone())
+            {
+                return;
+            }
+            self.status.set(Some((
+                false,
+                format!(
+                    "{saved} It will not run as written: {}.",
+                    problems.join("; ")
+                ),
+            )));
+        });
+    }
+
     /// Runs the graph: each node's report shows as it settles.
     fn run(self) {
         if self.running.get_untracked().is_some() {
@@ -874,15 +913,16 @@ fn NodeEditor(nodes: Nodes, id: String, node: CodeNode, editing: RwSignal<bool>)
         match read() {
             Ok(edited) => {
                 let id = id.get_value();
-                let dropped = nodes.change(|sheet| sheet.replace(&id, edited));
+                let dropped = nodes.change(|sheet| sheet.replace(&id, edited.clone()));
                 let mut text = format!("Saved `{id}`.");
                 for line in dropped {
                     text.push(' ');
                     text.push_str(&line);
                     text.push('.');
                 }
-                nodes.status.set(Some((true, text)));
+                nodes.status.set(Some((true, text.clone())));
                 editing.set(false);
+                nodes.check(edited, text);
             }
             Err(error) => problem.set(Some(error)),
         }

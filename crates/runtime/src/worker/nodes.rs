@@ -1,5 +1,6 @@
 //! Code nodes: one node's run, a graph's run with each node's report as it
-//! settles, and a node written by a model (the CodePlanner).
+//! settles, a node's check without a run, and a node written by a model (the
+//! CodePlanner).
 
 use super::*;
 
@@ -79,6 +80,21 @@ pub(super) async fn graph(runtime: Rc<Runtime>, id: u64, request: Value, approve
     }
     .await;
     settle(&runtime, id);
+    answer(id, answered);
+}
+
+/// A node checked as it would run (the node editor's Save): `{problems}`,
+/// each a sentence, none when it would run. A TypeScript body is checked as
+/// the JavaScript that runs, with the stripper this worker's runs use.
+pub(super) async fn check_node(runtime: Rc<Runtime>, id: u64, node: Value) {
+    let answered = async {
+        let node: kiln_types::node::CodeNode = serde_json::from_value(node)
+            .map_err(|error| Problem::bad_request(format!("the node to check: {error}")))?;
+        let runner = PoolRunner(runtime.pool.clone());
+        let problems = kiln_nodes::check_node_typed(&node, runner.stripper()).await;
+        Ok::<Value, Problem>(json!({ "problems": problems }))
+    }
+    .await;
     answer(id, answered);
 }
 
