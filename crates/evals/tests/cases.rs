@@ -47,7 +47,7 @@ fn every_case_file_parses_with_unique_names_and_its_cases() {
         (
             "cases/codegen.json",
             unique_names("codegen", codegen.iter().map(|case| case.name.as_str())).len(),
-            21,
+            24,
         ),
     ];
     for (file, count, expected) in counts {
