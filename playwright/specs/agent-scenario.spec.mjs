@@ -246,8 +246,10 @@ test("an agent with a prompt, a skill, a vault secret and an MCP server behind a
     const card = page.getByTestId("chat-cards").getByTestId("approval");
     if (await card.isVisible()) {
       asks.push(await card.getByTestId("approval-title").textContent());
+      // This card going, not "no card": the next ask may replace it between two polls.
+      const shown = await card.elementHandle();
       await card.getByTestId("approve").click();
-      await card.waitFor({ state: "detached" });
+      await shown.waitForElementState("hidden");
     } else {
       await sleep(100);
     }
