@@ -9,8 +9,8 @@
 //! `main.rs` is the clap root and the dispatch; each command lives in
 //! `commands/` (`commands/mod.rs` names them), and what they share beside it:
 //!
-//! - `commands`: one module a command — `run`, `agent`, `agents`, `schedules`, `skills`, `chat`, `node` (and
-//!   `kiln graph`), `memory`, `eval`, `mcp` (with its `mcp_http` transport).
+//! - `commands`: one module a command — `run`, `agent`, `agents`, `schedules`, `skills`, `secrets`,
+//!   `chat`, `node` (and `kiln graph`), `memory`, `eval`, `mcp` (with its `mcp_http` transport).
 //! - `common`: the flag groups every command flattens (the belt of tools, the gate, the
 //!   model programs ask) and the one reading of them into a run's request.
 //! - `sandbox_process`: a sandbox in a process of its own, speaking the sandbox protocol over
@@ -20,6 +20,7 @@
 //! - `tree`: the execution tree a terminal shows while a plan runs, folded from the turn's
 //!   events.
 //! - `terminal`: text from a model, a tool or a program escaped for a person's terminal.
+//! - `vault`: the secrets vault's sealer natively, its key in the OS keyring.
 //! - `out`: a command's output on standard output, where a reader that went away (`| head`)
 //!   ends it quietly instead of a panic.
 
@@ -30,8 +31,11 @@ mod out;
 mod sandbox_process;
 mod terminal;
 mod tree;
+mod vault;
 
-use commands::{agent, agents, chat, eval, mcp, memory, node, run as program, schedules, skills};
+use commands::{
+    agent, agents, chat, eval, mcp, memory, node, run as program, schedules, secrets, skills,
+};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -91,6 +95,9 @@ enum Command {
     Schedules(schedules::SchedulesArgs),
     /// The skill catalog: the system skills this build ships and the store's own.
     Skills(skills::SkillsArgs),
+    /// The workspace's secrets vault: list, set (a value typed once, sealed under a key in the OS
+    /// keyring), remove. Never shows a value.
+    Secrets(secrets::SecretsArgs),
     /// Evaluations against a real model: `kiln eval codeact`.
     #[command(subcommand)]
     Eval(eval::EvalCommand),
@@ -150,6 +157,7 @@ fn main() -> ExitCode {
         Command::Agents(args) => agents::run(&args),
         Command::Schedules(args) => schedules::run(&args),
         Command::Skills(args) => skills::run(&args),
+        Command::Secrets(args) => secrets::run(&args),
         Command::Eval(command) => eval::run(&command),
         Command::Chat(args) => chat::run(&args),
         Command::Node(command) => node::run_node_command(command),

@@ -61,6 +61,10 @@ pub enum StoreError {
         /// How to get the rest back, where the place says how (a log line).
         hint: Option<String>,
     },
+    /// The vault's key is not to be had here (natively: no OS keyring
+    /// answered, or it lacks the workspace's key), with what to do instead.
+    #[error("the vault's key cannot be had here: {detail}")]
+    KeyUnavailable { detail: String, hint: String },
     #[error("{0}")]
     Io(String),
     /// The system refused a file operation on the store's folder (code `io`).
@@ -82,6 +86,7 @@ impl StoreError {
             Self::Closed { .. } => "storage_closed",
             Self::TooNew { .. } => "schema_too_new",
             Self::Corrupt { .. } => "corrupt",
+            Self::KeyUnavailable { .. } => "key_unavailable",
             Self::Io(_) | Self::PermissionDenied(_) => "io",
         }
     }
@@ -106,6 +111,7 @@ impl StoreError {
             Self::Closed { .. } => Some("reload the page"),
             Self::TooNew { .. } => Some("use the newer Kiln, or export from it and import here"),
             Self::Corrupt { hint, .. } => hint.as_deref(),
+            Self::KeyUnavailable { hint, .. } => Some(hint),
             Self::PermissionDenied(_) => {
                 Some("check that this user may read and write the store's folder")
             }

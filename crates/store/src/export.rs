@@ -70,9 +70,14 @@ pub async fn export(
         let records = backend.scan(table, Scan::default()).await?;
         let exported = records
             .into_iter()
-            // The vault's values are sealed by this browser's own key, which
-            // no export carries: a copy elsewhere could not open them.
-            .filter(|record| !(table == Table::Config && record.key.starts_with("secret:")))
+            // The vault's values are sealed by this browser's (or this
+            // machine's keyring's) own key, which no export carries: a copy
+            // elsewhere could not open them, nor use the key's name.
+            .filter(|record| {
+                !(table == Table::Config
+                    && (record.key.starts_with("secret:")
+                        || record.key == crate::vault::KEYRING_NAME_KEY))
+            })
             .map(|Record { key, value, .. }| {
                 let mut value = value;
                 if table == Table::Config

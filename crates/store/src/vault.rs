@@ -8,8 +8,10 @@
 //!   key kept in IndexedDB (`browser::sealer`): script can use the key
 //!   through the runtime worker but never read it, and a copied database is
 //!   useless without it.
-//! - Natively there is no sealer the CLI trusts yet: `kiln` takes secrets
-//!   from the environment (`--secret NAME=ENV`), as it says.
+//! - Natively the CLI's sealer is AES-GCM under a key kept in the operating
+//!   system's keyring (`kiln_cli::vault`), found by the name
+//!   [`keyring_name`] keeps in the store; where no keyring answers, `kiln`
+//!   says so and takes secrets from the environment (`--secret NAME=ENV`).
 //!
 //! A job gets, sealed open, only the secrets its agent may use
 //! ([`Vault::for_agent`]): those its profile names whose own agent list is
@@ -41,6 +43,53 @@ pub trait Sealer {
 }
 
 const PREFIX: &str = "secret:";
+
+/// The configuration record naming this workspace's key outside the store.
+/// Never exported: the key it names stays on this machine.
+pub const KEYRING_NAME_KEY: &str = "vault:keyring";
+
+/// The name a host keeps this workspace's sealing key under outside the
+/// store (natively, the OS keyring's entry): `workspace-` and 32 random hex
+/// digits, made on first use and kept in the store, so that two workspaces
+/// never share a key and a copied store names a key the copy's machine does
+/// not have.
+///
+/// # Errors
+///
+/// The store's failure, or a record that does not read.
+pub async fn keyring_name(backend: &dyn Backend) -> Result<String, StoreError> {
+    #[derive(Serialize, Deserialize)]
+    #[serde(deny_unknown_fields)]
+    struct Named {
+        name: String,
+    }
+    loop {
+        if let Some(record) = backend.get(Table::Config, KEYRING_NAME_KEY).await? {
+            let named: Named = serde_json::from_value(record.value)
+                .map_err(|error| corrupt(KEYRING_NAME_KEY, error.to_string()))?;
+            return Ok(named.name);
+        }
+        let random: String = (0..2)
+            .flat_map(|_| crate::ids::random_bytes())
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        let named = Named {
+            name: format!("workspace-{random}"),
+        };
+        let put = Op::put(
+            Table::Config,
+            KEYRING_NAME_KEY.to_owned(),
+            stored_value(&named),
+            Expect::Absent,
+        );
+        match backend.commit(vec![put]).await {
+            Ok(_) => return Ok(named.name),
+            // Another process named it first: read theirs.
+            Err(StoreError::Conflict { .. }) => {}
+            Err(error) => return Err(error),
+        }
+    }
+}
 
 /// What the store keeps per secret.
 #[derive(Debug, Clone, Serialize, Deserialize)]
@@ -204,7 +253,7 @@ impl Vault {
         for name in named {
             let Some((secret, version)) = kept.iter().find(|(kept, _)| &kept.name == name) else {
                 problems.push(format!(
-                    "the secret `{name}` this agent names is not in the vault; set it in Settings → Secrets"
+                    "the secret `{name}` this agent names is not in the vault; set it in Settings → Secrets (in a terminal: `kiln secrets set {name}`)"
                 ));
                 continue;
             };
@@ -386,6 +435,32 @@ mod tests {
             let refused = vault.put(&put("X", None, &[], 0), 1).await.unwrap_err();
             assert!(refused.to_string().contains("needs its value"), "{refused}");
             assert!(vault.list().await.unwrap().is_empty());
+        });
+    }
+
+    #[test]
+    fn the_keyring_name_is_made_once_per_workspace_and_never_exported() {
+        block_on(async {
+            let one = MemoryBackend::new();
+            let name = keyring_name(one.as_ref()).await.unwrap();
+            assert!(name.starts_with("workspace-") && name.len() == 42, "{name}");
+            assert_eq!(keyring_name(one.as_ref()).await.unwrap(), name, "kept");
+            let other = keyring_name(MemoryBackend::new().as_ref()).await.unwrap();
+            assert_ne!(other, name, "another workspace, another key");
+            let vault = Vault::new(one.clone(), testing::TableSealer::new());
+            vault
+                .put(&put("GITHUB_TOKEN", Some("ghp_s3cret"), &[], 0), 10)
+                .await
+                .unwrap();
+            let exported = crate::export::export(one.as_ref(), None, Default::default())
+                .await
+                .unwrap();
+            let text = serde_json::to_string(&exported).unwrap();
+            assert!(
+                !text.contains(&name) && !text.contains(KEYRING_NAME_KEY),
+                "{text}"
+            );
+            assert!(!text.contains("GITHUB_TOKEN"), "{text}");
         });
     }
 }

@@ -621,6 +621,117 @@ fn cargo_home() -> PathBuf {
     )
 }
 
+/// A Secret Service of a test's own, the OS keyring `kiln secrets` finds on
+/// Linux: a private D-Bus session bus with GNOME Keyring's daemon on it, its
+/// login keyring made and unlocked with a throwaway password in a folder of
+/// its own; both killed when dropped. Give a `kiln` process [`Keyring::env`].
+/// Debian's `dbus-daemon`, `dbus-bin` and `gnome-keyring` (`cargo xtask test`
+/// installs them).
+pub struct Keyring {
+    bus: Child,
+    daemon: Child,
+    address: String,
+    _home: TempDir,
+}
+
+impl Keyring {
+    /// Starts both under `base` (an integration test's `CARGO_TARGET_TMPDIR`)
+    /// and waits until the keyring answers on the bus.
+    #[must_use]
+    pub fn start(base: &str) -> Self {
+        for tool in ["dbus-daemon", "dbus-send", "gnome-keyring-daemon"] {
+            assert!(
+                Command::new("sh")
+                    .args(["-c", &format!("command -v {tool}")])
+                    .stdout(Stdio::null())
+                    .status()
+                    .is_ok_and(|status| status.success()),
+                "`{tool}` is not installed\n\
+                 hint: `cargo xtask test` installs Debian's dbus-daemon, dbus-bin and gnome-keyring"
+            );
+        }
+        let home = TempDir::new(base, "keyring");
+        let run = home.path().join("run");
+        std::fs::create_dir_all(&run).unwrap();
+        let socket = run.join("bus");
+        let address = format!("unix:path={}", socket.display());
+        let bus = Command::new("dbus-daemon")
+            .args(["--session", "--nofork", "--nopidfile"])
+            .arg(format!("--address={address}"))
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start dbus-daemon: {error}"));
+        let deadline = Instant::now() + Duration::from_secs(15);
+        while !socket.exists() {
+            assert!(
+                Instant::now() < deadline,
+                "dbus-daemon made no socket at {address} in 15 s"
+            );
+            thread::sleep(Duration::from_millis(20));
+        }
+        let mut daemon = Command::new("gnome-keyring-daemon")
+            .args(["--foreground", "--unlock", "--components=secrets"])
+            .env("DBUS_SESSION_BUS_ADDRESS", &address)
+            .env("HOME", home.path())
+            .env("XDG_DATA_HOME", home.path().join("data"))
+            .env("XDG_RUNTIME_DIR", &run)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|error| panic!("cannot start gnome-keyring-daemon: {error}"));
+        // The login keyring's password, read once from standard input.
+        if let Some(mut stdin) = daemon.stdin.take() {
+            stdin.write_all(b"kiln-test-keyring").unwrap();
+        }
+        let keyring = Self {
+            bus,
+            daemon,
+            address,
+            _home: home,
+        };
+        loop {
+            let answer = Command::new("dbus-send")
+                .args([
+                    "--session",
+                    "--print-reply",
+                    "--dest=org.freedesktop.DBus",
+                    "/org/freedesktop/DBus",
+                    "org.freedesktop.DBus.NameHasOwner",
+                    "string:org.freedesktop.secrets",
+                ])
+                .env("DBUS_SESSION_BUS_ADDRESS", &keyring.address)
+                .output()
+                .unwrap_or_else(|error| panic!("cannot run dbus-send: {error}"));
+            if String::from_utf8_lossy(&answer.stdout).contains("boolean true") {
+                return keyring;
+            }
+            assert!(
+                Instant::now() < deadline,
+                "GNOME Keyring is not on the bus after 15 s"
+            );
+            thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The environment a process needs to find this keyring.
+    #[must_use]
+    pub fn env(&self) -> [(&'static str, &str); 1] {
+        [("DBUS_SESSION_BUS_ADDRESS", self.address.as_str())]
+    }
+}
+
+impl Drop for Keyring {
+    fn drop(&mut self) {
+        for child in [&mut self.daemon, &mut self.bus] {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
+
 /// A fresh folder for one test, removed when dropped: `base` (an integration
 /// test's `env!("CARGO_TARGET_TMPDIR")`) / `name-<pid>-<n>`, emptied first.
 pub struct TempDir(PathBuf);

@@ -45,6 +45,7 @@ pub fn run_all(root: &Path) -> Result<ExitCode> {
     warn_if_disk_short(root);
     let tools = tools::ensure_build_tools(root)?;
     tools::ensure_browser()?;
+    tools::ensure_keyring()?;
     let node_modules = tools::ensure_npm_packages(&root.join("playwright"))?;
     // Unlike `serve`, no run without it: kiln-llm's tests load it.
     let model = model::prepare(root)

@@ -70,18 +70,50 @@ pub fn ensure_build_tools(root: &Path) -> Result<BuildTools> {
 
 /// Makes sure Debian's Chromium and ChromeDriver are installed.
 pub fn ensure_browser() -> Result<()> {
-    if Path::new(CHROMIUM).exists() && Path::new(CHROMEDRIVER).exists() {
+    ensure_debian_packages(
+        &[CHROMIUM, CHROMEDRIVER],
+        &["chromium", "chromium-driver"],
+        &[],
+    )
+}
+
+/// Makes sure the native tests' OS keyring can run: a D-Bus session bus
+/// (`dbus-daemon`, `dbus-send`) and GNOME Keyring's Secret Service, which the
+/// vault's tests start on a private bus of their own (`kiln_testkit::Keyring`).
+pub fn ensure_keyring() -> Result<()> {
+    ensure_debian_packages(
+        &[
+            "/usr/bin/dbus-daemon",
+            "/usr/bin/dbus-send",
+            "/usr/bin/gnome-keyring-daemon",
+        ],
+        &["dbus-daemon", "dbus-bin", "gnome-keyring"],
+        &["--no-install-recommends"],
+    )
+}
+
+/// Installs Debian's `packages` unless every one of `files` is there.
+fn ensure_debian_packages(files: &[&str], packages: &[&str], flags: &[&str]) -> Result<()> {
+    if files.iter().all(|file| Path::new(file).exists()) {
         return Ok(());
     }
-    eprintln!("xtask: installing Debian's chromium and chromium-driver");
+    eprintln!("xtask: installing Debian's {}", packages.join(", "));
+    let hint = || {
+        format!(
+            "hint: installing {} needs root (apt-get)",
+            packages.join(", ")
+        )
+    };
     let mut update = Command::new("apt-get");
     update.arg("update").arg("-q");
-    run_checked(&mut update).context("hint: installing Chromium needs root (apt-get)")?;
+    run_checked(&mut update).with_context(hint)?;
     let mut install = Command::new("apt-get");
     install
-        .args(["install", "-y", "-q", "chromium", "chromium-driver"])
+        .args(["install", "-y", "-q"])
+        .args(flags)
+        .args(packages)
         .env("DEBIAN_FRONTEND", "noninteractive");
-    run_checked(&mut install).context("hint: installing Chromium needs root (apt-get)")?;
+    run_checked(&mut install).with_context(hint)?;
     Ok(())
 }
 

@@ -457,11 +457,41 @@ impl Session {
             Some(Err(error)) => return Err(kiln_run::RequestError(error.with_hint().to_string())),
             None => return Ok(None),
         };
-        let config = kiln_store::config::Config::new(backend);
+        let config = kiln_store::config::Config::new(backend.clone());
         let connect = |config| kiln_providers::connect(config);
-        kiln_agent::load_profile(&config, slug, &request.provider, &request.options, &connect)
-            .await
-            .map_err(kiln_run::RequestError)
+        let mut profile =
+            kiln_agent::load_profile(&config, slug, &request.provider, &request.options, &connect)
+                .await
+                .map_err(kiln_run::RequestError)?;
+        // The vault's secrets this agent and each of its team may use, each
+        // bound to its origins, as in the app. Without a keyring the job goes
+        // on without them, said (`--secret NAME=ENV` still gives one).
+        if let Some(profiled) = &mut profile {
+            let vault = crate::vault::KeyringSealer::vault(backend);
+            let now = kiln_store::clock::epoch_ms();
+            let problems = match kiln_agent::open_vault(profiled, &vault, now).await {
+                Ok(problems) => problems,
+                Err(error @ kiln_store::StoreError::KeyUnavailable { .. }) => {
+                    vec![format!(
+                        "its secrets were not opened: {}",
+                        error.with_hint()
+                    )]
+                }
+                Err(error) => {
+                    return Err(kiln_run::RequestError(format!(
+                        "--agent {slug}: the vault: {}",
+                        error.with_hint()
+                    )));
+                }
+            };
+            for problem in problems {
+                eprintln!(
+                    "kiln: --agent {slug}: {}",
+                    crate::terminal::escaped(&problem)
+                );
+            }
+        }
+        Ok(profile)
     }
 
     /// The permission mode the session's turns ask for (`None`: the mode rule's).

@@ -762,7 +762,7 @@ impl Chat<'_> {
 }
 
 /// How long ago `then_ms` was at `now_ms`, as a person says it.
-fn ago(now_ms: u64, then_ms: u64) -> String {
+pub(crate) fn ago(now_ms: u64, then_ms: u64) -> String {
     const MINUTE: u64 = 60;
     const HOUR: u64 = 60 * MINUTE;
     const DAY: u64 = 24 * HOUR;

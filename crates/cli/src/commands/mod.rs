@@ -5,6 +5,8 @@
 //! - `agents`: `kiln agents list|show|create|edit|remove`, agent profiles in an on-disk store.
 //! - `skills`: `kiln skills list|show|create|edit|remove`, the skill catalog (shipped and the
 //!   store's own).
+//! - `secrets`: `kiln secrets list|set|remove`, the workspace's vault, sealed under a key in the OS
+//!   keyring.
 //! - `schedules`: `kiln schedules list|create|remove|run-due`, an agent's jobs on a cron
 //!   expression; `run-due` runs what is due once, for cron or a timer to drive.
 //! - `chat`: `kiln chat`, an interactive session over the CodeAct loop, one turn a message.
@@ -25,4 +27,5 @@ pub(crate) mod memory;
 pub(crate) mod node;
 pub(crate) mod run;
 pub(crate) mod schedules;
+pub(crate) mod secrets;
 pub(crate) mod skills;
