@@ -11,6 +11,16 @@ import http from "node:http";
 import { after, before, test } from "node:test";
 import { APP_URL, launch, openApp, show } from "../lib/browser.mjs";
 import { freePort, startAimock, startLocalModel } from "../lib/servers.mjs";
+import { mkdirSync } from "node:fs";
+import { join } from "node:path";
+
+/** With KILN_SCREENSHOTS set, the page as it is, into that folder, to look at. */
+async function shot(page, name) {
+  const folder = process.env.KILN_SCREENSHOTS;
+  if (!folder) return;
+  mkdirSync(folder, { recursive: true });
+  await page.screenshot({ path: join(folder, `${name}.png`) });
+}
 
 /**
  * Serves the app at KILN_URL with `files` beside it: a path mapped to text is
@@ -338,6 +348,11 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
   // The program is shown as code, not as an escaped JSON string.
   assert.match(await card.getByTestId("approval-program").textContent(), /await tools\.add\(\{a: 20, b: 30\}\)/);
   assert.equal(await card.getByTestId("approval-args").count(), 0, "it has no other argument");
+  // Beside the thread, the Activity panel shows the action waiting, live.
+  const activity = page.getByTestId("activity");
+  const nodes = activity.getByTestId("activity-node");
+  await nodes.first().and(page.locator('[data-status="running"]')).waitFor();
+  assert.match(await activity.getByTestId("activity-summary").textContent(), /^Running · This reply: 1 of its 50 model calls/);
   await page.getByTestId("chat").screenshot({ path: "/tmp/chat-agent-approval.png" });
   await card.getByTestId("approve").click();
   await reply.getByTestId("chat-end").waitFor();
@@ -357,6 +372,18 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
   assert.match(await reply.getByTestId("chat-caps").textContent(), /^This reply: 2 of its 50 model calls · [\d,]+ of 1,500,000 tokens · \$0\.\d{4} of \$2\.00$/);
   await page.getByTestId("chat").screenshot({ path: "/tmp/chat-agent.png" });
 
+  // The panel now shows the action's tree with its call, and its details: the program,
+  // what it printed and returned, and what the model reads of it.
+  const tree = () => nodes.evaluateAll((all) => all.map((node) => [node.querySelector(".label").textContent.replace(/\d+ ms/, "N ms"), node.dataset.status]));
+  await nodes.first().and(page.locator('[data-status="completed"]')).waitFor();
+  assert.deepEqual(await tree(), [["Action 1 · N ms", "completed"], ["add · N ms", "ok"]]);
+  assert.match(await activity.getByTestId("activity-summary").textContent(), /^Answered · This reply: 2 of its 50 model calls/);
+  assert.equal(await activity.getByTestId("activity-details-title").textContent(), "Action 1");
+  assert.match(await activity.getByTestId("activity-code").textContent(), /const sum = await tools\.add/);
+  assert.equal(await activity.getByTestId("activity-console").textContent(), "sum is 50");
+  assert.equal(await activity.getByTestId("activity-result").textContent(), "100");
+  assert.match(await activity.getByTestId("activity-reads").textContent(), /sum is 50/);
+  await shot(page, "chat-activity");
   // The observation went back to the model as the call's result.
   const last = (await mock.journal()).at(-1).body.messages;
   const observed = last.find((message) => message.role === "tool");
@@ -365,6 +392,28 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
   await send(page, "kiln-hello");
   const next = conversation((await mock.journal()).at(-1).body.messages).map((message) => message.role);
   assert.deepEqual(next, ["user", "assistant", "tool", "assistant", "user"]);
+  // The panel follows the newest reply, which ran nothing; "Details in Activity" on the
+  // earlier action shows that one again, its call picked by a click in the tree.
+  await activity.getByTestId("activity-empty").filter({ hasText: "This reply ran nothing" }).waitFor();
+  await action.getByTestId("chat-action-inspect").click();
+  await activity.getByTestId("activity-details-title").filter({ hasText: "Action 1" }).waitFor();
+  await nodes.nth(1).click();
+  assert.equal(await nodes.nth(1).getAttribute("aria-current"), "true");
+  assert.equal(await activity.getByTestId("activity-details-title").textContent(), "Action 1");
+
+  // At a phone's width the panel is a drawer: the Activity button opens it and takes the
+  // focus in; Esc closes it and gives the focus back.
+  await page.setViewportSize({ width: 390, height: 844 });
+  assert.equal(await activity.isVisible(), false);
+  await page.getByTestId("activity-toggle").click();
+  await activity.waitFor();
+  await page.waitForFunction(() => document.activeElement?.dataset.testid === "activity-close", null, { timeout: 5000 });
+  assert.equal(await page.evaluate(() => document.documentElement.scrollWidth), 390, "nothing overflows");
+  await shot(page, "chat-activity-390");
+  await page.keyboard.press("Escape");
+  await activity.waitFor({ state: "hidden" });
+  await page.waitForFunction(() => document.activeElement?.dataset.testid === "activity-toggle", null, { timeout: 5000 });
+  await page.setViewportSize({ width: 1280, height: 720 });
   assert.deepEqual(errors, []);
 });
 

@@ -27,7 +27,7 @@ use std::cell::RefCell;
 
 use futures::channel::oneshot;
 
-use crate::agent_view::{Step, TurnView, provider_failure, shown};
+use crate::agent_view::{ActionResult, Step, TurnView, provider_failure, shown};
 use crate::agents_panel::{WorkspaceAgents, for_agent, reply_header, settle_choice};
 use crate::approval::PageApprover;
 use crate::chat_model::{IN_BROWSER_NOTE, ModelLine, is_model_failure, usage_line};
@@ -1113,6 +1113,29 @@ pub(crate) fn Chat(
             }
         });
     }
+    // The Activity panel (the app's) follows the newest reply of the conversation on
+    // show: a new turn, or another conversation opened, shows there as it comes.
+    if let Some(activity) = use_context::<crate::activity::Activity>() {
+        Effect::new(move |shown: Option<Option<usize>>| {
+            let newest = chat.entries.with(|entries| {
+                entries.iter().rev().find_map(|entry| match &entry.item {
+                    Item::Assistant(reply) => Some((entry.id, *reply)),
+                    _ => None,
+                })
+            });
+            let id = newest.map(|(id, _)| id);
+            if shown.flatten() != id {
+                match newest {
+                    Some((_, reply)) => activity.show(reply_turn(reply), None),
+                    None => {
+                        activity.turn.set(None);
+                        activity.picked.set(None);
+                    }
+                }
+            }
+            id
+        });
+    }
     // The conversation follows the URL: `#/chat/ID` shows kept thread ID (once the
     // store is open), `#/chat` a new one; other views leave it as it is.
     Effect::new(move |before: Option<()>| {
@@ -1207,6 +1230,11 @@ pub(crate) fn Chat(
             <MessageBox chat=chat />
         </section>
     }
+}
+
+/// A reply's turn, live, for the Activity panel.
+fn reply_turn(reply: RwSignal<Reply>) -> Signal<TurnView> {
+    Signal::derive(move || reply.with(|reply| reply.view.clone()))
 }
 
 /// What a new conversation shows: what the agent is, and a few first messages
@@ -1309,6 +1337,11 @@ fn ChatBar(chat: Conversation) -> impl IntoView {
             <button type="button" class="secondary small" data-testid="chat-clear"
                 disabled=move || chat.entries.with(Vec::is_empty) && chat.thread.with(Option::is_none)
                 on:click=move |_| { chat.router.go(Route::Chat(None), false); chat.focus_box(); }>"New chat"</button>
+            {use_context::<crate::activity::Activity>().map(|activity| view! {
+                <button type="button" class="secondary small activity-toggle" id="activity-toggle" data-testid="activity-toggle"
+                    aria-controls="activity" aria-expanded=move || activity.open.get().to_string()
+                    on:click=move |_| activity.open.update(|open| *open = !*open)>"Activity"</button>
+            })}
         </div>
     }
 }
@@ -1486,6 +1519,8 @@ fn entry_view(entry: Entry, chat: Conversation) -> AnyView {
                 }) && streaming.get()
             };
             let opened = crate::plan_tree::Opened::new();
+            // Its action blocks' "Details" show this reply in the Activity panel.
+            provide_context(crate::activity::ReplyTurn(reply_turn(reply)));
             let steps = move || reply.with(|reply| turn_steps(&reply.view, "", opened));
             view! {
                 <li class="chat-message assistant" data-testid="chat-assistant"
@@ -1647,6 +1682,63 @@ pub(crate) fn turn_steps(
         .into_any()
 }
 
+/// An action's program and what came of it (its refusal, console, calls,
+/// error and result), as its block in the thread and the Activity panel
+/// show them; `prefix` starts their test ids (`chat-action`, `activity`).
+pub(crate) fn action_body(
+    code: String,
+    refused: Option<String>,
+    result: Option<ActionResult>,
+    prefix: &'static str,
+) -> AnyView {
+    let in_panel = prefix == "activity";
+    let code_id = if in_panel {
+        "activity-code"
+    } else {
+        "chat-action-code"
+    };
+    // Under the thread's h2 an action's parts are h3; under the panel's action title, h4.
+    let heading = move |text: &'static str| {
+        if in_panel {
+            view! { <h4>{text}</h4> }.into_any()
+        } else {
+            view! { <h3>{text}</h3> }.into_any()
+        }
+    };
+    view! {
+        {crate::highlight::code_view(&code, card_lines, "The program", code_id)}
+        {refused.map(|why| view! { <p class="refused" data-testid=format!("{prefix}-refused")>{why}</p> })}
+        {result.map(|result| view! {
+            {(!result.console.is_empty()).then(|| view! {
+                {heading("Console")}
+                <pre class="console" tabindex="0" aria-label="Console" data-testid=format!("{prefix}-console")>{card_lines(&result.console)}</pre>
+            })}
+            {(!result.calls.is_empty()).then(|| view! {
+                {heading("Calls")}
+                <table class="calls" data-testid=format!("{prefix}-calls")>
+                    <thead><tr><th>"Tool"</th><th>"Outcome"</th><th>"ms"</th></tr></thead>
+                    <tbody>
+                        {result.calls.iter().map(|call| view! {
+                            <tr class=format!("outcome-{}", call.outcome)>
+                                <td><code>{call.tool.clone()}</code></td><td>{call.outcome.clone()}</td><td>{call.duration_ms}</td>
+                            </tr>
+                        }).collect_view()}
+                    </tbody>
+                </table>
+            })}
+            {result.error.clone().map(|error| view! {
+                {heading("Error")}
+                <pre class="error" tabindex="0" aria-label="Error" data-testid=format!("{prefix}-error")>{card_lines(&error)}</pre>
+            })}
+            {result.value.clone().map(|value| view! {
+                {heading("Result")}
+                <pre class="value" tabindex="0" aria-label="Result" data-testid=format!("{prefix}-result")>{card_lines(&value)}</pre>
+            })}
+        })}
+    }
+    .into_any()
+}
+
 /// One step of an agent turn: the model's words, an action block, a direct
 /// call, a compaction card, a question, a note, a plan's card or tree; the
 /// sub-agents a call spawned under it. `number` counts the actions.
@@ -1691,6 +1783,20 @@ fn step_view(
                 .map(|percent| view! {
                     <progress max="100" value=percent aria-label="How far the program has come" data-testid="chat-action-progress"></progress>
                 });
+            // "Details" shows the action in the Activity panel (the app's chat only).
+            let inspect = use_context::<crate::activity::Activity>()
+                .zip(use_context::<crate::activity::ReplyTurn>())
+                .map(|(activity, reply)| {
+                    let key = key.clone();
+                    view! {
+                        <button type="button" class="secondary small inspect" data-testid="chat-action-inspect"
+                            aria-controls="activity" on:click=move |_| {
+                                activity.show(reply.0, Some(key.clone()));
+                                // Beside the thread it is already on show; narrower, its drawer opens.
+                                activity.open.set(!crate::activity::beside());
+                            }>"Details in Activity"</button>
+                    }
+                });
             let status = match (&result, &refused) {
                 (Some(result), _) => result.status.clone(),
                 (None, Some(why)) if why.starts_with("stopped") => "cancelled".to_owned(),
@@ -1701,35 +1807,8 @@ fn step_view(
                 <details class=format!("action action-{status}") data-testid="chat-action" data-status=status.clone()
                     prop:open=opened.is_open(&key) on:toggle=opened.on_toggle(key.clone())>
                     <summary data-testid="chat-action-summary">{summary}{bar}</summary>
-                    {crate::highlight::code_view(&code, card_lines, "The program", "chat-action-code")}
-                    {refused.map(|why| view! { <p class="refused" data-testid="chat-action-refused">{why}</p> })}
-                    {result.map(|result| view! {
-                        {(!result.console.is_empty()).then(|| view! {
-                            <h3>"Console"</h3>
-                            <pre class="console" tabindex="0" aria-label="Console" data-testid="chat-action-console">{card_lines(&result.console)}</pre>
-                        })}
-                        {(!result.calls.is_empty()).then(|| view! {
-                            <h3>"Calls"</h3>
-                            <table class="calls" data-testid="chat-action-calls">
-                                <thead><tr><th>"Tool"</th><th>"Outcome"</th><th>"ms"</th></tr></thead>
-                                <tbody>
-                                    {result.calls.iter().map(|call| view! {
-                                        <tr class=format!("outcome-{}", call.outcome)>
-                                            <td><code>{call.tool.clone()}</code></td><td>{call.outcome.clone()}</td><td>{call.duration_ms}</td>
-                                        </tr>
-                                    }).collect_view()}
-                                </tbody>
-                            </table>
-                        })}
-                        {result.error.clone().map(|error| view! {
-                            <h3>"Error"</h3>
-                            <pre class="error" tabindex="0" aria-label="Error" data-testid="chat-action-error">{card_lines(&error)}</pre>
-                        })}
-                        {result.value.clone().map(|value| view! {
-                            <h3>"Result"</h3>
-                            <pre class="value" tabindex="0" aria-label="Result" data-testid="chat-action-result">{card_lines(&value)}</pre>
-                        })}
-                    })}
+                    {action_body(code, refused, result, "chat-action")}
+                    {inspect}
                     {children}
                 </details>
             }

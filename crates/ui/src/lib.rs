@@ -34,6 +34,8 @@
 //! - `providers_panel`: the Providers panel: the providers the chat can use and the form
 //!   that adds or edits one.
 //! - `agent_view`: an agent turn as the chat shows it, folded from its events.
+//! - `activity`: the chat's side panel: a reply's execution tree, live, and the details of
+//!   the action or call picked there, with what the model reads of it.
 //! - `agents_panel`: the Agents view, the workspace's agent profiles and the form that
 //!   writes one (its skills, secrets and MCP servers with their Authorization secret), and
 //!   under it the agent's schedules (`agents_panel::schedules`); the list the chat's agent
@@ -60,6 +62,7 @@
 //!   chat, compact, and the widget protocol with its host page.
 //! - `browser_tests`: the app's components in headless Chromium (`wasm-bindgen-test`).
 
+mod activity;
 mod agent_view;
 mod agents_panel;
 mod approval;
@@ -412,11 +415,15 @@ pub fn App() -> impl IntoView {
         router.go(route::Route::Chat(Some(last)), true);
     }
     let showing = move |view: &'static str| move || router.route.with(|route| route.view() != view);
-    // Below 700 px the conversations are a drawer; going anywhere closes it.
+    // Below 700 px the conversations are a drawer; going anywhere closes it (and
+    // the Activity panel's drawer, below 1,100 px).
     let drawer = RwSignal::new(false);
+    let activity = activity::Activity::new();
+    provide_context(activity);
     Effect::new(move || {
         router.route.track();
         drawer.set(false);
+        activity.open.set(false);
     });
     // The drawer takes the focus on its first control when it opens, and gives it
     // back to its toggle when it closes.
@@ -467,12 +474,15 @@ pub fn App() -> impl IntoView {
         if event.key() == "Escape" && drawer.get_untracked() {
             drawer.set(false);
         }
+        if event.key() == "Escape" && activity.open.get_untracked() {
+            activity.open.set(false);
+        }
     };
     let editor_sources = sources.clone();
 
     view! {
         <div class="app" data-testid="app" class:chat-view=move || router.route.with(|route| route.view() == "chat")
-            class:drawer-open=drawer on:keydown=on_escape>
+            class:drawer-open=drawer class:activity-open=move || activity.open.get() on:keydown=on_escape>
             // The fragment is the route: the link moves the focus itself, leaving it be.
             <a class="skip-link" href="#main" on:click=move |event| {
                 event.prevent_default();
@@ -505,7 +515,7 @@ pub fn App() -> impl IntoView {
                     <dt><kbd>"Enter"</kbd></dt><dd>"Send the message (Shift+Enter starts a new line)"</dd>
                     <dt><kbd>"Ctrl+Enter"</kbd></dt><dd>"Run the program (Program view)"</dd>
                     <dt><kbd>"Enter"</kbd>" / "<kbd>"Esc"</kbd></dt><dd>"Approve / deny the call an approval card asks about"</dd>
-                    <dt><kbd>"Esc"</kbd></dt><dd>"Close this list, the conversations drawer, or an edit"</dd>
+                    <dt><kbd>"Esc"</kbd></dt><dd>"Close this list, the conversations or Activity drawer, or an edit"</dd>
                     <dt><kbd>"Tab"</kbd></dt><dd>"Move between controls; the first Tab reaches Skip to content"</dd>
                 </dl>
                 <form method="dialog"><button type="submit" data-testid="shortcuts-close">"Close"</button></form>
@@ -551,6 +561,7 @@ pub fn App() -> impl IntoView {
                         <settings_panel::Settings sources=sources gate=gate tools=tools storage=storage providers=providers agents=agents />
                     </div>
                 </main>
+                <activity::ActivityPanel activity=activity hidden=Signal::derive(showing("chat")) />
             </div>
         </div>
     }
