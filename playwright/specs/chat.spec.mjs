@@ -14,12 +14,12 @@ import { freePort, startAimock, startLocalModel } from "../lib/servers.mjs";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
 
-/** With KILN_SCREENSHOTS set, the page as it is, into that folder, to look at. */
-async function shot(page, name) {
+/** With KILN_SCREENSHOTS set, the page (or one element) as it is, into that folder, to look at. */
+async function shot(target, name) {
   const folder = process.env.KILN_SCREENSHOTS;
   if (!folder) return;
   mkdirSync(folder, { recursive: true });
-  await page.screenshot({ path: join(folder, `${name}.png`) });
+  await target.screenshot({ path: join(folder, `${name}.png`) });
 }
 
 /**
@@ -414,6 +414,54 @@ test("the chat is the agent: it writes a program that calls the app's tool, the 
   await activity.waitFor({ state: "hidden" });
   await page.waitForFunction(() => document.activeElement?.dataset.testid === "activity-toggle", null, { timeout: 5000 });
   await page.setViewportSize({ width: 1280, height: 720 });
+  assert.deepEqual(errors, []);
+});
+
+test("Settings' models and a reply's limits: the next reply stops at the limit set, its caps line counting against it", async () => {
+  const { page, errors } = browser;
+  await show(page, "settings");
+  const section = page.getByTestId("models-limits");
+  const said = section.getByTestId("models-limits-status");
+  // Kiln's limits at first; the chat model is the chat's own pick.
+  assert.equal(await section.getByTestId("limit-turns").inputValue(), "50");
+  assert.equal(await section.getByTestId("limit-tokens").inputValue(), "1,500,000");
+  assert.equal(await section.getByTestId("limit-usd").inputValue(), "2.00");
+  assert.equal(await section.getByTestId("settings-chat-model").inputValue(), await page.getByTestId("chat-provider").inputValue());
+  // A value that does not read is said by name, and nothing is kept.
+  await section.getByTestId("limit-turns").fill("zero");
+  await section.getByTestId("limits-save").click();
+  assert.equal(await said.textContent(), "Model calls: `zero` is not a whole number");
+  assert.equal(await section.getByTestId("limits-reset").isVisible(), false);
+  await section.getByTestId("limit-turns").fill("1");
+  await section.getByTestId("limit-usd").fill("$0.50");
+  await section.getByTestId("limits-save").click();
+  await said.filter({ hasText: "Saved: each reply may make 1 model calls, use 1,500,000 tokens and spend $0.50." }).waitFor();
+  await section.getByTestId("settings-code-model").fill("gpt-4o");
+  await section.getByTestId("settings-code-model").press("Enter");
+  await said.filter({ hasText: "Code nodes are written with gpt-4o." }).waitFor();
+  await shot(section, "settings-limits");
+
+  // The next reply stops after its one model call, saying which limit, and counts against it.
+  await show(page, "chat");
+  await newChat(page);
+  const reply = await send(page, "kiln-app-sum: add 20 and 30 with the add tool, then double it", { waitForEnd: false });
+  const end = reply.getByTestId("chat-end");
+  while (!(await end.isVisible())) {
+    const card = chatCard(page, "approval");
+    if (await card.isVisible()) await card.getByTestId("approve").click();
+    else await page.waitForTimeout(100);
+  }
+  assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Stopped by a guard (max_turns)");
+  assert.match(await reply.getByTestId("chat-caps").textContent(), /^This reply: 1 of its 1 model calls · [\d,]+ of 1,500,000 tokens · \$0\.\d{4} of \$0\.50$/);
+
+  // Back to Kiln's limits and the chat's model for code.
+  await show(page, "settings");
+  await section.getByTestId("limits-reset").click();
+  await said.filter({ hasText: "Kiln's limits again: each reply may make 50 model calls" }).waitFor();
+  await page.waitForFunction(() => document.querySelector('[data-testid="limit-turns"]').value === "50");
+  await section.getByTestId("settings-code-model").fill("");
+  await section.getByTestId("settings-code-model-save").click();
+  await said.filter({ hasText: "Code nodes are written with the chat's model." }).waitFor();
   assert.deepEqual(errors, []);
 });
 

@@ -538,6 +538,10 @@ pub async fn store_op(opened: &Workspace, op: &str, request: &Value) -> Result<V
             settings::set_code_model(&config, args(request)?).await?;
             Value::Null
         }
+        "config.turn_limits" => {
+            settings::set_turn_limits(&config, args(request)?).await?;
+            Value::Null
+        }
         "export" => {
             let ExportArgs { include_keys } = args(request)?;
             let doc = export::export(&*opened.backend, Some(tree), ExportOptions { include_keys })

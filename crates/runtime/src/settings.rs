@@ -266,6 +266,29 @@ pub(crate) async fn set_code_model(config: &Config, args: CodeModelArgs) -> Resu
     Ok(())
 }
 
+/// `config.turn_limits`: a reply's limits in the app's chat (`null`: Kiln's
+/// defaults).
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+pub(crate) struct TurnLimitsArgs {
+    limits: Option<kiln_types::records::TurnLimits>,
+}
+
+pub(crate) async fn set_turn_limits(config: &Config, args: TurnLimitsArgs) -> Result<(), OpError> {
+    if let Some(limits) = args.limits {
+        limits.check().map_err(OpError::BadRequest)?;
+    }
+    update_settings(config, |stored| {
+        if stored.turn_limits == args.limits && stored.version > 0 {
+            return false;
+        }
+        stored.turn_limits = args.limits;
+        true
+    })
+    .await?;
+    Ok(())
+}
+
 /// A sentence for an agent the workspace does not have, naming those it does.
 pub(crate) async fn no_agent(config: &Config, slug: &str) -> Result<String, StoreError> {
     let slugs: Vec<String> = config

@@ -128,6 +128,26 @@ fn a_bad_request_is_refused_by_name() {
         ),
         ("config.select", json!({"provider": 3}), "invalid type"),
         (
+            "config.turn_limits",
+            json!({"limits": {"max_turns": 0, "max_tokens": 10000, "max_cost_cents": 100}}),
+            "a reply's model calls are 1 to 1000, not 0",
+        ),
+        (
+            "config.turn_limits",
+            json!({"limits": {"max_turns": 5, "max_tokens": 10, "max_cost_cents": 100}}),
+            "a reply's tokens are 1,000 to 100,000,000, not 10",
+        ),
+        (
+            "config.turn_limits",
+            json!({"limits": {"max_turns": 5, "max_tokens": 10000, "max_cost_cents": 100000000}}),
+            "a reply's spend is $0.00 to $1,000.00",
+        ),
+        (
+            "config.turn_limits",
+            json!({"limits": {"max_turns": 5, "max_tokens": 10000, "max_usd": 1}}),
+            "unknown field `max_usd`",
+        ),
+        (
             "threads.create",
             json!({"agent": "a"}),
             "missing field `first_message`",
@@ -182,6 +202,12 @@ fn the_app_edits_its_configuration_and_never_reads_a_key_back() {
     )
     .expect("saved");
     op(&workspace, "config.permissions", json!({"brake": false})).expect("saved");
+    // A reply's limits: kept, then back to Kiln's defaults.
+    let limits = json!({"max_turns": 8, "max_tokens": 20000, "max_cost_cents": 25});
+    op(&workspace, "config.turn_limits", json!({"limits": limits})).expect("saved");
+    assert_eq!(config(&workspace)["settings"]["turn_limits"], limits);
+    op(&workspace, "config.turn_limits", json!({"limits": null})).expect("saved");
+    assert!(config(&workspace)["settings"].get("turn_limits").is_none());
     let read = config(&workspace);
     assert_eq!(read["settings"]["permission_mode"], "auto", "{read}");
     assert_eq!(read["settings"]["brake"], false, "{read}");

@@ -66,6 +66,9 @@ fn check_settings(settings: &Settings) -> Result<(), StoreError> {
             settings.permission_mode
         )));
     }
+    if let Some(limits) = settings.turn_limits {
+        limits.check().map_err(StoreError::Invalid)?;
+    }
     Ok(())
 }
 

@@ -360,8 +360,82 @@ pub struct Settings {
     /// The search API agents' `web_search` asks; no such tool until set.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub web_search: Option<crate::search::WebSearch>,
+    /// A reply's limits in the app's chat, when the person set them; else
+    /// Kiln's guards' defaults.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub turn_limits: Option<TurnLimits>,
     #[serde(default)]
     pub version: u64,
+}
+
+/// What one reply of the app's chat may use: model calls, tokens (input
+/// and output), and USD in cents. The three guards a person sets; the rest
+/// keep their defaults.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TurnLimits {
+    pub max_turns: u32,
+    pub max_tokens: u64,
+    pub max_cost_cents: u64,
+}
+
+impl TurnLimits {
+    /// The most model calls a reply may be given.
+    pub const MOST_TURNS: u32 = 1_000;
+    /// The most tokens.
+    pub const MOST_TOKENS: u64 = 100_000_000;
+    /// The most cents ($1,000).
+    pub const MOST_CENTS: u64 = 100_000;
+
+    /// Kiln's defaults, as limits.
+    #[must_use]
+    pub fn defaults() -> Self {
+        let guards = crate::agent::Guards::default();
+        Self {
+            max_turns: guards.max_turns,
+            max_tokens: guards.max_tokens,
+            max_cost_cents: (guards.max_cost * 100.0).round() as u64,
+        }
+    }
+
+    /// The job's guards: these three, the others Kiln's defaults.
+    #[must_use]
+    pub fn guards(self) -> crate::agent::Guards {
+        crate::agent::Guards {
+            max_turns: self.max_turns,
+            max_tokens: self.max_tokens,
+            max_cost: self.max_cost_cents as f64 / 100.0,
+            ..crate::agent::Guards::default()
+        }
+    }
+
+    /// Holds each limit to its range.
+    ///
+    /// # Errors
+    ///
+    /// A sentence naming the limit and its range.
+    pub fn check(self) -> Result<(), String> {
+        if !(1..=Self::MOST_TURNS).contains(&self.max_turns) {
+            return Err(format!(
+                "a reply's model calls are 1 to {}, not {}",
+                Self::MOST_TURNS,
+                self.max_turns
+            ));
+        }
+        if !(1_000..=Self::MOST_TOKENS).contains(&self.max_tokens) {
+            return Err(format!(
+                "a reply's tokens are 1,000 to 100,000,000, not {}",
+                self.max_tokens
+            ));
+        }
+        if self.max_cost_cents > Self::MOST_CENTS {
+            return Err(format!(
+                "a reply's spend is $0.00 to $1,000.00, not {} cents",
+                self.max_cost_cents
+            ));
+        }
+        Ok(())
+    }
 }
 
 /// A workspace's network setting for the app's programs.
@@ -387,6 +461,7 @@ impl Default for Settings {
             network: Network::Off,
             allow_team_changes: false,
             web_search: None,
+            turn_limits: None,
             version: 0,
         }
     }

@@ -42,7 +42,7 @@ use kiln_types::agent::{AgentEvent, AgentResult, Guards, StopReason};
 use kiln_types::chat::{ChatOptions, Message, ProviderKind};
 use kiln_types::model::ModelStatus;
 use kiln_types::permission::{ApprovalRequest, card_text};
-use kiln_types::records::{Conversation as Kept, DEFAULT_AGENT, Thread, ThreadMessage};
+use kiln_types::records::{Conversation as Kept, DEFAULT_AGENT, Thread, ThreadMessage, TurnLimits};
 use kiln_types::runtime::{ExchangeEvent, Problem, Told};
 use serde_json::{Value, json};
 
@@ -242,6 +242,9 @@ struct Conversation {
     agents: Option<WorkspaceAgents>,
     /// The agent the next turn goes to, by slug.
     agent: RwSignal<String>,
+    /// A reply's limits as Settings keeps them (the app's chat; `None` inside:
+    /// Kiln's defaults).
+    limits: Option<RwSignal<Option<TurnLimits>>>,
     /// The agents picked in this tab for kept threads since they were opened, by
     /// thread id (a thread records the agent it was made with).
     picked: StoredValue<std::collections::HashMap<String, String>>,
@@ -302,6 +305,7 @@ impl Conversation {
                 tab_agent()
             }),
             picked: StoredValue::new(std::collections::HashMap::new()),
+            limits: use_context::<crate::settings_panel::Limits>().map(|limits| limits.0),
             textarea: NodeRef::new(),
             list: NodeRef::new(),
         }
@@ -626,6 +630,9 @@ impl Conversation {
             .as_ref()
             .is_some_and(|agent| !agent.provider.is_empty());
         let in_browser = provider.kind == ProviderKind::InProcess && !own_provider;
+        // A reply's limits: Settings' (the app's), else Kiln's defaults.
+        let limits = self.limits.and_then(|limits| limits.get_untracked());
+        let guards = limits.map_or_else(Guards::default, TurnLimits::guards);
         let before = self.messages.get_untracked();
         self.messages
             .update(|messages| messages.push(Message::User { text: text.clone() }));
@@ -635,7 +642,7 @@ impl Conversation {
             model,
             in_browser,
             loading: None,
-            view: TurnView::new(Guards::default()),
+            view: TurnView::new(guards),
             broken: false,
         };
         let reply = match self.owner.get_value() {
@@ -650,6 +657,9 @@ impl Conversation {
         request["provider"] = provider.wire();
         request["messages"] = json!(self.messages.get_untracked());
         request["options"] = json!(ChatOptions::new(provider.model.clone()));
+        if limits.is_some() {
+            request["guards"] = json!(guards);
+        }
         for_agent(&mut request, &slug);
         self.focus_box();
         self.scroll_soon();

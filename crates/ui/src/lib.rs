@@ -420,6 +420,8 @@ pub fn App() -> impl IntoView {
     let drawer = RwSignal::new(false);
     let activity = activity::Activity::new();
     provide_context(activity);
+    // A reply's limits, as Settings keeps them: the chat sends them with each message.
+    provide_context(settings_panel::follow_limits(storage));
     Effect::new(move || {
         router.route.track();
         drawer.set(false);

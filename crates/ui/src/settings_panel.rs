@@ -16,7 +16,7 @@ use crate::storage_model::ErrorText;
 use crate::{McpMount, RuntimeStart, Sources, ToolRow, permissions, storage};
 use kiln_types::permission::{Autonomy, Mode, RETURN_RESULT};
 use kiln_types::profile::{AgentRecord, AgentServer, check_server_name};
-use kiln_types::records::{ConfigView, DEFAULT_AGENT};
+use kiln_types::records::{ConfigView, DEFAULT_AGENT, TurnLimits};
 use kiln_types::runtime::Problem;
 
 fn mode_from(value: &str) -> Mode {
@@ -598,6 +598,222 @@ pub(crate) fn NetworkSetting(sources: Sources, storage: storage::StorageSignals)
     }
 }
 
+/// A reply's limits as the workspace keeps them (`None`: Kiln's defaults),
+/// the context the chat reads when it sends a message.
+#[derive(Clone, Copy)]
+pub(crate) struct Limits(pub RwSignal<Option<TurnLimits>>);
+
+/// Follows the stored limits: read when storage opens and again when any tab
+/// changes the configuration.
+pub(crate) fn follow_limits(storage: storage::StorageSignals) -> Limits {
+    let limits = RwSignal::new(None);
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            if let Ok(config) = stores.op::<ConfigView>("config.get", json!({})).await {
+                limits.set(config.settings.turn_limits);
+            }
+        });
+    });
+    Limits(limits)
+}
+
+/// A count a person typed (`20,000`, `20 000` and `20_000` alike).
+fn count<T: std::str::FromStr>(text: &str, what: &str) -> Result<T, String> {
+    let digits: String = text
+        .chars()
+        .filter(|c| !matches!(c, ',' | '_' | ' ' | '\u{a0}'))
+        .collect();
+    digits
+        .parse()
+        .map_err(|_| format!("{what}: `{}` is not a whole number", text.trim()))
+}
+
+/// The three fields of the form as limits, or what is wrong with one.
+pub(crate) fn parse_limits(turns: &str, tokens: &str, usd: &str) -> Result<TurnLimits, String> {
+    let max_turns = count(turns, "Model calls")?;
+    let max_tokens = count(tokens, "Tokens")?;
+    let dollars = usd.trim().trim_start_matches('$').trim();
+    let max_cost_cents = match dollars.parse::<f64>() {
+        Ok(value) if value.is_finite() && value >= 0.0 => (value * 100.0).round() as u64,
+        _ => {
+            return Err(format!(
+                "Spend: `{}` is not an amount of USD (2.00, say)",
+                usd.trim()
+            ));
+        }
+    };
+    let limits = TurnLimits {
+        max_turns,
+        max_tokens,
+        max_cost_cents,
+    };
+    limits.check().map(|()| limits).map_err(|why| {
+        let mut why = why;
+        if let Some(first) = why.get_mut(0..1) {
+            first.make_ascii_uppercase();
+        }
+        why
+    })
+}
+
+/// What the limits allow, as a sentence.
+pub(crate) fn limits_sentence(limits: TurnLimits) -> String {
+    format!(
+        "each reply may make {} model calls, use {} tokens and spend ${:.2}",
+        limits.max_turns,
+        kiln_types::permission::group_digits(limits.max_tokens),
+        limits.max_cost_cents as f64 / 100.0
+    )
+}
+
+/// Settings' models and a reply's limits: the chat's provider and model (the
+/// same pick as the chat's), the model code nodes are written with, and how
+/// many model calls, tokens and USD one reply of the chat may use.
+#[component]
+pub(crate) fn ModelsAndLimits(
+    storage: storage::StorageSignals,
+    providers: crate::provider_store::ProviderStore,
+    limits: Limits,
+) -> impl IntoView {
+    let turns = RwSignal::new(String::new());
+    let tokens = RwSignal::new(String::new());
+    let usd = RwSignal::new(String::new());
+    let code_model = RwSignal::new(String::new());
+    let status = RwSignal::new(None::<Result<String, String>>);
+    Effect::new(move |_| {
+        let shown = limits.0.get().unwrap_or_else(TurnLimits::defaults);
+        turns.set(shown.max_turns.to_string());
+        tokens.set(kiln_types::permission::group_digits(shown.max_tokens));
+        usd.set(format!("{:.2}", shown.max_cost_cents as f64 / 100.0));
+    });
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        spawn_local(async move {
+            if let Ok(config) = stores.op::<ConfigView>("config.get", json!({})).await {
+                code_model.set(config.settings.code_model.unwrap_or_default());
+            }
+        });
+    });
+    let act = move |verb: &'static str, args: Value, done: String| {
+        let Some(stores) = storage.stores.get_untracked() else {
+            status.set(Some(Err(
+                "Storage is not available: this setting cannot be kept.".to_owned(),
+            )));
+            return;
+        };
+        spawn_local(async move {
+            status.set(Some(match stores.act(verb, args).await {
+                Ok(()) => Ok(done),
+                Err(why) => Err(ErrorText::with_prefix("Not saved: ", &why).sentence()),
+            }));
+        });
+    };
+    let save_limits = move || match parse_limits(
+        &turns.get_untracked(),
+        &tokens.get_untracked(),
+        &usd.get_untracked(),
+    ) {
+        Ok(chosen) => act(
+            "config.turn_limits",
+            json!({"limits": chosen}),
+            format!("Saved: {}.", limits_sentence(chosen)),
+        ),
+        Err(why) => status.set(Some(Err(why))),
+    };
+    let reset_limits = move || {
+        act(
+            "config.turn_limits",
+            json!({"limits": null}),
+            format!(
+                "Kiln's limits again: {}.",
+                limits_sentence(TurnLimits::defaults())
+            ),
+        );
+    };
+    let save_code_model = move || {
+        let model = code_model.get_untracked().trim().to_owned();
+        let done = if model.is_empty() {
+            "Code nodes are written with the chat's model.".to_owned()
+        } else {
+            format!("Code nodes are written with {model}.")
+        };
+        act(
+            "config.code_model",
+            json!({"model": (!model.is_empty()).then_some(model)}),
+            done,
+        );
+    };
+    let provider_options = move || {
+        let current = providers.current().map(|entry| entry.provider.name);
+        providers
+            .entries()
+            .into_iter()
+            .map(|entry| {
+                let name = entry.provider.name;
+                let label = format!("{} — {}", name, entry.provider.model);
+                let selected = current.as_deref() == Some(name.as_str());
+                view! { <option value=name selected=selected>{label}</option> }
+            })
+            .collect_view()
+    };
+    let no_storage = move || storage.stores.with(Option::is_none);
+    view! {
+        <section class="models-limits" data-testid="models-limits" aria-labelledby="models-limits-title">
+            <h3 id="models-limits-title">"Models and a reply's limits"</h3>
+            <div class="field-row">
+                <label for="settings-chat-model">"Chat model"</label>
+                <select id="settings-chat-model" data-testid="settings-chat-model"
+                    disabled=move || providers.entries().is_empty()
+                    on:change=move |event| providers.pick(event_target_value(&event))>
+                    {provider_options}
+                </select>
+            </div>
+            <p class="hint">"What a new message goes to, unless its agent has a model of its own; the chat's own picker is the same setting."</p>
+            <form class="field-row" on:submit=move |event| { event.prevent_default(); save_code_model(); }>
+                <label for="settings-code-model">"Code model"</label>
+                <input id="settings-code-model" type="text" data-testid="settings-code-model" autocomplete="off"
+                    placeholder="The chat's model" prop:value=code_model
+                    on:input=move |event| code_model.set(event_target_value(&event)) />
+                <button type="submit" class="secondary small" data-testid="settings-code-model-save"
+                    disabled=no_storage>"Save"</button>
+            </form>
+            <p class="hint">"The model Code nodes' Write code with AI asks, at the chat's provider; empty: the chat's model."</p>
+            <form class="limits" data-testid="turn-limits" on:submit=move |event| { event.prevent_default(); save_limits(); }>
+                <fieldset>
+                    <legend>"A reply's limits"</legend>
+                    <label>"Model calls"
+                        <input type="text" inputmode="numeric" data-testid="limit-turns" prop:value=turns
+                            on:input=move |event| turns.set(event_target_value(&event)) /></label>
+                    <label>"Tokens"
+                        <input type="text" inputmode="numeric" data-testid="limit-tokens" prop:value=tokens
+                            on:input=move |event| tokens.set(event_target_value(&event)) /></label>
+                    <label>"Spend (USD)"
+                        <input type="text" inputmode="decimal" data-testid="limit-usd" prop:value=usd
+                            on:input=move |event| usd.set(event_target_value(&event)) /></label>
+                </fieldset>
+                <div class="actions">
+                    <button type="submit" data-testid="limits-save" disabled=no_storage>"Save limits"</button>
+                    <button type="button" class="secondary" data-testid="limits-reset" disabled=no_storage
+                        hidden=move || limits.0.with(Option::is_none)
+                        on:click=move |_| reset_limits()>"Use Kiln's limits"</button>
+                </div>
+                <p class="hint">"Each message's reply stops, and says which limit it reached, when it has made this many model calls, used this many tokens (in and out) or spent this much. The caps line under a reply counts against them."</p>
+            </form>
+            {move || status.get().map(|said| match said {
+                Ok(text) => view! { <p class="status success" data-testid="models-limits-status" role="status">{text}</p> }.into_any(),
+                Err(text) => view! { <p class="status failure" data-testid="models-limits-status" role="alert">{text}</p> }.into_any(),
+            })}
+        </section>
+    }
+}
+
 /// The Settings view: the providers the chat can use, the permissions every run
 /// carries (with the tools a run gets), the network, the MCP servers, the
 /// secrets, web search, team changes, and the workspace's data.
@@ -615,6 +831,7 @@ pub(crate) fn Settings(
         <section class="settings" data-testid="settings" aria-labelledby="settings-title">
             <h2 id="settings-title">"Settings"</h2>
             <crate::providers_panel::ProvidersPanel store=providers />
+            {use_context::<Limits>().map(|limits| view! { <ModelsAndLimits storage=storage providers=providers limits=limits /> })}
             <Permissions gate=gate tools=tools catalog=sources.catalog
                 runtime=sources.runtime.clone() storage=storage />
             <NetworkSetting sources=sources.clone() storage=storage />
@@ -630,6 +847,59 @@ pub(crate) fn Settings(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_replys_limits_are_read_as_a_person_types_them_and_refused_by_name() {
+        assert_eq!(
+            parse_limits(" 8 ", "20,000", "$0.25"),
+            Ok(TurnLimits {
+                max_turns: 8,
+                max_tokens: 20_000,
+                max_cost_cents: 25
+            })
+        );
+        assert_eq!(
+            parse_limits("50", "1 500 000", "2").map(limits_sentence),
+            Ok(
+                "each reply may make 50 model calls, use 1,500,000 tokens and spend $2.00"
+                    .to_owned()
+            )
+        );
+        for (turns, tokens, usd, said) in [
+            (
+                "eight",
+                "20000",
+                "1",
+                "Model calls: `eight` is not a whole number",
+            ),
+            (
+                "0",
+                "20000",
+                "1",
+                "A reply's model calls are 1 to 1000, not 0",
+            ),
+            ("5", "2.5", "1", "Tokens: `2.5` is not a whole number"),
+            (
+                "5",
+                "999",
+                "1",
+                "A reply's tokens are 1,000 to 100,000,000, not 999",
+            ),
+            ("5", "20000", "-1", "Spend: `-1` is not an amount of USD"),
+            (
+                "5",
+                "20000",
+                "5000",
+                "A reply's spend is $0.00 to $1,000.00",
+            ),
+        ] {
+            let refused = parse_limits(turns, tokens, usd).unwrap_err();
+            assert!(
+                refused.starts_with(said),
+                "{turns} {tokens} {usd}: {refused}"
+            );
+        }
+    }
 
     fn agent_with_everything() -> AgentRecord {
         let mut agent = AgentRecord::default_agent();
