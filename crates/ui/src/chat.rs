@@ -1108,6 +1108,7 @@ pub(crate) fn Chat(
     agents: Option<WorkspaceAgents>,
 ) -> impl IntoView {
     let greeting = embed.as_ref().map(|embed| embed.greeting.clone());
+    let embedded = embed.is_some();
     let inbox = embed.as_ref().map(|embed| embed.inbox);
     let chat = Conversation::new(store, stores, session, router, embed, agents);
     chat.follow_model();
@@ -1237,6 +1238,9 @@ pub(crate) fn Chat(
                 <QuestionCard question=cards.yes_no asker=asker id="chat-question" />
                 {person.map(|person| view! { <AskCard person=person /> })}
             </div>
+            {(!embedded).then(|| view! {
+                <crate::data_panel::KeepOffer kept=Signal::derive(move || chat.thread.with(Option::is_some)) />
+            })}
             <MessageBox chat=chat />
         </section>
     }

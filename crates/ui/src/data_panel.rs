@@ -52,7 +52,7 @@ async fn estimate() -> Option<Estimate> {
 
 /// Whether the browser keeps the workspace (`Some(true)`), may evict it
 /// (`Some(false)`), or cannot say.
-async fn persisted() -> Option<bool> {
+pub(crate) async fn persisted() -> Option<bool> {
     let promise = storage_manager()?.persisted().ok()?;
     JsFuture::from(promise).await.ok()?.as_bool()
 }
@@ -74,6 +74,75 @@ pub(crate) async fn ask_to_keep() -> (Option<bool>, String) {
         None => "This browser cannot be asked to keep it; export it below to keep a copy.",
     };
     (kept, said.to_owned())
+}
+
+/// Where this browser remembers that the person was asked once.
+const KEEP_ASKED: &str = "kiln:keep-asked";
+
+fn keep_asked() -> bool {
+    web_sys::window()
+        .and_then(|window| window.local_storage().ok().flatten())
+        .and_then(|storage| storage.get_item(KEEP_ASKED).ok().flatten())
+        .is_some()
+}
+
+fn mark_keep_asked() {
+    if let Some(storage) =
+        web_sys::window().and_then(|window| window.local_storage().ok().flatten())
+    {
+        let _ = storage.set_item(KEEP_ASKED, "1");
+    }
+}
+
+/// Asked once, in the chat, when the first conversation has been kept and the
+/// browser may still evict the workspace: whether to ask it to keep it, and
+/// why. Either answer is remembered in this browser; Settings → Your data
+/// asks again on demand. `kept` is whether a conversation is kept yet.
+#[component]
+pub(crate) fn KeepOffer(kept: Signal<bool>) -> impl IntoView {
+    let offered = RwSignal::new(false);
+    let said = RwSignal::new(None::<String>);
+    Effect::new(move |_| {
+        if !kept.get() || keep_asked() || offered.get_untracked() {
+            return;
+        }
+        spawn_local(async move {
+            if persisted().await == Some(false) && !keep_asked() {
+                offered.set(true);
+            }
+        });
+    });
+    let keep = move || {
+        mark_keep_asked();
+        offered.set(false);
+        spawn_local(async move {
+            let (_, sentence) = ask_to_keep().await;
+            said.set(Some(sentence.replace(" below", " in Settings → Your data")));
+        });
+    };
+    let not_now = move || {
+        mark_keep_asked();
+        offered.set(false);
+    };
+    view! {
+        {move || offered.get().then(|| view! {
+            <section class="keep-offer" data-testid="keep-offer" aria-labelledby="keep-offer-title">
+                <h3 id="keep-offer-title">"Keep your conversations?"</h3>
+                <p>"Everything Kiln keeps — conversations, memory, files, keys — lives only in this browser. When space runs low, a browser may delete a site's data unless it was asked to keep it."</p>
+                <div class="actions">
+                    <button type="button" data-testid="keep-offer-yes" on:click=move |_| keep()>"Keep my data"</button>
+                    <button type="button" class="secondary" data-testid="keep-offer-no" on:click=move |_| not_now()>"Not now"</button>
+                </div>
+                <p class="hint">"Settings → Your data can ask again, and export a copy."</p>
+            </section>
+        })}
+        {move || said.get().map(|text| view! {
+            <p class="keep-said hint" role="status" data-testid="keep-offer-said">{text}" "
+                <button type="button" class="icon" data-testid="keep-offer-dismiss" aria-label="Dismiss"
+                    on:click=move |_| said.set(None)>"\u{2715}"</button>
+            </p>
+        })}
+    }
 }
 
 /// Offers `text` as a download named `name`.
