@@ -16,6 +16,11 @@ test("runs a program and shows its value and console lines", async () => {
   const value = JSON.parse(await page.getByTestId("result-value").textContent());
   assert.deepEqual(value, { answer: 42 });
   assert.equal(await page.getByTestId("console-output").textContent(), "hello from the sandbox { n: 1 }");
+  // What the model would read: the run's text, without the `keyless` warning, which
+  // speaks to a caller that could key a run (the app's runs are never kept in custody).
+  const text = await page.getByTestId("model-text").textContent();
+  assert.match(text, /^completed · \d+ ms · 0 calls · person wait 0 ms\n\nReturn value:\n\{\n {2}"answer": 42\n\}\n\nOutput:\nhello from the sandbox \{ n: 1 \}\n$/);
+  assert.doesNotMatch(text, /keyless/);
 });
 
 test("shows a thrown error and a syntax error as readable messages", async () => {
