@@ -230,14 +230,16 @@ test("a node written by hand: saved as one change, fed from another, its output 
   assert.equal(await text(added.getByTestId("edit-problem")), "Outputs: line 1, `label string`, is not `name: type` (for example `total: number`)");
   await added.getByTestId("edit-outputs").fill("label: string");
   await added.getByTestId("edit-save").click();
-  await page.getByTestId("nodes-status").filter({ hasText: "Saved `new-node`." }).waitFor();
-  await input(page, "new-node", "amount").getByTestId("connect-from").selectOption("total-the-order.total");
+  // Its id follows the title it was given (it was New node's `new-node`).
+  await page.getByTestId("nodes-status").filter({ hasText: "Saved `label-the-total`." }).waitFor();
+  assert.equal(await card(page, "new-node").count(), 0);
+  await input(page, "label-the-total", "amount").getByTestId("connect-from").selectOption("total-the-order.total");
   await page.getByTestId("graph-run").click();
   await page.getByTestId("nodes-status").filter({ hasText: "The graph ran" }).waitFor();
-  assert.equal(await text(output(page, "new-node", "label")), "13");
-  assert.equal(await text(card(page, "new-node").getByTestId("node-warnings")), "output `label` must be a string, not an integer (13); passed on as it is");
-  assert.equal(await text(card(page, "new-node").getByTestId("node-console")), "labelling 13");
-  await card(page, "new-node").scrollIntoViewIfNeeded();
+  assert.equal(await text(output(page, "label-the-total", "label")), "13");
+  assert.equal(await text(card(page, "label-the-total").getByTestId("node-warnings")), "output `label` must be a string, not an integer (13); passed on as it is");
+  assert.equal(await text(card(page, "label-the-total").getByTestId("node-console")), "labelling 13");
+  await card(page, "label-the-total").scrollIntoViewIfNeeded();
   await shot(page, "nodes-hand");
   // Undo takes back the connection, then the edit: the node is as it was added.
   await page.getByTestId("nodes-undo").click();
@@ -253,9 +255,10 @@ test("a graph in the app whose node imports kiln:csv and kiln:html: the links of
   await page.getByTestId("graph-new").click();
   await page.getByTestId("nodes-empty").waitFor();
   // One node gives the CSV; the next imports Kiln's modules to read it.
+  // Each starts as New node (`new-node`) and takes its id from its title.
   const write = async (id, title, inputs, outputs, code) => {
     await page.getByTestId("node-add").click();
-    const added = card(page, id);
+    const added = card(page, "new-node");
     await added.waitFor();
     await added.getByTestId("node-edit").click();
     await added.getByTestId("edit-title").fill(title);
@@ -266,39 +269,39 @@ test("a graph in the app whose node imports kiln:csv and kiln:html: the links of
     await page.getByTestId("nodes-status").filter({ hasText: `Saved \`${id}\`.` }).waitFor();
   };
   await write(
-    "new-node",
+    "pages",
     "Pages",
     "",
     "csv: string",
     'return { csv: \'name,html\\nhome,"<a href=""/a"">A</a>"\\nabout,"<nav><a href=""/b"">B</a></nav>"\\n\' };',
   );
   await write(
-    "new-node-2",
+    "links",
     "Links",
     "csv: string",
     "links: list[string]\ndigest: string",
     'import { parse } from "kiln:csv";\nimport { select } from "kiln:html";\nconst links = parse(csv).flatMap((row) => select(row.html, "a[href]").map((a) => a.attributes.href));\nconsole.log(`${links.length} links`);\nreturn { links, digest: toHex(crypto.digest("SHA-256", links.join("\\n"))) };',
   );
-  await input(page, "new-node-2", "csv").getByTestId("connect-from").selectOption("new-node.csv");
+  await input(page, "links", "csv").getByTestId("connect-from").selectOption("pages.csv");
   await page.getByTestId("graph-run").click();
   await page.getByTestId("nodes-status").filter({ hasText: "The graph ran" }).waitFor();
-  assert.deepEqual(JSON.parse(await text(output(page, "new-node-2", "links"))), ["/a", "/b"]);
-  assert.equal(JSON.parse(await text(output(page, "new-node-2", "digest"))), "920e1136383360910a2165ba206599598de8a189ac35cf7666aaedb717000e76");
-  assert.equal(await text(card(page, "new-node-2").getByTestId("node-console")), "2 links");
-  await card(page, "new-node-2").scrollIntoViewIfNeeded();
+  assert.deepEqual(JSON.parse(await text(output(page, "links", "links"))), ["/a", "/b"]);
+  assert.equal(JSON.parse(await text(output(page, "links", "digest"))), "920e1136383360910a2165ba206599598de8a189ac35cf7666aaedb717000e76");
+  assert.equal(await text(card(page, "links").getByTestId("node-console")), "2 links");
+  await card(page, "links").scrollIntoViewIfNeeded();
   await shot(page, "nodes-imports");
   // An import Kiln cannot serve fails the node before its body runs, named by line.
-  await card(page, "new-node-2").getByTestId("node-edit").click();
-  await card(page, "new-node-2").getByTestId("edit-code").fill('import _ from "lodash";\nreturn { links: [], digest: "" };');
-  await card(page, "new-node-2").getByTestId("edit-save").click();
+  await card(page, "links").getByTestId("node-edit").click();
+  await card(page, "links").getByTestId("edit-code").fill('import _ from "lodash";\nreturn { links: [], digest: "" };');
+  await card(page, "links").getByTestId("edit-save").click();
   // Save checks the node as it would run, and says what is wrong before any run.
   await page.getByTestId("nodes-status").filter({ hasText: "It will not run as written" }).waitFor();
-  assert.match(await text(page.getByTestId("nodes-status")), /^Saved `new-node-2`\. It will not run as written: line 1: .*`lodash`.*\.$/);
+  assert.match(await text(page.getByTestId("nodes-status")), /^Saved `links`\. It will not run as written: line 1: .*`lodash`.*\.$/);
   assert.equal(await page.getByTestId("nodes-status").locator(".failure").count(), 1);
   await shot(page, "nodes-check");
   await page.getByTestId("graph-run").click();
-  await card(page, "new-node-2").getByTestId("node-error").waitFor();
-  assert.match(await text(card(page, "new-node-2").getByTestId("node-error")), /import_refused: `lodash` cannot be imported.*\(line 1\)/);
+  await card(page, "links").getByTestId("node-error").waitFor();
+  assert.match(await text(card(page, "links").getByTestId("node-error")), /import_refused: `lodash` cannot be imported.*\(line 1\)/);
   assert.deepEqual(errors, []);
 });
 
@@ -318,15 +321,15 @@ test("a long node's progress shows on its card while it runs, and goes when its 
   // however slow the machine.
   await added.getByTestId("edit-code").fill("for (const step of [1, 2, 3, 4]) {\n  progress(step * 20, `step ${step} of 4`);\n  await sleep(step === 4 ? 2000 : 300);\n}\nreturn { done: true };");
   await added.getByTestId("edit-save").click();
-  await page.getByTestId("nodes-status").filter({ hasText: "Saved `new-node`." }).waitFor();
+  await page.getByTestId("nodes-status").filter({ hasText: "Saved `four-steps`." }).waitFor();
   await page.getByTestId("graph-run").click();
-  const progress = added.getByTestId("node-progress");
+  const progress = card(page, "four-steps").getByTestId("node-progress");
   await progress.filter({ hasText: "% · step" }).waitFor();
   await progress.filter({ hasText: "80% · step 4 of 4" }).waitFor();
   assert.equal(await progress.locator("progress").getAttribute("value"), "80");
   await shot(page, "nodes-progress");
   await page.getByTestId("nodes-status").filter({ hasText: "The graph ran" }).waitFor();
   assert.equal(await progress.count(), 0);
-  assert.equal(await text(output(page, "new-node", "done")), "true");
+  assert.equal(await text(output(page, "four-steps", "done")), "true");
   assert.deepEqual(errors, []);
 });

@@ -374,7 +374,10 @@ where
                 format!("`{id}` is unchanged: the model wrote the same node.")
             }
             Target::Edit(id) => {
-                let dropped = nodes.change(|sheet| sheet.replace(&id, node));
+                let (id, dropped) = nodes.change(|sheet| {
+                    let dropped = sheet.replace(&id, node);
+                    (sheet.follow_title(&id), dropped)
+                });
                 let mut text = format!("Replaced `{id}` with `{title}`. Undo puts it back.");
                 for line in dropped {
                     text.push(' ');

@@ -132,6 +132,40 @@ impl Sheet {
         dropped
     }
 
+    /// A node still under the id New node gave it (`new-node`, `new-node-2`)
+    /// takes an id from its title once it has another; a node named by the
+    /// person keeps its id (a page may read its outputs by it). Its edges
+    /// and samples follow. Answers the node's id now.
+    pub(crate) fn follow_title(&mut self, id: &str) -> String {
+        let placeholder = id == "new-node"
+            || id
+                .strip_prefix("new-node-")
+                .is_some_and(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_digit()));
+        let Some(title) = self.node(id).map(|node| node.node.title.clone()) else {
+            return id.to_owned();
+        };
+        if !placeholder || self.fresh_id(&title).starts_with("new-node") {
+            return id.to_owned();
+        }
+        let fresh = self.fresh_id(&title);
+        for node in &mut self.nodes {
+            if node.id == id {
+                node.id.clone_from(&fresh);
+            }
+        }
+        for edge in &mut self.edges {
+            for end in [&mut edge.from, &mut edge.to] {
+                if end.node == id {
+                    end.node.clone_from(&fresh);
+                }
+            }
+        }
+        if let Some(samples) = self.samples.remove(id) {
+            self.samples.insert(fresh.clone(), samples);
+        }
+        fresh
+    }
+
     /// Removes node `id` with its edges and samples.
     pub(crate) fn remove(&mut self, id: &str) {
         self.nodes.retain(|node| node.id != id);
@@ -477,6 +511,38 @@ mod tests {
             "classify-2"
         );
         assert_eq!(sheet.fresh_id("  ¿?  "), "node");
+    }
+
+    #[test]
+    fn a_new_node_takes_its_id_from_the_title_it_is_given_and_a_named_one_keeps_its_own() {
+        let mut sheet = sheet();
+        let fresh = sheet.add(node("New node", &[("n", "number")], &[("out", "number")]));
+        assert_eq!(fresh, "new-node");
+        sheet
+            .connect(at("total-the-order.total"), at("new-node.n"))
+            .unwrap();
+        sheet.set_sample("new-node", "n", Some(json!(3)));
+        // Still "New node": nothing to follow.
+        assert_eq!(sheet.follow_title("new-node"), "new-node");
+        let mut titled = node("Double it", &[("n", "number")], &[("out", "number")]);
+        sheet.replace("new-node", titled.clone());
+        assert_eq!(sheet.follow_title("new-node"), "double-it");
+        assert!(sheet.node("new-node").is_none());
+        assert_eq!(
+            sheet.feeding("double-it", "n").map(|e| e.from.to_string()),
+            Some("total-the-order.total".to_owned())
+        );
+        assert_eq!(sheet.samples["double-it"]["n"], json!(3));
+        // Named now: a new title keeps the id.
+        titled.title = "Triple it".into();
+        sheet.replace("double-it", titled);
+        assert_eq!(sheet.follow_title("double-it"), "double-it");
+        // A second placeholder whose title is taken gets a number.
+        let second = sheet.add(node("New node", &[], &[("x", "any")]));
+        assert_eq!(second, "new-node");
+        sheet.replace("new-node", node("Classify", &[], &[("x", "any")]));
+        assert_eq!(sheet.follow_title("new-node"), "classify-2");
+        assert_eq!(sheet.follow_title("nowhere"), "nowhere");
     }
 
     #[test]

@@ -913,7 +913,10 @@ fn NodeEditor(nodes: Nodes, id: String, node: CodeNode, editing: RwSignal<bool>)
         match read() {
             Ok(edited) => {
                 let id = id.get_value();
-                let dropped = nodes.change(|sheet| sheet.replace(&id, edited.clone()));
+                let (id, dropped) = nodes.change(|sheet| {
+                    let dropped = sheet.replace(&id, edited.clone());
+                    (sheet.follow_title(&id), dropped)
+                });
                 let mut text = format!("Saved `{id}`.");
                 for line in dropped {
                     text.push(' ');
