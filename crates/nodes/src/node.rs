@@ -495,6 +495,14 @@ fn expected_keys(node: &CodeNode) -> String {
     format!("expected {{{}}}", keys.join(", "))
 }
 
+/// A node's run as the history lists it: `node · ` and its title's first
+/// line, clipped as a program's title is.
+#[must_use]
+fn node_title(node: &CodeNode) -> String {
+    let title = node.title.lines().next().unwrap_or_default().trim();
+    format!("node · {}", kiln_types::words::clip(title, 80))
+}
+
 /// Runs `node` on `values` with `request`'s tools, permission and limits
 /// (its `code` is replaced by the node's program): checks the node and the
 /// values, runs the body through [`run_program`] and reads its outputs.
@@ -521,6 +529,8 @@ pub async fn run_node(
         Err(refused) => return Ok(NodeRun::refused("invalid_inputs", &refused)),
     };
     request.code = program(node, &filled);
+    // The history names the node, not the wrapper its program starts with.
+    request.title = Some(node_title(node));
     let ran = run_program(request, environment, runner, cancel).await?;
     let report = &ran.run.report;
     let mut warnings: Vec<String> = ran

@@ -163,6 +163,32 @@ fn a_node_runs_and_gives_each_output_by_name_with_its_console_and_result() {
 }
 
 #[test]
+fn the_history_names_a_nodes_run_by_the_node_not_its_wrapper() {
+    let environment = environment();
+    let Some(Ok(workspace)) = environment.workspace.as_deref() else {
+        panic!("the test environment has a workspace");
+    };
+    let backend = workspace.backend.clone();
+    block_on(kiln_nodes::run_node(
+        &prices(),
+        &values(json!({"lines": [{"price": 2, "qty": 3}]})),
+        node_run_request(),
+        &environment,
+        &InProcess,
+        AbortSignal::new(),
+    ))
+    .unwrap();
+    let history = kiln_store::history::History::new(backend);
+    let jobs = block_on(history.jobs(10)).unwrap();
+    assert_eq!(jobs.len(), 1);
+    assert_eq!(jobs[0].title, "node · Total the order");
+    assert!(
+        jobs[0].input.contains("const {lines, discount}"),
+        "the program stays the input"
+    );
+}
+
+#[test]
 fn a_refused_value_runs_nothing() {
     let run = run(&prices(), json!({"lines": "none"}));
     let error = run.error.unwrap();

@@ -41,7 +41,10 @@ impl JobOf {
     pub fn program(request: &RunRequest) -> Self {
         Self {
             kind: "program".into(),
-            title: title_of_program(&request.code),
+            title: request
+                .title
+                .clone()
+                .unwrap_or_else(|| title_of_program(&request.code)),
             input: request.code.clone(),
             run_id: request
                 .key

@@ -136,6 +136,10 @@ pub struct RunRequest {
     /// The model the program's `tools.model` and `tools.classify` ask; no
     /// such tools without it.
     pub model: Option<ModelSetup>,
+    /// What the history calls the run, when the entrance knows better than
+    /// the program's first line (a code node's run: `node · Title`). Set by
+    /// an entrance, never read from a request's JSON.
+    pub title: Option<String>,
 }
 
 impl fmt::Debug for RunRequest {
@@ -210,6 +214,7 @@ impl RunRequest {
             allow_net: None,
             key: None,
             model: None,
+            title: None,
         }
     }
 
