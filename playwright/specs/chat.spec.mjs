@@ -462,6 +462,7 @@ test("Settings' models and a reply's limits: the next reply stops at the limit s
   await section.getByTestId("settings-code-model").fill("");
   await section.getByTestId("settings-code-model-save").click();
   await said.filter({ hasText: "Code nodes are written with the chat's model." }).waitFor();
+  await show(page, "chat");
   assert.deepEqual(errors, []);
 });
 

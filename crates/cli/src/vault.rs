@@ -22,11 +22,9 @@ use std::sync::Arc;
 
 use aes_gcm::aead::Aead as _;
 use aes_gcm::{Aes256Gcm, KeyInit as _, Nonce};
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use futures::future::LocalBoxFuture;
 use keyring_core::{CredentialStore, Entry};
-use kiln_store::vault::{Sealed, Sealer, Vault};
+use kiln_store::vault::{Sealed, Sealer, Vault, unopenable};
 use kiln_store::{Backend, StoreError};
 
 /// The keyring entry's service.
@@ -86,22 +84,14 @@ impl Sealer for KeyringSealer {
             let data = cipher
                 .encrypt(Nonce::from_slice(&nonce), plain.as_slice())
                 .map_err(|_| StoreError::Io("sealing a secret failed".to_owned()))?;
-            Ok(Sealed {
-                nonce: STANDARD.encode(nonce),
-                data: STANDARD.encode(data),
-            })
+            Ok(Sealed::of(&nonce, &data))
         })
     }
 
     fn open(&self, sealed: Sealed) -> LocalBoxFuture<'static, Result<Vec<u8>, StoreError>> {
         let cipher = self.cipher(false);
         Box::pin(async move {
-            let (Ok(nonce), Ok(data)) = (
-                STANDARD.decode(&sealed.nonce),
-                STANDARD.decode(&sealed.data),
-            ) else {
-                return Err(unopenable("its sealed value is not base64"));
-            };
+            let (nonce, data) = sealed.bytes()?;
             if nonce.len() != NONCE_BYTES {
                 return Err(unopenable("its nonce is not 12 bytes"));
             }
@@ -112,15 +102,6 @@ impl Sealer for KeyringSealer {
                     unopenable("it was sealed under another key (another machine's keyring, or a browser's), or changed since")
                 })
         })
-    }
-}
-
-/// A sealed value this sealer cannot open, and why (never the value).
-fn unopenable(why: &str) -> StoreError {
-    StoreError::Corrupt {
-        place: "a sealed secret".to_owned(),
-        detail: format!("it cannot be opened here: {why}"),
-        hint: Some("set the secret again: kiln secrets set NAME".to_owned()),
     }
 }
 

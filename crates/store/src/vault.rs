@@ -34,6 +34,43 @@ pub struct Sealed {
     pub data: String,
 }
 
+impl Sealed {
+    /// Seals `data` under `nonce`, each kept in standard base64.
+    #[must_use]
+    pub fn of(nonce: &[u8], data: &[u8]) -> Self {
+        use base64::Engine as _;
+        let base64 = base64::engine::general_purpose::STANDARD;
+        Self {
+            nonce: base64.encode(nonce),
+            data: base64.encode(data),
+        }
+    }
+
+    /// The nonce and the ciphertext, or why they do not read.
+    ///
+    /// # Errors
+    ///
+    /// [`unopenable`]: either is not base64.
+    pub fn bytes(&self) -> Result<(Vec<u8>, Vec<u8>), StoreError> {
+        use base64::Engine as _;
+        let base64 = base64::engine::general_purpose::STANDARD;
+        match (base64.decode(&self.nonce), base64.decode(&self.data)) {
+            (Ok(nonce), Ok(data)) => Ok((nonce, data)),
+            _ => Err(unopenable("its sealed value is not base64")),
+        }
+    }
+}
+
+/// A sealed value a sealer cannot open, and why (never the value).
+#[must_use]
+pub fn unopenable(why: &str) -> StoreError {
+    StoreError::Corrupt {
+        place: "a sealed secret".to_owned(),
+        detail: format!("it cannot be opened here: {why}"),
+        hint: Some("set the secret again".to_owned()),
+    }
+}
+
 /// Seals a secret's value before it is stored and opens it for a job.
 pub trait Sealer {
     /// `plain`, sealed.

@@ -1328,19 +1328,7 @@ fn AskCard(person: Person) -> impl IntoView {
 fn ChatBar(chat: Conversation) -> impl IntoView {
     let store = chat.store;
     let no_provider = move || store.entries().is_empty();
-    let provider_options = move || {
-        let current = store.current().map(|entry| entry.provider.name);
-        store
-            .entries()
-            .into_iter()
-            .map(|entry| {
-                let name = entry.provider.name;
-                let label = format!("{} — {}", name, entry.provider.model);
-                let selected = current.as_deref() == Some(name.as_str());
-                view! { <option value=name selected=selected>{label}</option> }
-            })
-            .collect_view()
-    };
+    let provider_options = move || store.options();
     view! {
         <div class="chat-bar" hidden=move || no_provider() && chat.entries.with(Vec::is_empty)>
             <label for="chat-provider">"Provider"</label>

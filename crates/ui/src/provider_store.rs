@@ -246,6 +246,21 @@ impl ProviderStore {
             .map(|_| ())
     }
 
+    /// The `<option>`s of a provider select (the chat's and Settings'): each
+    /// provider with its model, the one the chat uses selected.
+    pub(crate) fn options(&self) -> impl IntoView + use<> {
+        let current = self.current().map(|entry| entry.provider.name);
+        self.entries()
+            .into_iter()
+            .map(|entry| {
+                let name = entry.provider.name;
+                let label = format!("{} — {}", name, entry.provider.model);
+                let selected = current.as_deref() == Some(name.as_str());
+                view! { <option value=name selected=selected>{label}</option> }
+            })
+            .collect_view()
+    }
+
     pub(crate) fn pick(&self, name: String) {
         self.picked.set(Some(name.clone()));
         let store = *self;

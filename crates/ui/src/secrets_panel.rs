@@ -18,7 +18,6 @@ use leptos::task::spawn_local;
 use serde_json::{Value, json};
 
 use kiln_types::profile::AgentRecord;
-use kiln_types::records::ConfigView;
 use kiln_types::search::{SearchProvider, WebSearch};
 use kiln_types::vault::{SecretInfo, SecretPut};
 
@@ -573,21 +572,13 @@ pub(crate) fn WebSearchSetting(
         base_url.set(form.base_url);
         key_secret.set(form.key_secret);
     };
-    Effect::new(move |_| {
-        storage.revisions.config.track();
-        let Some(stores) = storage.stores.get() else {
-            return;
-        };
-        spawn_local(async move {
-            if let Ok(config) = stores.op::<ConfigView>("config.get", json!({})).await {
-                let form = SearchForm::of(config.settings.web_search.as_ref());
-                kept.set(form.provider.clone());
-                if stored.get_value().as_ref() != Some(&form) {
-                    stored.set_value(Some(form.clone()));
-                    show(form);
-                }
-            }
-        });
+    crate::storage::follow_config(storage, move |config| {
+        let form = SearchForm::of(config.settings.web_search.as_ref());
+        kept.set(form.provider.clone());
+        if stored.get_value().as_ref() != Some(&form) {
+            stored.set_value(Some(form.clone()));
+            show(form);
+        }
     });
     let save = move || {
         let form = SearchForm {

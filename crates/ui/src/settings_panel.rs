@@ -16,7 +16,7 @@ use crate::storage_model::ErrorText;
 use crate::{McpMount, RuntimeStart, Sources, ToolRow, permissions, storage};
 use kiln_types::permission::{Autonomy, Mode, RETURN_RESULT};
 use kiln_types::profile::{AgentRecord, AgentServer, check_server_name};
-use kiln_types::records::{ConfigView, DEFAULT_AGENT, TurnLimits};
+use kiln_types::records::{DEFAULT_AGENT, TurnLimits};
 use kiln_types::runtime::Problem;
 
 fn mode_from(value: &str) -> Mode {
@@ -452,16 +452,8 @@ pub(crate) fn McpServers(
 pub(crate) fn TeamChanges(storage: storage::StorageSignals) -> impl IntoView {
     let allow = RwSignal::new(false);
     let problem = RwSignal::new(None::<ErrorText>);
-    Effect::new(move |_| {
-        storage.revisions.config.track();
-        let Some(stores) = storage.stores.get() else {
-            return;
-        };
-        spawn_local(async move {
-            if let Ok(config) = stores.op::<ConfigView>("config.get", json!({})).await {
-                allow.set(config.settings.allow_team_changes);
-            }
-        });
+    storage::follow_config(storage, move |config| {
+        allow.set(config.settings.allow_team_changes);
     });
     let on_change = move |event: leptos::ev::Event| {
         let wanted = event_target_checked(&event);
@@ -607,16 +599,8 @@ pub(crate) struct Limits(pub RwSignal<Option<TurnLimits>>);
 /// changes the configuration.
 pub(crate) fn follow_limits(storage: storage::StorageSignals) -> Limits {
     let limits = RwSignal::new(None);
-    Effect::new(move |_| {
-        storage.revisions.config.track();
-        let Some(stores) = storage.stores.get() else {
-            return;
-        };
-        spawn_local(async move {
-            if let Ok(config) = stores.op::<ConfigView>("config.get", json!({})).await {
-                limits.set(config.settings.turn_limits);
-            }
-        });
+    storage::follow_config(storage, move |config| {
+        limits.set(config.settings.turn_limits);
     });
     Limits(limits)
 }
@@ -690,16 +674,8 @@ pub(crate) fn ModelsAndLimits(
         tokens.set(kiln_types::permission::group_digits(shown.max_tokens));
         usd.set(format!("{:.2}", shown.max_cost_cents as f64 / 100.0));
     });
-    Effect::new(move |_| {
-        storage.revisions.config.track();
-        let Some(stores) = storage.stores.get() else {
-            return;
-        };
-        spawn_local(async move {
-            if let Ok(config) = stores.op::<ConfigView>("config.get", json!({})).await {
-                code_model.set(config.settings.code_model.unwrap_or_default());
-            }
-        });
+    storage::follow_config(storage, move |config| {
+        code_model.set(config.settings.code_model.unwrap_or_default());
     });
     let act = move |verb: &'static str, args: Value, done: String| {
         let Some(stores) = storage.stores.get_untracked() else {
@@ -750,19 +726,7 @@ pub(crate) fn ModelsAndLimits(
             done,
         );
     };
-    let provider_options = move || {
-        let current = providers.current().map(|entry| entry.provider.name);
-        providers
-            .entries()
-            .into_iter()
-            .map(|entry| {
-                let name = entry.provider.name;
-                let label = format!("{} — {}", name, entry.provider.model);
-                let selected = current.as_deref() == Some(name.as_str());
-                view! { <option value=name selected=selected>{label}</option> }
-            })
-            .collect_view()
-    };
+    let provider_options = move || providers.options();
     let no_storage = move || storage.stores.with(Option::is_none);
     view! {
         <section class="models-limits" data-testid="models-limits" aria-labelledby="models-limits-title">

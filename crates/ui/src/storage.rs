@@ -257,3 +257,27 @@ pub(crate) fn error_alert(testid: &'static str, error: ErrorText) -> impl IntoVi
         </div>
     }
 }
+
+/// Reads the workspace's configuration when storage opens and again whenever
+/// a tab changes it, and gives it to `apply` (a read that fails is left: the
+/// next change reads again).
+pub(crate) fn follow_config(
+    storage: StorageSignals,
+    apply: impl Fn(kiln_types::records::ConfigView) + Clone + 'static,
+) {
+    Effect::new(move |_| {
+        storage.revisions.config.track();
+        let Some(stores) = storage.stores.get() else {
+            return;
+        };
+        let apply = apply.clone();
+        spawn_local(async move {
+            if let Ok(config) = stores
+                .op::<kiln_types::records::ConfigView>("config.get", serde_json::json!({}))
+                .await
+            {
+                apply(config);
+            }
+        });
+    });
+}

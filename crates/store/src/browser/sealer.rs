@@ -19,8 +19,6 @@
 
 use std::rc::Rc;
 
-use base64::Engine as _;
-use base64::engine::general_purpose::STANDARD;
 use futures::future::LocalBoxFuture;
 use js_sys::{Array, ArrayBuffer, Reflect, Uint8Array};
 use wasm_bindgen::prelude::Closure;
@@ -34,7 +32,7 @@ use super::idb::open_error;
 use super::js::{JsFailure, cast, global_object, settle};
 use super::request::{Finished, Pending};
 use crate::error::StoreError;
-use crate::vault::{Sealed, Sealer};
+use crate::vault::{Sealed, Sealer, unopenable};
 
 /// The database that keeps the vault's keys, apart from every workspace's.
 pub const KEYS_DATABASE: &str = "kiln-vault-keys";
@@ -120,22 +118,14 @@ impl Sealer for BrowserSealer {
                 .encrypt_with_object_and_js_u8_array(&params, &key, &data)
                 .map_err(|error| failed(JsFailure::from_value(&error)))?;
             let sealed = settle(promise).await.and_then(bytes).map_err(failed)?;
-            Ok(Sealed {
-                nonce: STANDARD.encode(nonce.to_vec()),
-                data: STANDARD.encode(sealed),
-            })
+            Ok(Sealed::of(&nonce.to_vec(), &sealed))
         })
     }
 
     fn open(&self, sealed: Sealed) -> LocalBoxFuture<'static, Result<Vec<u8>, StoreError>> {
         let (subtle, key) = (self.subtle.clone(), self.key.clone());
         Box::pin(async move {
-            let (Ok(nonce), Ok(data)) = (
-                STANDARD.decode(&sealed.nonce),
-                STANDARD.decode(&sealed.data),
-            ) else {
-                return Err(unopenable("its sealed value is not base64"));
-            };
+            let (nonce, data) = sealed.bytes()?;
             let params =
                 AesGcmParams::new_with_u8_array(ALGORITHM, &Uint8Array::from(nonce.as_slice()));
             let promise = subtle
@@ -150,15 +140,6 @@ impl Sealer for BrowserSealer {
                 .and_then(bytes)
                 .map_err(|failure| decrypt_failed(&failure))
         })
-    }
-}
-
-/// A sealed value this sealer cannot open, and why (never the value).
-fn unopenable(why: &str) -> StoreError {
-    StoreError::Corrupt {
-        place: "a sealed secret".to_owned(),
-        detail: format!("it cannot be opened here: {why}"),
-        hint: Some("set the secret again".to_owned()),
     }
 }
 
