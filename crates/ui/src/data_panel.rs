@@ -270,6 +270,9 @@ pub(crate) fn DataSettings(storage: StorageSignals) -> impl IntoView {
                 let summary: Value = stores.op("import", doc).await.map_err(|problem| {
                     ErrorText::with_prefix("Nothing was imported: ", &problem)
                 })?;
+                // Its records reached the views through the change feed, maybe
+                // before its files were written; the files are listed again now.
+                storage.revisions.files.try_update(|n| *n += 1);
                 Ok(summary_line("Imported", &summary))
             }
             .await;

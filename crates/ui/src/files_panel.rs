@@ -193,6 +193,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
         let folder = files.dir.get();
         files.reload.track();
         storage.revisions.jobs.track();
+        storage.revisions.files.track();
         async move {
             let Some(tree) = tree else { return Ok(None) };
             let mut listed = tree

@@ -74,6 +74,9 @@ pub(crate) struct Revisions {
     pub run_entries: RwSignal<u64>,
     pub config: RwSignal<u64>,
     pub messages: RwSignal<u64>,
+    /// The workspace's files changed in a way the change feed does not
+    /// carry (an import wrote some): bumped by whoever did it.
+    pub files: RwSignal<u64>,
 }
 
 impl Revisions {
@@ -84,6 +87,7 @@ impl Revisions {
             run_entries: RwSignal::new(0),
             config: RwSignal::new(0),
             messages: RwSignal::new(0),
+            files: RwSignal::new(0),
         }
     }
 
