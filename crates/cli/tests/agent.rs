@@ -26,16 +26,7 @@ fn file(name: &str, value: &Value) -> String {
 }
 
 fn catalog() -> String {
-    file(
-        "catalog.json",
-        &json!([{
-            "name": "add",
-            "description": "Adds two numbers.",
-            "input_schema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
-            "category": "read",
-            "returns": {"sum": 50}
-        }]),
-    )
+    common::add_catalog("agent")
 }
 
 /// `(provider, base URL under aimock's root, model)`.

@@ -49,19 +49,6 @@ fn secrets(store: &str, env: &[(&str, &str)], args: &[&str], input: &str) -> Out
     kiln_with(&all, env, input)
 }
 
-fn catalog() -> String {
-    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("secrets-catalog.json");
-    let tools = json!([{
-        "name": "add",
-        "description": "Adds two numbers.",
-        "input_schema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
-        "category": "read",
-        "returns": {"sum": 50}
-    }]);
-    std::fs::write(&path, tools.to_string()).unwrap();
-    path.to_string_lossy().into_owned()
-}
-
 /// One agent turn of `ada` (the aimock fixture `kiln-agent-sum`) with `env`;
 /// answers how it ran and the first model request's body as text.
 fn ada_turn(store: &str, aimock: &Aimock, env: &[(&str, &str)]) -> (Output, String) {
@@ -76,7 +63,7 @@ fn ada_turn(store: &str, aimock: &Aimock, env: &[(&str, &str)]) -> (Output, Stri
             "--store",
             store,
             "--tools",
-            &catalog(),
+            &common::add_catalog("secrets"),
             "--approve",
             "yes",
         ],

@@ -151,3 +151,22 @@ pub fn store_with_ada(
     }
     (dir.to_string_lossy().into_owned(), config)
 }
+
+/// The `add` tool's catalog the `kiln-agent-sum` fixture calls (it answers
+/// `{"sum": 50}`), written to this test binary's scratch folder as
+/// `<prefix>-catalog.json`; answers its path.
+#[must_use]
+pub fn add_catalog(prefix: &str) -> String {
+    let path = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join(format!("{prefix}-catalog.json"));
+    let tools = serde_json::json!([{
+        "name": "add",
+        "description": "Adds two numbers.",
+        "input_schema": {"type": "object", "properties": {"a": {"type": "number"}, "b": {"type": "number"}}, "required": ["a", "b"]},
+        "category": "read",
+        "returns": {"sum": 50}
+    }]);
+    std::fs::write(&path, tools.to_string())
+        .unwrap_or_else(|error| panic!("{}: {error}", path.display()));
+    path.to_string_lossy().into_owned()
+}
