@@ -849,6 +849,12 @@ fn a_fan_out_of_sub_agents_stays_within_the_jobs_turns() {
     let asked = turn.provider.requests().len();
     assert!(asked <= 3, "{asked} model requests under max_turns 3");
     assert_eq!(turn.outcome.result.turns, 1);
+    // The result names the limits it ran under, for a thread read back later.
+    assert_eq!(turn.outcome.result.guards.max_turns, 3);
+    assert_eq!(
+        turn.outcome.result.guards.max_tokens,
+        Guards::default().max_tokens
+    );
 }
 
 /// Keeps each turn of `turns` in one thread, the next sending what the last

@@ -504,6 +504,7 @@ mod tests {
             job_id: None,
             turns: 1,
             actions: 0,
+            guards: kiln_types::agent::Guards::default(),
         };
         tree.apply(&grandchild(AgentEvent::Done { result }));
         tree.apply(&AgentEvent::TaskUpdate {

@@ -175,6 +175,11 @@ pub struct AgentResult {
     pub turns: u32,
     /// `execute_code` actions run.
     pub actions: u32,
+    /// The limits this turn ran under (the caller's guards, or its agent's),
+    /// so a reply read back later is measured against its own. A result kept
+    /// before they were recorded reads Kiln's defaults.
+    #[serde(default)]
+    pub guards: Guards,
 }
 
 /// One step of a turn, as it happens.

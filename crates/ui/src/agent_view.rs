@@ -596,6 +596,7 @@ impl TurnView {
         self.caps.turns = result.turns;
         self.caps.tokens = result.usage.input_tokens + result.usage.output_tokens;
         self.caps.spend = result.spend;
+        self.caps.guards = result.guards;
         self.usage = result.usage;
         self.end = Some(ending(&result.stop, &result.value));
         // An action the turn's end cut short has no result to wait for.
@@ -713,7 +714,42 @@ mod tests {
             job_id: None,
             turns: 2,
             actions: 1,
+            guards: Guards::default(),
         }
+    }
+
+    #[test]
+    fn a_reply_read_back_counts_against_the_limits_it_ran_under() {
+        // A reopened thread starts each reply at Kiln's defaults; its end
+        // names the limits the turn had.
+        let mut view = TurnView::new(Guards::default());
+        let mut result = agent_result(
+            AgentStop {
+                reason: StopReason::Answered,
+                code: None,
+                message: None,
+            },
+            Value::Null,
+        );
+        result.guards = Guards {
+            max_turns: 8,
+            max_tokens: 20_000,
+            max_cost: 0.5,
+            ..Guards::default()
+        };
+        view.apply(AgentEvent::Done { result });
+        assert_eq!(
+            view.caps.line(),
+            "This reply: 2 of its 8 model calls · 1,234 of 20,000 tokens · $0.0021 of $0.50"
+        );
+        // A result kept before its guards were recorded reads the defaults.
+        let old: AgentResult = serde_json::from_value(json!({
+            "text": "", "value": null, "finished": false,
+            "stop": {"reason": "answered"}, "usage": {"input_tokens": 1, "output_tokens": 1},
+            "spend": 0.0, "turns": 1, "actions": 0
+        }))
+        .expect("an older result reads");
+        assert_eq!(old.guards, Guards::default());
     }
 
     #[test]

@@ -75,6 +75,7 @@ pub(crate) struct Driven {
     pub thread: Vec<Message>,
     pub view: Vec<Message>,
     spend: f64,
+    guards: Guards,
 }
 
 impl Driven {
@@ -105,6 +106,7 @@ impl Driven {
             job_id,
             turns: self.tally.turns,
             actions: self.tally.actions,
+            guards: self.guards,
         }
     }
 }
@@ -923,6 +925,7 @@ impl Driver {
             thread: self.thread,
             view: self.view,
             spend: self.kin.budget.spend().spent_usd,
+            guards: self.guards,
         }
     }
 
