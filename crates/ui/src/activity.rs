@@ -277,6 +277,17 @@ pub(crate) fn newest_action(turn: &TurnView) -> Option<String> {
     })
 }
 
+/// What the panel shows of one reply.
+#[derive(Clone, PartialEq)]
+struct Shown {
+    /// How it ended (or `Running`) and its caps line.
+    summary: String,
+    nodes: Vec<Node>,
+    /// The node whose details show.
+    picked: String,
+    details: Option<Picked>,
+}
+
 /// A reply's turn, live: the context its action blocks' "Details" read.
 #[derive(Clone, Copy)]
 pub(crate) struct ReplyTurn(pub Signal<TurnView>);
@@ -416,8 +427,36 @@ pub(crate) fn ActivityPanel(activity: Activity, hidden: Signal<bool>) -> impl In
         }
         open
     });
+    // What the panel draws of the reply shown, as a memo: a streaming reply's
+    // text deltas change none of it, so they draw nothing again.
+    let shown = Memo::new(move |_| {
+        activity.turn.get().map(|turn| {
+            turn.with(|turn| {
+                let picked = activity
+                    .picked
+                    .get()
+                    .or_else(|| newest_action(turn))
+                    .unwrap_or_default();
+                Shown {
+                    summary: match &turn.end {
+                        None => format!("Running · {}", turn.caps.line()),
+                        Some(end) => format!("{} · {}", end.label, turn.caps.line()),
+                    },
+                    nodes: tree(turn),
+                    details: find(turn, &picked),
+                    picked,
+                }
+            })
+        })
+    });
     let body = move || {
-        let Some(turn) = activity.turn.get() else {
+        let Some(Shown {
+            summary,
+            nodes,
+            picked,
+            details,
+        }) = shown.get()
+        else {
             return view! {
                 <p class="hint" data-testid="activity-empty">
                     "Nothing has run in this conversation yet. When the agent acts, each program, tool call and sub-agent shows here as it happens, with what the model reads of it."
@@ -425,36 +464,23 @@ pub(crate) fn ActivityPanel(activity: Activity, hidden: Signal<bool>) -> impl In
             }
             .into_any();
         };
-        turn.with(|turn| {
-            let picked = activity
-                .picked
-                .get()
-                .or_else(|| newest_action(turn))
-                .unwrap_or_default();
-            let nodes = tree(turn);
-            let summary = match &turn.end {
-                None => format!("Running · {}", turn.caps.line()),
-                Some(end) => format!("{} · {}", end.label, turn.caps.line()),
-            };
-            let details = find(turn, &picked);
-            view! {
-                <p class="activity-summary hint" data-testid="activity-summary">{summary}</p>
-                {if nodes.is_empty() {
-                    view! { <p class="hint" data-testid="activity-empty">"This reply ran nothing: the model answered in words."</p> }.into_any()
-                } else {
-                    view! {
-                        <h3>"What ran"</h3>
-                        {tree_view(nodes, picked, activity)}
-                    }.into_any()
-                }}
-                {details.map(|picked| view! {
-                    <section class="activity-details" data-testid="activity-details" aria-label="Details">
-                        {details_view(picked)}
-                    </section>
-                })}
-            }
-            .into_any()
-        })
+        view! {
+            <p class="activity-summary hint" data-testid="activity-summary">{summary}</p>
+            {if nodes.is_empty() {
+                view! { <p class="hint" data-testid="activity-empty">"This reply ran nothing: the model answered in words."</p> }.into_any()
+            } else {
+                view! {
+                    <h3>"What ran"</h3>
+                    {tree_view(nodes, picked, activity)}
+                }.into_any()
+            }}
+            {details.map(|picked| view! {
+                <section class="activity-details" data-testid="activity-details" aria-label="Details">
+                    {details_view(picked)}
+                </section>
+            })}
+        }
+        .into_any()
     };
     view! {
         <aside class="activity" id="activity" data-testid="activity" aria-labelledby="activity-title" hidden=hidden>
