@@ -3,7 +3,8 @@
 // while `cutAfter` is set, ends those responses after that many bytes: a
 // download that breaks off, for the in-browser model's specs. `served` maps a
 // path (`models/manifest.json`) to bytes answered in place of pkg/'s: a hostile
-// model folder (`null`: a 404, whatever pkg/ holds).
+// model folder (`null`: a 404, whatever pkg/ holds). While `down` is set every
+// request is refused, as a server that has gone away.
 import { createReadStream, existsSync, statSync } from "node:fs";
 import { createServer } from "node:http";
 import { extname, join, normalize } from "node:path";
@@ -12,10 +13,14 @@ import { fileURLToPath } from "node:url";
 export const PKG = fileURLToPath(new URL("../../pkg/", import.meta.url));
 const TYPES = { ".html": "text/html", ".js": "text/javascript", ".wasm": "application/wasm", ".css": "text/css", ".json": "application/json" };
 
-/** Starts the server on a free port: `{url, weightRequests, cutAfter, served, close()}`. */
+/** Starts the server on a free port: `{url, weightRequests, cutAfter, served, down, close()}`. */
 export function startSite() {
-  const site = { weightRequests: 0, cutAfter: null, served: {} };
+  const site = { weightRequests: 0, cutAfter: null, served: {}, down: false };
   const server = createServer((request, response) => {
+    if (site.down) {
+      request.socket.destroy();
+      return;
+    }
     const path = normalize(decodeURIComponent(new URL(request.url, "http://x").pathname)).replace(/^\/+/, "");
     if (Object.hasOwn(site.served, path) && site.served[path] === null) {
       response.writeHead(404).end();

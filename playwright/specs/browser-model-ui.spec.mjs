@@ -4,7 +4,7 @@
 // in-browser model, with its honest note by the message box; the first message
 // shows the download as it goes (bytes and percent), then the loading, then a
 // note that it loaded, and a reply; Stop ends a long generation like any other
-// turn's. Set KILN_SCREENSHOTS to a folder to keep pictures of the chat during
+// turn's; once downloaded it answers with the server gone (offline). Set KILN_SCREENSHOTS to a folder to keep pictures of the chat during
 // the download and after the reply.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
@@ -192,9 +192,10 @@ test("Stop ends a long generation of the in-browser model, which then answers th
   assert.deepEqual(errors, []);
 });
 
-test("a download that breaks off is said in the chat; Retry downloads again, and Clear cached model deletes the files", async () => {
+test("a download that breaks off is said in the chat; Retry downloads again; offline it answers from the cache; Clear cached model deletes the files", async () => {
   const site = await startSite();
-  const fresh = await launch();
+  // With the app's service worker, which keeps the shell for the offline part.
+  const fresh = await launch({ serviceWorkers: "allow" });
   try {
     const { page, errors } = fresh;
     site.cutAfter = 20_000_000;
@@ -217,6 +218,26 @@ test("a download that breaks off is said in the chat; Retry downloads again, and
     assert.equal(await reply.getByTestId("chat-stop-reason").textContent(), "Answered");
     assert.ok((await reply.getByTestId("chat-reply-text").allTextContents()).join("").trim().length > 0);
     assert.equal(site.weightRequests, 2);
+
+    // Offline: with the server gone, a reload opens the app from its service worker and the
+    // model answers from this browser's cache, downloading nothing.
+    await page.waitForFunction(() => navigator.serviceWorker.controller !== null, null, { timeout: 30_000 });
+    site.down = true;
+    try {
+      await page.reload();
+      await page.getByTestId("chat-input").waitFor();
+      await recordStatusLines(page);
+      const offline = await send(page, "What is 3 + 3?");
+      await untilEnd(page);
+      assert.equal(await offline.getByTestId("chat-stop-reason").textContent(), "Answered");
+      assert.ok((await offline.getByTestId("chat-reply-text").allTextContents()).join("").trim().length > 0);
+      const lines = await page.evaluate(() => window.kilnStatusLines);
+      assert.ok(lines.includes("Loading the model…"), lines.join("\n"));
+      assert.equal(lines.filter((line) => line.startsWith("Downloading")).length, 0, lines.join("\n"));
+    } finally {
+      site.down = false;
+    }
+    assert.equal(site.weightRequests, 2, "nothing downloaded offline");
 
     // Settings' Providers panel: the built-in row deletes the kept files.
     await show(page, "settings");

@@ -463,6 +463,11 @@ test("Settings' models and a reply's limits: the next reply stops at the limit s
   await section.getByTestId("settings-code-model-save").click();
   await said.filter({ hasText: "Code nodes are written with the chat's model." }).waitFor();
   await show(page, "chat");
+  // Read back after a reload, under Kiln's limits again, the reply still counts against the ones it ran under.
+  await page.reload();
+  const reopened = replies(page).first();
+  await reopened.getByTestId("chat-end").waitFor();
+  assert.match(await reopened.getByTestId("chat-caps").textContent(), /^This reply: 1 of its 1 model calls · [\d,]+ of 1,500,000 tokens · \$0\.\d{4} of \$0\.50$/);
   assert.deepEqual(errors, []);
 });
 
