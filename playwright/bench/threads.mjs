@@ -1,10 +1,11 @@
 // Conversation figures in headless Chromium: the write of one message into a
 // kept thread (IndexedDB with strict durability, through the page API; aim
-// ≤ 2 ms), then the app opening a thread of 1,000 messages (navigation to the
-// thread drawn; aim ≤ 500 ms) and the long tasks while it is scrolled from top
-// to bottom (aim: none over 50 ms); and a reload served by the service worker
-// beside the first load. Prints JSON lines that `cargo xtask bench` shows. Not
-// a test: it asserts nothing about time.
+// ≤ 2 ms), beside raw IndexedDB doing the same writes in the same page; then
+// the app opening a thread of 1,000 messages (navigation to the thread drawn;
+// aim ≤ 500 ms) and the long tasks while it is scrolled from top to bottom
+// (aim: none over 50 ms); and a reload served by the service worker beside
+// the first load. Prints JSON lines that `cargo xtask bench` shows. Not a
+// test: it asserts nothing about time.
 import { chromium } from "playwright-core";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -49,6 +50,55 @@ try {
     }
     return { id: thread.id, times };
   }, MESSAGES);
+  // The peer, in the same page: raw IndexedDB doing the writes a kept message
+  // needs — read the thread's record, then one strict transaction that puts
+  // the message (with its words for the history's search, in a multi-entry
+  // index, as Kiln keeps them) and the thread's new count — with no worker
+  // between, no version check and no change feed.
+  const raw = await writer.evaluate(async (MESSAGES) => {
+    const db = await new Promise((resolve, reject) => {
+      const open = indexedDB.open("kiln-bench-raw-thread", 1);
+      open.onupgradeneeded = () => {
+        open.result.createObjectStore("threads");
+        open.result.createObjectStore("messages").createIndex("terms", "t", { multiEntry: true });
+      };
+      open.onsuccess = () => resolve(open.result);
+      open.onerror = () => reject(open.error);
+    });
+    const done = (request) => new Promise((resolve, reject) => {
+      request.onsuccess = () => resolve(request.result);
+      request.onerror = () => reject(request.error);
+    });
+    const committed = (tx) => new Promise((resolve, reject) => {
+      tx.oncomplete = resolve;
+      tx.onerror = () => reject(tx.error);
+      tx.onabort = () => reject(tx.error);
+    });
+    const words = (text) => [...new Set(text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean))];
+    const id = "t-raw";
+    const tx0 = db.transaction("threads", "readwrite", { durability: "strict" });
+    tx0.objectStore("threads").put({ k: id, v: 1, d: JSON.stringify({ id, n_messages: 0 }) }, id);
+    await committed(tx0);
+    const times = [];
+    for (let n = 0; n < MESSAGES; n++) {
+      const text = n % 2
+        ? `Here is answer ${n}. **Cone ${n % 12}** firing:\n\n- bisque first\n- then glaze\n\n\`\`\`js\nconst cone = ${n % 12};\nreturn cone * 100;\n\`\`\`\n`
+        : `Question ${n}: what about cone ${n % 12}?`;
+      const t0 = performance.now();
+      const stored = await done(db.transaction("threads", "readonly").objectStore("threads").get(id));
+      const thread = JSON.parse(stored.d);
+      const seq = thread.n_messages + 1;
+      const tx = db.transaction(["threads", "messages"], "readwrite", { durability: "strict" });
+      const key = `${id}/${String(seq).padStart(10, "0")}`;
+      const message = { thread_id: id, seq, role: n % 2 ? "assistant" : "user", text, created_ms: Date.now() };
+      tx.objectStore("messages").put({ k: key, v: 1, d: JSON.stringify(message), t: words(text) }, key);
+      tx.objectStore("threads").put({ k: id, v: stored.v + 1, d: JSON.stringify({ ...thread, n_messages: seq, updated_ms: Date.now() }) }, id);
+      await committed(tx);
+      times.push(performance.now() - t0);
+    }
+    db.close();
+    return times;
+  }, MESSAGES);
   await writer.close();
   const sorted = [...written.times].sort((a, b) => a - b);
   console.log(
@@ -56,6 +106,8 @@ try {
       figure: `thread write per message, ${MESSAGES} messages (median ms; aim ≤ 2)`,
       value: round(median(written.times)),
       p95: round(sorted[Math.floor(sorted.length * 0.95)]),
+      raw_indexeddb_ms: round(median(raw)),
+      ratio: round(median(written.times) / median(raw)),
     }),
   );
 
