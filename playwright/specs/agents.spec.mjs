@@ -121,12 +121,12 @@ test("an agent made in the Agents view keeps its prompt, its MCP server and a bl
   const refused = page.getByTestId("agent-form-error");
   await refused.waitFor();
   assert.equal(await refused.getAttribute("role"), "alert");
-  assert.match(await refused.textContent(), /agent `docs-helper`: `mcp`: server name `Everything` must be 1 to 32 of `a-z`/);
+  assert.match(await refused.textContent(), /agent docs-helper: mcp: server name Everything must be 1 to 32 of a-z/);
   assert.equal(await row(page, "docs-helper").count(), 0);
   await page.getByTestId("agent-server-name").fill("everything");
   await page.getByTestId("agent-save").click();
   await row(page, "docs-helper").waitFor();
-  assert.equal((await status(page).textContent()).trim(), "Saved Docs helper (`docs-helper`).");
+  assert.equal((await status(page).textContent()).trim(), "Saved Docs helper (docs-helper).");
   assert.equal(await status(page).getAttribute("aria-live"), "polite");
   assert.equal(await page.getByTestId("agent-form").count(), 0);
   const saved = row(page, "docs-helper");
@@ -167,7 +167,7 @@ test("duplicate names a copy with a free slug; delete has Undo; a stale edit is 
   await showAgents(page);
   await row(page, "docs-helper").getByTestId("agent-duplicate").click();
   await row(page, "docs-helper-copy").waitFor();
-  assert.equal((await status(page).textContent()).trim(), "Duplicated Docs helper as Docs helper (copy) (`docs-helper-copy`).");
+  assert.equal((await status(page).textContent()).trim(), "Duplicated Docs helper as Docs helper (copy) (docs-helper-copy).");
   await row(page, "docs-helper").getByTestId("agent-duplicate").click();
   await row(page, "docs-helper-copy-2").waitFor();
   assert.equal(await row(page, "docs-helper-copy-2").getByTestId("agent-row-name").textContent(), "Docs helper (copy)");
@@ -180,7 +180,7 @@ test("duplicate names a copy with a free slug; delete has Undo; a stale edit is 
   // Delete, Undo, delete again.
   await row(page, "docs-helper-copy-2").getByTestId("agent-delete").click();
   await row(page, "docs-helper-copy-2").waitFor({ state: "detached" });
-  assert.match(await status(page).textContent(), /^Deleted Docs helper \(copy\) \(`docs-helper-copy-2`\)\./);
+  assert.match(await status(page).textContent(), /^Deleted Docs helper \(copy\) \(docs-helper-copy-2\)\./);
   await page.waitForFunction(() => document.activeElement?.dataset.testid === "agent-undo");
   await page.getByTestId("agent-undo").click();
   await row(page, "docs-helper-copy-2").waitFor();

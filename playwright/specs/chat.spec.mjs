@@ -99,7 +99,7 @@ async function addProvider(page, provider) {
   await status(page).filter({ hasText: "Saved" }).waitFor();
   assert.equal(
     (await status(page).textContent()).trim(),
-    `Saved \`${provider.name}\` (${provider.label}, model \`${provider.model}\`); the chat uses it now.`,
+    `Saved ${provider.name} (${provider.label}, model ${provider.model}); the chat uses it now.`,
   );
 }
 
@@ -319,11 +319,11 @@ test("a rejected key is an error in the conversation, with its hint", async () =
   assert.equal(await error.getAttribute("role"), "alert");
   assert.match(
     await error.textContent(),
-    /OpenAI-compatible at http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions \(model `gpt-4o-mini`\): the key was rejected \(HTTP 401\): Incorrect API key provided/,
+    /OpenAI-compatible at http:\/\/127\.0\.0\.1:\d+\/v1\/chat\/completions \(model gpt-4o-mini\): the key was rejected \(HTTP 401\): Incorrect API key provided/,
   );
   assert.equal(
     await page.getByTestId("chat-error-hint").textContent(),
-    "hint: check the API key of this provider (the Providers panel in the app; `--key-env VAR` for `kiln chat`)",
+    "hint: check the API key of this provider (the Providers panel in the app; --key-env VAR for kiln chat)",
   );
   // A reply that never started is only the error.
   assert.equal(await replies(page).count(), 0);
@@ -430,7 +430,9 @@ test("Settings' models and a reply's limits: the next reply stops at the limit s
   // A value that does not read is said by name, and nothing is kept.
   await section.getByTestId("limit-turns").fill("zero");
   await section.getByTestId("limits-save").click();
-  assert.equal(await said.textContent(), "Model calls: `zero` is not a whole number");
+  assert.equal(await said.textContent(), "Model calls: zero is not a whole number");
+  // The value it quotes is shown as code, not between backticks.
+  assert.deepEqual(await said.locator("code").allTextContents(), ["zero"]);
   assert.equal(await section.getByTestId("limits-reset").isVisible(), false);
   await section.getByTestId("limit-turns").fill("1");
   await section.getByTestId("limit-usd").fill("$0.50");

@@ -134,9 +134,9 @@ test("skills: the shipped ones are read-only; one made, edited, renamed, kept, d
   // A new skill; the check's sentence first, for a bad name.
   await page.getByTestId("skill-new").click();
   await fillSkill(page, { name: "Packing List", description: "Pack for a trip.", body: "x" });
-  assert.match(await page.getByTestId("skill-form-error").textContent(), /skill name `Packing List` must be 1 to 64 of `a-z`, `0-9` and `-`/);
+  assert.match(await page.getByTestId("skill-form-error").textContent(), /skill name Packing List must be 1 to 64 of a-z, 0-9 and -/);
   await fillSkill(page, { name: "packing", body: "# Packing\n\nRoll, **do not** fold.", tools: "http_request" });
-  await page.getByTestId("skills-status").filter({ hasText: "Saved `packing`." }).waitFor();
+  await page.getByTestId("skills-status").filter({ hasText: "Saved packing." }).waitFor();
   const packing = skillRow(page, "packing");
   await packing.waitFor();
   assert.equal(await packing.getAttribute("data-system"), "false");
@@ -152,20 +152,20 @@ test("skills: the shipped ones are read-only; one made, edited, renamed, kept, d
   await packing.getByTestId("skill-row-description").filter({ hasText: "Pack light for a trip." }).waitFor();
   await skillRow(page, "packing").getByTestId("skill-edit").click();
   await fillSkill(page, { name: "travel-packing" });
-  await page.getByTestId("skills-status").filter({ hasText: "Saved `packing` as `travel-packing`." }).waitFor();
+  await page.getByTestId("skills-status").filter({ hasText: "Saved packing as travel-packing." }).waitFor();
   await skillRow(page, "travel-packing").waitFor();
   assert.equal(await skillRow(page, "packing").count(), 0, "the old name is gone");
   // A rename onto a shipped name is refused with the runtime's sentence.
   await skillRow(page, "travel-packing").getByTestId("skill-edit").click();
   await fillSkill(page, { name: "big-jobs" });
-  assert.equal(await page.getByTestId("skill-form-error").locator(".error-message").textContent(), `Not saved: \`big-jobs\` ${RESERVED}`);
+  assert.equal(await page.getByTestId("skill-form-error").locator(".error-message").textContent(), `Not saved: big-jobs ${RESERVED}`);
   await page.getByTestId("skill-cancel").click();
   await page.getByTestId("skill-form").waitFor({ state: "detached" });
   // So is a new skill with one.
   await page.getByTestId("skill-new").click();
   await fillSkill(page, { name: "web-research", description: "Mine.", body: "x" });
   await page.getByTestId("skill-form-error").filter({ hasText: RESERVED }).waitFor();
-  assert.match(await page.getByTestId("skill-form-error").textContent(), /`web-research` is a system skill that ships with Kiln/);
+  assert.match(await page.getByTestId("skill-form-error").textContent(), /web-research is a system skill that ships with Kiln/);
   await page.getByTestId("skill-cancel").click();
 
   // Kept over a reload.
@@ -190,10 +190,10 @@ test("skills: the shipped ones are read-only; one made, edited, renamed, kept, d
 
   // Delete with Undo, then delete for good.
   await renamed.getByTestId("skill-delete").click();
-  await page.getByTestId("skills-status").filter({ hasText: "Deleted `travel-packing`." }).waitFor();
+  await page.getByTestId("skills-status").filter({ hasText: "Deleted travel-packing." }).waitFor();
   await renamed.waitFor({ state: "detached" });
   await page.getByTestId("skill-undo").click();
-  await page.getByTestId("skills-status").filter({ hasText: "`travel-packing` is back." }).waitFor();
+  await page.getByTestId("skills-status").filter({ hasText: "travel-packing is back." }).waitFor();
   await skillRow(page, "travel-packing").waitFor();
   await skillRow(page, "travel-packing").getByTestId("skill-delete").click();
   await page.getByTestId("skill-undo").waitFor();
@@ -239,16 +239,16 @@ test("secrets: a value set is in no element, field or worker message, before and
   await page.getByTestId("secret-name").fill("DOCS_TOKEN");
   await page.getByTestId("secret-origins").fill("api.example.com");
   await page.getByTestId("secret-save").click();
-  assert.match(await page.getByTestId("secret-form-error").textContent(), /secret `DOCS_TOKEN`: the value must be 1 to 16384 bytes/);
+  assert.match(await page.getByTestId("secret-form-error").textContent(), /secret DOCS_TOKEN: the value must be 1 to 16384 bytes/);
   await value.fill(VALUE);
   // The check can fail: while the value is typed, the field holds it.
   assert.ok((await pageText(page)).includes(VALUE), "the typed value is seen in its field");
   await page.getByTestId("secret-save").click();
-  await page.getByTestId("secret-form-error").filter({ hasText: "`api.example.com` is not an origin" }).waitFor();
+  await page.getByTestId("secret-form-error").filter({ hasText: "api.example.com is not an origin" }).waitFor();
   await page.getByTestId("secret-origins").fill("https://API.example.com/\nhttp://127.0.0.1:9");
   await page.getByTestId("secret-agent-default").check();
   await page.getByTestId("secret-save").click();
-  await page.getByTestId("secrets-status").filter({ hasText: "Saved `DOCS_TOKEN`: its value is sealed and will not be shown again." }).waitFor();
+  await page.getByTestId("secrets-status").filter({ hasText: "Saved DOCS_TOKEN: its value is sealed and will not be shown again." }).waitFor();
   // The form is gone, and its field with it.
   assert.equal(await page.getByTestId("secret-value").count(), 0);
   const row = secretRow(page, "DOCS_TOKEN");
@@ -270,7 +270,7 @@ test("secrets: a value set is in no element, field or worker message, before and
   await page.getByTestId("secret-origins").fill("https://api.example.com");
   await page.getByTestId("secret-agent-default").uncheck();
   await page.getByTestId("secret-save").click();
-  await page.getByTestId("secrets-status").filter({ hasText: "Saved `DOCS_TOKEN`; its value is unchanged." }).waitFor();
+  await page.getByTestId("secrets-status").filter({ hasText: "Saved DOCS_TOKEN; its value is unchanged." }).waitFor();
   await row.getByTestId("secret-row-agents").filter({ hasText: "every agent that names it" }).waitFor();
   assert.equal(await row.getByTestId("secret-row-origins").textContent(), "https://api.example.com");
   // Replace value: a new, empty field; the old value never comes back.
@@ -318,14 +318,14 @@ test("web search and team changes are saved and read back after a reload; a bad 
   const error = page.getByTestId("web-search-error");
   await provider.selectOption("searxng");
   await page.getByTestId("web-search-save").click();
-  assert.equal(await error.locator(".error-message").textContent(), "web search: searxng needs `base_url`, the instance's address (https://searx.example.org)");
+  assert.equal(await error.locator(".error-message").textContent(), "web search: searxng needs base_url, the instance's address (https://searx.example.org)");
   await page.getByTestId("web-search-base-url").fill("searx.example.org");
   await page.getByTestId("web-search-save").click();
-  await error.filter({ hasText: "web search: `base_url` must be an http:// or https:// address, not `searx.example.org`" }).waitFor();
+  await error.filter({ hasText: "web search: base_url must be an http:// or https:// address, not searx.example.org" }).waitFor();
   await page.getByTestId("web-search-base-url").fill("");
   await provider.selectOption("brave");
   await page.getByTestId("web-search-save").click();
-  await error.filter({ hasText: "web search: brave needs its key: put it in the vault and name it in `key_secret`" }).waitFor();
+  await error.filter({ hasText: "web search: brave needs its key: put it in the vault and name it in key_secret" }).waitFor();
   // The key is a secret of the vault, chosen by name.
   await page.getByTestId("web-search-key").selectOption("DOCS_TOKEN");
   await page.getByTestId("web-search-save").click();
@@ -388,7 +388,7 @@ test("an MCP server added in Settings is kept as the default agent's and comes b
   await page.getByTestId("mcp-name").fill("Everything");
   await page.getByTestId("mcp-url").fill(everything.url);
   await page.getByTestId("mcp-add").click();
-  await page.getByTestId("mcp-status").filter({ hasText: "The server name `Everything` must be 1 to 32 of `a-z`" }).waitFor();
+  await page.getByTestId("mcp-status").filter({ hasText: "The server name Everything must be 1 to 32 of a-z" }).waitFor();
   await page.getByTestId("mcp-name").fill("everything");
   await page.getByTestId("mcp-add").click();
   await page.getByTestId("mcp-server-everything").waitFor();

@@ -87,7 +87,7 @@ test("a memory, an upload and a program's run are all found again after a reload
   await show(page, "files");
   await page.getByTestId("files-upload").setInputFiles({ name: "notes.txt", mimeType: "text/plain", buffer: Buffer.from("hello from an upload\n") });
   await page.locator('[data-testid="file-item"][data-name="notes.txt"]').waitFor();
-  assert.match(await page.getByTestId("files-status").textContent(), /^Uploaded `notes\.txt` \(21 B\)\.$/);
+  assert.match(await page.getByTestId("files-status").textContent(), /^Uploaded notes\.txt \(21 B\)\.$/);
 
   const status = await runProgram(page, PROGRAM);
   assert.match(status, /^Completed/, await page.getByTestId("result-panel").textContent());
@@ -182,7 +182,7 @@ test("a memory, an upload and a program's run are all found again after a reload
   const refused = page.getByTestId("files-error");
   await refused.waitFor();
   assert.equal(await refused.getAttribute("role"), "alert");
-  assert.match(await refused.textContent(), /^`glazes` was not deleted: /);
+  assert.match(await refused.textContent(), /^glazes was not deleted: /);
   assert.deepEqual(await fileNames(page), ["glazes", "from-program.txt", "notes.txt"]);
   await page.getByRole("button", { name: "Delete notes.txt" }).click();
   await page.locator('[data-testid="file-item"][data-name="notes.txt"]').waitFor({ state: "detached" });
@@ -222,7 +222,7 @@ test("two tabs: a memory saved in one appears in the other, and a delete there r
     await a.getByTestId("provider-base-url").fill("http://127.0.0.1:9");
     await a.getByTestId("provider-model").fill("llama3.2");
     await a.getByTestId("provider-save").click();
-    await a.getByTestId("provider-status").filter({ hasText: "Saved `tab provider`" }).waitFor();
+    await a.getByTestId("provider-status").filter({ hasText: "Saved tab provider" }).waitFor();
     await b.locator('[data-testid="provider-item"][data-name="tab provider"]').waitFor({ state: "attached", timeout: 10_000 });
     assert.equal(await b.getByTestId("chat-provider").inputValue(), "tab provider", "the pick follows too");
     await a.getByRole("button", { name: "Remove tab provider" }).click();
@@ -309,7 +309,7 @@ test("an edit over a stale version is refused with the person's text kept; Reloa
     assert.equal(await conflict.getAttribute("role"), "alert");
     assert.equal(
       (await conflict.locator(".error-message").textContent()).trim(),
-      `Your edit of memory \`${id}\` was not saved: \`${id}\` in memories was changed elsewhere (expected version 1, found 2); nothing was written`,
+      `Your edit of memory ${id} was not saved: ${id} in memories was changed elsewhere (expected version 1, found 2); nothing was written`,
     );
     assert.equal(await conflict.locator(".error-hint").textContent(), "hint: reload it and apply the change again");
     assert.equal(await inB.getByTestId("memory-edit-text").inputValue(), "Cone 6 is about 1240 degrees (edited in B)", "nothing typed is lost");
@@ -388,7 +388,7 @@ test("a used-up quota is named with its hint, keeps the typed text, and writes n
       await page.getByTestId("files-upload").setInputFiles({ name: "big.bin", mimeType: "application/octet-stream", buffer: Buffer.alloc(2_000_000, 7) });
       const fileError = page.getByTestId("files-error");
       await fileError.waitFor();
-      assert.match(await fileError.locator(".error-message").textContent(), /^`big\.bin` was not uploaded: .*the browser's storage quota for this site is used up.*; nothing was written$/);
+      assert.match(await fileError.locator(".error-message").textContent(), /^big\.bin was not uploaded: .*the browser's storage quota for this site is used up.*; nothing was written$/);
       assert.match(await fileError.locator(".error-hint").textContent(), /^hint: delete old files or memories/);
       await page.getByTestId("files-panel").screenshot({ path: "/tmp/kiln-ui-quota-files.png" });
     } finally {
@@ -457,7 +457,7 @@ test("providers an earlier Kiln kept in localStorage are imported once, then the
     await page.getByTestId("providers-notice").waitFor();
     assert.match(
       await page.getByTestId("providers-notice").textContent(),
-      /^The saved providers \(`localStorage` key `kiln\.providers\.v1`\) could not be read \(.+\) and were ignored; saving a provider replaces them\.$/,
+      /^The saved providers \(localStorage key kiln\.providers\.v1\) could not be read \(.+\) and were ignored; saving a provider replaces them\.$/,
     );
     // Nothing was imported: the chat's provider is the in-browser model.
     await page.waitForFunction(() => document.querySelector('[data-testid="chat-provider"]')?.value === "In-browser SmolLM2 (135M)");

@@ -17,6 +17,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::said::said;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -1229,7 +1230,7 @@ fn AgentForm(
                                 }
                                 let line = secret_rows().into_iter().find(|line| line.name == chosen)?;
                                 let problem = auth_problem(&url(), &line)?;
-                                Some(view! { <p class="hint" data-testid="agent-server-auth-problem">{problem}</p> })
+                                Some(view! { <p class="hint" data-testid="agent-server-auth-problem">{said(problem)}</p> })
                             };
                             let auth_id = format!("agent-server-auth-{id}");
                             view! {

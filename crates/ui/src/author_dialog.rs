@@ -10,6 +10,7 @@
 //! no edge behind. It is a modal `<dialog>`: the keyboard stays in it, and
 //! the focus goes back to the button that opened it.
 
+use crate::said::said;
 use leptos::html;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -444,7 +445,7 @@ where
                     <label><span><code>{name.clone()}</code>" "<span class="slot-type">{ty.to_string()}</span></span>
                         <input type="text" class="sample" data-testid="author-sample" data-slot=name.clone() placeholder=example(&ty) value=shown on:change=set />
                     </label>
-                    {move || problem.get().map(|problem| view! { <p class="failure" role="alert">{problem}</p> })}
+                    {move || problem.get().map(|problem| view! { <p class="failure" role="alert">{said(problem)}</p> })}
                 </li>
             }
         }).collect_view().into_any()
@@ -537,10 +538,10 @@ where
                 <pre data-testid="author-payload-text">{payload_text}</pre>
             </details>
             <p class="author-status" role="status" aria-live="polite" data-testid="author-status">
-                {move || status().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{text}</span> })}
+                {move || status().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{said(text)}</span> })}
             </p>
             {move || errors().map(|errors| view! {
-                <ul class="failure" data-testid="author-errors">{errors.into_iter().map(|e| view! { <li>{e}</li> }).collect_view()}</ul>
+                <ul class="failure" data-testid="author-errors">{errors.into_iter().map(|e| view! { <li>{said(e)}</li> }).collect_view()}</ul>
             })}
             {move || match generation.get() {
                 Generation::Accepted { node, summary, .. } => Some(view! {
@@ -589,7 +590,7 @@ fn slot_list<'a>(slots: impl IntoIterator<Item = (&'a str, &'a SlotType)>) -> St
 /// among them), the console and the error.
 fn preview_view(ran: Result<Value, String>) -> impl IntoView {
     match ran {
-        Err(problem) => view! { <p class="failure" data-testid="preview-error">{format!("The preview did not run: {problem}")}</p> }.into_any(),
+        Err(problem) => view! { <p class="failure" data-testid="preview-error">{said(format!("The preview did not run: {problem}"))}</p> }.into_any(),
         Ok(ran) => {
             let outputs: Vec<(String, String)> = ran["outputs"]
                 .as_object()
@@ -610,9 +611,9 @@ fn preview_view(ran: Result<Value, String>) -> impl IntoView {
                         <dt><code>{name.clone()}</code></dt><dd><pre data-testid="preview-output" data-slot=name>{value}</pre></dd>
                     }).collect_view()}</dl>
                     {(!warnings.is_empty()).then(|| view! {
-                        <ul class="warnings" data-testid="preview-warnings">{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
+                        <ul class="warnings" data-testid="preview-warnings">{warnings.into_iter().map(|w| view! { <li>{said(w)}</li> }).collect_view()}</ul>
                     })}
-                    {error.map(|error| view! { <p class="failure" data-testid="preview-error">{error}</p> })}
+                    {error.map(|error| view! { <p class="failure" data-testid="preview-error">{said(error)}</p> })}
                     {(!console.is_empty()).then(|| view! {
                         <ol class="console">{console.into_iter().map(|line| view! { <li>{line}</li> }).collect_view()}</ol>
                     })}

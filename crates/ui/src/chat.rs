@@ -17,6 +17,7 @@
 //! (the runtime worker's `model_status`), and a failure to load it offers Retry and Clear
 //! cached model.
 
+use crate::said::said;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -1207,7 +1208,7 @@ pub(crate) fn Chat(
         <section class="chat" data-testid="chat" aria-labelledby="chat-title">
             <h2 id="chat-title" class="md-sr-only">"Chat"</h2>
             {move || store.notice.get().map(|notice| view! {
-                <p class="chat-notice" data-testid="providers-notice" role="status">{notice}</p>
+                <p class="chat-notice" data-testid="providers-notice" role="status">{said(notice)}</p>
             })}
             <ChatBar chat=chat />
             {move || (chat.entries.with(Vec::is_empty) && !chat.opening.get()).then(|| match greeting.clone() {
@@ -1569,8 +1570,8 @@ fn entry_view(entry: Entry, chat: Conversation) -> AnyView {
         Item::Error { text, hint } => view! {
             <li class="chat-message error" data-testid="chat-error" role="alert">
                 <span class="who">"Error"</span>
-                <p class="text">{text}</p>
-                {hint.map(|hint| view! { <p class="hint" data-testid="chat-error-hint">{hint}</p> })}
+                <p class="text">{said(text)}</p>
+                {hint.map(|hint| view! { <p class="hint" data-testid="chat-error-hint">{said(hint)}</p> })}
                 <p class="hint">"This exchange is left out of the conversation sent next time."</p>
             </li>
         }
@@ -1599,7 +1600,7 @@ fn model_status_view(reply: RwSignal<Reply>) -> impl IntoView {
             class:waiting=move || matches!(line(), Some(ModelLine::Working(_)))
             class:note=move || matches!(line(), Some(ModelLine::Ready { .. }))>{text}</p>
         {move || warning().map(|warning| view! {
-            <p class="hint note" data-testid="chat-model-warning">{warning}</p>
+            <p class="hint note" data-testid="chat-model-warning">{said(warning)}</p>
         })}
     }
 }
@@ -1637,8 +1638,8 @@ fn model_error_view(id: usize, failed: ModelError, chat: Conversation) -> AnyVie
     view! {
         <li class="chat-message error" data-testid="chat-error" role="alert">
             <span class="who">"Error"</span>
-            <p class="text">{text}</p>
-            {hint.map(|hint| view! { <p class="hint" data-testid="chat-error-hint">{hint}</p> })}
+            <p class="text">{said(text)}</p>
+            {hint.map(|hint| view! { <p class="hint" data-testid="chat-error-hint">{said(hint)}</p> })}
             <div class="actions">
                 <button type="button" class="small" data-testid="chat-model-retry"
                     disabled=move || chat.streaming.get()
@@ -1845,6 +1846,6 @@ fn step_view(
             <p class="asked" data-testid="chat-asked">"Asked you: "{card_text(&question)}</p>
         }
         .into_any(),
-        Step::Note(note) => view! { <p class="note hint" data-testid="chat-note">{note}</p> }.into_any(),
+        Step::Note(note) => view! { <p class="note hint" data-testid="chat-note">{said(note)}</p> }.into_any(),
     }
 }

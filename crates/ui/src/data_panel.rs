@@ -137,7 +137,7 @@ pub(crate) fn KeepOffer(kept: Signal<bool>) -> impl IntoView {
             </section>
         })}
         {move || said.get().map(|text| view! {
-            <p class="keep-said hint" role="status" data-testid="keep-offer-said">{text}" "
+            <p class="keep-said hint" role="status" data-testid="keep-offer-said">{crate::said::said(text)}" "
                 <button type="button" class="icon" data-testid="keep-offer-dismiss" aria-label="Dismiss"
                     on:click=move |_| said.set(None)>"\u{2715}"</button>
             </p>
@@ -325,7 +325,7 @@ pub(crate) fn DataSettings(storage: StorageSignals) -> impl IntoView {
                 }}</p>
                 <button type="button" data-testid="persist-ask" hidden=move || kept.get() == Some(true)
                     on:click=move |_| keep()>"Keep my data"</button>
-                {move || said.get().map(|text| view! { <p class="hint" data-testid="persist-said" role="status">{text}</p> })}
+                {move || said.get().map(|text| view! { <p class="hint" data-testid="persist-said" role="status">{crate::said::said(text)}</p> })}
             </div>
             <div class="export">
                 <label class="inline"><input type="checkbox" data-testid="export-keys" prop:checked=include_keys
@@ -356,7 +356,7 @@ pub(crate) fn DataSettings(storage: StorageSignals) -> impl IntoView {
                 }}
             </div>
             {move || status.get().map(|done| match done {
-                Ok(text) => view! { <p class="status success" data-testid="data-status" role="status">{text}</p> }.into_any(),
+                Ok(text) => view! { <p class="status success" data-testid="data-status" role="status">{crate::said::said(text)}</p> }.into_any(),
                 Err(error) => crate::storage::error_alert("data-error", error).into_any(),
             })}
         </section>

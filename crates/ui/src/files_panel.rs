@@ -4,6 +4,7 @@
 //! folders, and deleting one file or one empty folder (the store refuses the
 //! rest, and says why).
 
+use crate::said::said;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use wasm_bindgen::JsCast as _;
@@ -232,7 +233,7 @@ pub(crate) fn FilesPanel(storage: StorageSignals) -> impl IntoView {
             })}
             <Breadcrumb files=files />
             <FileActions files=files />
-            <p class="hint" role="status" data-testid="files-status">{move || files.status.get()}</p>
+            <p class="hint" role="status" data-testid="files-status">{move || files.status.get().map(said)}</p>
             {move || files.error.get().map(|error| error_alert("files-error", error))}
             {load_status(listing, "files-list-error", "files-empty", |entries: &Vec<DirEntry>| {
                 entries.is_empty().then(|| "This folder is empty.".to_owned())

@@ -8,6 +8,7 @@
 //! the others when it is not among them (older than the newest, or not a
 //! search's hit); a job the workspace does not have is said so.
 
+use crate::said::said;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
 
@@ -188,7 +189,7 @@ pub(crate) fn HistoryPanel(storage: StorageSignals) -> impl IntoView {
         linked_job.with(|read| match read {
             Some(Err(error)) if error.code == "not_found" => {
                 let id = linked.get().unwrap_or_default();
-                Some(view! { <p class="hint" data-testid="history-missing" role="status">{missing_line(&id)}</p> }.into_any())
+                Some(view! { <p class="hint" data-testid="history-missing" role="status">{said(missing_line(&id))}</p> }.into_any())
             }
             Some(Err(error)) => Some(error_alert("history-error", error.clone()).into_any()),
             _ => None,

@@ -36,6 +36,8 @@
 //! - `agent_view`: an agent turn as the chat shows it, folded from its events.
 //! - `activity`: the chat's side panel: a reply's execution tree, live, and the details of
 //!   the action or call picked there, with what the model reads of it.
+//! - `said`: Kiln's own sentences (statuses, errors, hints) with the names they quote in
+//!   backticks shown as code.
 //! - `agents_panel`: the Agents view, the workspace's agent profiles and the form that
 //!   writes one (its skills, secrets and MCP servers with their Authorization secret), and
 //!   under it the agent's schedules (`agents_panel::schedules`); the list the chat's agent
@@ -89,6 +91,7 @@ mod provider_store;
 mod providers_panel;
 mod route;
 mod runtime;
+mod said;
 mod secrets_panel;
 mod settings_panel;
 mod skills_panel;

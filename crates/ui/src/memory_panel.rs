@@ -7,6 +7,7 @@
 
 use std::collections::HashMap;
 
+use crate::said::said;
 use leptos::prelude::*;
 
 use kiln_types::records::{DEFAULT_AGENT, EntryMeta, Job, Mark, Memory};
@@ -459,7 +460,7 @@ fn NewMemory(durable: Durable) -> impl IntoView {
             <div class="actions">
                 <button type="submit" data-testid="memory-save"
                     disabled=move || saving.get() || durable.storage.stores.with(Option::is_none)>"Save memory"</button>
-                <span class="hint" role="status" data-testid="memory-status">{move || durable.status.get()}</span>
+                <span class="hint" role="status" data-testid="memory-status">{move || durable.status.get().map(said)}</span>
             </div>
         </form>
     }

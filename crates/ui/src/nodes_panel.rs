@@ -13,6 +13,7 @@
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::said::said;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{Map, Value, json};
@@ -551,7 +552,7 @@ pub(crate) fn NodesPanel(
                 </Show>
             </div>
             <p class="nodes-status" role="status" aria-live="polite" data-testid="nodes-status">
-                {move || nodes.status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{text}</span> })}
+                {move || nodes.status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{said(text)}</span> })}
             </p>
             {move || nodes.save_error.get().map(|error| crate::storage::error_alert("nodes-save-error", error))}
             {move || nodes.sheet.with(|sheet| sheet.nodes.is_empty()).then(|| view! {
@@ -794,8 +795,8 @@ fn InputHandle(nodes: Nodes, to: SlotRef, ty: kiln_types::node::SlotType) -> imp
                 <input type="text" class="sample" data-testid="sample" aria-label=value_label.clone() placeholder=placeholder.clone()
                     prop:value=sample on:change=set_sample />
             })}
-            {move || sample_error.get().map(|error| view! { <p class="failure" role="alert" data-testid="sample-error">{error}</p> })}
-            {move || refusal().map(|reason| view! { <p class="failure" role="alert" data-testid="connect-refusal">{reason}</p> })}
+            {move || sample_error.get().map(|error| view! { <p class="failure" role="alert" data-testid="sample-error">{said(error)}</p> })}
+            {move || refusal().map(|reason| view! { <p class="failure" role="alert" data-testid="connect-refusal">{said(reason)}</p> })}
         </li>
     }
 }
@@ -853,10 +854,10 @@ fn result_view(result: Value) -> impl IntoView {
     let line = format!("{status} · {duration:.0} ms");
     view! {
         <div class=format!("node-result node-{status}") data-testid="node-result" data-status=status.clone()>
-            <p class="node-status" data-testid="node-status">{line}</p>
-            {error.map(|error| view! { <p class="failure" data-testid="node-error">{error}</p> })}
+            <p class="node-status" data-testid="node-status">{said(line)}</p>
+            {error.map(|error| view! { <p class="failure" data-testid="node-error">{said(error)}</p> })}
             {(!warnings.is_empty()).then(|| view! {
-                <ul class="warnings" data-testid="node-warnings">{warnings.into_iter().map(|w| view! { <li>{w}</li> }).collect_view()}</ul>
+                <ul class="warnings" data-testid="node-warnings">{warnings.into_iter().map(|w| view! { <li>{said(w)}</li> }).collect_view()}</ul>
             })}
             {(!console.is_empty()).then(|| view! {
                 <ol class="console" data-testid="node-console" aria-label="Console">
@@ -939,7 +940,7 @@ fn NodeEditor(nodes: Nodes, id: String, node: CodeNode, editing: RwSignal<bool>)
                 <textarea data-testid="edit-outputs" prop:value=move || outputs.get() on:input=move |e| outputs.set(event_target_value(&e))></textarea></label>
             <label>"Code: the body of an async function that reads its inputs by name and returns one key per output"
                 <textarea class="code" data-testid="edit-code" spellcheck="false" prop:value=move || code.get() on:input=move |e| code.set(event_target_value(&e))></textarea></label>
-            {move || problem.get().map(|problem| view! { <p class="failure" role="alert" data-testid="edit-problem">{problem}</p> })}
+            {move || problem.get().map(|problem| view! { <p class="failure" role="alert" data-testid="edit-problem">{said(problem)}</p> })}
             <div class="actions">
                 <button type="button" data-testid="edit-save" on:click=save>"Save"</button>
                 <button type="button" class="secondary" on:click=move |_| editing.set(false)>"Cancel"</button>

@@ -8,6 +8,7 @@
 
 use std::future::Future;
 
+use crate::said::said;
 use leptos::ev::KeyboardEvent;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
@@ -257,7 +258,7 @@ impl<Deleted: Send + Sync + 'static> PanelState<Deleted> {
         let (status, failure, action_error) = (self.status, self.failure, self.names.action_error);
         view! {
             <div class="agents-status" data-testid=self.names.status role="status" aria-live="polite">
-                {move || status.get().map(|text| view! { <span>{text}</span> })}
+                {move || status.get().map(|text| view! { <span>{said(text)}</span> })}
                 {undo}
             </div>
             {move || failure.get().map(|error| error_alert(action_error, error))}

@@ -7,6 +7,7 @@
 
 use std::collections::BTreeSet;
 
+use crate::said::said;
 use leptos::prelude::*;
 use wasm_bindgen::JsCast as _;
 
@@ -186,7 +187,7 @@ pub(crate) fn plan_tree(
     view! {
         <section class=format!("plan-tree plan-{status}") data-testid="plan-tree" data-status=status.clone() aria-label="The plan's progress">
             <h4>"◆ Plan: "{card_text(&plan.title)}<span class="meta">" · "{plan.progress()}" · "{status.clone()}</span></h4>
-            {refusal.map(|why| view! { <p class="refused" data-testid="plan-refused">{why}</p> })}
+            {refusal.map(|why| view! { <p class="refused" data-testid="plan-refused">{said(why)}</p> })}
             <ul class="plan-tasks">{tasks}</ul>
         </section>
     }

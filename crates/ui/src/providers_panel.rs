@@ -6,6 +6,7 @@
 //! provider's own list, "Test connection" and "Load models" through the runtime
 //! worker.
 
+use crate::said::said;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 
@@ -470,8 +471,8 @@ fn ProviderFormView(form: Form) -> impl IntoView {
             </div>
             <p class="provider-status" data-testid="provider-status" role="status">
                 {move || status.get().map(|status| view! {
-                    <span class=status.tone>{status.text}</span>
-                    {status.hint.map(|hint| view! { <span class="hint">{hint}</span> })}
+                    <span class=status.tone>{said(status.text)}</span>
+                    {status.hint.map(|hint| view! { <span class="hint">{said(hint)}</span> })}
                 })}
             </p>
         </form>

@@ -13,6 +13,7 @@
 //! words. The plain logic (a form to its `secrets.put`, the lines a secret's
 //! row says, the web search form to its setting) is apart and tested natively.
 
+use crate::said::said;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde_json::{Value, json};
@@ -688,7 +689,7 @@ pub(crate) fn WebSearchSetting(
                 </div>
                 {move || problem.get().map(|error| error_alert("web-search-error", error))}
                 <p class="mcp-status" role="status" data-testid="web-search-status">
-                    {move || status.get().map(|text| view! { <span class="ok">{text}</span> })}
+                    {move || status.get().map(|text| view! { <span class="ok">{said(text)}</span> })}
                 </p>
                 <div class="actions">
                     <button type="submit" data-testid="web-search-save">"Save web search"</button>

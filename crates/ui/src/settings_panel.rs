@@ -139,7 +139,7 @@ pub(crate) fn Permissions(
                 Ok(false) => "Tools and permissions (loading…)".to_owned(),
                 Err(_) => "Tools and permissions (unavailable)".to_owned(),
             }}</summary>
-            {move || catalog.get().err().map(|text| view! { <p class="failure" role="alert" data-testid="tools-error">{text}</p> })}
+            {move || catalog.get().err().map(|text| view! { <p class="failure" role="alert" data-testid="tools-error">{crate::said::said(text)}</p> })}
             <div class="permission-settings">
                 <label>
                     "Mode "
@@ -154,7 +154,7 @@ pub(crate) fn Permissions(
                     " Auto-run brake (code-execution tools always ask)"
                 </label>
             </div>
-            {move || settings_error.get().map(|text| view! { <p class="failure" role="alert" data-testid="settings-error">{text}</p> })}
+            {move || settings_error.get().map(|text| view! { <p class="failure" role="alert" data-testid="settings-error">{crate::said::said(text)}</p> })}
             <div class="tool-scroll">
                 <table class="tool-table">
                     <thead><tr><th>"Tool"</th><th>"Category"</th><th>"From"</th><th>"Setting"</th></tr></thead>
@@ -417,7 +417,7 @@ pub(crate) fn McpServers(
                 <button type="submit" data-testid="mcp-add" disabled=connecting>"Add server"</button>
             </form>
             <p class="mcp-status" data-testid="mcp-status" role="status">
-                {move || status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{text}</span> })}
+                {move || status.get().map(|(ok, text)| view! { <span class=if ok { "ok" } else { "failure" }>{crate::said::said(text)}</span> })}
             </p>
             <ul>
                 <For each=move || listed.get() key=|server| (server.name.clone(), server.url.clone(), server.auth_secret.clone()) let:server>
@@ -584,7 +584,7 @@ pub(crate) fn NetworkSetting(sources: Sources, storage: storage::StorageSignals)
                 </Show>
             </div>
             {move || problem.get().map(|why| view! {
-                <p class="mcp-status" role="alert"><span class="failure" data-testid="network-error">{why}</span></p>
+                <p class="mcp-status" role="alert"><span class="failure" data-testid="network-error">{crate::said::said(why)}</span></p>
             })}
         </div>
     }
@@ -771,8 +771,8 @@ pub(crate) fn ModelsAndLimits(
                 <p class="hint">"Each message's reply stops, and says which limit it reached, when it has made this many model calls, used this many tokens (in and out) or spent this much. The caps line under a reply counts against them."</p>
             </form>
             {move || status.get().map(|said| match said {
-                Ok(text) => view! { <p class="status success" data-testid="models-limits-status" role="status">{text}</p> }.into_any(),
-                Err(text) => view! { <p class="status failure" data-testid="models-limits-status" role="alert">{text}</p> }.into_any(),
+                Ok(text) => view! { <p class="status success" data-testid="models-limits-status" role="status">{crate::said::said(text)}</p> }.into_any(),
+                Err(text) => view! { <p class="status failure" data-testid="models-limits-status" role="alert">{crate::said::said(text)}</p> }.into_any(),
             })}
         </section>
     }

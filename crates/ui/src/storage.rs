@@ -7,6 +7,7 @@
 
 use std::rc::Rc;
 
+use crate::said::said;
 use leptos::prelude::*;
 use leptos::task::spawn_local;
 use serde::de::DeserializeOwned;
@@ -198,8 +199,8 @@ pub(crate) fn StorageBanner(storage: StorageSignals) -> impl IntoView {
 #[component]
 pub(crate) fn ErrorLines(error: ErrorText) -> impl IntoView {
     view! {
-        <p class="error-message" data-code=error.code>{error.message}</p>
-        {error.hint.map(|hint| view! { <p class="hint error-hint">{hint}</p> })}
+        <p class="error-message" data-code=error.code>{said(error.message)}</p>
+        {error.hint.map(|hint| view! { <p class="hint error-hint">{said(hint)}</p> })}
     }
 }
 
@@ -226,7 +227,7 @@ where
         Suspend::new(async move {
             resource.await.map(|found| {
                 found.as_ref().and_then(empty).map(|text| {
-                    view! { <p class="hint" data-testid=empty_testid>{text}</p> }
+                    view! { <p class="hint" data-testid=empty_testid>{said(text)}</p> }
                 })
             })
         })

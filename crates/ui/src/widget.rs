@@ -22,6 +22,7 @@ use std::cell::{Cell, RefCell};
 use std::collections::HashMap;
 use std::rc::Rc;
 
+use crate::said::said;
 use futures::FutureExt as _;
 use futures::channel::oneshot;
 use futures::future::LocalBoxFuture;
@@ -462,7 +463,7 @@ pub fn Widget() -> impl IntoView {
                 Phase::Refused(reason) => view! {
                     <section class="widget-refused" data-testid="widget-refused" role="alert">
                         <h1>"This chat is not available here"</h1>
-                        <p>{reason}</p>
+                        <p>{said(reason)}</p>
                     </section>
                 }.into_any(),
                 Phase::Ready(settled) => view! { <Panel bridge=shell.get_value() settled=*settled /> }.into_any(),
