@@ -596,11 +596,14 @@ pub(crate) fn NetworkSetting(sources: Sources, storage: storage::StorageSignals)
 pub(crate) struct Limits(pub RwSignal<Option<TurnLimits>>);
 
 /// Follows the stored limits: read when storage opens and again when any tab
-/// changes the configuration.
+/// changes the configuration. The signal changes only when the limits do, so
+/// a change to another setting leaves what a person is typing in the form.
 pub(crate) fn follow_limits(storage: storage::StorageSignals) -> Limits {
     let limits = RwSignal::new(None);
     storage::follow_config(storage, move |config| {
-        limits.set(config.settings.turn_limits);
+        if limits.get_untracked() != config.settings.turn_limits {
+            limits.set(config.settings.turn_limits);
+        }
     });
     Limits(limits)
 }
@@ -674,8 +677,15 @@ pub(crate) fn ModelsAndLimits(
         tokens.set(kiln_types::permission::group_digits(shown.max_tokens));
         usd.set(format!("{:.2}", shown.max_cost_cents as f64 / 100.0));
     });
+    // The field follows the stored model when that changes, not on every
+    // change to the configuration (which would undo what is being typed).
+    let stored_code_model = StoredValue::new(None::<Option<String>>);
     storage::follow_config(storage, move |config| {
-        code_model.set(config.settings.code_model.unwrap_or_default());
+        let stored = config.settings.code_model;
+        if stored_code_model.get_value().as_ref() != Some(&stored) {
+            code_model.set(stored.clone().unwrap_or_default());
+            stored_code_model.set_value(Some(stored));
+        }
     });
     let act = move |verb: &'static str, args: Value, done: String| {
         let Some(stores) = storage.stores.get_untracked() else {
