@@ -4,8 +4,9 @@
 // in-browser model, with its honest note by the message box; the first message
 // shows the download as it goes (bytes and percent), then the loading, then a
 // note that it loaded, and a reply; Stop ends a long generation like any other
-// turn's; once downloaded it answers with the server gone (offline). Set KILN_SCREENSHOTS to a folder to keep pictures of the chat during
-// the download and after the reply.
+// turn's; once downloaded it answers with the server gone (offline). Set
+// KILN_SCREENSHOTS to a folder to keep pictures of the chat during the download
+// and after the reply.
 import assert from "node:assert/strict";
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";

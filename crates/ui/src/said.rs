@@ -20,8 +20,9 @@ pub(crate) enum Span<'a> {
 /// with nothing between, stays as it is.
 pub(crate) fn spans(text: &str) -> Vec<Span<'_>> {
     let mut out = Vec::new();
+    // `rest` is what is left after the last pair; the search for the next
+    // opening backtick starts at `at` within it.
     let mut rest = text;
-    let mut plain_from = 0;
     let mut at = 0;
     while let Some(open) = rest[at..].find('`').map(|found| at + found) {
         let Some(close) = rest[open + 1..].find('`').map(|found| open + 1 + found) else {
@@ -32,16 +33,15 @@ pub(crate) fn spans(text: &str) -> Vec<Span<'_>> {
             at = close + 1;
             continue;
         }
-        if open > plain_from {
-            out.push(Span::Text(&rest[plain_from..open]));
+        if open > 0 {
+            out.push(Span::Text(&rest[..open]));
         }
         out.push(Span::Code(&rest[open + 1..close]));
         rest = &rest[close + 1..];
-        plain_from = 0;
         at = 0;
     }
-    if plain_from < rest.len() {
-        out.push(Span::Text(&rest[plain_from..]));
+    if !rest.is_empty() {
+        out.push(Span::Text(rest));
     }
     out
 }
