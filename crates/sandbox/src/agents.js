@@ -1,15 +1,14 @@
-// `agents`, the guest's sub-agents. Evaluated once per context (in its own
-// script, so it shifts no position of the program's); called once per run,
-// before any guest code, with the run's functions for run_subtask,
-// start_subtask and wait_subtasks (`undefined` for one the run does not
-// have). Each method is exactly one call of one of them, so the host's
-// ladder decides, counts and scrubs it like any other tool call.
-(function (runSubtask, startSubtask, waitSubtasks) {
+// `agents`, the guest's sub-agents. Evaluated the first time a run's program
+// reads `agents` (in its own script, so it shifts no position of the
+// program's) and called with the built-ins it uses, captured before the
+// program ran (so a program that replaces them changes nothing here), and the
+// run's functions for run_subtask, start_subtask and wait_subtasks
+// (`undefined` for one the run does not have). Each method is exactly one
+// call of one of them, so the host's ladder decides, counts and scrubs it
+// like any other tool call.
+(function (originals, runSubtask, startSubtask, waitSubtasks) {
   "use strict";
-  // Captured before the program runs: a program that replaces them changes
-  // nothing here.
-  const freeze = Object.freeze;
-  const NoTool = TypeError;
+  const { freeze, NoTool } = originals;
 
   const call = (tool, method, name, args) => {
     if (tool === undefined) {
@@ -43,8 +42,9 @@
       return call(waitSubtasks, "wait", "wait_subtasks", args);
     },
   };
-  for (const name of ["run", "start", "wait"]) {
-    freeze(agents[name]);
-  }
+  // Not a loop over an array: the program may have replaced its iterator.
+  freeze(agents.run);
+  freeze(agents.start);
+  freeze(agents.wait);
   return freeze(agents);
 })

@@ -14,7 +14,7 @@
 //! Boa recurses on the host's stack with no bound of its own, so the sandbox
 //! bounds what it can see: a program's source nesting (`kiln_jscheck`'s
 //! depth check, before the parse), the native built-ins that recurse over a
-//! value (`depth.js`, [`MAX_NATIVE_DEPTH`]) and values leaving the guest
+//! value (the `depth` module, [`MAX_NATIVE_DEPTH`]) and values leaving the guest
 //! ([`kiln_types::MAX_VALUE_DEPTH`]), each chosen with the stacks the hosts give
 //! ([`NATIVE_STACK_BYTES`]; 8 MiB in the sandbox worker's wasm). One thing is
 //! not bounded: a long prototype chain, since an ordinary property lookup
@@ -58,6 +58,7 @@ pub mod agents;
 pub mod catalog;
 pub mod clock;
 mod console;
+mod depth;
 mod executor;
 mod finish;
 mod format;
@@ -99,6 +100,7 @@ use crate::tools::{NoTools, SharedRunTools, ToolHost};
 /// The name of the engine, as reported to hosts.
 pub const ENGINE: &str = "boa 0.22";
 
+pub use depth::MAX_NATIVE_DEPTH;
 pub use sleep::MAX_SLEEP_MS;
 
 /// Guest code is placed inside this wrapper so that top-level `await` and `return`
@@ -165,15 +167,6 @@ fn remove_waits(context: &mut Context) -> JsResult<()> {
     Ok(())
 }
 
-/// Bounds on the engine's native recursion (see `depth.js`): the built-ins
-/// that recurse on the host stack over a program's values count how deep they
-/// are and throw a catchable `RangeError` past [`MAX_NATIVE_DEPTH`].
-const DEPTH: &str = include_str!("depth.js");
-
-/// How deep proxies, bound functions and the array and JSON built-ins may
-/// nest inside each other (`depth.js` says the same).
-pub const MAX_NATIVE_DEPTH: usize = 128;
-
 /// The stack a native host gives the thread a sandbox runs on. The engine
 /// recurses on it (the parser once per level of a program's nesting, the
 /// built-ins once per level of a value's, both bounded here), and a debug
@@ -182,14 +175,14 @@ pub const MAX_NATIVE_DEPTH: usize = 128;
 /// its `build.rs`.)
 pub const NATIVE_STACK_BYTES: usize = 64 << 20;
 
-fn bound_native_depth(context: &mut Context) -> JsResult<()> {
-    context.eval(Source::from_bytes(DEPTH)).map(drop)
-}
-
 impl Sandbox {
-    /// Builds the context: intrinsics, the string-compilation hook, `console`,
-    /// `sleep`, `waitFor` and `workspace`'s definition. `tools`, `workspace`
-    /// and the budgets come with the run.
+    /// Builds the context: intrinsics, the string-compilation hook, the
+    /// bounds on native recursion, `console`, `sleep`, `waitFor`, the
+    /// standard library's placeholders and the built-ins the namespaces
+    /// capture. No JavaScript is parsed here: what is written in JavaScript
+    /// (`waitFor`, the standard library, `workspace`, `agents`) is evaluated
+    /// when a program first touches it. `tools`, `workspace`, `agents` and
+    /// the budgets come with the run.
     ///
     /// # Errors
     ///
@@ -207,7 +200,7 @@ impl Sandbox {
                 .build()?;
             inspect::capture_intrinsics(&mut context)?;
             remove_waits(&mut context)?;
-            bound_native_depth(&mut context)?;
+            depth::install(&mut context)?;
             console::install(&mut context, console.clone())?;
             sleep::install(&mut context)?;
             progress::install(&mut context, progress.clone())?;

@@ -11,9 +11,13 @@ use std::time::Duration;
 
 use crate::clock::{Moment, RunClock};
 use boa_engine::job::NativeAsyncJob;
+use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::object::builtins::JsPromise;
 use boa_engine::property::Attribute;
-use boa_engine::{Context, JsNativeError, JsResult, JsValue, NativeFunction, Source, js_string};
+use boa_engine::{
+    Context, JsNativeError, JsObject, JsResult, JsValue, NativeFunction, Source, js_string,
+};
+use boa_gc::{Gc, GcRefCell};
 
 /// The longest single sleep, in milliseconds.
 pub const MAX_SLEEP_MS: f64 = 10_000.0;
@@ -21,21 +25,67 @@ pub const MAX_SLEEP_MS: f64 = 10_000.0;
 /// `waitFor`, written in JavaScript over `sleep` (see `wait_for.js`).
 const WAIT_FOR: &str = include_str!("wait_for.js");
 
-/// Defines the globals `sleep` and `waitFor`.
+/// The built-ins `wait_for.js` uses, by the names it takes them under.
+const ORIGINALS: [(&str, &str); 10] = [
+    ("now", "Date.now"),
+    ("isInteger", "Number.isInteger"),
+    ("isFinite", "Number.isFinite"),
+    ("max", "Math.max"),
+    ("min", "Math.min"),
+    ("round", "Math.round"),
+    ("text", "String"),
+    ("Failure", "Error"),
+    ("NotAFunction", "TypeError"),
+    ("OutOfRange", "RangeError"),
+];
+
+/// What the `waitFor` global keeps: `sleep`, the built-ins, and once
+/// called, the function `wait_for.js` makes.
+type Kept = (JsObject, JsObject, Gc<GcRefCell<Option<JsObject>>>);
+
+/// Defines the globals `sleep` and `waitFor`. `waitFor` evaluates its
+/// JavaScript the first time a program calls it, with `sleep` and the
+/// built-ins captured now, before any program could replace one.
 pub(crate) fn install(context: &mut Context) -> JsResult<()> {
     let sleep = NativeFunction::from_fn_ptr(sleep).to_js_function(context.realm());
     let attributes = Attribute::WRITABLE | Attribute::CONFIGURABLE;
     context.register_global_property(js_string!("sleep"), sleep.clone(), attributes)?;
 
-    let date = context.intrinsics().constructors().date().constructor();
-    let date_now = date.get(js_string!("now"), context)?;
-    let factory = context.eval(Source::from_bytes(WAIT_FOR))?;
-    let Some(factory) = factory.as_callable() else {
-        return Err(JsNativeError::typ()
-            .with_message("waitFor's definition is not a function")
-            .into());
-    };
-    let wait_for = factory.call(&JsValue::undefined(), &[sleep.into(), date_now], context)?;
+    let originals = crate::namespace::originals(context, &ORIGINALS)?;
+    let wait_for = NativeFunction::from_copy_closure_with_captures(
+        |this, args, (sleep, originals, made): &Kept, context| {
+            let loaded = made.borrow().clone();
+            let wait_for = match loaded {
+                Some(wait_for) => wait_for,
+                None => {
+                    let factory = context.eval(Source::from_bytes(WAIT_FOR))?;
+                    let made_now = factory
+                        .as_callable()
+                        .map(|factory| {
+                            factory.call(
+                                &JsValue::undefined(),
+                                &[sleep.clone().into(), originals.clone().into()],
+                                context,
+                            )
+                        })
+                        .transpose()?
+                        .and_then(|made| made.as_callable())
+                        .ok_or_else(|| {
+                            JsNativeError::typ()
+                                .with_message("waitFor's definition is not a function")
+                        })?;
+                    *made.borrow_mut() = Some(made_now.clone());
+                    made_now
+                }
+            };
+            wait_for.call(this, args, context)
+        },
+        (sleep.into(), originals, Gc::new(GcRefCell::new(None))),
+    );
+    let wait_for = FunctionObjectBuilder::new(context.realm(), wait_for)
+        .name(js_string!("waitFor"))
+        .length(2)
+        .build();
     context.register_global_property(js_string!("waitFor"), wait_for, attributes)
 }
 

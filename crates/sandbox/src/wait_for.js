@@ -1,18 +1,15 @@
-// `waitFor(condition, {timeout, interval})`, by the codemode contract. Evaluated
-// once per context before the program, with the real `sleep` and `Date.now`
-// captured, and every global it reads captured here too (`Math.max`,
-// `Number.isInteger`, …), so a program that replaces any of them cannot
-// change how it waits: not the 30 s cap, not the 250 ms least interval.
-(function (sleep, now) {
+// `waitFor(condition, {timeout, interval})`, by the codemode contract.
+// Evaluated the first time a program calls `waitFor`, with the real `sleep`
+// and every built-in it reads (`Date.now`, `Math.max`, `Number.isInteger`,
+// …) captured before the program ran, so a program that replaces any of them
+// cannot change how it waits: not the 30 s cap, not the 250 ms least
+// interval.
+(function (sleep, originals) {
   "use strict";
   const MAX_TIMEOUT = 30000;
   const MIN_INTERVAL = 250;
-  const { isInteger, isFinite } = Number;
-  const { max, min, round } = Math;
-  const text = String;
-  const Failure = Error;
-  const NotAFunction = TypeError;
-  const OutOfRange = RangeError;
+  const { now, isInteger, isFinite, max, min, round, text, Failure, NotAFunction, OutOfRange } =
+    originals;
   return async function waitFor(condition, options) {
     if (typeof condition !== "function") {
       throw new NotAFunction("waitFor(condition, {timeout, interval}) needs a function as its condition");

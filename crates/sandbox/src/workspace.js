@@ -1,17 +1,14 @@
-// `workspace`, the guest's view of the workspace's files. Evaluated once per
-// context (in its own script, so it shifts no position of the program's);
-// called once per run, before any guest code, with the run's functions for
-// file_read, file_write, file_list, file_stat, file_mkdir and file_remove
-// (`undefined` for one the run does not have). Each method is exactly one
-// call of one of them, so the host's ladder decides, counts and scrubs it
-// like any other tool call.
-(function (fileRead, fileWrite, fileList, fileStat, fileMkdir, fileRemove) {
+// `workspace`, the guest's view of the workspace's files. Evaluated the first
+// time a run's program reads `workspace` (in its own script, so it shifts no
+// position of the program's) and called with the built-ins it uses, captured
+// before the program ran (so a program that replaces them changes nothing
+// here), and the run's functions for file_read, file_write, file_list,
+// file_stat, file_mkdir and file_remove (`undefined` for one the run does not
+// have). Each method is exactly one call of one of them, so the host's ladder
+// decides, counts and scrubs it like any other tool call.
+(function (originals, fileRead, fileWrite, fileList, fileStat, fileMkdir, fileRemove) {
   "use strict";
-  // Captured before the program runs: a program that replaces them changes
-  // nothing here.
-  const freeze = Object.freeze;
-  const isArray = Array.isArray;
-  const NoTool = TypeError;
+  const { freeze, isArray, NoTool } = originals;
 
   const call = (tool, method, name, args) => {
     if (tool === undefined) {
@@ -72,8 +69,12 @@
       await call(fileRemove, "remove", "file_remove", { path });
     },
   };
-  for (const name of ["read", "write", "list", "stat", "mkdir", "remove"]) {
-    freeze(workspace[name]);
-  }
+  // Not a loop over an array: the program may have replaced its iterator.
+  freeze(workspace.read);
+  freeze(workspace.write);
+  freeze(workspace.list);
+  freeze(workspace.stat);
+  freeze(workspace.mkdir);
+  freeze(workspace.remove);
   return freeze(workspace);
 })

@@ -281,6 +281,13 @@ fn programs_cannot_replace_workspace_or_its_methods() {
             await workspace.write("a.txt", "x"); return await workspace.read("a.txt")"#,
             r#"completed "x""#,
         ),
+        // The object is made when first read; what the program changed
+        // before that does not reach it either.
+        (
+            "Object.freeze = (o) => o; Array.prototype[Symbol.iterator] = function* () {}; \
+             return [Object.isFrozen(workspace), Object.isFrozen(workspace.read), workspace === workspace]",
+            "completed [true,true,true]",
+        ),
     ];
     let failures: Vec<String> = cases
         .iter()

@@ -497,7 +497,7 @@ pub fn deep_cases() -> Vec<(String, String)> {
     .iter()
     .map(|(body, what)| (caught(body), too_deep(what)))
     .collect();
-    let ordinary: [(&str, &str); 12] = [
+    let ordinary: [(&str, &str); 16] = [
         ("return String([1, [2, [3]]])", r#"completed "1,2,3""#),
         ("return [[1, 2], [3]].join('|')", r#"completed "1,2|3""#),
         (
@@ -533,6 +533,26 @@ pub fn deep_cases() -> Vec<(String, String)> {
         (
             "function add(a, b) { return a + b } const inc = add.bind(null, 1); return [inc(2), inc.name, inc.length]",
             r#"completed [3,"bound add",1]"#,
+        ),
+        // The bounded built-ins look like the engine's own.
+        (
+            "return [[].join.name, [].join.length, [].flat.length, JSON.stringify.length, \
+             Function.prototype.bind.length, Proxy.revocable.name, 'prototype' in Proxy, \
+             Object.getOwnPropertyDescriptor(Array.prototype, 'join').enumerable]",
+            r#"completed ["join",1,0,3,1,"revocable",false,false]"#,
+        ),
+        (
+            "try { new [].join() } catch (e) { try { new JSON.stringify() } catch (f) { return [e.name, f.name] } }",
+            r#"completed ["TypeError","TypeError"]"#,
+        ),
+        (
+            "return JSON.stringify({a: 1, b: [2]}, function (k, v) { return k === 'a' ? this.a + v : v })",
+            r#"completed "{\"a\":2,\"b\":[2]}""#,
+        ),
+        // (The engine's separator is ", "; a browser's is ",".)
+        (
+            "return [1, [2, 3]].toLocaleString().replaceAll(' ', '')",
+            r#"completed "1,2,3""#,
         ),
     ];
     cases.extend(
