@@ -4,11 +4,11 @@
 //! through Kiln's MCP client, all on loopback. The tool is the MCP reference
 //! server's `get-sum`: directly it is one `tools/call`; through codemode it is
 //! a program `return await tools.every_get_sum(…)` run in the server's process
-//! over its ladder (which opens the run's own session to the reference server)
-//! and a warm sandbox process. `return 1` over HTTP is the floor (the ladder
-//! and the sandbox, no tool). Over HTTP every request carries the access token
-//! the server printed at start. `KILN_CLI` is the release `kiln`. Prints a
-//! table; asserts nothing about time.
+//! over its ladder (through the session the server opened to the reference
+//! server when it started) and a warm sandbox process. `return 1` over HTTP
+//! is the floor (the ladder and the sandbox, no tool). Over HTTP every
+//! request carries the access token the server printed at start. `KILN_CLI`
+//! is the release `kiln`. Prints a table; asserts nothing about time.
 
 #![expect(clippy::disallowed_methods, reason = "a benchmark measures real time")]
 #![expect(
