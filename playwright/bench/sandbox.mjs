@@ -15,12 +15,15 @@ import { join } from "node:path";
 import { launch } from "../lib/browser.mjs";
 import { serveIsolated } from "../lib/serve.mjs";
 import { buildPeerWorker } from "./peer/build.mjs";
-import { measurePeer } from "./peer/run-peer.mjs";
+import { measurePeer, openPeer } from "./peer/run-peer.mjs";
 
 const PKG = process.env.KILN_PKG;
 const CLI = process.env.KILN_CLI;
 const RUNS = 5;
 const STARTS = 50;
+// Browsers started for the cold start, each with a fresh profile (no code
+// cached from an earlier load): one sample of Kiln's and the peer's each.
+const COLD = 5;
 
 const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
 const round = (ms) => Math.round(ms * 1000) / 1000;
@@ -66,7 +69,7 @@ async function measureKiln(page) {
       const cold = await Kiln.load({ poolSize: 1 });
       const loadMs = performance.now() - t0;
       const first = await report(cold, "return 1");
-      const figures = { start_cold_ms: first.context_ms + first.start_ms, context_ms: first.context_ms, load_ms: loadMs };
+      const figures = { context_ms: first.context_ms, load_ms: loadMs };
 
       const kiln = await Kiln.load({ poolSize: 1 });
       await report(kiln, "return 1");
@@ -224,6 +227,37 @@ function measureNative() {
   }
 }
 
+/**
+ * The first run of a fresh worker in a browser that has never loaded either
+ * (a fresh profile each time, so no compiled code is cached): Kiln's
+ * context build and start, the peer's first context after its module loads.
+ * The median of COLD browsers.
+ */
+async function measureCold(url) {
+  const kiln = [];
+  const peer = [];
+  for (let i = 0; i < COLD; i++) {
+    const browser = await launch();
+    try {
+      await browser.page.goto(url);
+      kiln.push(
+        await browser.page.evaluate(async (limits) => {
+          const { Kiln } = await import("/kiln.js");
+          const fresh = await Kiln.load({ poolSize: 1 });
+          const { report } = await fresh.report({ code: "return 1", limits });
+          return report.context_ms + report.start_ms;
+        }, LIMITS),
+      );
+      const run = await openPeer(browser.page, "/bench/peer-worker.js");
+      peer.push((await run("start")).cold);
+    } finally {
+      await browser.close();
+    }
+  }
+  const median = (values) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)];
+  return { kiln: median(kiln), peer: median(peer) };
+}
+
 const bundleDir = mkdtempSync(join(tmpdir(), "kiln-peer-"));
 await buildPeerWorker(join(bundleDir, "bench", "peer-worker.js"));
 const server = await serveIsolated([PKG, bundleDir]);
@@ -234,6 +268,9 @@ try {
   const isolated = await page.evaluate(() => crossOriginIsolated);
   const kiln = await measureKiln(page);
   const peer = await measurePeer(page, "/bench/peer-worker.js");
+  const cold = await measureCold(`http://127.0.0.1:${server.address().port}/`);
+  kiln.start_cold_ms = cold.kiln;
+  peer.start_cold_ms = cold.peer;
   const pingPong = await measurePingPong(page);
   const topology = await measureTopology(page);
   const codec = await measureCodec(page);
@@ -242,7 +279,7 @@ try {
   // [figure, Kiln's key, the peer's key]
   const rows = [
     ["run start, warm (request reaches a warm worker → first statement; peer: bare context + trivial eval)", "start_warm_ms", "start_warm_ms"],
-    ["run start, cold (first run on a fresh worker, its context's build included; peer: first context after the module loads)", "start_cold_ms", "start_cold_ms"],
+    [`run start, cold (first run on a fresh worker in a fresh browser, its context's build included; peer: first context after the module loads; median of ${COLD} browsers)`, "start_cold_ms", "start_cold_ms"],
     ["200 sequential calls of a runtime-side tool, guest → runtime worker → guest (target ≤ peer)", "runtime_calls_ms", "calls_200_ms"],
     ["200 sequential calls of a page tool, guest → runtime worker → page → back", "calls_ms", "calls_200_ms"],
     ["5,000 rows in, filtered and mapped, 5,000 out (target ≤ 100 ms)", "rows_ms", "rows_5000_ms"],

@@ -15,6 +15,28 @@ function median(values) {
  * median of RUNS runs after one warm-up.
  */
 export async function measurePeer(page, workerUrl) {
+  const run = await openPeer(page, workerUrl);
+  const start = await run("start");
+  const figures = { start_cold_ms: start.cold, start_warm_ms: start.warm };
+  for (const [key, type] of [
+    ["calls_200_ms", "calls"],
+    ["rows_5000_ms", "rows"],
+    ["fib25_ms", "fib"],
+    ["loop_5e6_ms", "loop"],
+  ]) {
+    await run(type);
+    const samples = [];
+    for (let i = 0; i < RUNS; i++) samples.push(await run(type));
+    figures[key] = median(samples);
+  }
+  return figures;
+}
+
+/**
+ * Starts the peer's worker in `page` and answers a function that asks it for
+ * one workload's figures (`start`, `calls`, …).
+ */
+export async function openPeer(page, workerUrl) {
   await page.evaluate(async (url) => {
     const worker = new Worker(url, { type: "module" });
     const waiting = new Map();
@@ -38,20 +60,5 @@ export async function measurePeer(page, workerUrl) {
         worker.postMessage({ type, id });
       });
   }, workerUrl);
-
-  const run = (type) => page.evaluate((t) => window.__peer(t), type);
-  const start = await run("start");
-  const figures = { start_cold_ms: start.cold, start_warm_ms: start.warm };
-  for (const [key, type] of [
-    ["calls_200_ms", "calls"],
-    ["rows_5000_ms", "rows"],
-    ["fib25_ms", "fib"],
-    ["loop_5e6_ms", "loop"],
-  ]) {
-    await run(type);
-    const samples = [];
-    for (let i = 0; i < RUNS; i++) samples.push(await run(type));
-    figures[key] = median(samples);
-  }
-  return figures;
+  return (type) => page.evaluate((t) => window.__peer(t), type);
 }
