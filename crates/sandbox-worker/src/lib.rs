@@ -74,11 +74,13 @@ pub fn start() {
 }
 
 /// A program that touches the engine's common paths (literals, closures, array
-/// methods, strings, JSON, exceptions, a promise, console, the value
-/// conversion), run once before the worker says it is ready.
+/// methods, strings, JSON, exceptions, a promise, console, a tool call and its
+/// failure, the value conversion), run once before the worker says it is
+/// ready.
 const WARM_UP: &str = r#"const rows = [1, 2, 3].map((n) => ({ n, s: "x" + n })).filter((r) => r.n > 1);
 try { JSON.parse("{"); } catch (error) { console.log(error.name, rows.length); }
 await Promise.resolve(rows);
+try { await tools.warm_up({ rows }); } catch (error) { console.log(error.code); }
 return { rows, text: JSON.stringify(rows).toUpperCase() };"#;
 
 /// Runs [`WARM_UP`] in a context of its own: a fresh wasm instance compiles
@@ -88,10 +90,12 @@ return { rows, text: JSON.stringify(rows).toUpperCase() };"#;
 fn warm_up() {
     if let Ok(sandbox) = Sandbox::new() {
         let limits = RunLimits::default();
+        let catalog = serde_json::json!([{"name": "warm_up", "description": "warms the call path"}]);
+        let admission = Admission::admit(&catalog, "warm-up").unwrap_or_default();
         let run = sandbox.run(
             WARM_UP,
             &limits,
-            Rc::new(Admission::default()),
+            Rc::new(admission),
             Rc::new(NoTools),
             None,
         );
