@@ -26,6 +26,10 @@ pub(crate) fn stored_value<T: Serialize>(value: &T) -> Value {
 /// What a backend call returns.
 pub type StoreFuture<'a, T> = LocalBoxFuture<'a, Result<T, StoreError>>;
 
+/// What [`Backend::update`] makes of the record it read: the batch to
+/// commit, or why there is none.
+pub type Update<'a> = Box<dyn FnOnce(Option<Record>) -> Result<Vec<Op>, StoreError> + 'a>;
+
 /// One stored record.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Record {
@@ -165,6 +169,28 @@ pub trait Backend {
     /// written. A returned `Ok` is durable: a reload (or another process)
     /// right after finds it. The changes are also fed to subscribers.
     fn commit(&self, ops: Vec<Op>) -> StoreFuture<'_, Vec<Change>>;
+
+    /// Reads `key` of `table` and commits the batch `update` makes of what
+    /// it found, as [`Backend::commit`] does. Where the platform has
+    /// transactions that can read and then write (IndexedDB), both happen in
+    /// one transaction over `scope`, the tables the batch may write, which
+    /// saves a transaction of its own for the read. Elsewhere the record is
+    /// read and the batch committed after: either way the batch's
+    /// [`Expect`]s decide, and a write that came between fails it with
+    /// [`StoreError::Conflict`].
+    fn update<'a>(
+        &'a self,
+        scope: &'a [Table],
+        table: Table,
+        key: &'a str,
+        update: Update<'a>,
+    ) -> StoreFuture<'a, Vec<Change>> {
+        let _ = scope;
+        Box::pin(async move {
+            let found = self.get(table, key).await?;
+            self.commit(update(found)?).await
+        })
+    }
 
     /// Feeds `listener` every committed change: this handle's, and those of
     /// other tabs where the platform lets it see them. Dropping the

@@ -938,6 +938,34 @@ async fn threads(backend: Rc<dyn Backend>) {
     );
     let next = ok(threads.append(&first.id, Draft::user("again")).await, check);
     assert_eq!(next.seq, 5, "{check}: numbering goes on after a cut");
+    // Two appends at once (two tabs' workers, or a turn's two writes): each
+    // takes its own number and the thread counts both.
+    let (one, two) = futures::join!(
+        threads.append(&first.id, Draft::user("at once, one")),
+        threads.append(&first.id, Draft::user("at once, two")),
+    );
+    let mut numbers = [ok(one, check).seq, ok(two, check).seq];
+    numbers.sort_unstable();
+    assert_eq!(
+        numbers,
+        [6, 7],
+        "{check}: appends at once take the next numbers"
+    );
+    assert_eq!(
+        ok(threads.get(&first.id).await, check).n_messages,
+        7,
+        "{check}: the thread counts both"
+    );
+    ok(threads.truncate(&first.id, 6).await, check);
+    assert_eq!(
+        err(
+            threads.append("no-such-thread", Draft::user("hello")).await,
+            check
+        )
+        .code(),
+        "not_found",
+        "{check}: a message for a thread that is not there"
+    );
     let fork = ok(threads.fork(&first.id, 3).await, check);
     assert_ne!(fork.thread.id, first.id, "{check}: a new thread");
     assert_eq!(

@@ -70,7 +70,8 @@ pub mod threads;
 pub mod vault;
 
 pub use backend::{
-    Backend, Change, Expect, Op, Record, Scan, Subscription, Table, Write, retry_on_conflict,
+    Backend, Change, Expect, Op, Record, Scan, Subscription, Table, Update, Write,
+    retry_on_conflict,
 };
 pub use error::StoreError;
 

@@ -12,7 +12,9 @@
 
 use std::rc::Rc;
 
-use crate::backend::{Backend, Expect, Op, Record, Scan, Table, retry_on_conflict, stored_value};
+use crate::backend::{
+    Backend, Expect, Op, Record, Scan, Table, Update, retry_on_conflict, stored_value,
+};
 use crate::clock::{epoch_ms, unique_ms};
 use crate::error::StoreError;
 use crate::history::{History, MAX_MESSAGE_CHARS, corrupt, keep, thread_from};
@@ -395,43 +397,66 @@ impl Threads {
             ..draft
         };
         retry_on_conflict(ATTEMPTS, || async move {
-            let mut thread = self.get(id).await?;
-            let now = epoch_ms();
-            let message = ThreadMessage {
-                thread_id: id.to_owned(),
-                seq: thread.n_messages + 1,
-                role: draft.role.clone(),
-                text: draft.text.clone(),
-                created_ms: now,
-                events: draft.events.clone(),
-                context: draft.context.clone(),
-                failure: draft.failure.clone(),
-                provider: draft.provider.clone(),
-                model: draft.model.clone(),
-            };
-            let version = thread.version;
-            thread.n_messages = message.seq;
-            thread.updated_ms = now;
-            if !draft.provider.is_empty() {
-                thread.provider.clone_from(&draft.provider);
-                thread.model.clone_from(&draft.model);
-            }
-            let ops = vec![
-                Op::put(
+            // Made from the thread as the transaction reads it.
+            let made = std::cell::RefCell::new(None);
+            let update: Update<'_> = Box::new(|found| {
+                let mut thread = match found {
+                    Some(record) => thread_from(record)?,
+                    None => {
+                        return Err(StoreError::NotFound {
+                            what: "thread",
+                            key: id.to_owned(),
+                        });
+                    }
+                };
+                let now = epoch_ms();
+                let message = ThreadMessage {
+                    thread_id: id.to_owned(),
+                    seq: thread.n_messages + 1,
+                    role: draft.role.clone(),
+                    text: draft.text.clone(),
+                    created_ms: now,
+                    events: draft.events.clone(),
+                    context: draft.context.clone(),
+                    failure: draft.failure.clone(),
+                    provider: draft.provider.clone(),
+                    model: draft.model.clone(),
+                };
+                let version = thread.version;
+                thread.n_messages = message.seq;
+                thread.updated_ms = now;
+                if !draft.provider.is_empty() {
+                    thread.provider.clone_from(&draft.provider);
+                    thread.model.clone_from(&draft.model);
+                }
+                let ops = vec![
+                    Op::put(
+                        Table::Threads,
+                        id,
+                        stored_value(&thread),
+                        Expect::Version(version),
+                    ),
+                    Op::put(
+                        Table::Messages,
+                        message_key(id, message.seq),
+                        stored_value(&message),
+                        Expect::Absent,
+                    ),
+                ];
+                *made.borrow_mut() = Some(message);
+                Ok(ops)
+            });
+            self.backend
+                .update(
+                    &[Table::Threads, Table::Messages],
                     Table::Threads,
                     id,
-                    stored_value(&thread),
-                    Expect::Version(version),
-                ),
-                Op::put(
-                    Table::Messages,
-                    message_key(id, message.seq),
-                    stored_value(&message),
-                    Expect::Absent,
-                ),
-            ];
-            self.backend.commit(ops).await?;
-            Ok(message)
+                    update,
+                )
+                .await?;
+            made.take().ok_or_else(|| {
+                StoreError::Io("the thread's update committed without its message".into())
+            })
         })
         .await
     }

@@ -40,7 +40,8 @@ use super::js::{JsFailure, sleep};
 use super::request::{Finished, Pending};
 use crate::SCHEMA_VERSION;
 use crate::backend::{
-    Backend, Change, Listener, Listeners, Op, Record, Scan, StoreFuture, Subscription, Table, Write,
+    Backend, Change, Listener, Listeners, Op, Record, Scan, StoreFuture, Subscription, Table,
+    Update, Write,
 };
 use crate::error::StoreError;
 use crate::text::terms_for;
@@ -510,6 +511,59 @@ impl IdbBackend {
         let transaction = self.transaction(&tables, TransactionMode::ReadWrite)?;
         let finished = Finished::new(&transaction);
         let applied = self.apply(&transaction, &ops).await;
+        self.finish(&transaction, finished, applied).await
+    }
+
+    /// [`Backend::update`] in one transaction over `scope`: the read, then
+    /// the batch made of it.
+    async fn update_now(
+        &self,
+        scope: &[Table],
+        table: Table,
+        key: &str,
+        update: Update<'_>,
+    ) -> Result<Vec<Change>, StoreError> {
+        self.check_open()?;
+        let mut tables: Vec<Table> = scope.iter().copied().chain([table]).collect();
+        tables.sort();
+        tables.dedup();
+        let transaction = self.transaction(&tables, TransactionMode::ReadWrite)?;
+        let finished = Finished::new(&transaction);
+        let applied = async {
+            let request = self
+                .store(&transaction, table)?
+                .get(Query::from(JsValue::from_str(key)))
+                .map_err(|error| self.error(&idb_failure(&error)))?;
+            let stored = Pending::new(request)
+                .await
+                .map_err(|error| self.error(&JsFailure::from_value(&error)))?;
+            let found = if stored.is_undefined() {
+                None
+            } else {
+                Some(self.decode(table, &stored)?)
+            };
+            let ops = update(found)?;
+            if let Some(op) = ops.iter().find(|op| !tables.contains(&op.table)) {
+                return Err(StoreError::Invalid(format!(
+                    "an update over {tables:?} may not write `{}`",
+                    op.table
+                )));
+            }
+            self.apply(&transaction, &ops).await
+        }
+        .await;
+        self.finish(&transaction, finished, applied).await
+    }
+
+    /// Ends a read-write transaction whose batch `applied` answered: aborts
+    /// it on an error, else waits for it to commit and feeds the changes to
+    /// this handle's listeners and the other tabs.
+    async fn finish(
+        &self,
+        transaction: &IdbTransaction,
+        finished: Finished,
+        applied: Result<Vec<Change>, StoreError>,
+    ) -> Result<Vec<Change>, StoreError> {
         let changes = match applied {
             Ok(changes) => changes,
             Err(error) => {
@@ -655,6 +709,16 @@ impl Backend for IdbBackend {
 
     fn commit(&self, ops: Vec<Op>) -> StoreFuture<'_, Vec<Change>> {
         Box::pin(self.commit_now(ops))
+    }
+
+    fn update<'a>(
+        &'a self,
+        scope: &'a [Table],
+        table: Table,
+        key: &'a str,
+        update: Update<'a>,
+    ) -> StoreFuture<'a, Vec<Change>> {
+        Box::pin(self.update_now(scope, table, key, update))
     }
 
     fn subscribe(&self, listener: Listener) -> Subscription {
