@@ -90,15 +90,10 @@ return { rows, text: JSON.stringify(rows).toUpperCase() };"#;
 fn warm_up() {
     if let Ok(sandbox) = Sandbox::new() {
         let limits = RunLimits::default();
-        let catalog = serde_json::json!([{"name": "warm_up", "description": "warms the call path"}]);
+        let catalog =
+            serde_json::json!([{"name": "warm_up", "description": "warms the call path"}]);
         let admission = Admission::admit(&catalog, "warm-up").unwrap_or_default();
-        let run = sandbox.run(
-            WARM_UP,
-            &limits,
-            Rc::new(admission),
-            Rc::new(NoTools),
-            None,
-        );
+        let run = sandbox.run(WARM_UP, &limits, Rc::new(admission), Rc::new(NoTools), None);
         let _ = run.now_or_never();
     }
 }
