@@ -32,6 +32,8 @@ use boa_engine::{
 };
 use boa_gc::{Finalize, Gc, GcRefCell, Trace};
 
+use crate::inspect::function_of;
+
 /// How deep proxies, bound functions and the array and JSON built-ins may
 /// nest inside each other.
 pub const MAX_NATIVE_DEPTH: usize = 128;
@@ -124,11 +126,8 @@ fn replace(
     guard: fn(&JsValue, &[JsValue], &Captured, &mut Context) -> JsResult<JsValue>,
     context: &mut Context,
 ) -> JsResult<JsObject> {
-    let original = object
-        .get(name.clone(), context)?
-        .as_object()
-        .filter(JsObject::is_callable)
-        .ok_or_else(|| JsNativeError::typ().with_message(format!("{name:?} is not a function")))?;
+    let shown = name.to_std_string_escaped();
+    let original = function_of(object, &shown, &shown, context)?;
     let length = original
         .get(js_string!("length"), context)?
         .to_length(context)?;
@@ -155,15 +154,8 @@ fn method(value: JsValue) -> PropertyDescriptor {
 
 /// Replaces the built-ins in `context` by their bounded forms.
 pub(crate) fn install(context: &mut Context) -> JsResult<()> {
-    let is_array = context
-        .intrinsics()
-        .constructors()
-        .array()
-        .constructor()
-        .get(js_string!("isArray"), context)?
-        .as_object()
-        .filter(JsObject::is_callable)
-        .ok_or_else(|| JsNativeError::typ().with_message("Array.isArray is not a function"))?;
+    let array_constructor = context.intrinsics().constructors().array().constructor();
+    let is_array = function_of(&array_constructor, "isArray", "Array.isArray", context)?;
     let guards = Guards {
         depth: Rc::default(),
         chained: JsWeakMap::new(context),
@@ -332,11 +324,7 @@ fn bind(
 /// engine's, which it calls.
 fn install_proxy(guards: &Guards, context: &mut Context) -> JsResult<()> {
     let native = context.intrinsics().constructors().proxy().constructor();
-    let revocable = native
-        .get(js_string!("revocable"), context)?
-        .as_object()
-        .filter(JsObject::is_callable)
-        .ok_or_else(|| JsNativeError::typ().with_message("Proxy.revocable is not a function"))?;
+    let revocable = function_of(&native, "revocable", "Proxy.revocable", context)?;
     let construct = NativeFunction::from_copy_closure_with_captures(
         |this, args, (guards, native): &Captured, context| {
             // A native constructor is given `new.target` as `this`, and

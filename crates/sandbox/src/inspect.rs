@@ -132,13 +132,28 @@ pub(crate) struct IntrinsicKeys(JsObject);
 /// The realm has no `Object.keys` function (it always has one).
 pub(crate) fn capture_intrinsics(context: &mut Context) -> JsResult<()> {
     let constructor = context.intrinsics().constructors().object().constructor();
-    let keys = constructor
-        .get(js_string!("keys"), context)?
-        .as_object()
-        .filter(JsObject::is_callable)
-        .ok_or_else(|| JsNativeError::typ().with_message("Object.keys is not available"))?;
+    let keys = function_of(&constructor, "keys", "Object.keys", context)?;
     context.insert_data(IntrinsicKeys(keys));
     Ok(())
+}
+
+/// `holder[name]` when it is a function; `what` names it in the error
+/// when it is not.
+pub(crate) fn function_of(
+    holder: &JsObject,
+    name: &str,
+    what: &str,
+    context: &mut Context,
+) -> JsResult<JsObject> {
+    holder
+        .get(boa_engine::JsString::from(name), context)?
+        .as_object()
+        .filter(JsObject::is_callable)
+        .ok_or_else(|| {
+            JsNativeError::typ()
+                .with_message(format!("{what} is not a function"))
+                .into()
+        })
 }
 
 fn intrinsic_keys(context: &Context) -> JsResult<JsObject> {
