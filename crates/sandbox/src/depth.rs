@@ -117,29 +117,29 @@ fn argument(args: &[JsValue], index: usize) -> JsValue {
 }
 
 /// Replaces the method `object[name]` by `guard` (called with the guards and
-/// the original), keeping the original's name, length and attributes. Not a
-/// constructor: `new [].join()` stays a `TypeError`.
+/// the original), keeping the original's name and length, with a built-in
+/// method's attributes. Not a constructor: `new [].join()` stays a
+/// `TypeError`.
 fn replace(
     object: &JsObject,
-    name: JsString,
+    name: &str,
     guards: &Guards,
     guard: fn(&JsValue, &[JsValue], &Captured, &mut Context) -> JsResult<JsValue>,
     context: &mut Context,
-) -> JsResult<JsObject> {
-    let shown = name.to_std_string_escaped();
-    let original = function_of(object, &shown, &shown, context)?;
+) -> JsResult<()> {
+    let original = function_of(object, name, name, context)?;
     let length = original
         .get(js_string!("length"), context)?
         .to_length(context)?;
     let function =
-        NativeFunction::from_copy_closure_with_captures(guard, (guards.clone(), original.clone()));
+        NativeFunction::from_copy_closure_with_captures(guard, (guards.clone(), original));
     let replacement = FunctionObjectBuilder::new(context.realm(), function)
-        .name(name.clone())
+        .name(JsString::from(name))
         .length(usize::try_from(length).unwrap_or(0))
         .constructor(false)
         .build();
-    object.define_property_or_throw(name, method(replacement.clone().into()), context)?;
-    Ok(original)
+    object.define_property_or_throw(JsString::from(name), method(replacement.into()), context)?;
+    Ok(())
 }
 
 /// A built-in method's attributes: writable, configurable, not enumerable.
@@ -162,19 +162,13 @@ pub(crate) fn install(context: &mut Context) -> JsResult<()> {
         is_array,
     };
     let array = context.intrinsics().constructors().array().prototype();
-    replace(&array, js_string!("join"), &guards, join, context)?;
-    replace(
-        &array,
-        js_string!("toLocaleString"),
-        &guards,
-        to_locale_string,
-        context,
-    )?;
-    replace(&array, js_string!("flat"), &guards, flat, context)?;
+    replace(&array, "join", &guards, join, context)?;
+    replace(&array, "toLocaleString", &guards, to_locale_string, context)?;
+    replace(&array, "flat", &guards, flat, context)?;
     let json = context.intrinsics().objects().json();
-    replace(&json, js_string!("stringify"), &guards, stringify, context)?;
+    replace(&json, "stringify", &guards, stringify, context)?;
     let function = context.intrinsics().constructors().function().prototype();
-    replace(&function, js_string!("bind"), &guards, bind, context)?;
+    replace(&function, "bind", &guards, bind, context)?;
     install_proxy(&guards, context)
 }
 
