@@ -144,6 +144,27 @@ pub struct Scan<'a> {
     pub limit: Option<usize>,
 }
 
+/// Refuses a batch of [`Backend::update`] that writes a table outside its
+/// scope (`scope` and the table it read), on every backend alike: IndexedDB
+/// could not, its transaction having been opened over the scope.
+pub(crate) fn within(scope: &[Table], table: Table, ops: &[Op]) -> Result<(), StoreError> {
+    match ops
+        .iter()
+        .find(|op| op.table != table && !scope.contains(&op.table))
+    {
+        Some(op) => Err(StoreError::Invalid(format!(
+            "an update that read `{table}` may write only {} and `{table}`, not `{}`",
+            scope
+                .iter()
+                .map(|table| format!("`{table}`"))
+                .collect::<Vec<_>>()
+                .join(", "),
+            op.table
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// A transactional table store. Implementations: `native::MemoryBackend`,
 /// `native::LogBackend` (on disk, shared by processes) and, in the browser,
 /// `browser::IdbBackend`.
@@ -185,10 +206,11 @@ pub trait Backend {
         key: &'a str,
         update: Update<'a>,
     ) -> StoreFuture<'a, Vec<Change>> {
-        let _ = scope;
         Box::pin(async move {
             let found = self.get(table, key).await?;
-            self.commit(update(found)?).await
+            let ops = update(found)?;
+            within(scope, table, &ops)?;
+            self.commit(ops).await
         })
     }
 

@@ -203,6 +203,80 @@ async fn batches(backend: &dyn Backend) {
             .await,
         check,
     );
+
+    // An update: the batch made from what was read, checked as a commit is.
+    let seen = std::cell::Cell::new(None);
+    ok(
+        backend
+            .update(
+                &[Table::Memories],
+                t,
+                "b:u",
+                Box::new(|found| {
+                    seen.set(Some(found.is_none()));
+                    Ok(vec![Op::put(t, "b:u", json!(1), Expect::Absent)])
+                }),
+            )
+            .await,
+        check,
+    );
+    assert_eq!(
+        seen.get(),
+        Some(true),
+        "{check}: an update reads what is there"
+    );
+    let changes = ok(
+        backend
+            .update(
+                &[],
+                t,
+                "b:u",
+                Box::new(|found| {
+                    let version = found.map_or(0, |record| record.version);
+                    Ok(vec![Op::put(t, "b:u", json!(2), Expect::Version(version))])
+                }),
+            )
+            .await,
+        check,
+    );
+    assert_eq!(changes[0].version, Some(2), "{check}: an update's batch");
+    let outside = backend
+        .update(
+            &[Table::Memories],
+            t,
+            "b:u",
+            Box::new(|_| Ok(vec![Op::delete(Table::Threads, "b:t", Expect::Any)])),
+        )
+        .await;
+    assert_eq!(
+        err(outside, check).code(),
+        "invalid",
+        "{check}: an update writes only within its scope"
+    );
+    let refused = backend
+        .update(
+            &[],
+            t,
+            "b:u",
+            Box::new(|_| Err(StoreError::Invalid("no".into()))),
+        )
+        .await;
+    assert_eq!(
+        err(refused, check).code(),
+        "invalid",
+        "{check}: an update that makes no batch"
+    );
+    assert_eq!(
+        ok(backend.get(t, "b:u").await, check).map(|record| record.value),
+        Some(json!(2)),
+        "{check}: and writes nothing"
+    );
+    ok(
+        backend
+            .commit(vec![Op::delete(t, "b:u", Expect::Any)])
+            .await,
+        check,
+    );
 }
 
 async fn scans_and_terms(backend: &dyn Backend) {

@@ -543,12 +543,7 @@ impl IdbBackend {
                 Some(self.decode(table, &stored)?)
             };
             let ops = update(found)?;
-            if let Some(op) = ops.iter().find(|op| !tables.contains(&op.table)) {
-                return Err(StoreError::Invalid(format!(
-                    "an update over {tables:?} may not write `{}`",
-                    op.table
-                )));
-            }
+            crate::backend::within(scope, table, &ops)?;
             self.apply(&transaction, &ops).await
         }
         .await;
