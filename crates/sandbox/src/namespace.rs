@@ -85,23 +85,11 @@ impl Factory {
             .collect();
         let read = NativeFunction::from_copy_closure_with_captures(
             move |_, _, (originals, functions, made): &Kept, context| {
-                if let Some(object) = made.borrow().clone() {
-                    return Ok(object);
-                }
-                let factory = context.eval(Source::from_bytes(namespace.source))?;
-                let Some(factory) = factory.as_callable() else {
-                    return Err(JsNativeError::typ()
-                        .with_message(format!(
-                            "{}'s definition is not a function",
-                            namespace.global
-                        ))
-                        .into());
-                };
-                let mut args = vec![originals.clone().into()];
-                args.extend(functions.iter().cloned());
-                let object = factory.call(&JsValue::undefined(), &args, context)?;
-                *made.borrow_mut() = Some(object.clone());
-                Ok(object)
+                made_once(made, namespace.source, namespace.global, context, || {
+                    let mut args = vec![originals.clone().into()];
+                    args.extend(functions.iter().cloned());
+                    args
+                })
             },
             (
                 self.originals.clone(),
@@ -120,6 +108,32 @@ impl Factory {
         )?;
         Ok(())
     }
+}
+
+/// What a JavaScript factory made, made once: the first call evaluates
+/// `source` (a function expression, in a script of its own, so positions in
+/// a program's messages stay the program's), calls it with `args()` and
+/// keeps the result in `made`; later calls answer what was kept. `what`
+/// names the factory in the error when its source is not a function.
+pub(crate) fn made_once(
+    made: &GcRefCell<Option<JsValue>>,
+    source: &str,
+    what: &str,
+    context: &mut Context,
+    args: impl FnOnce() -> Vec<JsValue>,
+) -> JsResult<JsValue> {
+    if let Some(kept) = made.borrow().clone() {
+        return Ok(kept);
+    }
+    let factory = context.eval(Source::from_bytes(source))?;
+    let Some(factory) = factory.as_callable() else {
+        return Err(JsNativeError::typ()
+            .with_message(format!("{what}'s definition is not a function"))
+            .into());
+    };
+    let value = factory.call(&JsValue::undefined(), &args(), context)?;
+    *made.borrow_mut() = Some(value.clone());
+    Ok(value)
 }
 
 /// An object with no prototype holding, under each `(name, path)`'s name,

@@ -14,10 +14,10 @@ use boa_engine::job::NativeAsyncJob;
 use boa_engine::object::FunctionObjectBuilder;
 use boa_engine::object::builtins::JsPromise;
 use boa_engine::property::Attribute;
-use boa_engine::{
-    Context, JsNativeError, JsObject, JsResult, JsValue, NativeFunction, Source, js_string,
-};
+use boa_engine::{Context, JsNativeError, JsObject, JsResult, JsValue, NativeFunction, js_string};
 use boa_gc::{Gc, GcRefCell};
+
+use crate::namespace::{made_once, originals};
 
 /// The longest single sleep, in milliseconds.
 pub const MAX_SLEEP_MS: f64 = 10_000.0;
@@ -41,7 +41,7 @@ const ORIGINALS: [(&str, &str); 10] = [
 
 /// What the `waitFor` global keeps: `sleep`, the built-ins, and once
 /// called, the function `wait_for.js` makes.
-type Kept = (JsObject, JsObject, Gc<GcRefCell<Option<JsObject>>>);
+type Kept = (JsObject, JsObject, Gc<GcRefCell<Option<JsValue>>>);
 
 /// Defines the globals `sleep` and `waitFor`. `waitFor` evaluates its
 /// JavaScript the first time a program calls it, with `sleep` and the
@@ -51,33 +51,15 @@ pub(crate) fn install(context: &mut Context) -> JsResult<()> {
     let attributes = Attribute::WRITABLE | Attribute::CONFIGURABLE;
     context.register_global_property(js_string!("sleep"), sleep.clone(), attributes)?;
 
-    let originals = crate::namespace::originals(context, &ORIGINALS)?;
+    let originals = originals(context, &ORIGINALS)?;
     let wait_for = NativeFunction::from_copy_closure_with_captures(
         |this, args, (sleep, originals, made): &Kept, context| {
-            let loaded = made.borrow().clone();
-            let wait_for = match loaded {
-                Some(wait_for) => wait_for,
-                None => {
-                    let factory = context.eval(Source::from_bytes(WAIT_FOR))?;
-                    let made_now = factory
-                        .as_callable()
-                        .map(|factory| {
-                            factory.call(
-                                &JsValue::undefined(),
-                                &[sleep.clone().into(), originals.clone().into()],
-                                context,
-                            )
-                        })
-                        .transpose()?
-                        .and_then(|made| made.as_callable())
-                        .ok_or_else(|| {
-                            JsNativeError::typ()
-                                .with_message("waitFor's definition is not a function")
-                        })?;
-                    *made.borrow_mut() = Some(made_now.clone());
-                    made_now
-                }
-            };
+            let wait_for = made_once(made, WAIT_FOR, "waitFor", context, || {
+                vec![sleep.clone().into(), originals.clone().into()]
+            })?;
+            let wait_for = wait_for.as_callable().ok_or_else(|| {
+                JsNativeError::typ().with_message("waitFor's definition made no function")
+            })?;
             wait_for.call(this, args, context)
         },
         (sleep.into(), originals, Gc::new(GcRefCell::new(None))),
